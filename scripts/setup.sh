@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Installs everything trainscale needs on a fresh Debian 12 machine: system packages with
+# apt-get (as root), Python packages with pip into .venv. Idempotent and quiet unless something
+# fails. Without root (a cluster login node, environment modules) it only checks and lists what
+# is missing, with the package names to ask for.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages: build tools, the libraries the driver links, the data set, MPI launchers.
+APT_PACKAGES=(
+  build-essential cmake pkg-config git
+  libboost-program-options-dev libyaml-cpp-dev libhdf5-dev libdnnl-dev zlib1g-dev
+  libopenmpi-dev openmpi-bin
+  libgtest-dev
+  dataset-fashion-mnist
+  python3 python3-venv python3-pip
+  chromium
+)
+
+quiet() {  # run a command, show its output only if it fails
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "setup.sh: failed: $*" >&2
+    return 1
+  fi
+  rm -f "$log"
+}
+
+missing_packages() {
+  local p
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+if command -v dpkg-query >/dev/null 2>&1; then
+  mapfile -t missing < <(missing_packages)
+  if ((${#missing[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+      export DEBIAN_FRONTEND=noninteractive
+      quiet apt-get update -qq
+      quiet apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    else
+      echo "setup.sh: not root, so nothing was installed. Missing Debian packages:" >&2
+      printf '  %s\n' "${missing[@]}" >&2
+      echo "Ask an administrator to install them, or load the equivalent environment modules" >&2
+      echo "(a C++20 compiler, CMake >= 3.20, Boost.Program_options, yaml-cpp, HDF5, oneDNN, MPI)." >&2
+      exit 1
+    fi
+  fi
+else
+  # Not Debian: check for the tools and libraries by name.
+  need=()
+  for tool in cmake c++ mpicxx; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
+  if ((${#need[@]})); then
+    echo "setup.sh: not a Debian system and these are missing: ${need[*]}" >&2
+    echo "Load modules providing: C++20 compiler, CMake, Boost, yaml-cpp, HDF5, oneDNN, MPI." >&2
+    exit 1
+  fi
+fi
+
+# Python: a virtual environment for the analysis package and the Python tests.
+PY=${TRAINSCALE_PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+  quiet "$PY" -m venv .venv
+fi
+reqs=()
+for f in analysis/requirements.txt tests/python/requirements.txt; do
+  [[ -f $f ]] && reqs+=(-r "$f")
+done
+if ((${#reqs[@]})); then
+  stamp=.venv/.requirements.sha
+  sum=$(cat analysis/requirements.txt tests/python/requirements.txt 2>/dev/null | sha256sum | cut -d' ' -f1)
+  if [[ ! -f $stamp || $(cat "$stamp") != "$sum" ]]; then
+    quiet .venv/bin/python -m pip install -q --disable-pip-version-check "${reqs[@]}"
+    [[ -f analysis/pyproject.toml ]] && quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis
+    echo "$sum" >"$stamp"
+  fi
+fi

@@ -1,0 +1,36 @@
+// Error types that travel up to main, and the exit codes they map to.
+// Only app/main.cpp turns an Error into a process exit; everything else throws.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace ts {
+
+// Process exit codes (contract, see docs/cli.md).
+enum ExitCode : int { kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitDiverged = 3 };
+
+// A usage or configuration error: bad flag, bad config key/value, impossible combination.
+// The message says what was wrong, where (file:line:key) and what is accepted.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A runtime failure: missing/corrupt data file, library call failed, I/O error.
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "file.cpp:123" for messages about library calls.
+std::string source_location_string(const char* file, int line);
+
+}  // namespace ts
+
+// Throws RuntimeError naming the failing call with file and line.
+#define TS_CHECK(cond, msg)                                                                     \
+  do {                                                                                          \
+    if (!(cond))                                                                                \
+      throw ::ts::RuntimeError(::ts::source_location_string(__FILE__, __LINE__) + ": " + (msg)); \
+  } while (0)

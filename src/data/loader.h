@@ -1,0 +1,51 @@
+// Batches from an in-memory Dataset: per-epoch seeded shuffle, rank sharding, normalisation,
+// worker threads that fill a ring of `prefetch` batch slots ahead of the trainer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "data/dataset.h"
+
+namespace ts {
+
+struct LoaderOptions {
+  int64_t batch = 64;       // samples per batch on this rank
+  bool shuffle = true;      // reshuffle every epoch from (seed, epoch)
+  uint64_t seed = 1;
+  int threads = 1;          // worker threads
+  int prefetch = 2;         // batches prepared ahead
+  int rank = 0, world = 1;  // this rank takes shard `rank` of `world` of each epoch's order
+  bool drop_last = true;    // drop the last partial batch of an epoch (training)
+};
+
+// A batch owned by the loader; valid until the next call to Loader::next.
+struct Batch {
+  int64_t size = 0;
+  int64_t epoch = 0;             // epoch this batch belongs to
+  const float* images = nullptr; // (size, sample) normalised
+  const int32_t* labels = nullptr; // (size) or null
+  const float* targets = nullptr;  // (size, outputs) or null
+};
+
+class Loader {
+ public:
+  Loader(const Dataset& data, LoaderOptions options);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // Next batch; epochs roll over forever for training (drop_last) loaders. For an evaluation
+  // loader (shuffle=false, drop_last=false) returns false after one pass, then restarts.
+  bool next(Batch& batch);
+  // Seconds the last next() call waited for a worker (the trainer's data_wait).
+  double last_wait_seconds() const;
+  // Batches per epoch on this rank.
+  int64_t batches_per_epoch() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ts
