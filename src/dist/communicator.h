@@ -1,0 +1,63 @@
+// The trainer's view of the other ranks. Owns every byte that crosses ranks (DESIGN.md:
+// dist/ owns communication). A world of size 1 is an ordinary communicator, so the trainer
+// has no single-process special case. No MPI types leak out of dist/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+// The MPI library this binary is linked against.
+struct MpiLibrary {
+  std::string flavor;   // "openmpi" | "mpich" | "unknown"
+  std::string version;  // e.g. "4.1.4" (first line of MPI_Get_library_version, trimmed)
+  std::string full;     // the library's own version string
+};
+
+// Initialises MPI for the process lifetime (MPI_Init_thread, FUNNELED) and finalises it.
+// Create exactly one, in main.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+};
+
+class Communicator {
+ public:
+  // MPI_COMM_WORLD (duplicated, so library traffic never mixes with ours).
+  static std::unique_ptr<Communicator> world();
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::string host() const;  // this rank's processor name
+
+  // In-place element-wise sum over all ranks (MPI_Allreduce).
+  void allreduce_sum(float* data, int64_t count);
+  void allreduce_sum(double* data, int64_t count);
+  // Every rank's `local` (same length on all ranks) concatenated in rank order, on rank 0
+  // only (other ranks get an empty vector).
+  std::vector<float> gather_to_root(const std::vector<float>& local);
+  // Every rank's string, on rank 0 only.
+  std::vector<std::string> gather_strings_to_root(const std::string& local);
+  void broadcast(double* data, int64_t count, int root);
+  void barrier();
+  // Ends every rank of the job with `exit_code` (MPI_Abort): for a failure on one rank while
+  // others may be blocked in a collective.
+  [[noreturn]] void abort_all(int exit_code);
+
+ private:
+  Communicator() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int rank_ = 0, size_ = 1;
+};
+
+MpiLibrary mpi_library();
+
+}  // namespace ts

@@ -1,0 +1,132 @@
+// Run-config parsing, validation and resolution: accepted keys, defaults, overrides, and the
+// error messages for bad input (file:line, key, accepted values, suggestion).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "sweep/config_id.h"
+#include "sweep/run_config.h"
+
+using namespace ts;
+
+namespace {
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    parse_run_config(yaml, "cfg.yaml", overrides);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(RunConfig, DefaultsAndTypes) {
+  auto c = parse_run_config("model: lenet\nlr: 0.1\n", "cfg.yaml", {});
+  EXPECT_EQ(c.run.model, "lenet");
+  EXPECT_DOUBLE_EQ(c.run.lr, 0.1);
+  EXPECT_EQ(c.run.batch_per_worker, 64);  // documented default when neither batch key is given
+  EXPECT_EQ(c.run.global_batch, 0);
+  EXPECT_DOUBLE_EQ(c.run.epochs, 1.0);
+  EXPECT_EQ(c.run.dist.allreduce, "ring");
+  EXPECT_TRUE(c.run.dist.overlap);
+  EXPECT_EQ(c.flat.at("dist.allreduce"), "ring");
+  EXPECT_EQ(c.flat.at("lr"), "0.1");
+  EXPECT_EQ(c.where.at("lr"), "cfg.yaml:2");
+}
+
+TEST(RunConfig, NestedFlowMappingsAndOverrides) {
+  auto c = parse_run_config("dist: {strategy: sync, allreduce: tree, bucket_mb: 4}\nglobal_batch: 128\nworkers: 2\n",
+                            "cfg.yaml", {"dist.allreduce=mpi", "lr=0.2", "dataset.shuffle=false"});
+  EXPECT_EQ(c.run.dist.allreduce, "mpi");
+  EXPECT_DOUBLE_EQ(c.run.dist.bucket_mb, 4.0);
+  EXPECT_EQ(c.run.global_batch, 128);
+  EXPECT_EQ(c.run.batch_for(2), 64);
+  EXPECT_FALSE(c.run.dataset.shuffle);
+  EXPECT_EQ(c.where.at("dist.allreduce"), "--set dist.allreduce=mpi");
+}
+
+TEST(RunConfig, CanonicalYamlIsStableAndHashable) {
+  auto a = parse_run_config("lr: 0.05\nmodel: lenet\n", "a.yaml", {});
+  auto b = parse_run_config("model: lenet\nlr: 5.0e-2\n", "b.yaml", {});
+  EXPECT_EQ(a.yaml, b.yaml);  // key order and number spelling do not matter
+  EXPECT_EQ(config_id_of(a.yaml), config_id_of(b.yaml));
+  EXPECT_EQ(config_id_of(a.yaml).size(), 12u);
+  auto c = parse_run_config("model: lenet\nlr: 0.06\n", "c.yaml", {});
+  EXPECT_NE(config_id_of(a.yaml), config_id_of(c.yaml));
+  // The canonical text parses back to the same configuration.
+  auto again = parse_run_config(a.yaml, "resolved", {});
+  EXPECT_EQ(again.yaml, a.yaml);
+}
+
+TEST(RunConfig, UnknownKeySuggestsClosest) {
+  std::string e = error_of("model: lenet\nlearning_rate: 0.1\nmomentun: 0.9\n");
+  EXPECT_NE(e.find("cfg.yaml:2"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key 'learning_rate'"), std::string::npos) << e;
+  e = error_of("momentun: 0.9\n");
+  EXPECT_NE(e.find("did you mean 'momentum'"), std::string::npos) << e;
+  e = error_of("dist: {alreduce: ring}\n");
+  EXPECT_NE(e.find("dist.alreduce"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'dist.allreduce'"), std::string::npos) << e;
+  e = error_of("", {"dist.alreduce=ring"});
+  EXPECT_NE(e.find("--set dist.alreduce=ring"), std::string::npos) << e;
+}
+
+TEST(RunConfig, WrongTypes) {
+  std::string e = error_of("model: lenet\nepochs: two\n");
+  EXPECT_NE(e.find("cfg.yaml:2: key 'epochs'"), std::string::npos) << e;
+  EXPECT_NE(e.find("not a finite number"), std::string::npos) << e;
+  e = error_of("threads: 1.5\n");
+  EXPECT_NE(e.find("not an integer"), std::string::npos) << e;
+  e = error_of("dist: {overlap: maybe}\n");
+  EXPECT_NE(e.find("true or false"), std::string::npos) << e;
+  e = error_of("lr: [0.1, 0.2]\n");
+  EXPECT_NE(e.find("not a list"), std::string::npos) << e;
+  e = error_of("dist: ring\n");
+  EXPECT_NE(e.find("must be a mapping"), std::string::npos) << e;
+  e = error_of("model: lenet\n  bad indent: [\n");
+  EXPECT_NE(e.find("not valid YAML"), std::string::npos) << e;
+}
+
+TEST(RunConfig, EnumerationsListAcceptedValues) {
+  std::string e = error_of("precision: fp64\n");
+  EXPECT_NE(e.find("accepted: fp32 | bf16 | fp16 | tf32"), std::string::npos) << e;
+  e = error_of("dist: {allreduce: rnig}\n");
+  EXPECT_NE(e.find("did you mean 'ring'"), std::string::npos) << e;
+  e = error_of("model: lenet5\n");
+  EXPECT_NE(e.find("did you mean 'lenet'"), std::string::npos) << e;
+}
+
+TEST(RunConfig, ImpossibleValues) {
+  EXPECT_NE(error_of("lr: -0.1\n").find("must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("batch_per_worker: 0\n").find("must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("momentum: 1.0\n").find("[0, 1)"), std::string::npos);
+  EXPECT_NE(error_of("threads: 0\n").find("must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("batch_per_worker: 32\nglobal_batch: 64\n").find("exactly one of batch_per_worker, global_batch"),
+            std::string::npos);
+  EXPECT_NE(error_of("epochs: 1\nsteps: 10\n").find("exactly one of epochs, steps, train_samples"), std::string::npos);
+  EXPECT_NE(error_of("global_batch: 100\nworkers: 3\n").find("does not divide evenly"), std::string::npos);
+  EXPECT_NE(error_of("nesterov: true\nmomentum: 0\n").find("Nesterov"), std::string::npos);
+  EXPECT_NE(error_of("dataset: {name: cifar10, format: idx}\n").find("accepts: cifar_bin"), std::string::npos);
+  EXPECT_NE(error_of("dataset: {name: fashion_mnist, format: records}\n").find("not implemented in this build"),
+            std::string::npos);
+}
+
+TEST(RunConfig, MissingFileNamesIt) {
+  try {
+    load_run_config("/nonexistent/dir/run.yaml", {});
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/run.yaml"), std::string::npos);
+  }
+}
+
+TEST(RunConfig, ShippedConfigsParse) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TRAINSCALE_SOURCE_DIR) + "/configs/runs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    EXPECT_NO_THROW(load_run_config(entry.path().string(), {})) << entry.path();
+  }
+}
