@@ -1,0 +1,15 @@
+// The subcommands of the `trainscale` driver. Each returns a process exit code (core/error.h)
+// or throws ConfigError / RuntimeError, which main() turns into messages and exit codes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ts {
+
+int command_run(const std::vector<std::string>& args);
+int command_info(const std::vector<std::string>& args);
+// Commands of the contract that later work implements: a clear usage error until then.
+int command_not_built(const std::string& name, const std::vector<std::string>& args);
+
+}  // namespace ts

@@ -1,0 +1,58 @@
+// trainscale: the driver. Dispatches subcommands and is the only place that turns errors
+// into exit codes (0 ok, 1 failed, 2 usage/config error, 3 diverged).
+#include <boost/program_options/errors.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/commands.h"
+#include "core/error.h"
+
+namespace {
+
+const char* kUsage = R"(usage: trainscale <command> [options]
+
+commands:
+  run       train one configuration and write its HDF5 run file
+  info      build options, backends, oneDNN version and ISA, MPI library, threads
+  sweep     expand / submit / status / resubmit experiment campaigns   (not in this build yet)
+  bench     collective benchmarks (bench allreduce)                    (not in this build yet)
+  predict   analytical roofline + alpha-beta model                     (not in this build yet)
+
+`trainscale <command> --help` describes each command.
+exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss)
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? ts::kExitUsage : ts::kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "run") return ts::command_run(args);
+    if (command == "info") return ts::command_info(args);
+    if (command == "sweep" || command == "bench" || command == "predict") return ts::command_not_built(command, args);
+    std::cerr << "trainscale: unknown command '" << command << "'\n\n" << kUsage;
+    return ts::kExitUsage;
+  } catch (const ts::ConfigError& e) {
+    std::cerr << "trainscale " << command << ": configuration error: " << e.what() << "\n";
+    return ts::kExitUsage;
+  } catch (const boost::program_options::error& e) {
+    std::cerr << "trainscale " << command << ": usage error: " << e.what() << " (see trainscale " << command
+              << " --help)\n";
+    return ts::kExitUsage;
+  } catch (const ts::RuntimeError& e) {
+    std::cerr << "trainscale " << command << ": error: " << e.what() << "\n";
+    return ts::kExitFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "trainscale " << command << ": internal error: " << e.what() << "\n";
+    return ts::kExitFailed;
+  }
+}

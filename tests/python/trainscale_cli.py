@@ -1,0 +1,33 @@
+"""Helpers for tests that run the built `trainscale` binary (build/bin/trainscale)."""
+import os
+import pathlib
+import subprocess
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BINARY = REPO / "build" / "bin" / "trainscale"
+FMNIST = pathlib.Path("/usr/share/datasets/fashion-mnist")
+
+
+def env():
+    e = dict(os.environ)
+    # mpirun/singleton start-up as root in containers and CI (see scripts/env.sh).
+    e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+             OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    return e
+
+
+def require_binary():
+    assert BINARY.exists(), f"{BINARY} is missing: run scripts/build.sh (scripts/test.sh does it)"
+    return BINARY
+
+
+def run(args, timeout=600):
+    """Runs trainscale with `args`; returns CompletedProcess with text stdout/stderr."""
+    return subprocess.run([str(require_binary())] + [str(a) for a in args], capture_output=True, text=True,
+                          env=env(), timeout=timeout, cwd=REPO)
+
+
+def write_config(path, text):
+    path = pathlib.Path(path)
+    path.write_text(text)
+    return path
