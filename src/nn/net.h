@@ -17,16 +17,7 @@
 
 namespace ts {
 
-enum class Mode { train, inference };
-
-// One row of the model's layer table (HDF5 /model).
-struct LayerInfo {
-  std::string name;        // "conv1"
-  std::string kind;        // "conv", "pool", "fc", "bn", "relu", ...
-  std::string descriptor;  // backend descriptor string at batch 1, e.g. conv:mb1_ic1oc32_...
-  int64_t parameters = 0;
-  int64_t flops = 0;       // forward FLOPs per sample
-};
+// Mode and LayerInfo are declared in nn/layer.h.
 
 // A contiguous range of the parameter/gradient arenas that belongs to one layer, in backward
 // order of availability (used for bucketing gradients during backward).
@@ -46,7 +37,18 @@ class Net {
   // The net input: per-sample shape (C,H,W) or (features). Returns its node id.
   int input(Shape per_sample);
   // Adds a layer reading the given nodes; returns the new node id.
+  // Runs the layer's setup() on the inputs' shapes (ConfigError when they do not fit); a layer
+  // with an empty name is named "<kind><node id>".
   int add(std::unique_ptr<Layer> layer, std::vector<int> inputs);
+  // Per-sample output shape of a node (the input node's shape for the input).
+  Shape node_shape(int node) const;
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+  // The layer of a node (null for the input node).
+  Layer* layer(int node);
+  // Output (mb, node_shape) of a node after forward.
+  const float* node_output(int node) const;
+  // Parameter range of a node's layer in the arenas (count 0 for layers without parameters).
+  ParamRange param_range(int node) const;
   // Marks the loss node (softmax cross-entropy or MSE), which must be the last node added.
   // Allocates the arenas and initialises parameters from `seed` (He/Xavier per layer).
   void finalize(uint64_t seed);
@@ -55,8 +57,9 @@ class Net {
   // (Re)allocates activations for minibatch `mb` (no-op when unchanged).
   void set_batch(int64_t mb);
   int64_t batch() const { return batch_; }
-  // images: (mb, per-sample); labels: (mb) class ids for cross-entropy, or targets: (mb, outputs)
-  // for MSE (the other may be null). Returns the mean loss of the minibatch.
+  // images: (mb, per-sample), copied into the net; labels: (mb) class ids for cross-entropy, or targets: (mb, outputs)
+  // for MSE (the other may be null). Returns the mean loss of the minibatch; with both null
+  // (prediction only) the loss is not computed and 0 is returned.
   float forward(const float* images, const int32_t* labels, const float* targets, Mode mode);
   // Backward from the loss through every layer; overwrites the gradient arena.
   // `on_layer_grads(range)` is called as soon as a layer's parameter gradients are final
@@ -75,6 +78,7 @@ class Net {
   // Non-trainable state that must stay consistent across workers (BN running mean/var).
   float* state() { return state_.data(); }
   int64_t state_count() const { return static_cast<int64_t>(state_.size()); }
+  // One row per layer (the loss included), in node order.
   std::vector<LayerInfo> layer_table() const;
   int64_t flops_per_sample() const;
   Backend& backend() { return backend_; }
@@ -84,8 +88,10 @@ class Net {
   Backend& backend_;
   std::vector<std::unique_ptr<Node>> nodes_;
   Buffer<float> params_, grads_, state_;
+  std::vector<Buffer<float>> scratch_;  // diff targets for nodes already holding a diff
   int64_t batch_ = 0;
   bool finalized_ = false;
+  bool last_forward_train_ = false;
 };
 
 }  // namespace ts

@@ -1,0 +1,92 @@
+// 2-D convolution layer (see conv2d.h).
+#include "nn/layers/conv2d.h"
+
+namespace ts {
+
+Conv2d::Conv2d(std::string name, Conv2dOptions options)
+    : Layer(std::move(name)), options_(options) {}
+
+Conv2d::Conv2d(std::string name, int64_t out_channels, int64_t kernel, int64_t stride,
+               int64_t padding, bool bias, Init init)
+    : Layer(std::move(name)) {
+  options_.out_channels = out_channels;
+  options_.kh = options_.kw = kernel;
+  options_.sh = options_.sw = stride;
+  options_.ph = options_.pw = padding;
+  options_.bias = bias;
+  options_.init = init;
+}
+
+Shape Conv2d::setup(const std::vector<Shape>& src_shapes) {
+  expect_inputs(src_shapes, 1);
+  const Shape& s = src_shapes[0];
+  if (s.rank() != 3) fail("expects a (C,H,W) input, got " + s.str());
+  const Conv2dOptions& o = options_;
+  if (o.groups < 1 || s[0] % o.groups != 0 || o.out_channels % o.groups != 0)
+    fail("channels " + std::to_string(s[0]) + " -> " + std::to_string(o.out_channels) +
+         " are not divisible by groups " + std::to_string(o.groups));
+  if (o.kh < 1 || o.kw < 1 || o.sh < 1 || o.sw < 1 || o.ph < 0 || o.pw < 0)
+    fail("kernel and stride must be >= 1, padding >= 0");
+  desc_ = ConvDesc{};
+  desc_.mb = 1;
+  desc_.ic = s[0];
+  desc_.ih = s[1];
+  desc_.iw = s[2];
+  desc_.oc = o.out_channels;
+  desc_.kh = o.kh;
+  desc_.kw = o.kw;
+  desc_.sh = o.sh;
+  desc_.sw = o.sw;
+  desc_.ph = o.ph;
+  desc_.pw = o.pw;
+  desc_.groups = o.groups;
+  desc_.bias = o.bias;
+  if (s[1] + 2 * o.ph < o.kh || s[2] + 2 * o.pw < o.kw)
+    fail("kernel " + std::to_string(o.kh) + "x" + std::to_string(o.kw) +
+         " does not fit the padded input " + s.str());
+  src_shapes_ = src_shapes;
+  dst_shape_ = Shape{desc_.oc, desc_.oh(), desc_.ow()};
+  return dst_shape_;
+}
+
+int64_t Conv2d::param_count() const {
+  return desc_.weight_count() + (desc_.bias ? desc_.oc : 0);
+}
+
+void Conv2d::init(Rng& rng) {
+  int64_t fan_in = desc_.ic / desc_.groups * desc_.kh * desc_.kw;
+  int64_t fan_out = desc_.oc / desc_.groups * desc_.kh * desc_.kw;
+  init_fill(options_.init, rng, fan_in, fan_out, params_, desc_.weight_count());
+  if (desc_.bias)
+    for (int64_t i = 0; i < desc_.oc; ++i) params_[desc_.weight_count() + i] = 0.0f;
+}
+
+void Conv2d::set_batch(int64_t mb) {
+  Layer::set_batch(mb);
+  desc_.mb = mb;
+}
+
+// src (mb,ic,ih,iw) -> dst (mb,oc,oh,ow)
+void Conv2d::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
+  const float* bia = desc_.bias ? params_ + desc_.weight_count() : nullptr;
+  backend.conv_forward(desc_, srcs[0], params_, bia, dst);
+}
+
+// diff_dst (mb,oc,oh,ow) -> diff_src (mb,ic,ih,iw), diff_wei, diff_bia
+void Conv2d::backward(Backend& backend, const std::vector<const float*>& srcs, const float*,
+                      const float* diff_dst, const std::vector<float*>& diff_srcs) {
+  float* diff_bia = desc_.bias ? grads_ + desc_.weight_count() : nullptr;
+  backend.conv_backward_weights(desc_, srcs[0], diff_dst, grads_, diff_bia);
+  if (diff_srcs[0]) backend.conv_backward_data(desc_, diff_dst, params_, diff_srcs[0]);
+}
+
+LayerInfo Conv2d::info() const {
+  ConvDesc d = desc_;
+  d.mb = 1;
+  LayerInfo row = Layer::info();
+  row.descriptor = d.str();
+  row.flops = d.flops() + (d.bias ? d.oc * d.oh() * d.ow() : 0);
+  return row;
+}
+
+}  // namespace ts

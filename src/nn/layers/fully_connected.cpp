@@ -1,0 +1,62 @@
+// Fully connected layer (see fully_connected.h).
+#include "nn/layers/fully_connected.h"
+
+namespace ts {
+
+FullyConnected::FullyConnected(std::string name, int64_t outputs, bool bias, Init init)
+    : Layer(std::move(name)), init_(init) {
+  desc_.oc = outputs;
+  desc_.bias = bias;
+}
+
+Shape FullyConnected::setup(const std::vector<Shape>& src_shapes) {
+  expect_inputs(src_shapes, 1);
+  if (desc_.oc < 1) fail("needs at least one output");
+  desc_.mb = 1;
+  desc_.ic = src_shapes[0].numel();
+  src_shapes_ = src_shapes;
+  dst_shape_ = Shape{desc_.oc};
+  return dst_shape_;
+}
+
+int64_t FullyConnected::param_count() const {
+  return desc_.oc * desc_.ic + (desc_.bias ? desc_.oc : 0);
+}
+
+void FullyConnected::init(Rng& rng) {
+  init_fill(init_, rng, desc_.ic, desc_.oc, params_, desc_.oc * desc_.ic);
+  if (desc_.bias)
+    for (int64_t i = 0; i < desc_.oc; ++i) params_[desc_.oc * desc_.ic + i] = 0.0f;
+}
+
+void FullyConnected::set_batch(int64_t mb) {
+  Layer::set_batch(mb);
+  desc_.mb = mb;
+}
+
+// src (mb, ic) -> dst (mb, oc)
+void FullyConnected::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+                             Mode) {
+  const float* bia = desc_.bias ? params_ + desc_.oc * desc_.ic : nullptr;
+  backend.fc_forward(desc_, srcs[0], params_, bia, dst);
+}
+
+// diff_dst (mb, oc) -> diff_src (mb, ic), diff_wei (oc, ic), diff_bia (oc)
+void FullyConnected::backward(Backend& backend, const std::vector<const float*>& srcs,
+                              const float*, const float* diff_dst,
+                              const std::vector<float*>& diff_srcs) {
+  float* diff_bia = desc_.bias ? grads_ + desc_.oc * desc_.ic : nullptr;
+  backend.fc_backward_weights(desc_, srcs[0], diff_dst, grads_, diff_bia);
+  if (diff_srcs[0]) backend.fc_backward_data(desc_, diff_dst, params_, diff_srcs[0]);
+}
+
+LayerInfo FullyConnected::info() const {
+  FcDesc d = desc_;
+  d.mb = 1;
+  LayerInfo row = Layer::info();
+  row.descriptor = d.str();
+  row.flops = d.flops() + (d.bias ? d.oc : 0);
+  return row;
+}
+
+}  // namespace ts

@@ -1,0 +1,79 @@
+// Max and average pooling layer (see pool2d.h).
+#include "nn/layers/pool2d.h"
+
+namespace ts {
+
+Pool2d::Pool2d(std::string name, Pool2dOptions options)
+    : Layer(std::move(name)), options_(options) {}
+
+Pool2d::Pool2d(std::string name, PoolKind kind, int64_t kernel, int64_t stride, int64_t padding)
+    : Layer(std::move(name)) {
+  options_.kind = kind;
+  options_.kh = options_.kw = kernel;
+  options_.sh = options_.sw = stride > 0 ? stride : kernel;
+  options_.ph = options_.pw = padding;
+}
+
+Shape Pool2d::setup(const std::vector<Shape>& src_shapes) {
+  expect_inputs(src_shapes, 1);
+  const Shape& s = src_shapes[0];
+  if (s.rank() != 3) fail("expects a (C,H,W) input, got " + s.str());
+  const Pool2dOptions& o = options_;
+  if (o.kh < 1 || o.kw < 1 || o.sh < 1 || o.sw < 1 || o.ph < 0 || o.pw < 0)
+    fail("kernel and stride must be >= 1, padding >= 0");
+  if (o.ph >= o.kh || o.pw >= o.kw) fail("padding must be smaller than the kernel");
+  if (s[1] + 2 * o.ph < o.kh || s[2] + 2 * o.pw < o.kw)
+    fail("kernel " + std::to_string(o.kh) + "x" + std::to_string(o.kw) +
+         " does not fit the input " + s.str());
+  desc_ = PoolDesc{};
+  desc_.kind = o.kind;
+  desc_.mb = 1;
+  desc_.c = s[0];
+  desc_.ih = s[1];
+  desc_.iw = s[2];
+  desc_.kh = o.kh;
+  desc_.kw = o.kw;
+  desc_.sh = o.sh;
+  desc_.sw = o.sw;
+  desc_.ph = o.ph;
+  desc_.pw = o.pw;
+  src_shapes_ = src_shapes;
+  dst_shape_ = Shape{desc_.c, desc_.oh(), desc_.ow()};
+  return dst_shape_;
+}
+
+void Pool2d::set_batch(int64_t mb) {
+  Layer::set_batch(mb);
+  desc_.mb = mb;
+  workspace_backend_ = nullptr;  // re-sized on the next forward (the size is backend-defined)
+}
+
+// src (mb,c,ih,iw) -> dst (mb,c,oh,ow)
+void Pool2d::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
+  if (workspace_backend_ != &backend) {
+    // Planned once per batch size and backend; the timed loop never re-allocates.
+    workspace_bytes_ = backend.pool_workspace_bytes(desc_);
+    if (workspace_.size() != workspace_bytes_) workspace_.resize(workspace_bytes_);
+    workspace_backend_ = &backend;
+  }
+  backend.pool_forward(desc_, srcs[0], dst, workspace_bytes_ ? workspace_.data() : nullptr);
+}
+
+// diff_dst (mb,c,oh,ow) -> diff_src (mb,c,ih,iw)
+void Pool2d::backward(Backend& backend, const std::vector<const float*>&, const float*,
+                      const float* diff_dst, const std::vector<float*>& diff_srcs) {
+  if (!diff_srcs[0]) return;
+  backend.pool_backward(desc_, diff_dst, workspace_bytes_ ? workspace_.data() : nullptr,
+                        diff_srcs[0]);
+}
+
+LayerInfo Pool2d::info() const {
+  PoolDesc d = desc_;
+  d.mb = 1;
+  LayerInfo row = Layer::info();
+  row.descriptor = d.str();
+  row.flops = d.c * d.oh() * d.ow() * d.kh * d.kw;
+  return row;
+}
+
+}  // namespace ts

@@ -1,0 +1,30 @@
+// SGD optimizer (see optimizer.h).
+#include "nn/optimizer.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace ts {
+
+Sgd::Sgd(Backend& backend, int64_t param_count, SgdOptions options)
+    : backend_(backend), count_(param_count), options_(options) {
+  if (!(options.momentum >= 0.0 && options.momentum < 1.0))
+    throw ConfigError("momentum must be in [0, 1), got " + std::to_string(options.momentum));
+  if (!(options.weight_decay >= 0.0))
+    throw ConfigError("weight_decay must be >= 0, got " + std::to_string(options.weight_decay));
+  if (options.nesterov && options.momentum == 0.0)
+    throw ConfigError("nesterov needs momentum > 0");
+  if (param_count < 0) throw ConfigError("Sgd: negative parameter count");
+  velocity_.resize(static_cast<size_t>(param_count));
+}
+
+void Sgd::step(float* params, const float* grads, double lr) {
+  backend_.sgd_step(count_, static_cast<float>(lr), static_cast<float>(options_.momentum),
+                    static_cast<float>(options_.weight_decay), options_.nesterov, params, grads,
+                    velocity_.data());
+}
+
+void Sgd::reset() { velocity_.zero(); }
+
+}  // namespace ts

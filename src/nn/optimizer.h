@@ -1,0 +1,40 @@
+// Stochastic gradient descent with momentum, Nesterov momentum and L2 weight decay over the
+// flat parameter arena (one backend.sgd_step call per step):
+//   g' = g + weight_decay * w;  v = momentum * v + g';  w -= lr * (nesterov ? g' + momentum*v : v)
+// Weight decay applies to EVERY parameter, biases and BN scale/shift included (no exclusion
+// list), as in the Caffe/cuda-convnet setups this suite reproduces.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.h"
+#include "core/buffer.h"
+
+namespace ts {
+
+struct SgdOptions {
+  double momentum = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+class Sgd {
+ public:
+  // Throws ConfigError for momentum outside [0,1), negative weight decay, or Nesterov without
+  // momentum.
+  Sgd(Backend& backend, int64_t param_count, SgdOptions options);
+  // params/grads: param_count floats each; the velocity is owned here.
+  void step(float* params, const float* grads, double lr);
+  // Zeroes the velocity.
+  void reset();
+  float* velocity() { return velocity_.data(); }
+  const SgdOptions& options() const { return options_; }
+
+ private:
+  Backend& backend_;
+  int64_t count_;
+  SgdOptions options_;
+  Buffer<float> velocity_;
+};
+
+}  // namespace ts
