@@ -1,6 +1,7 @@
 // The backend factory and the names of the backend enums (backend/backend.h).
 #include "backend/backend.h"
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/ref/ref_backend.h"
 #include "core/error.h"
 
@@ -35,11 +36,12 @@ const char* op_name(Op op) {
 
 std::vector<std::string> available_backends() {
   // "cuda" joins this list when the CUDA backend is built (TRAINSCALE_HAVE_CUDA).
-  return {"ref"};
+  return {"ref", "cpu"};
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
   if (name == "ref") return std::make_unique<RefBackend>();
+  if (name == "cpu") return std::make_unique<CpuBackend>();
   std::string list;
   for (const auto& n : available_backends()) list += (list.empty() ? "" : ", ") + n;
   throw ConfigError("unknown backend '" + name + "'; this build has: " + list);
