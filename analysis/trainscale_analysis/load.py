@@ -2,7 +2,9 @@
 
 A campaign is a directory with an optional `manifest.yaml` (written by `trainscale sweep
 expand`: a top-level `runs:` list of {index, run_id, config_id, config}) and `runs/`, holding
-one `<run_id>.h5` per finished run plus `<run_id>.DONE` / `<run_id>.FAILED` markers. Every
+one `<run_id>.h5` per finished run plus `<run_id>.DONE` / `<run_id>.FAILED` markers. A
+directory with neither but with `*.h5` files at its top (the `--out DIR` of single
+`trainscale run`s) is read as a campaign too. Every
 run the campaign knows about becomes one row of the DataFrame `load_campaigns` returns:
 finished runs (status ok or diverged, read from the file), failed runs (a FAILED marker and
 no file; the marker's text is the message) and runs the manifest lists that have neither
@@ -239,6 +241,8 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
                             f"runs/ and optionally manifest.yaml)")
     runs_dir = cdir / "runs"
     manifest_name, entries = read_manifest(cdir)
+    if not runs_dir.is_dir() and not entries and any(cdir.glob("*.h5")):
+        runs_dir = cdir  # the --out directory of single `trainscale run`s: files at the top
     if not runs_dir.is_dir() and not entries:
         raise CampaignError(f"{cdir}: neither runs/ nor manifest.yaml found; is this a "
                             f"campaign directory (trainscale sweep expand --out DIR)?")

@@ -1,0 +1,54 @@
+"""Command line: python3 -m trainscale_analysis report|compare ... (see docs/analysis.md).
+
+Exit codes follow the driver's: 0 ok, 1 failed, 2 usage or input error (bad campaign
+directory, unknown schema version).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import compare, load, report
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m trainscale_analysis",
+                                description="Reports from trainscale campaigns (HDF5 run files).")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("report", help="one self-contained HTML report (+ Markdown summary)")
+    r.add_argument("campaigns", nargs="+", metavar="CAMPAIGN_DIR")
+    r.add_argument("-o", "--out", required=True, metavar="reports/NAME.html")
+    r.add_argument("--loss-threshold", type=float, default=None,
+                   help="loss-area winners: discard curves whose minimum training loss is "
+                        "above this (default: keep all finished curves)")
+    r.add_argument("--baseline-workers", type=int, default=None,
+                   help="worker count that speedup and efficiency are relative to "
+                        "(default: the smallest of each series)")
+    r.add_argument("--baseline", action="append", default=[], metavar="DIM=VALUE",
+                   help="baseline value of a dimension for relative-performance bars, e.g. "
+                        "precision=fp32 (repeatable; default: the first value in sort order)")
+    r.add_argument("--title", default=None)
+    c = sub.add_parser("compare", help="two campaigns side by side with ratios B / A")
+    c.add_argument("a", metavar="CAMPAIGN_A")
+    c.add_argument("b", metavar="CAMPAIGN_B")
+    c.add_argument("-o", "--out", required=True, metavar="reports/NAME.html")
+    c.add_argument("--title", default=None)
+    args = p.parse_args(argv)
+    try:
+        if args.command == "report":
+            html, md = report.build_report(
+                args.campaigns, args.out, threshold=args.loss_threshold,
+                baseline_workers=args.baseline_workers,
+                baselines=report.parse_baselines(args.baseline), title=args.title)
+        else:
+            html, md = compare.build_compare_report(args.a, args.b, args.out, args.title)
+    except (load.SchemaError, load.CampaignError, ValueError, KeyError) as e:
+        print(f"trainscale_analysis {args.command}: {e}", file=sys.stderr)
+        return 2
+    print(html)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
