@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <optional>
 #include <unordered_map>
 #include <vector>
 #include <oneapi/dnnl/dnnl.hpp>
