@@ -46,6 +46,11 @@ struct RunResult {
 
 // Writes `result` to `path` atomically: to "<path>.tmp-<pid>", then renamed over `path`.
 // Throws RuntimeError (naming the file and the failing HDF5 call) on failure.
+// Throws before creating anything if the result's arrays disagree in length or the output
+// directory does not exist or is not writable (the message names the directory).
 void write_run_file(const std::string& path, const RunResult& result);
+
+// The FAILED marker that goes next to a run file: "runs/abc-r0.h5" -> "runs/abc-r0.FAILED".
+std::string failed_marker_path(const std::string& run_path);
 
 }  // namespace ts

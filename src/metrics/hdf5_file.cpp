@@ -1,0 +1,310 @@
+// The HDF5 RAII wrapper (see hdf5_file.h): every call checked, errors name the HDF5 call, the
+// file, the object inside it, the library's own message and this file's line.
+#include "metrics/hdf5_file.h"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "core/error.h"
+
+static_assert(std::is_same_v<hid_t, int64_t>, "hdf5_file.h stores hid_t as int64_t (HDF5 >= 1.10)");
+
+namespace ts::h5 {
+namespace {
+
+// Walks the HDF5 error stack: "H5Dcreate2: unable to create dataset; H5D__create_named: ...".
+herr_t collect_error(unsigned n, const H5E_error2_t* err, void* out) {
+  auto* msg = static_cast<std::string*>(out);
+  if (n >= 3) return 0;  // the outermost few frames say enough
+  if (!msg->empty()) *msg += "; ";
+  *msg += std::string(err->func_name ? err->func_name : "?") + ": " + (err->desc ? err->desc : "?");
+  return 0;
+}
+
+[[noreturn]] void fail(const char* expr, const std::string& file, const std::string& object,
+                       const char* src, int line) {
+  std::string call(expr);
+  call = call.substr(0, call.find('('));
+  std::string detail;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &detail);
+  H5Eclear2(H5E_DEFAULT);
+  throw RuntimeError(source_location_string(src, line) + ": HDF5 call " + call + " failed for '" +
+                     object + "' in file " + file + (detail.empty() ? "" : " (" + detail + ")"));
+}
+
+template <typename T>
+T checked(T result, const char* expr, const std::string& file, const std::string& object,
+          const char* src, int line) {
+  if (result < 0) fail(expr, file, object, src, line);
+  return result;
+}
+
+// Checks an HDF5 call that returns hid_t/herr_t/htri_t (negative = failure).
+#define H5_CALL(expr, object) checked((expr), #expr, file_path_, (object), __FILE__, __LINE__)
+
+// A temporary id (dataspace, property list, datatype, attribute) closed on scope exit.
+class Temp {
+ public:
+  Temp(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
+  ~Temp() {
+    if (id_ >= 0) closer_(id_);
+  }
+  Temp(const Temp&) = delete;
+  Temp& operator=(const Temp&) = delete;
+  operator hid_t() const { return id_; }
+
+ private:
+  hid_t id_;
+  herr_t (*closer_)(hid_t);
+};
+
+// Variable-length UTF-8 string type (h5py reads it as `str`).
+hid_t vlen_string_type(const std::string& file, const std::string& object) {
+  const std::string& file_path_ = file;
+  hid_t t = H5_CALL(H5Tcopy(H5T_C_S1), object);
+  if (H5Tset_size(t, H5T_VARIABLE) < 0 || H5Tset_cset(t, H5T_CSET_UTF8) < 0) {
+    H5Tclose(t);
+    fail("H5Tset_size/H5Tset_cset", file, object, __FILE__, __LINE__);
+  }
+  return t;
+}
+
+constexpr hsize_t kChunkElements = 65536;
+
+}  // namespace
+
+// ---- Object --------------------------------------------------------------------------------
+
+Object::~Object() {
+  if (id_ < 0) return;
+  switch (kind_) {
+    case Kind::file: H5Fclose(id_); break;
+    case Kind::group: H5Gclose(id_); break;
+    case Kind::dataset: H5Dclose(id_); break;
+    case Kind::none: break;
+  }
+}
+
+Object::Object(Object&& o) noexcept
+    : id_(std::exchange(o.id_, -1)), kind_(o.kind_), file_path_(std::move(o.file_path_)),
+      object_path_(std::move(o.object_path_)) {}
+
+Object& Object::operator=(Object&& o) noexcept {
+  if (this != &o) {
+    Object tmp(std::move(*this));  // closes our current id
+    id_ = std::exchange(o.id_, -1);
+    kind_ = o.kind_;
+    file_path_ = std::move(o.file_path_);
+    object_path_ = std::move(o.object_path_);
+  }
+  return *this;
+}
+
+void Object::close() {
+  if (id_ < 0) return;
+  hid_t id = std::exchange(id_, -1);
+  switch (kind_) {
+    case Kind::file: H5_CALL(H5Fclose(id), object_path_); break;
+    case Kind::group: H5_CALL(H5Gclose(id), object_path_); break;
+    case Kind::dataset: H5_CALL(H5Dclose(id), object_path_); break;
+    case Kind::none: break;
+  }
+}
+
+std::string Object::child_path(const std::string& name) const {
+  if (object_path_.empty() || object_path_ == "/") return "/" + name;
+  return object_path_ + "/" + name;
+}
+
+namespace {
+// Creates (replacing an existing one) the scalar attribute `name` of `type` on `id`.
+hid_t create_scalar_attr(hid_t id, const std::string& name, hid_t type, const std::string& file_path_,
+                         const std::string& where) {
+  if (H5_CALL(H5Aexists(id, name.c_str()), where) > 0) H5_CALL(H5Adelete(id, name.c_str()), where);
+  Temp space(H5_CALL(H5Screate(H5S_SCALAR), where), H5Sclose);
+  return H5_CALL(H5Acreate2(id, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), where);
+}
+}  // namespace
+
+void Object::set_attr(const std::string& name, const std::string& value) {
+  const std::string where = object_path_ + " attribute " + name;
+  Temp type(vlen_string_type(file_path_, where), H5Tclose);
+  Temp attr(create_scalar_attr(id_, name, type, file_path_, where), H5Aclose);
+  const char* text = value.c_str();
+  H5_CALL(H5Awrite(attr, type, &text), where);
+}
+
+void Object::set_attr(const std::string& name, int64_t value) {
+  const std::string where = object_path_ + " attribute " + name;
+  Temp attr(create_scalar_attr(id_, name, H5T_STD_I64LE, file_path_, where), H5Aclose);
+  H5_CALL(H5Awrite(attr, H5T_NATIVE_INT64, &value), where);
+}
+
+void Object::set_attr(const std::string& name, double value) {
+  const std::string where = object_path_ + " attribute " + name;
+  Temp attr(create_scalar_attr(id_, name, H5T_IEEE_F64LE, file_path_, where), H5Aclose);
+  H5_CALL(H5Awrite(attr, H5T_NATIVE_DOUBLE, &value), where);
+}
+
+// ---- Group ---------------------------------------------------------------------------------
+
+size_t Column::rows() const {
+  switch (type) {
+    case Type::string: return strings.size();
+    case Type::int64: return ints.size();
+    case Type::float64: return reals.size();
+  }
+  return 0;
+}
+
+Group Group::create_group(const std::string& name) {
+  const std::string path = child_path(name);
+  hid_t g = H5_CALL(H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path);
+  return Group(g, Kind::group, file_path_, path);
+}
+
+Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>& dims,
+                             int64_t mem_type, int64_t file_type, size_t elem_size,
+                             const void* data) {
+  const std::string path = child_path(name);
+  const int rank = static_cast<int>(dims.size());
+  if (rank < 1 || rank > 2 || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
+    throw RuntimeError(source_location_string(__FILE__, __LINE__) + ": dataset '" + path +
+                       "' in file " + file_path_ + ": rank 1 or 2 with non-negative dims expected");
+  (void)elem_size;
+  hsize_t cur[2], max[2], chunk[2];
+  // Chunks: the inner dim whole (bounded), then as many rows as fit in kChunkElements. Zero
+  // dims are unlimited so that a chunk of 1 is legal and the dataset may still be empty.
+  hsize_t inner = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    cur[i] = static_cast<hsize_t>(dims[static_cast<size_t>(i)]);
+    max[i] = cur[i] == 0 ? H5S_UNLIMITED : cur[i];
+    hsize_t bound = std::max<hsize_t>(1, kChunkElements / inner);
+    chunk[i] = std::clamp<hsize_t>(cur[i], 1, bound);
+    inner *= chunk[i];
+  }
+  Temp space(H5_CALL(H5Screate_simple(rank, cur, max), path), H5Sclose);
+  Temp dcpl(H5_CALL(H5Pcreate(H5P_DATASET_CREATE), path), H5Pclose);
+  H5_CALL(H5Pset_chunk(dcpl, rank, chunk), path);
+  H5_CALL(H5Pset_deflate(dcpl, 4), path);
+  hid_t d = H5_CALL(H5Dcreate2(id_, name.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), path);
+  Dataset out(d, Kind::dataset, file_path_, path);
+  const hsize_t n = rank == 1 ? cur[0] : cur[0] * cur[1];
+  if (n > 0) H5_CALL(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path);
+  return out;
+}
+
+Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const int64_t* data) {
+  return write_numeric(name, dims, H5T_NATIVE_INT64, H5T_STD_I64LE, sizeof(int64_t), data);
+}
+Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const float* data) {
+  return write_numeric(name, dims, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, sizeof(float), data);
+}
+Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const double* data) {
+  return write_numeric(name, dims, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, sizeof(double), data);
+}
+
+Dataset Group::write_table(const std::string& name, const std::vector<Column>& columns) {
+  const std::string path = child_path(name);
+  const size_t rows = columns.empty() ? 0 : columns.front().rows();
+  for (const auto& c : columns)
+    if (c.rows() != rows)
+      throw RuntimeError(source_location_string(__FILE__, __LINE__) + ": table '" + path +
+                         "' in file " + file_path_ + ": column '" + c.name + "' has " +
+                         std::to_string(c.rows()) + " rows, expected " + std::to_string(rows));
+  // Row layout in memory: one 8-byte slot per column (const char*, int64_t or double).
+  const size_t row_bytes = 8 * std::max<size_t>(columns.size(), 1);
+  Temp str_type(vlen_string_type(file_path_, path), H5Tclose);
+  Temp type(H5_CALL(H5Tcreate(H5T_COMPOUND, row_bytes), path), H5Tclose);
+  for (size_t k = 0; k < columns.size(); ++k) {
+    hid_t field = columns[k].type == Column::Type::string  ? hid_t(str_type)
+                  : columns[k].type == Column::Type::int64 ? H5T_NATIVE_INT64
+                                                           : H5T_NATIVE_DOUBLE;
+    H5_CALL(H5Tinsert(type, columns[k].name.c_str(), 8 * k, field), path + " field " + columns[k].name);
+  }
+  std::vector<unsigned char> buf(rows * row_bytes);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t k = 0; k < columns.size(); ++k) {
+      unsigned char* slot = buf.data() + r * row_bytes + 8 * k;
+      const Column& c = columns[k];
+      if (c.type == Column::Type::string) {
+        const char* p = c.strings[r].c_str();
+        std::memcpy(slot, &p, sizeof p);
+      } else if (c.type == Column::Type::int64) {
+        std::memcpy(slot, &c.ints[r], 8);
+      } else {
+        std::memcpy(slot, &c.reals[r], 8);
+      }
+    }
+  hsize_t cur[1] = {rows};
+  hsize_t max[1] = {rows == 0 ? H5S_UNLIMITED : rows};
+  hsize_t chunk[1] = {std::clamp<hsize_t>(rows, 1, 1024)};
+  Temp space(H5_CALL(H5Screate_simple(1, cur, max), path), H5Sclose);
+  Temp dcpl(H5_CALL(H5Pcreate(H5P_DATASET_CREATE), path), H5Pclose);
+  H5_CALL(H5Pset_chunk(dcpl, 1, chunk), path);
+  H5_CALL(H5Pset_deflate(dcpl, 4), path);
+  hid_t d = H5_CALL(H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), path);
+  Dataset out(d, Kind::dataset, file_path_, path);
+  if (rows > 0) H5_CALL(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), path);
+  return out;
+}
+
+// ---- File ----------------------------------------------------------------------------------
+
+File::File(int64_t id, std::string path) : Group(id, Kind::file, std::move(path), "/") {}
+
+File File::create(const std::string& path) {
+  // Errors become exceptions with the library's message; stop HDF5 printing its own stack.
+  H5E_auto2_t func = nullptr;
+  void* data = nullptr;
+  H5Eget_auto2(H5E_DEFAULT, &func, &data);
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (id < 0) {
+    std::string detail;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &detail);
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, func, data);
+    throw RuntimeError(source_location_string(__FILE__, __LINE__) +
+                       ": HDF5 call H5Fcreate failed for file " + path + " (" + detail +
+                       "); check that the directory exists, is writable and has space");
+  }
+  File f(id, path);
+  f.saved_func_ = reinterpret_cast<void (*)()>(func);
+  f.saved_data_ = data;
+  f.saved_ = true;
+  return f;
+}
+
+void File::restore_error_printing() {
+  if (!saved_) return;
+  H5Eset_auto2(H5E_DEFAULT, reinterpret_cast<H5E_auto2_t>(saved_func_), saved_data_);
+  saved_ = false;
+}
+
+File::~File() {
+  if (id_ >= 0) H5Fclose(std::exchange(id_, -1));
+  restore_error_printing();
+}
+
+File::File(File&& o) noexcept
+    : Group(std::move(o)), saved_func_(o.saved_func_), saved_data_(o.saved_data_),
+      saved_(std::exchange(o.saved_, false)) {}
+
+File& File::operator=(File&& o) noexcept {
+  if (this != &o) {
+    if (id_ >= 0) H5Fclose(std::exchange(id_, -1));
+    restore_error_printing();
+    Group::operator=(std::move(o));
+    saved_func_ = o.saved_func_;
+    saved_data_ = o.saved_data_;
+    saved_ = std::exchange(o.saved_, false);
+  }
+  return *this;
+}
+
+}  // namespace ts::h5

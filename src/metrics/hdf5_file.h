@@ -1,0 +1,125 @@
+// A small RAII wrapper over the HDF5 C API for the writers in metrics/ (run files, all-reduce
+// benchmark files): create a file, groups, scalar string/int64/float64 attributes, 1-D and
+// 2-D chunked + deflate-compressed datasets, and compound tables. Every HDF5 call is checked;
+// a failure throws RuntimeError naming the call, the file, the object and file:line.
+// This header does not include <hdf5.h>: ids are int64_t (hid_t in HDF5 >= 1.10).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ts::h5 {
+
+// One open HDF5 object (file, group or dataset); closes itself, move-only.
+class Object {
+ public:
+  Object() = default;
+  ~Object();
+  Object(Object&& o) noexcept;
+  Object& operator=(Object&& o) noexcept;
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+
+  // Scalar attributes on this object. Strings are variable-length UTF-8 (h5py reads `str`).
+  void set_attr(const std::string& name, const std::string& value);
+  void set_attr(const std::string& name, const char* value) { set_attr(name, std::string(value)); }
+  void set_attr(const std::string& name, int64_t value);
+  void set_attr(const std::string& name, double value);
+
+  // Closes now and checks the result (destructors close silently).
+  void close();
+  bool is_open() const { return id_ >= 0; }
+  int64_t id() const { return id_; }
+  const std::string& file_path() const { return file_path_; }
+  const std::string& object_path() const { return object_path_; }
+
+ protected:
+  enum class Kind { none, file, group, dataset };
+  Object(int64_t id, Kind kind, std::string file_path, std::string object_path)
+      : id_(id), kind_(kind), file_path_(std::move(file_path)), object_path_(std::move(object_path)) {}
+  // "<parent>/<name>" for messages.
+  std::string child_path(const std::string& name) const;
+
+  int64_t id_ = -1;
+  Kind kind_ = Kind::none;
+  std::string file_path_;
+  std::string object_path_;
+
+  friend class Group;
+};
+
+using Dataset = Object;
+
+// One column of a compound table: name plus exactly one of the value vectors filled.
+struct Column {
+  enum class Type { string, int64, float64 };
+  std::string name;
+  Type type = Type::string;
+  std::vector<std::string> strings;
+  std::vector<int64_t> ints;
+  std::vector<double> reals;
+
+  static Column of(std::string name, std::vector<std::string> v) {
+    return {std::move(name), Type::string, std::move(v), {}, {}};
+  }
+  static Column of(std::string name, std::vector<int64_t> v) {
+    return {std::move(name), Type::int64, {}, std::move(v), {}};
+  }
+  static Column of(std::string name, std::vector<double> v) {
+    return {std::move(name), Type::float64, {}, {}, std::move(v)};
+  }
+  size_t rows() const;
+};
+
+// A group (the file's root group included) that can hold groups, datasets and tables.
+class Group : public Object {
+ public:
+  Group() = default;
+
+  Group create_group(const std::string& name);
+
+  // Datasets of shape `dims` (rank 1 or 2, row-major, any dim may be 0), chunked with chunks
+  // of at most ~64 Ki elements and deflate level 4. data holds product(dims) values.
+  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const int64_t* data);
+  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const float* data);
+  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const double* data);
+  // 1-D conveniences: shape (v.size()).
+  Dataset write(const std::string& name, const std::vector<int64_t>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
+  Dataset write(const std::string& name, const std::vector<float>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
+  Dataset write(const std::string& name, const std::vector<double>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
+
+  // A 1-D dataset of a compound type with one field per column, in column order (strings are
+  // variable-length UTF-8, integers int64, reals float64); all columns must have equal length.
+  Dataset write_table(const std::string& name, const std::vector<Column>& columns);
+
+ protected:
+  using Object::Object;
+  friend class File;
+
+ private:
+  Dataset write_numeric(const std::string& name, const std::vector<int64_t>& dims,
+                        int64_t mem_type, int64_t file_type, size_t elem_size, const void* data);
+};
+
+// An HDF5 file created (truncated) for writing; it is also its root group "/".
+// While a File is open, HDF5's automatic error printing is off (errors become exceptions).
+class File : public Group {
+ public:
+  static File create(const std::string& path);
+  File() = default;
+  ~File();
+  File(File&&) noexcept;
+  File& operator=(File&&) noexcept;
+
+ private:
+  File(int64_t id, std::string path);
+  void restore_error_printing();
+  // Saved H5Eget_auto2 handler and data, restored when the File goes away.
+  void (*saved_func_)() = nullptr;
+  void* saved_data_ = nullptr;
+  bool saved_ = false;
+};
+
+}  // namespace ts::h5
