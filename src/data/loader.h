@@ -30,6 +30,10 @@ struct Batch {
 
 class Loader {
  public:
+  // `data` is referenced, not copied: it must outlive the Loader. Throws ConfigError for
+  // impossible options (batch < 1, threads < 1, prefetch < 1, rank outside [0, world), or a
+  // drop_last loader whose shard holds no full batch). Any loader with drop_last=false behaves
+  // as an evaluation loader (one pass, then false).
   Loader(const Dataset& data, LoaderOptions options);
   ~Loader();
   Loader(const Loader&) = delete;
