@@ -23,4 +23,10 @@ void Flatten::backward(Backend&, const std::vector<const float*>&, const float*,
                 static_cast<size_t>(mb_ * dst_shape_.numel()) * sizeof(float));
 }
 
+LayerInfo Flatten::info() const {
+  LayerInfo row = Layer::info();
+  row.descriptor = "flatten:n" + std::to_string(dst_shape_.numel());
+  return row;
+}
+
 }  // namespace ts

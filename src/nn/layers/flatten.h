@@ -15,6 +15,7 @@ class Flatten : public Layer {
                Mode mode) override;
   void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
                 const float* diff_dst, const std::vector<float*>& diff_srcs) override;
+  LayerInfo info() const override;
 };
 
 }  // namespace ts
