@@ -185,3 +185,15 @@ def test_multiple_campaigns(campaigns):
     df = load_campaigns([campaigns["grid"], campaigns["scaling"]])
     assert set(df["campaign"]) == {"grid", "scaling"}
     assert len(df) == len(fx.GRID) + 24
+
+
+def test_plain_run_out_directory(grid_dir, tmp_path):
+    # `trainscale run --out DIR` puts <run_id>.h5 at the top of DIR, no runs/, no manifest
+    import shutil
+    out = tmp_path / "out"
+    out.mkdir()
+    for p in sorted((grid_dir / "runs").glob("*.h5"))[:2]:
+        shutil.copy(p, out / p.name)
+    df = load_campaigns(out)
+    assert len(df) == 2 and (df["campaign"] == "grid").all()
+    assert df["loss_area_time"].notna().all()
