@@ -207,8 +207,8 @@ TEST(IdxReaderReal, FashionMnistTestSplit) {
   const std::string root = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(fs::path(root) / "t10k-images-idx3-ubyte.gz") &&
       !fs::exists(fs::path(root) / "t10k-images-idx3-ubyte"))
-    GTEST_SKIP() << "Fashion-MNIST not installed at " << root
-                 << " (install dataset-fashion-mnist with scripts/setup.sh)";
+    FAIL() << "Fashion-MNIST not installed at " << root
+           << " (scripts/setup.sh installs the Debian package dataset-fashion-mnist)";
   auto d = ts::read_idx_dataset(root, ts::Split::test, "fashion_mnist");
   EXPECT_EQ(d.count, 10000);
   EXPECT_EQ(d.sample, (ts::Shape{1, 28, 28}));
