@@ -9,6 +9,8 @@ namespace ts {
 
 int command_run(const std::vector<std::string>& args);
 int command_info(const std::vector<std::string>& args);
+int command_sweep(const std::vector<std::string>& args);  // app/cmd_sweep.cpp
+int command_bench(const std::vector<std::string>& args);  // app/cmd_bench.cpp
 // Commands of the contract that later work implements: a clear usage error until then.
 int command_not_built(const std::string& name, const std::vector<std::string>& args);
 

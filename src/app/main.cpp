@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
   try {
     if (command == "run") return ts::command_run(args);
     if (command == "info") return ts::command_info(args);
-    if (command == "sweep" || command == "bench" || command == "predict") return ts::command_not_built(command, args);
+    if (command == "sweep") return ts::command_sweep(args);
+    if (command == "bench") return ts::command_bench(args);
+    if (command == "predict") return ts::command_not_built(command, args);
     std::cerr << "trainscale: unknown command '" << command << "'\n\n" << kUsage;
     return ts::kExitUsage;
   } catch (const ts::ConfigError& e) {
