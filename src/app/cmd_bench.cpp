@@ -1,8 +1,212 @@
-// `trainscale bench`: collective benchmarks (bench allreduce).
+// `trainscale bench allreduce`: the all-reduce benchmark in the manner of nccl-tests. Message
+// sizes from --min-bytes to --max-bytes by --factor; per size and algorithm, --warmup untimed
+// calls, then --iters timed calls; each rank's mean time per call is reduced to min/avg/max
+// over ranks. algbw = bytes / time_avg, busbw = algbw * 2(n-1)/n (the bytes each rank must move
+// in a bandwidth-optimal all-reduce, so busbw compares across world sizes; with one rank
+// busbw = algbw by convention). A correctness check (on by default) counts wrong elements.
+#include <boost/program_options.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
 #include "app/commands.h"
+#include "core/error.h"
+#include "dist/allreduce.h"
+#include "dist/allreduce_bench.h"
+#include "dist/communicator.h"
+#include "metrics/allreduce_file.h"
+
+namespace po = boost::program_options;
 
 namespace ts {
+namespace {
 
-int command_bench(const std::vector<std::string>& args) { return command_not_built("bench", args); }
+const char* kBenchUsage =
+    "usage: trainscale bench allreduce [options]      (under mpirun -np N for N ranks)\n";
+
+// "4096", "64K", "16M", "1G" (binary multiples) -> bytes.
+int64_t parse_bytes(const std::string& flag, const std::string& text) {
+  size_t end = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  int64_t mult = 1;
+  std::string suffix = text.substr(end);
+  if (suffix == "K" || suffix == "k") mult = int64_t{1} << 10;
+  else if (suffix == "M" || suffix == "m") mult = int64_t{1} << 20;
+  else if (suffix == "G" || suffix == "g") mult = int64_t{1} << 30;
+  else if (!suffix.empty()) end = 0;
+  if (end == 0 || v < 1 || v > (int64_t{1} << 40) || v * mult < 4)
+    throw ConfigError(flag + " " + text + ": expected a byte count of at least 4 (one float), e.g. 4, 4096, 64K, 16M, 1G");
+  return static_cast<int64_t>(v) * mult;
+}
+
+std::vector<AllreduceAlgorithm> parse_algorithms(const std::string& list) {
+  std::vector<AllreduceAlgorithm> out;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ','))
+    if (!name.empty()) {
+      try {
+        out.push_back(parse_allreduce_algorithm(name));
+      } catch (const ConfigError& e) {
+        throw ConfigError(std::string("--algorithms: ") + e.what());
+      }
+    }
+  if (out.empty()) throw ConfigError("--algorithms: empty list; accepted: mpi, ring, tree, ps (comma-separated)");
+  return out;
+}
+
+// min, min*f, min*f^2, ... <= max, rounded down to whole floats, strictly increasing.
+std::vector<int64_t> message_sizes(int64_t min_bytes, int64_t max_bytes, double factor) {
+  std::vector<int64_t> sizes;
+  for (double b = static_cast<double>(min_bytes); b <= static_cast<double>(max_bytes); b *= factor) {
+    int64_t bytes = static_cast<int64_t>(b) / 4 * 4;
+    if (sizes.empty() || bytes > sizes.back()) sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
+int bench_allreduce_command(const std::vector<std::string>& args) {
+  po::options_description opts(
+      std::string(kBenchUsage) +
+      "\nTimes each all-reduce algorithm (docs/distributed.md) on float messages from --min-bytes to\n"
+      "--max-bytes, growing by --factor. Prints, on rank 0, per size and algorithm: time per call\n"
+      "(us, avg/min/max over ranks of each rank's mean), algbw = bytes/time_avg and\n"
+      "busbw = algbw*2(n-1)/n in GB/s (n ranks; n = 1: busbw = algbw), and the number of wrong\n"
+      "elements of a checked call after the timed loop. Byte sizes accept K, M, G suffixes.\n"
+      "Exit codes: 0 ok, 1 wrong elements or runtime failure, 2 usage error.\n\noptions");
+  opts.add_options()("help,h", "show this help")
+      ("algorithms", po::value<std::string>()->default_value("mpi,ring,tree,ps"), "comma-separated: mpi, ring, tree, ps")
+      ("min-bytes", po::value<std::string>()->default_value("4"), "smallest message in bytes")
+      ("max-bytes", po::value<std::string>()->default_value("64M"), "largest message in bytes")
+      ("factor", po::value<double>()->default_value(2.0), "size multiplier between steps (> 1)")
+      ("iters", po::value<int>()->default_value(20), "timed calls per size and algorithm (>= 1)")
+      ("warmup", po::value<int>()->default_value(5), "untimed calls before them (>= 0)")
+      ("check", "check results (the default)")
+      ("no-check", "skip the correctness check")
+      ("out", po::value<std::string>(), "write the results to this HDF5 file (trainscale-allreduce/1)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kExitOk;
+  }
+  if (vm.count("check") && vm.count("no-check")) throw ConfigError("--check and --no-check exclude each other");
+  const bool check = !vm.count("no-check");
+  const auto algorithms = parse_algorithms(vm["algorithms"].as<std::string>());
+  const int64_t min_bytes = parse_bytes("--min-bytes", vm["min-bytes"].as<std::string>());
+  const int64_t max_bytes = parse_bytes("--max-bytes", vm["max-bytes"].as<std::string>());
+  if (max_bytes < min_bytes)
+    throw ConfigError("--max-bytes " + std::to_string(max_bytes) + " is below --min-bytes " + std::to_string(min_bytes));
+  const double factor = vm["factor"].as<double>();
+  if (!(factor > 1.0) || !std::isfinite(factor))
+    throw ConfigError("--factor " + std::to_string(factor) + ": must be a number greater than 1, e.g. 2");
+  const int iters = vm["iters"].as<int>(), warmup = vm["warmup"].as<int>();
+  if (iters < 1) throw ConfigError("--iters " + std::to_string(iters) + ": must be at least 1");
+  if (warmup < 0) throw ConfigError("--warmup " + std::to_string(warmup) + ": must be at least 0");
+  const auto sizes = message_sizes(min_bytes, max_bytes, factor);
+
+  int argc = 0;
+  char** argv = nullptr;
+  MpiSession mpi(&argc, &argv);
+  auto comm = Communicator::world();
+  const int n = comm->size();
+  const bool root = comm->rank() == 0;
+  try {
+    AllreduceBenchResult result;
+    result.world_size = n;
+    const MpiLibrary lib = mpi_library();
+    result.mpi_flavor = lib.flavor;
+    result.mpi_version = lib.version;
+    for (const std::string& h : comm->gather_strings_to_root(comm->host()))
+      result.hosts += (result.hosts.empty() ? "" : ",") + h;
+    for (AllreduceAlgorithm a : algorithms) result.series.push_back({allreduce_algorithm_name(a), {}, {}, {}, {}, {}, {}, {}});
+    const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+
+    if (root) {
+      std::printf("# trainscale bench allreduce: %d rank(s), %s %s, hosts %s\n", n, lib.flavor.c_str(),
+                  lib.version.c_str(), result.hosts.c_str());
+      std::printf("# iters %d, warmup %d, check %s; time per call over ranks; busbw = algbw * %.4f\n", iters,
+                  warmup, check ? "on" : "off", bus_factor);
+      std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s\n", "size(B)", "count", "algorithm", "avg(us)",
+                  "min(us)", "max(us)", "algbw", "busbw", "wrong");
+      std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s\n", "", "(floats)", "", "", "", "", "(GB/s)",
+                  "(GB/s)", "");
+      std::fflush(stdout);
+    }
+    int64_t total_wrong = 0;
+    for (int64_t bytes : sizes) {
+      for (size_t k = 0; k < algorithms.size(); ++k) {
+        AllreduceBenchCase c;
+        c.algorithm = algorithms[k];
+        c.count = bytes / 4;
+        c.iters = iters;
+        c.warmup = warmup;
+        c.check = check;
+        const AllreduceBenchPoint p = bench_allreduce(*comm, c);
+        if (p.wrong > 0) total_wrong += p.wrong;
+        const double algbw = p.time_avg > 0 ? static_cast<double>(bytes) / p.time_avg / 1e9 : 0.0;
+        const double busbw = algbw * bus_factor;
+        AllreduceSeries& s = result.series[k];
+        s.bytes.push_back(bytes);
+        s.time_avg.push_back(p.time_avg);
+        s.time_min.push_back(p.time_min);
+        s.time_max.push_back(p.time_max);
+        s.algbw.push_back(algbw);
+        s.busbw.push_back(busbw);
+        s.wrong.push_back(p.wrong);
+        if (root) {
+          std::printf("%12lld %12lld %9s %12.2f %12.2f %12.2f %10.3f %10.3f %8s\n", static_cast<long long>(bytes),
+                      static_cast<long long>(c.count), s.algorithm.c_str(), p.time_avg * 1e6, p.time_min * 1e6,
+                      p.time_max * 1e6, algbw, busbw, p.wrong < 0 ? "n/a" : std::to_string(p.wrong).c_str());
+          std::fflush(stdout);
+        }
+      }
+    }
+    if (root) {
+      std::printf("# wrong elements in total: %s\n", check ? std::to_string(total_wrong).c_str() : "n/a (--no-check)");
+      if (vm.count("out")) {
+        write_allreduce_file(vm["out"].as<std::string>(), result);
+        std::printf("# wrote %s\n", vm["out"].as<std::string>().c_str());
+      }
+      std::fflush(stdout);
+    }
+    comm->barrier();  // no rank exits before rank 0 has written the file
+    if (total_wrong > 0) {
+      if (root) std::cerr << "trainscale bench allreduce: " << total_wrong << " wrong element(s); see the wrong column\n";
+      return kExitFailed;
+    }
+    return kExitOk;
+  } catch (const std::exception& e) {
+    if (n > 1) {
+      // Other ranks may wait in a collective: report and take the whole job down.
+      std::cerr << "trainscale bench allreduce: rank " << comm->rank() << " on " << comm->host() << ": " << e.what()
+                << "\n";
+      std::cerr.flush();
+      comm->abort_all(kExitFailed);
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+int command_bench(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kBenchUsage << "\nbenchmarks:\n  allreduce   all-reduce algorithms (trainscale bench allreduce --help)\n";
+    if (args.empty()) throw ConfigError("which benchmark? accepted: allreduce (e.g. trainscale bench allreduce --help)");
+    return kExitOk;
+  }
+  if (args[0] != "allreduce")
+    throw ConfigError("unknown benchmark '" + args[0] + "'; accepted: allreduce (see trainscale bench --help)");
+  return bench_allreduce_command(std::vector<std::string>(args.begin() + 1, args.end()));
+}
 
 }  // namespace ts

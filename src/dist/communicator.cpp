@@ -8,9 +8,9 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "dist/mpi_comm.h"
 
 namespace ts {
-namespace {
 
 void check_mpi(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return;
@@ -21,20 +21,17 @@ void check_mpi(int rc, const char* call, const char* file, int line) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  char host[MPI_MAX_PROCESSOR_NAME] = "?";
+  int host_len = 1;
+  if (initialized) MPI_Get_processor_name(host, &host_len);
   throw RuntimeError(source_location_string(file, line) + ": " + call + " failed on rank " +
-                     std::to_string(rank) + ": " + std::string(text, static_cast<size_t>(len)));
+                     std::to_string(rank) + " (" + std::string(host, static_cast<size_t>(host_len)) +
+                     "): " + std::string(text, static_cast<size_t>(len)));
 }
 
-#define TS_MPI(call) check_mpi((call), #call, __FILE__, __LINE__)
-
-// MPI counts are int: larger transfers are split into chunks of at most 1 Gi elements.
-constexpr int64_t kMaxChunk = int64_t{1} << 30;
-
+namespace {
+constexpr int64_t kMaxChunk = kMpiMaxCount;
 }  // namespace
-
-struct Communicator::Impl {
-  MPI_Comm comm = MPI_COMM_NULL;
-};
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;

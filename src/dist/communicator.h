@@ -53,7 +53,8 @@ class Communicator {
 
  private:
   Communicator() = default;
-  struct Impl;
+  struct Impl;  // defined in the dist-internal dist/mpi_comm.h
+  friend struct CommunicatorAccess;
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1;
 };

@@ -1,0 +1,154 @@
+// All-reduce algorithms (see allreduce.h). Transfers larger than MPI's int count limit are
+// cut into segments of at most kMpiMaxCount elements, each reduced by the chosen algorithm.
+#include "dist/allreduce.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "dist/mpi_comm.h"
+
+namespace ts {
+namespace {
+
+constexpr int kTagRing = 101, kTagTree = 102;
+
+double now_s() { return MPI_Wtime(); }
+
+// dst[i] += src[i]
+void add_into(float* __restrict dst, const float* __restrict src, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dst[i] += src[i];
+}
+
+float* scratch_of(Communicator& comm, int64_t count) {
+  auto& scratch = CommunicatorAccess::impl(comm).scratch;
+  if (static_cast<int64_t>(scratch.size()) < count) scratch.resize(static_cast<size_t>(count));
+  return scratch.data();
+}
+
+// Ring: the segment is cut into n chunks as equal as possible (the first count % n chunks
+// hold one element more). Reduce-scatter: in step s, rank r sends chunk (r - s) to r + 1 and
+// adds chunk (r - s - 1) received from r - 1; after n - 1 steps rank r holds the full sum of
+// chunk (r + 1). All-gather: the reduced chunks travel once more around the ring.
+// Each rank sends 2 (n - 1) / n of the data.
+void ring_segment(Communicator& comm, float* data, int count) {
+  const int n = comm.size(), r = comm.rank();
+  const MPI_Comm mc = mpi_comm(comm);
+  const int base = count / n, extra = count % n;
+  auto chunk_begin = [&](int c) { return c * base + std::min(c, extra); };
+  auto chunk_size = [&](int c) { return base + (c < extra ? 1 : 0); };
+  auto mod = [n](int v) { return ((v % n) + n) % n; };
+  const int right = mod(r + 1), left = mod(r - 1);
+  float* recv = scratch_of(comm, base + 1);
+  for (int s = 0; s < n - 1; ++s) {
+    const int send_c = mod(r - s), recv_c = mod(r - s - 1);
+    TS_MPI(MPI_Sendrecv(data + chunk_begin(send_c), chunk_size(send_c), MPI_FLOAT, right, kTagRing,
+                        recv, chunk_size(recv_c), MPI_FLOAT, left, kTagRing, mc, MPI_STATUS_IGNORE));
+    add_into(data + chunk_begin(recv_c), recv, chunk_size(recv_c));
+  }
+  for (int s = 0; s < n - 1; ++s) {
+    const int send_c = mod(r + 1 - s), recv_c = mod(r - s);
+    TS_MPI(MPI_Sendrecv(data + chunk_begin(send_c), chunk_size(send_c), MPI_FLOAT, right, kTagRing,
+                        data + chunk_begin(recv_c), chunk_size(recv_c), MPI_FLOAT, left, kTagRing, mc,
+                        MPI_STATUS_IGNORE));
+  }
+}
+
+// Binomial tree rooted at rank 0. Rank r's parent is r - lowbit(r); its children are r + m for
+// m = lowbit(r)/2, ..., 2, 1 (rank 0: every power of two below n). Reduce walks up, broadcast
+// walks down the same tree: 2 ceil(log2 n) message steps of the full segment.
+void tree_segment(Communicator& comm, float* data, int count) {
+  const int n = comm.size(), r = comm.rank();
+  const MPI_Comm mc = mpi_comm(comm);
+  int top = 1;
+  while (top < n) top <<= 1;
+  const int lowbit = r == 0 ? top : (r & -r);
+  float* recv = scratch_of(comm, count);
+  // Reduce: children in increasing distance (1, 2, 4, ...), then send the partial sum up.
+  for (int m = 1; m < lowbit; m <<= 1) {
+    if (r + m >= n) continue;
+    TS_MPI(MPI_Recv(recv, count, MPI_FLOAT, r + m, kTagTree, mc, MPI_STATUS_IGNORE));
+    add_into(data, recv, count);
+  }
+  if (r != 0) {
+    TS_MPI(MPI_Send(data, count, MPI_FLOAT, r - lowbit, kTagTree, mc));
+    // Broadcast: the total comes back down from the parent.
+    TS_MPI(MPI_Recv(data, count, MPI_FLOAT, r - lowbit, kTagTree, mc, MPI_STATUS_IGNORE));
+  }
+  for (int m = lowbit >> 1; m >= 1; m >>= 1)
+    if (r + m < n) TS_MPI(MPI_Send(data, count, MPI_FLOAT, r + m, kTagTree, mc));
+}
+
+// Parameter server: rank 0 gathers every rank's segment (n * count floats of scratch on rank
+// 0), sums them in rank order and broadcasts the sum.
+void ps_segment(Communicator& comm, float* data, int count, PsTimings& t) {
+  const int n = comm.size(), r = comm.rank();
+  const MPI_Comm mc = mpi_comm(comm);
+  double t0 = now_s();
+  if (r == 0) {
+    // MPI_IN_PLACE: rank 0's own block (slot 0 of the receive buffer) is not transferred.
+    float* all = scratch_of(comm, static_cast<int64_t>(count) * n);
+    TS_MPI(MPI_Gather(MPI_IN_PLACE, count, MPI_FLOAT, all, count, MPI_FLOAT, 0, mc));
+    double t1 = now_s();
+    for (int q = 1; q < n; ++q) add_into(data, all + static_cast<int64_t>(q) * count, count);
+    double t2 = now_s();
+    t.gather_s += t1 - t0;
+    t.average_s += t2 - t1;
+    t0 = t2;
+  } else {
+    TS_MPI(MPI_Gather(data, count, MPI_FLOAT, nullptr, count, MPI_FLOAT, 0, mc));
+    double t1 = now_s();
+    t.gather_s += t1 - t0;
+    t0 = t1;
+  }
+  TS_MPI(MPI_Bcast(data, count, MPI_FLOAT, 0, mc));
+  t.broadcast_s += now_s() - t0;
+}
+
+}  // namespace
+
+AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
+  for (AllreduceAlgorithm a : all_allreduce_algorithms())
+    if (name == allreduce_algorithm_name(a)) return a;
+  throw ConfigError("unknown all-reduce algorithm '" + name + "'; accepted: mpi, ring, tree, ps");
+}
+
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::mpi: return "mpi";
+    case AllreduceAlgorithm::ring: return "ring";
+    case AllreduceAlgorithm::tree: return "tree";
+    case AllreduceAlgorithm::ps: return "ps";
+  }
+  return "?";
+}
+
+std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
+  return {AllreduceAlgorithm::mpi, AllreduceAlgorithm::ring, AllreduceAlgorithm::tree, AllreduceAlgorithm::ps};
+}
+
+void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
+                   PsTimings* ps_timings) {
+  TS_CHECK(count >= 0, "allreduce_sum: negative element count " + std::to_string(count));
+  PsTimings t;
+  if (comm.size() > 1) {
+    // ps gathers n segments into one buffer on rank 0: keep that buffer within the int limit too.
+    const int64_t segment = algorithm == AllreduceAlgorithm::ps ? std::max<int64_t>(1, kMpiMaxCount / comm.size())
+                                                                : kMpiMaxCount;
+    for (int64_t off = 0; off < count; off += segment) {
+      const int n = static_cast<int>(std::min(segment, count - off));
+      float* seg = data + off;
+      switch (algorithm) {
+        case AllreduceAlgorithm::mpi:
+          TS_MPI(MPI_Allreduce(MPI_IN_PLACE, seg, n, MPI_FLOAT, MPI_SUM, mpi_comm(comm)));
+          break;
+        case AllreduceAlgorithm::ring: ring_segment(comm, seg, n); break;
+        case AllreduceAlgorithm::tree: tree_segment(comm, seg, n); break;
+        case AllreduceAlgorithm::ps: ps_segment(comm, seg, n, t); break;
+      }
+    }
+  }
+  if (ps_timings) *ps_timings = t;
+}
+
+}  // namespace ts

@@ -1,0 +1,39 @@
+// All-reduce algorithms over a Communicator (docs/distributed.md has each one's alpha-beta
+// cost): the MPI library's own, and three written with point-to-point / rooted MPI calls so
+// they can be compared with it. Every algorithm works for any world size and element count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/communicator.h"
+
+namespace ts {
+
+enum class AllreduceAlgorithm {
+  mpi,   // MPI_Allreduce
+  ring,  // reduce-scatter + all-gather around a ring (bandwidth-optimal, "bucket")
+  tree,  // binomial-tree reduce to rank 0 + binomial-tree broadcast ("minimum spanning tree")
+  ps,    // parameter server: rank 0 gathers everything, sums, broadcasts
+};
+
+// "mpi" | "ring" | "tree" | "ps"; anything else is a ConfigError listing the accepted names.
+AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
+// Every algorithm, in declaration order.
+std::vector<AllreduceAlgorithm> all_allreduce_algorithms();
+
+// Where a parameter-server all-reduce spent its time, on this rank, for one call (seconds).
+// `average_s` is rank 0's summation (other ranks report 0).
+struct PsTimings {
+  double gather_s = 0, average_s = 0, broadcast_s = 0;
+};
+
+// In-place element-wise sum over all ranks: afterwards data[i] on every rank holds the sum of
+// every rank's data[i]. Collective: every rank calls it with the same algorithm and count.
+// `ps_timings` (optional) receives the phase times of a `ps` call (zeros for other algorithms).
+void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
+                   PsTimings* ps_timings = nullptr);
+
+}  // namespace ts

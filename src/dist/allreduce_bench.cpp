@@ -1,0 +1,51 @@
+// See allreduce_bench.h.
+#include "dist/allreduce_bench.h"
+
+#include <vector>
+
+#include "dist/mpi_comm.h"
+
+namespace ts {
+namespace {
+
+// Rank-dependent small integers: sums over any realistic number of ranks are exact in float,
+// so the expected result is known bit for bit whatever order an algorithm adds in.
+float check_value(int rank, int64_t i) { return static_cast<float>((i + 3 * rank) % 11 + rank % 5); }
+
+}  // namespace
+
+AllreduceBenchPoint bench_allreduce(Communicator& comm, const AllreduceBenchCase& c) {
+  const MPI_Comm mc = mpi_comm(comm);
+  // Timed calls run on zeros: float addition costs the same for any finite value, and repeated
+  // in-place sums of anything else grow each call and could overflow over many iterations.
+  std::vector<float> data(static_cast<size_t>(c.count), 0.0f);
+  for (int i = 0; i < c.warmup; ++i) allreduce_sum(comm, c.algorithm, data.data(), c.count);
+  TS_MPI(MPI_Barrier(mc));
+  const double t0 = MPI_Wtime();
+  for (int i = 0; i < c.iters; ++i) allreduce_sum(comm, c.algorithm, data.data(), c.count);
+  const double mean = (MPI_Wtime() - t0) / c.iters;
+
+  AllreduceBenchPoint p;
+  double sum = 0;
+  TS_MPI(MPI_Reduce(&mean, &p.time_min, 1, MPI_DOUBLE, MPI_MIN, 0, mc));
+  TS_MPI(MPI_Reduce(&mean, &p.time_max, 1, MPI_DOUBLE, MPI_MAX, 0, mc));
+  TS_MPI(MPI_Reduce(&mean, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, mc));
+  if (comm.rank() == 0) p.time_avg = sum / comm.size();
+  else p.time_min = p.time_max = 0;
+
+  if (c.check) {
+    const int n = comm.size(), r = comm.rank();
+    for (int64_t i = 0; i < c.count; ++i) data[static_cast<size_t>(i)] = check_value(r, i);
+    allreduce_sum(comm, c.algorithm, data.data(), c.count);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < c.count; ++i) {
+      float expected = 0;
+      for (int q = 0; q < n; ++q) expected += check_value(q, i);
+      wrong += data[static_cast<size_t>(i)] != expected;
+    }
+    TS_MPI(MPI_Allreduce(&wrong, &p.wrong, 1, MPI_INT64_T, MPI_SUM, mc));
+  }
+  return p;
+}
+
+}  // namespace ts

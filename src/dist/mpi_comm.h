@@ -1,0 +1,35 @@
+// dist-internal: the MPI side of a Communicator, for the other files of dist/ (allreduce.cpp,
+// allreduce_bench.cpp). Never include this outside src/dist: MPI types stay in dist/.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/communicator.h"
+
+namespace ts {
+
+// Throws RuntimeError naming the MPI call, file:line, rank and the library's error text.
+void check_mpi(int rc, const char* call, const char* file, int line);
+
+#define TS_MPI(call) ::ts::check_mpi((call), #call, __FILE__, __LINE__)
+
+// MPI counts are int: larger transfers are split into segments of at most 1 Gi elements.
+constexpr int64_t kMpiMaxCount = int64_t{1} << 30;
+
+struct Communicator::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+  // Reusable receive buffer of the hand-written collectives (grown, never shrunk), so a timed
+  // loop does not allocate.
+  std::vector<float> scratch;
+};
+
+struct CommunicatorAccess {
+  static Communicator::Impl& impl(Communicator& c) { return *c.impl_; }
+};
+
+inline MPI_Comm mpi_comm(Communicator& c) { return CommunicatorAccess::impl(c).comm; }
+
+}  // namespace ts

@@ -1,0 +1,64 @@
+"""`trainscale bench allreduce` under mpirun on 2 ranks: the printed table, zero wrong elements,
+and every dataset of the HDF5 benchmark file (schema trainscale-allreduce/1); a bad flag exits 2."""
+import shutil
+import subprocess
+
+import h5py
+import numpy as np
+
+from trainscale_cli import REPO, env, require_binary
+
+MPIRUN = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
+ALGORITHMS = ["mpi", "ring", "tree", "ps"]
+
+
+def mpirun(np_, args, timeout=300):
+    assert MPIRUN, "mpirun not found: scripts/setup.sh installs openmpi-bin"
+    cmd = [MPIRUN, "-np", str(np_), "--oversubscribe", str(require_binary())] + [str(a) for a in args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=REPO)
+
+
+def test_two_ranks_table_and_file(tmp_path):
+    out = tmp_path / "bench.h5"
+    proc = mpirun(2, ["bench", "allreduce", "--min-bytes", 4, "--max-bytes", 65536, "--iters", 3, "--out", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sizes = [4 * 2**k for k in range(15)]  # 4 .. 65536 by factor 2
+    rows = [line.split() for line in proc.stdout.splitlines() if line.strip() and not line.startswith("#")
+            and line.split()[0].isdigit()]
+    assert len(rows) == len(sizes) * len(ALGORITHMS), proc.stdout
+    assert proc.stdout.count("size(B)") == 1, "only rank 0 prints the table"
+    for row in rows:
+        size, count, algorithm, wrong = int(row[0]), int(row[1]), row[2], row[-1]
+        assert size in sizes and count == size // 4 and algorithm in ALGORITHMS
+        assert wrong == "0", row
+    assert "wrong elements in total: 0" in proc.stdout
+    with h5py.File(out) as f:
+        assert f.attrs["schema"] == "trainscale-allreduce/1"
+        assert f.attrs["world_size"] == 2
+        assert f.attrs["mpi_flavor"] in ("openmpi", "mpich")
+        assert f.attrs["mpi_version"]
+        assert len(f.attrs["hosts"].split(",")) == 2
+        assert sorted(f["allreduce"].keys()) == sorted(ALGORITHMS)
+        n = 2
+        for algorithm in ALGORITHMS:
+            g = f["allreduce"][algorithm]
+            assert sorted(g.keys()) == sorted(["bytes", "time_avg", "time_min", "time_max", "algbw", "busbw",
+                                               "wrong"])
+            for name in g:
+                assert g[name].shape == (len(sizes),), (algorithm, name)
+            np.testing.assert_array_equal(g["bytes"][:], sizes)
+            assert np.all(g["time_min"][:] > 0)
+            assert np.all(g["time_min"][:] <= g["time_avg"][:]) and np.all(g["time_avg"][:] <= g["time_max"][:])
+            np.testing.assert_allclose(g["algbw"][:], g["bytes"][:] / g["time_avg"][:] / 1e9, rtol=1e-12)
+            np.testing.assert_allclose(g["busbw"][:], g["algbw"][:] * 2 * (n - 1) / n, rtol=1e-12)
+            np.testing.assert_array_equal(g["wrong"][:], 0)
+    assert not list(tmp_path.glob("*.tmp-*")), "no temporary file left behind"
+
+
+def test_bad_flag_exits_2(tmp_path):
+    proc = mpirun(2, ["bench", "allreduce", "--algorithms", "mpi,butterfly", "--max-bytes", 64])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "butterfly" in proc.stderr and "mpi, ring, tree, ps" in proc.stderr
+    proc = mpirun(2, ["bench", "allreduce", "--factor", "1"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--factor" in proc.stderr
