@@ -1,0 +1,269 @@
+// Sweep expansion and the campaign directory (see expand.h).
+#include "sweep/expand.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cstdio>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "sweep/config_id.h"
+#include "sweep/run_config.h"
+
+namespace ts {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t fnv1a64(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// Text compared by exclusion: numbers and booleans in one spelling ("0.020" == "0.02",
+// "32" == "32.0", "yes" == "true"), everything else as written.
+std::string canonical_value(const std::string& t) {
+  if (t == "true" || t == "True" || t == "yes" || t == "on") return "true";
+  if (t == "false" || t == "False" || t == "no" || t == "off") return "false";
+  double v = 0;
+  auto res = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (!t.empty() && res.ec == std::errc() && res.ptr == t.data() + t.size()) {
+    char buf[64];
+    auto out = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, out.ptr);
+  }
+  return t;
+}
+
+std::string describe(const SweepAssignments& point) {
+  std::string s = "{";
+  for (size_t i = 0; i < point.size(); ++i) s += (i ? ", " : "") + point[i].first + ": " + point[i].second;
+  return s + "}";
+}
+
+struct Point {
+  SweepAssignments values;
+  std::string label;  // "matrix point 3" or "include[0] (sweep.yaml:20)"
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Writes `text` to `path` through a temp name in the same directory and a rename.
+void write_atomically(const fs::path& path, const std::string& text) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw RuntimeError(tmp.string() + ": cannot write (check the --out directory's permissions)");
+    out << text;
+    out.close();
+    if (!out) throw RuntimeError(tmp.string() + ": write failed (disk full?)");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw RuntimeError(path.string() + ": rename from " + tmp.string() + " failed: " + ec.message());
+}
+
+}  // namespace
+
+uint64_t derive_seed(const std::string& config_id, int repetition) {
+  return fnv1a64(config_id + "-r" + std::to_string(repetition)) & 0x7fffffffULL;
+}
+
+Expansion expand_sweep(const SweepFile& sweep) {
+  Expansion ex;
+  ex.campaign = sweep.campaign;
+  ex.sweep_path = sweep.path;
+  ex.resources_yaml = sweep.resources_yaml;
+
+  ResolvedConfig base;
+  try {
+    base = parse_run_config(sweep.base_text, sweep.base_path, {});
+  } catch (const ConfigError& e) {
+    throw ConfigError(sweep.path + ": base run config is invalid: " + e.what());
+  }
+
+  // Cartesian product, first dimension slowest, last fastest; a sweep without dimensions is
+  // one point (the base).
+  std::vector<Point> points;
+  std::vector<size_t> step(sweep.dimensions.size(), 0);
+  for (int64_t n = 0;; ++n) {
+    Point p;
+    p.label = "matrix point " + std::to_string(n);
+    for (size_t d = 0; d < sweep.dimensions.size(); ++d) {
+      const SweepDimension& dim = sweep.dimensions[d];
+      for (size_t k = 0; k < dim.keys.size(); ++k) p.values.emplace_back(dim.keys[k], dim.values[step[d]][k]);
+    }
+    points.push_back(std::move(p));
+    size_t d = sweep.dimensions.size();
+    while (d > 0 && ++step[d - 1] == sweep.dimensions[d - 1].values.size()) step[--d] = 0;
+    if (d == 0) break;
+  }
+
+  // Exclusion: an entry removes a point when every one of its keys matches the point's value
+  // (the point's own assignment, else the base config's resolved value).
+  auto value_of = [&](const Point& p, const std::string& key) {
+    for (const auto& kv : p.values)
+      if (kv.first == key) return kv.second;
+    auto it = base.flat.find(key);
+    return it != base.flat.end() ? it->second : std::string();
+  };
+  std::vector<Point> kept;
+  for (auto& p : points) {
+    bool excluded = false;
+    for (const auto& e : sweep.exclude) {
+      bool all = true;
+      for (const auto& kv : e.values) all = all && canonical_value(value_of(p, kv.first)) == canonical_value(kv.second);
+      excluded = excluded || all;
+    }
+    if (!excluded) kept.push_back(std::move(p));
+  }
+  if (kept.empty() && sweep.include.empty())
+    throw ConfigError(sweep.path + ": `exclude` removes all " + std::to_string(points.size()) +
+                      " points of the matrix; loosen the exclude entries or add `include` points");
+  for (size_t i = 0; i < sweep.include.size(); ++i)
+    kept.push_back({sweep.include[i].values, "include[" + std::to_string(i) + "] (" + sweep.include[i].where + ")"});
+
+  // Swept keys: dimensions' keys, then keys only includes name.
+  for (const auto& dim : sweep.dimensions)
+    for (const auto& k : dim.keys) ex.swept_keys.push_back(k);
+  for (const auto& e : sweep.include)
+    for (const auto& kv : e.values)
+      if (std::find(ex.swept_keys.begin(), ex.swept_keys.end(), kv.first) == ex.swept_keys.end()) ex.swept_keys.push_back(kv.first);
+
+  // Validate every point, de-duplicate by resolved config, then expand repetitions.
+  std::set<std::string> seen_ids;
+  for (const auto& p : kept) {
+    std::vector<std::string> overrides;
+    bool sets_seed = false;
+    for (const auto& kv : p.values) {
+      overrides.push_back(kv.first + "=" + kv.second);
+      sets_seed = sets_seed || kv.first == "seed";
+    }
+    ResolvedConfig cfg;
+    try {
+      cfg = parse_run_config(sweep.base_text, sweep.base_path, overrides);
+    } catch (const ConfigError& e) {
+      throw ConfigError(sweep.path + ": " + p.label + " " + describe(p.values) + " is not a valid run config: " + e.what());
+    }
+    const std::string config_id = config_id_of(cfg.yaml);
+    if (!seen_ids.insert(config_id).second) continue;  // same resolved config as an earlier point
+    for (int k = 0; k < sweep.repetitions; ++k) {
+      ExpandedRun run;
+      run.index = static_cast<int64_t>(ex.runs.size());
+      run.config_id = config_id;
+      run.repetition = k;
+      run.run_id = config_id + "-r" + std::to_string(k);
+      ResolvedConfig seeded = cfg;
+      if (!sets_seed) {
+        run.seed = derive_seed(config_id, k);
+        std::vector<std::string> with_seed = overrides;
+        with_seed.push_back("seed=" + std::to_string(run.seed));
+        seeded = parse_run_config(sweep.base_text, sweep.base_path, with_seed);
+      } else {
+        run.seed = cfg.run.seed;
+      }
+      run.config_yaml = seeded.yaml;
+      for (const auto& key : ex.swept_keys) run.swept[key] = seeded.flat.count(key) ? seeded.flat.at(key) : "";
+      ex.runs.push_back(std::move(run));
+    }
+  }
+  return ex;
+}
+
+std::string manifest_yaml(const Expansion& ex, const std::string& created_by) {
+  YAML::Emitter em;
+  em << YAML::BeginMap;
+  em << YAML::Key << "campaign" << YAML::Value << YAML::DoubleQuoted << ex.campaign;
+  em << YAML::Key << "sweep_file" << YAML::Value << YAML::DoubleQuoted << ex.sweep_path;
+  em << YAML::Key << "created_by" << YAML::Value << YAML::DoubleQuoted << created_by;
+  em << YAML::Key << "resources" << YAML::Value;
+  emit_yaml_node(em, YAML::Load(ex.resources_yaml));
+  em << YAML::Key << "runs" << YAML::Value << YAML::BeginSeq;
+  for (const auto& run : ex.runs) {
+    em << YAML::BeginMap;
+    em << YAML::Key << "index" << YAML::Value << run.index;
+    em << YAML::Key << "run_id" << YAML::Value << YAML::DoubleQuoted << run.run_id;
+    em << YAML::Key << "config_id" << YAML::Value << YAML::DoubleQuoted << run.config_id;
+    em << YAML::Key << "repetition" << YAML::Value << run.repetition;
+    em << YAML::Key << "config" << YAML::Value;
+    emit_yaml_node(em, YAML::Load(run.config_yaml));
+    em << YAML::EndMap;
+  }
+  em << YAML::EndSeq << YAML::EndMap;
+  if (!em.good()) throw RuntimeError("manifest: YAML emitter failed: " + em.GetLastError());
+  return std::string(em.c_str()) + "\n";
+}
+
+std::string manifest_hash(const std::string& manifest_text) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(manifest_text)));
+  return std::string("fnv1a64:") + buf;
+}
+
+void write_campaign(const std::string& out_dir, const std::string& manifest_text, const std::string& sweep_path,
+                    const std::string& site_path) {
+  const fs::path dir(out_dir);
+  const fs::path manifest = dir / "manifest.yaml";
+  if (!site_path.empty() && !fs::is_regular_file(site_path))
+    throw ConfigError(site_path + ": cannot open the site file; check the path given to --site");
+  if (fs::exists(manifest)) {
+    if (read_file(manifest.string()) != manifest_text)
+      throw ConfigError(manifest.string() + ": a different campaign is already frozen here; use a new --out directory or delete " +
+                        out_dir + " first");
+  }
+  std::error_code ec;
+  fs::create_directories(dir / "runs", ec);
+  if (ec) throw RuntimeError(out_dir + ": cannot create the campaign directory: " + ec.message());
+  write_atomically(dir / "sweep.yaml", read_file(sweep_path));
+  if (!site_path.empty()) write_atomically(dir / "site.yaml", read_file(site_path));
+  write_atomically(dir / "manifest.hash", manifest_hash(manifest_text) + "\n");
+  write_atomically(manifest, manifest_text);  // last: its presence means the campaign is complete
+}
+
+std::string dry_run_table(const Expansion& ex) {
+  std::vector<std::string> header = {"index", "run_id"};
+  for (const auto& k : ex.swept_keys) header.push_back(k);
+  std::vector<std::vector<std::string>> rows;
+  std::map<std::string, int64_t> shapes;
+  for (const auto& run : ex.runs) {
+    std::vector<std::string> row = {std::to_string(run.index), run.run_id};
+    for (const auto& k : ex.swept_keys) row.push_back(run.swept.at(k));
+    rows.push_back(std::move(row));
+    const YAML::Node c = YAML::Load(run.config_yaml);
+    shapes["workers=" + c["workers"].Scalar() + " gpu=" + c["gpu"].Scalar() + " mpi_flavor=" + c["mpi_flavor"].Scalar()]++;
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
+  }
+  std::ostringstream out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < cells.size(); ++c) s += cells[c] + std::string(width[c] - cells[c].size() + 2, ' ');
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << "\n";
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+  out << "campaign " << ex.campaign << ": " << ex.runs.size() << " runs\n";
+  for (const auto& [shape, n] : shapes) out << "  " << shape << ": " << n << " runs\n";
+  return out.str();
+}
+
+}  // namespace ts

@@ -1,0 +1,55 @@
+// Sweep expansion (contract: DESIGN.md "Sweep file", docs/sweeps.md): a parsed sweep file
+// becomes the ordered list of runs of a campaign, each a validated, resolved run config with
+// its config_id, run_id and seed; and the frozen campaign directory (manifest.yaml, its hash,
+// copies of the sweep and site files, runs/).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sweep/sweep_file.h"
+
+namespace ts {
+
+struct ExpandedRun {
+  int64_t index = 0;        // position in the manifest's runs list
+  std::string run_id;       // <config_id>-r<repetition>
+  std::string config_id;    // config_id_of(resolved config before the per-repetition seed)
+  int repetition = 0;       // 0-based
+  uint64_t seed = 0;
+  std::string config_yaml;  // canonical resolved run config with `seed` set
+  std::map<std::string, std::string> swept;  // swept key -> canonical value of this run
+};
+
+struct Expansion {
+  std::string campaign;
+  std::string sweep_path;
+  std::string resources_yaml;
+  std::vector<std::string> swept_keys;  // keys named by matrix, zip and include, in file order
+  std::vector<ExpandedRun> runs;
+};
+
+// The seed of repetition `k` of `config_id`: FNV-1a 64 of "<config_id>-r<k>", masked to 31 bits.
+uint64_t derive_seed(const std::string& config_id, int repetition);
+
+// Expands and validates every point (ConfigError naming the sweep file, the point and the key).
+Expansion expand_sweep(const SweepFile& sweep);
+
+// The manifest text (deterministic: no timestamps, fixed order). `created_by`: "trainscale 0.1.0".
+std::string manifest_yaml(const Expansion& expansion, const std::string& created_by);
+
+// "fnv1a64:<16 hex>" of the manifest bytes (the content of manifest.hash).
+std::string manifest_hash(const std::string& manifest_text);
+
+// Writes CAMPAIGN_DIR/{manifest.yaml, manifest.hash, sweep.yaml, site.yaml (when site_path is
+// not empty), runs/} through temp names and renames. An existing campaign whose manifest
+// differs is refused (ConfigError); an identical one is left as it is.
+void write_campaign(const std::string& out_dir, const std::string& manifest_text, const std::string& sweep_path,
+                    const std::string& site_path);
+
+// The --dry-run table: index, run_id and the swept keys, then counts (total and per shape).
+std::string dry_run_table(const Expansion& expansion);
+
+}  // namespace ts

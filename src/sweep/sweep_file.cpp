@@ -1,0 +1,245 @@
+// Sweep file parsing (see sweep_file.h): shapes, keys and the base file; no point validation.
+#include "sweep/sweep_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "sweep/run_config.h"
+
+namespace ts {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SweepParser {
+  std::string path;
+
+  std::string at(const YAML::Node& n) const {
+    const YAML::Mark m = n.Mark();
+    return m.is_null() ? path : path + ":" + std::to_string(m.line + 1);
+  }
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { throw ConfigError(at(n) + ": " + msg); }
+
+  std::string scalar(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) fail(n, what + ": expected a single value (a scalar), got a " + kind(n));
+    return n.Scalar();
+  }
+  static std::string kind(const YAML::Node& n) {
+    if (n.IsMap()) return "mapping";
+    if (n.IsSequence()) return "list";
+    if (n.IsNull()) return "null";
+    return "scalar";
+  }
+
+  // A run-config key named in the sweep: must exist, with a suggestion when it does not.
+  void check_key(const YAML::Node& key_node, const std::string& key, const std::string& section) const {
+    static const std::vector<std::string> keys = run_config_keys();
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) return;
+    std::string msg = section + ": '" + key + "' is not a run-config key (dotted keys, e.g. dist.allreduce; see docs/config.md)";
+    std::string best = closest_key(key, keys);
+    if (!best.empty()) msg += "; did you mean '" + best + "'?";
+    fail(key_node, msg);
+  }
+
+  // A list of scalar values for `key` (matrix entry or zip member).
+  std::vector<std::string> value_list(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsSequence()) fail(n, what + ": expected a list of values, e.g. [ring, tree], got a " + kind(n));
+    if (n.size() == 0) fail(n, what + ": the list is empty; give at least one value");
+    std::vector<std::string> out;
+    for (const auto& v : n) out.push_back(scalar(v, what));
+    return out;
+  }
+
+  SweepEntry entry(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsMap() || n.size() == 0)
+      fail(n, what + ": expected a non-empty mapping of run-config keys to values, e.g. {workers: 1, dist.allreduce: mpi}");
+    SweepEntry e;
+    e.where = at(n);
+    for (const auto& kv : n) {
+      std::string key = scalar(kv.first, what);
+      check_key(kv.first, key, what);
+      e.values.emplace_back(key, scalar(kv.second, what + " key '" + key + "'"));
+    }
+    return e;
+  }
+
+  std::vector<SweepEntry> entries(const YAML::Node& n, const std::string& section) const {
+    if (!n.IsSequence()) fail(n, section + ": expected a list of points, e.g. [{workers: 1, dist.allreduce: mpi}]");
+    std::vector<SweepEntry> out;
+    for (size_t i = 0; i < n.size(); ++i) out.push_back(entry(n[i], section + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+void emit_yaml_node(YAML::Emitter& em, const YAML::Node& node) {
+  if (node.IsMap()) {
+    em << YAML::BeginMap;
+    for (const auto& kv : node) {
+      em << YAML::Key;
+      emit_yaml_node(em, kv.first);
+      em << YAML::Value;
+      emit_yaml_node(em, kv.second);
+    }
+    em << YAML::EndMap;
+  } else if (node.IsSequence()) {
+    em << YAML::BeginSeq;
+    for (const auto& v : node) emit_yaml_node(em, v);
+    em << YAML::EndSeq;
+  } else if (node.IsScalar()) {
+    if (node.Tag() == "!") em << YAML::DoubleQuoted << node.Scalar();  // was quoted in the source
+    else em << node.Scalar();
+  } else {
+    em << YAML::Null;
+  }
+}
+
+std::vector<std::string> sweep_file_keys() {
+  return {"campaign", "base", "matrix", "zip", "exclude", "include", "repetitions", "resources"};
+}
+
+SweepFile load_sweep_file(const std::string& path) {
+  if (!fs::is_regular_file(path)) throw ConfigError(path + ": cannot open the sweep file; check the path");
+  return parse_sweep_file(read_file(path), path);
+}
+
+SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
+  SweepParser p{path};
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw ConfigError(path + ": a sweep file must be a YAML mapping with at least `base` (see docs/sweeps.md)");
+
+  const std::vector<std::string> keys = sweep_file_keys();
+  std::set<std::string> seen;
+  for (const auto& kv : root) {
+    std::string key = p.scalar(kv.first, "top-level key");
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string msg = "unknown sweep key '" + key + "'";
+      std::string best = closest_key(key, keys);
+      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+      std::string list;
+      for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
+      p.fail(kv.first, msg + "; accepted: " + list);
+    }
+    seen.insert(key);
+  }
+
+  SweepFile sweep;
+  sweep.path = path;
+  sweep.campaign = fs::path(path).stem().string();
+  if (seen.count("campaign")) {
+    sweep.campaign = p.scalar(root["campaign"], "campaign");
+    if (sweep.campaign.empty() || sweep.campaign.find_first_of("/\\ \t") != std::string::npos)
+      p.fail(root["campaign"], "campaign: '" + sweep.campaign + "' must be a non-empty name without '/' or spaces");
+  }
+
+  // base: relative to the sweep file's directory, else to the current directory.
+  if (!seen.count("base")) throw ConfigError(path + ": missing `base` (the run config the sweep varies), e.g. base: ../runs/lenet_fmnist.yaml");
+  const std::string base = p.scalar(root["base"], "base");
+  fs::path base_path(base);
+  if (base_path.is_relative()) {
+    fs::path beside = fs::path(path).parent_path() / base_path;
+    if (fs::is_regular_file(beside)) base_path = beside;
+    else if (!fs::is_regular_file(base_path))
+      p.fail(root["base"], "base: run config '" + base + "' not found (looked at '" + beside.string() + "' beside the sweep file and '" +
+                               (fs::current_path() / base_path).string() + "')");
+  } else if (!fs::is_regular_file(base_path)) {
+    p.fail(root["base"], "base: run config '" + base + "' not found");
+  }
+  sweep.base_path = base_path.lexically_normal().string();
+  sweep.base_text = read_file(sweep.base_path);
+
+  std::set<std::string> swept;  // a key may be stepped by one dimension only
+  auto claim = [&](const YAML::Node& key_node, const std::string& key, const std::string& by) {
+    if (!swept.insert(key).second) p.fail(key_node, by + ": key '" + key + "' is already varied by another matrix key or zip group");
+  };
+  if (seen.count("matrix")) {
+    const YAML::Node m = root["matrix"];
+    if (!m.IsMap()) p.fail(m, "matrix: expected a mapping of run-config keys to lists, e.g. {dist.allreduce: [ring, tree]}");
+    for (const auto& kv : m) {
+      SweepDimension d;
+      d.name = p.scalar(kv.first, "matrix key");
+      p.check_key(kv.first, d.name, "matrix");
+      claim(kv.first, d.name, "matrix");
+      d.keys = {d.name};
+      d.where = p.at(kv.first);
+      for (auto& v : p.value_list(kv.second, "matrix key '" + d.name + "'")) d.values.push_back({v});
+      sweep.dimensions.push_back(std::move(d));
+    }
+  }
+  if (seen.count("zip")) {
+    const YAML::Node z = root["zip"];
+    if (!z.IsMap()) p.fail(z, "zip: expected a mapping of group names to {key: [values], ...}");
+    for (const auto& group : z) {
+      SweepDimension d;
+      d.name = p.scalar(group.first, "zip group name");
+      d.is_zip = true;
+      d.where = p.at(group.first);
+      if (!group.second.IsMap() || group.second.size() == 0)
+        p.fail(group.second, "zip group '" + d.name + "': expected a mapping of run-config keys to equally long lists");
+      std::vector<std::vector<std::string>> columns;
+      std::string lengths;
+      for (const auto& kv : group.second) {
+        std::string key = p.scalar(kv.first, "zip group '" + d.name + "' key");
+        p.check_key(kv.first, key, "zip group '" + d.name + "'");
+        claim(kv.first, key, "zip group '" + d.name + "'");
+        d.keys.push_back(key);
+        columns.push_back(p.value_list(kv.second, "zip group '" + d.name + "' key '" + key + "'"));
+        lengths += (lengths.empty() ? "" : ", ") + key + ": " + std::to_string(columns.back().size());
+      }
+      for (const auto& c : columns)
+        if (c.size() != columns.front().size())
+          p.fail(group.first, "zip group '" + d.name + "': lists must have equal lengths, got " + lengths);
+      for (size_t i = 0; i < columns.front().size(); ++i) {
+        std::vector<std::string> step;
+        for (const auto& c : columns) step.push_back(c[i]);
+        d.values.push_back(std::move(step));
+      }
+      sweep.dimensions.push_back(std::move(d));
+    }
+  }
+  if (seen.count("exclude")) sweep.exclude = p.entries(root["exclude"], "exclude");
+  if (seen.count("include")) sweep.include = p.entries(root["include"], "include");
+  if (seen.count("repetitions")) {
+    const YAML::Node r = root["repetitions"];
+    std::string t = p.scalar(r, "repetitions");
+    try {
+      size_t used = 0;
+      long v = std::stol(t, &used);
+      if (used != t.size() || v < 1 || v > 1000000) throw std::invalid_argument(t);
+      sweep.repetitions = static_cast<int>(v);
+    } catch (const std::exception&) {
+      p.fail(r, "repetitions: '" + t + "' is not an integer >= 1");
+    }
+  }
+  sweep.resources_yaml = "{}";
+  if (seen.count("resources")) {
+    const YAML::Node r = root["resources"];
+    if (!r.IsMap()) p.fail(r, "resources: expected a mapping, e.g. {walltime: \"00:20:00\", cpus_per_worker: 1}");
+    YAML::Emitter em;
+    emit_yaml_node(em, r);
+    sweep.resources_yaml = em.c_str();
+  }
+  return sweep;
+}
+
+}  // namespace ts

@@ -1,0 +1,226 @@
+// Sweep expansion: counts over matrix x zip x exclude x include x repetitions, determinism,
+// id stability when a dimension grows, seeds, the campaign directory, and malformed sweeps.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "sweep/expand.h"
+#include "sweep/sweep_file.h"
+
+namespace fs = std::filesystem;
+using namespace ts;
+
+namespace {
+
+const char* kBase = "model: lenet\nbatch_per_worker: 64\nlr: 0.05\nsteps: 5\nthreads: 1\nworkers: 1\n";
+
+// A fresh directory per test with base.yaml in it.
+class SweepExpand : public ::testing::Test {
+ protected:
+  fs::path dir;
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir = fs::temp_directory_path() / (std::string("ts_sweep_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    write("base.yaml", kBase);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  }
+  Expansion expand(const std::string& sweep_text, const std::string& name = "sweep.yaml") {
+    return expand_sweep(load_sweep_file(write(name, sweep_text)));
+  }
+  // The ConfigError message of expanding `sweep_text` ("" when it does not throw).
+  std::string error_of(const std::string& sweep_text) {
+    try {
+      expand(sweep_text);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+const char* kSweep =
+    "campaign: counts\n"
+    "base: base.yaml\n"
+    "matrix:\n"
+    "  dist.allreduce: [ring, tree]\n"
+    "  lr_schedule.kind: [constant, cosine, step]\n"
+    "zip:\n"
+    "  bs_lr: {batch_per_worker: [32, 64], lr: [0.02, 0.04]}\n"
+    "exclude:\n"
+    "  - {dist.allreduce: tree, lr_schedule.kind: step}\n"
+    "  - {dist.allreduce: ring, lr_schedule.kind: cosine, batch_per_worker: 64.0}\n"
+    "include:\n"
+    "  - {dist.allreduce: ps, lr: 0.1}\n"
+    "repetitions: 2\n"
+    "resources: {walltime: \"00:20:00\", cpus_per_worker: 1}\n";
+
+}  // namespace
+
+TEST_F(SweepExpand, CountsMatrixZipExcludeIncludeRepetitions) {
+  // 2 x 3 matrix x zip of 2 = 12 points; exclude 2 + 1 -> 9; include 1 -> 10; x 2 = 20 runs.
+  Expansion ex = expand(kSweep);
+  ASSERT_EQ(ex.runs.size(), 20u);
+  std::set<std::string> run_ids, config_ids;
+  for (size_t i = 0; i < ex.runs.size(); ++i) {
+    EXPECT_EQ(ex.runs[i].index, static_cast<int64_t>(i));
+    EXPECT_EQ(ex.runs[i].repetition, static_cast<int>(i % 2));
+    EXPECT_EQ(ex.runs[i].run_id, ex.runs[i].config_id + "-r" + std::to_string(i % 2));
+    run_ids.insert(ex.runs[i].run_id);
+    config_ids.insert(ex.runs[i].config_id);
+  }
+  EXPECT_EQ(run_ids.size(), 20u);
+  EXPECT_EQ(config_ids.size(), 10u);
+  // Order: first matrix key slowest, zip fastest; the include comes last.
+  EXPECT_EQ(ex.runs[0].swept.at("dist.allreduce"), "ring");
+  EXPECT_EQ(ex.runs[0].swept.at("batch_per_worker"), "32");
+  EXPECT_EQ(ex.runs[2].swept.at("batch_per_worker"), "64");
+  EXPECT_EQ(ex.runs[19].swept.at("dist.allreduce"), "ps");
+  EXPECT_EQ(ex.runs[19].swept.at("lr"), "0.1");
+  EXPECT_EQ(ex.runs[19].swept.at("batch_per_worker"), "64");  // include applies to the base
+  for (const auto& r : ex.runs)
+    EXPECT_FALSE(r.swept.at("dist.allreduce") == "tree" && r.swept.at("lr_schedule.kind") == "step") << r.run_id;
+}
+
+TEST_F(SweepExpand, DeterministicManifestAndCampaignDirectory) {
+  const std::string m1 = manifest_yaml(expand(kSweep), "trainscale test");
+  const std::string m2 = manifest_yaml(expand(kSweep), "trainscale test");
+  EXPECT_EQ(m1, m2);
+  YAML::Node doc = YAML::Load(m1);
+  EXPECT_EQ(doc["campaign"].as<std::string>(), "counts");
+  EXPECT_EQ(doc["resources"]["walltime"].as<std::string>(), "00:20:00");
+  ASSERT_EQ(doc["runs"].size(), 20u);
+  EXPECT_EQ(doc["runs"][3]["index"].as<int>(), 3);
+  EXPECT_EQ(doc["runs"][3]["config"]["model"].as<std::string>(), "lenet");
+  EXPECT_TRUE(doc["runs"][3]["config"]["dist"]["allreduce"].IsDefined());
+
+  const std::string out = (dir / "campaign").string();
+  write_campaign(out, m1, (dir / "sweep.yaml").string(), "");
+  write_campaign(out, m1, (dir / "sweep.yaml").string(), "");  // identical: idempotent
+  EXPECT_TRUE(fs::is_regular_file(dir / "campaign" / "manifest.yaml"));
+  EXPECT_TRUE(fs::is_regular_file(dir / "campaign" / "manifest.hash"));
+  EXPECT_TRUE(fs::is_regular_file(dir / "campaign" / "sweep.yaml"));
+  EXPECT_TRUE(fs::is_directory(dir / "campaign" / "runs"));
+  std::ifstream in(dir / "campaign" / "manifest.hash");
+  std::string hash;
+  in >> hash;
+  EXPECT_EQ(hash, manifest_hash(m1));
+  try {
+    write_campaign(out, m1 + "# changed\n", (dir / "sweep.yaml").string(), "");
+    FAIL() << "a different manifest must be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("new --out"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(SweepExpand, IdsStableWhenADimensionGrows) {
+  Expansion small = expand("base: base.yaml\nmatrix:\n  dist.allreduce: [ring, tree]\n  lr: [0.01, 0.02]\n");
+  Expansion grown = expand("base: base.yaml\nmatrix:\n  dist.allreduce: [ring, tree, ps]\n  lr: [0.01, 0.02, 0.03]\n");
+  ASSERT_EQ(small.runs.size(), 4u);
+  ASSERT_EQ(grown.runs.size(), 9u);
+  std::set<std::string> grown_ids;
+  for (const auto& r : grown.runs) grown_ids.insert(r.run_id);
+  for (const auto& r : small.runs) EXPECT_TRUE(grown_ids.count(r.run_id)) << r.run_id << " lost when the matrix grew";
+}
+
+TEST_F(SweepExpand, SeedsPerRepetitionDifferAndAreStable) {
+  Expansion ex = expand("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\nrepetitions: 3\n");
+  ASSERT_EQ(ex.runs.size(), 6u);
+  std::set<uint64_t> seeds;
+  for (const auto& r : ex.runs) {
+    seeds.insert(r.seed);
+    EXPECT_EQ(r.seed, derive_seed(r.config_id, r.repetition));
+    EXPECT_LT(r.seed, 1ULL << 31);
+    EXPECT_NE(r.config_yaml.find("seed: " + std::to_string(r.seed)), std::string::npos) << r.config_yaml;
+  }
+  EXPECT_EQ(seeds.size(), 6u);
+  EXPECT_EQ(ex.runs[0].config_id, ex.runs[1].config_id);  // config_id does not depend on k
+  Expansion again = expand("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\nrepetitions: 3\n");
+  for (size_t i = 0; i < ex.runs.size(); ++i) EXPECT_EQ(ex.runs[i].seed, again.runs[i].seed);
+  // A sweep that varies `seed` keeps its seeds.
+  Expansion explicit_seed = expand("base: base.yaml\nmatrix: {seed: [7, 8]}\n");
+  ASSERT_EQ(explicit_seed.runs.size(), 2u);
+  EXPECT_EQ(explicit_seed.runs[0].seed, 7u);
+  EXPECT_EQ(explicit_seed.runs[1].seed, 8u);
+}
+
+TEST_F(SweepExpand, DuplicatePointsAreMergedFirstWins) {
+  Expansion ex = expand("base: base.yaml\nmatrix: {lr: [0.05, 0.1]}\ninclude:\n  - {lr: 0.05}\n  - {dist.allreduce: ring}\n");
+  EXPECT_EQ(ex.runs.size(), 2u);  // lr 0.05 is the base; ring is the default all-reduce
+}
+
+TEST_F(SweepExpand, UnknownTopLevelKeyWithSuggestion) {
+  std::string msg = error_of("base: base.yaml\nmatrx:\n  lr: [0.1]\n");
+  EXPECT_NE(msg.find("sweep.yaml:2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("matrx"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'matrix'"), std::string::npos) << msg;
+}
+
+TEST_F(SweepExpand, UnknownRunConfigKeyWithSuggestion) {
+  std::string msg = error_of("base: base.yaml\nmatrix:\n  dist.allreduc: [ring]\n");
+  EXPECT_NE(msg.find("dist.allreduc"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dist.allreduce"), std::string::npos) << msg;
+}
+
+TEST_F(SweepExpand, ZipLengthMismatchNamesTheGroup) {
+  std::string msg = error_of("base: base.yaml\nzip:\n  bs_lr: {batch_per_worker: [32, 64, 128], lr: [0.02, 0.04]}\n");
+  EXPECT_NE(msg.find("bs_lr"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("batch_per_worker: 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lr: 2"), std::string::npos) << msg;
+}
+
+TEST_F(SweepExpand, ExclusionLeavingNothing) {
+  std::string msg = error_of("base: base.yaml\nmatrix: {dist.allreduce: [ring, tree]}\nexclude:\n  - {workers: 1}\n");
+  EXPECT_NE(msg.find("removes all 2"), std::string::npos) << msg;
+  // With an include the campaign is not empty.
+  EXPECT_EQ(expand("base: base.yaml\nmatrix: {dist.allreduce: [ring]}\nexclude: [{workers: 1}]\ninclude: [{lr: 0.2}]\n").runs.size(), 1u);
+}
+
+TEST_F(SweepExpand, WrongTypes) {
+  std::string msg = error_of("base: base.yaml\nmatrix:\n  lr: 0.1\n");
+  EXPECT_NE(msg.find("expected a list"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sweep.yaml:3"), std::string::npos) << msg;
+  msg = error_of("base: base.yaml\nmatrix: [lr]\n");
+  EXPECT_NE(msg.find("matrix: expected a mapping"), std::string::npos) << msg;
+  msg = error_of("base: base.yaml\nrepetitions: 0\n");
+  EXPECT_NE(msg.find("repetitions"), std::string::npos) << msg;
+  msg = error_of("base: base.yaml\nexclude: {lr: 0.1}\n");
+  EXPECT_NE(msg.find("exclude: expected a list"), std::string::npos) << msg;
+  msg = error_of("base: base.yaml\nmatrix:\n  lr: [[0.1]]\n");
+  EXPECT_NE(msg.find("scalar"), std::string::npos) << msg;
+}
+
+TEST_F(SweepExpand, MissingBaseFileIsNamed) {
+  std::string msg = error_of("base: no_such_base.yaml\n");
+  EXPECT_NE(msg.find("no_such_base.yaml"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not found"), std::string::npos) << msg;
+  msg = error_of("matrix: {lr: [0.1]}\n");
+  EXPECT_NE(msg.find("missing `base`"), std::string::npos) << msg;
+}
+
+TEST_F(SweepExpand, InvalidPointNamesSweepPointAndKey) {
+  std::string msg = error_of("base: base.yaml\nmatrix:\n  dist.allreduce: [ring, bogus]\n");
+  EXPECT_NE(msg.find("sweep.yaml"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("{dist.allreduce: bogus}"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("key 'dist.allreduce'"), std::string::npos) << msg;
+}
+
+TEST_F(SweepExpand, DryRunTableListsRunsAndCounts) {
+  std::string table = dry_run_table(expand(kSweep));
+  EXPECT_NE(table.find("index"), std::string::npos);
+  EXPECT_NE(table.find("dist.allreduce"), std::string::npos);
+  EXPECT_NE(table.find("20 runs"), std::string::npos) << table;
+  EXPECT_NE(table.find("workers=1 gpu=none"), std::string::npos) << table;
+}

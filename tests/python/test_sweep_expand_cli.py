@@ -1,0 +1,54 @@
+"""`trainscale sweep expand` end to end: the example sweep expands to a byte-identical manifest
+twice with the documented run count, --dry-run writes nothing, and a malformed sweep exits 2."""
+import yaml
+
+from trainscale_cli import REPO, run, write_config
+
+EXAMPLE = REPO / "configs" / "sweeps" / "example.yaml"
+
+
+def test_example_expands_deterministically(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    for out in (first, second):
+        res = run(["sweep", "expand", EXAMPLE, "--out", out])
+        assert res.returncode == 0, res.stderr
+    text = (first / "manifest.yaml").read_bytes()
+    assert text == (second / "manifest.yaml").read_bytes()
+    manifest = yaml.safe_load(text)
+    # 2 x 2 matrix x zip of 2 = 8 points, 2 excluded, 1 included: 7 points x 2 repetitions.
+    assert len(manifest["runs"]) == 14
+    assert manifest["campaign"] == "example"
+    assert manifest["resources"]["walltime"] == "00:10:00"
+    for i, entry in enumerate(manifest["runs"]):
+        assert entry["index"] == i
+        assert entry["run_id"] == f"{entry['config_id']}-r{entry['repetition']}"
+        assert entry["config"]["model"] == "lenet"
+    assert len({e["config"]["seed"] for e in manifest["runs"]}) == 14
+    assert (first / "manifest.hash").read_text().startswith("fnv1a64:")
+    assert (first / "sweep.yaml").read_bytes() == EXAMPLE.read_bytes()
+    assert (first / "runs").is_dir()
+    # Expanding again into the same directory is a no-op.
+    res = run(["sweep", "expand", EXAMPLE, "--out", first])
+    assert res.returncode == 0, res.stderr
+    assert (first / "manifest.yaml").read_bytes() == text
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    out = tmp_path / "campaign"
+    res = run(["sweep", "expand", EXAMPLE, "--out", out, "--dry-run"])
+    assert res.returncode == 0, res.stderr
+    assert "14 runs" in res.stdout
+    assert not out.exists()
+
+
+def test_malformed_sweep_exits_2(tmp_path):
+    sweep = write_config(tmp_path / "bad.yaml",
+                         f"base: {EXAMPLE.parent / 'example_base.yaml'}\n"
+                         "zip:\n  bs_lr: {batch_per_worker: [32, 64, 128], lr: [0.02, 0.04]}\n")
+    res = run(["sweep", "expand", sweep, "--out", tmp_path / "c"])
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "bs_lr" in res.stderr
+    assert not (tmp_path / "c").exists()
+    res = run(["sweep", "submit", tmp_path / "c"])
+    assert res.returncode == 2
+    assert "not in this build" in res.stderr
