@@ -188,7 +188,7 @@ RunOutcome train(const ResolvedConfig& cfg, const RunIdentity& id, const std::st
     return train_checked(cfg, id, out_dir, comm, log);
   } catch (const RuntimeError& e) {
     if (comm.rank() == 0) {
-      std::ofstream marker(out_dir + "/" + id.run_id + ".FAILED");
+      std::ofstream marker(failed_marker_path(out_dir + "/" + id.run_id + ".h5"));
       marker << e.what() << "\n";
     }
     throw;

@@ -233,6 +233,10 @@ def test_missing_data_file(tmp_path):
     (tmp_path / "empty").mkdir()
     expect_error(run(["run", "--config", cfg, "--out", tmp_path / "out"]), 1, str(tmp_path / "empty"),
                  "train-images-idx3-ubyte")
+    # A failed run leaves a FAILED marker with the reason and no run file.
+    markers = list((tmp_path / "out").glob("*.FAILED"))
+    assert len(markers) == 1 and "train-images-idx3-ubyte" in markers[0].read_text()
+    assert not list((tmp_path / "out").glob("*.h5*"))
 
 
 def test_truncated_data_file(tmp_path):
