@@ -11,6 +11,9 @@ APT_PACKAGES=(
   build-essential cmake pkg-config git
   libboost-program-options-dev libyaml-cpp-dev libhdf5-dev libdnnl-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
+  libmpich-dev mpich
+  slurm-wlm munge
+  python3-torch
   libgtest-dev
   dataset-fashion-mnist
   python3 python3-venv python3-pip

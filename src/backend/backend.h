@@ -33,6 +33,11 @@ class Backend {
   virtual bool supports(Op op, Precision precision) const = 0;
   // Compute threads this backend uses (oneDNN/OpenMP threads for cpu; 1 for ref).
   virtual void set_threads(int threads) = 0;
+  // Compute precision of every following op: fp32, or mixed precision (e.g. bf16 compute with
+  // fp32 master weights, optimizer state and loss). Throws ConfigError when the backend does not
+  // support `precision` for conv and fc; the caller checks supports() first for a better message.
+  virtual void set_precision(Precision precision) = 0;
+  virtual Precision precision() const = 0;
 
   // --- convolution: src (mb,ic,ih,iw), wei (oc,ic/g,kh,kw), bia (oc) or null, dst (mb,oc,oh,ow)
   virtual void conv_forward(const ConvDesc& d, const float* src, const float* wei, const float* bia,

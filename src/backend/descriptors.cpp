@@ -8,7 +8,7 @@
 //   fc:mb64_ic3136oc512[_nobias]
 //   bn:mb2c16_h8w8[_eps0.001]      (eps printed only when it differs from 1e-5, shortest
 //                                   round-trip float text)
-//   eltwise:relu_n100              (relu | sigmoid)
+//   eltwise:relu_n100              (relu | relu6 | sigmoid)
 #include "backend/descriptors.h"
 
 #include <charconv>
@@ -87,7 +87,7 @@ constexpr const char* kConvForm = "conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph
 constexpr const char* kPoolForm = "pool:max|avg_mb2c3_ih8iw8_kh2kw2_sh2sw2_ph0pw0";
 constexpr const char* kFcForm = "fc:mb64_ic3136oc512[_nobias]";
 constexpr const char* kBnForm = "bn:mb2c16_h8w8[_eps0.001]";
-constexpr const char* kEltwiseForm = "eltwise:relu|sigmoid_n100";
+constexpr const char* kEltwiseForm = "eltwise:relu|relu6|sigmoid_n100";
 
 }  // namespace
 
@@ -216,7 +216,10 @@ BnDesc BnDesc::parse(std::string_view text) {
 
 // ---- eltwise --------------------------------------------------------------------------------
 std::string EltwiseDesc::str() const {
-  return std::string("eltwise:") + (kind == EltwiseKind::relu ? "relu" : "sigmoid") + "_n" +
+  const char* kind_name = kind == EltwiseKind::relu    ? "relu"
+                          : kind == EltwiseKind::relu6 ? "relu6"
+                                                       : "sigmoid";
+  return std::string("eltwise:") + kind_name + "_n" +
          num(n);
 }
 
@@ -224,12 +227,14 @@ EltwiseDesc EltwiseDesc::parse(std::string_view text) {
   Scanner sc(text, kEltwiseForm);
   EltwiseDesc d;
   sc.expect("eltwise:");
-  if (sc.accept("relu"))
+  if (sc.accept("relu6"))
+    d.kind = EltwiseKind::relu6;
+  else if (sc.accept("relu"))
     d.kind = EltwiseKind::relu;
   else if (sc.accept("sigmoid"))
     d.kind = EltwiseKind::sigmoid;
   else
-    sc.fail("unknown activation (accepted: relu, sigmoid)");
+    sc.fail("unknown activation (accepted: relu, relu6, sigmoid)");
   d.n = sc.field("_n");
   sc.finish();
   sc.require(d.n > 0, "n must be positive");

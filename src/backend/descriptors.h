@@ -59,13 +59,14 @@ struct BnDesc {
   bool operator==(const BnDesc&) const = default;
 };
 
-enum class EltwiseKind { relu, sigmoid };
+// relu6 = min(max(src, 0), 6) (MobileNetV2).
+enum class EltwiseKind { relu, relu6, sigmoid };
 
 // Element-wise activation over n floats.
 struct EltwiseDesc {
   EltwiseKind kind = EltwiseKind::relu;
   int64_t n = 1;
-  std::string str() const;  // eltwise:relu_n100
+  std::string str() const;  // eltwise:relu_n100 (relu | relu6 | sigmoid)
   static EltwiseDesc parse(std::string_view s);
   bool operator==(const EltwiseDesc&) const = default;
 };

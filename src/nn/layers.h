@@ -13,5 +13,6 @@
 #include "nn/layers/mean_squared_error.h"
 #include "nn/layers/pool2d.h"
 #include "nn/layers/relu.h"
+#include "nn/layers/relu6.h"
 #include "nn/layers/sigmoid.h"
 #include "nn/layers/softmax_cross_entropy.h"

@@ -215,12 +215,17 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
                                                 : Precision::fp32;
   for (Op op : {Op::conv, Op::fc})
     if (!backend->supports(op, precision)) {
-      std::string ok;
+      std::string ok, elsewhere;
       for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16, Precision::tf32})
         if (backend->supports(op, p)) ok += (ok.empty() ? "" : ", ") + std::string(precision_name(p));
+      for (const std::string& other : available_backends())
+        if (other != r.backend && make_backend(other)->supports(op, precision)) elsewhere += " " + other;
+      if (precision == Precision::fp16 || precision == Precision::tf32) elsewhere += " cuda (GPU builds)";
       throw ConfigError(cfg.locate("precision") + ": '" + r.precision + "' is not supported by backend '" + r.backend +
-                        "' in this build; supported: " + ok);
+                        "' (it computes in: " + ok + "); backends that compute in " + r.precision + ":" +
+                        (elsewhere.empty() ? " none in this build" : elsewhere));
     }
+  backend->set_precision(precision);
   DataSplits data = load_data(r);
   const int64_t batch = r.batch_for(world);
   const int64_t global_batch = batch * world;

@@ -237,7 +237,8 @@ TEST_P(EltwiseCpuVsRef, ForwardBackward) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, EltwiseCpuVsRef,
                          ::testing::Values("eltwise:relu_n1", "eltwise:relu_n7",
-                                           "eltwise:relu_n4097", "eltwise:sigmoid_n1",
+                                           "eltwise:relu_n4097", "eltwise:relu6_n1", "eltwise:relu6_n4097",
+                                           "eltwise:sigmoid_n1",
                                            "eltwise:sigmoid_n13", "eltwise:sigmoid_n4097"));
 
 // ---- losses ---------------------------------------------------------------------------------

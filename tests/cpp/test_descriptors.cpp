@@ -65,6 +65,9 @@ TEST(Descriptors, EltwiseFormatAndRoundTrip) {
   d.n = 100;
   EXPECT_EQ(d.str(), "eltwise:relu_n100");
   EXPECT_EQ(EltwiseDesc::parse(d.str()), d);
+  d.kind = EltwiseKind::relu6;
+  EXPECT_EQ(d.str(), "eltwise:relu6_n100");
+  EXPECT_EQ(EltwiseDesc::parse(d.str()), d);
   d.kind = EltwiseKind::sigmoid;
   EXPECT_EQ(d.str(), "eltwise:sigmoid_n100");
   EXPECT_EQ(EltwiseDesc::parse(d.str()), d);
@@ -108,7 +111,7 @@ TEST(Descriptors, MalformedOthersThrow) {
                           "bn:mb2c16_h8w8_epsx"})
     expect_config_error<BnDesc>(bad, "bn:mb2c16_h8w8");
   for (const char* bad : {"eltwise:tanh_n4", "eltwise:relu", "eltwise:relu_n0", "eltwise:relu_n4x"})
-    expect_config_error<EltwiseDesc>(bad, "eltwise:relu|sigmoid");
+    expect_config_error<EltwiseDesc>(bad, "eltwise:relu|relu6|sigmoid");
 }
 
 }  // namespace

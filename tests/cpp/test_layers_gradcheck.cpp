@@ -249,6 +249,14 @@ TEST(Gradcheck, Relu) {
   gradcheck(relu, {Shape{3, 3, 3}}, g);
 }
 
+TEST(Gradcheck, Relu6) {
+  // 280 distinct inputs from -14 to 14 (spaced 0.05, none within 0.025 of 0 or 6): both kinks.
+  Relu6 relu6("relu6");
+  GradcheckOptions g;
+  g.distinct_inputs = true;
+  gradcheck(relu6, {Shape{4, 5, 7}}, g);
+}
+
 TEST(Gradcheck, Sigmoid) {
   Sigmoid sigmoid("sigmoid");
   gradcheck(sigmoid, {Shape{2, 3, 3}});

@@ -194,7 +194,7 @@ def test_world_size_mismatch(tmp_path):
 def test_unsupported_precision_and_gpu(tmp_path):
     cfg = write_config(tmp_path / "c.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic}\n"
                                             "precision: fp16\nsteps: 1\n")
-    expect_error(run(["run", "--config", cfg, "--out", tmp_path]), 2, "key 'precision'", "fp16", "supported: fp32")
+    expect_error(run(["run", "--config", cfg, "--out", tmp_path]), 2, "key 'precision'", "fp16", "computes in: fp32", "cuda")
     cfg = write_config(tmp_path / "g.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic}\ngpu: a100\n")
     expect_error(run(["run", "--config", cfg, "--out", tmp_path]), 2, "key 'gpu'", "a100")
 

@@ -73,9 +73,18 @@ memory::desc vector_md(int64_t n) { return f32_md({n}, tag::a); }
 
 dnnl::algorithm eltwise_algorithm(const EltwiseDesc& d) {
   // Sigmoid's backward reads the forward output (what the caller keeps anyway).
-  return d.kind == EltwiseKind::relu ? dnnl::algorithm::eltwise_relu
-                                     : dnnl::algorithm::eltwise_logistic_use_dst_for_bwd;
+  // relu6 is clip_v2 over [0, 6], whose backward passes gradient strictly inside (0, 6) as ref does.
+  switch (d.kind) {
+    case EltwiseKind::relu: return dnnl::algorithm::eltwise_relu;
+    case EltwiseKind::relu6: return dnnl::algorithm::eltwise_clip_v2;
+    case EltwiseKind::sigmoid: break;
+  }
+  return dnnl::algorithm::eltwise_logistic_use_dst_for_bwd;
 }
+
+// alpha/beta of the eltwise algorithm: the clip bounds for relu6, unused (0) otherwise.
+float eltwise_alpha(const EltwiseDesc&) { return 0.0f; }
+float eltwise_beta(const EltwiseDesc& d) { return d.kind == EltwiseKind::relu6 ? 6.0f : 0.0f; }
 
 // A planned primitive: its descriptor (for workspace and memory descs) and the primitive.
 template <typename Prim>
@@ -182,7 +191,7 @@ struct CpuBackend::Impl {
   Plan<dnnl::eltwise_forward>& eltwise_forward_plan(const EltwiseDesc& d) {
     return find_or_plan(eltwise_fwd, d.str(), [&] {
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_training, eltwise_algorithm(d),
-                                       vector_md(d.n), 0.0f, 0.0f);
+                                       vector_md(d.n), eltwise_alpha(d), eltwise_beta(d));
       return dnnl::eltwise_forward::primitive_desc(desc, engine);
     });
   }
@@ -198,6 +207,15 @@ CpuBackend::~CpuBackend() = default;
 bool CpuBackend::supports(Op op, Precision precision) const {
   // fp32 everywhere for now; bf16 comes with the blocked-layout work.
   return precision == Precision::fp32;
+}
+
+void CpuBackend::set_precision(Precision precision) {
+  if (!supports(Op::conv, precision))
+    throw ConfigError(std::string("backend cpu does not compute in '") + precision_name(precision) +
+                      "' in this build; accepted: fp32" + (precision == Precision::fp16 || precision == Precision::tf32
+                                                               ? " (fp16 and tf32 need backend cuda)"
+                                                               : ""));
+  precision_ = precision;
 }
 
 void CpuBackend::set_threads(int threads) {
@@ -437,8 +455,8 @@ void CpuBackend::eltwise_backward(const EltwiseDesc& d, const float* src, const 
   guarded(__FILE__, __LINE__, "eltwise_backward " + d.str(), [&] {
     auto& fwd = impl_->eltwise_forward_plan(d);
     auto& plan = find_or_plan(impl_->eltwise_bwd, d.str(), [&] {
-      dnnl::eltwise_backward::desc desc(eltwise_algorithm(d), vector_md(d.n), vector_md(d.n), 0.0f,
-                                        0.0f);
+      dnnl::eltwise_backward::desc desc(eltwise_algorithm(d), vector_md(d.n), vector_md(d.n),
+                                        eltwise_alpha(d), eltwise_beta(d));
       return dnnl::eltwise_backward::primitive_desc(desc, impl_->engine, fwd.pd);
     });
     // relu differentiates from src; logistic_use_dst_for_bwd from dst.

@@ -21,6 +21,8 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   bool supports(Op op, Precision precision) const override;
   void set_threads(int threads) override;  // omp_set_num_threads
+  void set_precision(Precision precision) override;
+  Precision precision() const override { return precision_; }
 
   void conv_forward(const ConvDesc& d, const float* src, const float* wei, const float* bia,
                     float* dst) override;
@@ -79,6 +81,7 @@ class CpuBackend final : public Backend {
  private:
   struct Impl;  // engine, stream and the primitive caches (cpu_backend.cpp)
   std::unique_ptr<Impl> impl_;
+  Precision precision_ = Precision::fp32;
 };
 
 }  // namespace ts

@@ -15,6 +15,12 @@ bool RefBackend::supports(Op op, Precision precision) const {
   return precision == Precision::fp32;  // every op, fp32 only
 }
 
+void RefBackend::set_precision(Precision precision) {
+  if (precision != Precision::fp32)
+    throw ConfigError(std::string("backend ref computes in fp32 only (it is the test oracle); precision '") +
+                      precision_name(precision) + "' needs backend cpu (bf16) or cuda (fp16, tf32)");
+}
+
 // ---- convolution ----------------------------------------------------------------------------
 // Index helpers: src/diff_src (mb,ic,ih,iw), wei/diff_wei (oc,icg,kh,kw), dst/diff_dst (mb,oc,oh,ow)
 namespace {
@@ -301,6 +307,8 @@ void RefBackend::eltwise_forward(const EltwiseDesc& d, const float* src, float* 
   for (int64_t i = 0; i < d.n; ++i) {
     if (d.kind == EltwiseKind::relu)
       dst[i] = src[i] > 0.0f ? src[i] : 0.0f;
+    else if (d.kind == EltwiseKind::relu6)
+      dst[i] = src[i] > 0.0f ? (src[i] < 6.0f ? src[i] : 6.0f) : 0.0f;
     else
       dst[i] = static_cast<float>(1.0 / (1.0 + std::exp(-double(src[i]))));
   }
@@ -311,6 +319,8 @@ void RefBackend::eltwise_backward(const EltwiseDesc& d, const float* src, const 
   for (int64_t i = 0; i < d.n; ++i) {
     if (d.kind == EltwiseKind::relu)
       diff_src[i] = src[i] > 0.0f ? diff_dst[i] : 0.0f;
+    else if (d.kind == EltwiseKind::relu6)  // gradient flows only strictly inside (0, 6)
+      diff_src[i] = src[i] > 0.0f && src[i] < 6.0f ? diff_dst[i] : 0.0f;
     else  // d sigmoid / dx = y (1 - y), from the forward output
       diff_src[i] = static_cast<float>(double(diff_dst[i]) * dst[i] * (1.0 - double(dst[i])));
   }

@@ -12,6 +12,8 @@ class RefBackend final : public Backend {
   std::string name() const override { return "ref"; }
   bool supports(Op op, Precision precision) const override;
   void set_threads(int threads) override {}  // always one thread
+  void set_precision(Precision precision) override;  // fp32 only: the oracle
+  Precision precision() const override { return Precision::fp32; }
 
   void conv_forward(const ConvDesc& d, const float* src, const float* wei, const float* bia,
                     float* dst) override;

@@ -8,7 +8,12 @@ Activation::Activation(std::string name, EltwiseKind kind) : Layer(std::move(nam
 }
 
 std::string Activation::kind() const {
-  return desc_.kind == EltwiseKind::relu ? "relu" : "sigmoid";
+  switch (desc_.kind) {
+    case EltwiseKind::relu: return "relu";
+    case EltwiseKind::relu6: return "relu6";
+    case EltwiseKind::sigmoid: break;
+  }
+  return "sigmoid";
 }
 
 Shape Activation::setup(const std::vector<Shape>& src_shapes) {
