@@ -1,7 +1,8 @@
 // The backend table: every numerical op a layer or optimizer may call. Layers see only this
 // interface (never oneDNN, cuDNN or MPI). `backend/ref` is the naive oracle; `backend/cpu` is
-// oneDNN; `backend/cuda` is cuDNN/cuBLAS. All tensors are plain fp32 NCHW row-major pointers;
-// a backend may compute in another precision internally (see supports()).
+// oneDNN; `backend/cuda` is cuDNN/cuBLAS. Tensors are passed as float pointers; their logical
+// content is fp32 NCHW row-major. A backend may compute in another precision (set_precision)
+// and may keep an activation in its own layout (see "Activation buffers" below).
 //
 // Conventions: every output is overwritten (never accumulated into); every buffer that backward
 // needs from forward (pool workspace, BN statistics, softmax probabilities) is owned by the caller.
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "backend/descriptors.h"
+#include "core/shape.h"
 
 namespace ts {
 
@@ -38,6 +40,25 @@ class Backend {
   // support `precision` for conv and fc; the caller checks supports() first for a better message.
   virtual void set_precision(Precision precision) = 0;
   virtual Precision precision() const = 0;
+
+  // --- Activation buffers. A buffer the caller registers may hold a tensor in a backend's own
+  // layout (blocked channels, bf16 storage) between ops: the backend remembers, per registered
+  // address, the layout in which it last wrote it, and the next op uses it directly or reorders.
+  // Every other pointer always holds plain fp32 NCHW. Callers (the Net) must: allocate a
+  // registered buffer with activation_bytes(), call mark_plain() after writing plain data into
+  // it themselves, and make_plain() before reading it themselves. ref keeps everything plain.
+  //
+  // Bytes an activation (or its diff) of minibatch mb needs so the backend can hold it in any
+  // of its layouts (>= mb * numel * 4).
+  virtual size_t activation_bytes(int64_t mb, const Shape& per_sample) const {
+    return static_cast<size_t>(mb * per_sample.numel()) * sizeof(float);
+  }
+  virtual void register_buffer(const void* ptr, size_t bytes) {}
+  virtual void unregister_buffer(const void* ptr) {}
+  // The caller wrote plain fp32 into a registered buffer.
+  virtual void mark_plain(const void* ptr) {}
+  // Converts a registered buffer of n logical values to plain fp32 in place.
+  virtual void make_plain(float* ptr, int64_t n) {}
 
   // --- convolution: src (mb,ic,ih,iw), wei (oc,ic/g,kh,kw), bia (oc) or null, dst (mb,oc,oh,ow)
   virtual void conv_forward(const ConvDesc& d, const float* src, const float* wei, const float* bia,
@@ -97,6 +118,10 @@ class Backend {
 
   // --- dst = a + b over n floats (residual connections).
   virtual void add(int64_t n, const float* a, const float* b, float* dst) = 0;
+  // dst = max(a + b, 0): the residual add with its ReLU fused (backward is the ReLU's own).
+  virtual void add_relu(int64_t n, const float* a, const float* b, float* dst) = 0;
+  // dst = src over n values (a backend keeps src's layout): flatten, and the add's backward.
+  virtual void copy(int64_t n, const float* src, float* dst) = 0;
 
   // --- channel concat: srcs[i] (mb, channels[i], hw) -> dst (mb, sum channels, hw).
   virtual void concat_forward(int64_t mb, int64_t hw, const std::vector<int64_t>& channels,

@@ -3,12 +3,13 @@
 // (non-positive sizes, negative padding, channels not divisible by groups, empty outputs).
 //
 // Formats (fields in this fixed order):
-//   conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1[_nobias]   (_g may be left out: g1)
+//   conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1[_nobias][_relu]  (_g may be left out)
 //   pool:max_mb2c3_ih8iw8_kh2kw2_sh2sw2_ph0pw0                       (max | avg)
 //   fc:mb64_ic3136oc512[_nobias]
-//   bn:mb2c16_h8w8[_eps0.001]      (eps printed only when it differs from 1e-5, shortest
-//                                   round-trip float text)
+//   bn:mb2c16_h8w8[_eps0.001][_relu]  (eps printed only when it differs from 1e-5, shortest
+//                                      round-trip float text)
 //   eltwise:relu_n100              (relu | relu6 | sigmoid)
+// A trailing _relu marks a fused ReLU (the op writes relu(result); see descriptors.h).
 #include "backend/descriptors.h"
 
 #include <charconv>
@@ -83,10 +84,11 @@ class Scanner {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-constexpr const char* kConvForm = "conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1[_nobias]";
+constexpr const char* kConvForm =
+    "conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1[_nobias][_relu]";
 constexpr const char* kPoolForm = "pool:max|avg_mb2c3_ih8iw8_kh2kw2_sh2sw2_ph0pw0";
 constexpr const char* kFcForm = "fc:mb64_ic3136oc512[_nobias]";
-constexpr const char* kBnForm = "bn:mb2c16_h8w8[_eps0.001]";
+constexpr const char* kBnForm = "bn:mb2c16_h8w8[_eps0.001][_relu]";
 constexpr const char* kEltwiseForm = "eltwise:relu|relu6|sigmoid_n100";
 
 }  // namespace
@@ -97,6 +99,7 @@ std::string ConvDesc::str() const {
                   "iw" + num(iw) + "_kh" + num(kh) + "kw" + num(kw) + "_sh" + num(sh) + "sw" +
                   num(sw) + "_ph" + num(ph) + "pw" + num(pw) + "_g" + num(groups);
   if (!bias) s += "_nobias";
+  if (relu) s += "_relu";
   return s;
 }
 
@@ -117,6 +120,7 @@ ConvDesc ConvDesc::parse(std::string_view text) {
   d.pw = sc.field("pw");
   d.groups = sc.accept("_g") ? sc.integer("g") : 1;
   d.bias = !sc.accept("_nobias");
+  d.relu = sc.accept("_relu");
   sc.finish();
   sc.require(d.mb > 0 && d.ic > 0 && d.oc > 0 && d.ih > 0 && d.iw > 0 && d.kh > 0 && d.kw > 0 &&
                  d.sh > 0 && d.sw > 0 && d.groups > 0,
@@ -196,6 +200,7 @@ std::string BnDesc::str() const {
     auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, eps);  // shortest round-trip text
     s += "_eps" + std::string(buf, ec == std::errc() ? ptr : buf);
   }
+  if (relu) s += "_relu";
   return s;
 }
 
@@ -208,6 +213,7 @@ BnDesc BnDesc::parse(std::string_view text) {
   d.h = sc.field("_h");
   d.w = sc.field("w");
   if (sc.accept("_eps")) d.eps = sc.real("eps");
+  d.relu = sc.accept("_relu");
   sc.finish();
   sc.require(d.mb > 0 && d.c > 0 && d.h > 0 && d.w > 0, "sizes must be positive");
   sc.require(d.eps > 0, "eps must be positive");

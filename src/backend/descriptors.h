@@ -1,6 +1,6 @@
 // Named problem descriptors for backend ops. Each prints as a string that appears in logs,
 // HDF5 layer tables and test failure messages, and parses back (round-trips), e.g.
-//   conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1
+//   conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1 (_relu: with a fused ReLU)
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,9 @@ struct ConvDesc {
   int64_t mb = 1, ic = 1, oc = 1, ih = 1, iw = 1, kh = 1, kw = 1;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, groups = 1;
   bool bias = true;
+  // Fused ReLU: dst = relu(conv + bias) (the net fuses a conv whose only reader is a ReLU).
+  // Backward is unchanged: the ReLU's own backward, from this dst, precedes conv's.
+  bool relu = false;
 
   int64_t oh() const { return (ih + 2 * ph - kh) / sh + 1; }
   int64_t ow() const { return (iw + 2 * pw - kw) / sw + 1; }
@@ -54,7 +57,9 @@ struct FcDesc {
 struct BnDesc {
   int64_t mb = 1, c = 1, h = 1, w = 1;
   float eps = 1e-5f;
-  std::string str() const;  // bn:mb2c16_h8w8
+  // Fused ReLU: dst = relu(bn(src)) in both training and inference forward; backward as for conv.
+  bool relu = false;
+  std::string str() const;  // bn:mb2c16_h8w8[_relu]
   static BnDesc parse(std::string_view s);
   bool operator==(const BnDesc&) const = default;
 };

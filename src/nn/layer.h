@@ -72,6 +72,10 @@ class Layer {
   // name, kind, descriptor at mb=1, parameters, forward FLOPs per sample.
   virtual LayerInfo info() const;
   virtual bool is_loss() const { return false; }
+  // Fusion (the Net calls this at finalize for a layer whose only reader is a ReLU): a layer that
+  // can apply that ReLU inside its own forward (conv, batch norm, add) does so from now on and
+  // returns true. Such a layer's backward must not read its own dst (it then holds relu(dst)).
+  virtual bool fuse_relu() { return false; }
 
   const std::vector<Shape>& src_shapes() const { return src_shapes_; }
   const Shape& dst_shape() const { return dst_shape_; }

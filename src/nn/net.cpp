@@ -1,5 +1,7 @@
 // The DAG network (see net.h): nodes in insertion order, one activation and one diff buffer per
 // node, diffs of multi-consumer nodes summed, parameters/gradients/state in flat arenas.
+// Activation and diff buffers are registered with the backend, which may keep them in its own
+// layout between ops; the net converts at its edges (images in, output()/node_output() out).
 #include "nn/net.h"
 
 #include <algorithm>
@@ -18,6 +20,7 @@ struct Net::Node {
   ParamRange params;
   int64_t state_offset = 0;
   int consumers = 0;             // input slots of later nodes that read this node
+  int alias = -1;                // a fused ReLU: the node whose dst it shares (its forward is skipped)
   bool needs_grad = false;       // has parameters or depends on a node with parameters
   bool diff_written = false;     // during backward: some consumer already wrote diff
   std::vector<const float*> srcs;  // argument vectors, filled once per set_batch
@@ -25,7 +28,28 @@ struct Net::Node {
 };
 
 Net::Net(Backend& backend) : backend_(backend) {}
-Net::~Net() = default;
+Net::~Net() { release_buffers(); }
+
+void Net::release_buffers() {
+  for (auto& node : nodes_) {
+    if (node->dst.data()) backend_.unregister_buffer(node->dst.data());
+    if (node->diff.data()) backend_.unregister_buffer(node->diff.data());
+  }
+  for (auto& b : scratch_)
+    if (b.data()) backend_.unregister_buffer(b.data());
+}
+
+float* Net::node_dst(int node) {
+  Node& n = *nodes_[static_cast<size_t>(node)];
+  return n.alias >= 0 ? nodes_[static_cast<size_t>(n.alias)]->dst.data() : n.dst.data();
+}
+
+void Net::set_fusion(bool enabled) {
+  if (finalized_) throw ConfigError("Net::set_fusion after Net::finalize");
+  fusion_ = enabled;
+}
+
+bool Net::fused(int node) const { return nodes_.at(static_cast<size_t>(node))->alias >= 0; }
 
 int Net::input(Shape per_sample) {
   if (!nodes_.empty()) throw ConfigError("Net::input must be the first node and appear once");
@@ -69,7 +93,11 @@ Shape Net::node_shape(int node) const { return nodes_.at(static_cast<size_t>(nod
 Layer* Net::layer(int node) { return nodes_.at(static_cast<size_t>(node))->layer.get(); }
 
 const float* Net::node_output(int node) const {
-  return nodes_.at(static_cast<size_t>(node))->dst.data();
+  // Converting to plain changes the buffer's layout, not the tensor it holds.
+  float* dst = const_cast<Net&>(*this).node_dst(node);
+  if (dst && batch_ > 0)
+    backend_.make_plain(dst, batch_ * nodes_.at(static_cast<size_t>(node))->shape.numel());
+  return dst;
 }
 
 ParamRange Net::param_range(int node) const {
@@ -104,6 +132,18 @@ void Net::finalize(uint64_t seed) {
     Rng rng(seed_mix(seed, n, 0x1A7E5));
     layer.init(rng);
   }
+  // Fusion: a ReLU whose input node (conv, batch norm, a two-input add) has it as its only
+  // reader is computed by that node's forward (oneDNN post-op / fuse_norm_relu); the ReLU node
+  // shares its input's buffer and keeps only its backward, which reads relu(x) = that buffer.
+  // Those layers' backward never reads their own dst, so nothing else changes.
+  for (size_t n = 1; fusion_ && n + 1 < nodes_.size(); ++n) {
+    Node& node = *nodes_[n];
+    if (node.layer->kind() != "relu" || node.inputs.size() != 1) continue;
+    const int in = node.inputs[0];
+    Node& src = *nodes_[static_cast<size_t>(in)];
+    if (in == 0 || src.consumers != 1 || src.alias >= 0) continue;
+    if (src.layer->fuse_relu()) node.alias = in;
+  }
   finalized_ = true;
 }
 
@@ -112,24 +152,34 @@ void Net::set_batch(int64_t mb) {
   if (mb < 1) throw ConfigError("minibatch must be >= 1, got " + std::to_string(mb));
   if (mb == batch_) return;
   batch_ = mb;
-  size_t scratch_count = 0, scratch_size = 0;
+  release_buffers();
+  // Buffers are sized for the backend's layouts (activation_bytes >= mb * numel floats) and
+  // registered; the input holds the plain images (registered only so that the backend can reuse
+  // its conversion of them, e.g. to bf16, within a step).
+  size_t scratch_count = 0, scratch_floats = 0;
+  auto floats = [&](const Shape& s) { return (backend_.activation_bytes(mb, s) + 3) / sizeof(float); };
   for (size_t n = 0; n < nodes_.size(); ++n) {
     Node& node = *nodes_[n];
-    const size_t size = static_cast<size_t>(mb * node.shape.numel());
     const bool is_loss = node.layer && node.layer->is_loss();
-    node.dst.resize(is_loss ? 0 : size);
+    const size_t size = floats(node.shape);
+    node.dst.resize(is_loss || node.alias >= 0 ? 0 : (n == 0 ? static_cast<size_t>(mb * node.shape.numel()) : size));
     node.diff.resize(node.needs_grad && !is_loss ? size : 0);
-    if (node.needs_grad && node.consumers > 1) scratch_size = std::max(scratch_size, size);
+    if (node.dst.data()) backend_.register_buffer(node.dst.data(), node.dst.size() * sizeof(float));
+    if (node.diff.data()) backend_.register_buffer(node.diff.data(), node.diff.size() * sizeof(float));
+    if (node.needs_grad && node.consumers > 1) scratch_floats = std::max(scratch_floats, size);
     if (node.layer) node.layer->set_batch(mb);
     scratch_count = std::max(scratch_count, node.inputs.size());
   }
   scratch_.clear();
-  if (scratch_size > 0)
-    for (size_t i = 0; i < scratch_count; ++i) scratch_.emplace_back(scratch_size);
+  if (scratch_floats > 0)
+    for (size_t i = 0; i < scratch_count; ++i) {
+      scratch_.emplace_back(scratch_floats);
+      backend_.register_buffer(scratch_.back().data(), scratch_floats * sizeof(float));
+    }
   for (size_t n = 1; n < nodes_.size(); ++n) {
     Node& node = *nodes_[n];
     node.srcs.clear();
-    for (int in : node.inputs) node.srcs.push_back(nodes_[static_cast<size_t>(in)]->dst.data());
+    for (int in : node.inputs) node.srcs.push_back(node_dst(in));
     node.diff_srcs.assign(node.inputs.size(), nullptr);
   }
 }
@@ -138,9 +188,11 @@ float Net::forward(const float* images, const int32_t* labels, const float* targ
   if (batch_ < 1) throw ConfigError("Net::forward before Net::set_batch");
   Node& input = *nodes_[0];
   std::memcpy(input.dst.data(), images, input.dst.size() * sizeof(float));
+  backend_.mark_plain(input.dst.data());
   const size_t last = nodes_.size() - 1;
   for (size_t n = 1; n < last; ++n) {
     Node& node = *nodes_[n];
+    if (node.alias >= 0) continue;  // a fused ReLU: its input's forward computed it
     node.layer->forward(backend_, node.srcs, node.dst.data(), mode);
   }
   last_forward_train_ = mode == Mode::train;
@@ -161,14 +213,17 @@ void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {
     Node& pred = *nodes_[static_cast<size_t>(loss_node.inputs[0])];
     if (!pred.needs_grad) return;
     static_cast<LossLayer*>(loss_node.layer.get())
-        ->backward_loss(backend_, pred.dst.data(), pred.diff.data());
+        ->backward_loss(backend_, node_dst(loss_node.inputs[0]), pred.diff.data());
     pred.diff_written = true;
   }
   std::vector<size_t> accumulate;
   for (size_t n = last - 1; n >= 1; --n) {
     Node& node = *nodes_[n];
     if (!node.needs_grad) continue;
-    if (!node.diff_written) node.diff.zero();  // a branch that does not reach the loss
+    if (!node.diff_written) {  // a branch that does not reach the loss
+      node.diff.zero();
+      backend_.mark_plain(node.diff.data());
+    }
     // The first consumer (in backward order) of a node writes its diff directly; later ones
     // write into scratch, which is then added: a multi-consumer node gets the sum of diffs.
     accumulate.clear();
@@ -187,11 +242,11 @@ void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {
       }
       node.diff_srcs[i] = target;
     }
-    node.layer->backward(backend_, node.srcs, node.dst.data(), node.diff.data(), node.diff_srcs);
+    node.layer->backward(backend_, node.srcs, node_dst(static_cast<int>(n)), node.diff.data(),
+                         node.diff_srcs);
     for (size_t i : accumulate) {
       Node& in = *nodes_[static_cast<size_t>(node.inputs[i])];
-      backend_.add(static_cast<int64_t>(in.diff.size()), in.diff.data(), scratch_[i].data(),
-                   in.diff.data());
+      backend_.add(batch_ * in.shape.numel(), in.diff.data(), scratch_[i].data(), in.diff.data());
     }
     for (int in : node.inputs) {
       Node& src = *nodes_[static_cast<size_t>(in)];
@@ -201,10 +256,7 @@ void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {
   }
 }
 
-const float* Net::output() const {
-  const Node& loss_node = *nodes_.back();
-  return nodes_[static_cast<size_t>(loss_node.inputs[0])]->dst.data();
-}
+const float* Net::output() const { return node_output(nodes_.back()->inputs[0]); }
 
 Shape Net::output_shape() const {
   const Node& loss_node = *nodes_.back();

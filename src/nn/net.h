@@ -45,8 +45,13 @@ class Net {
   int node_count() const { return static_cast<int>(nodes_.size()); }
   // The layer of a node (null for the input node).
   Layer* layer(int node);
-  // Output (mb, node_shape) of a node after forward.
+  // Output (mb, node_shape) of a node after forward, plain fp32 (the backend converts it from
+  // its own layout if needed).
   const float* node_output(int node) const;
+  // Fusion of a ReLU into the node it reads (conv, batch norm, add), decided at finalize; on by
+  // default. Call before finalize. fused(node): that ReLU node is computed by its input's forward.
+  void set_fusion(bool enabled);
+  bool fused(int node) const;
   // Parameter range of a node's layer in the arenas (count 0 for layers without parameters).
   ParamRange param_range(int node) const;
   // Marks the loss node (softmax cross-entropy or MSE), which must be the last node added.
@@ -85,12 +90,16 @@ class Net {
 
  private:
   struct Node;
+  // The buffer holding a node's output (a fused ReLU's is its input's).
+  float* node_dst(int node);
+  void release_buffers();  // unregisters every buffer from the backend
   Backend& backend_;
   std::vector<std::unique_ptr<Node>> nodes_;
   Buffer<float> params_, grads_, state_;
   std::vector<Buffer<float>> scratch_;  // diff targets for nodes already holding a diff
   int64_t batch_ = 0;
   bool finalized_ = false;
+  bool fusion_ = true;
   bool last_forward_train_ = false;
 };
 

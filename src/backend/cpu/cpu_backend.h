@@ -1,8 +1,10 @@
 // The oneDNN CPU backend: every op of the backend table as a oneDNN 2.6 primitive (or a short
 // OpenMP loop where oneDNN has nothing better: dropout, sgd, mse, the concat split, the
-// cross-entropy on top of oneDNN's softmax). Primitives are planned once per descriptor and
-// cached in this object; one engine and one stream per object, no globals. oneDNN stays behind
-// a pimpl so that this header never includes it.
+// cross-entropy on top of oneDNN's softmax). Primitives are planned once per descriptor, layout
+// and precision and cached in this object (format_tag::any: oneDNN's blocked layouts, kept
+// between ops in registered buffers; fused ReLUs; bf16 mixed precision; user scratchpad); one
+// engine and one stream per object, no globals. oneDNN stays behind a pimpl so that this header
+// never includes it. cpu_backend.cpp describes the layout and precision rules.
 #pragma once
 
 #include <memory>
@@ -23,6 +25,21 @@ class CpuBackend final : public Backend {
   void set_threads(int threads) override;  // omp_set_num_threads
   void set_precision(Precision precision) override;
   Precision precision() const override { return precision_; }
+
+  size_t activation_bytes(int64_t mb, const Shape& per_sample) const override;
+  void register_buffer(const void* ptr, size_t bytes) override;
+  void unregister_buffer(const void* ptr) override;
+  void mark_plain(const void* ptr) override;
+  void make_plain(float* ptr, int64_t n) override;
+
+  // Reorders executed so far (tests and benchmarks count them per training step): activations
+  // (a tensor changing layout or data type between ops, or at the net's edges) and weights
+  // (fp32 master weights into a primitive's layout/bf16, weight gradients back to plain fp32).
+  struct ReorderCounts {
+    int64_t activations = 0;
+    int64_t weights = 0;
+  };
+  ReorderCounts reorder_counts() const;
 
   void conv_forward(const ConvDesc& d, const float* src, const float* wei, const float* bia,
                     float* dst) override;
@@ -67,6 +84,8 @@ class CpuBackend final : public Backend {
   void mse_backward(int64_t n, const float* pred, const float* target, float* diff_pred) override;
 
   void add(int64_t n, const float* a, const float* b, float* dst) override;
+  void add_relu(int64_t n, const float* a, const float* b, float* dst) override;
+  void copy(int64_t n, const float* src, float* dst) override;
 
   void concat_forward(int64_t mb, int64_t hw, const std::vector<int64_t>& channels,
                       const std::vector<const float*>& srcs, float* dst) override;
@@ -79,7 +98,7 @@ class CpuBackend final : public Backend {
   void sgd_step(int64_t n, float lr, float momentum, float weight_decay, bool nesterov,
                 float* weights, const float* grads, float* velocity) override;
  private:
-  struct Impl;  // engine, stream and the primitive caches (cpu_backend.cpp)
+  struct Impl;  // engine, stream, plans, layouts (cpu_backend.cpp)
   std::unique_ptr<Impl> impl_;
   Precision precision_ = Precision::fp32;
 };

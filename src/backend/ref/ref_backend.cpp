@@ -57,6 +57,7 @@ void RefBackend::conv_forward(const ConvDesc& d, const float* src, const float* 
                 if (iy < 0 || iy >= d.ih || ixx < 0 || ixx >= d.iw) continue;  // zero padding
                 acc += double(src[ix.src(n, g * ix.icg() + c, iy, ixx)]) * wei[ix.wei(o, c, ky, kx)];
               }
+          if (d.relu) acc = std::max(acc, 0.0);  // fused ReLU
           dst[ix.dst(n, o, y, x)] = static_cast<float>(acc);
         }
     }
@@ -253,7 +254,8 @@ void RefBackend::batchnorm_forward_training(const BnDesc& d, const float* src, c
     for (int64_t n = 0; n < d.mb; ++n)
       for (int64_t s = 0; s < hw; ++s) {
         const size_t i = bn_at(d, n, c, s);
-        dst[i] = static_cast<float>(scale[c] * (src[i] - mu) * inv_std + shift[c]);
+        const double y = scale[c] * (src[i] - mu) * inv_std + shift[c];
+        dst[i] = static_cast<float>(d.relu ? std::max(y, 0.0) : y);  // fused ReLU
       }
   }
 }
@@ -267,7 +269,8 @@ void RefBackend::batchnorm_forward_inference(const BnDesc& d, const float* src, 
     for (int64_t n = 0; n < d.mb; ++n)
       for (int64_t s = 0; s < hw; ++s) {
         const size_t i = bn_at(d, n, c, s);
-        dst[i] = static_cast<float>(scale[c] * (double(src[i]) - mean[c]) * inv_std + shift[c]);
+        const double y = scale[c] * (double(src[i]) - mean[c]) * inv_std + shift[c];
+        dst[i] = static_cast<float>(d.relu ? std::max(y, 0.0) : y);  // fused ReLU
       }
   }
 }
@@ -375,6 +378,14 @@ void RefBackend::mse_backward(int64_t n, const float* pred, const float* target,
 // ---- tensor plumbing ------------------------------------------------------------------------
 void RefBackend::add(int64_t n, const float* a, const float* b, float* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+}
+
+void RefBackend::add_relu(int64_t n, const float* a, const float* b, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = std::max(a[i] + b[i], 0.0f);
+}
+
+void RefBackend::copy(int64_t n, const float* src, float* dst) {
+  if (src != dst) std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
 void RefBackend::concat_forward(int64_t mb, int64_t hw, const std::vector<int64_t>& channels,

@@ -59,6 +59,8 @@ class RefBackend final : public Backend {
   void mse_backward(int64_t n, const float* pred, const float* target, float* diff_pred) override;
 
   void add(int64_t n, const float* a, const float* b, float* dst) override;
+  void add_relu(int64_t n, const float* a, const float* b, float* dst) override;
+  void copy(int64_t n, const float* src, float* dst) override;
 
   void concat_forward(int64_t mb, int64_t hw, const std::vector<int64_t>& channels,
                       const std::vector<const float*>& srcs, float* dst) override;

@@ -18,15 +18,24 @@ Shape Add::setup(const std::vector<Shape>& src_shapes) {
 // srcs[i] (mb, n) -> dst (mb, n)
 void Add::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
   const int64_t n = mb_ * dst_shape_.numel();
+  if (relu_) {
+    backend.add_relu(n, srcs[0], srcs[1], dst);
+    return;
+  }
   backend.add(n, srcs[0], srcs[1], dst);
   for (size_t i = 2; i < srcs.size(); ++i) backend.add(n, dst, srcs[i], dst);
 }
 
-void Add::backward(Backend&, const std::vector<const float*>&, const float*,
+bool Add::fuse_relu() {
+  relu_ = src_shapes_.size() == 2;
+  return relu_;
+}
+
+void Add::backward(Backend& backend, const std::vector<const float*>&, const float*,
                    const float* diff_dst, const std::vector<float*>& diff_srcs) {
-  const size_t bytes = static_cast<size_t>(mb_ * dst_shape_.numel()) * sizeof(float);
+  const int64_t n = mb_ * dst_shape_.numel();
   for (float* diff_src : diff_srcs)
-    if (diff_src) std::memcpy(diff_src, diff_dst, bytes);
+    if (diff_src) backend.copy(n, diff_dst, diff_src);
 }
 
 LayerInfo Add::info() const {

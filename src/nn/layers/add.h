@@ -16,6 +16,10 @@ class Add : public Layer {
   void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
                 const float* diff_dst, const std::vector<float*>& diff_srcs) override;
   LayerInfo info() const override;
+  bool fuse_relu() override;  // two inputs only: dst = relu(a + b)
+
+ private:
+  bool relu_ = false;
 };
 
 }  // namespace ts

@@ -76,9 +76,15 @@ void BatchNorm::backward(Backend& backend, const std::vector<const float*>& srcs
                              diff_src, grads_, grads_ + desc_.c);
 }
 
+bool BatchNorm::fuse_relu() {
+  desc_.relu = true;  // batch norm + ReLU (oneDNN fuse_norm_relu)
+  return true;
+}
+
 LayerInfo BatchNorm::info() const {
   BnDesc d = desc_;
   d.mb = 1;
+  d.relu = false;  // the layer table lists the ReLU as its own row
   LayerInfo row = Layer::info();
   row.descriptor = d.str();
   row.flops = 2 * d.c * d.h * d.w;

@@ -23,6 +23,7 @@ class BatchNorm : public Layer {
   void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
                 const float* diff_dst, const std::vector<float*>& diff_srcs) override;
   LayerInfo info() const override;
+  bool fuse_relu() override;
 
   // Views of the bound state: running mean (c) then running variance (c).
   const float* running_mean() const { return state_; }

@@ -80,9 +80,15 @@ void Conv2d::backward(Backend& backend, const std::vector<const float*>& srcs, c
   if (diff_srcs[0]) backend.conv_backward_data(desc_, diff_dst, params_, diff_srcs[0]);
 }
 
+bool Conv2d::fuse_relu() {
+  desc_.relu = true;  // conv + bias + ReLU post-op
+  return true;
+}
+
 LayerInfo Conv2d::info() const {
   ConvDesc d = desc_;
   d.mb = 1;
+  d.relu = false;  // the layer table lists the ReLU as its own row
   LayerInfo row = Layer::info();
   row.descriptor = d.str();
   row.flops = d.flops() + (d.bias ? d.oc * d.oh() * d.ow() : 0);

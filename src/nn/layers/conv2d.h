@@ -32,6 +32,7 @@ class Conv2d : public Layer {
   void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
                 const float* diff_dst, const std::vector<float*>& diff_srcs) override;
   LayerInfo info() const override;
+  bool fuse_relu() override;
   const ConvDesc& desc() const { return desc_; }
 
  private:

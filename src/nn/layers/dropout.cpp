@@ -28,7 +28,7 @@ void Dropout::forward(Backend& backend, const std::vector<const float*>& srcs, f
   const int64_t n = mb_ * dst_shape_.numel();
   last_inference_ = mode == Mode::inference || p_ == 0.0;
   if (last_inference_) {
-    std::memcpy(dst, srcs[0], static_cast<size_t>(n) * sizeof(float));
+    backend.copy(n, srcs[0], dst);
     return;
   }
   for (int64_t i = 0; i < n; ++i) mask_[static_cast<size_t>(i)] = rng_.uniform() >= p_ ? 1 : 0;
@@ -40,7 +40,7 @@ void Dropout::backward(Backend& backend, const std::vector<const float*>&, const
   if (!diff_srcs[0]) return;
   const int64_t n = mb_ * dst_shape_.numel();
   if (last_inference_) {
-    std::memcpy(diff_srcs[0], diff_dst, static_cast<size_t>(n) * sizeof(float));
+    backend.copy(n, diff_dst, diff_srcs[0]);
     return;
   }
   backend.dropout_apply(n, mask_.data(), static_cast<float>(1.0 / (1.0 - p_)), diff_dst,

@@ -12,15 +12,14 @@ Shape Flatten::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
-void Flatten::forward(Backend&, const std::vector<const float*>& srcs, float* dst, Mode) {
-  std::memcpy(dst, srcs[0], static_cast<size_t>(mb_ * dst_shape_.numel()) * sizeof(float));
+// A copy through the backend, which keeps the tensor's layout (the reader reorders if needed).
+void Flatten::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
+  backend.copy(mb_ * dst_shape_.numel(), srcs[0], dst);
 }
 
-void Flatten::backward(Backend&, const std::vector<const float*>&, const float*,
+void Flatten::backward(Backend& backend, const std::vector<const float*>&, const float*,
                        const float* diff_dst, const std::vector<float*>& diff_srcs) {
-  if (diff_srcs[0])
-    std::memcpy(diff_srcs[0], diff_dst,
-                static_cast<size_t>(mb_ * dst_shape_.numel()) * sizeof(float));
+  if (diff_srcs[0]) backend.copy(mb_ * dst_shape_.numel(), diff_dst, diff_srcs[0]);
 }
 
 LayerInfo Flatten::info() const {
