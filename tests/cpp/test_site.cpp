@@ -42,8 +42,8 @@ TEST(Site, ShippedSitesParse) {
   Site slurm = load_site_file(site_dir() + "localhost-slurm.yaml");
   EXPECT_EQ(slurm.scheduler, "slurm");
   EXPECT_EQ(slurm.partition, "debug");
-  EXPECT_EQ(slurm.mpi.at("openmpi-srun").launcher, "srun");
-  EXPECT_EQ(slurm.mpi.at("openmpi-srun").srun_mpi, "pmix");
+  EXPECT_EQ(slurm.mpi.at("openmpi").launcher, "srun");
+  EXPECT_EQ(slurm.mpi.at("openmpi").srun_mpi, "pmix");
 
   Site gpu = load_site_file(site_dir() + "example-slurm-gpu.yaml");
   EXPECT_EQ(gpu.account, "proj123");

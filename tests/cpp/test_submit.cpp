@@ -141,7 +141,7 @@ TEST_F(Submit, GroupsByShapeAndSplitsOverTheMaxArraySize) {
   EXPECT_EQ(read(scripts[3].index_file), "5\n");
   EXPECT_NE(read(scripts[0].script).find("#SBATCH --array=0-1%1\n"), std::string::npos);
   EXPECT_NE(read(scripts[1].script).find("#SBATCH --array=0-0%1\n"), std::string::npos);
-  EXPECT_NE(read(scripts[2].script).find("mpirun -np 2 --oversubscribe"), std::string::npos);
+  EXPECT_NE(read(scripts[2].script).find("srun --mpi=pmix -n 2 "), std::string::npos);
   EXPECT_TRUE((fs::status(scripts[0].script).permissions() & fs::perms::owner_exec) != fs::perms::none);
 }
 
