@@ -198,14 +198,10 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
     rs.run_id = run.run_id;
     const RunFiles f = run_files(campaign.dir, run.run_id);
     auto sched = scheduler.find(run.index);
-    if (fs::exists(f.done)) {
-      const auto fields = marker_fields(read_text_file(f.done));
-      auto it = fields.find("status");
-      rs.state = it != fields.end() && it->second == "diverged" ? RunState::diverged : RunState::done;
-    } else if (sched != scheduler.end()) {
-      rs.state = sched->second == "running" ? RunState::running : RunState::pending;
-      rs.reason = sched->second == "running" ? "scheduler: running" : "scheduler: pending";
-    } else if (fs::exists(f.running)) {
+    // A RUNNING marker: live (or on another host, where it cannot be checked) or dead.
+    bool marker = false, live = false;
+    std::string marker_note;
+    if (fs::exists(f.running)) {
       const auto fields = marker_fields(read_text_file(f.running));
       const std::string on = fields.count("host") ? fields.at("host") : "";
       long pid = 0;
@@ -214,14 +210,28 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
       } catch (const std::exception&) {
       }
       const std::string attempt = fields.count("attempt") ? fields.at("attempt") : "?";
-      if (on == host && !process_alive(pid)) {
-        rs.state = RunState::failed;
-        rs.reason = "attempt " + attempt + " on " + on + " (pid " + std::to_string(pid) +
-                    ") ended without a result (killed?); see logs/" + run.run_id + ".attempt" + attempt + ".log";
-      } else {
-        rs.state = RunState::running;
-        rs.reason = "attempt " + attempt + " on " + on;
-      }
+      marker = true;
+      live = on != host || process_alive(pid);
+      marker_note = live ? "attempt " + attempt + " on " + on
+                         : "attempt " + attempt + " on " + on + " (pid " + std::to_string(pid) +
+                               ") ended without a result (killed?); see logs/" + run.run_id + ".attempt" + attempt + ".log";
+    }
+    if (fs::exists(f.done)) {
+      const auto fields = marker_fields(read_text_file(f.done));
+      auto it = fields.find("status");
+      rs.state = it != fields.end() && it->second == "diverged" ? RunState::diverged : RunState::done;
+    } else if (sched != scheduler.end() && sched->second == "running") {
+      rs.state = RunState::running;
+      rs.reason = "scheduler: running";
+    } else if (marker && live) {
+      rs.state = RunState::running;
+      rs.reason = marker_note;
+    } else if (sched != scheduler.end()) {
+      rs.state = RunState::pending;
+      rs.reason = "scheduler: pending";
+    } else if (marker) {
+      rs.state = RunState::failed;
+      rs.reason = marker_note;
     } else if (fs::exists(f.failed)) {
       rs.state = RunState::failed;
       rs.reason = trim(read_text_file(f.failed));

@@ -80,10 +80,10 @@ struct CampaignStatus {
 // What a scheduler says about manifest indices: index -> "running" | "pending".
 using SchedulerStates = std::map<int64_t, std::string>;
 
-// Classifies every run: DONE marker -> done/diverged; else the scheduler's running/pending
-// or a RUNNING marker of a live attempt -> running/pending; else a FAILED marker -> failed
-// (its text is the reason); a RUNNING marker of a dead process on this host -> failed;
-// else missing.
+// Classifies every run, first match wins: a DONE marker -> done/diverged; the scheduler says
+// running, or a RUNNING marker of a live attempt (on another host: trusted) -> running; the
+// scheduler says pending -> pending; a RUNNING marker of a dead process on this host -> failed;
+// a FAILED marker -> failed (its text is the reason); else missing.
 CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& scheduler);
 
 // "text": a summary plus one line per failed run; "json": one object with exactly the keys

@@ -205,7 +205,7 @@ TEST_F(Submit, RunsMissingFromTheSiteAreRefused) {
 }
 
 TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
-  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07]}\n", "");
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08]}\n", "");
   auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
   std::ofstream(files(0).done) << "status: ok\n";
   std::ofstream(files(1).done) << "status: diverged\n";
@@ -215,22 +215,25 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   // 5: the scheduler says pending (and a stale FAILED from an earlier attempt does not count)
   std::ofstream(files(5).failed) << "earlier attempt\n";
   // 6: nothing -> missing
-  CampaignStatus st = campaign_status(c, {{5, "pending"}});
-  EXPECT_EQ(st.total, 7);
+  // 7: queued by a live local executor and started: its live RUNNING marker wins over pending
+  std::ofstream(files(7).running) << "host: " << this_host() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  CampaignStatus st = campaign_status(c, {{5, "pending"}, {7, "pending"}});
+  EXPECT_EQ(st.total, 8);
   EXPECT_EQ(st.done, 1);
   EXPECT_EQ(st.diverged, 1);
   EXPECT_EQ(st.failed, 2);
-  EXPECT_EQ(st.running, 1);
+  EXPECT_EQ(st.running, 2);
   EXPECT_EQ(st.pending, 1);
+  EXPECT_EQ(st.runs[7].state, RunState::running);
   EXPECT_EQ(st.missing, 1);
   EXPECT_EQ(st.runs[2].reason, "out of memory \"conv1\"");
   EXPECT_NE(st.runs[4].reason.find("ended without a result"), std::string::npos) << st.runs[4].reason;
   const std::string json = status_json(st);
-  EXPECT_EQ(json, "{\"total\": 7, \"done\": 1, \"diverged\": 1, \"failed\": [{\"index\": 2, \"run_id\": \"" + c.runs[2].run_id +
+  EXPECT_EQ(json, "{\"total\": 8, \"done\": 1, \"diverged\": 1, \"failed\": [{\"index\": 2, \"run_id\": \"" + c.runs[2].run_id +
                       "\", \"reason\": \"out of memory \\\"conv1\\\"\"}, {\"index\": 4, \"run_id\": \"" + c.runs[4].run_id +
-                      "\", \"reason\": \"" + st.runs[4].reason + "\"}], \"running\": 1, \"pending\": 1, \"missing\": 1}\n");
+                      "\", \"reason\": \"" + st.runs[4].reason + "\"}], \"running\": 2, \"pending\": 1, \"missing\": 1}\n");
   const std::string text = status_text(c, st);
-  EXPECT_NE(text.find("done 1, diverged 1, failed 2, running 1, pending 1, missing 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("done 1, diverged 1, failed 2, running 2, pending 1, missing 1"), std::string::npos) << text;
 }
 
 TEST_F(Submit, SubmissionsAreRecorded) {
