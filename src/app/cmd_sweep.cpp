@@ -70,6 +70,16 @@ int sweep_expand(const std::vector<std::string>& args) {
   check_expansion_against_site(expansion, site);
   if (dry_run) {
     std::cout << dry_run_table(expansion);
+    // The allocation shapes `sweep submit` would make on this site (one job array each).
+    Campaign c;
+    c.dir = vm.count("out") ? vm["out"].as<std::string>() : ".";
+    c.name = expansion.campaign;
+    c.manifest_path = sweep.path;
+    c.resources_yaml = expansion.resources_yaml;
+    c.site = site;
+    for (const auto& r : expansion.runs) c.runs.push_back({r.index, r.run_id, r.config_id, r.repetition, r.config_yaml, 0});
+    std::cout << "job arrays on site " << site.name << " (" << site.scheduler << "):\n";
+    for (const auto& g : group_by_shape(c, {})) std::cout << "  " << g.shape.label() << ": " << g.indices.size() << " runs\n";
     return kExitOk;
   }
   const std::string out = vm["out"].as<std::string>();

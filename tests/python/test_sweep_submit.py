@@ -162,6 +162,13 @@ def test_pbs_script_runs_with_pbs_pro_and_torque_indices(tmp_path):
 
 def test_slurm_dry_run_scripts(tmp_path):
     camp, runs = expand(tmp_path, REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    res = run(["sweep", "expand", tmp_path / "sweep.yaml", "--site", REPO / "configs" / "sites" / "localhost-slurm.yaml",
+               "--dry-run"])
+    assert res.returncode == 0, res.stderr
+    assert "campaign submit_test: 5 runs" in res.stdout
+    assert "job arrays on site localhost-slurm (slurm):" in res.stdout
+    assert "  workers=1 nodes=1 cpus=1 gpus=0 partition=debug walltime=00:10:00 mpi=openmpi: 3 runs" in res.stdout
+    assert "  workers=2 nodes=1 cpus=1 gpus=0 partition=debug walltime=00:10:00 mpi=openmpi: 2 runs" in res.stdout
     res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--dry-run"])
     assert res.returncode == 0, res.stdout + res.stderr
     s0, s1 = (camp / "jobs" / "s0.slurm").read_text(), (camp / "jobs" / "s1.slurm").read_text()
