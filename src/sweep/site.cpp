@@ -149,17 +149,18 @@ Site parse_site_file(const std::string& text, const std::string& path) {
     }
   }
   if (const YAML::Node n = root["mpi"]) {
-    if (!n.IsMap()) p.fail(n, "mpi: expected a mapping of MPI flavors to {modules, launcher, srun_mpi, launcher_args, binary}");
+    if (!n.IsMap()) p.fail(n, "mpi: expected a mapping of MPI flavors to {modules, launcher, launcher_command, srun_mpi, launcher_args, binary}");
     for (const auto& kv : n) {
       const std::string name = p.scalar(kv.first, "mpi");
       const std::string sec = "mpi." + name;
       const YAML::Node e = kv.second.IsNull() ? YAML::Node(YAML::NodeType::Map) : kv.second;
-      p.check_keys(e, sec, {"modules", "launcher", "srun_mpi", "launcher_args", "binary"});
+      p.check_keys(e, sec, {"modules", "launcher", "launcher_command", "srun_mpi", "launcher_args", "binary"});
       SiteMpi m;
       if (e["modules"]) m.modules = p.strings(e["modules"], sec + ".modules");
       if (e["launcher"]) m.launcher = p.scalar(e["launcher"], sec + ".launcher");
       if (m.launcher != "mpirun" && m.launcher != "srun" && m.launcher != "mpiexec")
         p.fail(e["launcher"], "key '" + sec + ".launcher': '" + m.launcher + "' is not accepted; accepted: mpirun, srun, mpiexec");
+      if (e["launcher_command"]) m.launcher_command = p.scalar(e["launcher_command"], sec + ".launcher_command");
       if (e["srun_mpi"]) m.srun_mpi = p.scalar(e["srun_mpi"], sec + ".srun_mpi");
       if (e["launcher_args"]) m.launcher_args = p.strings(e["launcher_args"], sec + ".launcher_args");
       if (e["binary"]) m.binary = p.scalar(e["binary"], sec + ".binary");

@@ -21,7 +21,8 @@ struct SiteGpu {
 
 struct SiteMpi {
   std::vector<std::string> modules;        // `module load` lines in job scripts
-  std::string launcher = "mpirun";         // mpirun | srun | mpiexec
+  std::string launcher = "mpirun";         // mpirun | srun | mpiexec (how arguments are spelled)
+  std::string launcher_command;            // the program to run ("" = `launcher`), e.g. mpiexec.mpich
   std::string srun_mpi = "pmix";           // srun --mpi=<srun_mpi>
   std::vector<std::string> launcher_args;  // extra launcher arguments, e.g. [--oversubscribe]
   std::string binary;                      // trainscale built for this flavor ("" = the running binary)

@@ -208,9 +208,10 @@ std::string resolve_binary(const SiteMpi& mpi) {
 std::vector<std::string> launch_command(const SiteMpi& mpi, int workers) {
   std::vector<std::string> cmd;
   const std::string w = std::to_string(workers);
-  if (mpi.launcher == "mpirun") cmd = {"mpirun", "-np", w};
-  else if (mpi.launcher == "srun") cmd = {"srun", "--mpi=" + mpi.srun_mpi, "-n", w};
-  else cmd = {"mpiexec", "-n", w};
+  const std::string program = mpi.launcher_command.empty() ? mpi.launcher : mpi.launcher_command;
+  if (mpi.launcher == "mpirun") cmd = {program, "-np", w};
+  else if (mpi.launcher == "srun") cmd = {program, "--mpi=" + mpi.srun_mpi, "-n", w};
+  else cmd = {program, "-n", w};
   for (const auto& a : mpi.launcher_args) cmd.push_back(a);
   cmd.push_back(resolve_binary(mpi));
   return cmd;
@@ -461,6 +462,12 @@ int64_t run_local(const Campaign& c, const std::vector<int64_t>& indices, int th
   for (const auto& g : groups)
     for (int64_t i : g.indices) {
       auto cmd = launch_command(c.site.mpi.at(g.shape.mpi), g.shape.workers);
+      if (::access(cmd.back().c_str(), X_OK) != 0)
+        throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ".binary: " + cmd.back() +
+                          " is not an executable here; build it (scripts/build.sh) or fix `binary` in the site file");
+      if (!on_path(cmd.front()))
+        throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ": the launcher '" + cmd.front() +
+                          "' is not on PATH; install it or set launcher_command");
       for (const char* a : {"run", "--manifest"}) cmd.push_back(a);
       cmd.push_back(c.dir);
       cmd.push_back("--index");

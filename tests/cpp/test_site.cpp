@@ -37,6 +37,7 @@ TEST(Site, ShippedSitesParse) {
   EXPECT_EQ(local.mpi.at("openmpi").launcher, "mpirun");
   EXPECT_TRUE(local.mpi.at("openmpi").binary.empty());
   EXPECT_EQ(local.mpi.at("mpich").launcher, "mpiexec");
+  EXPECT_EQ(local.mpi.at("mpich").launcher_command, "mpiexec.mpich");
   EXPECT_TRUE(local.storage.count("local"));
 
   Site slurm = load_site_file(site_dir() + "localhost-slurm.yaml");

@@ -157,6 +157,9 @@ TEST_F(Submit, LaunchCommands) {
   EXPECT_EQ(launch_command(m, 4), (std::vector<std::string>{"srun", "--mpi=pmi2", "-n", "4", "/opt/ts/bin/trainscale"}));
   m.launcher = "mpiexec";
   EXPECT_EQ(launch_command(m, 3), (std::vector<std::string>{"mpiexec", "-n", "3", "/opt/ts/bin/trainscale"}));
+  m.launcher_command = "mpiexec.mpich";  // the program; arguments as for mpiexec
+  EXPECT_EQ(launch_command(m, 3), (std::vector<std::string>{"mpiexec.mpich", "-n", "3", "/opt/ts/bin/trainscale"}));
+  m.launcher_command = "";
   m.binary = "";  // the running binary
   EXPECT_TRUE(fs::path(launch_command(m, 1).back()).is_absolute());
   m.binary = "build-mpich/bin/trainscale";  // relative to the current directory
