@@ -107,3 +107,44 @@ def test_two_rank_run_under_mpirun(tmp_path):
     with h5py.File(camp / "runs" / f"{run_id}.h5") as f:
         assert int(f.attrs["world_size"]) == 2
     assert "world_size: 2" in (camp / "logs" / f"{run_id}.attempt1.log").read_text()
+
+
+def test_storage_mapping_and_stage_in(tmp_path):
+    # Site storage `shared` holds the data set (a link to the installed one); `node` is staged
+    # from it before the run, once.
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "fashion-mnist").symlink_to("/usr/share/datasets/fashion-mnist")
+    site = write_config(tmp_path / "site.yaml", f"""scheduler: local
+mpi: {{openmpi: {{launcher: mpirun, launcher_args: [--oversubscribe]}}}}
+storage:
+  local: {{}}
+  shared: {{path: {tmp_path / "shared"}}}
+  node: {{path: {tmp_path / "node"}, stage_from: shared}}
+""")
+    write_config(tmp_path / "base.yaml", BASE.replace("/usr/share/datasets/fashion-mnist", "/data/fashion-mnist"))
+    sweep = write_config(tmp_path / "sweep.yaml", "base: base.yaml\nmatrix: {dataset.storage: [shared, node]}\n")
+    camp = tmp_path / "campaign"
+    res = run(["sweep", "expand", sweep, "--site", site, "--out", camp])
+    assert res.returncode == 0, res.stderr
+    runs = yaml.safe_load((camp / "manifest.yaml").read_text())["runs"]
+
+    res = run(["run", "--manifest", camp, "--index", 0])
+    assert res.returncode == 0, res.stdout + res.stderr
+    log = (camp / "logs" / f"{runs[0]['run_id']}.attempt1.log").read_text()
+    assert f"reading {tmp_path / 'shared' / 'fashion-mnist'}" in log
+    assert not (tmp_path / "node").exists()
+
+    res = run(["run", "--manifest", camp, "--index", 1])
+    assert res.returncode == 0, res.stdout + res.stderr
+    staged = tmp_path / "node" / "fashion-mnist"
+    assert (staged / "train-images-idx3-ubyte.gz").stat().st_size == \
+        (tmp_path / "shared" / "fashion-mnist" / "train-images-idx3-ubyte.gz").stat().st_size
+    assert (staged / ".trainscale-staged").exists()
+    done = yaml.safe_load((camp / "runs" / f"{runs[1]['run_id']}.DONE").read_text())
+    assert done["status"] == "ok" and done["stage_in_s"] > 0
+    log = (camp / "logs" / f"{runs[1]['run_id']}.attempt1.log").read_text()
+    assert f"-> {staged} in " in log
+    # The run file keeps the manifest's config: the logical root and storage name.
+    with h5py.File(camp / "runs" / f"{runs[1]['run_id']}.h5") as f:
+        assert f["config"].attrs["dataset.storage"] == "node"
+        assert f["config"].attrs["dataset.root"] == "/data/fashion-mnist"
