@@ -126,6 +126,15 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// A live `trainscale sweep submit|resubmit` process (not another process that reuses the pid).
+bool local_executor_alive(long pid) {
+  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+  std::string cmdline = read_text_file("/proc/" + std::to_string(pid) + "/cmdline");
+  for (char& c : cmdline)
+    if (c == '\0') c = ' ';
+  return cmdline.find("trainscale") != std::string::npos && cmdline.find(" sweep ") != std::string::npos;
+}
+
 }  // namespace
 
 std::string JobShape::label() const {
@@ -396,7 +405,7 @@ SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* not
     const std::string id = s.job_id.substr(0, s.job_id.find_first_not_of("0123456789"));
     if (s.scheduler == "slurm") slurm_jobs[id] = s.index_file;
     if (s.scheduler == "pbs") pbs_jobs[id] = s.index_file;
-    if (s.scheduler == "local" && s.host == this_host() && s.pid > 0 && ::kill(static_cast<pid_t>(s.pid), 0) == 0) {
+    if (s.scheduler == "local" && s.host == this_host() && local_executor_alive(s.pid)) {
       // A live local executor: its queued runs without a marker are pending.
       for (int64_t i : read_index_file(s.index_file)) states.emplace(i, "pending");
     }

@@ -199,3 +199,22 @@ def test_submit_errors_exit_2(tmp_path):
     assert res.returncode == 2, res.stderr
     assert "run 0" in res.stderr and "key 'dataset.storage': 'local'" in res.stderr
     assert not (tmp_path / "c2").exists()
+
+
+def test_status_while_the_local_executor_works(tmp_path):
+    # Three runs one at a time: while the executor works, the started run is running and the
+    # queued ones are pending (asked from the live executor), never missing.
+    camp, runs = expand(tmp_path, sweep="campaign: live\nbase: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03]}\n")
+    proc = subprocess.Popen([str(BINARY), "sweep", "submit", str(camp), "--throttle", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env(), cwd=REPO)
+    seen = []
+    while proc.poll() is None:
+        recorded = (camp / "jobs" / "submissions.yaml").exists()
+        st = status(camp)
+        assert st["missing"] == 0 or not recorded, st
+        seen.append((st["done"], st["running"], st["pending"]))
+    out = proc.stdout.read()
+    assert proc.returncode == 0, out
+    assert any(running == 1 and pending >= 1 for _, running, pending in seen), seen
+    st = status(camp)
+    assert (st["done"], st["running"], st["pending"], st["missing"]) == (3, 0, 0, 0)
