@@ -2,6 +2,7 @@
 #include "dist/shm_allreduce.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,33 +22,37 @@
 namespace ts {
 namespace {
 
-constexpr int kBuffers = 3;            // pipeline depth: copy-in, reduce, copy-out in flight
 constexpr int64_t kAlignFloats = 16;   // parts and buffers start on 64-byte cache lines
-constexpr int64_t kHeaderBytes = 256;  // the rank's barrier counter, alone on its cache lines
+constexpr int64_t kHeaderBytes = 256;  // the rank's progress counters, alone on their cache lines
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#endif
-}
 
 // ---- settings ---------------------------------------------------------------------------
 
 std::mutex g_settings_mutex;
+// TRAINSCALE_SHM_CHUNK_BYTES / TRAINSCALE_SHM_BUFFERS (docs/distributed.md) tune the window
+// without a rebuild; values out of range are ignored.
+int64_t env_int(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
+  const char* env = std::getenv(name);
+  if (!env) return fallback;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  return end && end != env && *end == '\0' && v >= lo && v <= hi ? v : fallback;
+}
+
 ShmAllreduceSettings g_settings = [] {
   ShmAllreduceSettings s;
-  // TRAINSCALE_SHM_CHUNK_BYTES (docs/distributed.md) tunes the buffer size without a rebuild.
-  if (const char* env = std::getenv("TRAINSCALE_SHM_CHUNK_BYTES")) {
-    char* end = nullptr;
-    const long long v = std::strtoll(env, &end, 10);
-    if (end && *end == '\0' && v >= 64 && v <= (int64_t{1} << 30)) s.chunk_floats = v / 4;
-  }
+  s.chunk_floats = env_int("TRAINSCALE_SHM_CHUNK_BYTES", 64, int64_t{1} << 28, s.chunk_floats * 4) / 4;
+  s.buffers = static_cast<int>(env_int("TRAINSCALE_SHM_BUFFERS", 1, 1024, s.buffers));
   return s;
 }();
 
 // ---- per-communicator state, cached as an attribute of the MPI_Comm -----------------------
+
+// A rank's progress, published in its segment's header: how many chunks (counted over every
+// shm call on the communicator, so the counts only grow) it has copied in, reduced and copied
+// out. Written only by the owner (release), read by the others (acquire).
+enum Counter { kIn = 0, kReduced = 1, kOut = 2 };
 
 struct ShmState {
   MPI_Comm node = MPI_COMM_NULL;     // the ranks of this rank's node
@@ -56,12 +61,31 @@ struct ShmState {
   MPI_Win win = MPI_WIN_NULL;
   std::vector<char*> segment;  // every node rank's segment, mapped in this process
   int64_t chunk = 0;           // floats per buffer
-  uint64_t epoch = 0;          // barriers passed (the same on every node rank)
-  uint64_t next_buffer = 0;    // buffers rotate across calls (see run_pipeline)
+  int buffers = 0;             // buffers per rank: chunks in flight
+  uint64_t sequence = 0;       // chunks started so far (the same on every node rank)
+  // Idle polls between sched_yield calls: 1 when the node's ranks outnumber the CPUs (a
+  // waiting rank must let the one it waits for run), else many (keep the core: yielding to
+  // another process costs a time slice, far longer than the wait for a running partner).
+  int polls_per_yield = 1;
 
-  uint64_t* counter(int q) const { return reinterpret_cast<uint64_t*>(segment[static_cast<size_t>(q)]); }
-  float* buffer(int q, uint64_t b) const {
-    return reinterpret_cast<float*>(segment[static_cast<size_t>(q)] + kHeaderBytes) + static_cast<int64_t>(b) * chunk;
+  uint64_t* counter(int q, Counter c) const {
+    return reinterpret_cast<uint64_t*>(segment[static_cast<size_t>(q)]) + c * 8;  // one cache line each
+  }
+  float* buffer(int q, uint64_t chunk_seq) const {
+    return reinterpret_cast<float*>(segment[static_cast<size_t>(q)] + kHeaderBytes) +
+           static_cast<int64_t>(chunk_seq % static_cast<uint64_t>(buffers)) * chunk;
+  }
+  uint64_t load(int q, Counter c) const {
+    return std::atomic_ref<uint64_t>(*counter(q, c)).load(std::memory_order_acquire);
+  }
+  void publish(Counter c, uint64_t value) const {
+    std::atomic_ref<uint64_t>(*counter(node_rank, c)).store(value, std::memory_order_release);
+  }
+  // Every node rank (but `skip`) has counter c >= value.
+  bool all_reached(Counter c, uint64_t value, int skip = -1) const {
+    for (int q = 0; q < node_size; ++q)
+      if (q != skip && load(q, c) < value) return false;
+    return true;
   }
 };
 
@@ -110,8 +134,13 @@ ShmState* create_state(MPI_Comm comm) {
       if (s->leaders != MPI_COMM_NULL) MPI_Comm_set_errhandler(s->leaders, MPI_ERRORS_RETURN);
     }
     s->chunk = round_up(std::max<int64_t>(settings.chunk_floats, kAlignFloats), kAlignFloats);
+    s->buffers = std::max(1, settings.buffers);
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    s->polls_per_yield = static_cast<int>(
+        env_int("TRAINSCALE_SHM_POLLS_PER_YIELD", 1, 1 << 30, cpus > 0 && s->node_size > cpus ? 1 : 1 << 14));
     if (s->node_size > 1) {
-      const MPI_Aint bytes = static_cast<MPI_Aint>(kHeaderBytes + kBuffers * s->chunk * static_cast<int64_t>(sizeof(float)));
+      const MPI_Aint bytes =
+          static_cast<MPI_Aint>(kHeaderBytes + s->buffers * s->chunk * static_cast<int64_t>(sizeof(float)));
       MPI_Info info;
       TS_MPI(MPI_Info_create(&info));
       // Each rank's segment on its own pages (first touch by its owner: NUMA-local).
@@ -133,7 +162,7 @@ ShmState* create_state(MPI_Comm comm) {
         s->segment[static_cast<size_t>(q)] = base;
       }
       TS_MPI(MPI_Win_sync(s->win));
-      TS_MPI(MPI_Barrier(s->node));  // every counter is zero before anyone uses it
+      TS_MPI(MPI_Barrier(s->node));  // every counter is zero before anyone reads it
       TS_MPI(MPI_Win_sync(s->win));
     }
   } catch (...) {
@@ -158,22 +187,17 @@ ShmState& state_of(MPI_Comm comm) {
   return *s;
 }
 
-// ---- synchronisation ----------------------------------------------------------------------
+// ---- waiting ----------------------------------------------------------------------------
 
-// All node ranks arrive before any leaves: each publishes its barrier count (release), then
-// waits for every other rank's count to reach it (acquire), so every write before the barrier
-// on any rank is visible after it. Spins briefly, then yields the core (ranks may outnumber
-// cores).
-void node_barrier(ShmState& s) {
-  const uint64_t target = ++s.epoch;
-  std::atomic_ref<uint64_t>(*s.counter(s.node_rank)).store(target, std::memory_order_release);
-  for (int q = 0; q < s.node_size; ++q) {
-    if (q == s.node_rank) continue;
-    std::atomic_ref<uint64_t> other(*s.counter(q));
-    for (int spins = 0; other.load(std::memory_order_acquire) < target; ++spins) {
-      if (spins < 4096) cpu_relax();
-      else sched_yield();
-    }
+// Called while nothing can progress: spin, yielding the core every polls_per_yield polls.
+void wait_a_little(const ShmState& s, int& idle) {
+  if (++idle < s.polls_per_yield) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+  } else {
+    idle = 0;
+    sched_yield();
   }
 }
 
@@ -182,6 +206,11 @@ void node_barrier(ShmState& s) {
 // out[i] = a[i] + b[i]; out never aliases a or b (it is the reducer's own buffer part).
 void add2(float* __restrict out, const float* a, const float* b, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+}
+// Two ranks: d[i] += other[i], copied to out[i] (float addition is commutative, so this is
+// x_0 + x_1 on either rank).
+void add_pair(float* d, const float* __restrict other, float* __restrict out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = d[i] = d[i] + other[i];
 }
 // out[i] += a[i]
 void add_into(float* __restrict out, const float* a, int64_t count) {
@@ -209,60 +238,101 @@ enum class Mode {
   broadcast,  // every node rank ends with node rank 0's data
 };
 
-// Streams `count` floats through the buffers, kBuffers chunks in flight. Step t copies chunk
-// t in, reduces chunk t-1 and copies chunk t-2 out, then the node barrier; the last step needs
-// no barrier of its own. Chunk k uses buffer (first + k) % kBuffers where `first` continues
-// from the previous call, so a call's first two steps never write the buffer the previous
-// call's last (unfenced) step may still be reading; every other reuse of a buffer is at
-// least one barrier after its last read.
+// Streams `count` floats through the buffers chunk by chunk. Chunk g (numbered over every call
+// on the communicator) lives in buffer g % buffers of each rank. For each chunk a rank does, in
+// order: in (allreduce/reduce: copy the parts others reduce into its buffer; broadcast: rank 0
+// copies the chunk), reduce (allreduce/reduce: its part, summed in rank order), out
+// (allreduce: copy the other parts' sums; reduce: rank 0 only; broadcast: the other ranks copy
+// rank 0's chunk), publishing a counter after each. Nothing waits in lock step: a rank does
+// whatever its counters allow,
+//   in(g)      once every rank is out of chunk g - buffers (that buffer's last readers),
+//   reduce(g)  once every rank is in(g),
+//   out(g)     once every other rank has reduced g (broadcast: once rank 0 is in(g)),
+// so a rank that runs while another is descheduled works ahead up to the window. Only this
+// rank reads its private `data`; the others read only its buffers.
 void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
   const int n = s.node_size, r = s.node_rank;
   const int64_t chunks = (count + s.chunk - 1) / s.chunk;
-  const uint64_t first = s.next_buffer;
-  s.next_buffer = (first + static_cast<uint64_t>(chunks)) % kBuffers;
+  const uint64_t g0 = s.sequence;
+  s.sequence += static_cast<uint64_t>(chunks);
+  const uint64_t window = static_cast<uint64_t>(s.buffers);
   auto chunk_len = [&](int64_t k) { return std::min(s.chunk, count - k * s.chunk); };
-  auto buf = [&](int64_t k) { return (first + static_cast<uint64_t>(k)) % kBuffers; };
-  const int64_t steps = mode == Mode::broadcast ? chunks + 1 : chunks + 2;
+  const bool writes_in = mode != Mode::broadcast || r == 0;
+  const bool reduces = mode != Mode::broadcast;
+  const bool copies_out = mode == Mode::allreduce || (mode == Mode::reduce ? r == 0 : r != 0);
 
-  for (int64_t t = 0; t < steps; ++t) {
-    if (mode == Mode::broadcast) {
-      const int64_t out = t - 1;  // copy-out: the other ranks take chunk t-1 from rank 0
-      if (r != 0 && out >= 0) copy(data + out * s.chunk, s.buffer(0, buf(out)), chunk_len(out));
-      if (r == 0 && t < chunks) copy(s.buffer(0, buf(t)), data + t * s.chunk, chunk_len(t));
-    } else {
-      const int64_t out = t - 2;
-      if (out >= 0 && (mode == Mode::allreduce || r == 0)) {
-        const int64_t len = chunk_len(out);
-        float* d = data + out * s.chunk;
-        for (int q = 0; q < n; ++q) {
-          if (q == r) continue;
-          const Part p = part_of(len, n, q);
-          copy(d + p.begin, s.buffer(q, buf(out)) + p.begin, p.size());
+  int64_t next_in = 0, next_red = 0, next_out = 0;
+  int idle = 0;
+  while (next_out < chunks) {
+    bool progress = false;
+    if (next_in < chunks) {
+      const uint64_t g = g0 + static_cast<uint64_t>(next_in);
+      if (!writes_in || g < window || s.all_reached(kOut, g + 1 - window)) {
+        if (writes_in) {
+          const int64_t len = chunk_len(next_in);
+          const float* d = data + next_in * s.chunk;
+          float* b = s.buffer(r, g);
+          if (mode == Mode::broadcast) {
+            copy(b, d, len);
+          } else {
+            const Part p = part_of(len, n, r);
+            copy(b, d, p.begin);
+            copy(b + p.end, d + p.end, len - p.end);
+          }
         }
-      }
-      const int64_t red = t - 1;
-      if (red >= 0 && red < chunks) {
-        const int64_t len = chunk_len(red);
-        const Part p = part_of(len, n, r);
-        if (p.size() > 0) {
-          float* d = data + red * s.chunk + p.begin;
-          float* mine = s.buffer(r, buf(red)) + p.begin;
-          auto src = [&](int q) -> const float* { return q == r ? d : s.buffer(q, buf(red)) + p.begin; };
-          add2(mine, src(0), src(1), p.size());
-          for (int q = 2; q < n; ++q) add_into(mine, src(q), p.size());
-          copy(d, mine, p.size());
-        }
-      }
-      if (t < chunks) {
-        const int64_t len = chunk_len(t);
-        const Part p = part_of(len, n, r);
-        float* b = s.buffer(r, buf(t));
-        const float* d = data + t * s.chunk;
-        copy(b, d, p.begin);
-        copy(b + p.end, d + p.end, len - p.end);
+        s.publish(kIn, g + 1);
+        ++next_in;
+        progress = true;
       }
     }
-    if (t + 1 < steps) node_barrier(s);
+    if (next_red < next_in) {
+      const uint64_t g = g0 + static_cast<uint64_t>(next_red);
+      if (!reduces || s.all_reached(kIn, g + 1, r)) {
+        if (reduces) {
+          const Part p = part_of(chunk_len(next_red), n, r);
+          if (p.size() > 0) {
+            float* d = data + next_red * s.chunk + p.begin;
+            float* mine = s.buffer(r, g) + p.begin;
+            if (n == 2) {
+              add_pair(d, s.buffer(1 - r, g) + p.begin, mine, p.size());
+            } else {
+              auto src = [&](int q) -> const float* { return q == r ? d : s.buffer(q, g) + p.begin; };
+              add2(mine, src(0), src(1), p.size());
+              for (int q = 2; q < n; ++q) add_into(mine, src(q), p.size());
+              copy(d, mine, p.size());
+            }
+          }
+        }
+        s.publish(kReduced, g + 1);
+        ++next_red;
+        progress = true;
+      }
+    }
+    if (next_out < next_red) {
+      const uint64_t g = g0 + static_cast<uint64_t>(next_out);
+      const bool ready = !copies_out || (mode == Mode::broadcast ? s.load(0, kIn) >= g + 1
+                                                                 : s.all_reached(kReduced, g + 1, r));
+      if (ready) {
+        if (copies_out) {
+          const int64_t len = chunk_len(next_out);
+          float* d = data + next_out * s.chunk;
+          if (mode == Mode::broadcast) {
+            copy(d, s.buffer(0, g), len);
+          } else {
+            for (int q = 0; q < n; ++q) {
+              if (q == r) continue;
+              const Part p = part_of(len, n, q);
+              copy(d + p.begin, s.buffer(q, g) + p.begin, p.size());
+            }
+          }
+        }
+        s.publish(kOut, g + 1);
+        ++next_out;
+        progress = true;
+      }
+    }
+    if (progress) idle = 0;
+    else wait_a_little(s, idle);
   }
 }
 
@@ -280,7 +350,7 @@ ShmAllreduceSettings shm_allreduce_settings() {
 
 ShmTopology shm_topology(MPI_Comm comm) {
   const ShmState& s = state_of(comm);
-  return {s.nodes, s.node_rank, s.node_size, s.chunk};
+  return {s.nodes, s.node_rank, s.node_size, s.chunk, s.buffers};
 }
 
 void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNodeAllreduce& across_nodes) {

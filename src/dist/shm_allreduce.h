@@ -4,14 +4,15 @@
 // Ranks on one node sum through an MPI-3 shared-memory window (MPI_Comm_split_type
 // MPI_COMM_TYPE_SHARED + MPI_Win_allocate_shared), allocated on a communicator's first shm call
 // and cached on its MPI_Comm as an attribute (freed with the communicator). Each rank's
-// segment of the window holds one barrier counter and three buffers of `chunk` floats; a
-// message streams through them chunk by chunk, so any count runs in a fixed window:
-//   copy-in   each rank copies the parts of the chunk that other ranks reduce into its buffer,
-//   reduce    rank r sums part r over all node ranks in rank order 0, 1, ..., n-1 (its own
-//             part is read straight from its data) into its buffer and its data,
-//   copy-out  each rank copies every other part's sum from its reducer's buffer.
-// The three phases are software-pipelined (chunk k copied in while k-1 is reduced and k-2
-// copied out), one lightweight barrier (per-rank counters, release/acquire) per step.
+// segment of the window holds its progress counters and `buffers` buffers of `chunk` floats;
+// a message streams through them chunk by chunk, so any count runs in a fixed window:
+//   in      each rank copies the parts of the chunk that other ranks reduce into its buffer,
+//   reduce  rank r sums part r over all node ranks in rank order 0, 1, ..., n-1 (its own part
+//           read straight from its data) into its buffer and its data,
+//   out     each rank copies every other part's sum from its reducer's buffer.
+// No barriers: each rank publishes how many chunks it has copied in, reduced and copied out
+// (release/acquire counters) and does whatever those allow, so up to `buffers` chunks are in
+// flight and a rank keeps working while another is descheduled.
 // Every element is summed once, in rank order, so all ranks end bit-identical and, on one
 // node, equal to the plain left-to-right float sum x_0 + x_1 + ... + x_{n-1}.
 //
@@ -38,8 +39,12 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
 // changes affect only communicators set up afterwards. Process-wide; every rank must use the
 // same settings.
 struct ShmAllreduceSettings {
-  // Floats per pipeline buffer of each rank (the window holds 3 per rank); rounded up to 16.
-  int64_t chunk_floats = int64_t{1} << 15;
+  // Floats per pipeline buffer (rounded up to 16) and buffers per rank: the window holds
+  // buffers * chunk_floats floats per rank. Defaults: 256 KiB x 16 = 4 MiB per rank, so a rank
+  // can run far ahead while another is descheduled and the buffers still fit in L3.
+  // TRAINSCALE_SHM_CHUNK_BYTES and TRAINSCALE_SHM_BUFFERS in the environment override them.
+  int64_t chunk_floats = int64_t{1} << 16;
+  int buffers = 16;
   // > 0: pretend every `fake_ranks_per_node` consecutive ranks form a node (MPI_Comm_split by
   // rank / k instead of MPI_COMM_TYPE_SHARED), so tests exercise the multi-node path on one
   // machine. 0: the real node split.
@@ -54,6 +59,7 @@ struct ShmTopology {
   int node_rank = 0;     // this rank's index on its node
   int node_size = 1;     // ranks on this rank's node
   int64_t chunk_floats = 0;
+  int buffers = 0;
 };
 ShmTopology shm_topology(MPI_Comm comm);
 

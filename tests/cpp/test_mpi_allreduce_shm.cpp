@@ -1,10 +1,11 @@
 // The shared-memory all-reduce (`shm`, src/dist/shm_allreduce.h) under mpiexec on 2, 3 and 4
 // ranks: on one node it must equal the plain float sum in rank order bit for bit (whatever the
 // chunking), match MPI_Allreduce exactly on small integers, stay within fp32 rounding of a
-// double-precision sum, and leave identical bits on every rank; with small pipeline buffers
-// (so every count crosses many chunks and the buffer rotation wraps across calls), repeated
-// calls of changing counts, and on fake "nodes" (the hierarchical path: shm reduce, ring
-// among node leaders, shm broadcast).
+// double-precision sum, and leave identical bits on every rank; with small and few pipeline
+// buffers (so every count crosses many chunks, ranks wait on each other's progress counters,
+// and the buffer rotation wraps within and across calls), repeated calls of changing counts,
+// and on fake "nodes" (the hierarchical path: shm reduce, ring among node leaders, shm
+// broadcast).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -128,7 +129,8 @@ void run_and_check(Communicator& comm, int64_t count, bool rank_order, unsigned 
   expect_same_on_all_ranks(data, what);
 }
 
-const int64_t kCounts[] = {0, 1, 2, 3, 5, 7, 13, 16, 17, 31, 47, 48, 49, 97, 1009, 65537};
+// Around the 16-float part alignment and the 32..64-float buffers of the tests below; primes.
+const int64_t kCounts[] = {0, 1, 2, 3, 5, 7, 13, 16, 17, 31, 47, 48, 49, 97, 1009, 4099};
 
 }  // namespace
 
@@ -140,24 +142,31 @@ TEST(ShmAllreduce, OneNodeTopology) {
   EXPECT_EQ(t.node_rank, comm->rank());
   EXPECT_EQ(t.chunk_floats % 16, 0);
   EXPECT_GE(t.chunk_floats, shm_allreduce_settings().chunk_floats);
+  EXPECT_EQ(t.buffers, shm_allreduce_settings().buffers);
 }
 
 // Default buffers; the largest count is several times the window, so it streams through it.
 TEST(ShmAllreduce, DefaultChunksAreRankOrderSums) {
   auto comm = Communicator::world();
-  const int64_t chunk = shm_topology(mpi_comm(*comm)).chunk_floats;
-  for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{65537}, 7 * chunk + 1009, int64_t{1000003}})
+  const ShmTopology t = shm_topology(mpi_comm(*comm));
+  const int64_t window = t.chunk_floats * t.buffers;
+  for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{65537}, 3 * window + 1009, int64_t{1000003}})
     run_and_check(*comm, count, true, 11u, "default chunk");
 }
 
-// 48-float buffers: every count above 48 crosses chunks (parts of 16 floats, some empty).
+// 48-float buffers, 1, 2 or 3 of them: every count above 48 crosses chunks (parts of 16
+// floats, some empty), and ranks reuse buffers as soon as everyone is out of them.
 TEST(ShmAllreduce, SmallChunksAreRankOrderSums) {
-  ShmAllreduceSettings s;
-  s.chunk_floats = 48;
-  ScopedShmSettings scoped(s);
-  auto comm = Communicator::world();
-  EXPECT_EQ(shm_topology(mpi_comm(*comm)).chunk_floats, 48);
-  for (int64_t count : kCounts) run_and_check(*comm, count, true, 23u, "chunk 48");
+  for (int buffers : {1, 2, 3}) {
+    ShmAllreduceSettings s;
+    s.chunk_floats = 48;
+    s.buffers = buffers;
+    ScopedShmSettings scoped(s);
+    auto comm = Communicator::world();
+    EXPECT_EQ(shm_topology(mpi_comm(*comm)).chunk_floats, 48);
+    EXPECT_EQ(shm_topology(mpi_comm(*comm)).buffers, buffers);
+    for (int64_t count : kCounts) run_and_check(*comm, count, true, 23u, "chunk 48 x " + std::to_string(buffers));
+  }
 }
 
 // Small integers: exact in any order, so shm equals MPI_Allreduce bit for bit.
@@ -183,6 +192,7 @@ TEST(ShmAllreduce, SmallIntegersEqualMpiAllreduce) {
 TEST(ShmAllreduce, RepeatedCallsWithChangingCounts) {
   ShmAllreduceSettings s;
   s.chunk_floats = 32;
+  s.buffers = 3;
   ScopedShmSettings scoped(s);
   auto comm = Communicator::world();
   const int64_t counts[] = {100, 1, 0, 33, 65, 7, 4099, 32, 64, 96, 97, 5, 2053, 0, 31, 1000};
@@ -199,6 +209,7 @@ TEST(ShmAllreduce, FakeNodesRunHierarchically) {
   for (int per_node : {(n + 1) / 2, 1}) {
     ShmAllreduceSettings s;
     s.chunk_floats = 48;
+    s.buffers = 2;
     s.fake_ranks_per_node = per_node;
     ScopedShmSettings scoped(s);
     auto comm = Communicator::world();
