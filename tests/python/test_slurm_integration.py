@@ -57,7 +57,7 @@ def free_port():
 
 def slurm_conf(d, host, cpus):
     return f"""ClusterName=tstest
-SlurmctldHost={host}
+SlurmctldHost={host}(127.0.0.1)
 SlurmctldPort={free_port()}
 SlurmdPort={free_port()}
 SlurmUser=root
@@ -81,7 +81,7 @@ MpiDefault=none
 ReturnToService=2
 SchedulerParameters=sched_interval=1
 MaxArraySize=1001
-NodeName={host} CPUs={cpus} RealMemory=1000 State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 
