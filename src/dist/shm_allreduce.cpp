@@ -30,8 +30,8 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // ---- settings ---------------------------------------------------------------------------
 
 std::mutex g_settings_mutex;
-// TRAINSCALE_SHM_CHUNK_BYTES / TRAINSCALE_SHM_BUFFERS (docs/distributed.md) tune the window
-// without a rebuild; values out of range are ignored.
+// TRAINSCALE_SHM_CHUNK_BYTES / _BUFFERS / _POLLS_PER_YIELD (docs/distributed.md) tune the
+// window and the waiting without a rebuild; values out of range are ignored.
 int64_t env_int(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
   const char* env = std::getenv(name);
   if (!env) return fallback;
@@ -44,6 +44,7 @@ ShmAllreduceSettings g_settings = [] {
   ShmAllreduceSettings s;
   s.chunk_floats = env_int("TRAINSCALE_SHM_CHUNK_BYTES", 64, int64_t{1} << 28, s.chunk_floats * 4) / 4;
   s.buffers = static_cast<int>(env_int("TRAINSCALE_SHM_BUFFERS", 1, 1024, s.buffers));
+  s.polls_per_yield = static_cast<int>(env_int("TRAINSCALE_SHM_POLLS_PER_YIELD", 1, 1 << 30, s.polls_per_yield));
   return s;
 }();
 
@@ -63,10 +64,7 @@ struct ShmState {
   int64_t chunk = 0;           // floats per buffer
   int buffers = 0;             // buffers per rank: chunks in flight
   uint64_t sequence = 0;       // chunks started so far (the same on every node rank)
-  // Idle polls between sched_yield calls: 1 when the node's ranks outnumber the CPUs (a
-  // waiting rank must let the one it waits for run), else many (keep the core: yielding to
-  // another process costs a time slice, far longer than the wait for a running partner).
-  int polls_per_yield = 1;
+  int polls_per_yield = 1;  // idle polls between sched_yield calls (ShmAllreduceSettings)
 
   uint64_t* counter(int q, Counter c) const {
     return reinterpret_cast<uint64_t*>(segment[static_cast<size_t>(q)]) + c * 8;  // one cache line each
@@ -136,8 +134,9 @@ ShmState* create_state(MPI_Comm comm) {
     s->chunk = round_up(std::max<int64_t>(settings.chunk_floats, kAlignFloats), kAlignFloats);
     s->buffers = std::max(1, settings.buffers);
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    s->polls_per_yield = static_cast<int>(
-        env_int("TRAINSCALE_SHM_POLLS_PER_YIELD", 1, 1 << 30, cpus > 0 && s->node_size > cpus ? 1 : 1 << 14));
+    s->polls_per_yield = settings.polls_per_yield > 0 ? settings.polls_per_yield
+                         : cpus > 0 && s->node_size > cpus ? 1
+                                                           : 1 << 14;
     if (s->node_size > 1) {
       const MPI_Aint bytes =
           static_cast<MPI_Aint>(kHeaderBytes + s->buffers * s->chunk * static_cast<int64_t>(sizeof(float)));
@@ -350,7 +349,7 @@ ShmAllreduceSettings shm_allreduce_settings() {
 
 ShmTopology shm_topology(MPI_Comm comm) {
   const ShmState& s = state_of(comm);
-  return {s.nodes, s.node_rank, s.node_size, s.chunk, s.buffers};
+  return {s.nodes, s.node_rank, s.node_size, s.chunk, s.buffers, s.polls_per_yield};
 }
 
 void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNodeAllreduce& across_nodes) {

@@ -49,6 +49,13 @@ struct ShmAllreduceSettings {
   // rank / k instead of MPI_COMM_TYPE_SHARED), so tests exercise the multi-node path on one
   // machine. 0: the real node split.
   int fake_ranks_per_node = 0;
+  // How a rank waits for another: it polls with `pause` and calls sched_yield every
+  // `polls_per_yield` polls. 0 = automatic: 1 when the node's ranks outnumber the online CPUs,
+  // else 16384 (keep the core: yielding to another process costs a time slice). A caller whose
+  // shm calls run in a communication thread beside compute threads on the same cores should
+  // set 1, so the waiting thread gives its core to them. TRAINSCALE_SHM_POLLS_PER_YIELD
+  // overrides it.
+  int polls_per_yield = 0;
 };
 void set_shm_allreduce_settings(const ShmAllreduceSettings& settings);
 ShmAllreduceSettings shm_allreduce_settings();
@@ -60,6 +67,7 @@ struct ShmTopology {
   int node_size = 1;     // ranks on this rank's node
   int64_t chunk_floats = 0;
   int buffers = 0;
+  int polls_per_yield = 0;
 };
 ShmTopology shm_topology(MPI_Comm comm);
 

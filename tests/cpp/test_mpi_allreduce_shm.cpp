@@ -187,6 +187,18 @@ TEST(ShmAllreduce, SmallIntegersEqualMpiAllreduce) {
   }
 }
 
+// A rank that yields on every idle poll gets the same bits.
+TEST(ShmAllreduce, YieldingOnEveryPollAgrees) {
+  ShmAllreduceSettings s;
+  s.chunk_floats = 256;
+  s.buffers = 2;
+  s.polls_per_yield = 1;
+  ScopedShmSettings scoped(s);
+  auto comm = Communicator::world();
+  EXPECT_EQ(shm_topology(mpi_comm(*comm)).polls_per_yield, 1);
+  for (int64_t count : {int64_t{1}, int64_t{4099}, int64_t{100003}}) run_and_check(*comm, count, true, 77u, "yielding");
+}
+
 // One communicator, one window, calls of changing counts: the buffer rotation continues across
 // calls (chunk counts not multiples of 3) and each call's partition differs from the last.
 TEST(ShmAllreduce, RepeatedCallsWithChangingCounts) {
