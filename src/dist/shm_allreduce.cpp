@@ -24,6 +24,7 @@ namespace {
 
 constexpr int64_t kAlignFloats = 16;   // parts and buffers start on 64-byte cache lines
 constexpr int64_t kHeaderBytes = 256;  // the rank's progress counters, alone on their cache lines
+constexpr int64_t kNodeWindowBytes = int64_t{32} << 20;  // buffers of all ranks of a node, at most
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -131,8 +132,12 @@ ShmState* create_state(MPI_Comm comm) {
       TS_MPI(MPI_Comm_split(comm, is_leader ? 0 : MPI_UNDEFINED, rank, &s->leaders));
       if (s->leaders != MPI_COMM_NULL) MPI_Comm_set_errhandler(s->leaders, MPI_ERRORS_RETURN);
     }
-    s->chunk = round_up(std::max<int64_t>(settings.chunk_floats, kAlignFloats), kAlignFloats);
     s->buffers = std::max(1, settings.buffers);
+    // Many ranks on a node share a window budget (containers often have a small /dev/shm):
+    // above kNodeWindowBytes in all, the chunks shrink (not below 16 KiB).
+    const int64_t budget_floats = kNodeWindowBytes / 4 / s->node_size / s->buffers;
+    const int64_t chunk = std::min(settings.chunk_floats, std::max<int64_t>(budget_floats, 4096));
+    s->chunk = round_up(std::max<int64_t>(chunk, kAlignFloats), kAlignFloats);
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     s->polls_per_yield = settings.polls_per_yield > 0 ? settings.polls_per_yield
                          : cpus > 0 && s->node_size > cpus ? 1
@@ -147,7 +152,16 @@ ShmState* create_state(MPI_Comm comm) {
       char* mine = nullptr;
       const int rc = MPI_Win_allocate_shared(bytes, 1, info, s->node, &mine, &s->win);
       MPI_Info_free(&info);
-      TS_MPI(rc);
+      if (rc != MPI_SUCCESS) {
+        try {
+          TS_MPI(rc);
+        } catch (const RuntimeError& e) {
+          throw RuntimeError(std::string(e.what()) + "; the shm all-reduce needs " + std::to_string(bytes) +
+                             " bytes of shared memory (/dev/shm) per rank on " + std::to_string(s->node_size) +
+                             " ranks of this node: enlarge /dev/shm, lower TRAINSCALE_SHM_CHUNK_BYTES or "
+                             "TRAINSCALE_SHM_BUFFERS, or use another all-reduce (mpi, ring, tree)");
+        }
+      }
       TS_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win));
       std::memset(mine, 0, static_cast<size_t>(bytes));
       s->segment.resize(static_cast<size_t>(s->node_size));

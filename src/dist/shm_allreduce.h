@@ -41,7 +41,9 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
 struct ShmAllreduceSettings {
   // Floats per pipeline buffer (rounded up to 16) and buffers per rank: the window holds
   // buffers * chunk_floats floats per rank. Defaults: 256 KiB x 16 = 4 MiB per rank, so a rank
-  // can run far ahead while another is descheduled and the buffers still fit in L3.
+  // can run far ahead while another is descheduled and the buffers still fit in L3. With
+  // more than 8 ranks on a node the chunks shrink to keep the node's buffers within 32 MiB
+  // (down to 16 KiB chunks).
   // TRAINSCALE_SHM_CHUNK_BYTES and TRAINSCALE_SHM_BUFFERS in the environment override them.
   int64_t chunk_floats = int64_t{1} << 16;
   int buffers = 16;
