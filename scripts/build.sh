@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# Configures and builds trainscale (Release) into build/ against Open MPI.
-# Usage: scripts/build.sh [extra cmake -D options]
+# Configures and builds trainscale (Release): build/ against Open MPI (everything), then
+# build-mpich/ against MPICH (the driver and the MPI tests only, -DTRAINSCALE_TESTS_MPI_ONLY=ON),
+# so the MPI tests run under both flavors. Logs: build.log, build-mpich/build.log.
+# Usage: scripts/build.sh [extra cmake -D options, given to both builds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" -DTRAINSCALE_MPI_FLAVOR=openmpi "$@" >build.log 2>&1 \
-  || { cat build.log >&2; echo "build.sh: cmake configure failed (log: build.log)" >&2; exit 1; }
-cmake --build build -j "$jobs" >>build.log 2>&1 \
-  || { tail -n 60 build.log >&2; echo "build.sh: build failed (full log: build.log)" >&2; exit 1; }
-echo "built build/bin/trainscale"
+
+# build_one DIR LOG FLAVOR [cmake options...]
+build_one() {
+  local dir=$1 log=$2 flavor=$3
+  shift 3
+  mkdir -p "$dir"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="${CMAKE_BUILD_TYPE:-Release}" -DTRAINSCALE_MPI_FLAVOR="$flavor" "$@" >"$log" 2>&1 \
+    || { cat "$log" >&2; echo "build.sh: cmake configure of $dir ($flavor) failed (log: $log)" >&2; exit 1; }
+  cmake --build "$dir" -j "$jobs" >>"$log" 2>&1 \
+    || { tail -n 60 "$log" >&2; echo "build.sh: build of $dir ($flavor) failed (full log: $log)" >&2; exit 1; }
+  echo "built $dir/bin/trainscale ($flavor)"
+}
+
+build_one build build.log openmpi "$@"
+build_one build-mpich build-mpich/build.log mpich -DTRAINSCALE_TESTS_MPI_ONLY=ON "$@"

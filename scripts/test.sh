@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Set-up, build, then the whole test suite: CTest (C++ unit + integration) and pytest.
+# Set-up, build, then the whole test suite: CTest (C++ unit + integration) and pytest against
+# the Open MPI build (build/), then the MPI tests again against the MPICH build (build-mpich/):
+# its CTest (test_mpi_* under mpiexec.mpich) and the pytest files that launch ranks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,4 +12,7 @@ ctest --test-dir build --output-on-failure -j 2 || status=1
 if compgen -G "tests/python/test_*.py" >/dev/null; then
   .venv/bin/python -m pytest -q tests/python || status=1
 fi
+ctest --test-dir build-mpich --output-on-failure -j 2 || status=1
+TRAINSCALE_BINARY=build-mpich/bin/trainscale .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py \
+  tests/python/test_dist_equivalence.py || status=1
 exit $status

@@ -3,9 +3,12 @@
 // calls, then --iters timed calls; each rank's mean time per call is reduced to min/avg/max
 // over ranks. algbw = bytes / time_avg, busbw = algbw * 2(n-1)/n (the bytes each rank must move
 // in a bandwidth-optimal all-reduce, so busbw compares across world sizes; with one rank
-// busbw = algbw by convention). A correctness check (on by default) counts wrong elements.
+// busbw = algbw by convention). Each size runs every algorithm before its rows are printed, so
+// each row also shows its busbw relative to `mpi` (MPI_Allreduce) measured in the same run. A
+// correctness check (on by default) counts wrong elements.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -58,7 +61,7 @@ std::vector<AllreduceAlgorithm> parse_algorithms(const std::string& list) {
         throw ConfigError(std::string("--algorithms: ") + e.what());
       }
     }
-  if (out.empty()) throw ConfigError("--algorithms: empty list; accepted: mpi, ring, tree, ps (comma-separated)");
+  if (out.empty()) throw ConfigError("--algorithms: empty list; accepted: mpi, ring, tree, ps, shm (comma-separated)");
   return out;
 }
 
@@ -78,11 +81,13 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
       "\nTimes each all-reduce algorithm (docs/distributed.md) on float messages from --min-bytes to\n"
       "--max-bytes, growing by --factor. Prints, on rank 0, per size and algorithm: time per call\n"
       "(us, avg/min/max over ranks of each rank's mean), algbw = bytes/time_avg and\n"
-      "busbw = algbw*2(n-1)/n in GB/s (n ranks; n = 1: busbw = algbw), and the number of wrong\n"
+      "busbw = algbw*2(n-1)/n in GB/s (n ranks; n = 1: busbw = algbw), vs_mpi = busbw / busbw of\n"
+      "mpi at the same size in this run (n/a without mpi in --algorithms), and the number of wrong\n"
       "elements of a checked call after the timed loop. Byte sizes accept K, M, G suffixes.\n"
       "Exit codes: 0 ok, 1 wrong elements or runtime failure, 2 usage error.\n\noptions");
   opts.add_options()("help,h", "show this help")
-      ("algorithms", po::value<std::string>()->default_value("mpi,ring,tree,ps"), "comma-separated: mpi, ring, tree, ps")
+      ("algorithms", po::value<std::string>()->default_value("mpi,ring,tree,ps,shm"),
+       "comma-separated: mpi, ring, tree, ps, shm")
       ("min-bytes", po::value<std::string>()->default_value("4"), "smallest message in bytes")
       ("max-bytes", po::value<std::string>()->default_value("64M"), "largest message in bytes")
       ("factor", po::value<double>()->default_value(2.0), "size multiplier between steps (> 1)")
@@ -135,14 +140,16 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
                   lib.version.c_str(), result.hosts.c_str());
       std::printf("# iters %d, warmup %d, check %s; time per call over ranks; busbw = algbw * %.4f\n", iters,
                   warmup, check ? "on" : "off", bus_factor);
-      std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s\n", "size(B)", "count", "algorithm", "avg(us)",
-                  "min(us)", "max(us)", "algbw", "busbw", "wrong");
-      std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s\n", "", "(floats)", "", "", "", "", "(GB/s)",
-                  "(GB/s)", "");
+      std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s %8s\n", "size(B)", "count", "algorithm", "avg(us)",
+                  "min(us)", "max(us)", "algbw", "busbw", "vs_mpi", "wrong");
+      std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s %8s\n", "", "(floats)", "", "", "", "", "(GB/s)",
+                  "(GB/s)", "", "");
       std::fflush(stdout);
     }
     int64_t total_wrong = 0;
+    const auto mpi_index = std::find(algorithms.begin(), algorithms.end(), AllreduceAlgorithm::mpi);
     for (int64_t bytes : sizes) {
+      std::vector<AllreduceBenchPoint> points;
       for (size_t k = 0; k < algorithms.size(); ++k) {
         AllreduceBenchCase c;
         c.algorithm = algorithms[k];
@@ -150,9 +157,19 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
         c.iters = iters;
         c.warmup = warmup;
         c.check = check;
-        const AllreduceBenchPoint p = bench_allreduce(*comm, c);
+        points.push_back(bench_allreduce(*comm, c));
+      }
+      auto algbw_of = [&](const AllreduceBenchPoint& p) {
+        return p.time_avg > 0 ? static_cast<double>(bytes) / p.time_avg / 1e9 : 0.0;
+      };
+      const double mpi_busbw =
+          mpi_index == algorithms.end()
+              ? 0.0
+              : algbw_of(points[static_cast<size_t>(mpi_index - algorithms.begin())]) * bus_factor;
+      for (size_t k = 0; k < algorithms.size(); ++k) {
+        const AllreduceBenchPoint& p = points[k];
         if (p.wrong > 0) total_wrong += p.wrong;
-        const double algbw = p.time_avg > 0 ? static_cast<double>(bytes) / p.time_avg / 1e9 : 0.0;
+        const double algbw = algbw_of(p);
         const double busbw = algbw * bus_factor;
         AllreduceSeries& s = result.series[k];
         s.bytes.push_back(bytes);
@@ -163,9 +180,11 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
         s.busbw.push_back(busbw);
         s.wrong.push_back(p.wrong);
         if (root) {
-          std::printf("%12lld %12lld %9s %12.2f %12.2f %12.2f %10.3f %10.3f %8s\n", static_cast<long long>(bytes),
-                      static_cast<long long>(c.count), s.algorithm.c_str(), p.time_avg * 1e6, p.time_min * 1e6,
-                      p.time_max * 1e6, algbw, busbw, p.wrong < 0 ? "n/a" : std::to_string(p.wrong).c_str());
+          char ratio[32] = "n/a";
+          if (mpi_busbw > 0) std::snprintf(ratio, sizeof ratio, "%.2f", busbw / mpi_busbw);
+          std::printf("%12lld %12lld %9s %12.2f %12.2f %12.2f %10.3f %10.3f %8s %8s\n", static_cast<long long>(bytes),
+                      static_cast<long long>(bytes / 4), s.algorithm.c_str(), p.time_avg * 1e6, p.time_min * 1e6,
+                      p.time_max * 1e6, algbw, busbw, ratio, p.wrong < 0 ? "n/a" : std::to_string(p.wrong).c_str());
           std::fflush(stdout);
         }
       }

@@ -1,13 +1,20 @@
-// `trainscale sweep`: experiment campaigns. This build has `expand` (sweep file -> frozen
-// campaign directory, docs/sweeps.md); submit, status and resubmit come later.
+// `trainscale sweep`: experiment campaigns (docs/sweeps.md). expand (sweep file -> frozen
+// campaign directory), submit (job arrays for Slurm / PBS, or the local executor), status and
+// resubmit.
 #include <boost/program_options.hpp>
 
+#include <filesystem>
 #include <iostream>
+
+#include <unistd.h>
 
 #include "app/commands.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "sweep/campaign.h"
 #include "sweep/expand.h"
+#include "sweep/site.h"
+#include "sweep/submit.h"
 #include "sweep/sweep_file.h"
 
 namespace po = boost::program_options;
@@ -15,9 +22,23 @@ namespace po = boost::program_options;
 namespace ts {
 namespace {
 
+namespace fs = std::filesystem;
+
 constexpr const char* kSweepUsage =
     "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--dry-run]\n"
-    "       trainscale sweep submit|status|resubmit ...   (not in this build yet)\n";
+    "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
+    "       trainscale sweep status CAMPAIGN_DIR [--format text|json]\n"
+    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
+    "`trainscale sweep <subcommand> --help` describes each; docs/sweeps.md has the file formats.\n";
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts, const char* positional) {
+  po::positional_options_description pos;
+  pos.add(positional, 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  return vm;
+}
 
 int sweep_expand(const std::vector<std::string>& args) {
   po::options_description opts(
@@ -25,18 +46,15 @@ int sweep_expand(const std::vector<std::string>& args) {
                   "Expands a sweep file (docs/sweeps.md) into its runs, validates every run config and\n"
                   "freezes the campaign: CAMPAIGN_DIR/manifest.yaml (runs: index, run_id, config_id,\n"
                   "repetition, config), manifest.hash, sweep.yaml, site.yaml (with --site) and runs/.\n"
-                  "Expanding the same files again gives a byte-identical manifest; a directory holding a\n"
-                  "different manifest is refused. Exit codes: 0 ok, 2 sweep/config error.\n\noptions"));
+                  "With --site, a run naming a gpu, mpi_flavor or dataset.storage that the site lacks is\n"
+                  "an error. Expanding the same files again gives a byte-identical manifest; a directory\n"
+                  "holding a different manifest is refused. Exit codes: 0 ok, 2 sweep/site/config error.\n\noptions"));
   opts.add_options()("help,h", "show this help")
       ("sweep", po::value<std::string>(), "sweep YAML file (positional)")
-      ("site", po::value<std::string>(), "site YAML file (copied into the campaign)")
+      ("site", po::value<std::string>(), "site YAML file (configs/sites/; copied into the campaign)")
       ("out", po::value<std::string>(), "campaign directory to write")
-      ("dry-run", "print the runs as a table and their count; write nothing");
-  po::positional_options_description pos;
-  pos.add("sweep", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
+      ("dry-run", "print the runs as a table and the count per resource shape; write nothing");
+  po::variables_map vm = parse(args, opts, "sweep");
   if (vm.count("help")) {
     std::cout << opts << "\n";
     return kExitOk;
@@ -46,17 +64,203 @@ int sweep_expand(const std::vector<std::string>& args) {
   if (!dry_run && !vm.count("out")) throw ConfigError("--out CAMPAIGN_DIR is required (or --dry-run to only list the runs)");
 
   const SweepFile sweep = load_sweep_file(vm["sweep"].as<std::string>());
+  const std::string site_path = vm.count("site") ? vm["site"].as<std::string>() : "";
+  const Site site = site_path.empty() ? default_local_site() : load_site_file(site_path);
   const Expansion expansion = expand_sweep(sweep);
+  check_expansion_against_site(expansion, site);
   if (dry_run) {
     std::cout << dry_run_table(expansion);
+    // The allocation shapes `sweep submit` would make on this site (one job array each).
+    Campaign c;
+    c.dir = vm.count("out") ? vm["out"].as<std::string>() : ".";
+    c.name = expansion.campaign;
+    c.manifest_path = sweep.path;
+    c.resources_yaml = expansion.resources_yaml;
+    c.site = site;
+    for (const auto& r : expansion.runs) c.runs.push_back({r.index, r.run_id, r.config_id, r.repetition, r.config_yaml, 0});
+    std::cout << "job arrays on site " << site.name << " (" << site.scheduler << "):\n";
+    for (const auto& g : group_by_shape(c, {})) std::cout << "  " << g.shape.label() << ": " << g.indices.size() << " runs\n";
     return kExitOk;
   }
   const std::string out = vm["out"].as<std::string>();
   const std::string manifest = manifest_yaml(expansion, std::string("trainscale ") + TRAINSCALE_VERSION);
-  write_campaign(out, manifest, sweep.path, vm.count("site") ? vm["site"].as<std::string>() : "");
+  write_campaign(out, manifest, sweep.path, site_path);
   std::cout << "campaign " << expansion.campaign << ": " << expansion.runs.size() << " runs -> " << out << "/manifest.yaml ("
             << manifest_hash(manifest) << ")\n";
   return kExitOk;
+}
+
+// Submits `indices` of `campaign` with `scheduler`; shared by submit and resubmit.
+int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices, const std::string& scheduler, int throttle,
+                   bool dry_run, const std::string& tag) {
+  if (indices.empty()) {
+    std::cout << "campaign " << campaign.name << ": nothing to submit\n";
+    return kExitOk;
+  }
+  const auto groups = group_by_shape(campaign, indices);
+  if (scheduler == "local") {
+    if (dry_run) {
+      for (const auto& g : groups) {
+        std::cout << "shape " << g.shape.label() << ": " << g.indices.size() << " runs\n";
+        for (int64_t i : g.indices) {
+          std::string line;
+          for (const auto& a : launch_command(campaign.site.mpi.at(g.shape.mpi), g.shape.workers)) line += shell_quote(a) + " ";
+          std::cout << "  " << line << "run --manifest " << shell_quote(campaign.dir) << " --index " << i << "\n";
+        }
+      }
+      return kExitOk;
+    }
+    const int k = throttle > 0 ? throttle : (campaign.site.throttle > 0 ? campaign.site.throttle : 1);
+    SubmissionRecord rec;
+    rec.scheduler = "local";
+    rec.pid = static_cast<long>(::getpid());
+    rec.host = this_host();
+    rec.count = static_cast<int64_t>(indices.size());
+    rec.index_file = (fs::absolute(campaign_jobs_dir(campaign.dir)) / (tag + "local.idx")).lexically_normal().string();
+    fs::create_directories(campaign_jobs_dir(campaign.dir));
+    std::string lines;
+    for (int64_t i : indices) lines += std::to_string(i) + "\n";
+    write_file_atomically(rec.index_file, lines);
+    record_submissions(campaign.dir, {rec});
+    std::cout << "campaign " << campaign.name << ": running " << indices.size() << " runs locally, " << k << " at a time\n";
+    const int64_t failures = run_local(campaign, indices, k, std::cout);
+    std::cout << "campaign " << campaign.name << ": " << indices.size() - failures << " of " << indices.size()
+              << " runs finished (done or diverged), " << failures << " failed";
+    if (failures > 0) std::cout << "; see trainscale sweep status " << campaign.dir << " and logs/";
+    std::cout << "\n";
+    return failures > 0 ? kExitFailed : kExitOk;
+  }
+  const int k = throttle > 0 ? throttle : campaign.site.throttle;
+  const auto scripts = write_job_scripts(campaign, scheduler, groups, k, tag);
+  std::vector<SubmissionRecord> records;
+  for (const auto& js : scripts) {
+    if (dry_run) {
+      std::cout << (scheduler == "slurm" ? "sbatch --parsable " : "qsub ") << js.script << "    # " << js.count << " runs, "
+                << js.shape << "\n";
+      continue;
+    }
+    SubmissionRecord rec;
+    rec.scheduler = scheduler;
+    rec.job_id = submit_job_script(js);
+    rec.script = js.script;
+    rec.index_file = js.index_file;
+    rec.count = js.count;
+    records.push_back(rec);
+    record_submissions(campaign.dir, {rec});  // record each at once: a later refusal keeps the earlier ids
+    std::cout << "submitted " << js.script << " as job " << rec.job_id << " (" << js.count << " runs, " << js.shape << ")\n";
+  }
+  if (dry_run) std::cout << "dry run: " << scripts.size() << " scripts written to " << campaign_jobs_dir(campaign.dir) << ", nothing submitted\n";
+  return kExitOk;
+}
+
+std::string scheduler_option(const po::variables_map& vm, const std::string& fallback) {
+  std::string s = vm.count("scheduler") ? vm["scheduler"].as<std::string>() : fallback;
+  if (s != "local" && s != "slurm" && s != "pbs")
+    throw ConfigError("--scheduler: '" + s + "' is not accepted; accepted: local, slurm, pbs");
+  return s;
+}
+
+int sweep_submit(const std::vector<std::string>& args) {
+  po::options_description opts(
+      "usage: trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
+      "Submits the runs of a campaign that have no DONE marker. slurm/pbs: one job-array script per\n"
+      "resource shape (split over the site's max array size) in CAMPAIGN_DIR/jobs/, submitted with\n"
+      "sbatch --parsable / qsub; job ids go to jobs/submissions.yaml. local: runs them on this\n"
+      "machine K at a time through the site's launcher, one progress line per finished run.\n"
+      "The scheduler defaults to the campaign site's (local without a site).\n"
+      "Exit codes: 0 ok, 1 some local runs failed or the scheduler refused, 2 usage/config error.\n\noptions");
+  opts.add_options()("help,h", "show this help")
+      ("campaign", po::value<std::string>(), "campaign directory (positional)")
+      ("scheduler", po::value<std::string>(), "local | slurm | pbs")
+      ("throttle", po::value<int>(), "runs at a time (array %K / max_run_subjobs; local executor: parallel runs)")
+      ("dry-run", "write the scripts (slurm/pbs) or print the launch commands (local); submit nothing");
+  po::variables_map vm = parse(args, opts, "campaign");
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep submit CAMPAIGN_DIR");
+  const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
+  const std::string scheduler = scheduler_option(vm, campaign.site.scheduler);
+  const int throttle = vm.count("throttle") ? vm["throttle"].as<int>() : 0;
+  if (throttle < 0) throw ConfigError("--throttle: expected an integer >= 1");
+  std::vector<int64_t> todo;
+  int64_t already = 0;
+  for (const auto& r : campaign.runs) {
+    if (fs::exists(run_files(campaign.dir, r.run_id).done)) ++already;
+    else todo.push_back(r.index);
+  }
+  if (already > 0) std::cout << "campaign " << campaign.name << ": " << already << " runs already done, skipped\n";
+  return submit_indices(campaign, todo, scheduler, throttle, vm.count("dry-run") > 0, "");
+}
+
+int sweep_status(const std::vector<std::string>& args) {
+  po::options_description opts(
+      "usage: trainscale sweep status CAMPAIGN_DIR [--format text|json]\n\n"
+      "Counts the campaign's runs: total, done, diverged, failed (with reasons), running, pending\n"
+      "(asked from the scheduler when the campaign was submitted to one) and missing.\n"
+      "json: one object with exactly the keys total, done, diverged, failed, running, pending,\n"
+      "missing; `failed` is a list of {index, run_id, reason}, the others are counts.\n\noptions");
+  opts.add_options()("help,h", "show this help")
+      ("campaign", po::value<std::string>(), "campaign directory (positional)")
+      ("format", po::value<std::string>()->default_value("text"), "text | json");
+  po::variables_map vm = parse(args, opts, "campaign");
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep status CAMPAIGN_DIR");
+  const std::string format = vm["format"].as<std::string>();
+  if (format != "text" && format != "json") throw ConfigError("--format: '" + format + "' is not accepted; accepted: text, json");
+  const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
+  std::vector<std::string> notes;
+  const SchedulerStates sched = query_scheduler(campaign, &notes);
+  CampaignStatus st = campaign_status(campaign, sched);
+  st.notes = notes;
+  if (format == "json") {
+    std::cout << status_json(st);
+    for (const auto& n : notes) std::cerr << "trainscale sweep status: note: " << n << "\n";
+  } else {
+    std::cout << status_text(campaign, st);
+  }
+  return kExitOk;
+}
+
+int sweep_resubmit(const std::vector<std::string>& args) {
+  po::options_description opts(
+      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
+      "Resubmits exactly the failed runs (--failed), the missing ones (--missing: no run file, no\n"
+      "marker, not queued) or both, against the same manifest, as new array scripts\n"
+      "jobs/resubmit<N>-*. The scheduler defaults to the last submission's.\n\noptions");
+  opts.add_options()("help,h", "show this help")
+      ("campaign", po::value<std::string>(), "campaign directory (positional)")
+      ("failed", "resubmit the failed runs")
+      ("missing", "resubmit the missing runs")
+      ("scheduler", po::value<std::string>(), "local | slurm | pbs")
+      ("throttle", po::value<int>(), "runs at a time")
+      ("dry-run", "write the scripts or print the commands; submit nothing");
+  po::variables_map vm = parse(args, opts, "campaign");
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep resubmit CAMPAIGN_DIR --failed");
+  if (!vm.count("failed") && !vm.count("missing")) throw ConfigError("say what to resubmit: --failed, --missing or both");
+  const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
+  const auto subs = read_submissions(campaign.dir);
+  const std::string scheduler = scheduler_option(vm, subs.empty() ? campaign.site.scheduler : subs.back().scheduler);
+  std::vector<std::string> notes;
+  const CampaignStatus st = campaign_status(campaign, query_scheduler(campaign, &notes));
+  for (const auto& n : notes) std::cerr << "trainscale sweep resubmit: note: " << n << "\n";
+  std::vector<int64_t> indices;
+  for (const auto& r : st.runs)
+    if ((vm.count("failed") && r.state == RunState::failed) || (vm.count("missing") && r.state == RunState::missing))
+      indices.push_back(r.index);
+  std::cout << "campaign " << campaign.name << ": resubmitting " << indices.size() << " runs";
+  for (size_t i = 0; i < indices.size() && i < 20; ++i) std::cout << (i ? "," : " (indices ") << indices[i];
+  std::cout << (indices.empty() ? "" : indices.size() > 20 ? ",...)" : ")") << "\n";
+  const int throttle = vm.count("throttle") ? vm["throttle"].as<int>() : 0;
+  return submit_indices(campaign, indices, scheduler, throttle, vm.count("dry-run") > 0, next_resubmit_tag(campaign.dir));
 }
 
 }  // namespace
@@ -69,9 +273,10 @@ int command_sweep(const std::vector<std::string>& args) {
   const std::string sub = args[0];
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (sub == "expand") return sweep_expand(rest);
-  if (sub == "submit" || sub == "status" || sub == "resubmit")
-    throw ConfigError("`trainscale sweep " + sub + "` is not in this build yet; available: trainscale sweep expand");
-  throw ConfigError("unknown sweep subcommand '" + sub + "'; available: expand (submit, status, resubmit come later)");
+  if (sub == "submit") return sweep_submit(rest);
+  if (sub == "status") return sweep_status(rest);
+  if (sub == "resubmit") return sweep_resubmit(rest);
+  throw ConfigError("unknown sweep subcommand '" + sub + "'; available: expand, submit, status, resubmit");
 }
 
 }  // namespace ts

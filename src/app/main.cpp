@@ -17,7 +17,7 @@ const char* kUsage = R"(usage: trainscale <command> [options]
 commands:
   run       train one configuration and write its HDF5 run file
   info      build options, backends, oneDNN version and ISA, MPI library, threads
-  sweep     experiment campaigns: sweep expand (submit, status, resubmit: not in this build yet)
+  sweep     experiment campaigns: sweep expand, submit (slurm, pbs, local), status, resubmit
   bench     collective benchmarks: bench allreduce (mpi, ring, tree, ps)
   predict   analytical roofline + alpha-beta model                     (not in this build yet)
 

@@ -2,7 +2,14 @@
 //
 // Batches form one sequence, numbered 0, 1, 2, ...; batch `seq` belongs to epoch
 // seq / batches_per_epoch and its contents depend only on (seed, epoch, rank, seq), never on
-// which worker filled it, so results are identical for any thread count. A worker claims the
+// which worker filled it, so results are identical for any thread count.
+//
+// Rank split. Training (drop_last): global step k of an epoch takes the k-th block of
+// world * batch samples of the epoch's shuffled order, and rank r takes the r-th batch-sized
+// slice of that block. So N ranks x batch b see, step for step, exactly the samples that
+// 1 rank x batch N*b sees (the data-parallel equivalence, docs/distributed.md). Evaluation
+// (!drop_last): rank r takes the contiguous block [r*n/world, (r+1)*n/world) of the order, so
+// the ranks together cover every sample exactly once. A worker claims the
 // next number only when its ring slot (seq % slots) is free; next() hands slots out strictly in
 // order. The slot handed to the trainer stays untouched until the following next() call, so
 // the ring has prefetch + 1 slots: `prefetch` being filled ahead plus the one in use.
@@ -46,7 +53,8 @@ struct Loader::Impl {
   LoaderOptions opt;
   int64_t sample_numel = 0;
   int64_t outputs = 0;          // targets per sample (0 = none)
-  int64_t shard = 0;            // samples per epoch on this rank
+  int64_t shard_begin = 0;      // evaluation: this rank's block [shard_begin, shard_end)
+  int64_t shard_end = 0;
   int64_t batches_per_epoch = 0;
   bool eval_mode = false;       // one pass, then false, then restart
   // Pixel -> float lookup per channel: lut[c * 256 + p] = (p/255 - mean[c]) / std[c].
@@ -66,12 +74,12 @@ struct Loader::Impl {
   int64_t pos_in_pass = 0;         // eval: batches returned in the current pass
   bool pass_open = true;           // eval: the current pass's batches may be prefetched
   double last_wait = 0.0;
-  // Shard orders per epoch (shared with workers; old epochs are pruned).
+  // Epoch orders (shared with workers; old epochs are pruned).
   std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> orders;
 
   Impl(const Dataset& d, LoaderOptions o) : data(d), opt(o) {}
 
-  // This rank's samples of `epoch`, in order. shard = (rank-th slice of the epoch order).
+  // The whole epoch order (the same on every rank); ranks pick their samples in fill().
   std::shared_ptr<const std::vector<int64_t>> order_for(int64_t epoch) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = orders.find(epoch);
@@ -86,19 +94,20 @@ struct Loader::Impl {
         std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
       }
     }
-    auto first = perm.begin() + opt.rank * shard;
-    auto mine = std::make_shared<const std::vector<int64_t>>(first, first + shard);
+    auto order = std::make_shared<const std::vector<int64_t>>(std::move(perm));
     // Workers only ever need epochs near the consumer's; keep the two newest.
     while (orders.size() >= 2) orders.erase(orders.begin());
-    orders.emplace(epoch, mine);
-    return mine;
+    orders.emplace(epoch, order);
+    return order;
   }
 
   void fill(Slot& slot, int64_t seq) {
     const int64_t epoch = seq / batches_per_epoch;
     const int64_t index = seq % batches_per_epoch;
-    const int64_t start = index * opt.batch;
-    const int64_t size = std::min(opt.batch, shard - start);
+    // Training: rank's slice of global step `index`; evaluation: next piece of the rank's block.
+    const int64_t start = eval_mode ? shard_begin + index * opt.batch
+                                    : (index * opt.world + opt.rank) * opt.batch;
+    const int64_t size = eval_mode ? std::min(opt.batch, shard_end - start) : opt.batch;
     auto order = order_for(epoch);
     slot.epoch = epoch;
     slot.size = size;
@@ -208,15 +217,25 @@ Loader::Loader(const Dataset& data, LoaderOptions options)
     }
   }
 
-  // Equal shards (remainder dropped) so that every rank runs the same number of steps.
-  m.shard = n / o.world;
-  m.batches_per_epoch = o.drop_last ? m.shard / o.batch : (m.shard + o.batch - 1) / o.batch;
-  if (m.batches_per_epoch == 0)
-    throw ConfigError("loader: a batch of " + std::to_string(o.batch) + " is larger than the " +
-                      std::to_string(m.shard) + " samples of data set '" + data.name +
-                      "' per rank (" + std::to_string(o.world) +
-                      " ranks); lower batch_per_worker or use more data");
+  // Training: every rank runs the same number of steps, n / (world * batch) per epoch (the
+  // remainder of the epoch order is dropped). Evaluation: rank blocks cover all n samples.
   m.eval_mode = !o.drop_last;
+  if (m.eval_mode) {
+    m.shard_begin = o.rank * n / o.world;
+    m.shard_end = (o.rank + 1) * n / o.world;
+    m.batches_per_epoch = (m.shard_end - m.shard_begin + o.batch - 1) / o.batch;
+    if (m.batches_per_epoch == 0)
+      throw ConfigError("loader: data set '" + data.name + "' has " + std::to_string(n) +
+                        " samples, fewer than the " + std::to_string(o.world) +
+                        " ranks that evaluate it; use fewer workers or more data");
+  } else {
+    m.batches_per_epoch = n / (o.world * o.batch);
+    if (m.batches_per_epoch == 0)
+      throw ConfigError("loader: a global batch of " + std::to_string(o.world) + " ranks x " +
+                        std::to_string(o.batch) + " samples is larger than the " +
+                        std::to_string(n) + " samples of data set '" + data.name +
+                        "'; lower batch_per_worker or use more data");
+  }
   m.limit = m.eval_mode ? m.batches_per_epoch : std::numeric_limits<int64_t>::max();
 
   m.slots.resize(static_cast<size_t>(o.prefetch) + 1);

@@ -1,4 +1,4 @@
-// Batches from an in-memory Dataset: per-epoch seeded shuffle, rank sharding, normalisation,
+// Batches from an in-memory Dataset: per-epoch seeded shuffle, per-step rank split, normalisation,
 // worker threads that fill a ring of `prefetch` batch slots ahead of the trainer.
 #pragma once
 
@@ -15,7 +15,10 @@ struct LoaderOptions {
   uint64_t seed = 1;
   int threads = 1;          // worker threads
   int prefetch = 2;         // batches prepared ahead
-  int rank = 0, world = 1;  // this rank takes shard `rank` of `world` of each epoch's order
+  // Training: global step k takes samples [k*world*batch, (k+1)*world*batch) of the epoch's
+  // order and this rank the `rank`-th batch of them (N ranks x b see what 1 rank x N*b sees).
+  // Evaluation: this rank takes the contiguous block [rank*n/world, (rank+1)*n/world).
+  int rank = 0, world = 1;
   bool drop_last = true;    // drop the last partial batch of an epoch (training)
 };
 
@@ -32,7 +35,8 @@ class Loader {
  public:
   // `data` is referenced, not copied: it must outlive the Loader. Throws ConfigError for
   // impossible options (batch < 1, threads < 1, prefetch < 1, rank outside [0, world), or a
-  // drop_last loader whose shard holds no full batch). Any loader with drop_last=false behaves
+  // drop_last loader whose epoch holds no full global batch of world x batch,
+  // or an evaluation loader with fewer samples than ranks). Any loader with drop_last=false behaves
   // as an evaluation loader (one pass, then false).
   Loader(const Dataset& data, LoaderOptions options);
   ~Loader();
@@ -44,7 +48,7 @@ class Loader {
   bool next(Batch& batch);
   // Seconds the last next() call waited for a worker (the trainer's data_wait).
   double last_wait_seconds() const;
-  // Batches per epoch on this rank.
+  // Batches per epoch on this rank (training: the same on every rank).
   int64_t batches_per_epoch() const;
 
  private:

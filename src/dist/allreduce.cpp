@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "dist/mpi_comm.h"
+#include "dist/shm_allreduce.h"
 
 namespace ts {
 namespace {
@@ -31,15 +32,17 @@ float* scratch_of(Communicator& comm, int64_t count) {
 // adds chunk (r - s - 1) received from r - 1; after n - 1 steps rank r holds the full sum of
 // chunk (r + 1). All-gather: the reduced chunks travel once more around the ring.
 // Each rank sends 2 (n - 1) / n of the data.
-void ring_segment(Communicator& comm, float* data, int count) {
-  const int n = comm.size(), r = comm.rank();
-  const MPI_Comm mc = mpi_comm(comm);
+void ring_segment(MPI_Comm mc, std::vector<float>& scratch, float* data, int count) {
+  int n = 1, r = 0;
+  TS_MPI(MPI_Comm_size(mc, &n));
+  TS_MPI(MPI_Comm_rank(mc, &r));
   const int base = count / n, extra = count % n;
   auto chunk_begin = [&](int c) { return c * base + std::min(c, extra); };
   auto chunk_size = [&](int c) { return base + (c < extra ? 1 : 0); };
   auto mod = [n](int v) { return ((v % n) + n) % n; };
   const int right = mod(r + 1), left = mod(r - 1);
-  float* recv = scratch_of(comm, base + 1);
+  if (static_cast<int>(scratch.size()) < base + 1) scratch.resize(static_cast<size_t>(base + 1));
+  float* recv = scratch.data();
   for (int s = 0; s < n - 1; ++s) {
     const int send_c = mod(r - s), recv_c = mod(r - s - 1);
     TS_MPI(MPI_Sendrecv(data + chunk_begin(send_c), chunk_size(send_c), MPI_FLOAT, right, kTagRing,
@@ -110,7 +113,7 @@ void ps_segment(Communicator& comm, float* data, int count, PsTimings& t) {
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   for (AllreduceAlgorithm a : all_allreduce_algorithms())
     if (name == allreduce_algorithm_name(a)) return a;
-  throw ConfigError("unknown all-reduce algorithm '" + name + "'; accepted: mpi, ring, tree, ps");
+  throw ConfigError("unknown all-reduce algorithm '" + name + "'; accepted: mpi, ring, tree, ps, shm");
 }
 
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
@@ -119,19 +122,29 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
     case AllreduceAlgorithm::ring: return "ring";
     case AllreduceAlgorithm::tree: return "tree";
     case AllreduceAlgorithm::ps: return "ps";
+    case AllreduceAlgorithm::shm: return "shm";
   }
   return "?";
 }
 
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
-  return {AllreduceAlgorithm::mpi, AllreduceAlgorithm::ring, AllreduceAlgorithm::tree, AllreduceAlgorithm::ps};
+  return {AllreduceAlgorithm::mpi, AllreduceAlgorithm::ring, AllreduceAlgorithm::tree, AllreduceAlgorithm::ps,
+          AllreduceAlgorithm::shm};
 }
 
 void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
                    PsTimings* ps_timings) {
   TS_CHECK(count >= 0, "allreduce_sum: negative element count " + std::to_string(count));
   PsTimings t;
-  if (comm.size() > 1) {
+  if (comm.size() > 1 && algorithm == AllreduceAlgorithm::shm) {
+    // Streams through a fixed window in chunks: no MPI count limit. Across nodes, the node
+    // leaders run the ring (segmented like the other algorithms).
+    std::vector<float>& scratch = CommunicatorAccess::impl(comm).scratch;
+    shm_allreduce_sum(mpi_comm(comm), data, count, [&scratch](MPI_Comm leaders, float* d, int64_t c) {
+      for (int64_t off = 0; off < c; off += kMpiMaxCount)
+        ring_segment(leaders, scratch, d + off, static_cast<int>(std::min(kMpiMaxCount, c - off)));
+    });
+  } else if (comm.size() > 1) {
     // ps gathers n segments into one buffer on rank 0: keep that buffer within the int limit too.
     const int64_t segment = algorithm == AllreduceAlgorithm::ps ? std::max<int64_t>(1, kMpiMaxCount / comm.size())
                                                                 : kMpiMaxCount;
@@ -142,9 +155,12 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
         case AllreduceAlgorithm::mpi:
           TS_MPI(MPI_Allreduce(MPI_IN_PLACE, seg, n, MPI_FLOAT, MPI_SUM, mpi_comm(comm)));
           break;
-        case AllreduceAlgorithm::ring: ring_segment(comm, seg, n); break;
+        case AllreduceAlgorithm::ring:
+          ring_segment(mpi_comm(comm), CommunicatorAccess::impl(comm).scratch, seg, n);
+          break;
         case AllreduceAlgorithm::tree: tree_segment(comm, seg, n); break;
         case AllreduceAlgorithm::ps: ps_segment(comm, seg, n, t); break;
+        case AllreduceAlgorithm::shm: break;  // handled above
       }
     }
   }

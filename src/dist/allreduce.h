@@ -1,6 +1,7 @@
 // All-reduce algorithms over a Communicator (docs/distributed.md has each one's alpha-beta
-// cost): the MPI library's own, and three written with point-to-point / rooted MPI calls so
-// they can be compared with it. Every algorithm works for any world size and element count.
+// cost): the MPI library's own, three written with point-to-point / rooted MPI calls so they
+// can be compared with it, and one through shared memory. Every algorithm works for any world
+// size and element count.
 #pragma once
 
 #include <cstdint>
@@ -16,9 +17,11 @@ enum class AllreduceAlgorithm {
   ring,  // reduce-scatter + all-gather around a ring (bandwidth-optimal, "bucket")
   tree,  // binomial-tree reduce to rank 0 + binomial-tree broadcast ("minimum spanning tree")
   ps,    // parameter server: rank 0 gathers everything, sums, broadcasts
+  shm,   // reduce-scatter + all-gather through an MPI-3 shared-memory window, pipelined in
+         // chunks; across nodes: shm reduce, ring among node leaders, shm broadcast
 };
 
-// "mpi" | "ring" | "tree" | "ps"; anything else is a ConfigError listing the accepted names.
+// "mpi" | "ring" | "tree" | "ps" | "shm"; anything else is a ConfigError listing the accepted names.
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
 // Every algorithm, in declaration order.
@@ -31,7 +34,11 @@ struct PsTimings {
 };
 
 // In-place element-wise sum over all ranks: afterwards data[i] on every rank holds the sum of
-// every rank's data[i]. Collective: every rank calls it with the same algorithm and count.
+// every rank's data[i]. Collective: every rank calls it with the same algorithm and count, in
+// the same order; calls on one communicator must not run concurrently (one thread at a time).
+// Every algorithm but `mpi` leaves the same bits on every rank; `shm` on one node gives the
+// plain float sum in rank order, ((x_0 + x_1) + x_2) + ... The first `shm` call on a
+// communicator sets up its shared-memory window (collective; freed with the communicator).
 // `ps_timings` (optional) receives the phase times of a `ps` call (zeros for other algorithms).
 void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
                    PsTimings* ps_timings = nullptr);

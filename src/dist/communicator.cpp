@@ -38,7 +38,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_Initialized(&initialized);
   if (initialized) return;
   int provided = 0;
-  TS_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  TS_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
   // Errors come back as return codes so they become exceptions with context.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 }
@@ -53,6 +53,16 @@ std::unique_ptr<Communicator> Communicator::world() {
   std::unique_ptr<Communicator> c(new Communicator());
   c->impl_ = std::make_unique<Impl>();
   TS_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c->impl_->comm));
+  MPI_Comm_set_errhandler(c->impl_->comm, MPI_ERRORS_RETURN);
+  TS_MPI(MPI_Comm_rank(c->impl_->comm, &c->rank_));
+  TS_MPI(MPI_Comm_size(c->impl_->comm, &c->size_));
+  return c;
+}
+
+std::unique_ptr<Communicator> Communicator::self() {
+  std::unique_ptr<Communicator> c(new Communicator());
+  c->impl_ = std::make_unique<Impl>();
+  TS_MPI(MPI_Comm_dup(MPI_COMM_SELF, &c->impl_->comm));
   MPI_Comm_set_errhandler(c->impl_->comm, MPI_ERRORS_RETURN);
   TS_MPI(MPI_Comm_rank(c->impl_->comm, &c->rank_));
   TS_MPI(MPI_Comm_size(c->impl_->comm, &c->size_));
@@ -110,8 +120,28 @@ std::vector<std::string> Communicator::gather_strings_to_root(const std::string&
   return out;
 }
 
+void Communicator::gather_to_root(const float* local, int64_t count, float* all) {
+  TS_CHECK(count >= 0 && count * size_ < kMaxChunk, "gather_to_root: " + std::to_string(count) +
+                                                        " floats per rank exceed MPI's count limit");
+  if (rank_ == 0) {
+    if (count > 0) std::memcpy(all, local, static_cast<size_t>(count) * sizeof(float));
+    TS_MPI(MPI_Gather(MPI_IN_PLACE, static_cast<int>(count), MPI_FLOAT, all, static_cast<int>(count), MPI_FLOAT, 0,
+                      impl_->comm));
+  } else {
+    TS_MPI(MPI_Gather(local, static_cast<int>(count), MPI_FLOAT, nullptr, static_cast<int>(count), MPI_FLOAT, 0,
+                      impl_->comm));
+  }
+}
+
 void Communicator::broadcast(double* data, int64_t count, int root) {
   TS_MPI(MPI_Bcast(data, static_cast<int>(count), MPI_DOUBLE, root, impl_->comm));
+}
+
+void Communicator::broadcast(float* data, int64_t count, int root) {
+  for (int64_t off = 0; off < count; off += kMaxChunk) {
+    int n = static_cast<int>(std::min(kMaxChunk, count - off));
+    TS_MPI(MPI_Bcast(data + off, n, MPI_FLOAT, root, impl_->comm));
+  }
 }
 
 void Communicator::barrier() { TS_MPI(MPI_Barrier(impl_->comm)); }
@@ -146,6 +176,15 @@ MpiLibrary mpi_library() {
   }
   if (lib.version.empty()) lib.version = first;
   return lib;
+}
+
+bool mpi_threads_serialized() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return false;
+  int level = MPI_THREAD_SINGLE;
+  TS_MPI(MPI_Query_thread(&level));
+  return level >= MPI_THREAD_SERIALIZED;
 }
 
 }  // namespace ts

@@ -17,8 +17,11 @@ struct MpiLibrary {
   std::string full;     // the library's own version string
 };
 
-// Initialises MPI for the process lifetime (MPI_Init_thread, FUNNELED) and finalises it.
-// Create exactly one, in main.
+// Initialises MPI for the process lifetime and finalises it. Create exactly one, in main.
+// Asks for MPI_THREAD_SERIALIZED: the gradient exchange's communication thread calls MPI
+// while the main thread computes, never at the same time as it (dist/gradient_exchange.h).
+// A library that provides less is accepted here; mpi_threads_serialized() tells, and
+// dist.overlap (which needs it) is refused with a clear error.
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
@@ -31,6 +34,8 @@ class Communicator {
  public:
   // MPI_COMM_WORLD (duplicated, so library traffic never mixes with ours).
   static std::unique_ptr<Communicator> world();
+  // MPI_COMM_SELF (duplicated): a world of one rank, e.g. a reference run inside an MPI job.
+  static std::unique_ptr<Communicator> self();
   ~Communicator();
 
   int rank() const { return rank_; }
@@ -45,7 +50,12 @@ class Communicator {
   std::vector<float> gather_to_root(const std::vector<float>& local);
   // Every rank's string, on rank 0 only.
   std::vector<std::string> gather_strings_to_root(const std::string& local);
+  // `count` floats of every rank, concatenated in rank order into `all` (size() * count
+  // floats) on rank 0; `all` is not touched (may be null) elsewhere. Rank 0's own block is
+  // copied locally.
+  void gather_to_root(const float* local, int64_t count, float* all);
   void broadcast(double* data, int64_t count, int root);
+  void broadcast(float* data, int64_t count, int root);
   void barrier();
   // Ends every rank of the job with `exit_code` (MPI_Abort): for a failure on one rank while
   // others may be blocked in a collective.
@@ -60,5 +70,8 @@ class Communicator {
 };
 
 MpiLibrary mpi_library();
+
+// True when MPI was initialised with at least MPI_THREAD_SERIALIZED (MPI_Query_thread).
+bool mpi_threads_serialized();
 
 }  // namespace ts

@@ -2,11 +2,11 @@
 // shape and class count, adds its layers to a Net and finalizes it from the seed.
 #include "nn/models.h"
 
-#include <algorithm>
 #include <functional>
 
 #include "core/error.h"
 #include "nn/layers.h"
+#include "nn/models/zoo.h"
 
 namespace ts {
 namespace {
@@ -30,12 +30,6 @@ void expect_input(const std::string& model, const ModelInput& want, const ModelI
     throw ConfigError("model " + model + " expects input " + shape_text(want.sample) + " with " +
                       std::to_string(want.outputs) + what + "; the data set gives " + gives);
   }
-}
-
-void no_dropout(const std::string& model, double dropout) {
-  if (dropout != 0.0)
-    throw ConfigError("model " + model + " has no dropout layer; dropout must be 0 (got " +
-                      std::to_string(dropout) + "); models with dropout: lenet, mlp");
 }
 
 template <typename L, typename... Args>
@@ -169,15 +163,23 @@ const std::vector<ModelEntry>& registry() {
       {"neuron", {Shape{1}, 1}, false, false, false, build_neuron},
       {"alexnet_cifar", {Shape{3, 32, 32}, 10}, false, true, false, build_alexnet_cifar},
       {"resnet20", {Shape{3, 32, 32}, 10}, false, true, false, build_resnet20},
+      // ImageNet zoo (nn/models/*.cpp): torchvision's architectures, 1000 classes.
+      {"resnet50", {Shape{3, 224, 224}, 1000}, false, true, false, zoo::build_resnet50},
+      {"vgg16", {Shape{3, 224, 224}, 1000}, false, true, true, zoo::build_vgg16},
+      {"alexnet", {Shape{3, 224, 224}, 1000}, false, true, true, zoo::build_alexnet},
+      {"mobilenet_v2", {Shape{3, 224, 224}, 1000}, false, true, true, zoo::build_mobilenet_v2},
+      {"inception_v3", {Shape{3, 299, 299}, 1000}, false, true, true, zoo::build_inception_v3},
   };
   return entries;
 }
 
-// Zoo models named by the run-config contract that later work adds.
-const std::vector<std::string>& planned_models() {
-  static const std::vector<std::string> names = {"resnet50", "vgg16", "alexnet", "mobilenet_v2",
-                                                 "inception_v3"};
-  return names;
+void no_dropout(const std::string& model, double dropout) {
+  if (dropout == 0.0) return;
+  std::string with_dropout;
+  for (const ModelEntry& entry : registry())
+    if (entry.has_dropout) with_dropout += (with_dropout.empty() ? "" : ", ") + std::string(entry.name);
+  throw ConfigError("model " + model + " has no dropout layer; dropout must be 0 (got " +
+                    std::to_string(dropout) + "); models with dropout: " + with_dropout);
 }
 
 const ModelEntry& find_model(const std::string& name) {
@@ -185,10 +187,6 @@ const ModelEntry& find_model(const std::string& name) {
     if (entry.name == name) return entry;
   std::string known;
   for (const ModelEntry& entry : registry()) known += (known.empty() ? "" : ", ") + std::string(entry.name);
-  const auto& planned = planned_models();
-  if (std::find(planned.begin(), planned.end(), name) != planned.end())
-    throw ConfigError("model " + name + " is not yet implemented in this build; available: " +
-                      known);
   throw ConfigError("unknown model '" + name + "'; known models: " + known);
 }
 

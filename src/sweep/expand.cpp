@@ -185,6 +185,19 @@ Expansion expand_sweep(const SweepFile& sweep) {
   return ex;
 }
 
+void check_expansion_against_site(const Expansion& ex, const Site& site) {
+  for (const auto& run : ex.runs) {
+    const YAML::Node c = YAML::Load(run.config_yaml);
+    const std::string storage = c["dataset"] && c["dataset"]["storage"] ? c["dataset"]["storage"].Scalar() : "local";
+    const std::string problem = site_check_run(site, c["gpu"] ? c["gpu"].Scalar() : "none",
+                                               c["mpi_flavor"] ? c["mpi_flavor"].Scalar() : "any", storage);
+    if (problem.empty()) continue;
+    std::string point = "{";
+    for (const auto& key : ex.swept_keys) point += (point.size() > 1 ? ", " : "") + key + ": " + run.swept.at(key);
+    throw ConfigError(ex.sweep_path + ": run " + std::to_string(run.index) + " (" + run.run_id + ") " + point + "}: " + problem);
+  }
+}
+
 std::string manifest_yaml(const Expansion& ex, const std::string& created_by) {
   YAML::Emitter em;
   em << YAML::BeginMap;

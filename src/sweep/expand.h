@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sweep/site.h"
 #include "sweep/sweep_file.h"
 
 namespace ts {
@@ -36,6 +37,10 @@ uint64_t derive_seed(const std::string& config_id, int repetition);
 
 // Expands and validates every point (ConfigError naming the sweep file, the point and the key).
 Expansion expand_sweep(const SweepFile& sweep);
+
+// Checks every run's gpu, mpi_flavor and dataset.storage against the site: a name the site
+// lacks is a ConfigError naming the sweep file, the run (index, run_id, swept values) and the key.
+void check_expansion_against_site(const Expansion& expansion, const Site& site);
 
 // The manifest text (deterministic: no timestamps, fixed order). `created_by`: "trainscale 0.1.0".
 std::string manifest_yaml(const Expansion& expansion, const std::string& created_by);

@@ -64,7 +64,7 @@ const std::vector<KeySpec>& schema() {
       {"threads", Type::integer, "2", {}, "compute threads per worker"},
       {"workers", Type::integer, "1", {}, "expected MPI world size"},
       {"dist.strategy", Type::string, "sync", {"sync", "weight_avg"}, "gradient exchange"},
-      {"dist.allreduce", Type::string, "ring", {"mpi", "ring", "tree", "ps", "nccl"},
+      {"dist.allreduce", Type::string, "ring", {"mpi", "ring", "tree", "ps", "shm", "nccl"},
        "all-reduce algorithm"},
       {"dist.bucket_mb", Type::number, "25", {}, "gradient bucket size in MiB"},
       {"dist.overlap", Type::boolean, "true", {}, "overlap all-reduce with backward"},
@@ -403,6 +403,9 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
     throw ConfigError(where("eval.target_accuracy") + ": must be in [0, 1], got " + text["eval.target_accuracy"]);
   if (r.nesterov && r.momentum == 0)
     throw ConfigError(where("nesterov") + ": Nesterov momentum needs momentum > 0");
+  if (r.dist.strategy != "weight_avg" && out.where.count("dist.period") && r.dist.period != 1)
+    throw ConfigError(where("dist.period") + ": " + text["dist.period"] + " applies to dist.strategy weight_avg only (" +
+                      r.dist.strategy + " exchanges gradients every step); remove it or set dist.strategy: weight_avg");
   if (r.global_batch > 0 && r.global_batch % r.workers != 0)
     throw ConfigError(where("global_batch") + ": " + text["global_batch"] + " does not divide evenly over " +
                       std::to_string(r.workers) + " workers; use a multiple of workers or batch_per_worker");

@@ -38,7 +38,7 @@ struct LrScheduleConfig {
 
 struct DistConfig {
   std::string strategy = "sync";   // sync | weight_avg
-  std::string allreduce = "ring";  // mpi | ring | tree | ps | nccl
+  std::string allreduce = "ring";  // mpi | ring | tree | ps | shm | nccl (what dist/allreduce.h knows, nccl: cuda)
   double bucket_mb = 25.0;
   bool overlap = true;
   int64_t period = 1;              // weight_avg: average every `period` steps

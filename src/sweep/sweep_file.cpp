@@ -235,6 +235,21 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
   if (seen.count("resources")) {
     const YAML::Node r = root["resources"];
     if (!r.IsMap()) p.fail(r, "resources: expected a mapping, e.g. {walltime: \"00:20:00\", cpus_per_worker: 1}");
+    const std::vector<std::string> accepted = {"walltime", "cpus_per_worker", "workers_per_node", "partition", "mem"};
+    for (const auto& kv : r) {
+      const std::string key = p.scalar(kv.first, "resources key");
+      if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
+        std::string msg = "resources: unknown key '" + key + "'";
+        std::string best = closest_key(key, accepted);
+        if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+        p.fail(kv.first, msg + "; accepted: walltime, cpus_per_worker, workers_per_node, partition, mem");
+      }
+      const std::string value = p.scalar(kv.second, "resources key '" + key + "'");
+      if (key == "cpus_per_worker" || key == "workers_per_node") {
+        bool ok = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos && std::stol(value) >= 1;
+        if (!ok) p.fail(kv.second, "resources key '" + key + "': '" + value + "' is not an integer >= 1");
+      }
+    }
     YAML::Emitter em;
     emit_yaml_node(em, r);
     sweep.resources_yaml = em.c_str();

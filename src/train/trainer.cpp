@@ -25,6 +25,8 @@
 #include "core/timer.h"
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "dist/allreduce.h"
+#include "dist/gradient_exchange.h"
 #include "metrics/run_result.h"
 #include "nn/lr_schedule.h"
 #include "nn/models.h"
@@ -34,9 +36,10 @@
 namespace ts {
 namespace {
 
-// Timing phases of /timing/<phase>, in file order.
+// Timing phases of /timing/<phase>, in file order; the parameter-server phases only for ps.
 const std::vector<std::string> kPhases = {"data_wait", "forward", "backward", "comm",
                                           "comm_wait", "optimizer", "step"};
+const std::vector<std::string> kPsPhases = {"gather", "average", "broadcast"};
 
 std::string iso8601_now() {
   auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -134,6 +137,15 @@ void prepare_out_dir(const std::string& out_dir) {
 
 }  // namespace
 
+namespace {
+// The all-reduce algorithms this binary's dist/allreduce.h knows, "mpi, ring, ...".
+std::string accepted_allreduce_names() {
+  std::string list;
+  for (AllreduceAlgorithm a : all_allreduce_algorithms()) list += (list.empty() ? "" : ", ") + std::string(allreduce_algorithm_name(a));
+  return list;
+}
+}  // namespace
+
 void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
   const RunConfig& r = cfg.run;
   if (r.workers != world_size)
@@ -161,18 +173,17 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
     throw ConfigError(cfg.locate("dataset.storage") + ": storage '" + r.dataset.storage +
                       "' is a site mapping; single runs read dataset.root directly (storage: local). Use a sweep with a site file to map storage names");
   if (r.dist.allreduce == "nccl")
-    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl needs the cuda backend, which this build lacks; accepted here: mpi");
-  if (world_size > 1) {
-    // This build exchanges gradients with the library's MPI_Allreduce after backward.
-    if (r.dist.strategy != "sync")
-      throw ConfigError(cfg.locate("dist.strategy") + ": '" + r.dist.strategy +
-                        "' with more than one worker is not implemented in this build; accepted: sync");
-    if (r.dist.allreduce != "mpi")
-      throw ConfigError(cfg.locate("dist.allreduce") + ": '" + r.dist.allreduce +
-                        "' with more than one worker is not implemented in this build; accepted: mpi");
-    if (r.dist.overlap)
-      throw ConfigError(cfg.locate("dist.overlap") + ": overlapping the all-reduce with backward is not implemented in this build; set dist.overlap: false");
+    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl needs the cuda backend, which this build lacks; accepted here: " +
+                      accepted_allreduce_names());
+  try {
+    parse_allreduce_algorithm(r.dist.allreduce);
+  } catch (const ConfigError&) {
+    throw ConfigError(cfg.locate("dist.allreduce") + ": '" + r.dist.allreduce +
+                      "' is not built into this binary; accepted here: " + accepted_allreduce_names());
   }
+  if (r.dist.strategy == "sync" && r.dist.overlap && !mpi_threads_serialized())
+    throw ConfigError(cfg.locate("dist.overlap") + ": overlapping the all-reduce with backward needs a communication "
+                      "thread, and this MPI library does not provide MPI_THREAD_SERIALIZED; set dist.overlap: false");
 }
 
 namespace {
@@ -241,10 +252,10 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   train_opts.rank = comm.rank();
   train_opts.world = world;
   train_opts.drop_last = true;
-  if (data.train.count / world < batch)
-    throw ConfigError(cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") + ": batch " +
-                      std::to_string(batch) + " per worker exceeds the " + std::to_string(data.train.count / world) +
-                      " training samples each worker gets; use a smaller batch");
+  if (data.train.count < global_batch)
+    throw ConfigError(cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") + ": the global batch of " +
+                      std::to_string(world) + " worker(s) x " + std::to_string(batch) + " exceeds the " +
+                      std::to_string(data.train.count) + " training samples; use a smaller batch");
   Loader train_loader(data.train, train_opts);
   const int64_t steps_per_epoch = train_loader.batches_per_epoch();
   int64_t total_steps = r.steps > 0           ? r.steps
@@ -262,11 +273,14 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   eval_opts.drop_last = false;
   Loader eval_loader(data.test, eval_opts);
 
-  double base_lr = r.lr;
-  if (r.lr_schedule.scale == "linear") {
-    int64_t base_batch = r.lr_schedule.base_batch > 0 ? r.lr_schedule.base_batch : global_batch;
-    base_lr = r.lr * static_cast<double>(global_batch) / static_cast<double>(base_batch);
-  }
+  // lr_schedule.scale linear (Goyal et al.): the peak LR is lr * k, k = global_batch / base_batch,
+  // and the warm-up ramps linearly from lr (the base batch's LR) to lr * k instead of from ~0.
+  const bool scaled_lr = r.lr_schedule.scale == "linear";
+  const double lr_factor =
+      scaled_lr ? static_cast<double>(global_batch) /
+                      static_cast<double>(r.lr_schedule.base_batch > 0 ? r.lr_schedule.base_batch : global_batch)
+                : 1.0;
+  const double base_lr = r.lr * lr_factor;
   LrScheduleOptions sched_opts;
   sched_opts.kind = r.lr_schedule.kind;
   sched_opts.warmup_epochs = r.lr_schedule.warmup_epochs;
@@ -274,11 +288,32 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   sched_opts.gamma = r.lr_schedule.gamma;
   sched_opts.final_lr_fraction = r.lr_schedule.final_lr_fraction;
   LrSchedule schedule(base_lr, sched_opts, steps_per_epoch, total_steps);
+  const int64_t warmup_steps =
+      static_cast<int64_t>(std::llround(r.lr_schedule.warmup_epochs * static_cast<double>(steps_per_epoch)));
+  auto lr_at = [&](int64_t step0) {  // 0-based step
+    if (scaled_lr && step0 < warmup_steps)
+      return r.lr + (base_lr - r.lr) * static_cast<double>(step0) / static_cast<double>(warmup_steps);
+    return schedule.at(step0);
+  };
   SgdOptions sgd_opts;
   sgd_opts.momentum = r.momentum;
   sgd_opts.weight_decay = r.weight_decay;
   sgd_opts.nesterov = r.nesterov;
   Sgd sgd(*backend, net->param_count(), sgd_opts);
+
+  // Gradient / weight exchange (dist/gradient_exchange.h): every rank starts from rank 0's model.
+  ExchangeOptions exchange_opts;
+  exchange_opts.strategy = parse_dist_strategy(r.dist.strategy);
+  exchange_opts.algorithm = parse_allreduce_algorithm(r.dist.allreduce);
+  exchange_opts.bucket_elements =
+      std::max<int64_t>(1, static_cast<int64_t>(r.dist.bucket_mb * 1024.0 * 1024.0 / sizeof(float)));
+  exchange_opts.overlap = r.dist.overlap;
+  GradientExchange exchange(comm, {net->params(), net->grads(), net->param_count(), net->state(), net->state_count()},
+                            exchange_opts);
+  exchange.broadcast_model();
+  const bool weight_avg = exchange_opts.strategy == DistStrategy::weight_avg;
+  std::vector<std::string> phases = kPhases;
+  if (exchange_opts.algorithm == AllreduceAlgorithm::ps) phases.insert(phases.end(), kPsPhases.begin(), kPsPhases.end());
 
   const int64_t eval_period = r.eval.every_epochs > 0
                                   ? std::max<int64_t>(1, static_cast<int64_t>(std::llround(r.eval.every_epochs * static_cast<double>(steps_per_epoch))))
@@ -288,18 +323,21 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
         << net->param_count() << " parameters), " << r.dataset.name << " " << data.train.count << "/"
         << data.test.count << " samples, " << world << " worker(s) x batch " << batch << ", " << total_steps
         << " steps (" << steps_per_epoch << "/epoch), backend " << r.backend << " " << r.precision << ", "
-        << r.threads << " thread(s)\n";
+        << r.threads << " thread(s), dist " << r.dist.strategy
+        << (weight_avg ? " period " + std::to_string(r.dist.period) : std::string()) << " " << r.dist.allreduce
+        << (r.dist.overlap && !weight_avg ? " overlap" : "") << " (" << exchange.buckets().size() << " bucket(s))\n";
     log.flush();
   }
 
   // ---- the timed loop ----
   std::map<std::string, std::vector<float>> timing;
-  for (const auto& p : kPhases) timing[p].reserve(static_cast<size_t>(total_steps));
+  for (const auto& p : phases) timing[p].reserve(static_cast<size_t>(total_steps));
+  std::vector<float> local_loss;  // this rank's loss per step; /train/loss is their mean over ranks
+  local_loss.reserve(static_cast<size_t>(total_steps));
   std::vector<double> step_time_local;
   bool diverged = false;
   std::string message;
   double train_clock = 0;  // training time, evaluation excluded
-  const float inv_world = 1.0f / static_cast<float>(world);
 
   auto evaluate = [&](int64_t step, double epoch) {
     double sums[3] = {0, 0, 0};  // loss * n, correct, n
@@ -336,45 +374,49 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
     double t1 = now_seconds();
     float loss = net->forward(b.images, b.labels, b.targets, Mode::train);
     double t2 = now_seconds();
-    net->backward();
+    // Backward hands each layer's finished gradients to the exchange, which reduces them in
+    // buckets (overlapped with the rest of backward when dist.overlap is on).
+    exchange.begin_step(loss);
+    net->backward([&](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
     double t3 = now_seconds();
-    // Gradient averaging (sync SGD) with the library all-reduce; the loss rides along so every
-    // rank sees the same divergence verdict and the mean loss.
-    double loss_sum = loss;
-    comm.allreduce_sum(net->grads(), net->param_count());
-    comm.allreduce_sum(&loss_sum, 1);
-    if (world > 1) {
-      float* g = net->grads();
-      for (int64_t i = 0; i < net->param_count(); ++i) g[i] *= inv_world;
-    }
+    const bool eval_now = eval_period > 0 && (step % eval_period == 0 || step == total_steps);
+    // weight_avg averages every `period` steps, and before evaluations and at the end, so that
+    // the evaluated and final model is the averaged one.
+    const bool average_now = step % r.dist.period == 0 || step == total_steps || eval_now;
+    const double lr = lr_at(step - 1);
+    StepVerdict verdict = exchange.finish_step(average_now, [&] { sgd.step(net->params(), net->grads(), lr); });
     double t4 = now_seconds();
-    double mean_loss = loss_sum / world;
-    double lr = schedule.at(step - 1);
-    if (!std::isfinite(mean_loss)) {
-      diverged = true;
-      message = "loss became " + std::string(std::isnan(mean_loss) ? "NaN" : "Inf") + " at step " + std::to_string(step);
-    } else {
-      sgd.step(net->params(), net->grads(), lr);
-    }
-    double t5 = now_seconds();
     samples += global_batch;
-    double step_s = t5 - t0;
+    double step_s = t4 - t0;
     train_clock += step_s;
+    if (verdict.diverged) {
+      diverged = true;
+      message = std::isnan(verdict.loss)   ? "loss became NaN at step " + std::to_string(step)
+                : std::isinf(verdict.loss) ? "loss became Inf at step " + std::to_string(step)
+                                           : "a worker's loss became NaN/Inf by step " + std::to_string(step) +
+                                                 " (weight_avg checks at each weight average)";
+    }
 
+    const ExchangeTimes& xt = verdict.times;
     timing["data_wait"].push_back(static_cast<float>(t_data));
     timing["forward"].push_back(static_cast<float>(t2 - t1));
     timing["backward"].push_back(static_cast<float>(t3 - t2));
-    timing["comm"].push_back(static_cast<float>(t4 - t3));
-    timing["comm_wait"].push_back(static_cast<float>(t4 - t3));  // blocking: all of comm is waited for
-    timing["optimizer"].push_back(static_cast<float>(t5 - t4));
+    timing["comm"].push_back(static_cast<float>(xt.comm));
+    timing["comm_wait"].push_back(static_cast<float>(xt.comm_wait));
+    timing["optimizer"].push_back(static_cast<float>(xt.optimizer));
     timing["step"].push_back(static_cast<float>(step_s));
+    if (timing.count("gather")) {
+      timing["gather"].push_back(static_cast<float>(xt.gather));
+      timing["average"].push_back(static_cast<float>(xt.average));
+      timing["broadcast"].push_back(static_cast<float>(xt.broadcast));
+    }
+    local_loss.push_back(loss);
     step_time_local.push_back(step_s);
     double epoch = static_cast<double>(step) / static_cast<double>(steps_per_epoch);
     res.step.push_back(step);
     res.epoch.push_back(epoch);
     res.samples.push_back(samples);
     res.time.push_back(train_clock);
-    res.loss.push_back(static_cast<float>(mean_loss));
     res.lr.push_back(static_cast<float>(lr));
 
     if (diverged) {
@@ -386,19 +428,21 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
       std::vector<double> recent(step_time_local.begin() + static_cast<long>(n - std::min<size_t>(n, 50)), step_time_local.end());
       double med = percentile(recent, 50);
       log << std::fixed << "step " << step << "/" << total_steps << " epoch " << std::setprecision(2) << epoch
-          << " loss " << std::setprecision(4) << mean_loss << " lr " << std::setprecision(5) << lr
+          << " loss " << std::setprecision(4) << verdict.loss << (verdict.exchanged ? "" : " (rank 0)") << " lr "
+          << std::setprecision(5) << lr
           << " img/s " << std::setprecision(1) << static_cast<double>(global_batch) / med << " eta "
           << format_eta(med * static_cast<double>(total_steps - step)) << "\n";
       log.flush();
     }
-    if (eval_period > 0 && (step % eval_period == 0 || step == total_steps)) {
-      if (res.eval_step.empty() || res.eval_step.back() != step) evaluate(step, epoch);
+    if (eval_now && (res.eval_step.empty() || res.eval_step.back() != step)) {
+      exchange.average_state();  // BN running statistics are per worker during training
+      evaluate(step, epoch);
     }
   }
 
   // ---- gather per-rank timings and write the run file ----
   const int64_t S = static_cast<int64_t>(res.step.size());
-  for (const auto& p : kPhases) {
+  for (const auto& p : phases) {
     std::vector<float> all = comm.gather_to_root(timing[p]);
     if (root) {  // gathered rank-major [R][S] -> file layout [S][R]
       std::vector<float> sr(all.size());
@@ -406,6 +450,15 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
         for (int64_t s = 0; s < S; ++s) sr[static_cast<size_t>(s * world + rk)] = all[static_cast<size_t>(rk * S + s)];
       res.timing[p] = std::move(sr);
     }
+  }
+  {
+    std::vector<float> all = comm.gather_to_root(local_loss);
+    if (root)  // mean over ranks of each step's loss, summed in double in rank order
+      for (int64_t s = 0; s < S; ++s) {
+        double sum = 0;
+        for (int rk = 0; rk < world; ++rk) sum += static_cast<double>(all[static_cast<size_t>(rk * S + s)]);
+        res.loss.push_back(static_cast<float>(sum / world));
+      }
   }
   std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
   if (!root) return {diverged ? kExitDiverged : kExitOk, ""};

@@ -1,4 +1,4 @@
-// Tests for the Loader: seeded per-epoch shuffle, rank sharding, normalisation, determinism
+// Tests for the Loader: seeded per-epoch shuffle, per-step rank split, evaluation blocks, normalisation, determinism
 // across thread counts, evaluation passes and the measured wait time.
 #include <gtest/gtest.h>
 
@@ -94,26 +94,43 @@ TEST(Loader, DropLastDropsPartialBatch) {
   EXPECT_EQ(ids[20], 0);
 }
 
-TEST(Loader, ShardsAreDisjointEqualAndCovering) {
+TEST(Loader, RanksSplitEachGlobalStep) {
   auto d = indexed_dataset(103);
   const int world = 4;
   std::set<int64_t> all;
-  std::vector<std::vector<int64_t>> shards;
+  std::vector<std::vector<int64_t>> per_rank;
   for (int r = 0; r < world; ++r) {
-    ts::Loader loader(d, {.batch = 5, .seed = 3, .rank = r, .world = world});
-    EXPECT_EQ(loader.batches_per_epoch(), 5);  // 103 / 4 = 25 samples per rank
-    shards.push_back(take(loader, 5));
-    EXPECT_EQ(shards.back().size(), 25u);
-    for (int64_t id : shards.back()) EXPECT_TRUE(all.insert(id).second) << "sample " << id << " twice";
+    ts::Loader loader(d, {.batch = 5, .seed = 3, .threads = 2, .rank = r, .world = world});
+    EXPECT_EQ(loader.batches_per_epoch(), 5);  // 103 / (4 x 5) global steps
+    per_rank.push_back(take(loader, 5));
+    EXPECT_EQ(per_rank.back().size(), 25u);
+    for (int64_t id : per_rank.back()) EXPECT_TRUE(all.insert(id).second) << "sample " << id << " twice";
   }
-  EXPECT_EQ(all.size(), 100u);  // 3 samples dropped so every rank has the same count
-  // Ranks cover the first 100 entries of the same epoch order: a world-1 loader with the
-  // same seed sees the concatenation of the shards.
-  ts::Loader single(d, {.batch = 25, .seed = 3});
-  auto whole = take(single, 4);
+  EXPECT_EQ(all.size(), 100u);  // 3 samples dropped so every rank runs the same steps
+  // Step k of a world-1 loader with batch 4 x 5 holds exactly the samples of step k of the
+  // four ranks, rank by rank: N ranks x b see what 1 rank x N*b sees.
+  ts::Loader single(d, {.batch = 20, .seed = 3});
+  EXPECT_EQ(single.batches_per_epoch(), 5);
+  for (int64_t step = 0; step < 5; ++step) {
+    auto whole = take(single, 1);
+    std::vector<int64_t> joined;
+    for (int r = 0; r < world; ++r)
+      joined.insert(joined.end(), per_rank[r].begin() + step * 5, per_rank[r].begin() + step * 5 + 5);
+    EXPECT_EQ(joined, whole) << "global step " << step;
+  }
+}
+
+TEST(Loader, EvaluationBlocksCoverEverySampleOnce) {
+  auto d = indexed_dataset(10);
   std::vector<int64_t> joined;
-  for (auto& s : shards) joined.insert(joined.end(), s.begin(), s.end());
-  EXPECT_EQ(joined, whole);
+  for (int r = 0; r < 3; ++r) {
+    ts::Loader loader(d, {.batch = 2, .shuffle = false, .rank = r, .world = 3, .drop_last = false});
+    ts::Batch b;
+    while (loader.next(b))
+      for (int64_t i = 0; i < b.size; ++i) joined.push_back(static_cast<int64_t>(b.images[i]));
+  }
+  ASSERT_EQ(joined.size(), 10u);  // blocks of 3, 3, 4: nothing dropped
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(joined[i], i);
 }
 
 TEST(Loader, NormalisesPixelsPerChannel) {
@@ -226,6 +243,7 @@ TEST(Loader, RejectsBadOptions) {
   EXPECT_THROW(ts::Loader(d, {.batch = 0}), ts::ConfigError);
   EXPECT_THROW(ts::Loader(d, {.batch = 11}), ts::ConfigError);  // no full batch per epoch
   EXPECT_THROW(ts::Loader(d, {.batch = 2, .rank = 2, .world = 2}), ts::ConfigError);
+  EXPECT_THROW(ts::Loader(d, {.batch = 3, .rank = 1, .world = 4}), ts::ConfigError);  // 4 x 3 > 10
   EXPECT_THROW(ts::Loader(d, {.batch = 2, .threads = 0}), ts::ConfigError);
 }
 

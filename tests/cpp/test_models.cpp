@@ -37,9 +37,20 @@ TEST(Models, Resnet20StateIsBnRunningStats) {
   EXPECT_EQ(net->state_count(), 2 * 784);
 }
 
+// The small models; the ImageNet zoo has its own training-step test (test_models_zoo.cpp).
+const std::vector<std::string> kSmallModels = {"lenet", "mlp", "neuron", "alexnet_cifar",
+                                               "resnet20"};
+
+TEST(Models, NamesListSmallModelsThenZoo) {
+  std::vector<std::string> expected = kSmallModels;
+  for (const char* zoo : {"resnet50", "vgg16", "alexnet", "mobilenet_v2", "inception_v3"})
+    expected.emplace_back(zoo);
+  EXPECT_EQ(model_names(), expected);
+}
+
 TEST(Models, ForwardBackwardBatch2OnCpu) {
   auto backend = make_backend("cpu");
-  for (const std::string& name : model_names()) {
+  for (const std::string& name : kSmallModels) {
     SCOPED_TRACE(name);
     ModelInput in = model_expected_input(name);
     auto net = build_model(name, *backend, in, 3);
@@ -117,8 +128,14 @@ TEST(Models, Errors) {
   std::string msg = config_error([&] { build_model("lenett", *backend, {Shape{1, 28, 28}, 10}, 1); });
   EXPECT_NE(msg.find("lenett"), std::string::npos) << msg;
   EXPECT_NE(msg.find("resnet20"), std::string::npos) << msg;  // lists the known ones
-  msg = config_error([&] { build_model("resnet50", *backend, {Shape{3, 224, 224}, 1000}, 1); });
-  EXPECT_NE(msg.find("not yet implemented"), std::string::npos) << msg;
+  msg = config_error([&] { build_model("resnet50", *backend, {Shape{3, 32, 32}, 10}, 1); });
+  EXPECT_EQ(msg, "model resnet50 expects input 3x224x224 with 1000 classes; the data set gives "
+                 "3x32x32 with 10 classes");
+  msg = config_error([&] { build_model("inception_v3", *backend, {Shape{3, 224, 224}, 1000}, 1); });
+  EXPECT_NE(msg.find("expects input 3x299x299"), std::string::npos) << msg;
+  msg = config_error([&] { build_model("resnet50", *backend, model_expected_input("resnet50"), 1, 0.2); });
+  EXPECT_NE(msg.find("models with dropout: lenet, mlp, vgg16, alexnet, mobilenet_v2, inception_v3"),
+            std::string::npos) << msg;
   msg = config_error([&] { build_model("lenet", *backend, {Shape{3, 32, 32}, 10}, 1); });
   EXPECT_EQ(msg, "model lenet expects input 1x28x28 with 10 classes; the data set gives 3x32x32");
   msg = config_error([&] { build_model("resnet20", *backend, {Shape{3, 32, 32}, 100}, 1); });

@@ -76,3 +76,24 @@ TEST(Communicator, Broadcast) {
   EXPECT_EQ(v[0], 3.5);
   EXPECT_EQ(v[1], -1.0);
 }
+
+TEST(Communicator, FloatGatherBroadcastSelfAndThreadLevel) {
+  auto comm = Communicator::world();
+  const int n = comm->size(), r = comm->rank();
+  float local[3] = {1.0f * r, 10.0f + r, 20.0f + r};
+  std::vector<float> all(r == 0 ? 3u * n : 0u);
+  comm->gather_to_root(local, 3, r == 0 ? all.data() : nullptr);
+  if (r == 0)
+    for (int q = 0; q < n; ++q)
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(all[q * 3 + k], 10.0f * k + q);
+  std::vector<float> v(1000, r == n - 1 ? 2.5f : 0.0f);
+  comm->broadcast(v.data(), static_cast<int64_t>(v.size()), n - 1);
+  for (float x : v) ASSERT_EQ(x, 2.5f);
+  auto self = Communicator::self();
+  EXPECT_EQ(self->size(), 1);
+  EXPECT_EQ(self->rank(), 0);
+  float one = 3.0f;
+  self->allreduce_sum(&one, 1);
+  EXPECT_EQ(one, 3.0f);
+  EXPECT_TRUE(mpi_threads_serialized()) << "MpiSession asks for MPI_THREAD_SERIALIZED";
+}

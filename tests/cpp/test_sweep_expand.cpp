@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "sweep/expand.h"
+#include "sweep/site.h"
 #include "sweep/sweep_file.h"
 
 namespace fs = std::filesystem;
@@ -223,4 +224,45 @@ TEST_F(SweepExpand, DryRunTableListsRunsAndCounts) {
   EXPECT_NE(table.find("dist.allreduce"), std::string::npos);
   EXPECT_NE(table.find("20 runs"), std::string::npos) << table;
   EXPECT_NE(table.find("workers=1 gpu=none"), std::string::npos) << table;
+}
+
+TEST_F(SweepExpand, RunsNamingWhatTheSiteLacksAreErrors) {
+  const std::string site_text =
+      "scheduler: slurm\n"
+      "gpu:\n  a100: {partition: gpu, gpus_per_node: 4}\n"
+      "mpi:\n  openmpi: {launcher: srun}\n"
+      "storage:\n  local: {}\n  lustre: {path: /lustre}\n";
+  const Site site = parse_site_file(site_text, "cluster.yaml");
+  auto site_error = [&](const std::string& sweep_text) {
+    try {
+      check_expansion_against_site(expand(sweep_text), site);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(site_error("base: base.yaml\nmatrix: {gpu: [a100], mpi_flavor: [openmpi, any], dataset.storage: [lustre, local]}\n"), "");
+
+  std::string e = site_error("base: base.yaml\nmatrix: {gpu: [a100, v100]}\n");
+  EXPECT_NE(e.find("sweep.yaml: run 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("{gpu: v100}"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'gpu': 'v100' is not a GPU of site cluster.yaml (its gpu entries: a100)"), std::string::npos) << e;
+
+  e = site_error("base: base.yaml\nmatrix: {mpi_flavor: [mpich]}\n");
+  EXPECT_NE(e.find("key 'mpi_flavor': 'mpich'"), std::string::npos) << e;
+  EXPECT_NE(e.find("its mpi entries: openmpi"), std::string::npos) << e;
+
+  e = site_error("base: base.yaml\ninclude:\n  - {dataset.storage: gpfs}\n");
+  EXPECT_NE(e.find("key 'dataset.storage': 'gpfs'"), std::string::npos) << e;
+  EXPECT_NE(e.find("local, lustre"), std::string::npos) << e;
+}
+
+TEST_F(SweepExpand, ResourcesKeysAreChecked) {
+  EXPECT_EQ(expand("base: base.yaml\nresources: {walltime: \"00:10:00\", cpus_per_worker: 2, workers_per_node: 4, "
+                   "partition: gpu, mem: 8G}\n").runs.size(), 1u);
+  std::string e = error_of("base: base.yaml\nresources:\n  walltme: \"00:10:00\"\n");
+  EXPECT_NE(e.find("sweep.yaml:3"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'walltime'"), std::string::npos) << e;
+  e = error_of("base: base.yaml\nresources: {cpus_per_worker: two}\n");
+  EXPECT_NE(e.find("'two' is not an integer >= 1"), std::string::npos) << e;
 }

@@ -1,5 +1,6 @@
-"""`trainscale bench allreduce` under mpirun on 2 ranks: the printed table, zero wrong elements,
-and every dataset of the HDF5 benchmark file (schema trainscale-allreduce/1); a bad flag exits 2."""
+"""`trainscale bench allreduce` under mpirun on 2 ranks: the printed table (with each row's busbw
+relative to mpi's at the same size), zero wrong elements, and every dataset of the HDF5 benchmark
+file (schema trainscale-allreduce/1); a bad flag exits 2."""
 import shutil
 import subprocess
 
@@ -9,7 +10,7 @@ import numpy as np
 from trainscale_cli import REPO, env, require_binary
 
 MPIRUN = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
-ALGORITHMS = ["mpi", "ring", "tree", "ps"]
+ALGORITHMS = ["mpi", "ring", "tree", "ps", "shm"]
 
 
 def mpirun(np_, args, timeout=300):
@@ -27,10 +28,17 @@ def test_two_ranks_table_and_file(tmp_path):
             and line.split()[0].isdigit()]
     assert len(rows) == len(sizes) * len(ALGORITHMS), proc.stdout
     assert proc.stdout.count("size(B)") == 1, "only rank 0 prints the table"
+    busbw = {}
     for row in rows:
-        size, count, algorithm, wrong = int(row[0]), int(row[1]), row[2], row[-1]
+        size, count, algorithm, vs_mpi, wrong = int(row[0]), int(row[1]), row[2], float(row[-2]), row[-1]
         assert size in sizes and count == size // 4 and algorithm in ALGORITHMS
         assert wrong == "0", row
+        busbw[(size, algorithm)] = (float(row[7]), vs_mpi)
+    for (size, algorithm), (bw, vs_mpi) in busbw.items():
+        # The table prints busbw with 3 decimals and the ratio with 2 (of the unrounded values).
+        mpi_bw = busbw[(size, "mpi")][0]
+        assert mpi_bw > 0 and abs(vs_mpi - bw / mpi_bw) <= 0.005 + 0.0005 / mpi_bw * (1 + bw / mpi_bw), (size, algorithm)
+    assert all(busbw[(size, "mpi")][1] == 1.0 for size in sizes)
     assert "wrong elements in total: 0" in proc.stdout
     with h5py.File(out) as f:
         assert f.attrs["schema"] == "trainscale-allreduce/1"
@@ -58,7 +66,16 @@ def test_two_ranks_table_and_file(tmp_path):
 def test_bad_flag_exits_2(tmp_path):
     proc = mpirun(2, ["bench", "allreduce", "--algorithms", "mpi,butterfly", "--max-bytes", 64])
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "butterfly" in proc.stderr and "mpi, ring, tree, ps" in proc.stderr
+    assert "butterfly" in proc.stderr and "mpi, ring, tree, ps, shm" in proc.stderr
     proc = mpirun(2, ["bench", "allreduce", "--factor", "1"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--factor" in proc.stderr
+
+
+def test_ratio_is_na_without_mpi():
+    proc = mpirun(2, ["bench", "allreduce", "--algorithms", "shm,ring", "--min-bytes", 1024, "--max-bytes", 4096,
+                      "--factor", 4, "--iters", 2])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split() for line in proc.stdout.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert [(int(r[0]), r[2]) for r in rows] == [(1024, "shm"), (1024, "ring"), (4096, "shm"), (4096, "ring")]
+    assert all(r[-2] == "n/a" and r[-1] == "0" for r in rows), proc.stdout

@@ -1,5 +1,7 @@
-"""`trainscale run` under mpirun: the world size is checked against `workers`, gradients are
-averaged with the MPI library's all-reduce, and rank 0 writes per-rank timings (R = world size)."""
+"""`trainscale run` under the MPI launcher of the binary's flavor (Open MPI's mpirun or MPICH's
+mpiexec, from `trainscale info`): the world size is checked against `workers`, rank 0 alone
+prints and writes per-rank timings (R = world size)."""
+import functools
 import shutil
 import subprocess
 
@@ -8,12 +10,29 @@ import numpy as np
 
 from trainscale_cli import REPO, env, require_binary, write_config
 
-MPIRUN = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
+
+@functools.lru_cache(maxsize=None)
+def mpi_flavor():
+    """The MPI library the binary under test was built against: "openmpi" or "mpich"."""
+    proc = subprocess.run([str(require_binary()), "info"], capture_output=True, text=True, env=env(), timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in proc.stdout.splitlines():
+        if line.startswith("mpi_flavor_built:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError("trainscale info does not name mpi_flavor_built:\n" + proc.stdout)
 
 
 def mpirun(np_, args, timeout=300):
-    assert MPIRUN, "mpirun not found: scripts/setup.sh installs openmpi-bin"
-    cmd = [MPIRUN, "-np", str(np_), "--oversubscribe", str(require_binary())] + [str(a) for a in args]
+    """Runs the binary on `np_` ranks (oversubscribed) with its own flavor's launcher."""
+    if mpi_flavor() == "mpich":
+        launcher = shutil.which("mpiexec.mpich")
+        assert launcher, "mpiexec.mpich not found: scripts/setup.sh installs mpich"
+        cmd = [launcher, "-n", str(np_)]
+    else:
+        launcher = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
+        assert launcher, "mpirun not found: scripts/setup.sh installs openmpi-bin"
+        cmd = [launcher, "-np", str(np_), "--oversubscribe"]
+    cmd += [str(require_binary())] + [str(a) for a in args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=REPO)
 
 
@@ -54,8 +73,19 @@ def test_world_size_mismatch_under_mpirun(tmp_path):
     assert "expects 3 workers but this MPI world has 2 rank(s)" in proc.stderr
 
 
-def test_unimplemented_multi_worker_settings_are_refused(tmp_path):
-    cfg = write_config(tmp_path / "ring.yaml", CONFIG.replace("allreduce: mpi", "allreduce: ring"))
+def test_nccl_is_refused_without_cuda(tmp_path):
+    cfg = write_config(tmp_path / "nccl.yaml", CONFIG.replace("allreduce: mpi", "allreduce: nccl"))
     proc = mpirun(2, ["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "key 'dist.allreduce'" in proc.stderr and "not implemented in this build" in proc.stderr
+    assert "key 'dist.allreduce'" in proc.stderr and "nccl needs the cuda backend" in proc.stderr
+    assert "accepted here: mpi, ring, tree, ps" in proc.stderr
+
+
+def test_run_file_names_the_flavor_it_ran_with(tmp_path):
+    cfg = write_config(tmp_path / "two.yaml", CONFIG)
+    proc = mpirun(2, ["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path,) = (tmp_path / "out").glob("*.h5")
+    with h5py.File(path) as f:
+        assert f.attrs["mpi_flavor"] == mpi_flavor()
+        assert f.attrs["mpi_version"]

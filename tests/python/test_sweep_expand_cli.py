@@ -49,6 +49,6 @@ def test_malformed_sweep_exits_2(tmp_path):
     assert res.returncode == 2, res.stdout + res.stderr
     assert "bs_lr" in res.stderr
     assert not (tmp_path / "c").exists()
-    res = run(["sweep", "submit", tmp_path / "c"])
+    res = run(["sweep", "submit", tmp_path / "c"])  # nothing was frozen: no campaign to submit
     assert res.returncode == 2
-    assert "not in this build" in res.stderr
+    assert "no manifest.yaml" in res.stderr

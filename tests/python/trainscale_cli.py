@@ -4,7 +4,8 @@ import pathlib
 import subprocess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-BINARY = REPO / "build" / "bin" / "trainscale"
+# TRAINSCALE_BINARY overrides the binary under test (e.g. build-mpich/bin/trainscale).
+BINARY = pathlib.Path(os.environ.get("TRAINSCALE_BINARY", REPO / "build" / "bin" / "trainscale")).resolve()
 FMNIST = pathlib.Path("/usr/share/datasets/fashion-mnist")
 
 

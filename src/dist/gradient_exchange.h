@@ -1,0 +1,103 @@
+// Data-parallel gradient and weight exchange over a Communicator (docs/distributed.md):
+//   sync        w -= lr * mean_i(g_i): gradients are cut into buckets over the flat gradient
+//               arena and each bucket is summed with the configured all-reduce as soon as
+//               backward has produced it (overlap: by a communication thread while backward
+//               goes on), then scaled by 1/N; every rank applies the same update.
+//   sync + ps   the parameter server of the SHM-Learn-Dist paper: rank 0 gathers every
+//               rank's gradient buckets, averages them, applies the optimizer, and broadcasts
+//               the weights; other ranks never run the optimizer.
+//   weight_avg  every rank applies its own update; every `period` steps (the caller decides
+//               which steps) weights and non-trainable state are averaged with the
+//               configured all-reduce. Velocities stay local.
+// The step's loss rides along with the last bucket (one extra float plus a non-finite flag),
+// so the divergence verdict and the mean loss cost no extra message. World size 1 takes the
+// same path (the all-reduces are no-ops). Knows nothing of nets: it works on float arenas.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dist/allreduce.h"
+#include "dist/communicator.h"
+
+namespace ts {
+
+enum class DistStrategy { sync, weight_avg };
+
+// "sync" | "weight_avg"; anything else is a ConfigError listing the accepted names.
+DistStrategy parse_dist_strategy(const std::string& name);
+
+struct ExchangeOptions {
+  DistStrategy strategy = DistStrategy::sync;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::mpi;
+  int64_t bucket_elements = int64_t{25} << 18;  // floats per bucket (25 MiB)
+  // sync: reduce buckets on a communication thread while backward runs (needs
+  // MPI_THREAD_SERIALIZED); false: reduce them in the caller's thread after backward.
+  bool overlap = true;
+};
+
+// The model the exchange works on; the arrays belong to the caller (the Net's arenas) and
+// must outlive the exchange. Every rank passes the same counts.
+struct ModelArenas {
+  float* params = nullptr;  // (param_count)
+  float* grads = nullptr;   // (param_count), the mirror of params
+  int64_t param_count = 0;
+  float* state = nullptr;   // (state_count) non-trainable state, e.g. BN running mean/var
+  int64_t state_count = 0;
+};
+
+// Where one step's exchange spent its time on this rank (seconds).
+struct ExchangeTimes {
+  double comm = 0;       // in communication (collective calls and their staging copies), any thread
+  double comm_wait = 0;  // the calling thread blocked on communication after backward
+  double optimizer = 0;  // in the update callback
+  double gather = 0, average = 0, broadcast = 0;  // parameter-server phases (ps only)
+};
+
+struct StepVerdict {
+  bool exchanged = false;  // the losses of all ranks were combined this step
+  double loss = 0;         // mean loss over ranks if exchanged, else this rank's loss
+  bool diverged = false;   // some rank saw a non-finite loss (known on every rank alike)
+  ExchangeTimes times;
+};
+
+class GradientExchange {
+ public:
+  // Throws ConfigError if overlap is asked for but MPI lacks MPI_THREAD_SERIALIZED.
+  GradientExchange(Communicator& comm, ModelArenas arenas, ExchangeOptions options);
+  ~GradientExchange();
+  GradientExchange(const GradientExchange&) = delete;
+  GradientExchange& operator=(const GradientExchange&) = delete;
+
+  // Every rank takes rank 0's parameters and state (once, at set-up).
+  void broadcast_model();
+
+  // The step protocol, called by every rank in the same order:
+  // 1. before backward, with this rank's loss (mean over its batch);
+  void begin_step(float local_loss);
+  // 2. as backward finishes each layer: gradients [offset, offset + count) are final. Ranges
+  //    arrive in decreasing, contiguous order (Net::backward's reverse layer order);
+  void gradients_ready(int64_t offset, int64_t count);
+  // 3. after backward: completes the exchange and applies `update` (the optimizer step over
+  //    the local arenas: on every rank, or on rank 0 only for ps). The update is skipped when
+  //    the run diverged. `average_weights` matters for weight_avg only: average this step
+  //    (the verdict covers every step since the previous average).
+  StepVerdict finish_step(bool average_weights, const std::function<void()>& update);
+
+  // Averages the non-trainable state over ranks (before evaluation: BN running statistics
+  // are per worker during training).
+  void average_state();
+
+  // The buckets as (offset, count) in the order they are reduced (highest offsets first).
+  const std::vector<std::pair<int64_t, int64_t>>& buckets() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ts

@@ -1,0 +1,382 @@
+// The shared-memory all-reduce (see shm_allreduce.h for the algorithm).
+#include "dist/shm_allreduce.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#include "core/error.h"
+#include "dist/mpi_comm.h"
+
+namespace ts {
+namespace {
+
+constexpr int64_t kAlignFloats = 16;   // parts and buffers start on 64-byte cache lines
+constexpr int64_t kHeaderBytes = 256;  // the rank's progress counters, alone on their cache lines
+constexpr int64_t kNodeWindowBytes = int64_t{32} << 20;  // buffers of all ranks of a node, at most
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// ---- settings ---------------------------------------------------------------------------
+
+std::mutex g_settings_mutex;
+// TRAINSCALE_SHM_CHUNK_BYTES / _BUFFERS / _POLLS_PER_YIELD (docs/distributed.md) tune the
+// window and the waiting without a rebuild; values out of range are ignored.
+int64_t env_int(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
+  const char* env = std::getenv(name);
+  if (!env) return fallback;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  return end && end != env && *end == '\0' && v >= lo && v <= hi ? v : fallback;
+}
+
+ShmAllreduceSettings g_settings = [] {
+  ShmAllreduceSettings s;
+  s.chunk_floats = env_int("TRAINSCALE_SHM_CHUNK_BYTES", 64, int64_t{1} << 28, s.chunk_floats * 4) / 4;
+  s.buffers = static_cast<int>(env_int("TRAINSCALE_SHM_BUFFERS", 1, 1024, s.buffers));
+  s.polls_per_yield = static_cast<int>(env_int("TRAINSCALE_SHM_POLLS_PER_YIELD", 1, 1 << 30, s.polls_per_yield));
+  return s;
+}();
+
+// ---- per-communicator state, cached as an attribute of the MPI_Comm -----------------------
+
+// A rank's progress, published in its segment's header: how many chunks (counted over every
+// shm call on the communicator, so the counts only grow) it has copied in, reduced and copied
+// out. Written only by the owner (release), read by the others (acquire).
+enum Counter { kIn = 0, kReduced = 1, kOut = 2 };
+
+struct ShmState {
+  MPI_Comm node = MPI_COMM_NULL;     // the ranks of this rank's node
+  MPI_Comm leaders = MPI_COMM_NULL;  // node rank 0 of every node (MPI_COMM_NULL elsewhere)
+  int node_rank = 0, node_size = 1, nodes = 1;
+  MPI_Win win = MPI_WIN_NULL;
+  std::vector<char*> segment;  // every node rank's segment, mapped in this process
+  int64_t chunk = 0;           // floats per buffer
+  int buffers = 0;             // buffers per rank: chunks in flight
+  uint64_t sequence = 0;       // chunks started so far (the same on every node rank)
+  int polls_per_yield = 1;  // idle polls between sched_yield calls (ShmAllreduceSettings)
+
+  uint64_t* counter(int q, Counter c) const {
+    return reinterpret_cast<uint64_t*>(segment[static_cast<size_t>(q)]) + c * 8;  // one cache line each
+  }
+  float* buffer(int q, uint64_t chunk_seq) const {
+    return reinterpret_cast<float*>(segment[static_cast<size_t>(q)] + kHeaderBytes) +
+           static_cast<int64_t>(chunk_seq % static_cast<uint64_t>(buffers)) * chunk;
+  }
+  uint64_t load(int q, Counter c) const {
+    return std::atomic_ref<uint64_t>(*counter(q, c)).load(std::memory_order_acquire);
+  }
+  void publish(Counter c, uint64_t value) const {
+    std::atomic_ref<uint64_t>(*counter(node_rank, c)).store(value, std::memory_order_release);
+  }
+  // Every node rank (but `skip`) has counter c >= value.
+  bool all_reached(Counter c, uint64_t value, int skip = -1) const {
+    for (int q = 0; q < node_size; ++q)
+      if (q != skip && load(q, c) < value) return false;
+    return true;
+  }
+};
+
+void destroy_state(ShmState* s) {
+  if (s->win != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(s->win);
+    MPI_Win_free(&s->win);
+  }
+  if (s->leaders != MPI_COMM_NULL) MPI_Comm_free(&s->leaders);
+  if (s->node != MPI_COMM_NULL) MPI_Comm_free(&s->node);
+  delete s;
+}
+
+int delete_state_attr(MPI_Comm, int, void* value, void*) {
+  destroy_state(static_cast<ShmState*>(value));
+  return MPI_SUCCESS;
+}
+
+int state_keyval() {
+  static std::once_flag once;
+  static int keyval = MPI_KEYVAL_INVALID;
+  std::call_once(once, [] {
+    TS_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state_attr, &keyval, nullptr));
+  });
+  return keyval;
+}
+
+ShmState* create_state(MPI_Comm comm) {
+  const ShmAllreduceSettings settings = shm_allreduce_settings();
+  int rank = 0, size = 1;
+  TS_MPI(MPI_Comm_rank(comm, &rank));
+  TS_MPI(MPI_Comm_size(comm, &size));
+  auto* s = new ShmState();
+  try {
+    if (settings.fake_ranks_per_node > 0)
+      TS_MPI(MPI_Comm_split(comm, rank / settings.fake_ranks_per_node, rank, &s->node));
+    else
+      TS_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &s->node));
+    MPI_Comm_set_errhandler(s->node, MPI_ERRORS_RETURN);
+    TS_MPI(MPI_Comm_rank(s->node, &s->node_rank));
+    TS_MPI(MPI_Comm_size(s->node, &s->node_size));
+    const int is_leader = s->node_rank == 0 ? 1 : 0;
+    TS_MPI(MPI_Allreduce(&is_leader, &s->nodes, 1, MPI_INT, MPI_SUM, comm));
+    if (s->nodes > 1) {
+      TS_MPI(MPI_Comm_split(comm, is_leader ? 0 : MPI_UNDEFINED, rank, &s->leaders));
+      if (s->leaders != MPI_COMM_NULL) MPI_Comm_set_errhandler(s->leaders, MPI_ERRORS_RETURN);
+    }
+    s->buffers = std::max(1, settings.buffers);
+    // Many ranks on a node share a window budget (containers often have a small /dev/shm):
+    // above kNodeWindowBytes in all, the chunks shrink (not below 16 KiB).
+    const int64_t budget_floats = kNodeWindowBytes / 4 / s->node_size / s->buffers;
+    const int64_t chunk = std::min(settings.chunk_floats, std::max<int64_t>(budget_floats, 4096));
+    s->chunk = round_up(std::max<int64_t>(chunk, kAlignFloats), kAlignFloats);
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    s->polls_per_yield = settings.polls_per_yield > 0 ? settings.polls_per_yield
+                         : cpus > 0 && s->node_size > cpus ? 1
+                                                           : 1 << 14;
+    if (s->node_size > 1) {
+      const MPI_Aint bytes =
+          static_cast<MPI_Aint>(kHeaderBytes + s->buffers * s->chunk * static_cast<int64_t>(sizeof(float)));
+      MPI_Info info;
+      TS_MPI(MPI_Info_create(&info));
+      // Each rank's segment on its own pages (first touch by its owner: NUMA-local).
+      MPI_Info_set(info, "alloc_shared_noncontig", "true");
+      char* mine = nullptr;
+      const int rc = MPI_Win_allocate_shared(bytes, 1, info, s->node, &mine, &s->win);
+      MPI_Info_free(&info);
+      if (rc != MPI_SUCCESS) {
+        try {
+          TS_MPI(rc);
+        } catch (const RuntimeError& e) {
+          throw RuntimeError(std::string(e.what()) + "; the shm all-reduce needs " + std::to_string(bytes) +
+                             " bytes of shared memory (/dev/shm) per rank on " + std::to_string(s->node_size) +
+                             " ranks of this node: enlarge /dev/shm, lower TRAINSCALE_SHM_CHUNK_BYTES or "
+                             "TRAINSCALE_SHM_BUFFERS, or use another all-reduce (mpi, ring, tree)");
+        }
+      }
+      TS_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win));
+      std::memset(mine, 0, static_cast<size_t>(bytes));
+      s->segment.resize(static_cast<size_t>(s->node_size));
+      for (int q = 0; q < s->node_size; ++q) {
+        MPI_Aint qbytes = 0;
+        int disp = 0;
+        char* base = nullptr;
+        TS_MPI(MPI_Win_shared_query(s->win, q, &qbytes, &disp, &base));
+        TS_CHECK(qbytes >= bytes && base != nullptr,
+                 "shm all-reduce: node rank " + std::to_string(q) + "'s shared segment is missing or too small");
+        s->segment[static_cast<size_t>(q)] = base;
+      }
+      TS_MPI(MPI_Win_sync(s->win));
+      TS_MPI(MPI_Barrier(s->node));  // every counter is zero before anyone reads it
+      TS_MPI(MPI_Win_sync(s->win));
+    }
+  } catch (...) {
+    destroy_state(s);
+    throw;
+  }
+  return s;
+}
+
+ShmState& state_of(MPI_Comm comm) {
+  const int keyval = state_keyval();
+  void* value = nullptr;
+  int found = 0;
+  TS_MPI(MPI_Comm_get_attr(comm, keyval, &value, &found));
+  if (found) return *static_cast<ShmState*>(value);
+  ShmState* s = create_state(comm);
+  const int rc = MPI_Comm_set_attr(comm, keyval, s);
+  if (rc != MPI_SUCCESS) {
+    destroy_state(s);
+    TS_MPI(rc);
+  }
+  return *s;
+}
+
+// ---- waiting ----------------------------------------------------------------------------
+
+// Called while nothing can progress: spin, yielding the core every polls_per_yield polls.
+void wait_a_little(const ShmState& s, int& idle) {
+  if (++idle < s.polls_per_yield) {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+  } else {
+    idle = 0;
+    sched_yield();
+  }
+}
+
+// ---- the arithmetic -----------------------------------------------------------------------
+
+// out[i] = a[i] + b[i]; out never aliases a or b (it is the reducer's own buffer part).
+void add2(float* __restrict out, const float* a, const float* b, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+}
+// Two ranks: d[i] += other[i], copied to out[i] (float addition is commutative, so this is
+// x_0 + x_1 on either rank).
+void add_pair(float* d, const float* __restrict other, float* __restrict out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = d[i] = d[i] + other[i];
+}
+// out[i] += a[i]
+void add_into(float* __restrict out, const float* a, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] += a[i];
+}
+
+// Part q of a chunk of `len` floats split over n ranks: [begin, end), 16-float aligned, the
+// last parts possibly empty.
+struct Part {
+  int64_t begin, end;
+  int64_t size() const { return end - begin; }
+};
+Part part_of(int64_t len, int n, int q) {
+  const int64_t per = round_up((len + n - 1) / n, kAlignFloats);
+  return {std::min(len, per * q), std::min(len, per * (q + 1))};
+}
+
+void copy(float* dst, const float* src, int64_t count) {
+  if (count > 0) std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(float));
+}
+
+enum class Mode {
+  allreduce,  // every node rank ends with the node sum
+  reduce,     // node rank 0 ends with the node sum (other ranks' data: partial, to be overwritten)
+  broadcast,  // every node rank ends with node rank 0's data
+};
+
+// Streams `count` floats through the buffers chunk by chunk. Chunk g (numbered over every call
+// on the communicator) lives in buffer g % buffers of each rank. For each chunk a rank does, in
+// order: in (allreduce/reduce: copy the parts others reduce into its buffer; broadcast: rank 0
+// copies the chunk), reduce (allreduce/reduce: its part, summed in rank order), out
+// (allreduce: copy the other parts' sums; reduce: rank 0 only; broadcast: the other ranks copy
+// rank 0's chunk), publishing a counter after each. Nothing waits in lock step: a rank does
+// whatever its counters allow,
+//   in(g)      once every rank is out of chunk g - buffers (that buffer's last readers),
+//   reduce(g)  once every rank is in(g),
+//   out(g)     once every other rank has reduced g (broadcast: once rank 0 is in(g)),
+// so a rank that runs while another is descheduled works ahead up to the window. Only this
+// rank reads its private `data`; the others read only its buffers.
+void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
+  const int n = s.node_size, r = s.node_rank;
+  const int64_t chunks = (count + s.chunk - 1) / s.chunk;
+  const uint64_t g0 = s.sequence;
+  s.sequence += static_cast<uint64_t>(chunks);
+  const uint64_t window = static_cast<uint64_t>(s.buffers);
+  auto chunk_len = [&](int64_t k) { return std::min(s.chunk, count - k * s.chunk); };
+  const bool writes_in = mode != Mode::broadcast || r == 0;
+  const bool reduces = mode != Mode::broadcast;
+  const bool copies_out = mode == Mode::allreduce || (mode == Mode::reduce ? r == 0 : r != 0);
+
+  int64_t next_in = 0, next_red = 0, next_out = 0;
+  int idle = 0;
+  while (next_out < chunks) {
+    bool progress = false;
+    if (next_in < chunks) {
+      const uint64_t g = g0 + static_cast<uint64_t>(next_in);
+      if (!writes_in || g < window || s.all_reached(kOut, g + 1 - window)) {
+        if (writes_in) {
+          const int64_t len = chunk_len(next_in);
+          const float* d = data + next_in * s.chunk;
+          float* b = s.buffer(r, g);
+          if (mode == Mode::broadcast) {
+            copy(b, d, len);
+          } else {
+            const Part p = part_of(len, n, r);
+            copy(b, d, p.begin);
+            copy(b + p.end, d + p.end, len - p.end);
+          }
+        }
+        s.publish(kIn, g + 1);
+        ++next_in;
+        progress = true;
+      }
+    }
+    if (next_red < next_in) {
+      const uint64_t g = g0 + static_cast<uint64_t>(next_red);
+      if (!reduces || s.all_reached(kIn, g + 1, r)) {
+        if (reduces) {
+          const Part p = part_of(chunk_len(next_red), n, r);
+          if (p.size() > 0) {
+            float* d = data + next_red * s.chunk + p.begin;
+            float* mine = s.buffer(r, g) + p.begin;
+            if (n == 2) {
+              add_pair(d, s.buffer(1 - r, g) + p.begin, mine, p.size());
+            } else {
+              auto src = [&](int q) -> const float* { return q == r ? d : s.buffer(q, g) + p.begin; };
+              add2(mine, src(0), src(1), p.size());
+              for (int q = 2; q < n; ++q) add_into(mine, src(q), p.size());
+              copy(d, mine, p.size());
+            }
+          }
+        }
+        s.publish(kReduced, g + 1);
+        ++next_red;
+        progress = true;
+      }
+    }
+    if (next_out < next_red) {
+      const uint64_t g = g0 + static_cast<uint64_t>(next_out);
+      const bool ready = !copies_out || (mode == Mode::broadcast ? s.load(0, kIn) >= g + 1
+                                                                 : s.all_reached(kReduced, g + 1, r));
+      if (ready) {
+        if (copies_out) {
+          const int64_t len = chunk_len(next_out);
+          float* d = data + next_out * s.chunk;
+          if (mode == Mode::broadcast) {
+            copy(d, s.buffer(0, g), len);
+          } else {
+            for (int q = 0; q < n; ++q) {
+              if (q == r) continue;
+              const Part p = part_of(len, n, q);
+              copy(d + p.begin, s.buffer(q, g) + p.begin, p.size());
+            }
+          }
+        }
+        s.publish(kOut, g + 1);
+        ++next_out;
+        progress = true;
+      }
+    }
+    if (progress) idle = 0;
+    else wait_a_little(s, idle);
+  }
+}
+
+}  // namespace
+
+void set_shm_allreduce_settings(const ShmAllreduceSettings& settings) {
+  std::lock_guard<std::mutex> lock(g_settings_mutex);
+  g_settings = settings;
+}
+
+ShmAllreduceSettings shm_allreduce_settings() {
+  std::lock_guard<std::mutex> lock(g_settings_mutex);
+  return g_settings;
+}
+
+ShmTopology shm_topology(MPI_Comm comm) {
+  const ShmState& s = state_of(comm);
+  return {s.nodes, s.node_rank, s.node_size, s.chunk, s.buffers, s.polls_per_yield};
+}
+
+void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNodeAllreduce& across_nodes) {
+  TS_CHECK(count >= 0, "shm all-reduce: negative element count " + std::to_string(count));
+  ShmState& s = state_of(comm);
+  if (count == 0) return;
+  if (s.nodes == 1) {
+    if (s.node_size > 1) run_pipeline(s, Mode::allreduce, data, count);
+    return;
+  }
+  if (s.node_size > 1) run_pipeline(s, Mode::reduce, data, count);
+  if (s.leaders != MPI_COMM_NULL) across_nodes(s.leaders, data, count);
+  if (s.node_size > 1) run_pipeline(s, Mode::broadcast, data, count);
+}
+
+}  // namespace ts

@@ -1,0 +1,95 @@
+// A frozen campaign directory (docs/sweeps.md "Campaign directory"): the manifest read back
+// and checked against its hash, the paths of every run's files and markers, and the state of
+// each run (done / diverged / failed / running / pending / missing) for `sweep status`.
+//
+//   CAMPAIGN_DIR/manifest.yaml, manifest.hash, sweep.yaml, site.yaml
+//   runs/<run_id>.h5          the run file (written by the trainer, temp name + rename)
+//   runs/<run_id>.DONE        "status: ok|diverged" + attempt (written after the run file)
+//   runs/<run_id>.FAILED      the reason of the last failed attempt
+//   runs/<run_id>.RUNNING     host, pid, attempt of an attempt in progress
+//   logs/<run_id>.attempt<N>.log   one log per attempt
+//   jobs/                     array scripts, index files, submissions.yaml
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sweep/site.h"
+
+namespace ts {
+
+struct ManifestRun {
+  int64_t index = 0;
+  std::string run_id;
+  std::string config_id;
+  int repetition = 0;
+  std::string config_yaml;  // the resolved config as YAML text
+  int line = 0;             // 1-based line of the entry in manifest.yaml
+};
+
+struct Campaign {
+  std::string dir;
+  std::string name;
+  std::string manifest_path;
+  std::string hash;            // manifest.hash content (checked against manifest.yaml)
+  std::string resources_yaml;  // the `resources` mapping as YAML
+  std::vector<ManifestRun> runs;
+  bool has_site = false;       // site.yaml present (else the built-in local site)
+  Site site;
+};
+
+// Loads CAMPAIGN_DIR: ConfigError when the manifest is missing, unreadable, or its hash differs
+// from manifest.hash (the campaign was edited after it was frozen).
+Campaign load_campaign(const std::string& dir);
+
+struct RunFiles {
+  std::string run_file, done, failed, running;
+};
+RunFiles run_files(const std::string& campaign_dir, const std::string& run_id);
+std::string campaign_logs_dir(const std::string& campaign_dir);
+std::string campaign_jobs_dir(const std::string& campaign_dir);
+// logs/<run_id>.attempt<N>.log
+std::string attempt_log_path(const std::string& campaign_dir, const std::string& run_id, int attempt);
+// 1 + the number of attempt logs already there.
+int next_attempt(const std::string& campaign_dir, const std::string& run_id);
+
+// Writes `text` to `path` through "<path>.tmp-<pid>" and a rename.
+void write_file_atomically(const std::string& path, const std::string& text);
+std::string read_text_file(const std::string& path);
+// This host's name (gethostname).
+std::string this_host();
+
+enum class RunState { done, diverged, failed, running, pending, missing };
+const char* run_state_name(RunState s);
+
+struct RunStatus {
+  int64_t index = 0;
+  std::string run_id;
+  RunState state = RunState::missing;
+  std::string reason;  // failed: the reason; running: where; missing/pending: ""
+};
+
+struct CampaignStatus {
+  int64_t total = 0, done = 0, diverged = 0, failed = 0, running = 0, pending = 0, missing = 0;
+  std::vector<RunStatus> runs;  // manifest order
+  std::vector<std::string> notes;  // e.g. "squeue not found: pending not asked from Slurm"
+};
+
+// What a scheduler says about manifest indices: index -> "running" | "pending".
+using SchedulerStates = std::map<int64_t, std::string>;
+
+// Classifies every run, first match wins: a DONE marker -> done/diverged; the scheduler says
+// running, or a RUNNING marker of a live attempt (on another host: trusted) -> running; the
+// scheduler says pending -> pending; a RUNNING marker of a dead process on this host -> failed;
+// a FAILED marker -> failed (its text is the reason); else missing.
+CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& scheduler);
+
+// "text": a summary plus one line per failed run; "json": one object with exactly the keys
+// total, done, diverged, failed, running, pending, missing (failed: a list of
+// {index, run_id, reason}; the others: counts).
+std::string status_text(const Campaign& campaign, const CampaignStatus& status);
+std::string status_json(const CampaignStatus& status);
+
+}  // namespace ts

@@ -1,0 +1,303 @@
+// Site file parsing and the run-vs-site checks (see site.h).
+#include "sweep/site.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <chrono>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "sweep/run_config.h"
+
+namespace ts {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string join(const std::vector<std::string>& v, const std::string& sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+template <class Map>
+std::string keys_of(const Map& m) {
+  std::vector<std::string> k;
+  for (const auto& kv : m) k.push_back(kv.first);
+  return k.empty() ? std::string("none") : join(k);
+}
+
+struct SiteParser {
+  std::string path;
+
+  std::string at(const YAML::Node& n) const {
+    const YAML::Mark m = n.Mark();
+    return m.is_null() ? path : path + ":" + std::to_string(m.line + 1);
+  }
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { throw ConfigError(at(n) + ": " + msg); }
+
+  std::string scalar(const YAML::Node& n, const std::string& key) const {
+    if (n.IsNull()) return "";
+    if (!n.IsScalar()) fail(n, "key '" + key + "': expected a single value (a scalar)");
+    return n.Scalar();
+  }
+  int64_t integer(const YAML::Node& n, const std::string& key, int64_t lo) const {
+    std::string t = scalar(n, key);
+    try {
+      size_t used = 0;
+      long long v = std::stoll(t, &used);
+      if (used == t.size() && v >= lo) return v;
+    } catch (const std::exception&) {
+    }
+    fail(n, "key '" + key + "': '" + t + "' is not an integer >= " + std::to_string(lo));
+  }
+  std::vector<std::string> strings(const YAML::Node& n, const std::string& key) const {
+    if (n.IsNull()) return {};
+    if (n.IsScalar()) return {n.Scalar()};
+    if (!n.IsSequence()) fail(n, "key '" + key + "': expected a list of strings, e.g. [openmpi/4.1]");
+    std::vector<std::string> out;
+    for (const auto& v : n) out.push_back(scalar(v, key));
+    return out;
+  }
+  // A mapping whose keys must be among `accepted`; unknown keys get the closest suggestion.
+  void check_keys(const YAML::Node& n, const std::string& section, const std::vector<std::string>& accepted) const {
+    if (!n.IsMap()) fail(n, section + ": expected a mapping with keys " + join(accepted));
+    for (const auto& kv : n) {
+      std::string key = scalar(kv.first, section);
+      if (std::find(accepted.begin(), accepted.end(), key) != accepted.end()) continue;
+      std::string msg = section + ": unknown key '" + key + "'";
+      std::string best = closest_key(key, accepted);
+      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+      fail(kv.first, msg + "; accepted: " + join(accepted));
+    }
+  }
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::vector<std::string> site_file_keys() {
+  return {"name", "scheduler", "account", "partition", "limits", "defaults", "templates",
+          "setup", "env", "mpi_default", "gpu", "mpi", "storage"};
+}
+
+Site load_site_file(const std::string& path) {
+  if (!fs::is_regular_file(path)) throw ConfigError(path + ": cannot open the site file; check the path given to --site");
+  return parse_site_file(read_text(path), path);
+}
+
+Site parse_site_file(const std::string& text, const std::string& path) {
+  SiteParser p{path};
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw ConfigError(path + ": a site file must be a YAML mapping with at least `scheduler` (see docs/sweeps.md)");
+  p.check_keys(root, "site", site_file_keys());
+
+  Site s;
+  s.path = path;
+  s.name = fs::path(path).stem().string();
+  if (root["name"]) s.name = p.scalar(root["name"], "name");
+  if (!root["scheduler"]) throw ConfigError(path + ": missing `scheduler` (slurm | pbs | local)");
+  s.scheduler = p.scalar(root["scheduler"], "scheduler");
+  if (s.scheduler != "slurm" && s.scheduler != "pbs" && s.scheduler != "local")
+    p.fail(root["scheduler"], "key 'scheduler': '" + s.scheduler + "' is not accepted; accepted: slurm, pbs, local");
+  if (root["account"]) s.account = p.scalar(root["account"], "account");
+  if (root["partition"]) s.partition = p.scalar(root["partition"], "partition");
+  if (root["templates"]) s.templates = p.scalar(root["templates"], "templates");
+  if (root["setup"]) s.setup = p.strings(root["setup"], "setup");
+  if (const YAML::Node n = root["limits"]) {
+    p.check_keys(n, "limits", {"max_array_size", "throttle"});
+    if (n["max_array_size"]) s.max_array_size = p.integer(n["max_array_size"], "limits.max_array_size", 1);
+    if (n["throttle"]) s.throttle = static_cast<int>(p.integer(n["throttle"], "limits.throttle", 0));
+  }
+  if (const YAML::Node n = root["defaults"]) {
+    p.check_keys(n, "defaults", {"walltime", "workers_per_node"});
+    if (n["walltime"]) s.walltime = p.scalar(n["walltime"], "defaults.walltime");
+    if (n["workers_per_node"]) s.workers_per_node = static_cast<int>(p.integer(n["workers_per_node"], "defaults.workers_per_node", 1));
+  }
+  if (const YAML::Node n = root["env"]) {
+    if (!n.IsMap()) p.fail(n, "env: expected a mapping NAME: value");
+    for (const auto& kv : n) s.env[p.scalar(kv.first, "env")] = p.scalar(kv.second, "env." + kv.first.Scalar());
+  }
+  if (const YAML::Node n = root["gpu"]) {
+    if (!n.IsMap()) p.fail(n, "gpu: expected a mapping of GPU names to {partition, gres, constraint, gpus_per_node}");
+    for (const auto& kv : n) {
+      const std::string name = p.scalar(kv.first, "gpu");
+      const std::string sec = "gpu." + name;
+      p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "gpus_per_node"});
+      SiteGpu g;
+      if (kv.second["partition"]) g.partition = p.scalar(kv.second["partition"], sec + ".partition");
+      if (kv.second["gres"]) g.gres = p.scalar(kv.second["gres"], sec + ".gres");
+      if (kv.second["constraint"]) g.constraint = p.scalar(kv.second["constraint"], sec + ".constraint");
+      if (kv.second["gpus_per_node"]) g.gpus_per_node = static_cast<int>(p.integer(kv.second["gpus_per_node"], sec + ".gpus_per_node", 1));
+      s.gpu[name] = g;
+    }
+  }
+  if (const YAML::Node n = root["mpi"]) {
+    if (!n.IsMap()) p.fail(n, "mpi: expected a mapping of MPI flavors to {modules, launcher, launcher_command, srun_mpi, launcher_args, binary}");
+    for (const auto& kv : n) {
+      const std::string name = p.scalar(kv.first, "mpi");
+      const std::string sec = "mpi." + name;
+      const YAML::Node e = kv.second.IsNull() ? YAML::Node(YAML::NodeType::Map) : kv.second;
+      p.check_keys(e, sec, {"modules", "launcher", "launcher_command", "srun_mpi", "launcher_args", "binary"});
+      SiteMpi m;
+      if (e["modules"]) m.modules = p.strings(e["modules"], sec + ".modules");
+      if (e["launcher"]) m.launcher = p.scalar(e["launcher"], sec + ".launcher");
+      if (m.launcher != "mpirun" && m.launcher != "srun" && m.launcher != "mpiexec")
+        p.fail(e["launcher"], "key '" + sec + ".launcher': '" + m.launcher + "' is not accepted; accepted: mpirun, srun, mpiexec");
+      if (e["launcher_command"]) m.launcher_command = p.scalar(e["launcher_command"], sec + ".launcher_command");
+      if (e["srun_mpi"]) m.srun_mpi = p.scalar(e["srun_mpi"], sec + ".srun_mpi");
+      if (e["launcher_args"]) m.launcher_args = p.strings(e["launcher_args"], sec + ".launcher_args");
+      if (e["binary"]) m.binary = p.scalar(e["binary"], sec + ".binary");
+      s.mpi[name] = m;
+      s.mpi_order.push_back(name);
+    }
+  }
+  if (root["mpi_default"]) {
+    s.mpi_default = p.scalar(root["mpi_default"], "mpi_default");
+    if (!s.mpi.count(s.mpi_default))
+      p.fail(root["mpi_default"], "key 'mpi_default': '" + s.mpi_default + "' is not an entry of `mpi` (" + keys_of(s.mpi) + ")");
+  }
+  if (const YAML::Node n = root["storage"]) {
+    if (!n.IsMap()) p.fail(n, "storage: expected a mapping of storage names to {path, stage_from}");
+    for (const auto& kv : n) {
+      const std::string name = p.scalar(kv.first, "storage");
+      const std::string sec = "storage." + name;
+      const YAML::Node e = kv.second.IsNull() ? YAML::Node(YAML::NodeType::Map) : kv.second;
+      p.check_keys(e, sec, {"path", "stage_from"});
+      SiteStorage st;
+      if (e["path"]) st.path = p.scalar(e["path"], sec + ".path");
+      if (e["stage_from"]) st.stage_from = p.scalar(e["stage_from"], sec + ".stage_from");
+      s.storage[name] = st;
+    }
+    for (const auto& kv : n) {
+      const std::string name = kv.first.Scalar();
+      const SiteStorage& st = s.storage[name];
+      if (st.stage_from.empty()) continue;
+      if (!s.storage.count(st.stage_from) || st.stage_from == name)
+        p.fail(kv.first, "storage." + name + ".stage_from: '" + st.stage_from + "' is not another storage entry (" + keys_of(s.storage) + ")");
+      if (st.path.empty() || s.storage.at(st.stage_from).path.empty())
+        p.fail(kv.first, "storage." + name + ": a stage-in copy needs `path` on both '" + name + "' and '" + st.stage_from + "'");
+    }
+  }
+  return s;
+}
+
+Site default_local_site() {
+  Site s;
+  s.path = "<built-in local site>";
+  s.name = "local";
+  s.scheduler = "local";
+  s.throttle = 1;
+  s.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+           {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}};
+  SiteMpi m;
+  m.launcher = "mpirun";
+  m.launcher_args = {"--oversubscribe"};
+  s.mpi["default"] = m;
+  s.mpi_order = {"default"};
+  s.mpi_default = "default";
+  s.storage["local"] = SiteStorage{};
+  return s;
+}
+
+const SiteMpi& site_mpi_for(const Site& site, const std::string& mpi_flavor, const std::string& where) {
+  if (mpi_flavor == "any" || mpi_flavor.empty()) {
+    if (!site.mpi_default.empty()) return site.mpi.at(site.mpi_default);
+    if (!site.mpi_order.empty()) return site.mpi.at(site.mpi_order.front());
+  } else if (site.mpi.count(mpi_flavor)) {
+    return site.mpi.at(mpi_flavor);
+  }
+  throw ConfigError(where + ": mpi_flavor '" + mpi_flavor + "' has no entry under `mpi` in site " + site.path +
+                    " (it has: " + keys_of(site.mpi) + ")");
+}
+
+std::string site_check_run(const Site& site, const std::string& gpu, const std::string& mpi_flavor,
+                           const std::string& storage) {
+  if (gpu != "none" && !site.gpu.count(gpu))
+    return "key 'gpu': '" + gpu + "' is not a GPU of site " + site.path + " (its gpu entries: " + keys_of(site.gpu) +
+           "); add it under `gpu` or use another site";
+  if (mpi_flavor == "any" ? site.mpi.empty() : !site.mpi.count(mpi_flavor))
+    return "key 'mpi_flavor': '" + mpi_flavor + "' is not an MPI flavor of site " + site.path + " (its mpi entries: " +
+           keys_of(site.mpi) + "); add it under `mpi` or use mpi_flavor: any";
+  if (!site.storage.count(storage))
+    return "key 'dataset.storage': '" + storage + "' is not a storage of site " + site.path + " (its storage entries: " +
+           keys_of(site.storage) + "); add it under `storage`";
+  return "";
+}
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace ts
+
+namespace ts {
+
+StagedData stage_dataset(const Site& site, const std::string& storage, const std::string& dataset_root, bool copy) {
+  namespace fs = std::filesystem;
+  StagedData out;
+  auto it = site.storage.find(storage);
+  if (it == site.storage.end())
+    throw ConfigError("dataset.storage: '" + storage + "' is not a storage of site " + site.path);
+  const SiteStorage& st = it->second;
+  if (st.path.empty()) {
+    out.root = dataset_root;
+    out.note = "storage '" + storage + "': dataset.root as written (" + dataset_root + ")";
+    return out;
+  }
+  const std::string leaf = fs::path(dataset_root).lexically_normal().filename().string().empty()
+                               ? fs::path(dataset_root).lexically_normal().parent_path().filename().string()
+                               : fs::path(dataset_root).lexically_normal().filename().string();
+  out.root = (fs::path(st.path) / leaf).string();
+  if (st.stage_from.empty() || !copy) {
+    out.note = "storage '" + storage + "': reading " + out.root;
+    return out;
+  }
+  const fs::path src = fs::path(site.storage.at(st.stage_from).path) / leaf;
+  const fs::path stamp = fs::path(out.root) / ".trainscale-staged";
+  if (fs::exists(stamp)) {
+    out.note = "storage '" + storage + "': " + out.root + " already staged from '" + st.stage_from + "'";
+    return out;
+  }
+  if (!fs::is_directory(src))
+    throw RuntimeError("stage-in for storage '" + storage + "': source " + src.string() + " (storage '" + st.stage_from +
+                       "') is not a directory; check the site's storage paths");
+  const auto t0 = std::chrono::steady_clock::now();
+  const fs::path tmp = out.root + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::create_directories(fs::path(out.root).parent_path(), ec);
+  fs::remove_all(tmp, ec);
+  fs::copy(src, tmp, fs::copy_options::recursive, ec);
+  if (ec) throw RuntimeError("stage-in: copying " + src.string() + " to " + tmp.string() + " failed: " + ec.message());
+  std::ofstream(tmp / ".trainscale-staged") << "staged from " << src.string() << "\n";
+  fs::remove_all(out.root, ec);
+  fs::rename(tmp, out.root, ec);
+  if (ec) throw RuntimeError("stage-in: renaming " + tmp.string() + " to " + out.root + " failed: " + ec.message());
+  out.copied = true;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.note = "storage '" + storage + "': staged " + src.string() + " -> " + out.root + " in " + std::to_string(out.seconds) + " s";
+  return out;
+}
+
+}  // namespace ts

@@ -1,0 +1,96 @@
+// Site files (configs/sites/*.yaml, docs/sweeps.md "Site file"): which scheduler a machine
+// has, its limits, and how logical names in run configs map to resources: gpu -> partition,
+// gres, constraint, GPUs per node; mpi flavor -> modules, launcher and the trainscale binary
+// built for it; storage name -> path with an optional stage-in copy.
+// Errors are ConfigError naming the site file, line, key and the accepted values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+struct SiteGpu {
+  std::string partition;     // "" = the site's default partition
+  std::string gres;          // e.g. "gpu:a100:{gpus_per_node}" ({gpus_per_node} substituted)
+  std::string constraint;
+  int gpus_per_node = 1;
+};
+
+struct SiteMpi {
+  std::vector<std::string> modules;        // `module load` lines in job scripts
+  std::string launcher = "mpirun";         // mpirun | srun | mpiexec (how arguments are spelled)
+  std::string launcher_command;            // the program to run ("" = `launcher`), e.g. mpiexec.mpich
+  std::string srun_mpi = "pmix";           // srun --mpi=<srun_mpi>
+  std::vector<std::string> launcher_args;  // extra launcher arguments, e.g. [--oversubscribe]
+  std::string binary;                      // trainscale built for this flavor ("" = the running binary)
+};
+
+struct SiteStorage {
+  std::string path;        // directory holding data sets ("" = dataset.root as written)
+  std::string stage_from;  // another storage name to copy the data set from before the run ("" = none)
+};
+
+struct Site {
+  std::string path;          // the site file ("<built-in local>" for the default)
+  std::string name;
+  std::string scheduler = "local";  // slurm | pbs | local
+  std::string account;
+  std::string partition;     // default partition (Slurm) / queue (PBS) for runs without a gpu
+  int64_t max_array_size = 1000;
+  int throttle = 0;          // concurrent array tasks (0 = no limit; the local executor: 1)
+  std::string walltime = "01:00:00";  // default when the sweep's resources give none
+  int workers_per_node = 0;  // CPU runs: MPI ranks per node (0 = all ranks on one node)
+  std::string templates;     // directory of the job templates ("" = <source>/jobs)
+  std::vector<std::string> setup;              // extra shell lines run before the launcher
+  std::map<std::string, std::string> env;      // exported in job scripts and the local executor
+  std::string mpi_default;                     // the mpi entry for runs with mpi_flavor: any
+  std::map<std::string, SiteGpu> gpu;
+  std::map<std::string, SiteMpi> mpi;
+  std::vector<std::string> mpi_order;          // mpi entry names in file order
+  std::map<std::string, SiteStorage> storage;
+};
+
+// The accepted top-level keys, in documentation order.
+std::vector<std::string> site_file_keys();
+
+// Parses a site file (ConfigError naming file:line:key on anything malformed).
+Site load_site_file(const std::string& path);
+Site parse_site_file(const std::string& text, const std::string& path);
+
+// The site used when a campaign has none: this machine, no scheduler, the running binary
+// launched with mpirun --oversubscribe, storage `local` = dataset.root as written.
+Site default_local_site();
+
+// The mpi entry for a run's mpi_flavor ("any" -> mpi_default, else the first entry).
+// Throws ConfigError naming `where` when the site lacks it.
+const SiteMpi& site_mpi_for(const Site& site, const std::string& mpi_flavor, const std::string& where);
+
+// Checks a resolved run's gpu, mpi_flavor and dataset.storage against the site. Returns "" when
+// the site has them, else the reason (names the key, the value and what the site offers).
+std::string site_check_run(const Site& site, const std::string& gpu, const std::string& mpi_flavor,
+                           const std::string& storage);
+
+// Shell-quotes `s` for bash ('...' with embedded quotes escaped); plain words stay as they are.
+std::string shell_quote(const std::string& s);
+
+}  // namespace ts
+
+namespace ts {
+
+// Where a run reads its data set under a site's storage mapping: `<storage path>/<basename of
+// dataset.root>` (dataset.root as written when the storage has no path). With `stage_from`,
+// the data set is first copied from `<stage_from path>/<basename>` (once: a stamp file marks a
+// finished copy; the copy goes to a temp name and is renamed).
+struct StagedData {
+  std::string root;       // the directory the run reads
+  bool copied = false;    // this call copied the data set
+  double seconds = 0.0;   // time spent staging (0 when nothing was copied)
+  std::string note;       // one line for the attempt log
+};
+// `copy` false: only the path (ranks other than 0 read what rank 0 staged).
+StagedData stage_dataset(const Site& site, const std::string& storage, const std::string& dataset_root, bool copy = true);
+
+}  // namespace ts

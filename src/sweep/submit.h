@@ -1,0 +1,96 @@
+// Submitting a campaign (docs/sweeps.md "Submitting"): runs grouped by resource shape, one
+// job-array script per shape (and per part when a shape exceeds the site's max array size)
+// rendered from jobs/{slurm,pbs}.sh.in, an index file per script mapping array task -> manifest
+// index, submission with sbatch --parsable / qsub, the record in jobs/submissions.yaml, the
+// scheduler queried for running/pending tasks, and the local executor.
+// Every run is started by the same launcher logic: the site's MPI entry for the run's
+// mpi_flavor gives mpirun -np W | srun --mpi=<pmi> -n W | mpiexec -n W and the binary.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "sweep/campaign.h"
+
+namespace ts {
+
+// The allocation one array task asks for (all runs of an array share it).
+struct JobShape {
+  int workers = 1;          // MPI ranks = the run's `workers`
+  int nodes = 1;
+  int tasks_per_node = 1;
+  int cpus_per_task = 1;    // resources.cpus_per_worker, else the run's `threads`
+  int gpus_per_node = 0;
+  std::string partition;    // gpu mapping's partition, else resources.partition, else the site's
+  std::string walltime;     // resources.walltime, else the site's default
+  std::string mem;          // resources.mem ("" = scheduler default)
+  std::string gres, constraint;
+  std::string mpi;          // site mpi entry name
+  std::string label() const;  // "workers=2 nodes=1 cpus=1 gpus=0 partition=- walltime=00:20:00 mpi=openmpi"
+  bool operator==(const JobShape& o) const { return label() == o.label(); }
+};
+
+struct ShapeGroup {
+  JobShape shape;
+  std::vector<int64_t> indices;  // manifest indices, ascending
+};
+
+// Groups `indices` (all runs when empty) by shape, in order of first appearance.
+// ConfigError when a run's gpu / mpi_flavor is not in the site or resources are malformed.
+std::vector<ShapeGroup> group_by_shape(const Campaign& campaign, const std::vector<int64_t>& indices);
+
+// The binary a site MPI entry names, absolute ("" -> the running trainscale; relative -> from
+// the current directory).
+std::string resolve_binary(const SiteMpi& mpi);
+
+// Launcher + binary, e.g. {"mpirun", "-np", "2", "--oversubscribe", "/x/bin/trainscale"}.
+std::vector<std::string> launch_command(const SiteMpi& mpi, int workers);
+
+// Array scripts of one submission.
+struct JobScript {
+  std::string scheduler;   // slurm | pbs
+  std::string name;        // job name
+  std::string script;      // path of the script
+  std::string index_file;  // path of its index file
+  std::string shape;       // JobShape::label()
+  int64_t count = 0;       // array tasks
+};
+
+// The text of one array script for `count` tasks whose indices are in `index_file`.
+// Pure (writes nothing): golden tests compare it with tests/golden/.
+std::string render_job_script(const Campaign& campaign, const std::string& scheduler, const JobShape& shape,
+                              const std::string& job_name, const std::string& index_file, int64_t count, int throttle);
+
+// Writes scripts and index files into CAMPAIGN/jobs/ (names start with `tag`: "" or
+// "resubmit1-"), splitting shapes over the site's max_array_size.
+std::vector<JobScript> write_job_scripts(const Campaign& campaign, const std::string& scheduler,
+                                         const std::vector<ShapeGroup>& groups, int throttle, const std::string& tag);
+
+// Submits one script (sbatch --parsable / qsub) and returns the job id. RuntimeError with the
+// scheduler's message when it refuses.
+std::string submit_job_script(const JobScript& job);
+
+// Appends {scheduler, job_id, script, index_file, count} records to jobs/submissions.yaml.
+struct SubmissionRecord {
+  std::string scheduler, job_id, script, index_file, host;
+  int64_t count = 0;
+  long pid = 0;  // local executor
+};
+void record_submissions(const std::string& campaign_dir, const std::vector<SubmissionRecord>& records);
+std::vector<SubmissionRecord> read_submissions(const std::string& campaign_dir);
+// The next free "resubmit<N>-" tag.
+std::string next_resubmit_tag(const std::string& campaign_dir);
+
+// Asks the scheduler(s) of the recorded submissions which manifest indices are running or
+// pending (squeue / qstat; a live local executor's queued indices are pending). Notes say what
+// could not be asked.
+SchedulerStates query_scheduler(const Campaign& campaign, std::vector<std::string>* notes);
+
+// Runs `indices` on this machine, `throttle` at a time, each through the launcher, with one
+// progress line per finished run (k/N, failures so far, ETA) on `progress`. Returns the number
+// of runs that ended failed.
+int64_t run_local(const Campaign& campaign, const std::vector<int64_t>& indices, int throttle, std::ostream& progress);
+
+}  // namespace ts

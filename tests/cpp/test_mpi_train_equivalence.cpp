@@ -1,0 +1,351 @@
+// Data-parallel equivalence under mpiexec (2, 3 and 4 ranks), driving Net + Loader + Sgd +
+// GradientExchange the way the trainer does:
+//   - sync: N ranks x batch b follow the loss trajectory and reach the weights of 1 rank x
+//     batch N*b (every all-reduce algorithm, overlap on and off, many small buckets, momentum
+//     and weight decay), within float tolerance (only the summation order differs);
+//   - weight_avg with period 1 and plain SGD matches the same 1-rank run;
+//   - weight_avg with period k matches a naive local-SGD reference: N nets in one process,
+//     each on its rank's data with its own velocity, weights averaged every k steps;
+//   - the exchange itself: bucket means, the folded loss, a divergence seen on one rank only.
+// The 1-rank references run on every rank with Communicator::self() (world size 1 takes the
+// same code path). The network has no batch norm (BN statistics are per worker).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/error.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "dist/allreduce.h"
+#include "dist/communicator.h"
+#include "dist/gradient_exchange.h"
+#include "nn/models.h"
+#include "nn/net.h"
+#include "nn/optimizer.h"
+
+using namespace ts;
+
+namespace {
+
+class MpiEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
+  void TearDown() override { session_.reset(); }
+
+ private:
+  std::unique_ptr<MpiSession> session_;
+};
+
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
+
+struct DpSetup {
+  DistStrategy strategy = DistStrategy::sync;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::mpi;
+  bool overlap = true;
+  // The mlp below has 50826 parameters: 5 buckets, whose edges fall inside layers. (Few
+  // collectives per step: MPICH busy-polls, which is slow on oversubscribed cores.)
+  int64_t bucket_elements = 12007;
+  int64_t period = 1;
+  int64_t batch = 8;               // per rank
+  int64_t steps = 6;
+  double lr = 0.05, momentum = 0.9, weight_decay = 1e-3;
+};
+
+struct Trajectory {
+  std::vector<double> loss;    // mean over ranks per step
+  std::vector<double> folded;  // the exchange's own mean loss (where it exchanged)
+  std::vector<float> params;   // final weights
+};
+
+const Dataset& data() {
+  static const Dataset d = make_synthetic_dataset(Shape{1, 8, 8}, 10, 4096, 7);
+  return d;
+}
+
+ModelInput input() { return {Shape{1, 8, 8}, 10}; }
+
+// Trains the mlp for s.steps steps over `comm` the way train() does.
+Trajectory run(Communicator& comm, const DpSetup& s) {
+  auto backend = make_backend("cpu");
+  backend->set_threads(1);
+  auto net = build_model("mlp", *backend, input(), 3);
+  net->set_batch(s.batch);
+  LoaderOptions lo;
+  lo.batch = s.batch;
+  lo.seed = 11;
+  lo.rank = comm.rank();
+  lo.world = comm.size();
+  Loader loader(data(), lo);
+  Sgd sgd(*backend, net->param_count(), {s.momentum, s.weight_decay, false});
+  ExchangeOptions xo;
+  xo.strategy = s.strategy;
+  xo.algorithm = s.algorithm;
+  xo.bucket_elements = s.bucket_elements;
+  xo.overlap = s.overlap;
+  GradientExchange exchange(comm, {net->params(), net->grads(), net->param_count(), net->state(), net->state_count()},
+                            xo);
+  exchange.broadcast_model();
+  Trajectory t;
+  for (int64_t step = 1; step <= s.steps; ++step) {
+    Batch b;
+    EXPECT_TRUE(loader.next(b));
+    float loss = net->forward(b.images, b.labels, b.targets, Mode::train);
+    exchange.begin_step(loss);
+    net->backward([&](ParamRange r) { exchange.gradients_ready(r.offset, r.count); });
+    const bool average = step % s.period == 0 || step == s.steps;
+    StepVerdict v = exchange.finish_step(average, [&] { sgd.step(net->params(), net->grads(), s.lr); });
+    EXPECT_FALSE(v.diverged);
+    double mean = loss;
+    comm.allreduce_sum(&mean, 1);
+    mean /= comm.size();
+    t.loss.push_back(mean);
+    t.folded.push_back(v.exchanged ? v.loss : std::numeric_limits<double>::quiet_NaN());
+  }
+  t.params.assign(net->params(), net->params() + net->param_count());
+  return t;
+}
+
+DpSetup single_rank_reference(const DpSetup& s, int world) {
+  DpSetup ref = s;
+  ref.strategy = DistStrategy::sync;
+  ref.algorithm = AllreduceAlgorithm::mpi;
+  ref.batch = s.batch * world;
+  ref.period = 1;
+  return ref;
+}
+
+// |a - b| <= tol * max(1, |b|), element by element.
+void expect_close(const std::vector<double>& a, const std::vector<double>& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_LE(std::fabs(a[i] - b[i]), tol * std::max(1.0, std::fabs(b[i]))) << what << ", step " << i + 1;
+}
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::fabs(static_cast<double>(b[i])));
+    if (d > worst) worst = d, at = i;
+  }
+  EXPECT_LE(worst, tol) << what << ": worst at parameter " << at << " (" << a[at] << " vs " << b[at] << ")";
+}
+
+// Every rank holds the same bits as rank 0.
+void expect_same_on_all_ranks(Communicator& comm, const std::vector<float>& v, const std::string& what) {
+  std::vector<float> root = v;
+  comm.broadcast(root.data(), static_cast<int64_t>(root.size()), 0);
+  EXPECT_EQ(0, std::memcmp(root.data(), v.data(), v.size() * sizeof(float))) << what << ": ranks disagree";
+}
+
+std::string describe(const DpSetup& s, int world) {
+  return std::string(s.strategy == DistStrategy::sync ? "sync" : "weight_avg") + "/" +
+         allreduce_algorithm_name(s.algorithm) + (s.overlap ? "/overlap" : "/no-overlap") + " period " +
+         std::to_string(s.period) + " on " + std::to_string(world) + " ranks x batch " + std::to_string(s.batch);
+}
+
+constexpr double kLossTol = 2e-4;   // relative: summation order only
+constexpr double kParamTol = 2e-4;
+
+}  // namespace
+
+TEST(DataParallel, SyncMatchesOneRankWithTheGlobalBatch) {
+  auto world = Communicator::world();
+  auto self = Communicator::self();
+  ASSERT_GE(world->size(), 2) << "run under mpiexec -n N with N >= 2";
+  DpSetup base;
+  const Trajectory ref = run(*self, single_rank_reference(base, world->size()));
+  for (AllreduceAlgorithm a : all_allreduce_algorithms())
+    for (bool overlap : {true, false}) {
+      DpSetup s = base;
+      s.algorithm = a;
+      s.overlap = overlap;
+      const std::string what = describe(s, world->size());
+      Trajectory t = run(*world, s);
+      expect_close(t.loss, ref.loss, kLossTol, what + " loss");
+      expect_close(t.folded, t.loss, 1e-5, what + " folded loss vs separately reduced loss");
+      expect_close(t.params, ref.params, kParamTol, what + " final weights");
+      expect_same_on_all_ranks(*world, t.params, what);
+    }
+}
+
+TEST(DataParallel, OneBigBucketAndTinyBuckets) {
+  auto world = Communicator::world();
+  auto self = Communicator::self();
+  DpSetup base;
+  base.steps = 2;
+  const Trajectory ref = run(*self, single_rank_reference(base, world->size()));
+  for (int64_t bucket : {int64_t{1} << 30, int64_t{2003}}) {
+    DpSetup s = base;
+    s.bucket_elements = bucket;
+    s.algorithm = AllreduceAlgorithm::ring;
+    Trajectory t = run(*world, s);
+    expect_close(t.loss, ref.loss, kLossTol, "bucket " + std::to_string(bucket) + " loss");
+    expect_close(t.params, ref.params, kParamTol, "bucket " + std::to_string(bucket) + " weights");
+  }
+}
+
+TEST(DataParallel, WeightAveragingEveryStepWithPlainSgdMatchesSync) {
+  auto world = Communicator::world();
+  auto self = Communicator::self();
+  DpSetup base;
+  base.momentum = 0;
+  base.weight_decay = 0;
+  const Trajectory ref = run(*self, single_rank_reference(base, world->size()));
+  for (AllreduceAlgorithm a : {AllreduceAlgorithm::mpi, AllreduceAlgorithm::ps}) {
+    DpSetup s = base;
+    s.strategy = DistStrategy::weight_avg;
+    s.algorithm = a;
+    const std::string what = describe(s, world->size());
+    Trajectory t = run(*world, s);
+    expect_close(t.loss, ref.loss, kLossTol, what + " loss");
+    expect_close(t.folded, t.loss, 1e-5, what + " folded loss");
+    expect_close(t.params, ref.params, kParamTol, what + " final weights");
+    expect_same_on_all_ranks(*world, t.params, what);
+  }
+}
+
+// Local SGD written out naively: N nets in one process, net r trains on rank r's batches
+// with its own optimizer (velocity stays local), and every `period` steps all weights are
+// replaced by their mean.
+TEST(DataParallel, WeightAveragingWithPeriodMatchesNaiveLocalSgd) {
+  auto world = Communicator::world();
+  const int n = world->size();
+  DpSetup s;
+  s.strategy = DistStrategy::weight_avg;
+  s.period = 3;
+  s.steps = 8;  // averages after steps 3, 6 and the last
+  s.algorithm = AllreduceAlgorithm::ring;
+  Trajectory t = run(*world, s);
+  expect_same_on_all_ranks(*world, t.params, "weight_avg period 3");
+
+  auto backend = make_backend("cpu");
+  backend->set_threads(1);
+  std::vector<std::unique_ptr<Net>> nets;
+  std::vector<std::unique_ptr<Loader>> loaders;
+  std::vector<std::unique_ptr<Sgd>> sgds;
+  for (int r = 0; r < n; ++r) {
+    nets.push_back(build_model("mlp", *backend, input(), 3));
+    nets.back()->set_batch(s.batch);
+    LoaderOptions lo;
+    lo.batch = s.batch;
+    lo.seed = 11;
+    lo.rank = r;
+    lo.world = n;
+    loaders.push_back(std::make_unique<Loader>(data(), lo));
+    sgds.push_back(std::make_unique<Sgd>(*backend, nets.back()->param_count(), SgdOptions{s.momentum, s.weight_decay, false}));
+  }
+  const int64_t count = nets[0]->param_count();
+  std::vector<double> ref_loss;
+  for (int64_t step = 1; step <= s.steps; ++step) {
+    double sum = 0;
+    for (int r = 0; r < n; ++r) {
+      Batch b;
+      ASSERT_TRUE(loaders[r]->next(b));
+      sum += nets[r]->forward(b.images, b.labels, b.targets, Mode::train);
+      nets[r]->backward();
+      sgds[r]->step(nets[r]->params(), nets[r]->grads(), s.lr);
+    }
+    ref_loss.push_back(sum / n);
+    if (step % s.period == 0 || step == s.steps)
+      for (int64_t i = 0; i < count; ++i) {
+        float mean = 0;
+        for (int r = 0; r < n; ++r) mean += nets[r]->params()[i];
+        mean *= 1.0f / static_cast<float>(n);
+        for (int r = 0; r < n; ++r) nets[r]->params()[i] = mean;
+      }
+  }
+  expect_close(t.loss, ref_loss, kLossTol, "weight_avg period 3 loss vs naive local SGD");
+  expect_close(t.params, std::vector<float>(nets[0]->params(), nets[0]->params() + count), kParamTol,
+               "weight_avg period 3 weights vs naive local SGD");
+}
+
+// The exchange on plain arrays: gradient means per bucket whatever the range chunking, the
+// folded loss, and a non-finite loss on one rank stopping every rank at the same step.
+TEST(GradientExchange, MeansBucketsAndSharesTheVerdict) {
+  auto world = Communicator::world();
+  const int n = world->size(), rank = world->rank();
+  const int64_t count = 1009;
+  for (AllreduceAlgorithm a : all_allreduce_algorithms())
+    for (bool overlap : {true, false}) {
+      std::vector<float> params(count, 1.0f), grads(count), state(3, static_cast<float>(rank));
+      ExchangeOptions xo;
+      xo.algorithm = a;
+      xo.overlap = overlap;
+      xo.bucket_elements = 300;
+      GradientExchange ex(*world, {params.data(), grads.data(), count, state.data(), 3}, xo);
+      ASSERT_EQ(ex.buckets().size(), 4u);
+      EXPECT_EQ(ex.buckets().front(), (std::pair<int64_t, int64_t>{709, 300}));
+      EXPECT_EQ(ex.buckets().back(), (std::pair<int64_t, int64_t>{0, 109}));
+      for (int step = 0; step < 2; ++step) {
+        for (int64_t i = 0; i < count; ++i) grads[i] = static_cast<float>((rank + 1) * (i % 7 + step));
+        ex.begin_step(static_cast<float>(rank + 1));
+        // Ranges of 37 elements from the top, as a net's layers would report them.
+        for (int64_t top = count; top > 0; top -= 37) ex.gradients_ready(std::max<int64_t>(0, top - 37), std::min<int64_t>(37, top));
+        int updates = 0;
+        StepVerdict v = ex.finish_step(true, [&] { ++updates; });
+        const std::string what = std::string(allreduce_algorithm_name(a)) + (overlap ? " overlap" : "") + " step " +
+                                 std::to_string(step);
+        EXPECT_TRUE(v.exchanged) << what;
+        EXPECT_FALSE(v.diverged) << what;
+        EXPECT_DOUBLE_EQ(v.loss, (n + 1) / 2.0) << what;
+        const bool applies = a != AllreduceAlgorithm::ps || rank == 0;
+        EXPECT_EQ(updates, applies ? 1 : 0) << what;
+        if (applies)  // ps: only rank 0 holds the averaged gradients
+          for (int64_t i = 0; i < count; ++i)
+            ASSERT_FLOAT_EQ(grads[i], (n + 1) / 2.0f * static_cast<float>(i % 7 + step)) << what << " element " << i;
+      }
+      ex.average_state();
+      for (float v : state) EXPECT_FLOAT_EQ(v, (n - 1) / 2.0f);
+      // Rank n-1 alone sees a NaN loss: every rank learns it, nobody updates.
+      ex.begin_step(rank == n - 1 ? std::numeric_limits<float>::quiet_NaN() : 1.0f);
+      ex.gradients_ready(0, count);
+      int updates = 0;
+      StepVerdict v = ex.finish_step(true, [&] { ++updates; });
+      EXPECT_TRUE(v.diverged) << allreduce_algorithm_name(a);
+      EXPECT_EQ(updates, 0);
+    }
+}
+
+TEST(GradientExchange, WeightAveragingReportsDivergenceAtTheNextAverage) {
+  auto world = Communicator::world();
+  const int n = world->size(), rank = world->rank();
+  std::vector<float> params(50, static_cast<float>(rank)), grads(50, 0.0f), state(2, 2.0f * rank);
+  ExchangeOptions xo;
+  xo.strategy = DistStrategy::weight_avg;
+  xo.algorithm = AllreduceAlgorithm::tree;
+  GradientExchange ex(*world, {params.data(), grads.data(), 50, state.data(), 2}, xo);
+  int updates = 0;
+  ex.begin_step(rank == 0 ? std::numeric_limits<float>::infinity() : 1.0f);
+  StepVerdict v = ex.finish_step(false, [&] { ++updates; });
+  EXPECT_FALSE(v.exchanged);
+  EXPECT_FALSE(v.diverged) << "not known before the next average";
+  EXPECT_EQ(updates, rank == 0 ? 0 : 1) << "a rank skips its update on a non-finite loss";
+  ex.begin_step(1.0f);
+  v = ex.finish_step(true, [&] { ++updates; });
+  EXPECT_TRUE(v.exchanged);
+  EXPECT_TRUE(v.diverged) << "rank 0's earlier non-finite loss reaches every rank";
+  for (float p : params) EXPECT_FLOAT_EQ(p, (n - 1) / 2.0f);
+  for (float s : state) EXPECT_FLOAT_EQ(s, static_cast<float>(n - 1));
+}
+
+TEST(GradientExchange, RangesOutOfOrderAreRefused) {
+  auto world = Communicator::world();
+  std::vector<float> params(10), grads(10);
+  ExchangeOptions xo;
+  xo.overlap = false;
+  GradientExchange ex(*world, {params.data(), grads.data(), 10, nullptr, 0}, xo);
+  ex.begin_step(1.0f);
+  EXPECT_THROW(ex.gradients_ready(0, 5), RuntimeError);  // [5, 10) has not been reported
+  ex.gradients_ready(5, 5);
+  ex.gradients_ready(0, 5);
+  StepVerdict v = ex.finish_step(true, [] {});
+  EXPECT_FALSE(v.diverged);
+}

@@ -1,0 +1,154 @@
+// Site files: the shipped sites parse; malformed sites are ConfigErrors naming file, line, key
+// and what is accepted; runs are checked against the site's gpu / mpi / storage names; the
+// storage mapping and the stage-in copy.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "sweep/site.h"
+
+namespace fs = std::filesystem;
+using namespace ts;
+
+namespace {
+
+std::string site_dir() { return std::string(TRAINSCALE_SOURCE_DIR) + "/configs/sites/"; }
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_site_file(text, "site.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Site, ShippedSitesParse) {
+  Site local = load_site_file(site_dir() + "local.yaml");
+  EXPECT_EQ(local.scheduler, "local");
+  EXPECT_EQ(local.throttle, 1);
+  EXPECT_EQ(local.mpi_default, "openmpi");
+  EXPECT_EQ(local.mpi.at("openmpi").launcher, "mpirun");
+  EXPECT_TRUE(local.mpi.at("openmpi").binary.empty());
+  EXPECT_EQ(local.mpi.at("mpich").launcher, "mpiexec");
+  EXPECT_EQ(local.mpi.at("mpich").launcher_command, "mpiexec.mpich");
+  EXPECT_TRUE(local.storage.count("local"));
+
+  Site slurm = load_site_file(site_dir() + "localhost-slurm.yaml");
+  EXPECT_EQ(slurm.scheduler, "slurm");
+  EXPECT_EQ(slurm.partition, "debug");
+  EXPECT_EQ(slurm.mpi.at("openmpi").launcher, "srun");
+  EXPECT_EQ(slurm.mpi.at("openmpi").srun_mpi, "pmix");
+
+  Site gpu = load_site_file(site_dir() + "example-slurm-gpu.yaml");
+  EXPECT_EQ(gpu.account, "proj123");
+  EXPECT_EQ(gpu.max_array_size, 1000);
+  EXPECT_EQ(gpu.throttle, 16);
+  EXPECT_EQ(gpu.workers_per_node, 32);
+  EXPECT_EQ(gpu.gpu.at("a100").gpus_per_node, 4);
+  EXPECT_EQ(gpu.gpu.at("a100").gres, "gpu:a100:{gpus_per_node}");
+  EXPECT_EQ(gpu.mpi.at("mpich").srun_mpi, "pmi2");
+  EXPECT_EQ(gpu.mpi.at("openmpi").modules.size(), 3u);
+  EXPECT_EQ(gpu.storage.at("nvme").stage_from, "lustre");
+
+  Site pbs = load_site_file(site_dir() + "example-pbs.yaml");
+  EXPECT_EQ(pbs.scheduler, "pbs");
+  EXPECT_EQ(pbs.gpu.at("v100").partition, "gpuq");
+}
+
+TEST(Site, MalformedSitesNameTheProblem) {
+  std::string e = error_of("scheduler: slurm\nlimts: {throttle: 2}\n");
+  EXPECT_NE(e.find("site.yaml:2"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'limits'"), std::string::npos) << e;
+
+  e = error_of("scheduler: lsf\n");
+  EXPECT_NE(e.find("site.yaml:1"), std::string::npos) << e;
+  EXPECT_NE(e.find("accepted: slurm, pbs, local"), std::string::npos) << e;
+
+  e = error_of("name: x\n");
+  EXPECT_NE(e.find("missing `scheduler`"), std::string::npos) << e;
+
+  e = error_of("scheduler: slurm\nmpi:\n  openmpi: {launcher: aprun}\n");
+  EXPECT_NE(e.find("mpi.openmpi.launcher"), std::string::npos) << e;
+  EXPECT_NE(e.find("accepted: mpirun, srun, mpiexec"), std::string::npos) << e;
+
+  e = error_of("scheduler: slurm\nmpi:\n  openmpi: {launcher: srun}\nmpi_default: mpich\n");
+  EXPECT_NE(e.find("mpi_default"), std::string::npos) << e;
+  EXPECT_NE(e.find("openmpi"), std::string::npos) << e;
+
+  e = error_of("scheduler: slurm\nstorage:\n  nvme: {path: /nvme, stage_from: lustre}\n");
+  EXPECT_NE(e.find("stage_from"), std::string::npos) << e;
+  EXPECT_NE(e.find("'lustre'"), std::string::npos) << e;
+
+  e = error_of("scheduler: slurm\nlimits: {max_array_size: 0}\n");
+  EXPECT_NE(e.find("limits.max_array_size"), std::string::npos) << e;
+
+  e = error_of("scheduler: slurm\ngpu:\n  a100: {gpus_per_nod: 4}\n");
+  EXPECT_NE(e.find("did you mean 'gpus_per_node'"), std::string::npos) << e;
+}
+
+TEST(Site, RunsAreCheckedAgainstTheSite) {
+  Site site = load_site_file(site_dir() + "example-slurm-gpu.yaml");
+  EXPECT_EQ(site_check_run(site, "a100", "openmpi", "lustre"), "");
+  EXPECT_EQ(site_check_run(site, "none", "any", "local"), "");
+  std::string e = site_check_run(site, "v100", "openmpi", "lustre");
+  EXPECT_NE(e.find("key 'gpu': 'v100'"), std::string::npos) << e;
+  EXPECT_NE(e.find("a100, h100"), std::string::npos) << e;
+  e = site_check_run(site, "none", "intelmpi", "local");
+  EXPECT_NE(e.find("key 'mpi_flavor': 'intelmpi'"), std::string::npos) << e;
+  e = site_check_run(site, "none", "openmpi", "gpfs");
+  EXPECT_NE(e.find("key 'dataset.storage': 'gpfs'"), std::string::npos) << e;
+  EXPECT_NE(e.find("local, lustre, nvme"), std::string::npos) << e;
+
+  EXPECT_EQ(&site_mpi_for(site, "any", "x"), &site.mpi.at("openmpi"));
+  EXPECT_EQ(&site_mpi_for(site, "mpich", "x"), &site.mpi.at("mpich"));
+  EXPECT_THROW(site_mpi_for(site, "intelmpi", "x"), ConfigError);
+}
+
+TEST(Site, StorageMappingAndStageIn) {
+  const fs::path dir = fs::temp_directory_path() / ("ts_site_stage_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "shared" / "fashion-mnist" / "sub");
+  std::ofstream(dir / "shared" / "fashion-mnist" / "a.bin") << "0123456789";
+  std::ofstream(dir / "shared" / "fashion-mnist" / "sub" / "b.bin") << "abc";
+  const std::string text = "scheduler: local\nstorage:\n  local: {}\n  shared: {path: " + (dir / "shared").string() +
+                           "}\n  node: {path: " + (dir / "node").string() + ", stage_from: shared}\n";
+  Site site = parse_site_file(text, "site.yaml");
+
+  StagedData as_written = stage_dataset(site, "local", "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(as_written.root, "/usr/share/datasets/fashion-mnist");
+  EXPECT_FALSE(as_written.copied);
+
+  StagedData shared = stage_dataset(site, "shared", "/usr/share/datasets/fashion-mnist/");
+  EXPECT_EQ(shared.root, (dir / "shared" / "fashion-mnist").string());
+  EXPECT_FALSE(shared.copied);
+
+  StagedData first = stage_dataset(site, "node", "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(first.root, (dir / "node" / "fashion-mnist").string());
+  EXPECT_TRUE(first.copied);
+  EXPECT_GE(first.seconds, 0.0);
+  EXPECT_EQ(fs::file_size(dir / "node" / "fashion-mnist" / "a.bin"), 10u);
+  EXPECT_EQ(fs::file_size(dir / "node" / "fashion-mnist" / "sub" / "b.bin"), 3u);
+  EXPECT_TRUE(fs::exists(dir / "node" / "fashion-mnist" / ".trainscale-staged"));
+
+  StagedData second = stage_dataset(site, "node", "/usr/share/datasets/fashion-mnist");  // already staged
+  EXPECT_FALSE(second.copied);
+  EXPECT_EQ(second.seconds, 0.0);
+
+  EXPECT_THROW(stage_dataset(site, "node", "/data/cifar10"), RuntimeError);  // no source to copy
+  fs::remove_all(dir);
+}
+
+TEST(Site, ShellQuote) {
+  EXPECT_EQ(shell_quote("/opt/x/bin/trainscale"), "/opt/x/bin/trainscale");
+  EXPECT_EQ(shell_quote("--mpi=pmix"), "--mpi=pmix");
+  EXPECT_EQ(shell_quote("a b"), "'a b'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote(""), "''");
+}

@@ -1,0 +1,263 @@
+// Submitting campaigns: the frozen manifest read back (and refused when edited), runs grouped
+// by resource shape, arrays split over the site's max array size, the launcher commands,
+// golden Slurm and PBS scripts (tests/golden/), run states from markers and the status JSON.
+// Set TRAINSCALE_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "sweep/campaign.h"
+#include "sweep/expand.h"
+#include "sweep/site.h"
+#include "sweep/submit.h"
+#include "sweep/sweep_file.h"
+
+namespace fs = std::filesystem;
+using namespace ts;
+
+namespace {
+
+const std::string kSource = TRAINSCALE_SOURCE_DIR;
+const char* kBase = "model: lenet\nbatch_per_worker: 64\nlr: 0.05\nsteps: 5\nthreads: 1\nworkers: 1\n"
+                    "dist: {strategy: sync, allreduce: mpi, overlap: false}\n";
+
+class Submit : public ::testing::Test {
+ protected:
+  fs::path dir;
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir = fs::temp_directory_path() / (std::string("ts_submit_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "base.yaml") << kBase;
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // Expands `sweep_text` against `site_path` into dir/campaign and loads it back.
+  Campaign make_campaign(const std::string& sweep_text, const std::string& site_path) {
+    std::ofstream(dir / "sweep.yaml") << sweep_text;
+    SweepFile sweep = load_sweep_file((dir / "sweep.yaml").string());
+    Expansion ex = expand_sweep(sweep);
+    if (!site_path.empty()) check_expansion_against_site(ex, load_site_file(site_path));
+    write_campaign((dir / "campaign").string(), manifest_yaml(ex, "trainscale test"), sweep.path, site_path);
+    return load_campaign((dir / "campaign").string());
+  }
+};
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compares `text` with tests/golden/<name> (rewrites it with TRAINSCALE_UPDATE_GOLDEN=1).
+void expect_golden(const std::string& name, const std::string& text) {
+  const fs::path golden = fs::path(kSource) / "tests" / "golden" / name;
+  if (std::getenv("TRAINSCALE_UPDATE_GOLDEN")) std::ofstream(golden) << text;
+  ASSERT_TRUE(fs::exists(golden)) << golden << " missing; run with TRAINSCALE_UPDATE_GOLDEN=1 to create it";
+  EXPECT_EQ(read(golden), text) << "generated script differs from " << golden
+                                << " (TRAINSCALE_UPDATE_GOLDEN=1 rewrites it after an intended change)";
+}
+
+const char* kGpuSweep =
+    "campaign: golden\n"
+    "base: base.yaml\n"
+    "matrix:\n"
+    "  workers: [4, 8]\n"
+    "  gpu: [a100]\n"
+    "  mpi_flavor: [openmpi]\n"
+    "  lr: [0.05, 0.1]\n"
+    "resources: {walltime: \"00:30:00\", cpus_per_worker: 8, mem: 64G}\n";
+
+}  // namespace
+
+TEST_F(Submit, ManifestRoundTripsAndAnEditedManifestIsRefused) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03]}\nrepetitions: 2\n", "");
+  ASSERT_EQ(c.runs.size(), 6u);
+  EXPECT_EQ(c.name, "sweep");
+  EXPECT_FALSE(c.has_site);
+  EXPECT_EQ(c.site.scheduler, "local");
+  for (size_t i = 0; i < c.runs.size(); ++i) {
+    EXPECT_EQ(c.runs[i].index, static_cast<int64_t>(i));
+    EXPECT_EQ(c.runs[i].run_id, c.runs[i].config_id + "-r" + std::to_string(i % 2));
+    EXPECT_NE(c.runs[i].config_yaml.find("model: \"lenet\""), std::string::npos) << c.runs[i].config_yaml;
+    EXPECT_GT(c.runs[i].line, 1);
+  }
+  // Any edit to the frozen manifest (here: one learning rate) is refused.
+  const fs::path manifest = dir / "campaign" / "manifest.yaml";
+  std::string text = read(manifest);
+  text.replace(text.find("lr: 0.02"), 8, "lr: 0.05");
+  std::ofstream(manifest) << text;
+  try {
+    load_campaign((dir / "campaign").string());
+    FAIL() << "an edited manifest was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("changed after it was frozen"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir / "campaign");
+  EXPECT_THROW(load_campaign((dir / "campaign").string()), ConfigError);
+}
+
+TEST_F(Submit, GroupsByShapeAndSplitsOverTheMaxArraySize) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {workers: [1, 2], lr: [0.01, 0.02, 0.03]}\n"
+                             "resources: {walltime: \"00:05:00\"}\n",
+                             kSource + "/configs/sites/localhost-slurm.yaml");
+  auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].shape.workers, 1);
+  EXPECT_EQ(groups[0].indices, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(groups[1].shape.workers, 2);
+  EXPECT_EQ(groups[1].shape.nodes, 1);
+  EXPECT_EQ(groups[1].shape.tasks_per_node, 2);
+  EXPECT_EQ(groups[1].shape.cpus_per_task, 1);  // the runs' threads
+  EXPECT_EQ(groups[1].shape.partition, "debug");
+  EXPECT_EQ(groups[1].shape.walltime, "00:05:00");
+  EXPECT_EQ(groups[1].shape.mpi, "openmpi");
+  EXPECT_EQ(groups[1].indices, (std::vector<int64_t>{3, 4, 5}));
+  // A subset keeps its order.
+  groups = group_by_shape(c, {5, 1});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].indices, (std::vector<int64_t>{5}));
+  EXPECT_EQ(groups[1].indices, (std::vector<int64_t>{1}));
+
+  c.site.max_array_size = 2;
+  auto scripts = write_job_scripts(c, "slurm", group_by_shape(c, {}), 1, "");
+  ASSERT_EQ(scripts.size(), 4u);  // 3 runs per shape in arrays of at most 2
+  EXPECT_EQ(fs::path(scripts[0].script).filename(), "s0-p0.slurm");
+  EXPECT_EQ(fs::path(scripts[1].script).filename(), "s0-p1.slurm");
+  EXPECT_EQ(fs::path(scripts[3].index_file).filename(), "s1-p1.idx");
+  EXPECT_EQ(scripts[0].count, 2);
+  EXPECT_EQ(scripts[1].count, 1);
+  EXPECT_EQ(read(scripts[0].index_file), "0\n1\n");
+  EXPECT_EQ(read(scripts[1].index_file), "2\n");
+  EXPECT_EQ(read(scripts[2].index_file), "3\n4\n");
+  EXPECT_EQ(read(scripts[3].index_file), "5\n");
+  EXPECT_NE(read(scripts[0].script).find("#SBATCH --array=0-1%1\n"), std::string::npos);
+  EXPECT_NE(read(scripts[1].script).find("#SBATCH --array=0-0%1\n"), std::string::npos);
+  EXPECT_NE(read(scripts[2].script).find("srun --mpi=pmix -n 2 "), std::string::npos);
+  EXPECT_TRUE((fs::status(scripts[0].script).permissions() & fs::perms::owner_exec) != fs::perms::none);
+}
+
+TEST_F(Submit, LaunchCommands) {
+  SiteMpi m;
+  m.binary = "/opt/ts/bin/trainscale";
+  m.launcher = "mpirun";
+  m.launcher_args = {"--oversubscribe"};
+  EXPECT_EQ(launch_command(m, 2), (std::vector<std::string>{"mpirun", "-np", "2", "--oversubscribe", "/opt/ts/bin/trainscale"}));
+  m.launcher = "srun";
+  m.srun_mpi = "pmi2";
+  m.launcher_args = {};
+  EXPECT_EQ(launch_command(m, 4), (std::vector<std::string>{"srun", "--mpi=pmi2", "-n", "4", "/opt/ts/bin/trainscale"}));
+  m.launcher = "mpiexec";
+  EXPECT_EQ(launch_command(m, 3), (std::vector<std::string>{"mpiexec", "-n", "3", "/opt/ts/bin/trainscale"}));
+  m.launcher_command = "mpiexec.mpich";  // the program; arguments as for mpiexec
+  EXPECT_EQ(launch_command(m, 3), (std::vector<std::string>{"mpiexec.mpich", "-n", "3", "/opt/ts/bin/trainscale"}));
+  m.launcher_command = "";
+  m.binary = "";  // the running binary
+  EXPECT_TRUE(fs::path(launch_command(m, 1).back()).is_absolute());
+  m.binary = "build-mpich/bin/trainscale";  // relative to the current directory
+  EXPECT_EQ(launch_command(m, 1).back(), (fs::current_path() / "build-mpich/bin/trainscale").string());
+}
+
+TEST_F(Submit, GoldenSlurmScript) {
+  Campaign c = make_campaign(kGpuSweep, kSource + "/configs/sites/example-slurm-gpu.yaml");
+  auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 2u);
+  const JobShape& s = groups[1].shape;  // 8 workers on 4-GPU nodes
+  EXPECT_EQ(s.nodes, 2);
+  EXPECT_EQ(s.tasks_per_node, 4);
+  EXPECT_EQ(s.gpus_per_node, 4);
+  EXPECT_EQ(s.gres, "gpu:a100:4");
+  EXPECT_EQ(s.partition, "gpu-a100");
+  EXPECT_EQ(s.cpus_per_task, 8);
+  c.dir = "/scratch/campaigns/golden";  // deterministic paths in the script
+  expect_golden("slurm_gpu.slurm", render_job_script(c, "slurm", s, "ts-golden-s1", "/scratch/campaigns/golden/jobs/s1.idx",
+                                                     groups[1].indices.size(), 16));
+}
+
+TEST_F(Submit, GoldenPbsScripts) {
+  std::string sweep = kGpuSweep;
+  sweep.replace(sweep.find("gpu: [a100]"), 11, "gpu: [v100]");
+  Campaign c = make_campaign(sweep, kSource + "/configs/sites/example-pbs.yaml");
+  auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 2u);
+  c.dir = "/scratch/campaigns/golden";
+  expect_golden("pbs_gpu.pbs", render_job_script(c, "pbs", groups[1].shape, "ts-golden-s1",
+                                                 "/scratch/campaigns/golden/jobs/s1.idx", groups[1].indices.size(), 8));
+  // One run: a plain job (PBS Pro arrays need at least two subjobs) that runs task 0.
+  expect_golden("pbs_single.pbs", render_job_script(c, "pbs", groups[0].shape, "ts-golden-s0",
+                                                    "/scratch/campaigns/golden/jobs/s0.idx", 1, 0));
+}
+
+TEST_F(Submit, RunsMissingFromTheSiteAreRefused) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n", kSource + "/configs/sites/local.yaml");
+  c.site.storage.clear();  // as if the site had no `local` storage
+  try {
+    group_by_shape(c, {});
+    FAIL() << "a run with a storage the site lacks was grouped";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("dataset.storage"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08]}\n", "");
+  auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
+  std::ofstream(files(0).done) << "status: ok\n";
+  std::ofstream(files(1).done) << "status: diverged\n";
+  std::ofstream(files(2).failed) << "out of memory \"conv1\"\n";
+  std::ofstream(files(3).running) << "host: " << this_host() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  std::ofstream(files(4).running) << "host: " << this_host() << "\npid: 999999999\nattempt: 2\n";  // dead process
+  // 5: the scheduler says pending (and a stale FAILED from an earlier attempt does not count)
+  std::ofstream(files(5).failed) << "earlier attempt\n";
+  // 6: nothing -> missing
+  // 7: queued by a live local executor and started: its live RUNNING marker wins over pending
+  std::ofstream(files(7).running) << "host: " << this_host() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  CampaignStatus st = campaign_status(c, {{5, "pending"}, {7, "pending"}});
+  EXPECT_EQ(st.total, 8);
+  EXPECT_EQ(st.done, 1);
+  EXPECT_EQ(st.diverged, 1);
+  EXPECT_EQ(st.failed, 2);
+  EXPECT_EQ(st.running, 2);
+  EXPECT_EQ(st.pending, 1);
+  EXPECT_EQ(st.runs[7].state, RunState::running);
+  EXPECT_EQ(st.missing, 1);
+  EXPECT_EQ(st.runs[2].reason, "out of memory \"conv1\"");
+  EXPECT_NE(st.runs[4].reason.find("ended without a result"), std::string::npos) << st.runs[4].reason;
+  const std::string json = status_json(st);
+  EXPECT_EQ(json, "{\"total\": 8, \"done\": 1, \"diverged\": 1, \"failed\": [{\"index\": 2, \"run_id\": \"" + c.runs[2].run_id +
+                      "\", \"reason\": \"out of memory \\\"conv1\\\"\"}, {\"index\": 4, \"run_id\": \"" + c.runs[4].run_id +
+                      "\", \"reason\": \"" + st.runs[4].reason + "\"}], \"running\": 2, \"pending\": 1, \"missing\": 1}\n");
+  const std::string text = status_text(c, st);
+  EXPECT_NE(text.find("done 1, diverged 1, failed 2, running 2, pending 1, missing 1"), std::string::npos) << text;
+}
+
+TEST_F(Submit, SubmissionsAreRecorded) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n", "");
+  EXPECT_TRUE(read_submissions(c.dir).empty());
+  EXPECT_EQ(next_resubmit_tag(c.dir), "resubmit1-");
+  SubmissionRecord a;
+  a.scheduler = "slurm";
+  a.job_id = "1234";
+  a.script = c.dir + "/jobs/s0.slurm";
+  a.index_file = c.dir + "/jobs/s0.idx";
+  a.count = 2;
+  record_submissions(c.dir, {a});
+  a.job_id = "1240";
+  a.script = c.dir + "/jobs/resubmit1-s0.slurm";
+  record_submissions(c.dir, {a});
+  std::ofstream(c.dir + "/jobs/resubmit1-s0.slurm") << "#!/bin/bash\n";
+  auto subs = read_submissions(c.dir);
+  ASSERT_EQ(subs.size(), 2u);
+  EXPECT_EQ(subs[0].job_id, "1234");
+  EXPECT_EQ(subs[1].job_id, "1240");
+  EXPECT_EQ(subs[1].count, 2);
+  EXPECT_EQ(next_resubmit_tag(c.dir), "resubmit2-");
+}

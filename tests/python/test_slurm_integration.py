@@ -1,0 +1,237 @@
+"""A campaign as real Slurm job arrays on this machine. The test writes a slurm.conf for a
+one-node cluster (this host, partition `debug`, no accounting, proctrack/linuxproc, task/none,
+select/cons_tres, state and spool in a temp dir, SlurmUser=root), makes a munge key and starts
+munged on a private socket, slurmctld and slurmd; waits until the node is idle; expands a small
+campaign with configs/sites/localhost-slurm.yaml (1- and 2-rank runs; 2-rank runs started by
+`srun --mpi=pmix`, one more 2-rank run by mpirun inside the allocation through a site variant;
+one diverging and one failing run), submits it with `sweep submit --scheduler slurm`, polls
+`sweep status --format json`, checks every run file, resubmits the failed run, and stops the
+daemons. It needs root and Debian's slurm-wlm and munge (scripts/setup.sh installs them); without
+them it FAILS saying what is missing."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import h5py
+import pytest
+import yaml
+
+from trainscale_cli import REPO, run, write_config
+
+BASE = """model: lenet
+dataset: {name: fashion_mnist, format: idx, root: /usr/share/datasets/fashion-mnist}
+batch_per_worker: 32
+lr: 0.05
+steps: 6
+threads: 1
+workers: 1
+dist: {strategy: sync, allreduce: mpi, overlap: false}
+eval: {every_epochs: 0}
+log_every: 3
+"""
+
+# 1 and 2 workers x 2 learning rates (2-worker runs: srun --mpi=pmix), a run that diverges and
+# one that cannot find its data: 6 runs in two arrays.
+SWEEP = """campaign: slurm_it
+base: base.yaml
+matrix:
+  workers: [1, 2]
+  lr: [0.05, 0.1]
+include:
+  - {lr: 1000.0}
+  - {dataset.root: /nonexistent/fmnist}
+"""
+
+DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def slurm_conf(d, host, cpus):
+    return f"""ClusterName=tstest
+SlurmctldHost={host}(127.0.0.1)
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={d}/munge/munge.sock
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/log/slurmctld.log
+SlurmdLogFile={d}/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+ReturnToService=2
+SchedulerParameters=sched_interval=1
+MaxArraySize=1001
+NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def logs(d):
+    out = []
+    for name in ("log/slurmctld.log", "log/slurmd.log", "log/slurmctld.out", "log/slurmd.out", "munge/munged.log"):
+        p = d / name
+        if p.exists():
+            out.append(f"--- {name} (tail)\n" + "\n".join(p.read_text(errors="replace").splitlines()[-15:]))
+    return "\n".join(out)
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    missing = [p for p in DAEMONS if shutil.which(p) is None]
+    if missing:
+        pytest.fail(f"the real-Slurm test needs {', '.join(missing)} on PATH: install Debian's slurm-wlm and munge "
+                    "(scripts/setup.sh does, as root)")
+    if os.geteuid() != 0:
+        pytest.fail("the real-Slurm test must run as root: it starts slurmctld/slurmd with SlurmUser=root")
+    cpus = os.cpu_count() or 1
+    if cpus < 2:
+        pytest.fail(f"the real-Slurm test needs 2 CPUs for its 2-rank runs; this machine has {cpus}")
+    d = tmp_path_factory.mktemp("slurm")
+    for sub in ("state", "spool", "log", "munge"):
+        (d / sub).mkdir()
+    os.chmod(d / "munge", 0o700)
+    key = d / "munge" / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    os.chmod(key, 0o400)
+    host = subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
+    conf = write_config(d / "slurm.conf", slurm_conf(d, host, cpus))
+    old_conf = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(conf)
+    procs = []
+    try:
+        subprocess.run(["munged", f"--socket={d}/munge/munge.sock", f"--key-file={key}", f"--pid-file={d}/munge/munged.pid",
+                        f"--log-file={d}/munge/munged.log", f"--seed-file={d}/munge/seed", "--force"],
+                       check=True, capture_output=True, text=True, timeout=30)
+        for daemon in ("slurmctld", "slurmd"):
+            out = open(d / "log" / f"{daemon}.out", "w")
+            procs.append(subprocess.Popen([daemon, "-D", "-f", str(conf)], stdout=out, stderr=subprocess.STDOUT))
+        deadline = time.time() + 40
+        state = ""
+        while time.time() < deadline:
+            res = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True)
+            state = res.stdout.strip() or res.stderr.strip()
+            if state == "idle":
+                break
+            if any(p.poll() is not None for p in procs):
+                pytest.fail("a Slurm daemon exited during start-up\n" + logs(d))
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"the Slurm node did not become idle within 40 s (sinfo: {state!r})\n" + logs(d))
+        yield d
+    finally:
+        subprocess.run(["scancel", "--user=root"], capture_output=True)
+        time.sleep(0.5)
+        for p in reversed(procs):
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        pid_file = d / "munge" / "munged.pid"
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+            except (ProcessLookupError, ValueError):
+                pass
+        if old_conf is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old_conf
+
+
+def expand(tmp_path, name, sweep, site):
+    write_config(tmp_path / "base.yaml", BASE)
+    sweep_path = write_config(tmp_path / f"{name}.yaml", sweep)
+    out = tmp_path / name
+    res = run(["sweep", "expand", sweep_path, "--site", site, "--out", out])
+    assert res.returncode == 0, res.stderr
+    return out, yaml.safe_load((out / "manifest.yaml").read_text())["runs"]
+
+
+def wait_finished(camps, slurm_dir, timeout=150):
+    deadline = time.time() + timeout
+    while True:
+        statuses = {}
+        for camp in camps:
+            res = run(["sweep", "status", camp, "--format", "json"])
+            assert res.returncode == 0, res.stderr
+            statuses[camp] = json.loads(res.stdout)
+        if all(s["running"] == 0 and s["pending"] == 0 and s["missing"] == 0 for s in statuses.values()):
+            return statuses
+        if time.time() > deadline:
+            queue = subprocess.run(["squeue"], capture_output=True, text=True).stdout
+            pytest.fail(f"campaigns not finished after {timeout} s: {statuses}\n{queue}\n" + logs(slurm_dir))
+        time.sleep(1)
+
+
+def test_campaign_as_slurm_job_arrays(slurm, tmp_path):
+    camp, runs = expand(tmp_path, "campaign", SWEEP, REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    # A site variant whose 2-rank runs are started by mpirun inside the allocation.
+    site = (REPO / "configs" / "sites" / "localhost-slurm.yaml").read_text()
+    site = site.replace("launcher: srun\n    srun_mpi: pmix", "launcher: mpirun\n    launcher_args: [--oversubscribe]")
+    assert "launcher: mpirun" in site
+    mpirun_site = write_config(tmp_path / "mpirun-site.yaml", site)
+    camp2, runs2 = expand(tmp_path, "campaign_mpirun", "campaign: slurm_it_mpirun\nbase: base.yaml\n"
+                                                       "matrix: {workers: [2], lr: [0.02]}\n", mpirun_site)
+
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("submitted ") == 2  # one array per shape (1 and 2 workers)
+    res = run(["sweep", "submit", camp2, "--scheduler", "slurm"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    subs = yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())
+    assert [s["scheduler"] for s in subs] == ["slurm", "slurm"] and all(s["job_id"].isdigit() for s in subs)
+    assert [s["count"] for s in subs] == [4, 2]
+
+    st = wait_finished([camp, camp2], slurm)
+    s1 = st[camp]
+    assert (s1["total"], s1["done"], s1["diverged"], s1["running"], s1["pending"], s1["missing"]) == (6, 4, 1, 0, 0, 0), s1
+    assert [f["index"] for f in s1["failed"]] == [5] and "/nonexistent/fmnist" in s1["failed"][0]["reason"]
+    assert (st[camp2]["total"], st[camp2]["done"]) == (1, 1), st[camp2]
+
+    for c, rs in ((camp, runs[:5]), (camp2, runs2)):
+        for r in rs:
+            with h5py.File(c / "runs" / f"{r['run_id']}.h5") as f:
+                assert f.attrs["run_id"] == r["run_id"]
+                assert f.attrs["status"] == ("diverged" if r["config"]["lr"] == 1000.0 else "ok")
+                assert int(f.attrs["world_size"]) == r["config"]["workers"]
+                assert len(f["train/loss"]) > 0
+            assert (c / "runs" / f"{r['run_id']}.DONE").exists()
+    # Every array task left its Slurm log (%x_%A_%a.out) naming the manifest index it ran.
+    slurm_logs = sorted((camp / "logs").glob("ts-slurm_it-s*_*_*.out"))
+    assert len(slurm_logs) == 6, slurm_logs
+    ran = sorted(int(l.read_text().split("-> manifest index ")[1].split()[0]) for l in slurm_logs)
+    assert ran == [0, 1, 2, 3, 4, 5]
+    two_rank = [l for l in slurm_logs if "2 worker(s)" in l.read_text()]
+    assert len(two_rank) == 2
+
+    # Resubmitting the failed run: one new array of one task, a second attempt.
+    res = run(["sweep", "resubmit", camp, "--failed"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "resubmitting 1 runs (indices 5)" in res.stdout and "resubmit1-s0.slurm" in res.stdout
+    st = wait_finished([camp], slurm)
+    assert [f["index"] for f in st[camp]["failed"]] == [5]
+    assert (camp / "logs" / f"{runs[5]['run_id']}.attempt2.log").exists()
+    assert len(yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())) == 3

@@ -1,0 +1,220 @@
+"""`trainscale sweep submit / status / resubmit` without a batch system: the local executor runs a
+campaign K at a time with a progress line per finished run; status reports done / diverged /
+failed (with reasons) / missing; resubmit runs exactly the failed or missing indices again; the
+generated PBS script is executed directly with PBS_ARRAY_INDEX (PBS Pro) and PBS_ARRAYID (Torque)
+set, since no PBS server exists here; --dry-run Slurm scripts map array tasks to indices."""
+import json
+import os
+import re
+import subprocess
+
+import h5py
+import yaml
+
+from trainscale_cli import BINARY, REPO, env, run, write_config
+
+BASE = """model: lenet
+dataset: {name: fashion_mnist, format: idx, root: /usr/share/datasets/fashion-mnist}
+batch_per_worker: 32
+lr: 0.05
+steps: 4
+threads: 1
+workers: 1
+dist: {strategy: sync, allreduce: mpi, overlap: false}
+eval: {every_epochs: 0}
+log_every: 2
+"""
+
+# 2 workers x 2 learning rates, plus a run that cannot find its data: 5 runs.
+SWEEP = """campaign: submit_test
+base: base.yaml
+matrix:
+  workers: [1, 2]
+  lr: [0.05, 0.1]
+include:
+  - {dataset.root: /nonexistent/fmnist}
+"""
+
+SITE_PBS = f"""scheduler: pbs
+partition: workq
+limits: {{max_array_size: 100}}
+env:
+  OMPI_ALLOW_RUN_AS_ROOT: "1"
+  OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: "1"
+  OMPI_MCA_btl_vader_single_copy_mechanism: none
+mpi:
+  openmpi: {{launcher: mpirun, launcher_args: [--oversubscribe], binary: {BINARY}}}
+storage:
+  local: {{}}
+"""
+
+
+def expand(tmp_path, site=None, sweep=SWEEP):
+    write_config(tmp_path / "base.yaml", BASE)
+    sweep_path = write_config(tmp_path / "sweep.yaml", sweep)
+    out = tmp_path / "campaign"
+    args = ["sweep", "expand", sweep_path, "--out", out]
+    if site:
+        args += ["--site", site]
+    res = run(args)
+    assert res.returncode == 0, res.stderr
+    return out, yaml.safe_load((out / "manifest.yaml").read_text())["runs"]
+
+
+def status(camp):
+    res = run(["sweep", "status", camp, "--format", "json"])
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def test_local_executor_status_and_resubmit(tmp_path):
+    camp, runs = expand(tmp_path, REPO / "configs" / "sites" / "local.yaml")
+    assert [r["config"]["workers"] for r in runs] == [1, 1, 2, 2, 1]
+
+    res = run(["sweep", "submit", camp, "--scheduler", "local", "--throttle", "2"])
+    assert res.returncode == 1, res.stdout + res.stderr  # one run failed
+    lines = [l for l in res.stdout.splitlines() if l.startswith("[")]
+    assert len(lines) == 5
+    for k, line in enumerate(lines, 1):
+        assert re.match(rf"\[{k}/5\] index \d \w{{12}}-r0: (done|failed: .*) \| failures [01] \| elapsed \S+ \| ETA \S+$",
+                        line), line
+    assert "failures 1" in lines[-1] and "ETA 0s" in lines[-1]
+    assert "running 5 runs locally, 2 at a time" in res.stdout
+
+    st = status(camp)
+    assert list(st) == ["total", "done", "diverged", "failed", "running", "pending", "missing"]
+    assert (st["total"], st["done"], st["diverged"], st["running"], st["pending"], st["missing"]) == (5, 4, 0, 0, 0, 0)
+    assert [f["index"] for f in st["failed"]] == [4]
+    assert "/nonexistent/fmnist" in st["failed"][0]["reason"]
+    for r in runs[:4]:
+        with h5py.File(camp / "runs" / f"{r['run_id']}.h5") as f:
+            assert f.attrs["status"] == "ok"
+            assert int(f.attrs["world_size"]) == r["config"]["workers"]
+    text = run(["sweep", "status", camp]).stdout
+    assert "done 4, diverged 0, failed 1, running 0, pending 0, missing 0" in text
+    assert f"failed  4  {runs[4]['run_id']}: " in text
+
+    # Resubmitting the failed runs runs index 4 only (a second attempt), nothing else.
+    res = run(["sweep", "resubmit", camp, "--failed"])
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "resubmitting 1 runs (indices 4)" in res.stdout
+    assert (camp / "logs" / f"{runs[4]['run_id']}.attempt2.log").exists()
+    assert not any((camp / "logs" / f"{r['run_id']}.attempt2.log").exists() for r in runs[:4])
+    assert (camp / "jobs" / "resubmit1-local.idx").read_text() == "4\n"
+
+    # A run whose file and marker are gone is missing; --missing reruns exactly it.
+    (camp / "runs" / f"{runs[2]['run_id']}.h5").unlink()
+    (camp / "runs" / f"{runs[2]['run_id']}.DONE").unlink()
+    st = status(camp)
+    assert (st["done"], st["missing"], len(st["failed"])) == (3, 1, 1)
+    res = run(["sweep", "resubmit", camp, "--missing"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "resubmitting 1 runs (indices 2)" in res.stdout
+    assert (camp / "logs" / f"{runs[2]['run_id']}.attempt2.log").exists()
+    st = status(camp)
+    assert (st["done"], st["missing"], len(st["failed"])) == (4, 0, 1)
+
+    # A second submit skips what is done and runs the rest (the failed run again).
+    res = run(["sweep", "submit", camp])
+    assert "4 runs already done, skipped" in res.stdout, res.stdout
+    assert (camp / "logs" / f"{runs[4]['run_id']}.attempt3.log").exists()
+    subs = yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())
+    assert [s["scheduler"] for s in subs] == ["local"] * 4
+    assert [s["count"] for s in subs] == [5, 1, 1, 1]
+
+
+def test_pbs_script_runs_with_pbs_pro_and_torque_indices(tmp_path):
+    site = write_config(tmp_path / "pbs.yaml", SITE_PBS)
+    camp, runs = expand(tmp_path, site, sweep=SWEEP.replace("workers: [1, 2]", "workers: [1]"))
+    res = run(["sweep", "submit", camp, "--scheduler", "pbs", "--dry-run", "--throttle", "2"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "nothing submitted" in res.stdout
+    script = camp / "jobs" / "s0.pbs"
+    text = script.read_text()
+    assert "#PBS -J 0-2\n" in text and "#PBS -W max_run_subjobs=2\n" in text
+    assert "#PBS -l select=1:ncpus=1:mpiprocs=1\n" in text and "#PBS -q workq\n" in text
+    assert (camp / "jobs" / "s0.idx").read_text() == "0\n1\n2\n"
+    assert not (camp / "jobs" / "submissions.yaml").exists()
+
+    def execute(**task_env):
+        e = {k: v for k, v in env().items() if k not in ("PBS_ARRAY_INDEX", "PBS_ARRAYID")}
+        e.update(task_env)
+        return subprocess.run(["bash", str(script)], capture_output=True, text=True, env=e, timeout=300)
+
+    res = execute(PBS_ARRAY_INDEX="1")  # PBS Pro subjob 1 -> line 2 -> manifest index 1
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "-> manifest index 1" in res.stdout
+    assert (camp / "runs" / f"{runs[1]['run_id']}.DONE").exists()
+    assert not (camp / "runs" / f"{runs[0]['run_id']}.DONE").exists()
+    res = execute(PBS_ARRAYID="0")  # Torque
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (camp / "runs" / f"{runs[0]['run_id']}.DONE").exists()
+    res = execute(PBS_ARRAY_INDEX="2")  # index 2 is the failing run: the subjob fails
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (camp / "runs" / f"{runs[2]['run_id']}.FAILED").exists()
+    res = execute()
+    assert res.returncode == 2 and "neither PBS_ARRAY_INDEX" in res.stderr
+    res = execute(PBS_ARRAY_INDEX="7")
+    assert res.returncode == 2 and "no line" in res.stderr
+    st = status(camp)
+    assert (st["done"], len(st["failed"]), st["missing"]) == (2, 1, 0)
+
+
+def test_slurm_dry_run_scripts(tmp_path):
+    camp, runs = expand(tmp_path, REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    res = run(["sweep", "expand", tmp_path / "sweep.yaml", "--site", REPO / "configs" / "sites" / "localhost-slurm.yaml",
+               "--dry-run"])
+    assert res.returncode == 0, res.stderr
+    assert "campaign submit_test: 5 runs" in res.stdout
+    assert "job arrays on site localhost-slurm (slurm):" in res.stdout
+    assert "  workers=1 nodes=1 cpus=1 gpus=0 partition=debug walltime=00:10:00 mpi=openmpi: 3 runs" in res.stdout
+    assert "  workers=2 nodes=1 cpus=1 gpus=0 partition=debug walltime=00:10:00 mpi=openmpi: 2 runs" in res.stdout
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--dry-run"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    s0, s1 = (camp / "jobs" / "s0.slurm").read_text(), (camp / "jobs" / "s1.slurm").read_text()
+    assert "#SBATCH --array=0-2%2\n" in s0 and "#SBATCH --ntasks=1\n" in s0
+    assert "#SBATCH --array=0-1%2\n" in s1 and "#SBATCH --ntasks=2\n" in s1 and "#SBATCH --partition=debug\n" in s1
+    assert f"srun --mpi=pmix -n 2 {BINARY} run --manifest" in s1
+    assert (camp / "jobs" / "s0.idx").read_text() == "0\n1\n4\n"
+    assert (camp / "jobs" / "s1.idx").read_text() == "2\n3\n"
+    # Outside an array job the script refuses to guess an index.
+    e = {k: v for k, v in env().items() if not k.startswith("SLURM_")}
+    res = subprocess.run(["bash", str(camp / "jobs" / "s0.slurm")], capture_output=True, text=True, env=e, timeout=60)
+    assert res.returncode == 2 and "SLURM_ARRAY_TASK_ID is not set" in res.stderr
+
+
+def test_submit_errors_exit_2(tmp_path):
+    camp, _ = expand(tmp_path)
+    res = run(["sweep", "submit", camp, "--scheduler", "lsf"])
+    assert res.returncode == 2 and "accepted: local, slurm, pbs" in res.stderr
+    res = run(["sweep", "resubmit", camp])
+    assert res.returncode == 2 and "--failed, --missing" in res.stderr
+    res = run(["sweep", "status", tmp_path / "nope"])
+    assert res.returncode == 2 and "no manifest.yaml" in res.stderr
+    res = run(["sweep", "status", camp, "--format", "xml"])
+    assert res.returncode == 2 and "accepted: text, json" in res.stderr
+    # Sites are checked at expansion: a storage the site lacks names the run and the key.
+    site = write_config(tmp_path / "site.yaml", "scheduler: local\nmpi: {openmpi: {}}\nstorage: {scratch: {path: /scratch}}\n")
+    res = run(["sweep", "expand", tmp_path / "sweep.yaml", "--site", site, "--out", tmp_path / "c2"])
+    assert res.returncode == 2, res.stderr
+    assert "run 0" in res.stderr and "key 'dataset.storage': 'local'" in res.stderr
+    assert not (tmp_path / "c2").exists()
+
+
+def test_status_while_the_local_executor_works(tmp_path):
+    # Three runs one at a time: while the executor works, the started run is running and the
+    # queued ones are pending (asked from the live executor), never missing.
+    camp, runs = expand(tmp_path, sweep="campaign: live\nbase: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03]}\n")
+    proc = subprocess.Popen([str(BINARY), "sweep", "submit", str(camp), "--throttle", "1"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env(), cwd=REPO)
+    seen = []
+    while proc.poll() is None:
+        recorded = (camp / "jobs" / "submissions.yaml").exists()
+        st = status(camp)
+        assert st["missing"] == 0 or not recorded, st
+        seen.append((st["done"], st["running"], st["pending"]))
+    out = proc.stdout.read()
+    assert proc.returncode == 0, out
+    assert any(running == 1 and pending >= 1 for _, running, pending in seen), seen
+    st = status(camp)
+    assert (st["done"], st["running"], st["pending"], st["missing"]) == (3, 0, 0, 0)
