@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "dist/shm_allreduce.h"
 
 namespace ts {
 namespace {
@@ -265,6 +266,15 @@ GradientExchange::GradientExchange(Communicator& comm, ModelArenas arenas, Excha
     int64_t largest = 0;
     for (const auto& b : m.buckets) largest = std::max(largest, b.second);
     m.gathered.resize(static_cast<size_t>((largest + kExtras) * m.world));
+  }
+  if (m.threaded && options.algorithm == AllreduceAlgorithm::shm) {
+    // shm's waiting rank polls; from a communication thread that shares cores with compute
+    // threads it should yield at every poll (unless the user chose otherwise).
+    ShmAllreduceSettings shm = shm_allreduce_settings();
+    if (shm.polls_per_yield == 0) {
+      shm.polls_per_yield = 1;
+      set_shm_allreduce_settings(shm);
+    }
   }
   if (m.threaded) m.thread = std::thread([&m] { m.thread_loop(); });
 }
