@@ -282,9 +282,19 @@ GradientExchange::GradientExchange(Communicator& comm, ModelArenas arenas, Excha
 GradientExchange::~GradientExchange() {
   Impl& m = *impl_;
   if (!m.thread.joinable()) return;
+  bool busy;
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     m.stop = true;
+    busy = m.done < m.posted;
+  }
+  if (busy) {
+    // Unwinding from an error in the middle of a step: the thread may sit in a collective
+    // that other ranks will never join, so joining could hang. Leave it and its state alive;
+    // the caller is about to end the job (Communicator::abort_all).
+    m.thread.detach();
+    (void)impl_.release();
+    return;
   }
   m.work_cv.notify_one();
   m.thread.join();
