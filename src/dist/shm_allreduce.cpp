@@ -46,6 +46,7 @@ ShmAllreduceSettings g_settings = [] {
   s.chunk_floats = env_int("TRAINSCALE_SHM_CHUNK_BYTES", 64, int64_t{1} << 28, s.chunk_floats * 4) / 4;
   s.buffers = static_cast<int>(env_int("TRAINSCALE_SHM_BUFFERS", 1, 1024, s.buffers));
   s.polls_per_yield = static_cast<int>(env_int("TRAINSCALE_SHM_POLLS_PER_YIELD", 1, 1 << 30, s.polls_per_yield));
+  s.pair_mode = env_int("TRAINSCALE_SHM_PAIR", 0, 1, s.pair_mode ? 1 : 0) != 0;
   return s;
 }();
 
@@ -66,6 +67,7 @@ struct ShmState {
   int buffers = 0;             // buffers per rank: chunks in flight
   uint64_t sequence = 0;       // chunks started so far (the same on every node rank)
   int polls_per_yield = 1;  // idle polls between sched_yield calls (ShmAllreduceSettings)
+  bool pair = false;        // two node ranks: Mode::pair instead of reduce-scatter + all-gather
 
   uint64_t* counter(int q, Counter c) const {
     return reinterpret_cast<uint64_t*>(segment[static_cast<size_t>(q)]) + c * 8;  // one cache line each
@@ -133,6 +135,7 @@ ShmState* create_state(MPI_Comm comm) {
       if (s->leaders != MPI_COMM_NULL) MPI_Comm_set_errhandler(s->leaders, MPI_ERRORS_RETURN);
     }
     s->buffers = std::max(1, settings.buffers);
+    s->pair = settings.pair_mode;
     // Many ranks on a node share a window budget (containers often have a small /dev/shm):
     // above kNodeWindowBytes in all, the chunks shrink (not below 16 KiB).
     const int64_t budget_floats = kNodeWindowBytes / 4 / s->node_size / s->buffers;
@@ -225,6 +228,10 @@ void add2(float* __restrict out, const float* a, const float* b, int64_t count) 
 void add_pair(float* d, const float* __restrict other, float* __restrict out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = d[i] = d[i] + other[i];
 }
+// Two ranks, each summing the whole chunk: d[i] += other[i] (x_0 + x_1 on either rank).
+void add_in_place(float* __restrict d, const float* __restrict other, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) d[i] += other[i];
+}
 // out[i] += a[i]
 void add_into(float* __restrict out, const float* a, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] += a[i];
@@ -249,6 +256,7 @@ enum class Mode {
   allreduce,  // every node rank ends with the node sum
   reduce,     // node rank 0 ends with the node sum (other ranks' data: partial, to be overwritten)
   broadcast,  // every node rank ends with node rank 0's data
+  pair,       // two ranks: each copies its whole chunk in and sums both itself (no out step)
 };
 
 // Streams `count` floats through the buffers chunk by chunk. Chunk g (numbered over every call
@@ -272,7 +280,8 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
   auto chunk_len = [&](int64_t k) { return std::min(s.chunk, count - k * s.chunk); };
   const bool writes_in = mode != Mode::broadcast || r == 0;
   const bool reduces = mode != Mode::broadcast;
-  const bool copies_out = mode == Mode::allreduce || (mode == Mode::reduce ? r == 0 : r != 0);
+  const bool copies_out = mode == Mode::allreduce || (mode == Mode::reduce ? r == 0 : mode == Mode::broadcast && r != 0);
+  const bool whole_chunk_in = mode == Mode::broadcast || mode == Mode::pair;
 
   int64_t next_in = 0, next_red = 0, next_out = 0;
   int idle = 0;
@@ -285,7 +294,7 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
           const int64_t len = chunk_len(next_in);
           const float* d = data + next_in * s.chunk;
           float* b = s.buffer(r, g);
-          if (mode == Mode::broadcast) {
+          if (whole_chunk_in) {
             copy(b, d, len);
           } else {
             const Part p = part_of(len, n, r);
@@ -301,7 +310,10 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
     if (next_red < next_in) {
       const uint64_t g = g0 + static_cast<uint64_t>(next_red);
       if (!reduces || s.all_reached(kIn, g + 1, r)) {
-        if (reduces) {
+        if (mode == Mode::pair) {
+          float* d = data + next_red * s.chunk;
+          add_in_place(d, s.buffer(1 - r, g), chunk_len(next_red));
+        } else if (reduces) {
           const Part p = part_of(chunk_len(next_red), n, r);
           if (p.size() > 0) {
             float* d = data + next_red * s.chunk + p.begin;
@@ -371,7 +383,7 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
   ShmState& s = state_of(comm);
   if (count == 0) return;
   if (s.nodes == 1) {
-    if (s.node_size > 1) run_pipeline(s, Mode::allreduce, data, count);
+    if (s.node_size > 1) run_pipeline(s, s.node_size == 2 && s.pair ? Mode::pair : Mode::allreduce, data, count);
     return;
   }
   if (s.node_size > 1) run_pipeline(s, Mode::reduce, data, count);

@@ -13,8 +13,11 @@
 // No barriers: each rank publishes how many chunks it has copied in, reduced and copied out
 // (release/acquire counters) and does whatever those allow, so up to `buffers` chunks are in
 // flight and a rank keeps working while another is descheduled.
-// Every element is summed once, in rank order, so all ranks end bit-identical and, on one
-// node, equal to the plain left-to-right float sum x_0 + x_1 + ... + x_{n-1}.
+// Two ranks on a node (pair mode, the default): each rank copies its whole chunk in and sums
+// both chunks itself, so a chunk waits on the other rank once (its copy-in), not twice.
+// Every element is summed in rank order (by one rank, or for two ranks by both: x_0 + x_1 is
+// the same float on either), so all ranks end bit-identical and, on one node, equal to the
+// plain left-to-right float sum x_0 + x_1 + ... + x_{n-1}.
 //
 // A world spanning several nodes runs hierarchically: shm reduce to each node's first rank,
 // `across_nodes` among those leaders (allreduce.cpp passes its ring), shm broadcast.
@@ -58,6 +61,11 @@ struct ShmAllreduceSettings {
   // set 1, so the waiting thread gives its core to them. TRAINSCALE_SHM_POLLS_PER_YIELD
   // overrides it.
   int polls_per_yield = 0;
+  // Two ranks on a node: each copies its whole chunk into its buffer and sums both chunks
+  // itself (one dependency on the other rank per chunk instead of two; a quarter more bytes
+  // read; measured faster on 2 ranks here, docs/distributed.md). TRAINSCALE_SHM_PAIR=0|1
+  // overrides it.
+  bool pair_mode = true;
 };
 void set_shm_allreduce_settings(const ShmAllreduceSettings& settings);
 ShmAllreduceSettings shm_allreduce_settings();
