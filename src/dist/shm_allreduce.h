@@ -43,13 +43,14 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
 // same settings.
 struct ShmAllreduceSettings {
   // Floats per pipeline buffer (rounded up to 16) and buffers per rank: the window holds
-  // buffers * chunk_floats floats per rank. Defaults: 256 KiB x 16 = 4 MiB per rank, so a rank
-  // can run far ahead while another is descheduled and the buffers still fit in L3. With
-  // more than 8 ranks on a node the chunks shrink to keep the node's buffers within 32 MiB
-  // (down to 16 KiB chunks).
+  // buffers * chunk_floats floats per rank. Defaults: 64 x 32 KiB = 2 MiB per rank: small
+  // chunks are still in cache when the other rank reads them, many let a rank run far ahead
+  // while another is descheduled (docs/distributed.md has the measurements). With more than
+  // 16 ranks on a node the chunks shrink to keep the node's buffers within 32 MiB (down to
+  // 16 KiB chunks).
   // TRAINSCALE_SHM_CHUNK_BYTES and TRAINSCALE_SHM_BUFFERS in the environment override them.
-  int64_t chunk_floats = int64_t{1} << 16;
-  int buffers = 16;
+  int64_t chunk_floats = int64_t{1} << 13;
+  int buffers = 64;
   // > 0: pretend every `fake_ranks_per_node` consecutive ranks form a node (MPI_Comm_split by
   // rank / k instead of MPI_COMM_TYPE_SHARED), so tests exercise the multi-node path on one
   // machine. 0: the real node split.
