@@ -1,11 +1,12 @@
 // Gradient / weight exchange (see gradient_exchange.h).
 //
-// Buckets tile the flat arena from the top: bucket i = [P - (i+1) B, P - i B) clipped at 0, so
-// they become final in order while backward walks the layers from the last to the first.
-// The last bucket (the one holding offset 0) is reduced through a staging buffer that carries
-// two extra floats, [loss, non-finite count]: summed over ranks they give the mean loss and the
-// divergence verdict without a message of their own. weight_avg also appends the
-// non-trainable state there.
+// Buckets tile the flat arena from the top: bucket i = [P - (i+1) B, P - i B), down to the
+// tail T = min(B, 64 KiB of floats), so they become final in order while backward walks the
+// layers from the last to the first. The tail [0, T) is the last bucket: it is reduced
+// through a staging buffer that carries two extra floats, [loss, non-finite count]; summed
+// over ranks they give the mean loss and the divergence verdict without a message of their
+// own. Keeping the tail small keeps its two copies cheap (a whole 25 MiB bucket would cost
+// milliseconds). weight_avg also appends the non-trainable state there.
 //
 // Threading: with overlap, one communication thread per exchange reduces the posted buckets in
 // order; the caller's thread makes no MPI call between begin_step and the end of
@@ -24,11 +25,13 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "dist/shm_allreduce.h"
 
 namespace ts {
 namespace {
 
 constexpr int64_t kExtras = 2;  // [loss, non-finite count] after the last bucket
+constexpr int64_t kMaxTail = 16384;  // floats in the staged last bucket, at most
 // MPI counts are int: a gathered bucket (world x bucket floats) must stay below 2^30.
 constexpr int64_t kMaxGatherFloats = (int64_t{1} << 30) - 1;
 
@@ -257,8 +260,12 @@ GradientExchange::GradientExchange(Communicator& comm, ModelArenas arenas, Excha
   int64_t bucket = std::max<int64_t>(1, options.bucket_elements);
   if (m.parameter_server) bucket = std::min(bucket, kMaxGatherFloats / m.world - kExtras);
   const int64_t total = arenas.param_count;
-  for (int64_t top = total; top > 0; top -= bucket) m.buckets.emplace_back(std::max<int64_t>(0, top - bucket), std::min(bucket, top));
-  if (m.buckets.empty()) m.buckets.emplace_back(0, 0);  // no parameters: the loss still travels
+  const int64_t tail = std::min({bucket, kMaxTail, total});
+  for (int64_t top = total; top > tail; top -= bucket) {
+    const int64_t begin = std::max(tail, top - bucket);
+    m.buckets.emplace_back(begin, top - begin);
+  }
+  m.buckets.emplace_back(0, tail);  // staged with the loss (count 0 without parameters)
   const bool with_state = options.strategy == DistStrategy::weight_avg;
   m.staging.resize(static_cast<size_t>(m.last_count() + (with_state ? arenas.state_count : 0) + kExtras));
   if (m.parameter_server && m.rank == 0) {
@@ -266,15 +273,34 @@ GradientExchange::GradientExchange(Communicator& comm, ModelArenas arenas, Excha
     for (const auto& b : m.buckets) largest = std::max(largest, b.second);
     m.gathered.resize(static_cast<size_t>((largest + kExtras) * m.world));
   }
+  if (m.threaded && options.algorithm == AllreduceAlgorithm::shm) {
+    // shm's waiting rank polls; from a communication thread that shares cores with compute
+    // threads it should yield at every poll (unless the user chose otherwise).
+    ShmAllreduceSettings shm = shm_allreduce_settings();
+    if (shm.polls_per_yield == 0) {
+      shm.polls_per_yield = 1;
+      set_shm_allreduce_settings(shm);
+    }
+  }
   if (m.threaded) m.thread = std::thread([&m] { m.thread_loop(); });
 }
 
 GradientExchange::~GradientExchange() {
   Impl& m = *impl_;
   if (!m.thread.joinable()) return;
+  bool busy;
   {
     std::lock_guard<std::mutex> lock(m.mutex);
     m.stop = true;
+    busy = m.done < m.posted;
+  }
+  if (busy) {
+    // Unwinding from an error in the middle of a step: the thread may sit in a collective
+    // that other ranks will never join, so joining could hang. Leave it and its state alive;
+    // the caller is about to end the job (Communicator::abort_all).
+    m.thread.detach();
+    (void)impl_.release();
+    return;
   }
   m.work_cv.notify_one();
   m.thread.join();

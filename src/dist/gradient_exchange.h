@@ -10,7 +10,8 @@
 //               which steps) weights and non-trainable state are averaged with the
 //               configured all-reduce. Velocities stay local.
 // The step's loss rides along with the last bucket (one extra float plus a non-finite flag),
-// so the divergence verdict and the mean loss cost no extra message. World size 1 takes the
+// so the divergence verdict and the mean loss cost no extra message; that bucket is the
+// arena's first min(bucket, 64 KiB) (it is copied through a staging buffer). World size 1 takes the
 // same path (the all-reduces are no-ops). Knows nothing of nets: it works on float arenas.
 #pragma once
 
@@ -92,7 +93,8 @@ class GradientExchange {
   // are per worker during training).
   void average_state();
 
-  // The buckets as (offset, count) in the order they are reduced (highest offsets first).
+  // The buckets as (offset, count) in the order they are reduced (highest offsets first; the
+  // last one is [0, min(bucket, 16384 floats, param_count)).
   const std::vector<std::pair<int64_t, int64_t>>& buckets() const;
 
  private:

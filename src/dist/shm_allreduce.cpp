@@ -46,6 +46,7 @@ ShmAllreduceSettings g_settings = [] {
   s.chunk_floats = env_int("TRAINSCALE_SHM_CHUNK_BYTES", 64, int64_t{1} << 28, s.chunk_floats * 4) / 4;
   s.buffers = static_cast<int>(env_int("TRAINSCALE_SHM_BUFFERS", 1, 1024, s.buffers));
   s.polls_per_yield = static_cast<int>(env_int("TRAINSCALE_SHM_POLLS_PER_YIELD", 1, 1 << 30, s.polls_per_yield));
+  s.pair_mode = env_int("TRAINSCALE_SHM_PAIR", 0, 1, s.pair_mode ? 1 : 0) != 0;
   return s;
 }();
 
@@ -66,6 +67,7 @@ struct ShmState {
   int buffers = 0;             // buffers per rank: chunks in flight
   uint64_t sequence = 0;       // chunks started so far (the same on every node rank)
   int polls_per_yield = 1;  // idle polls between sched_yield calls (ShmAllreduceSettings)
+  bool pair = false;        // two node ranks: Mode::pair instead of reduce-scatter + all-gather
 
   uint64_t* counter(int q, Counter c) const {
     return reinterpret_cast<uint64_t*>(segment[static_cast<size_t>(q)]) + c * 8;  // one cache line each
@@ -80,12 +82,22 @@ struct ShmState {
   void publish(Counter c, uint64_t value) const {
     std::atomic_ref<uint64_t>(*counter(node_rank, c)).store(value, std::memory_order_release);
   }
+  // Rank q's counter c >= value. Counters only grow, so the last value read stays a valid
+  // lower bound: the other rank's cache line is read again only when that is not enough
+  // (fewer cache-line transfers between cores than polling it on every check).
+  bool reached(int q, Counter c, uint64_t value) {
+    uint64_t& last = seen[static_cast<size_t>(q) * 3 + c];
+    if (last >= value) return true;
+    last = load(q, c);
+    return last >= value;
+  }
   // Every node rank (but `skip`) has counter c >= value.
-  bool all_reached(Counter c, uint64_t value, int skip = -1) const {
+  bool all_reached(Counter c, uint64_t value, int skip = -1) {
     for (int q = 0; q < node_size; ++q)
-      if (q != skip && load(q, c) < value) return false;
+      if (q != skip && !reached(q, c, value)) return false;
     return true;
   }
+  std::vector<uint64_t> seen;  // last value read of every rank's counters
 };
 
 void destroy_state(ShmState* s) {
@@ -133,6 +145,7 @@ ShmState* create_state(MPI_Comm comm) {
       if (s->leaders != MPI_COMM_NULL) MPI_Comm_set_errhandler(s->leaders, MPI_ERRORS_RETURN);
     }
     s->buffers = std::max(1, settings.buffers);
+    s->pair = settings.pair_mode;
     // Many ranks on a node share a window budget (containers often have a small /dev/shm):
     // above kNodeWindowBytes in all, the chunks shrink (not below 16 KiB).
     const int64_t budget_floats = kNodeWindowBytes / 4 / s->node_size / s->buffers;
@@ -165,6 +178,7 @@ ShmState* create_state(MPI_Comm comm) {
       TS_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win));
       std::memset(mine, 0, static_cast<size_t>(bytes));
       s->segment.resize(static_cast<size_t>(s->node_size));
+      s->seen.assign(static_cast<size_t>(s->node_size) * 3, 0);
       for (int q = 0; q < s->node_size; ++q) {
         MPI_Aint qbytes = 0;
         int disp = 0;
@@ -216,17 +230,30 @@ void wait_a_little(const ShmState& s, int& idle) {
 
 // ---- the arithmetic -----------------------------------------------------------------------
 
+// The build targets baseline x86-64 (SSE2); the sum loops are also compiled for AVX2 and
+// AVX-512 and the best one the CPU has is picked at load time (GCC function multi-versioning),
+// so cache-resident chunks are summed 8 or 16 floats at a time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TS_SUM_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TS_SUM_LOOP
+#endif
+
 // out[i] = a[i] + b[i]; out never aliases a or b (it is the reducer's own buffer part).
-void add2(float* __restrict out, const float* a, const float* b, int64_t count) {
+TS_SUM_LOOP void add2(float* __restrict out, const float* a, const float* b, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
 }
 // Two ranks: d[i] += other[i], copied to out[i] (float addition is commutative, so this is
 // x_0 + x_1 on either rank).
-void add_pair(float* d, const float* __restrict other, float* __restrict out, int64_t count) {
+TS_SUM_LOOP void add_pair(float* d, const float* __restrict other, float* __restrict out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = d[i] = d[i] + other[i];
 }
+// Two ranks, each summing the whole chunk: d[i] += other[i] (x_0 + x_1 on either rank).
+TS_SUM_LOOP void add_in_place(float* __restrict d, const float* __restrict other, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) d[i] += other[i];
+}
 // out[i] += a[i]
-void add_into(float* __restrict out, const float* a, int64_t count) {
+TS_SUM_LOOP void add_into(float* __restrict out, const float* a, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] += a[i];
 }
 
@@ -249,6 +276,7 @@ enum class Mode {
   allreduce,  // every node rank ends with the node sum
   reduce,     // node rank 0 ends with the node sum (other ranks' data: partial, to be overwritten)
   broadcast,  // every node rank ends with node rank 0's data
+  pair,       // two ranks: each copies its whole chunk in and sums both itself (no out step)
 };
 
 // Streams `count` floats through the buffers chunk by chunk. Chunk g (numbered over every call
@@ -272,7 +300,8 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
   auto chunk_len = [&](int64_t k) { return std::min(s.chunk, count - k * s.chunk); };
   const bool writes_in = mode != Mode::broadcast || r == 0;
   const bool reduces = mode != Mode::broadcast;
-  const bool copies_out = mode == Mode::allreduce || (mode == Mode::reduce ? r == 0 : r != 0);
+  const bool copies_out = mode == Mode::allreduce || (mode == Mode::reduce ? r == 0 : mode == Mode::broadcast && r != 0);
+  const bool whole_chunk_in = mode == Mode::broadcast || mode == Mode::pair;
 
   int64_t next_in = 0, next_red = 0, next_out = 0;
   int idle = 0;
@@ -285,7 +314,7 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
           const int64_t len = chunk_len(next_in);
           const float* d = data + next_in * s.chunk;
           float* b = s.buffer(r, g);
-          if (mode == Mode::broadcast) {
+          if (whole_chunk_in) {
             copy(b, d, len);
           } else {
             const Part p = part_of(len, n, r);
@@ -301,7 +330,10 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
     if (next_red < next_in) {
       const uint64_t g = g0 + static_cast<uint64_t>(next_red);
       if (!reduces || s.all_reached(kIn, g + 1, r)) {
-        if (reduces) {
+        if (mode == Mode::pair) {
+          float* d = data + next_red * s.chunk;
+          add_in_place(d, s.buffer(1 - r, g), chunk_len(next_red));
+        } else if (reduces) {
           const Part p = part_of(chunk_len(next_red), n, r);
           if (p.size() > 0) {
             float* d = data + next_red * s.chunk + p.begin;
@@ -323,7 +355,7 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
     }
     if (next_out < next_red) {
       const uint64_t g = g0 + static_cast<uint64_t>(next_out);
-      const bool ready = !copies_out || (mode == Mode::broadcast ? s.load(0, kIn) >= g + 1
+      const bool ready = !copies_out || (mode == Mode::broadcast ? s.reached(0, kIn, g + 1)
                                                                  : s.all_reached(kReduced, g + 1, r));
       if (ready) {
         if (copies_out) {
@@ -371,7 +403,7 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
   ShmState& s = state_of(comm);
   if (count == 0) return;
   if (s.nodes == 1) {
-    if (s.node_size > 1) run_pipeline(s, Mode::allreduce, data, count);
+    if (s.node_size > 1) run_pipeline(s, s.node_size == 2 && s.pair ? Mode::pair : Mode::allreduce, data, count);
     return;
   }
   if (s.node_size > 1) run_pipeline(s, Mode::reduce, data, count);

@@ -13,8 +13,11 @@
 // No barriers: each rank publishes how many chunks it has copied in, reduced and copied out
 // (release/acquire counters) and does whatever those allow, so up to `buffers` chunks are in
 // flight and a rank keeps working while another is descheduled.
-// Every element is summed once, in rank order, so all ranks end bit-identical and, on one
-// node, equal to the plain left-to-right float sum x_0 + x_1 + ... + x_{n-1}.
+// Two ranks on a node (pair mode, the default): each rank copies its whole chunk in and sums
+// both chunks itself, so a chunk waits on the other rank once (its copy-in), not twice.
+// Every element is summed in rank order (by one rank, or for two ranks by both: x_0 + x_1 is
+// the same float on either), so all ranks end bit-identical and, on one node, equal to the
+// plain left-to-right float sum x_0 + x_1 + ... + x_{n-1}.
 //
 // A world spanning several nodes runs hierarchically: shm reduce to each node's first rank,
 // `across_nodes` among those leaders (allreduce.cpp passes its ring), shm broadcast.
@@ -40,13 +43,14 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
 // same settings.
 struct ShmAllreduceSettings {
   // Floats per pipeline buffer (rounded up to 16) and buffers per rank: the window holds
-  // buffers * chunk_floats floats per rank. Defaults: 256 KiB x 16 = 4 MiB per rank, so a rank
-  // can run far ahead while another is descheduled and the buffers still fit in L3. With
-  // more than 8 ranks on a node the chunks shrink to keep the node's buffers within 32 MiB
-  // (down to 16 KiB chunks).
+  // buffers * chunk_floats floats per rank. Defaults: 64 x 32 KiB = 2 MiB per rank: small
+  // chunks are still in cache when the other rank reads them, many let a rank run far ahead
+  // while another is descheduled (docs/distributed.md has the measurements). With more than
+  // 16 ranks on a node the chunks shrink to keep the node's buffers within 32 MiB (down to
+  // 16 KiB chunks).
   // TRAINSCALE_SHM_CHUNK_BYTES and TRAINSCALE_SHM_BUFFERS in the environment override them.
-  int64_t chunk_floats = int64_t{1} << 16;
-  int buffers = 16;
+  int64_t chunk_floats = int64_t{1} << 13;
+  int buffers = 64;
   // > 0: pretend every `fake_ranks_per_node` consecutive ranks form a node (MPI_Comm_split by
   // rank / k instead of MPI_COMM_TYPE_SHARED), so tests exercise the multi-node path on one
   // machine. 0: the real node split.
@@ -58,6 +62,11 @@ struct ShmAllreduceSettings {
   // set 1, so the waiting thread gives its core to them. TRAINSCALE_SHM_POLLS_PER_YIELD
   // overrides it.
   int polls_per_yield = 0;
+  // Two ranks on a node: each copies its whole chunk into its buffer and sums both chunks
+  // itself (one dependency on the other rank per chunk instead of two; a quarter more bytes
+  // read; measured faster on 2 ranks here, docs/distributed.md). TRAINSCALE_SHM_PAIR=0|1
+  // overrides it.
+  bool pair_mode = true;
 };
 void set_shm_allreduce_settings(const ShmAllreduceSettings& settings);
 ShmAllreduceSettings shm_allreduce_settings();

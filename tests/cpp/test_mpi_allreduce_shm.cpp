@@ -152,20 +152,28 @@ TEST(ShmAllreduce, DefaultChunksAreRankOrderSums) {
   const int64_t window = t.chunk_floats * t.buffers;
   for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{65537}, 3 * window + 1009, int64_t{1000003}})
     run_and_check(*comm, count, true, 11u, "default chunk");
+  // The same communicator again after a call on a different-length message and back.
+  run_and_check(*comm, 3 * window + 1009, true, 12u, "default chunk, again");
 }
 
 // 48-float buffers, 1, 2 or 3 of them: every count above 48 crosses chunks (parts of 16
 // floats, some empty), and ranks reuse buffers as soon as everyone is out of them.
+// On 2 ranks both variants run: pair mode (each rank sums whole chunks) and reduce-scatter +
+// all-gather (3 and 4 ranks always use the latter).
 TEST(ShmAllreduce, SmallChunksAreRankOrderSums) {
-  for (int buffers : {1, 2, 3}) {
-    ShmAllreduceSettings s;
-    s.chunk_floats = 48;
-    s.buffers = buffers;
-    ScopedShmSettings scoped(s);
-    auto comm = Communicator::world();
-    EXPECT_EQ(shm_topology(mpi_comm(*comm)).chunk_floats, 48);
-    EXPECT_EQ(shm_topology(mpi_comm(*comm)).buffers, buffers);
-    for (int64_t count : kCounts) run_and_check(*comm, count, true, 23u, "chunk 48 x " + std::to_string(buffers));
+  for (bool pair : {true, false}) {
+    for (int buffers : {1, 2, 3}) {
+      ShmAllreduceSettings s;
+      s.chunk_floats = 48;
+      s.buffers = buffers;
+      s.pair_mode = pair;
+      ScopedShmSettings scoped(s);
+      auto comm = Communicator::world();
+      EXPECT_EQ(shm_topology(mpi_comm(*comm)).chunk_floats, 48);
+      EXPECT_EQ(shm_topology(mpi_comm(*comm)).buffers, buffers);
+      const std::string label = std::string(pair ? "pair mode, " : "") + "chunk 48 x " + std::to_string(buffers);
+      for (int64_t count : kCounts) run_and_check(*comm, count, true, 23u, label);
+    }
   }
 }
 
@@ -202,15 +210,20 @@ TEST(ShmAllreduce, YieldingOnEveryPollAgrees) {
 // One communicator, one window, calls of changing counts: the buffer rotation continues across
 // calls (chunk counts not multiples of 3) and each call's partition differs from the last.
 TEST(ShmAllreduce, RepeatedCallsWithChangingCounts) {
-  ShmAllreduceSettings s;
-  s.chunk_floats = 32;
-  s.buffers = 3;
-  ScopedShmSettings scoped(s);
-  auto comm = Communicator::world();
-  const int64_t counts[] = {100, 1, 0, 33, 65, 7, 4099, 32, 64, 96, 97, 5, 2053, 0, 31, 1000};
-  unsigned seed = 100;
-  for (int round = 0; round < 3; ++round)
-    for (int64_t count : counts) run_and_check(*comm, count, true, seed++, "repeated, round " + std::to_string(round));
+  for (bool pair : {true, false}) {
+    ShmAllreduceSettings s;
+    s.chunk_floats = 32;
+    s.buffers = 3;
+    s.pair_mode = pair;
+    ScopedShmSettings scoped(s);
+    auto comm = Communicator::world();
+    const int64_t counts[] = {100, 1, 0, 33, 65, 7, 4099, 32, 64, 96, 97, 5, 2053, 0, 31, 1000};
+    unsigned seed = 100;
+    for (int round = 0; round < 3; ++round)
+      for (int64_t count : counts)
+        run_and_check(*comm, count, true, seed++, std::string(pair ? "pair mode, " : "") + "repeated, round " +
+                                                      std::to_string(round));
+  }
 }
 
 // Two fake nodes of ceil(n/2) consecutive ranks (n = 2: one rank each, so the node steps are

@@ -1,0 +1,79 @@
+// The run-config keys of data-parallel training (dist.*, global_batch / batch_per_worker,
+// lr_schedule.scale / base_batch): parsed, resolved and checked as docs/config.md says.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.h"
+#include "sweep/run_config.h"
+
+using namespace ts;
+
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_run_config(yaml, "dist.yaml", {});
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(DistConfig, AlgorithmsOfAllreduceHAndNcclAreAccepted) {
+  for (const char* name : {"mpi", "ring", "tree", "ps", "shm", "nccl"}) {
+    auto c = parse_run_config(std::string("dist: {allreduce: ") + name + "}\n", "dist.yaml", {});
+    EXPECT_EQ(c.run.dist.allreduce, name);
+  }
+  std::string e = error_of("dist: {allreduce: butterfly}\n");
+  EXPECT_NE(e.find("dist.yaml:1"), std::string::npos) << e;
+  EXPECT_NE(e.find("mpi | ring | tree | ps | shm | nccl"), std::string::npos) << e;
+}
+
+TEST(DistConfig, StrategyPeriodBucketAndOverlap) {
+  auto c = parse_run_config("dist: {strategy: weight_avg, period: 4, bucket_mb: 0.5, overlap: false}\n", "dist.yaml", {});
+  EXPECT_EQ(c.run.dist.strategy, "weight_avg");
+  EXPECT_EQ(c.run.dist.period, 4);
+  EXPECT_EQ(c.run.dist.bucket_mb, 0.5);
+  EXPECT_FALSE(c.run.dist.overlap);
+  EXPECT_EQ(c.flat.at("dist.period"), "4");
+  // Defaults: sync, ring, 25 MiB buckets, overlap on, period 1.
+  auto d = parse_run_config("", "dist.yaml", {});
+  EXPECT_EQ(d.run.dist.strategy, "sync");
+  EXPECT_EQ(d.run.dist.allreduce, "ring");
+  EXPECT_EQ(d.run.dist.bucket_mb, 25.0);
+  EXPECT_TRUE(d.run.dist.overlap);
+  EXPECT_EQ(d.run.dist.period, 1);
+  // A period only means something for weight_avg.
+  std::string e = error_of("dist: {strategy: sync, period: 3}\n");
+  EXPECT_NE(e.find("key 'dist.period'"), std::string::npos) << e;
+  EXPECT_NE(e.find("weight_avg only"), std::string::npos) << e;
+  EXPECT_EQ(error_of("dist: {strategy: sync, period: 1}\n"), "");
+  EXPECT_NE(error_of("dist: {strategy: weight_avg, period: 0}\n").find("must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("dist: {bucket_mb: 0}\n").find("must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("dist: {strategy: allreduce}\n").find("sync | weight_avg"), std::string::npos);
+}
+
+TEST(DistConfig, GlobalBatchSplitsOverWorkers) {
+  auto g = parse_run_config("global_batch: 128\nworkers: 4\n", "dist.yaml", {});
+  EXPECT_EQ(g.run.batch_for(4), 32);
+  EXPECT_EQ(g.run.batch_per_worker, 0);
+  EXPECT_EQ(g.flat.count("batch_per_worker"), 0u);
+  auto b = parse_run_config("batch_per_worker: 16\nworkers: 4\n", "dist.yaml", {});
+  EXPECT_EQ(b.run.batch_for(4), 16);
+  EXPECT_NE(error_of("global_batch: 100\nworkers: 3\n").find("does not divide evenly over 3 workers"),
+            std::string::npos);
+  EXPECT_NE(error_of("global_batch: 64\nbatch_per_worker: 16\n").find("exactly one of batch_per_worker, global_batch"),
+            std::string::npos);
+}
+
+TEST(DistConfig, LinearScalingKeys) {
+  auto c = parse_run_config("lr_schedule: {scale: linear, base_batch: 256, warmup_epochs: 5}\n", "dist.yaml", {});
+  EXPECT_EQ(c.run.lr_schedule.scale, "linear");
+  EXPECT_EQ(c.run.lr_schedule.base_batch, 256);
+  EXPECT_EQ(c.run.lr_schedule.warmup_epochs, 5.0);
+  EXPECT_NE(error_of("lr_schedule: {scale: sqrt}\n").find("none | linear"), std::string::npos);
+  EXPECT_NE(error_of("lr_schedule: {base_batch: -1}\n").find("must be >= 0"), std::string::npos);
+}
