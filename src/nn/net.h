@@ -46,7 +46,8 @@ class Net {
   // The layer of a node (null for the input node).
   Layer* layer(int node);
   // Output (mb, node_shape) of a node after forward, plain fp32 (the backend converts it from
-  // its own layout if needed).
+  // its own layout if needed). A conv / batch norm / add whose ReLU was fused holds the ReLU'd
+  // values (it shares its buffer with the ReLU node).
   const float* node_output(int node) const;
   // Fusion of a ReLU into the node it reads (conv, batch norm, add), decided at finalize; on by
   // default. Call before finalize. fused(node): that ReLU node is computed by its input's forward.

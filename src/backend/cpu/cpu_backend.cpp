@@ -539,8 +539,8 @@ void CpuBackend::conv_backward_weights(const ConvDesc& d, const float* src, cons
     // diff_wei goes to the (unregistered) gradient arena: plain fp32, via a temporary when
     // oneDNN chose a blocked weights layout.
     Impl::Out out = m.output(diff_wei, p.pd.diff_weights_desc(), key + "/bw_diff_wei");
-    // output() would compare against plain fp32 of the pd's dims: for grouped convs these are
-    // the 5-D goihw dims, byte-identical to the caller's (oc, ic/g, kh, kw).
+    // output()'s plain form has the pd's dims: for grouped convs the 5-D goihw dims, byte for
+    // byte the caller's (oc, ic/g, kh, kw).
     args.emplace(DNNL_ARG_DIFF_WEIGHTS, out.mem);
     if (d.bias) args.emplace(DNNL_ARG_DIFF_BIAS, memory(f32_plain({d.oc}), m.engine, diff_bia));
     m.run(p.prim, p.pd.scratchpad_desc(), std::move(args));
