@@ -18,7 +18,7 @@ commands:
   run       train one configuration and write its HDF5 run file
   info      build options, backends, oneDNN version and ISA, MPI library, threads
   sweep     experiment campaigns: sweep expand, submit (slurm, pbs, local), status, resubmit
-  bench     collective benchmarks: bench allreduce (mpi, ring, tree, ps)
+  bench     collective benchmarks: bench allreduce (mpi, ring, tree, ps, shm)
   predict   analytical roofline + alpha-beta model                     (not in this build yet)
 
 `trainscale <command> --help` describes each command.
