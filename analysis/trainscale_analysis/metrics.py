@@ -81,6 +81,27 @@ def aggregate_repetitions(df: pd.DataFrame, metrics: Sequence[str],
     return ok.groupby(keys, dropna=False, sort=True).agg(**agg).reset_index()
 
 
+def _stepped_with_workers(agg: pd.DataFrame) -> set[str]:
+    """Config columns that vary but take exactly one value per worker count."""
+    if "workers" not in agg.columns or agg["workers"].nunique() < 2:
+        return set()
+    out = set()
+    for c in agg.columns:
+        if c == "workers" or c not in load.config_columns(agg) or agg[c].nunique(dropna=False) < 2:
+            continue
+        if (agg.groupby("workers")[c].nunique(dropna=False) == 1).all():
+            out.add(c)
+    return out
+
+
+def _one_worker_baseline(agg: pd.DataFrame, row: pd.Series, keys: Sequence[str]) -> pd.DataFrame:
+    """The 1-worker rows of `agg` that agree with `row` on `keys`."""
+    cand = agg[agg["workers"] == 1]
+    for k in keys:
+        cand = cand[(cand[k] == row[k]) | (cand[k].isna() & pd.isna(row[k]))]
+    return cand
+
+
 def scaling(df: pd.DataFrame, metric: str = "images_per_s", mode: str = "weak",
             baseline_workers: int | None = None, by: Sequence[str] | str | None = None,
             lower_is_better: bool | None = None) -> pd.DataFrame:
@@ -96,7 +117,11 @@ def scaling(df: pd.DataFrame, metric: str = "images_per_s", mode: str = "weak",
         efficiency E(N) = S(N) * N0 / N       (1.0 is ideal; S_ideal(N) = N / N0)
     Min/max of the metric over repetitions give `speedup_min`/`speedup_max`.
     `by` lists further columns that split series (e.g. 'dist.allreduce'); the other config
-    columns must agree within a series, or they split it too.
+    columns must agree within a series, or they split it too — except columns stepped together
+    with workers (each worker count has exactly one value, e.g. a sweep's zip of workers with
+    threads: 1 x 2 threads vs 2 x 1 thread), which belong to the worker axis. A series without a
+    run at a baseline of 1 worker takes the 1-worker run that matches it on every key but the
+    dist.* ones (one worker exchanges nothing, so the all-reduce and strategy do not apply).
     """
     if mode not in ("weak", "strong"):
         raise ValueError(f"scaling: mode must be 'weak' or 'strong', not {mode!r}")
@@ -108,7 +133,7 @@ def scaling(df: pd.DataFrame, metric: str = "images_per_s", mode: str = "weak",
     if agg.empty or "workers" not in agg.columns:
         return agg.assign(speedup=[], efficiency=[], ideal_speedup=[], baseline_workers=[]) \
             if agg.empty else agg
-    drop = {"workers", "global_batch", "batch_per_worker"}
+    drop = {"workers", "global_batch", "batch_per_worker"} | _stepped_with_workers(agg)
     series_keys = [c for c in group_keys(df) if c in agg.columns and c not in drop]
     series_keys += ["batch_per_worker"] if mode == "weak" else ["global_batch"]
     for b in by:
@@ -119,7 +144,19 @@ def scaling(df: pd.DataFrame, metric: str = "images_per_s", mode: str = "weak",
     for _, g in agg.groupby(series_keys, dropna=False, sort=True) if series_keys else [(0, agg)]:
         g = g.sort_values("workers").copy()
         n0 = baseline_workers if baseline_workers is not None else g["workers"].min()
+        if baseline_workers is None and n0 > 1 and (agg["workers"] == 1).any():
+            n0 = 1  # borrow the matching 1-worker run below, if there is one
         base = g[g["workers"] == n0]
+        if base.empty and n0 == 1:
+            base = _one_worker_baseline(agg, g.iloc[0], [k for k in series_keys if not k.startswith("dist.")])
+            if not base.empty:
+                borrowed = base.iloc[:1].copy()
+                for k in series_keys:  # label it as the series' own dist.* settings
+                    borrowed[k] = g.iloc[0][k]
+                g = pd.concat([borrowed, g], ignore_index=True)
+            elif baseline_workers is None:
+                n0 = g["workers"].min()
+                base = g[g["workers"] == n0]
         if base.empty:
             continue  # this series has no run at the baseline worker count
         x0 = float(base[metric].iloc[0])

@@ -197,3 +197,34 @@ def test_plain_run_out_directory(grid_dir, tmp_path):
     df = load_campaigns(out)
     assert len(df) == 2 and (df["campaign"] == "grid").all()
     assert df["loss_area_time"].notna().all()
+
+
+def _write_quickstart_like_campaign(root):
+    """1 worker x 2 threads (mpi only) vs 2 workers x 1 thread (mpi and ring), as the
+    quickstart's zip of workers with threads and its exclusion of ring at 1 worker."""
+    cdir = root / "zipped"
+    (cdir / "runs").mkdir(parents=True)
+    points = [(1, 2, "mpi", 1000.0), (2, 1, "mpi", 1800.0), (2, 1, "ring", 1900.0)]
+    for w, threads, algo, ips in points:
+        cfg = fx.base_config(workers=w, threads=threads, **{"dist.allreduce": algo})
+        run_id = f"{fx.config_id(cfg)}-r0"
+        fx.write_run(cdir / "runs" / f"{run_id}.h5", cfg=cfg, run_id=run_id, campaign="zipped",
+                     time=np.linspace(0.0, 10.0, fx.STEPS + 1),
+                     loss=np.linspace(fx.LOSS_START, 0.4, fx.STEPS + 1),
+                     samples=np.arange(fx.STEPS + 1) * 64 * w, summary=fx.summary_for(ips, w, 0.4, False),
+                     timing=fx.uniform_timing(w, 20, False, False))
+    return cdir
+
+
+def test_scaling_folds_dimensions_stepped_with_workers_and_borrows_the_one_worker_baseline(tmp_path):
+    df = load_campaigns([_write_quickstart_like_campaign(tmp_path)])
+    sc = metrics.scaling(df, "images_per_s", "weak")
+    # threads is stepped with workers (2 -> 1), so it does not split the series.
+    assert "threads" not in sc.attrs["series_keys"]
+    two = sc[sc["workers"] == 2].set_index("dist.allreduce")
+    assert two.loc["mpi", "speedup"] == pytest.approx(1.8)
+    # ring has no 1-worker run: it is measured against the 1-worker run (one worker exchanges nothing).
+    assert two.loc["ring", "speedup"] == pytest.approx(1.9)
+    assert two.loc["ring", "efficiency"] == pytest.approx(0.95)
+    base = sc[(sc["workers"] == 1) & (sc["dist.allreduce"] == "ring")]
+    assert len(base) == 1 and base["images_per_s"].iloc[0] == pytest.approx(1000.0)
