@@ -81,13 +81,13 @@ def aggregate_repetitions(df: pd.DataFrame, metrics: Sequence[str],
     return ok.groupby(keys, dropna=False, sort=True).agg(**agg).reset_index()
 
 
-def _stepped_with_workers(agg: pd.DataFrame) -> set[str]:
-    """Config columns that vary but take exactly one value per worker count."""
+def _stepped_with_workers(agg: pd.DataFrame, keys: Sequence[str]) -> set[str]:
+    """The config columns `keys` that vary but take exactly one value per worker count."""
     if "workers" not in agg.columns or agg["workers"].nunique() < 2:
         return set()
     out = set()
-    for c in agg.columns:
-        if c == "workers" or c not in load.config_columns(agg) or agg[c].nunique(dropna=False) < 2:
+    for c in keys:
+        if c == "workers" or c not in agg.columns or agg[c].nunique(dropna=False) < 2:
             continue
         if (agg.groupby("workers")[c].nunique(dropna=False) == 1).all():
             out.add(c)
@@ -133,8 +133,9 @@ def scaling(df: pd.DataFrame, metric: str = "images_per_s", mode: str = "weak",
     if agg.empty or "workers" not in agg.columns:
         return agg.assign(speedup=[], efficiency=[], ideal_speedup=[], baseline_workers=[]) \
             if agg.empty else agg
-    drop = {"workers", "global_batch", "batch_per_worker"} | _stepped_with_workers(agg)
-    series_keys = [c for c in group_keys(df) if c in agg.columns and c not in drop]
+    keys = group_keys(df)
+    drop = {"workers", "global_batch", "batch_per_worker"} | _stepped_with_workers(agg, keys)
+    series_keys = [c for c in keys if c in agg.columns and c not in drop]
     series_keys += ["batch_per_worker"] if mode == "weak" else ["global_batch"]
     for b in by:
         if b not in series_keys and b in agg.columns:

@@ -49,25 +49,19 @@ MpiSession::~MpiSession() {
   if (!finalized) MPI_Finalize();
 }
 
-std::unique_ptr<Communicator> Communicator::world() {
+std::unique_ptr<Communicator> CommunicatorAccess::duplicate(MPI_Comm base) {
   std::unique_ptr<Communicator> c(new Communicator());
-  c->impl_ = std::make_unique<Impl>();
-  TS_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &c->impl_->comm));
+  c->impl_ = std::make_unique<Communicator::Impl>();
+  TS_MPI(MPI_Comm_dup(base, &c->impl_->comm));
   MPI_Comm_set_errhandler(c->impl_->comm, MPI_ERRORS_RETURN);
   TS_MPI(MPI_Comm_rank(c->impl_->comm, &c->rank_));
   TS_MPI(MPI_Comm_size(c->impl_->comm, &c->size_));
   return c;
 }
 
-std::unique_ptr<Communicator> Communicator::self() {
-  std::unique_ptr<Communicator> c(new Communicator());
-  c->impl_ = std::make_unique<Impl>();
-  TS_MPI(MPI_Comm_dup(MPI_COMM_SELF, &c->impl_->comm));
-  MPI_Comm_set_errhandler(c->impl_->comm, MPI_ERRORS_RETURN);
-  TS_MPI(MPI_Comm_rank(c->impl_->comm, &c->rank_));
-  TS_MPI(MPI_Comm_size(c->impl_->comm, &c->size_));
-  return c;
-}
+std::unique_ptr<Communicator> Communicator::world() { return CommunicatorAccess::duplicate(MPI_COMM_WORLD); }
+
+std::unique_ptr<Communicator> Communicator::self() { return CommunicatorAccess::duplicate(MPI_COMM_SELF); }
 
 Communicator::~Communicator() {
   int finalized = 0;

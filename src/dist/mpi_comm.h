@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "dist/communicator.h"
@@ -28,6 +29,9 @@ struct Communicator::Impl {
 
 struct CommunicatorAccess {
   static Communicator::Impl& impl(Communicator& c) { return *c.impl_; }
+  // A Communicator over a duplicate of `base` (our traffic never mixes with the library's),
+  // errors returned rather than fatal.
+  static std::unique_ptr<Communicator> duplicate(MPI_Comm base);
 };
 
 inline MPI_Comm mpi_comm(Communicator& c) { return CommunicatorAccess::impl(c).comm; }

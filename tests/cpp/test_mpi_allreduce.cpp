@@ -13,20 +13,11 @@
 #include "dist/allreduce.h"
 #include "dist/communicator.h"
 
+#include "mpi_test_environment.h"
+
 using namespace ts;
 
 namespace {
-
-class MpiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
-  void TearDown() override { session_.reset(); }
-
- private:
-  std::unique_ptr<MpiSession> session_;
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
 
 const int64_t kCounts[] = {0, 1, 2, 3, 5, 7, 13, 1009, 65537, int64_t{1} << 20};
 

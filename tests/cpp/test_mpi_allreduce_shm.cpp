@@ -21,20 +21,11 @@
 #include "dist/mpi_comm.h"
 #include "dist/shm_allreduce.h"
 
+#include "mpi_test_environment.h"
+
 using namespace ts;
 
 namespace {
-
-class MpiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
-  void TearDown() override { session_.reset(); }
-
- private:
-  std::unique_ptr<MpiSession> session_;
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
 
 // Settings for the communicators created in one test; the defaults come back afterwards.
 class ScopedShmSettings {

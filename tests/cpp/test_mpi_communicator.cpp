@@ -5,23 +5,9 @@
 
 #include "dist/communicator.h"
 
+#include "mpi_test_environment.h"
+
 using namespace ts;
-
-namespace {
-
-// MPI is initialised once for the whole test binary.
-class MpiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
-  void TearDown() override { session_.reset(); }
-
- private:
-  std::unique_ptr<MpiSession> session_;
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
-
-}  // namespace
 
 TEST(Communicator, WorldMatchesMpi) {
   auto comm = Communicator::world();

@@ -29,20 +29,11 @@
 #include "nn/net.h"
 #include "nn/optimizer.h"
 
+#include "mpi_test_environment.h"
+
 using namespace ts;
 
 namespace {
-
-class MpiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { session_ = std::make_unique<MpiSession>(nullptr, nullptr); }
-  void TearDown() override { session_.reset(); }
-
- private:
-  std::unique_ptr<MpiSession> session_;
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new MpiEnvironment);
 
 struct DpSetup {
   DistStrategy strategy = DistStrategy::sync;
