@@ -334,7 +334,6 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   for (const auto& p : phases) timing[p].reserve(static_cast<size_t>(total_steps));
   std::vector<float> local_loss;  // this rank's loss per step; /train/loss is their mean over ranks
   local_loss.reserve(static_cast<size_t>(total_steps));
-  std::vector<double> step_time_local;
   bool diverged = false;
   std::string message;
   double train_clock = 0;  // training time, evaluation excluded
@@ -411,7 +410,6 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
       timing["broadcast"].push_back(static_cast<float>(xt.broadcast));
     }
     local_loss.push_back(loss);
-    step_time_local.push_back(step_s);
     double epoch = static_cast<double>(step) / static_cast<double>(steps_per_epoch);
     res.step.push_back(step);
     res.epoch.push_back(epoch);
@@ -424,8 +422,9 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
       break;
     }
     if (root && (step % r.log_every == 0 || step == total_steps)) {
-      size_t n = step_time_local.size();
-      std::vector<double> recent(step_time_local.begin() + static_cast<long>(n - std::min<size_t>(n, 50)), step_time_local.end());
+      const std::vector<float>& steps_s = timing["step"];  // the last 50 steps' times
+      const size_t n = steps_s.size();
+      std::vector<double> recent(steps_s.begin() + static_cast<long>(n - std::min<size_t>(n, 50)), steps_s.end());
       double med = percentile(recent, 50);
       log << std::fixed << "step " << step << "/" << total_steps << " epoch " << std::setprecision(2) << epoch
           << " loss " << std::setprecision(4) << verdict.loss << (verdict.exchanged ? "" : " (rank 0)") << " lr "
