@@ -167,6 +167,8 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
     title = title or f"trainscale report: {', '.join(names) or 'empty campaign'}"
     fig_dir = out_html.with_name(out_html.stem + "_figures")
     fig_dir.mkdir(parents=True, exist_ok=True)
+    for old in [*fig_dir.glob("*.png"), *fig_dir.glob("*.svg")]:
+        old.unlink()  # figures of an earlier report whose sections this one may not have
     rep = Report(title, fig_dir, fig_dir.name)
     ok = metrics.finished(df)
     counts = df["status"].value_counts().to_dict() if not df.empty else {}

@@ -179,3 +179,15 @@ def test_chromium_check_catches_a_broken_image(tmp_path):
                     "</body></html>")
     r = chromium_run("--dump-dom", page.as_uri())
     assert 'data-images-loaded="0/1"' in r.stdout, r.stdout[:500]
+
+
+def test_report_replaces_figures_of_an_earlier_report(campaigns, tmp_path):
+    out = tmp_path / "again.html"
+    fig_dir = tmp_path / "again_figures"
+    fig_dir.mkdir()
+    (fig_dir / "relative_stale_dimension.png").write_bytes(b"old")
+    (fig_dir / "notes.txt").write_text("not a figure")
+    build_report([campaigns["scaling"]], out)
+    assert not (fig_dir / "relative_stale_dimension.png").exists()
+    assert (fig_dir / "notes.txt").exists(), "only figure files are replaced"
+    assert (fig_dir / "scaling.png").exists()
