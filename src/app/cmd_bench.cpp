@@ -93,6 +93,9 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
       ("factor", po::value<double>()->default_value(2.0), "size multiplier between steps (> 1)")
       ("iters", po::value<int>()->default_value(20), "timed calls per size and algorithm (>= 1)")
       ("warmup", po::value<int>()->default_value(5), "untimed calls before them (>= 0)")
+      ("buffers", po::value<std::string>()->default_value("shared"),
+       "where the messages live: shared (node shared memory, allocate_shared_floats: shm runs in place) "
+       "or private (each rank's own heap: shm copies through its pipeline)")
       ("check", "check results (the default)")
       ("no-check", "skip the correctness check")
       ("out", po::value<std::string>(), "write the results to this HDF5 file (trainscale-allreduce/1)");
@@ -117,6 +120,9 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
   if (iters < 1) throw ConfigError("--iters " + std::to_string(iters) + ": must be at least 1");
   if (warmup < 0) throw ConfigError("--warmup " + std::to_string(warmup) + ": must be at least 0");
   const auto sizes = message_sizes(min_bytes, max_bytes, factor);
+  const std::string buffers = vm["buffers"].as<std::string>();
+  if (buffers != "shared" && buffers != "private")
+    throw ConfigError("--buffers " + buffers + ": accepted: shared, private");
 
   int argc = 0;
   char** argv = nullptr;
@@ -133,13 +139,16 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
     for (const std::string& h : comm->gather_strings_to_root(comm->host()))
       result.hosts += (result.hosts.empty() ? "" : ",") + h;
     for (AllreduceAlgorithm a : algorithms) result.series.push_back({allreduce_algorithm_name(a), {}, {}, {}, {}, {}, {}, {}});
+    result.buffers = buffers;
     const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
+    // One message buffer for every size and algorithm, in shared memory unless --buffers private.
+    float* shared = buffers == "shared" ? allocate_shared_floats(*comm, sizes.back() / 4) : nullptr;
 
     if (root) {
       std::printf("# trainscale bench allreduce: %d rank(s), %s %s, hosts %s\n", n, lib.flavor.c_str(),
                   lib.version.c_str(), result.hosts.c_str());
-      std::printf("# iters %d, warmup %d, check %s; time per call over ranks; busbw = algbw * %.4f\n", iters,
-                  warmup, check ? "on" : "off", bus_factor);
+      std::printf("# iters %d, warmup %d, check %s, %s buffers; time per call over ranks; busbw = algbw * %.4f\n",
+                  iters, warmup, check ? "on" : "off", buffers.c_str(), bus_factor);
       std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s %8s\n", "size(B)", "count", "algorithm", "avg(us)",
                   "min(us)", "max(us)", "algbw", "busbw", "vs_mpi", "wrong");
       std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s %8s\n", "", "(floats)", "", "", "", "", "(GB/s)",
@@ -157,6 +166,7 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
         c.iters = iters;
         c.warmup = warmup;
         c.check = check;
+        c.buffer = shared;
         points.push_back(bench_allreduce(*comm, c));
       }
       auto algbw_of = [&](const AllreduceBenchPoint& p) {

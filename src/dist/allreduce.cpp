@@ -132,6 +132,8 @@ std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
           AllreduceAlgorithm::shm};
 }
 
+float* allocate_shared_floats(Communicator& comm, int64_t count) { return shm_allocate(mpi_comm(comm), count); }
+
 void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
                    PsTimings* ps_timings) {
   TS_CHECK(count >= 0, "allreduce_sum: negative element count " + std::to_string(count));

@@ -43,4 +43,11 @@ struct PsTimings {
 void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
                    PsTimings* ps_timings = nullptr);
 
+// `count` floats (zeroed) in shared memory that the other ranks of this rank's node can read
+// (an MPI-3 shared-memory window). A `shm` all-reduce on data that every rank keeps in such
+// memory, on one node, runs in place: no copy into the pipeline's buffers, half the memory
+// traffic (docs/distributed.md). Every rank then must pass such memory. Other algorithms treat
+// it as plain memory. Collective over `comm`; freed with the communicator.
+float* allocate_shared_floats(Communicator& comm, int64_t count);
+
 }  // namespace ts

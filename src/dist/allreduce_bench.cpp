@@ -1,6 +1,7 @@
 // See allreduce_bench.h.
 #include "dist/allreduce_bench.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "dist/mpi_comm.h"
@@ -18,11 +19,13 @@ AllreduceBenchPoint bench_allreduce(Communicator& comm, const AllreduceBenchCase
   const MPI_Comm mc = mpi_comm(comm);
   // Timed calls run on zeros: float addition costs the same for any finite value, and repeated
   // in-place sums of anything else grow each call and could overflow over many iterations.
-  std::vector<float> data(static_cast<size_t>(c.count), 0.0f);
-  for (int i = 0; i < c.warmup; ++i) allreduce_sum(comm, c.algorithm, data.data(), c.count);
+  std::vector<float> own(c.buffer ? 0 : static_cast<size_t>(c.count), 0.0f);
+  float* data = c.buffer ? c.buffer : own.data();
+  std::fill(data, data + c.count, 0.0f);
+  for (int i = 0; i < c.warmup; ++i) allreduce_sum(comm, c.algorithm, data, c.count);
   TS_MPI(MPI_Barrier(mc));
   const double t0 = MPI_Wtime();
-  for (int i = 0; i < c.iters; ++i) allreduce_sum(comm, c.algorithm, data.data(), c.count);
+  for (int i = 0; i < c.iters; ++i) allreduce_sum(comm, c.algorithm, data, c.count);
   const double mean = (MPI_Wtime() - t0) / c.iters;
 
   AllreduceBenchPoint p;
@@ -35,13 +38,13 @@ AllreduceBenchPoint bench_allreduce(Communicator& comm, const AllreduceBenchCase
 
   if (c.check) {
     const int n = comm.size(), r = comm.rank();
-    for (int64_t i = 0; i < c.count; ++i) data[static_cast<size_t>(i)] = check_value(r, i);
-    allreduce_sum(comm, c.algorithm, data.data(), c.count);
+    for (int64_t i = 0; i < c.count; ++i) data[i] = check_value(r, i);
+    allreduce_sum(comm, c.algorithm, data, c.count);
     int64_t wrong = 0;
     for (int64_t i = 0; i < c.count; ++i) {
       float expected = 0;
       for (int q = 0; q < n; ++q) expected += check_value(q, i);
-      wrong += data[static_cast<size_t>(i)] != expected;
+      wrong += data[i] != expected;
     }
     TS_MPI(MPI_Allreduce(&wrong, &p.wrong, 1, MPI_INT64_T, MPI_SUM, mc));
   }

@@ -15,6 +15,9 @@ struct AllreduceBenchCase {
   int iters = 20;     // timed calls
   int warmup = 5;     // untimed calls before them
   bool check = true;  // one extra call on known data afterwards, wrong elements counted
+  // Where the message lives: nullptr = a private vector; else at least `count` floats, e.g. from
+  // allocate_shared_floats (then `shm` runs in place).
+  float* buffer = nullptr;
 };
 
 // Seconds per call: each rank's mean over the timed loop, then min / mean / max over ranks.

@@ -275,9 +275,9 @@ GradientExchange::GradientExchange(Communicator& comm, ModelArenas arenas, Excha
   }
   if (m.threaded && options.algorithm == AllreduceAlgorithm::shm) {
     // shm's waiting rank polls; from a communication thread that shares cores with compute
-    // threads it should yield at every poll (unless the user chose otherwise).
+    // threads it should yield at every poll (unless the user chose a waiting policy).
     ShmAllreduceSettings shm = shm_allreduce_settings();
-    if (shm.polls_per_yield == 0) {
+    if (shm.polls_per_yield == 0 && shm.block_after_polls == 0) {
       shm.polls_per_yield = 1;
       set_shm_allreduce_settings(shm);
     }

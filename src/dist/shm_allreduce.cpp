@@ -1,7 +1,10 @@
 // The shared-memory all-reduce (see shm_allreduce.h for the algorithm).
 #include "dist/shm_allreduce.h"
 
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +26,8 @@ namespace ts {
 namespace {
 
 constexpr int64_t kAlignFloats = 16;   // parts and buffers start on 64-byte cache lines
-constexpr int64_t kHeaderBytes = 256;  // the rank's progress counters, alone on their cache lines
+constexpr int64_t kHeaderBytes = 512;  // the rank's progress counters etc., each on its own cache line
+constexpr int64_t kInPlaceChunkFloats = int64_t{1} << 16;  // 256 KiB steps of the in-place path
 constexpr int64_t kNodeWindowBytes = int64_t{32} << 20;  // buffers of all ranks of a node, at most
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -47,6 +51,8 @@ ShmAllreduceSettings g_settings = [] {
   s.buffers = static_cast<int>(env_int("TRAINSCALE_SHM_BUFFERS", 1, 1024, s.buffers));
   s.polls_per_yield = static_cast<int>(env_int("TRAINSCALE_SHM_POLLS_PER_YIELD", 1, 1 << 30, s.polls_per_yield));
   s.pair_mode = env_int("TRAINSCALE_SHM_PAIR", 0, 1, s.pair_mode ? 1 : 0) != 0;
+  s.block_after_polls =
+      static_cast<int>(env_int("TRAINSCALE_SHM_BLOCK_AFTER_POLLS", 0, 1 << 30, s.block_after_polls));
   return s;
 }();
 
@@ -57,6 +63,27 @@ ShmAllreduceSettings g_settings = [] {
 // out. Written only by the owner (release), read by the others (acquire).
 enum Counter { kIn = 0, kReduced = 1, kOut = 2 };
 
+// Node rank 0's header also holds, on its own cache line after the counters, the node's wake-up
+// word (a futex: 32 bits, shared between processes) and the number of node ranks asleep on it.
+// A rank that has polled `block_after_polls` times in vain sleeps until some node rank
+// publishes progress; a publisher bumps the word and wakes the sleepers only when there are any.
+constexpr int64_t kWakeOffset = 3 * 64;
+struct NodeWake {
+  std::atomic<uint32_t> word;
+  std::atomic<uint32_t> sleepers;
+};
+// Every rank's header also says, for its latest call, where its data lies (in-place path): the
+// call's number (1, 2, ... per communicator; written last, with release), the shared region
+// (-1: private memory, the copy pipeline), the float offset in it and the element count.
+constexpr int64_t kCallOffset = 4 * 64;
+struct CallInfo {
+  std::atomic<uint64_t> call;
+  int64_t region, offset, count;
+};
+static_assert(kCallOffset + static_cast<int64_t>(sizeof(CallInfo)) <= kHeaderBytes, "header too small");
+static_assert(kWakeOffset + static_cast<int64_t>(sizeof(NodeWake)) <= kCallOffset, "header overlap");
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain 32-bit words");
+
 struct ShmState {
   MPI_Comm node = MPI_COMM_NULL;     // the ranks of this rank's node
   MPI_Comm leaders = MPI_COMM_NULL;  // node rank 0 of every node (MPI_COMM_NULL elsewhere)
@@ -66,7 +93,16 @@ struct ShmState {
   int64_t chunk = 0;           // floats per buffer
   int buffers = 0;             // buffers per rank: chunks in flight
   uint64_t sequence = 0;       // chunks started so far (the same on every node rank)
+  uint64_t calls = 0;          // shm calls so far (the same on every node rank)
+  // Memory registered by shm_allocate: each one a window of its own; base[q] = rank q's part.
+  struct Region {
+    MPI_Win win = MPI_WIN_NULL;
+    int64_t floats = 0;  // per rank
+    std::vector<float*> base;
+  };
+  std::vector<Region> regions;
   int polls_per_yield = 1;  // idle polls between sched_yield calls (ShmAllreduceSettings)
+  int block_after_polls = 0;  // idle polls before sleeping on the node's wake-up word; 0 = never
   bool pair = false;        // two node ranks: Mode::pair instead of reduce-scatter + all-gather
 
   uint64_t* counter(int q, Counter c) const {
@@ -79,8 +115,18 @@ struct ShmState {
   uint64_t load(int q, Counter c) const {
     return std::atomic_ref<uint64_t>(*counter(q, c)).load(std::memory_order_acquire);
   }
+  NodeWake& wake() const { return *reinterpret_cast<NodeWake*>(segment[0] + kWakeOffset); }
+  CallInfo& call_info(int q) const { return *reinterpret_cast<CallInfo*>(segment[static_cast<size_t>(q)] + kCallOffset); }
   void publish(Counter c, uint64_t value) const {
     std::atomic_ref<uint64_t>(*counter(node_rank, c)).store(value, std::memory_order_release);
+    // Either a rank going to sleep sees this counter when it checks again after registering
+    // as a sleeper, or this load sees its registration (both sides are sequentially consistent).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    NodeWake& w = wake();
+    if (w.sleepers.load(std::memory_order_relaxed) != 0) {
+      w.word.fetch_add(1, std::memory_order_release);
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w.word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+    }
   }
   // Rank q's counter c >= value. Counters only grow, so the last value read stays a valid
   // lower bound: the other rank's cache line is read again only when that is not enough
@@ -101,6 +147,10 @@ struct ShmState {
 };
 
 void destroy_state(ShmState* s) {
+  for (ShmState::Region& region : s->regions) {
+    MPI_Win_unlock_all(region.win);
+    MPI_Win_free(&region.win);
+  }
   if (s->win != MPI_WIN_NULL) {
     MPI_Win_unlock_all(s->win);
     MPI_Win_free(&s->win);
@@ -122,6 +172,45 @@ int state_keyval() {
     TS_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state_attr, &keyval, nullptr));
   });
   return keyval;
+}
+
+// A window of `bytes` per rank over `node`, locked for shared access, this rank's part zeroed
+// before any rank reads it (collective). Returns every node rank's part as mapped here.
+std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win* win, const char* advice) {
+  int node_size = 1;
+  TS_MPI(MPI_Comm_size(node, &node_size));
+  MPI_Info info;
+  TS_MPI(MPI_Info_create(&info));
+  // Each rank's part on its own pages (first touch by its owner: NUMA-local).
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  char* mine = nullptr;
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node, &mine, win);
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) {
+    try {
+      TS_MPI(rc);
+    } catch (const RuntimeError& e) {
+      throw RuntimeError(std::string(e.what()) + "; the shm all-reduce needs " + std::to_string(bytes) +
+                         " bytes of shared memory (/dev/shm) per rank on " + std::to_string(node_size) +
+                         " ranks of this node: enlarge /dev/shm, " + advice);
+    }
+  }
+  TS_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, *win));
+  std::memset(mine, 0, static_cast<size_t>(bytes));
+  std::vector<char*> parts(static_cast<size_t>(node_size));
+  for (int q = 0; q < node_size; ++q) {
+    MPI_Aint qbytes = 0;
+    int disp = 0;
+    char* base = nullptr;
+    TS_MPI(MPI_Win_shared_query(*win, q, &qbytes, &disp, &base));
+    TS_CHECK(qbytes >= bytes && base != nullptr,
+             "shm all-reduce: node rank " + std::to_string(q) + "'s shared segment is missing or too small");
+    parts[static_cast<size_t>(q)] = base;
+  }
+  TS_MPI(MPI_Win_sync(*win));
+  TS_MPI(MPI_Barrier(node));  // every part is zeroed before anyone reads it
+  TS_MPI(MPI_Win_sync(*win));
+  return parts;
 }
 
 ShmState* create_state(MPI_Comm comm) {
@@ -155,42 +244,13 @@ ShmState* create_state(MPI_Comm comm) {
     s->polls_per_yield = settings.polls_per_yield > 0 ? settings.polls_per_yield
                          : cpus > 0 && s->node_size > cpus ? 1
                                                            : 1 << 14;
+    s->block_after_polls = std::max(0, settings.block_after_polls);
     if (s->node_size > 1) {
-      const MPI_Aint bytes =
-          static_cast<MPI_Aint>(kHeaderBytes + s->buffers * s->chunk * static_cast<int64_t>(sizeof(float)));
-      MPI_Info info;
-      TS_MPI(MPI_Info_create(&info));
-      // Each rank's segment on its own pages (first touch by its owner: NUMA-local).
-      MPI_Info_set(info, "alloc_shared_noncontig", "true");
-      char* mine = nullptr;
-      const int rc = MPI_Win_allocate_shared(bytes, 1, info, s->node, &mine, &s->win);
-      MPI_Info_free(&info);
-      if (rc != MPI_SUCCESS) {
-        try {
-          TS_MPI(rc);
-        } catch (const RuntimeError& e) {
-          throw RuntimeError(std::string(e.what()) + "; the shm all-reduce needs " + std::to_string(bytes) +
-                             " bytes of shared memory (/dev/shm) per rank on " + std::to_string(s->node_size) +
-                             " ranks of this node: enlarge /dev/shm, lower TRAINSCALE_SHM_CHUNK_BYTES or "
-                             "TRAINSCALE_SHM_BUFFERS, or use another all-reduce (mpi, ring, tree)");
-        }
-      }
-      TS_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, s->win));
-      std::memset(mine, 0, static_cast<size_t>(bytes));
-      s->segment.resize(static_cast<size_t>(s->node_size));
+      const int64_t bytes = kHeaderBytes + s->buffers * s->chunk * static_cast<int64_t>(sizeof(float));
+      s->segment = allocate_shared_window(
+          s->node, bytes, &s->win,
+          "lower TRAINSCALE_SHM_CHUNK_BYTES or TRAINSCALE_SHM_BUFFERS, or use another all-reduce (mpi, ring, tree)");
       s->seen.assign(static_cast<size_t>(s->node_size) * 3, 0);
-      for (int q = 0; q < s->node_size; ++q) {
-        MPI_Aint qbytes = 0;
-        int disp = 0;
-        char* base = nullptr;
-        TS_MPI(MPI_Win_shared_query(s->win, q, &qbytes, &disp, &base));
-        TS_CHECK(qbytes >= bytes && base != nullptr,
-                 "shm all-reduce: node rank " + std::to_string(q) + "'s shared segment is missing or too small");
-        s->segment[static_cast<size_t>(q)] = base;
-      }
-      TS_MPI(MPI_Win_sync(s->win));
-      TS_MPI(MPI_Barrier(s->node));  // every counter is zero before anyone reads it
-      TS_MPI(MPI_Win_sync(s->win));
     }
   } catch (...) {
     destroy_state(s);
@@ -216,14 +276,43 @@ ShmState& state_of(MPI_Comm comm) {
 
 // ---- waiting ----------------------------------------------------------------------------
 
-// Called while nothing can progress: spin, yielding the core every polls_per_yield polls.
-void wait_a_little(const ShmState& s, int& idle) {
-  if (++idle < s.polls_per_yield) {
+// Called while nothing can progress: spin, yielding the core every polls_per_yield polls; after
+// block_after_polls polls in a row (if set), register as a sleeper and return once: the caller
+// checks its conditions again (`sleep_ticket` holds the wake-up word read before registering)
+// and, still stuck, comes back here to sleep until a node rank publishes something. The
+// timeout only bounds a wake-up that could be lost if a process died mid-publish.
+struct Idle {
+  int polls = 0;
+  bool registered = false;
+  uint32_t sleep_ticket = 0;
+};
+
+void stop_sleeping(const ShmState& s, Idle& idle) {
+  if (idle.registered) s.wake().sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  idle = Idle{};
+}
+
+void wait_a_little(const ShmState& s, Idle& idle) {
+  if (idle.registered) {
+    const timespec timeout{0, 10 * 1000 * 1000};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s.wake().word), FUTEX_WAIT, idle.sleep_ticket, &timeout,
+            nullptr, 0);
+    stop_sleeping(s, idle);
+    return;
+  }
+  ++idle.polls;
+  if (s.block_after_polls > 0 && idle.polls >= s.block_after_polls) {
+    NodeWake& w = s.wake();
+    idle.sleep_ticket = w.word.load(std::memory_order_acquire);
+    w.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    idle.registered = true;
+    return;
+  }
+  if (idle.polls % s.polls_per_yield != 0) {
 #if defined(__x86_64__) || defined(__i386__)
     _mm_pause();
 #endif
   } else {
-    idle = 0;
     sched_yield();
   }
 }
@@ -257,6 +346,19 @@ TS_SUM_LOOP void add_into(float* __restrict out, const float* a, int64_t count) 
   for (int64_t i = 0; i < count; ++i) out[i] += a[i];
 }
 
+// out[i] = src[0][at + i] + src[1][at + i] + ... in rank order, where out is one rank's own
+// src[r] + at (so it is summed through a small block on the stack before being overwritten).
+void sum_in_rank_order(float* out, const std::vector<const float*>& src, int64_t at, int64_t count) {
+  constexpr int64_t kBlock = 4096;
+  alignas(64) float block[kBlock];
+  for (int64_t b = 0; b < count; b += kBlock) {
+    const int64_t len = std::min(kBlock, count - b);
+    add2(block, src[0] + at + b, src[1] + at + b, len);
+    for (size_t q = 2; q < src.size(); ++q) add_into(block, src[q] + at + b, len);
+    std::memcpy(out + b, block, static_cast<size_t>(len) * sizeof(float));
+  }
+}
+
 // Part q of a chunk of `len` floats split over n ranks: [begin, end), 16-float aligned, the
 // last parts possibly empty.
 struct Part {
@@ -270,6 +372,25 @@ Part part_of(int64_t len, int n, int q) {
 
 void copy(float* dst, const float* src, int64_t count) {
   if (count > 0) std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(float));
+}
+
+// Publishes where this rank's data for the next call lies, and returns the call's number.
+uint64_t announce_call(ShmState& s, int64_t region, int64_t offset, int64_t count) {
+  CallInfo& mine = s.call_info(s.node_rank);
+  mine.region = region;
+  mine.offset = offset;
+  mine.count = count;
+  mine.call.store(++s.calls, std::memory_order_release);
+  return s.calls;
+}
+
+// The region holding [data, data + count) in this process, or -1.
+int64_t region_of(const ShmState& s, const float* data, int64_t count) {
+  for (size_t i = 0; i < s.regions.size(); ++i) {
+    const float* base = s.regions[i].base[static_cast<size_t>(s.node_rank)];
+    if (data >= base && data + count <= base + s.regions[i].floats) return static_cast<int64_t>(i);
+  }
+  return -1;
 }
 
 enum class Mode {
@@ -293,6 +414,7 @@ enum class Mode {
 // rank reads its private `data`; the others read only its buffers.
 void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
   const int n = s.node_size, r = s.node_rank;
+  announce_call(s, -1, 0, count);
   const int64_t chunks = (count + s.chunk - 1) / s.chunk;
   const uint64_t g0 = s.sequence;
   s.sequence += static_cast<uint64_t>(chunks);
@@ -304,7 +426,7 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
   const bool whole_chunk_in = mode == Mode::broadcast || mode == Mode::pair;
 
   int64_t next_in = 0, next_red = 0, next_out = 0;
-  int idle = 0;
+  Idle idle;
   while (next_out < chunks) {
     bool progress = false;
     if (next_in < chunks) {
@@ -376,9 +498,79 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
         progress = true;
       }
     }
-    if (progress) idle = 0;
+    if (progress) stop_sleeping(s, idle);
     else wait_a_little(s, idle);
   }
+  stop_sleeping(s, idle);
+}
+
+// The in-place path, for data that every node rank keeps in the same shm_allocate region (one
+// node): no copy-in. Rank r sums part r of each chunk straight from every rank's data, in rank
+// order, into its own data and publishes it (kReduced); it then copies every other part from
+// its reducer's data once that rank has published it (kOut); it returns once every rank has
+// copied its parts (they read its data until then). Per rank and element: (n-1)/n reads of
+// other ranks' data, twice, and 2(n-1)/n writes: half the memory traffic of the copy pipeline.
+void run_in_place(ShmState& s, int64_t region, float* data, int64_t count) {
+  const int n = s.node_size, r = s.node_rank;
+  const ShmState::Region& reg = s.regions[static_cast<size_t>(region)];
+  const int64_t offset = data - reg.base[static_cast<size_t>(r)];
+  const uint64_t call = announce_call(s, region, offset, count);
+  const int64_t chunks = (count + kInPlaceChunkFloats - 1) / kInPlaceChunkFloats;
+  const uint64_t g0 = s.sequence, g_end = g0 + static_cast<uint64_t>(chunks);
+  s.sequence = g_end;
+  Idle idle;
+  // Every rank's data ready (its kIn covers all chunks), and in the same place.
+  s.publish(kIn, g_end);
+  std::vector<const float*> src(static_cast<size_t>(n));
+  for (int q = 0; q < n; ++q) {
+    if (q != r) {
+      while (!s.reached(q, kIn, g_end)) wait_a_little(s, idle);
+      stop_sleeping(s, idle);
+    }
+    const CallInfo& info = s.call_info(q);
+    TS_CHECK(info.call.load(std::memory_order_acquire) == call && info.region == region && info.count == count,
+             "shm all-reduce: node rank " + std::to_string(q) + " passed its data " +
+                 (info.region < 0 ? std::string("in private memory") : "in another shared region or count") +
+                 " while rank " + std::to_string(r) +
+                 " passed it in shared memory: every rank must pass shm_allocate memory or none");
+    src[static_cast<size_t>(q)] = reg.base[static_cast<size_t>(q)] + info.offset;
+  }
+  auto chunk_begin = [&](int64_t k) { return k * kInPlaceChunkFloats; };
+  auto chunk_len = [&](int64_t k) { return std::min(kInPlaceChunkFloats, count - chunk_begin(k)); };
+  int64_t next_red = 0, next_out = 0;
+  while (next_out < chunks) {
+    bool progress = false;
+    if (next_red < chunks) {  // never waits: all data is in place
+      const int64_t at = chunk_begin(next_red);
+      const Part p = part_of(chunk_len(next_red), n, r);
+      float* d = data + at + p.begin;
+      if (n == 2) {
+        add_in_place(d, src[static_cast<size_t>(1 - r)] + at + p.begin, p.size());  // x_0 + x_1 either way
+      } else {
+        sum_in_rank_order(d, src, at + p.begin, p.size());
+      }
+      s.publish(kReduced, g0 + static_cast<uint64_t>(++next_red));
+      progress = true;
+    }
+    if (next_out < next_red) {
+      const uint64_t g = g0 + static_cast<uint64_t>(next_out);
+      if (s.all_reached(kReduced, g + 1, r)) {
+        const int64_t at = chunk_begin(next_out);
+        for (int q = 0; q < n; ++q) {
+          if (q == r) continue;
+          const Part p = part_of(chunk_len(next_out), n, q);
+          copy(data + at + p.begin, src[static_cast<size_t>(q)] + at + p.begin, p.size());
+        }
+        s.publish(kOut, g + 1);
+        ++next_out;
+        progress = true;
+      }
+    }
+    if (progress) stop_sleeping(s, idle);
+    else wait_a_little(s, idle);
+  }
+  while (!s.all_reached(kOut, g_end, r)) wait_a_little(s, idle);
+  stop_sleeping(s, idle);
 }
 
 }  // namespace
@@ -393,9 +585,22 @@ ShmAllreduceSettings shm_allreduce_settings() {
   return g_settings;
 }
 
+float* shm_allocate(MPI_Comm comm, int64_t count) {
+  TS_CHECK(count >= 0, "shm_allocate: negative element count " + std::to_string(count));
+  ShmState& s = state_of(comm);
+  ShmState::Region region;
+  region.floats = round_up(std::max<int64_t>(count, 1), kAlignFloats);
+  const std::vector<char*> parts = allocate_shared_window(
+      s.node, region.floats * static_cast<int64_t>(sizeof(float)), &region.win,
+      "or allocate the data privately");
+  for (char* p : parts) region.base.push_back(reinterpret_cast<float*>(p));
+  s.regions.push_back(std::move(region));
+  return s.regions.back().base[static_cast<size_t>(s.node_rank)];
+}
+
 ShmTopology shm_topology(MPI_Comm comm) {
   const ShmState& s = state_of(comm);
-  return {s.nodes, s.node_rank, s.node_size, s.chunk, s.buffers, s.polls_per_yield};
+  return {s.nodes, s.node_rank, s.node_size, s.chunk, s.buffers, s.polls_per_yield, s.block_after_polls};
 }
 
 void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNodeAllreduce& across_nodes) {
@@ -403,7 +608,10 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
   ShmState& s = state_of(comm);
   if (count == 0) return;
   if (s.nodes == 1) {
-    if (s.node_size > 1) run_pipeline(s, s.node_size == 2 && s.pair ? Mode::pair : Mode::allreduce, data, count);
+    if (s.node_size == 1) return;
+    const int64_t region = region_of(s, data, count);
+    if (region >= 0) run_in_place(s, region, data, count);
+    else run_pipeline(s, s.node_size == 2 && s.pair ? Mode::pair : Mode::allreduce, data, count);
     return;
   }
   if (s.node_size > 1) run_pipeline(s, Mode::reduce, data, count);

@@ -38,6 +38,14 @@ using CrossNodeAllreduce = std::function<void(MPI_Comm leaders, float* data, int
 // communicator (different communicators may run in different threads).
 void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNodeAllreduce& across_nodes);
 
+// `count` floats (zeroed) of this rank's memory in a new shared-memory window over comm's node
+// (collective over comm; freed with the communicator). A call of shm_allreduce_sum whose data
+// every rank keeps in the same such region, on a one-node communicator, takes the in-place
+// path: each rank sums its part of every chunk straight from the other ranks' data and copies
+// the other parts' sums from theirs (no copy into pipeline buffers: half the memory traffic).
+// Every rank must then pass region memory (an error otherwise).
+float* shm_allocate(MPI_Comm comm, int64_t count);
+
 // Read when a communicator's shared-memory state is created (its first shm call): later
 // changes affect only communicators set up afterwards. Process-wide; every rank must use the
 // same settings.
@@ -62,6 +70,12 @@ struct ShmAllreduceSettings {
   // set 1, so the waiting thread gives its core to them. TRAINSCALE_SHM_POLLS_PER_YIELD
   // overrides it.
   int polls_per_yield = 0;
+  // > 0: after this many polls in a row without progress, the rank sleeps (a futex in the
+  // window, shared by the node's processes) until another node rank publishes progress, and
+  // gives its core away entirely: for a communication thread beside compute threads on the same
+  // cores, where even a yielding poll loop slows them down (docs/distributed.md). 0: never sleep.
+  // TRAINSCALE_SHM_BLOCK_AFTER_POLLS overrides it.
+  int block_after_polls = 0;
   // Two ranks on a node: each copies its whole chunk into its buffer and sums both chunks
   // itself (one dependency on the other rank per chunk instead of two; a quarter more bytes
   // read; measured faster on 2 ranks here, docs/distributed.md). TRAINSCALE_SHM_PAIR=0|1
@@ -79,6 +93,7 @@ struct ShmTopology {
   int64_t chunk_floats = 0;
   int buffers = 0;
   int polls_per_yield = 0;
+  int block_after_polls = 0;
 };
 ShmTopology shm_topology(MPI_Comm comm);
 

@@ -22,6 +22,7 @@ void write_allreduce_file(const std::string& path, const AllreduceBenchResult& r
     file.set_attr("mpi_flavor", result.mpi_flavor);
     file.set_attr("mpi_version", result.mpi_version);
     file.set_attr("hosts", result.hosts);
+    file.set_attr("buffers", result.buffers);
     h5::Group top = file.create_group("allreduce");
     for (const AllreduceSeries& s : result.series) {
       h5::Group g = top.create_group(s.algorithm);

@@ -122,15 +122,11 @@ void Net::finalize(uint64_t seed) {
   params_.resize(static_cast<size_t>(param_total));
   grads_.resize(static_cast<size_t>(param_total));
   state_.resize(static_cast<size_t>(state_total));
+  bind_layers();
   for (size_t n = 1; n < nodes_.size(); ++n) {
-    Node& node = *nodes_[n];
-    Layer& layer = *node.layer;
-    layer.bind(node.params.count ? params_.data() + node.params.offset : nullptr,
-               node.params.count ? grads_.data() + node.params.offset : nullptr,
-               layer.state_count() ? state_.data() + node.state_offset : nullptr);
     // One stream per node: a model's initial weights do not depend on other layers' sizes.
     Rng rng(seed_mix(seed, n, 0x1A7E5));
-    layer.init(rng);
+    nodes_[n]->layer->init(rng);
   }
   // Fusion: a ReLU whose input node (conv, batch norm, a two-input add) has it as its only
   // reader is computed by that node's forward (oneDNN post-op / fuse_norm_relu); the ReLU node
@@ -145,6 +141,25 @@ void Net::finalize(uint64_t seed) {
     if (src.layer->fuse_relu()) node.alias = in;
   }
   finalized_ = true;
+}
+
+void Net::use_grad_storage(float* storage) {
+  if (!finalized_) throw ConfigError("Net::use_grad_storage before Net::finalize");
+  TS_CHECK(storage != nullptr || param_count() == 0, "Net::use_grad_storage: null storage");
+  if (param_count() > 0) std::memcpy(storage, grads(), static_cast<size_t>(param_count()) * sizeof(float));
+  grads_ext_ = storage;
+  grads_.resize(0);
+  bind_layers();
+}
+
+void Net::bind_layers() {
+  for (size_t n = 1; n < nodes_.size(); ++n) {
+    Node& node = *nodes_[n];
+    Layer& layer = *node.layer;
+    layer.bind(node.params.count ? params() + node.params.offset : nullptr,
+               node.params.count ? grads() + node.params.offset : nullptr,
+               layer.state_count() ? state() + node.state_offset : nullptr);
+  }
 }
 
 void Net::set_batch(int64_t mb) {

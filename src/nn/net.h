@@ -79,7 +79,11 @@ class Net {
 
   // ---- parameters ----
   float* params() { return params_.data(); }
-  float* grads() { return grads_.data(); }
+  float* grads() { return grads_ext_ ? grads_ext_ : grads_.data(); }
+  // Moves the gradient arena into caller-owned memory of param_count() floats that outlives the
+  // net (e.g. shared memory other processes read, dist/allreduce.h allocate_shared_floats):
+  // layers write their gradients there from now on. After finalize.
+  void use_grad_storage(float* storage);
   int64_t param_count() const { return static_cast<int64_t>(params_.size()); }
   // Non-trainable state that must stay consistent across workers (BN running mean/var).
   float* state() { return state_.data(); }
@@ -94,9 +98,11 @@ class Net {
   // The buffer holding a node's output (a fused ReLU's is its input's).
   float* node_dst(int node);
   void release_buffers();  // unregisters every buffer from the backend
+  void bind_layers();      // points every layer at its slices of params(), grads(), state()
   Backend& backend_;
   std::vector<std::unique_ptr<Node>> nodes_;
   Buffer<float> params_, grads_, state_;
+  float* grads_ext_ = nullptr;  // use_grad_storage's memory, replacing grads_
   std::vector<Buffer<float>> scratch_;  // diff targets for nodes already holding a diff
   int64_t batch_ = 0;
   bool finalized_ = false;

@@ -308,6 +308,9 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   exchange_opts.bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(r.dist.bucket_mb * 1024.0 * 1024.0 / sizeof(float)));
   exchange_opts.overlap = r.dist.overlap;
+  if (world > 1 && exchange_opts.algorithm == AllreduceAlgorithm::shm && exchange_opts.strategy == DistStrategy::sync)
+    // The gradient arena in node shared memory: shm sums the buckets in place (no copy-in).
+    net->use_grad_storage(allocate_shared_floats(comm, net->param_count()));
   GradientExchange exchange(comm, {net->params(), net->grads(), net->param_count(), net->state(), net->state_count()},
                             exchange_opts);
   exchange.broadcast_model();

@@ -4,11 +4,13 @@
 // double-precision sum, and leave identical bits on every rank; with small and few pipeline
 // buffers (so every count crosses many chunks, ranks wait on each other's progress counters,
 // and the buffer rotation wraps within and across calls), repeated calls of changing counts,
-// and on fake "nodes" (the hierarchical path: shm reduce, ring among node leaders, shm
-// broadcast).
+// on fake "nodes" (the hierarchical path: shm reduce, ring among node leaders, shm
+// broadcast), in place on shared memory from allocate_shared_floats, and with waiters that
+// sleep on the node's futex.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -107,11 +109,19 @@ void expect_same_on_all_ranks(const std::vector<float>& got, const std::string& 
 }
 
 // Runs shm on order-sensitive data of `count` floats and checks it; `rank_order`: expect the
-// exact rank-order float sum (one node).
-void run_and_check(Communicator& comm, int64_t count, bool rank_order, unsigned seed, const std::string& label) {
+// exact rank-order float sum (one node). `storage`: where the message lives during the call
+// (shared memory from allocate_shared_floats: the in-place path), else a private vector.
+void run_and_check(Communicator& comm, int64_t count, bool rank_order, unsigned seed, const std::string& label,
+                   float* storage = nullptr) {
   std::vector<float> data = order_sensitive_data(count, seed + 7919u * static_cast<unsigned>(comm.rank()));
   const auto inputs = all_inputs(data);
-  allreduce_sum(comm, AllreduceAlgorithm::shm, data.data(), count);
+  if (storage) {
+    std::copy(data.begin(), data.end(), storage);
+    allreduce_sum(comm, AllreduceAlgorithm::shm, storage, count);
+    std::copy(storage, storage + count, data.begin());
+  } else {
+    allreduce_sum(comm, AllreduceAlgorithm::shm, data.data(), count);
+  }
   const std::string what = label + ", count " + std::to_string(count) + " on " + std::to_string(comm.size()) +
                            " ranks, rank " + std::to_string(comm.rank());
   const Checked c = check_against_references(data, inputs);
@@ -242,6 +252,54 @@ TEST(ShmAllreduce, FakeNodesRunHierarchically) {
     const auto inputs = all_inputs(data);
     allreduce_sum(*comm, AllreduceAlgorithm::shm, data.data(), static_cast<int64_t>(data.size()));
     EXPECT_EQ(check_against_references(data, inputs).not_rank_order, 0) << label;
+  }
+}
+
+// Data in shared memory (allocate_shared_floats) on one node: the in-place path, at offsets 0
+// and 17 floats into the region, counts from 0 to several 64 Ki-float steps, in turns with
+// private-memory calls on the same communicator (both paths advance the same counters).
+TEST(ShmAllreduce, SharedMemoryRunsInPlace) {
+  auto comm = Communicator::world();
+  const int64_t largest = 3 * (int64_t{1} << 16) + 1009;
+  float* shared = allocate_shared_floats(*comm, largest + 17);
+  ASSERT_NE(shared, nullptr);
+  unsigned seed = 600;
+  for (int64_t offset : {int64_t{0}, int64_t{17}}) {
+    for (int64_t count : kCounts) {
+      const std::string label = "in place at offset " + std::to_string(offset);
+      run_and_check(*comm, count, true, seed++, label, shared + offset);
+      run_and_check(*comm, count + 5, true, seed++, "private, between in-place calls");
+    }
+    run_and_check(*comm, largest, true, seed++, "in place, several steps", shared + offset);
+  }
+  // Small integers: equal to MPI_Allreduce bit for bit.
+  const int r = comm->rank();
+  std::vector<float> ref(static_cast<size_t>(largest));
+  for (int64_t i = 0; i < largest; ++i) shared[i] = static_cast<float>((i * 7 + r * 3) % 19) - 9.0f;
+  ASSERT_EQ(MPI_Allreduce(shared, ref.data(), static_cast<int>(largest), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  allreduce_sum(*comm, AllreduceAlgorithm::shm, shared, largest);
+  for (int64_t i = 0; i < largest; ++i) ASSERT_EQ(shared[i], ref[i]) << "element " << i;
+  // A second region on the same communicator.
+  float* other = allocate_shared_floats(*comm, 4099);
+  run_and_check(*comm, 4099, true, seed++, "in place, second region", other);
+  run_and_check(*comm, 1000, true, seed++, "in place, first region again", shared);
+}
+
+// Ranks that sleep on the node's wake-up word after one idle poll (as the communication thread
+// does after a few) get the same bits, through the pipeline and in place.
+TEST(ShmAllreduce, SleepingWaitersAgree) {
+  ShmAllreduceSettings s;
+  s.chunk_floats = 256;
+  s.buffers = 2;
+  s.block_after_polls = 1;
+  ScopedShmSettings scoped(s);
+  auto comm = Communicator::world();
+  EXPECT_EQ(shm_topology(mpi_comm(*comm)).block_after_polls, 1);
+  float* shared = allocate_shared_floats(*comm, 200003);
+  for (int i = 0; i < 20; ++i) {  // many calls: ranks arrive in either order
+    run_and_check(*comm, 4099 + i, true, 800u + static_cast<unsigned>(i), "sleeping");
+    run_and_check(*comm, 200003 - i, true, 900u + static_cast<unsigned>(i), "sleeping, in place", shared);
   }
 }
 

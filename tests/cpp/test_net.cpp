@@ -143,6 +143,33 @@ TEST(Net, ArenasContiguousAndCallbacksInReverseOrder) {
   }
 }
 
+// Gradients moved to caller memory (as the trainer does for the shm all-reduce) land there,
+// bit-identical to those of the same net keeping its own arena, on both backends.
+TEST(Net, GradStorageElsewhereGetsTheSameGradients) {
+  for (const char* kind : {"ref", "cpu"}) {
+    auto backend = make_backend(kind);
+    auto own = residual_concat_net(*backend, 3);
+    auto moved = residual_concat_net(*backend, 3);
+    std::vector<float> storage(static_cast<size_t>(moved->param_count()) + 1, -7.0f);
+    moved->use_grad_storage(storage.data());
+    EXPECT_EQ(moved->grads(), storage.data());
+    EXPECT_EQ(storage[0], 0.0f) << "the arena's zeros are copied over";
+    Batch b = random_batch(Shape{2, 5, 5}, 4, 3, 9);
+    for (Net* net : {own.get(), moved.get()}) {
+      net->set_batch(4);
+      net->forward(b.images.data(), b.labels.data(), nullptr, Mode::train);
+      net->backward();
+    }
+    for (int64_t k = 0; k < own->param_count(); ++k)
+      ASSERT_EQ(own->grads()[k], storage[static_cast<size_t>(k)]) << kind << " " << k;
+    EXPECT_EQ(storage.back(), -7.0f) << "nothing written past the arena";
+  }
+  auto backend = make_backend("ref");
+  Net unfinished(*backend);
+  float x = 0;
+  EXPECT_THROW(unfinished.use_grad_storage(&x), ConfigError);
+}
+
 TEST(Net, BuildAndRunErrors) {
   auto backend = make_backend("ref");
   Net net(*backend);

@@ -1,6 +1,6 @@
 """Data-parallel training end to end under the MPI launcher of the binary's flavor:
-`trainscale run` on N ranks x batch b follows the loss trajectory of 1 rank x batch N*b (sync,
-for 2 and 4 ranks, oversubscribed; weight_avg with period 1 and plain SGD; the parameter
+`trainscale run` on N ranks x batch b follows the loss trajectory of 1 rank x batch N*b (sync
+with ring and with shm, for 2 and 4 ranks, oversubscribed; weight_avg with period 1 and plain SGD; the parameter
 server), the ps phases are recorded, and global_batch with linear LR scaling and warm-up
 (Goyal et al.) set the per-worker batch and the LR series."""
 import h5py
@@ -54,9 +54,10 @@ def reference(tmp_path, ranks, momentum=0.9):
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
-def test_sync_follows_one_rank_with_the_global_batch(tmp_path, ranks):
+@pytest.mark.parametrize("allreduce", ["ring", "shm"])  # shm: the gradient arena in shared memory, summed in place
+def test_sync_follows_one_rank_with_the_global_batch(tmp_path, ranks, allreduce):
     ref = reference(tmp_path, ranks)
-    path = train(tmp_path, "dp", ranks, config(tmp_path, "dp", 8, ranks))  # ring, overlap, ~18 buckets
+    path = train(tmp_path, "dp", ranks, config(tmp_path, "dp", 8, ranks, allreduce=allreduce))  # overlap, ~18 buckets
     got = losses(path)
     assert got.shape == ref.shape == (10,)
     np.testing.assert_allclose(got, ref, rtol=2e-4, atol=1e-5)

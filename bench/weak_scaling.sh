@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The weak-scaling figures of docs/distributed.md: images/s of N workers against 1 worker of the
+# same config, each with --threads threads, measured round after round in turns (so a noisy
+# neighbour slows both sides of a ratio alike). Prints every run's img/s (the run's median
+# after warm-up), each round's ratio N-worker / 1-worker, and per variant the median ratio.
+# Builds nothing. Exit 0 when every run finished, 1 otherwise.
+#
+#   bench/weak_scaling.sh [--config FILE] [--workers N] [--threads T] [--epochs E] [--rounds R]
+#                         [--variant 'NAME: [VAR=value ...] [--set key=value ...]'] ...
+#
+# Defaults: configs/runs/lenet_fmnist.yaml, 2 workers, 1 thread, 0.3 epochs, 5 rounds, one
+# variant "as-configured". A variant's VAR=value words become environment variables of its
+# N-worker run (e.g. TRAINSCALE_SHM_BLOCK_AFTER_POLLS=0), its --set words override the config.
+# N-worker runs: mpirun -np N --bind-to core (one core per worker, as on a cluster node);
+# the 1-worker run is started directly and may use the machine's other cores for its loader.
+# Environment: TRAINSCALE_BINARY (default build/bin/trainscale).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+# shellcheck source=../scripts/env.sh
+source scripts/env.sh
+
+config=configs/runs/lenet_fmnist.yaml
+workers=2
+threads=1
+epochs=0.3
+rounds=5
+variants=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --config) config=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --variant) variants+=("$2"); shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/weak_scaling.sh: unknown option '$1'; accepted: --config FILE, --workers N, --threads T, --epochs E, --rounds R, --variant 'NAME: ARGS'" >&2; exit 2 ;;
+  esac
+done
+[ ${#variants[@]} -gt 0 ] || variants=("as-configured:")
+binary=${TRAINSCALE_BINARY:-build/bin/trainscale}
+[ -x "$binary" ] || { echo "bench/weak_scaling.sh: $binary not found; build it first (scripts/build.sh)" >&2; exit 1; }
+[ -f "$config" ] || { echo "bench/weak_scaling.sh: config '$config' not found" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+common=(run --config "$config" --set "threads=$threads" --set "epochs=$epochs" --set eval.every_epochs=0)
+
+# imgs LOG: the summary line's median img/s, or nothing when the run did not finish.
+imgs() { sed -n 's/^summary: ok, .*, \([0-9.]*\) img\/s (median.*/\1/p' "$1"; }
+
+status=0
+echo "# weak scaling: $config, $workers workers x $threads thread(s) vs 1 x $threads, $epochs epochs, $rounds rounds"
+echo "# $(uname -n), $(nproc) CPUs, $("$binary" info 2>/dev/null | sed -n "s/^mpi_library: //p" | cut -d, -f1)"
+printf '%-6s %-24s %12s %12s %8s\n' round variant "1w img/s" "Nw img/s" ratio
+for round in $(seq 1 "$rounds"); do
+  "$binary" "${common[@]}" --set workers=1 --out "$tmp/w1" > "$tmp/w1.log" 2>&1 || true
+  base=$(imgs "$tmp/w1.log")
+  [ -n "$base" ] || { echo "round $round: the 1-worker run failed:" >&2; tail -5 "$tmp/w1.log" >&2; status=1; continue; }
+  for v in "${variants[@]}"; do
+    name=${v%%:*}
+    envs=(); sets=()
+    for word in ${v#*:}; do
+      if [[ $word =~ ^[A-Z_][A-Z0-9_]*= ]]; then envs+=(-x "$word"); else sets+=("$word"); fi
+    done
+    mpirun -np "$workers" --bind-to core "${envs[@]}" "$binary" "${common[@]}" --set "workers=$workers" \
+      "${sets[@]}" --out "$tmp/wn" > "$tmp/wn.log" 2>&1 || true
+    got=$(imgs "$tmp/wn.log")
+    if [ -z "$got" ]; then
+      echo "round $round, $name: the $workers-worker run failed:" >&2; tail -5 "$tmp/wn.log" >&2; status=1; continue
+    fi
+    ratio=$(awk -v a="$got" -v b="$base" 'BEGIN { printf "%.3f", a / b }')
+    printf '%-6s %-24s %12s %12s %8s\n' "$round" "$name" "$base" "$got" "$ratio"
+    echo "$name $ratio" >> "$tmp/ratios"
+  done
+done
+echo "# median ratio per variant (bar for 2 workers: 1.8)"
+[ -f "$tmp/ratios" ] && sort -k1,1 -k2,2n "$tmp/ratios" | awk '
+  { v[$1] = v[$1] " " $2; n[$1]++ }
+  END { for (k in v) { split(substr(v[k], 2), a, " "); m = n[k] % 2 ? a[(n[k] + 1) / 2] : (a[n[k] / 2] + a[n[k] / 2 + 1]) / 2;
+        printf "%-24s median %.3f  min %.3f  max %.3f  (%d rounds)\n", k, m, a[1], a[n[k]], n[k] } }'
+exit $status
