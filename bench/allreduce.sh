@@ -5,8 +5,11 @@
 # median busbw of each algorithm and the median of its ratio to mpi measured in the same run.
 # Builds nothing. Exit 0 when every run completed with zero wrong elements, 1 otherwise.
 #
-#   bench/allreduce.sh [--repeats N] [--iters N] [--algorithms LIST] [--single-copy LIST] [--out-dir DIR]
+#   bench/allreduce.sh [--repeats N] [--iters N] [--algorithms LIST] [--single-copy LIST]
+#                      [--buffers shared|private] [--out-dir DIR]
 #
+# --buffers: where the messages live (default shared: node shared memory, where shm sums in
+# place, as the trainer's gradient arena does; private: each rank's heap, shm's copy pipeline).
 # --single-copy: Open MPI's btl_vader_single_copy_mechanism values to run, comma-separated
 # (default none,cma: none is what scripts/env.sh and the tests set; cma is Open MPI's own
 # choice where the kernel permits it, as it does here; docs/distributed.md has both).
@@ -22,6 +25,7 @@ repeats=5
 iters=20
 algorithms=mpi,shm
 single_copy=none,cma
+buffers=shared
 out_dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,9 +33,10 @@ while [ $# -gt 0 ]; do
     --iters) iters=$2; shift 2 ;;
     --algorithms) algorithms=$2; shift 2 ;;
     --single-copy) single_copy=$2; shift 2 ;;
+    --buffers) buffers=$2; shift 2 ;;
     --out-dir) out_dir=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/allreduce.sh: unknown option '$1'; accepted: --repeats N, --iters N, --algorithms LIST, --single-copy LIST, --out-dir DIR" >&2; exit 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/allreduce.sh: unknown option '$1'; accepted: --repeats N, --iters N, --algorithms LIST, --single-copy LIST, --buffers shared|private, --out-dir DIR" >&2; exit 2 ;;
   esac
 done
 case ",$algorithms," in
@@ -56,7 +61,7 @@ run() {
     [ -n "$out_dir" ] && mkdir -p "$out_dir" && out_args=(--out "$out_dir/allreduce-$flavor-np2-$i.h5")
     echo "## $flavor, run $i of $repeats ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1 /proc/loadavg))"
     if ! "$@" bench allreduce --algorithms "$algorithms" --min-bytes 4M --max-bytes 64M --factor 4 \
-         --iters "$iters" --warmup 5 "${out_args[@]}" | tee -a "$tables"; then
+         --iters "$iters" --warmup 5 --buffers "$buffers" "${out_args[@]}" | tee -a "$tables"; then
       echo "## $flavor run $i FAILED" >&2
       status=1
     fi

@@ -134,6 +134,13 @@ std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
 
 float* allocate_shared_floats(Communicator& comm, int64_t count) { return shm_allocate(mpi_comm(comm), count); }
 
+int allreduce_node_count(Communicator& comm) { return shm_topology(mpi_comm(comm)).nodes; }
+
+void allreduce_sum_update(Communicator& comm, float* data, float* gather, int64_t count,
+                          const std::function<void(int64_t offset, int64_t count)>& on_reduced) {
+  shm_allreduce_sum_update(mpi_comm(comm), data, gather, count, on_reduced);
+}
+
 void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
                    PsTimings* ps_timings) {
   TS_CHECK(count >= 0, "allreduce_sum: negative element count " + std::to_string(count));

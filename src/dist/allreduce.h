@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,17 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
 // traffic (docs/distributed.md). Every rank then must pass such memory. Other algorithms treat
 // it as plain memory. Collective over `comm`; freed with the communicator.
 float* allocate_shared_floats(Communicator& comm, int64_t count);
+
+// The number of nodes (shared-memory domains) `comm` spans (collective on first use per
+// communicator: it sets up shm's window).
+int allreduce_node_count(Communicator& comm);
+
+// shm's reduce-scatter + update + all-gather, for a sharded optimizer step (one node; `data`
+// and `gather` in allocate_shared_floats memory on every rank; see shm_allreduce_sum_update in
+// shm_allreduce.h): `data` is summed over ranks, each rank calls on_reduced(offset, count) on
+// the parts it summed (1/N of the message, the same parts every call), and every rank ends
+// with the same `gather`, each part as its summing rank's on_reduced left it. Collective.
+void allreduce_sum_update(Communicator& comm, float* data, float* gather, int64_t count,
+                          const std::function<void(int64_t offset, int64_t count)>& on_reduced);
 
 }  // namespace ts

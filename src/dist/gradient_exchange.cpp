@@ -23,6 +23,8 @@
 #include <mutex>
 #include <thread>
 
+#include <omp.h>
+
 #include "core/error.h"
 #include "core/timer.h"
 #include "dist/shm_allreduce.h"
@@ -55,6 +57,8 @@ struct GradientExchange::Impl {
   const float inv_world;
   const bool parameter_server;  // sync + ps: rank 0 applies the optimizer
   const bool threaded;          // sync + overlap: a communication thread reduces the buckets
+  const bool sharded;           // sync + shm + sharded_update on more than one rank
+  RangeUpdate update;           // this step's optimizer update (begin_step)
   std::vector<std::pair<int64_t, int64_t>> buckets;
   std::vector<float> staging;   // last bucket (+ state for weight_avg) + kExtras
   std::vector<float> gathered;  // ps, rank 0: world x (largest bucket + kExtras)
@@ -77,7 +81,8 @@ struct GradientExchange::Impl {
   Impl(Communicator& c, ModelArenas a, ExchangeOptions o)
       : comm(c), arenas(a), opt(o), world(c.size()), rank(c.rank()), inv_world(1.0f / static_cast<float>(c.size())),
         parameter_server(o.strategy == DistStrategy::sync && o.algorithm == AllreduceAlgorithm::ps),
-        threaded(o.strategy == DistStrategy::sync && o.overlap) {}
+        threaded(o.strategy == DistStrategy::sync && o.overlap),
+        sharded(o.sharded_update && c.size() > 1) {}
 
   int64_t last_count() const { return buckets.back().second; }
   float* extras() { return staging.data() + static_cast<int64_t>(staging.size()) - kExtras; }
@@ -111,6 +116,18 @@ struct GradientExchange::Impl {
       if (last && count > 0)
         std::memcpy(arenas.grads + offset, staging.data(), static_cast<size_t>(count) * sizeof(float));
       times.average += now_seconds() - t1;
+    } else if (sharded && !last) {
+      // Sum, then this rank's share: mean gradient and optimizer step; gather the weights.
+      double updating = 0;
+      float* grads = data;
+      allreduce_sum_update(comm, grads, arenas.params + offset, count, [&](int64_t o, int64_t c) {
+        scale(grads + o, c, inv_world);
+        const double u0 = now_seconds();
+        update(offset + o, c);
+        updating += now_seconds() - u0;
+      });
+      times.optimizer += updating;
+      times.comm += now_seconds() - t0 - updating;
     } else {
       allreduce_sum(comm, opt.algorithm, data, n);
       if (world > 1) scale(data, count, inv_world);
@@ -121,6 +138,9 @@ struct GradientExchange::Impl {
   }
 
   void thread_loop() {
+    // The thread's own work (a sharded optimizer step on the CPU backend) must not take a team
+    // of OpenMP threads beside the compute threads: it runs on this thread alone.
+    omp_set_num_threads(1);
     for (;;) {
       size_t i;
       {
@@ -236,9 +256,10 @@ struct GradientExchange::Impl {
     }
   }
 
-  void timed_update(const std::function<void()>& update) {
+  // The step's update over [offset, offset + count), timed.
+  void timed_update(int64_t offset, int64_t count) {
     const double t0 = now_seconds();
-    update();
+    update(offset, count);
     times.optimizer += now_seconds() - t0;
   }
 
@@ -282,6 +303,13 @@ GradientExchange::GradientExchange(Communicator& comm, ModelArenas arenas, Excha
       set_shm_allreduce_settings(shm);
     }
   }
+  if (m.sharded) {
+    if (options.strategy != DistStrategy::sync || options.algorithm != AllreduceAlgorithm::shm)
+      throw ConfigError("dist.update: sharded needs dist.strategy sync and dist.allreduce shm");
+    if (allreduce_node_count(comm) != 1)
+      throw ConfigError("dist.update: sharded works on one node only; this job spans " +
+                        std::to_string(allreduce_node_count(comm)) + " nodes; set dist.update: replicated");
+  }
   if (m.threaded) m.thread = std::thread([&m] { m.thread_loop(); });
 }
 
@@ -312,9 +340,10 @@ void GradientExchange::broadcast_model() {
   m.comm.broadcast(m.arenas.state, m.arenas.state_count, 0);
 }
 
-void GradientExchange::begin_step(float local_loss) {
+void GradientExchange::begin_step(float local_loss, RangeUpdate update) {
   Impl& m = *impl_;
   m.local_loss = local_loss;
+  m.update = std::move(update);
   m.frontier = m.arenas.param_count;
   m.posted_local = 0;
   m.times = ExchangeTimes{};
@@ -336,11 +365,11 @@ void GradientExchange::gradients_ready(int64_t offset, int64_t count) {
   m.post_ready_buckets();
 }
 
-StepVerdict GradientExchange::finish_step(bool average_weights, const std::function<void()>& update) {
+StepVerdict GradientExchange::finish_step(bool average_weights) {
   Impl& m = *impl_;
   StepVerdict v;
   if (m.opt.strategy == DistStrategy::weight_avg) {
-    if (std::isfinite(m.local_loss)) m.timed_update(update);
+    if (std::isfinite(m.local_loss)) m.timed_update(0, m.arenas.param_count);
     else m.nonfinite_since_average += 1;
     if (average_weights) {
       m.average_weights();
@@ -352,9 +381,10 @@ StepVerdict GradientExchange::finish_step(bool average_weights, const std::funct
     m.complete_buckets();
     m.read_verdict(v);  // ps: meaningful on rank 0 only until the broadcast
     if (!m.parameter_server) {
-      if (!v.diverged) m.timed_update(update);
+      // sharded: every bucket but the last was updated share by share as it was summed.
+      if (!v.diverged) m.timed_update(0, m.sharded ? m.last_count() : m.arenas.param_count);
     } else {
-      if (m.rank == 0 && !v.diverged) m.timed_update(update);
+      if (m.rank == 0 && !v.diverged) m.timed_update(0, m.arenas.param_count);
       m.broadcast_weights();
       m.read_verdict(v);
     }

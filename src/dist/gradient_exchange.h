@@ -39,7 +39,16 @@ struct ExchangeOptions {
   // sync: reduce buckets on a communication thread while backward runs (needs
   // MPI_THREAD_SERIALIZED); false: reduce them in the caller's thread after backward.
   bool overlap = true;
+  // sync + shm on one node, with the params and grads arenas in allocate_shared_floats memory:
+  // each rank applies the optimizer only to its share of each bucket as soon as that share is
+  // summed (shm_allreduce_sum_update), and the ranks gather the updated weights instead of the
+  // summed gradients: 1/N of the optimizer's work and memory traffic per rank. The staged last
+  // bucket is updated on every rank after the verdict. Others: a ConfigError at construction.
+  bool sharded_update = false;
 };
+
+// The optimizer step over elements [offset, offset + count) of the arenas (this step's LR).
+using RangeUpdate = std::function<void(int64_t offset, int64_t count)>;
 
 // The model the exchange works on; the arrays belong to the caller (the Net's arenas) and
 // must outlive the exchange. Every rank passes the same counts.
@@ -78,16 +87,19 @@ class GradientExchange {
   void broadcast_model();
 
   // The step protocol, called by every rank in the same order:
-  // 1. before backward, with this rank's loss (mean over its batch);
-  void begin_step(float local_loss);
+  // 1. before backward, with this rank's loss (mean over its batch) and this step's optimizer
+  //    update (applied in finish_step, or with sharded_update partly while buckets are summed);
+  void begin_step(float local_loss, RangeUpdate update);
   // 2. as backward finishes each layer: gradients [offset, offset + count) are final. Ranges
   //    arrive in decreasing, contiguous order (Net::backward's reverse layer order);
   void gradients_ready(int64_t offset, int64_t count);
-  // 3. after backward: completes the exchange and applies `update` (the optimizer step over
-  //    the local arenas: on every rank, or on rank 0 only for ps). The update is skipped when
-  //    the run diverged. `average_weights` matters for weight_avg only: average this step
-  //    (the verdict covers every step since the previous average).
-  StepVerdict finish_step(bool average_weights, const std::function<void()>& update);
+  // 3. after backward: completes the exchange and applies the step's update to the whole
+  //    arenas (on every rank, or on rank 0 only for ps). The update is skipped when the run
+  //    diverged (sharded_update: only the last bucket's; the other buckets are updated before
+  //    the verdict is known, and a diverged run ends). `average_weights` matters for
+  //    weight_avg only: average this step (the verdict covers every step since the previous
+  //    average).
+  StepVerdict finish_step(bool average_weights);
 
   // Averages the non-trainable state over ranks (before evaluation: BN running statistics
   // are per worker during training).

@@ -79,6 +79,7 @@ constexpr int64_t kCallOffset = 4 * 64;
 struct CallInfo {
   std::atomic<uint64_t> call;
   int64_t region, offset, count;
+  int64_t gather_region, gather_offset;  // shm_allreduce_sum_update: where the gathered values lie
 };
 static_assert(kCallOffset + static_cast<int64_t>(sizeof(CallInfo)) <= kHeaderBytes, "header too small");
 static_assert(kWakeOffset + static_cast<int64_t>(sizeof(NodeWake)) <= kCallOffset, "header overlap");
@@ -375,11 +376,14 @@ void copy(float* dst, const float* src, int64_t count) {
 }
 
 // Publishes where this rank's data for the next call lies, and returns the call's number.
-uint64_t announce_call(ShmState& s, int64_t region, int64_t offset, int64_t count) {
+uint64_t announce_call(ShmState& s, int64_t region, int64_t offset, int64_t count, int64_t gather_region = -1,
+                       int64_t gather_offset = 0) {
   CallInfo& mine = s.call_info(s.node_rank);
   mine.region = region;
   mine.offset = offset;
   mine.count = count;
+  mine.gather_region = gather_region;
+  mine.gather_offset = gather_offset;
   mine.call.store(++s.calls, std::memory_order_release);
   return s.calls;
 }
@@ -510,31 +514,41 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
 // its reducer's data once that rank has published it (kOut); it returns once every rank has
 // copied its parts (they read its data until then). Per rank and element: (n-1)/n reads of
 // other ranks' data, twice, and 2(n-1)/n writes: half the memory traffic of the copy pipeline.
-void run_in_place(ShmState& s, int64_t region, float* data, int64_t count) {
+// With `gather` (another region's memory, e.g. the weights) and `on_reduced`: after summing a
+// part, its reducer calls on_reduced(offset, count) for it (which updates `gather` there), and
+// the other ranks copy that part of `gather` instead of the sums.
+void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64_t gather_region = -1,
+                  float* gather = nullptr, const ReducedPartHook* on_reduced = nullptr) {
   const int n = s.node_size, r = s.node_rank;
   const ShmState::Region& reg = s.regions[static_cast<size_t>(region)];
   const int64_t offset = data - reg.base[static_cast<size_t>(r)];
-  const uint64_t call = announce_call(s, region, offset, count);
+  const ShmState::Region* greg = gather ? &s.regions[static_cast<size_t>(gather_region)] : nullptr;
+  const int64_t gather_offset = gather ? gather - greg->base[static_cast<size_t>(r)] : 0;
+  const uint64_t call = announce_call(s, region, offset, count, gather_region, gather_offset);
   const int64_t chunks = (count + kInPlaceChunkFloats - 1) / kInPlaceChunkFloats;
   const uint64_t g0 = s.sequence, g_end = g0 + static_cast<uint64_t>(chunks);
   s.sequence = g_end;
   Idle idle;
   // Every rank's data ready (its kIn covers all chunks), and in the same place.
   s.publish(kIn, g_end);
-  std::vector<const float*> src(static_cast<size_t>(n));
+  std::vector<const float*> src(static_cast<size_t>(n)), gathered(static_cast<size_t>(n));
   for (int q = 0; q < n; ++q) {
     if (q != r) {
       while (!s.reached(q, kIn, g_end)) wait_a_little(s, idle);
       stop_sleeping(s, idle);
     }
     const CallInfo& info = s.call_info(q);
-    TS_CHECK(info.call.load(std::memory_order_acquire) == call && info.region == region && info.count == count,
+    TS_CHECK(info.call.load(std::memory_order_acquire) == call && info.region == region && info.count == count &&
+                 info.gather_region == gather_region,
              "shm all-reduce: node rank " + std::to_string(q) + " passed its data " +
                  (info.region < 0 ? std::string("in private memory") : "in another shared region or count") +
                  " while rank " + std::to_string(r) +
-                 " passed it in shared memory: every rank must pass shm_allocate memory or none");
+                 " passed it in shared memory: every rank must pass shm_allocate memory or none, and the same call");
     src[static_cast<size_t>(q)] = reg.base[static_cast<size_t>(q)] + info.offset;
+    if (gather) gathered[static_cast<size_t>(q)] = greg->base[static_cast<size_t>(q)] + info.gather_offset;
   }
+  float* out = gather ? gather : data;
+  const std::vector<const float*>& out_src = gather ? gathered : src;
   auto chunk_begin = [&](int64_t k) { return k * kInPlaceChunkFloats; };
   auto chunk_len = [&](int64_t k) { return std::min(kInPlaceChunkFloats, count - chunk_begin(k)); };
   int64_t next_red = 0, next_out = 0;
@@ -549,6 +563,7 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count) {
       } else {
         sum_in_rank_order(d, src, at + p.begin, p.size());
       }
+      if (on_reduced && p.size() > 0) (*on_reduced)(at + p.begin, p.size());
       s.publish(kReduced, g0 + static_cast<uint64_t>(++next_red));
       progress = true;
     }
@@ -559,7 +574,7 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count) {
         for (int q = 0; q < n; ++q) {
           if (q == r) continue;
           const Part p = part_of(chunk_len(next_out), n, q);
-          copy(data + at + p.begin, src[static_cast<size_t>(q)] + at + p.begin, p.size());
+          copy(out + at + p.begin, out_src[static_cast<size_t>(q)] + at + p.begin, p.size());
         }
         s.publish(kOut, g + 1);
         ++next_out;
@@ -583,6 +598,21 @@ void set_shm_allreduce_settings(const ShmAllreduceSettings& settings) {
 ShmAllreduceSettings shm_allreduce_settings() {
   std::lock_guard<std::mutex> lock(g_settings_mutex);
   return g_settings;
+}
+
+void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* gather, int64_t count,
+                              const ReducedPartHook& on_reduced) {
+  TS_CHECK(count >= 0, "shm all-reduce: negative element count " + std::to_string(count));
+  ShmState& s = state_of(comm);
+  if (count == 0) return;
+  if (s.node_size == 1) {
+    on_reduced(0, count);  // the whole message is this rank's part
+    return;
+  }
+  const int64_t region = region_of(s, data, count), gather_region = region_of(s, gather, count);
+  TS_CHECK(s.nodes == 1 && region >= 0 && gather_region >= 0,
+           "shm_allreduce_sum_update needs one node and both arrays in shm_allocate memory");
+  run_in_place(s, region, data, count, gather_region, gather, &on_reduced);
 }
 
 float* shm_allocate(MPI_Comm comm, int64_t count) {

@@ -46,6 +46,20 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
 // Every rank must then pass region memory (an error otherwise).
 float* shm_allocate(MPI_Comm comm, int64_t count);
 
+// Called for each part of a message this rank has summed: elements [offset, offset + count).
+using ReducedPartHook = std::function<void(int64_t offset, int64_t count)>;
+
+// Reduce-scatter, update, all-gather (one node; `data` and `gather` both in shm_allocate
+// memory on every rank): like the in-place shm_allreduce_sum, but each rank calls
+// `on_reduced` on every part it has summed (its 1/n of each 256 KiB step of the message), and
+// then every rank copies, for each other part, `gather` from that part's reducer instead of
+// the sums. Afterwards `gather` is the same on every rank (the values on_reduced left in it);
+// `data` holds the sums only in this rank's own parts. With one rank: on_reduced(0, count).
+// For a sharded optimizer step: sum the gradients, update the weights of one's own share,
+// gather the weights. The parts are the same for every call of the same count.
+void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* gather, int64_t count,
+                              const ReducedPartHook& on_reduced);
+
 // Read when a communicator's shared-memory state is created (its first shm call): later
 // changes affect only communicators set up afterwards. Process-wide; every rank must use the
 // same settings.

@@ -119,6 +119,7 @@ void Net::finalize(uint64_t seed) {
     node.needs_grad = node.params.count > 0;
     for (int in : node.inputs) node.needs_grad |= nodes_[static_cast<size_t>(in)]->needs_grad;
   }
+  param_count_ = param_total;
   params_.resize(static_cast<size_t>(param_total));
   grads_.resize(static_cast<size_t>(param_total));
   state_.resize(static_cast<size_t>(state_total));
@@ -143,12 +144,19 @@ void Net::finalize(uint64_t seed) {
   finalized_ = true;
 }
 
-void Net::use_grad_storage(float* storage) {
-  if (!finalized_) throw ConfigError("Net::use_grad_storage before Net::finalize");
-  TS_CHECK(storage != nullptr || param_count() == 0, "Net::use_grad_storage: null storage");
-  if (param_count() > 0) std::memcpy(storage, grads(), static_cast<size_t>(param_count()) * sizeof(float));
-  grads_ext_ = storage;
-  grads_.resize(0);
+void Net::use_arena_storage(float* params, float* grads) {
+  if (!finalized_) throw ConfigError("Net::use_arena_storage before Net::finalize");
+  const size_t bytes = static_cast<size_t>(param_count()) * sizeof(float);
+  if (params && bytes > 0) std::memcpy(params, this->params(), bytes);
+  if (grads && bytes > 0) std::memcpy(grads, this->grads(), bytes);
+  if (params) {
+    params_ext_ = params;
+    params_.resize(0);
+  }
+  if (grads) {
+    grads_ext_ = grads;
+    grads_.resize(0);
+  }
   bind_layers();
 }
 

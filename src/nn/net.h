@@ -78,13 +78,14 @@ class Net {
   bool is_classifier() const;
 
   // ---- parameters ----
-  float* params() { return params_.data(); }
+  float* params() { return params_ext_ ? params_ext_ : params_.data(); }
   float* grads() { return grads_ext_ ? grads_ext_ : grads_.data(); }
-  // Moves the gradient arena into caller-owned memory of param_count() floats that outlives the
-  // net (e.g. shared memory other processes read, dist/allreduce.h allocate_shared_floats):
-  // layers write their gradients there from now on. After finalize.
-  void use_grad_storage(float* storage);
-  int64_t param_count() const { return static_cast<int64_t>(params_.size()); }
+  // Moves the parameter and/or gradient arena (null: keep it) into caller-owned memory of
+  // param_count() floats that outlives the net (e.g. shared memory that other processes read,
+  // dist/allreduce.h allocate_shared_floats), contents copied: layers read their weights and
+  // write their gradients there from now on. After finalize.
+  void use_arena_storage(float* params, float* grads);
+  int64_t param_count() const { return param_count_; }
   // Non-trainable state that must stay consistent across workers (BN running mean/var).
   float* state() { return state_.data(); }
   int64_t state_count() const { return static_cast<int64_t>(state_.size()); }
@@ -102,7 +103,9 @@ class Net {
   Backend& backend_;
   std::vector<std::unique_ptr<Node>> nodes_;
   Buffer<float> params_, grads_, state_;
-  float* grads_ext_ = nullptr;  // use_grad_storage's memory, replacing grads_
+  int64_t param_count_ = 0;
+  float* params_ext_ = nullptr;  // use_arena_storage's memory, replacing params_
+  float* grads_ext_ = nullptr;   // use_arena_storage's memory, replacing grads_
   std::vector<Buffer<float>> scratch_;  // diff targets for nodes already holding a diff
   int64_t batch_ = 0;
   bool finalized_ = false;

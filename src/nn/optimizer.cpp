@@ -19,10 +19,14 @@ Sgd::Sgd(Backend& backend, int64_t param_count, SgdOptions options)
   velocity_.resize(static_cast<size_t>(param_count));
 }
 
-void Sgd::step(float* params, const float* grads, double lr) {
-  backend_.sgd_step(count_, static_cast<float>(lr), static_cast<float>(options_.momentum),
-                    static_cast<float>(options_.weight_decay), options_.nesterov, params, grads,
-                    velocity_.data());
+void Sgd::step_range(float* params, const float* grads, double lr, int64_t offset, int64_t count) {
+  TS_CHECK(offset >= 0 && count >= 0 && offset + count <= count_,
+           "Sgd::step_range: [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
+               ") is outside the " + std::to_string(count_) + " parameters");
+  if (count == 0) return;
+  backend_.sgd_step(count, static_cast<float>(lr), static_cast<float>(options_.momentum),
+                    static_cast<float>(options_.weight_decay), options_.nesterov, params + offset, grads + offset,
+                    velocity_.data() + offset);
 }
 
 void Sgd::reset() { velocity_.zero(); }

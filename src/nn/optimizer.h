@@ -24,7 +24,10 @@ class Sgd {
   // momentum.
   Sgd(Backend& backend, int64_t param_count, SgdOptions options);
   // params/grads: param_count floats each; the velocity is owned here.
-  void step(float* params, const float* grads, double lr);
+  void step(float* params, const float* grads, double lr) { step_range(params, grads, lr, 0, count_); }
+  // The same update on elements [offset, offset + count) only (params/grads: the whole arenas);
+  // elements are independent, so stepping disjoint ranges equals one step over their union.
+  void step_range(float* params, const float* grads, double lr, int64_t offset, int64_t count);
   // Zeroes the velocity.
   void reset();
   float* velocity() { return velocity_.data(); }

@@ -69,6 +69,8 @@ const std::vector<KeySpec>& schema() {
       {"dist.bucket_mb", Type::number, "25", {}, "gradient bucket size in MiB"},
       {"dist.overlap", Type::boolean, "true", {}, "overlap all-reduce with backward"},
       {"dist.period", Type::integer, "1", {}, "weight_avg: steps between averages"},
+      {"dist.update", Type::string, "replicated", {"replicated", "sharded"},
+       "sync: every rank updates all weights, or each its share (shm, one node)"},
       {"gpu", Type::string, "none", {}, "expected GPU generation (none | v100 | a100 | h100 ...)"},
       {"mpi_flavor", Type::string, "any", {"any", "openmpi", "mpich"}, "expected MPI library"},
       {"eval.every_epochs", Type::number, "1", {}, "evaluation period in epochs (0 = never)"},
@@ -358,6 +360,7 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
   r.dist.bucket_mb = f64("dist.bucket_mb");
   r.dist.overlap = boolean("dist.overlap");
   r.dist.period = i64("dist.period");
+  r.dist.update = text["dist.update"];
   r.gpu = text["gpu"];
   r.mpi_flavor = text["mpi_flavor"];
   r.eval.every_epochs = f64("eval.every_epochs");
@@ -406,6 +409,10 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
   if (r.dist.strategy != "weight_avg" && out.where.count("dist.period") && r.dist.period != 1)
     throw ConfigError(where("dist.period") + ": " + text["dist.period"] + " applies to dist.strategy weight_avg only (" +
                       r.dist.strategy + " exchanges gradients every step); remove it or set dist.strategy: weight_avg");
+  if (r.dist.update == "sharded" && (r.dist.strategy != "sync" || r.dist.allreduce != "shm"))
+    throw ConfigError(where("dist.update") + ": sharded needs dist.strategy: sync and dist.allreduce: shm (each rank "
+                      "updates its share of the weights inside shm's reduce-scatter + all-gather); got " +
+                      r.dist.strategy + " with " + r.dist.allreduce + "; set dist.update: replicated or use sync + shm");
   if (r.global_batch > 0 && r.global_batch % r.workers != 0)
     throw ConfigError(where("global_batch") + ": " + text["global_batch"] + " does not divide evenly over " +
                       std::to_string(r.workers) + " workers; use a multiple of workers or batch_per_worker");

@@ -42,6 +42,7 @@ struct DistConfig {
   double bucket_mb = 25.0;
   bool overlap = true;
   int64_t period = 1;              // weight_avg: average every `period` steps
+  std::string update = "replicated";  // replicated | sharded (sync + shm: each rank steps its share)
 };
 
 struct EvalConfig {

@@ -308,9 +308,12 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   exchange_opts.bucket_elements =
       std::max<int64_t>(1, static_cast<int64_t>(r.dist.bucket_mb * 1024.0 * 1024.0 / sizeof(float)));
   exchange_opts.overlap = r.dist.overlap;
+  exchange_opts.sharded_update = r.dist.update == "sharded";
   if (world > 1 && exchange_opts.algorithm == AllreduceAlgorithm::shm && exchange_opts.strategy == DistStrategy::sync)
-    // The gradient arena in node shared memory: shm sums the buckets in place (no copy-in).
-    net->use_grad_storage(allocate_shared_floats(comm, net->param_count()));
+    // The gradient arena (and, sharded, the weights) in node shared memory: shm sums the
+    // buckets in place (no copy-in) and a sharded update gathers the weights from there.
+    net->use_arena_storage(exchange_opts.sharded_update ? allocate_shared_floats(comm, net->param_count()) : nullptr,
+                           allocate_shared_floats(comm, net->param_count()));
   GradientExchange exchange(comm, {net->params(), net->grads(), net->param_count(), net->state(), net->state_count()},
                             exchange_opts);
   exchange.broadcast_model();
@@ -378,15 +381,17 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
     double t2 = now_seconds();
     // Backward hands each layer's finished gradients to the exchange, which reduces them in
     // buckets (overlapped with the rest of backward when dist.overlap is on).
-    exchange.begin_step(loss);
+    const double lr = lr_at(step - 1);
+    exchange.begin_step(loss, [&](int64_t offset, int64_t count) {
+      sgd.step_range(net->params(), net->grads(), lr, offset, count);
+    });
     net->backward([&](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
     double t3 = now_seconds();
     const bool eval_now = eval_period > 0 && (step % eval_period == 0 || step == total_steps);
     // weight_avg averages every `period` steps, and before evaluations and at the end, so that
     // the evaluated and final model is the averaged one.
     const bool average_now = step % r.dist.period == 0 || step == total_steps || eval_now;
-    const double lr = lr_at(step - 1);
-    StepVerdict verdict = exchange.finish_step(average_now, [&] { sgd.step(net->params(), net->grads(), lr); });
+    StepVerdict verdict = exchange.finish_step(average_now);
     double t4 = now_seconds();
     samples += global_batch;
     double step_s = t4 - t0;

@@ -88,10 +88,10 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
     Batch b;
     EXPECT_TRUE(loader.next(b));
     float loss = net->forward(b.images, b.labels, b.targets, Mode::train);
-    exchange.begin_step(loss);
+    exchange.begin_step(loss, [&](int64_t o, int64_t c) { sgd.step_range(net->params(), net->grads(), s.lr, o, c); });
     net->backward([&](ParamRange r) { exchange.gradients_ready(r.offset, r.count); });
     const bool average = step % s.period == 0 || step == s.steps;
-    StepVerdict v = exchange.finish_step(average, [&] { sgd.step(net->params(), net->grads(), s.lr); });
+    StepVerdict v = exchange.finish_step(average);
     EXPECT_FALSE(v.diverged);
     double mean = loss;
     comm.allreduce_sum(&mean, 1);
@@ -278,11 +278,11 @@ TEST(GradientExchange, MeansBucketsAndSharesTheVerdict) {
       ASSERT_EQ(ex.buckets(), expected);
       for (int step = 0; step < 2; ++step) {
         for (int64_t i = 0; i < count; ++i) grads[i] = static_cast<float>((rank + 1) * (i % 7 + step));
-        ex.begin_step(static_cast<float>(rank + 1));
+        int updates = 0;
+        ex.begin_step(static_cast<float>(rank + 1), [&](int64_t, int64_t) { ++updates; });
         // Ranges of 37 elements from the top, as a net's layers would report them.
         for (int64_t top = count; top > 0; top -= 37) ex.gradients_ready(std::max<int64_t>(0, top - 37), std::min<int64_t>(37, top));
-        int updates = 0;
-        StepVerdict v = ex.finish_step(true, [&] { ++updates; });
+        StepVerdict v = ex.finish_step(true);
         const std::string what = std::string(allreduce_algorithm_name(a)) + (overlap ? " overlap" : "") + " step " +
                                  std::to_string(step);
         EXPECT_TRUE(v.exchanged) << what;
@@ -297,10 +297,11 @@ TEST(GradientExchange, MeansBucketsAndSharesTheVerdict) {
       ex.average_state();
       for (float v : state) EXPECT_FLOAT_EQ(v, (n - 1) / 2.0f);
       // Rank n-1 alone sees a NaN loss: every rank learns it, nobody updates.
-      ex.begin_step(rank == n - 1 ? std::numeric_limits<float>::quiet_NaN() : 1.0f);
-      ex.gradients_ready(0, count);
       int updates = 0;
-      StepVerdict v = ex.finish_step(true, [&] { ++updates; });
+      ex.begin_step(rank == n - 1 ? std::numeric_limits<float>::quiet_NaN() : 1.0f,
+                    [&](int64_t, int64_t) { ++updates; });
+      ex.gradients_ready(0, count);
+      StepVerdict v = ex.finish_step(true);
       EXPECT_TRUE(v.diverged) << allreduce_algorithm_name(a);
       EXPECT_EQ(updates, 0);
     }
@@ -315,13 +316,14 @@ TEST(GradientExchange, WeightAveragingReportsDivergenceAtTheNextAverage) {
   xo.algorithm = AllreduceAlgorithm::tree;
   GradientExchange ex(*world, {params.data(), grads.data(), 50, state.data(), 2}, xo);
   int updates = 0;
-  ex.begin_step(rank == 0 ? std::numeric_limits<float>::infinity() : 1.0f);
-  StepVerdict v = ex.finish_step(false, [&] { ++updates; });
+  auto count_update = [&](int64_t, int64_t) { ++updates; };
+  ex.begin_step(rank == 0 ? std::numeric_limits<float>::infinity() : 1.0f, count_update);
+  StepVerdict v = ex.finish_step(false);
   EXPECT_FALSE(v.exchanged);
   EXPECT_FALSE(v.diverged) << "not known before the next average";
   EXPECT_EQ(updates, rank == 0 ? 0 : 1) << "a rank skips its update on a non-finite loss";
-  ex.begin_step(1.0f);
-  v = ex.finish_step(true, [&] { ++updates; });
+  ex.begin_step(1.0f, count_update);
+  v = ex.finish_step(true);
   EXPECT_TRUE(v.exchanged);
   EXPECT_TRUE(v.diverged) << "rank 0's earlier non-finite loss reaches every rank";
   for (float p : params) EXPECT_FLOAT_EQ(p, (n - 1) / 2.0f);
@@ -334,10 +336,10 @@ TEST(GradientExchange, RangesOutOfOrderAreRefused) {
   ExchangeOptions xo;
   xo.overlap = false;
   GradientExchange ex(*world, {params.data(), grads.data(), 10, nullptr, 0}, xo);
-  ex.begin_step(1.0f);
+  ex.begin_step(1.0f, [](int64_t, int64_t) {});
   EXPECT_THROW(ex.gradients_ready(0, 5), RuntimeError);  // [5, 10) has not been reported
   ex.gradients_ready(5, 5);
   ex.gradients_ready(0, 5);
-  StepVerdict v = ex.finish_step(true, [] {});
+  StepVerdict v = ex.finish_step(true);
   EXPECT_FALSE(v.diverged);
 }

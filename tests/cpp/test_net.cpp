@@ -143,17 +143,22 @@ TEST(Net, ArenasContiguousAndCallbacksInReverseOrder) {
   }
 }
 
-// Gradients moved to caller memory (as the trainer does for the shm all-reduce) land there,
-// bit-identical to those of the same net keeping its own arena, on both backends.
-TEST(Net, GradStorageElsewhereGetsTheSameGradients) {
+// Arenas moved to caller memory (as the trainer does for the shm all-reduce): the weights are
+// copied over and used, the gradients land there, bit-identical to those of the same net
+// keeping its own arenas, on both backends; moving only the gradients works too.
+TEST(Net, ArenasElsewhereGiveTheSameGradients) {
   for (const char* kind : {"ref", "cpu"}) {
     auto backend = make_backend(kind);
     auto own = residual_concat_net(*backend, 3);
     auto moved = residual_concat_net(*backend, 3);
-    std::vector<float> storage(static_cast<size_t>(moved->param_count()) + 1, -7.0f);
-    moved->use_grad_storage(storage.data());
+    const int64_t n = moved->param_count();
+    std::vector<float> storage(static_cast<size_t>(n) + 1, -7.0f), weights(static_cast<size_t>(n), 0.0f);
+    moved->use_arena_storage(weights.data(), storage.data());
+    EXPECT_EQ(moved->param_count(), own->param_count());
     EXPECT_EQ(moved->grads(), storage.data());
+    EXPECT_EQ(moved->params(), weights.data());
     EXPECT_EQ(storage[0], 0.0f) << "the arena's zeros are copied over";
+    for (int64_t k = 0; k < n; ++k) ASSERT_EQ(weights[static_cast<size_t>(k)], own->params()[k]) << k;
     Batch b = random_batch(Shape{2, 5, 5}, 4, 3, 9);
     for (Net* net : {own.get(), moved.get()}) {
       net->set_batch(4);
@@ -165,9 +170,19 @@ TEST(Net, GradStorageElsewhereGetsTheSameGradients) {
     EXPECT_EQ(storage.back(), -7.0f) << "nothing written past the arena";
   }
   auto backend = make_backend("ref");
+  auto a = residual_concat_net(*backend, 4), b = residual_concat_net(*backend, 4);
+  std::vector<float> grads(static_cast<size_t>(b->param_count()));
+  b->use_arena_storage(nullptr, grads.data());
+  Batch batch = random_batch(Shape{2, 5, 5}, 2, 3, 10);
+  for (Net* net : {a.get(), b.get()}) {
+    net->set_batch(2);
+    net->forward(batch.images.data(), batch.labels.data(), nullptr, Mode::train);
+    net->backward();
+  }
+  for (int64_t k = 0; k < a->param_count(); ++k) ASSERT_EQ(a->grads()[k], grads[static_cast<size_t>(k)]) << k;
   Net unfinished(*backend);
   float x = 0;
-  EXPECT_THROW(unfinished.use_grad_storage(&x), ConfigError);
+  EXPECT_THROW(unfinished.use_arena_storage(&x, &x), ConfigError);
 }
 
 TEST(Net, BuildAndRunErrors) {

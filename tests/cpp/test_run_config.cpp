@@ -110,6 +110,10 @@ TEST(RunConfig, ImpossibleValues) {
   EXPECT_NE(error_of("epochs: 1\nsteps: 10\n").find("exactly one of epochs, steps, train_samples"), std::string::npos);
   EXPECT_NE(error_of("global_batch: 100\nworkers: 3\n").find("does not divide evenly"), std::string::npos);
   EXPECT_NE(error_of("nesterov: true\nmomentum: 0\n").find("Nesterov"), std::string::npos);
+  const std::string sharded = error_of("dist: {allreduce: ring, update: sharded}\n");
+  EXPECT_NE(sharded.find("dist.update"), std::string::npos) << sharded;
+  EXPECT_NE(sharded.find("needs dist.strategy: sync and dist.allreduce: shm"), std::string::npos) << sharded;
+  EXPECT_EQ(error_of("dist: {allreduce: shm, update: sharded}\n"), "");
   EXPECT_NE(error_of("dataset: {name: cifar10, format: idx}\n").find("accepts: cifar_bin"), std::string::npos);
   EXPECT_NE(error_of("dataset: {name: fashion_mnist, format: records}\n").find("not implemented in this build"),
             std::string::npos);

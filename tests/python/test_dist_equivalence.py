@@ -1,6 +1,7 @@
 """Data-parallel training end to end under the MPI launcher of the binary's flavor:
 `trainscale run` on N ranks x batch b follows the loss trajectory of 1 rank x batch N*b (sync
-with ring and with shm, for 2 and 4 ranks, oversubscribed; weight_avg with period 1 and plain SGD; the parameter
+with ring, with shm, and with shm and a sharded update (bit for bit the replicated one), for 2
+and 4 ranks, oversubscribed; weight_avg with period 1 and plain SGD; the parameter
 server), the ps phases are recorded, and global_batch with linear LR scaling and warm-up
 (Goyal et al.) set the per-worker batch and the LR series."""
 import h5py
@@ -20,7 +21,7 @@ weight_decay: 0.0005
 steps: 10
 threads: 1
 workers: {workers}
-dist: {{strategy: {strategy}, allreduce: {allreduce}, overlap: {overlap}, bucket_mb: 0.05{period}}}
+dist: {{strategy: {strategy}, allreduce: {allreduce}, overlap: {overlap}, bucket_mb: 0.05{period}{update}}}
 eval: {{every_epochs: 0}}
 log_every: 5
 seed: 5
@@ -28,9 +29,10 @@ seed: 5
 
 
 def config(tmp_path, name, batch, workers, strategy="sync", allreduce="ring", overlap="true", momentum=0.9,
-           period=None):
+           period=None, update=None):
     text = BASE.format(batch=batch, workers=workers, strategy=strategy, allreduce=allreduce, overlap=overlap,
-                       momentum=momentum, period="" if period is None else f", period: {period}")
+                       momentum=momentum, period="" if period is None else f", period: {period}",
+                       update="" if update is None else f", update: {update}")
     return write_config(tmp_path / f"{name}.yaml", text)
 
 
@@ -54,10 +56,12 @@ def reference(tmp_path, ranks, momentum=0.9):
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
-@pytest.mark.parametrize("allreduce", ["ring", "shm"])  # shm: the gradient arena in shared memory, summed in place
-def test_sync_follows_one_rank_with_the_global_batch(tmp_path, ranks, allreduce):
+# shm: the gradient arena in shared memory, summed in place; sharded: each rank steps its share
+@pytest.mark.parametrize("allreduce,update", [("ring", "replicated"), ("shm", "replicated"), ("shm", "sharded")])
+def test_sync_follows_one_rank_with_the_global_batch(tmp_path, ranks, allreduce, update):
     ref = reference(tmp_path, ranks)
-    path = train(tmp_path, "dp", ranks, config(tmp_path, "dp", 8, ranks, allreduce=allreduce))  # overlap, ~18 buckets
+    cfg = config(tmp_path, "dp", 8, ranks, allreduce=allreduce, update=update)  # overlap, ~18 buckets
+    path = train(tmp_path, "dp", ranks, cfg)
     got = losses(path)
     assert got.shape == ref.shape == (10,)
     np.testing.assert_allclose(got, ref, rtol=2e-4, atol=1e-5)
@@ -67,6 +71,13 @@ def test_sync_follows_one_rank_with_the_global_batch(tmp_path, ranks, allreduce)
         assert np.all(f["timing/comm"][:] > 0)
         assert np.all(f["timing/comm_wait"][:] >= 0)
         assert "gather" not in f["timing"], "parameter-server phases only for ps"
+
+
+@pytest.mark.parametrize("overlap", ["true", "false"])
+def test_sharded_update_gives_the_same_bits_as_the_replicated_one(tmp_path, overlap):
+    runs = {u: losses(train(tmp_path, u, 2, config(tmp_path, u, 8, 2, allreduce="shm", overlap=overlap, update=u)))
+            for u in ("replicated", "sharded")}
+    np.testing.assert_array_equal(runs["sharded"], runs["replicated"])
 
 
 def test_weight_averaging_every_step_with_plain_sgd_matches_sync(tmp_path):
@@ -99,7 +110,8 @@ def test_parameter_server_follows_one_rank_and_records_its_phases(tmp_path):
 
 
 def test_global_batch_with_linear_scaling_and_warmup(tmp_path):
-    text = BASE.format(batch=8, workers=2, strategy="sync", allreduce="mpi", overlap="true", momentum=0.9, period="")
+    text = BASE.format(batch=8, workers=2, strategy="sync", allreduce="mpi", overlap="true", momentum=0.9, period="",
+                       update="")
     text = text.replace("batch_per_worker: 8", "global_batch: 32")
     text = text.replace("lr: 0.05", "lr: 0.05\nlr_schedule: {kind: constant, scale: linear, base_batch: 8, "
                                     "warmup_epochs: 0.0625}")  # 64 steps/epoch: 4 warm-up steps
