@@ -3,6 +3,9 @@
 //               arena and each bucket is summed with the configured all-reduce as soon as
 //               backward has produced it (overlap: by a communication thread while backward
 //               goes on), then scaled by 1/N; every rank applies the same update.
+//   sync + shm, sharded_update: each rank steps the optimizer on its 1/N share of every bucket
+//               as soon as shm has summed it, and the ranks gather the weights (bit for bit
+//               the replicated update, 1/N of its work per rank).
 //   sync + ps   the parameter server of the SHM-Learn-Dist paper: rank 0 gathers every
 //               rank's gradient buckets, averages them, applies the optimizer, and broadcasts
 //               the weights; other ranks never run the optimizer.

@@ -19,6 +19,9 @@
 // the same float on either), so all ranks end bit-identical and, on one node, equal to the
 // plain left-to-right float sum x_0 + x_1 + ... + x_{n-1}.
 //
+// Data that every rank keeps in memory from shm_allocate (below) is summed in place instead:
+// each rank reads the others' data where it lies, without the copy into the buffers.
+//
 // A world spanning several nodes runs hierarchically: shm reduce to each node's first rank,
 // `across_nodes` among those leaders (allreduce.cpp passes its ring), shm broadcast.
 #pragma once
