@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The weak-scaling figures of docs/distributed.md: images/s of N workers against 1 worker of the
-# same config, each with --threads threads, measured round after round in turns (so a noisy
-# neighbour slows both sides of a ratio alike). Prints every run's img/s (the run's median
-# after warm-up), each round's ratio N-worker / 1-worker, and per variant the median ratio.
+# same config, each with --threads threads, measured round after round in turns (a busy spell
+# of a shared machine then shows as outlying rounds instead of skewing one side of every
+# ratio). Prints every run's img/s (the run's median step after warm-up), each round's ratio
+# N-worker / 1-worker, and per variant the median ratio.
 # Builds nothing. Exit 0 when every run finished, 1 otherwise.
 #
 #   bench/weak_scaling.sh [--config FILE] [--workers N] [--threads T] [--epochs E] [--rounds R]
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --epochs) epochs=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --variant) variants+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench/weak_scaling.sh: unknown option '$1'; accepted: --config FILE, --workers N, --threads T, --epochs E, --rounds R, --variant 'NAME: ARGS'" >&2; exit 2 ;;
   esac
 done
