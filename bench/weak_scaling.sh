@@ -7,13 +7,16 @@
 # Builds nothing. Exit 0 when every run finished, 1 otherwise.
 #
 #   bench/weak_scaling.sh [--config FILE] [--workers N] [--threads T] [--epochs E] [--rounds R]
+#                         [--baseline mpirun|direct]
 #                         [--variant 'NAME: [VAR=value ...] [--set key=value ...]'] ...
 #
 # Defaults: configs/runs/lenet_fmnist.yaml, 2 workers, 1 thread, 0.3 epochs, 5 rounds, one
 # variant "as-configured". A variant's VAR=value words become environment variables of its
 # N-worker run (e.g. TRAINSCALE_SHM_BLOCK_AFTER_POLLS=0), its --set words override the config.
-# N-worker runs: mpirun -np N --bind-to core (one core per worker, as on a cluster node);
-# the 1-worker run is started directly and may use the machine's other cores for its loader.
+# N-worker runs: mpirun -np N --bind-to core (one core per worker, as on a cluster node). The
+# 1-worker run, by default, the same way (mpirun -np 1 --bind-to core: the same launcher and
+# placement, so both sides run on core 0 and share its disturbances); --baseline direct starts
+# it without mpirun, unbound (its loader thread may then use another core).
 # Environment: TRAINSCALE_BINARY (default build/bin/trainscale).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,6 +29,7 @@ workers=2
 threads=1
 epochs=0.3
 rounds=5
+baseline=mpirun
 variants=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,12 +38,18 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --baseline) baseline=$2; shift 2 ;;
     --variant) variants+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/weak_scaling.sh: unknown option '$1'; accepted: --config FILE, --workers N, --threads T, --epochs E, --rounds R, --variant 'NAME: ARGS'" >&2; exit 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/weak_scaling.sh: unknown option '$1'; accepted: --config FILE, --workers N, --threads T, --epochs E, --rounds R, --baseline mpirun|direct, --variant 'NAME: ARGS'" >&2; exit 2 ;;
   esac
 done
 [ ${#variants[@]} -gt 0 ] || variants=("as-configured:")
+case "$baseline" in
+  mpirun) launch1=(mpirun -np 1 --bind-to core) ;;
+  direct) launch1=() ;;
+  *) echo "bench/weak_scaling.sh: --baseline $baseline: accepted: mpirun, direct" >&2; exit 2 ;;
+esac
 binary=${TRAINSCALE_BINARY:-build/bin/trainscale}
 [ -x "$binary" ] || { echo "bench/weak_scaling.sh: $binary not found; build it first (scripts/build.sh)" >&2; exit 1; }
 [ -f "$config" ] || { echo "bench/weak_scaling.sh: config '$config' not found" >&2; exit 2; }
@@ -51,11 +61,11 @@ common=(run --config "$config" --set "threads=$threads" --set "epochs=$epochs" -
 imgs() { sed -n 's/^summary: ok, .*, \([0-9.]*\) img\/s (median.*/\1/p' "$1"; }
 
 status=0
-echo "# weak scaling: $config, $workers workers x $threads thread(s) vs 1 x $threads, $epochs epochs, $rounds rounds"
+echo "# weak scaling: $config, $workers workers x $threads thread(s) vs 1 x $threads ($baseline), $epochs epochs, $rounds rounds"
 echo "# $(uname -n), $(nproc) CPUs, $("$binary" info 2>/dev/null | sed -n "s/^mpi_library: //p" | cut -d, -f1)"
 printf '%-6s %-24s %12s %12s %8s\n' round variant "1w img/s" "Nw img/s" ratio
 for round in $(seq 1 "$rounds"); do
-  "$binary" "${common[@]}" --set workers=1 --out "$tmp/w1" > "$tmp/w1.log" 2>&1 || true
+  "${launch1[@]}" "$binary" "${common[@]}" --set workers=1 --out "$tmp/w1" > "$tmp/w1.log" 2>&1 || true
   base=$(imgs "$tmp/w1.log")
   [ -n "$base" ] || { echo "round $round: the 1-worker run failed:" >&2; tail -5 "$tmp/w1.log" >&2; status=1; continue; }
   for v in "${variants[@]}"; do
