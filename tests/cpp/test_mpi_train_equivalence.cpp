@@ -25,6 +25,7 @@
 #include "dist/allreduce.h"
 #include "dist/communicator.h"
 #include "dist/gradient_exchange.h"
+#include "dist/shm_allreduce.h"
 #include "nn/models.h"
 #include "nn/net.h"
 #include "nn/optimizer.h"
@@ -342,4 +343,30 @@ TEST(GradientExchange, RangesOutOfOrderAreRefused) {
   ex.gradients_ready(0, 5);
   StepVerdict v = ex.finish_step(true);
   EXPECT_FALSE(v.diverged);
+}
+
+// dist.update: sharded needs sync + shm on one node: other algorithms and a world spanning
+// (fake) nodes are configuration errors on every rank alike.
+TEST(GradientExchange, ShardedUpdateNeedsShmOnOneNode) {
+  auto world = Communicator::world();
+  std::vector<float> params(10), grads(10);
+  ExchangeOptions xo;
+  xo.sharded_update = true;
+  xo.algorithm = AllreduceAlgorithm::ring;
+  auto self = Communicator::self();  // one rank never shards: nothing to refuse
+  EXPECT_NO_THROW(GradientExchange(*self, {params.data(), grads.data(), 10, nullptr, 0}, xo));
+  ASSERT_GT(world->size(), 1) << "run under mpiexec with 2 or more ranks";
+  EXPECT_THROW(GradientExchange(*world, {params.data(), grads.data(), 10, nullptr, 0}, xo), ConfigError);
+  ShmAllreduceSettings saved = shm_allreduce_settings(), fake = saved;
+  fake.fake_ranks_per_node = 1;  // every rank a node of its own
+  set_shm_allreduce_settings(fake);  // read when the communicator's shm state is set up
+  auto spread = Communicator::world();
+  xo.algorithm = AllreduceAlgorithm::shm;
+  try {
+    GradientExchange ex(*spread, {params.data(), grads.data(), 10, nullptr, 0}, xo);
+    ADD_FAILURE() << "a sharded update across nodes was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("one node only"), std::string::npos) << e.what();
+  }
+  set_shm_allreduce_settings(saved);
 }
