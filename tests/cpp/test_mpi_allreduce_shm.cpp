@@ -342,8 +342,8 @@ TEST(ShmAllreduce, SumUpdateGatherShardsTheUpdate) {
                  RuntimeError);
 }
 
-// Ranks that sleep on the node's wake-up word after one idle poll (as the communication thread
-// does after a few) get the same bits, through the pipeline and in place.
+// Ranks that sleep on the node's wake-up word after one idle poll (block_after_polls, the
+// opt-in alternative to polling) get the same bits, through the pipeline and in place.
 TEST(ShmAllreduce, SleepingWaitersAgree) {
   ShmAllreduceSettings s;
   s.chunk_floats = 256;
