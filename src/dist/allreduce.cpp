@@ -132,7 +132,9 @@ std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
           AllreduceAlgorithm::shm};
 }
 
-float* allocate_shared_floats(Communicator& comm, int64_t count) { return shm_allocate(mpi_comm(comm), count); }
+float* allocate_shared_floats(Communicator& comm, int64_t count, bool node_wide) {
+  return shm_allocate(mpi_comm(comm), count, node_wide);
+}
 
 int allreduce_node_count(Communicator& comm) { return shm_topology(mpi_comm(comm)).nodes; }
 

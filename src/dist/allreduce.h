@@ -48,8 +48,10 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
 // (an MPI-3 shared-memory window). A `shm` all-reduce on data that every rank keeps in such
 // memory, on one node, runs in place: no copy into the pipeline's buffers, half the memory
 // traffic (docs/distributed.md). Every rank then must pass such memory. Other algorithms treat
-// it as plain memory. Collective over `comm`; freed with the communicator.
-float* allocate_shared_floats(Communicator& comm, int64_t count);
+// it as plain memory. `node_wide`: one array for the whole node (held by node rank 0, every
+// rank gets its address) instead of one per rank. Collective over `comm`; freed with the
+// communicator.
+float* allocate_shared_floats(Communicator& comm, int64_t count, bool node_wide = false);
 
 // The number of nodes (shared-memory domains) `comm` spans (collective on first use per
 // communicator: it sets up shm's window).
@@ -59,7 +61,9 @@ int allreduce_node_count(Communicator& comm);
 // and `gather` in allocate_shared_floats memory on every rank; see shm_allreduce_sum_update in
 // shm_allreduce.h): `data` is summed over ranks, each rank calls on_reduced(offset, count) on
 // the parts it summed (1/N of the message, the same parts every call), and every rank ends
-// with the same `gather`, each part as its summing rank's on_reduced left it. Collective.
+// with the same `gather`, each part as its summing rank's on_reduced left it (a node-wide
+// `gather` is updated in place: nothing is copied, and every rank's updates are done when the
+// call returns). Collective.
 void allreduce_sum_update(Communicator& comm, float* data, float* gather, int64_t count,
                           const std::function<void(int64_t offset, int64_t count)>& on_reduced);
 

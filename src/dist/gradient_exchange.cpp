@@ -117,7 +117,7 @@ struct GradientExchange::Impl {
         std::memcpy(arenas.grads + offset, staging.data(), static_cast<size_t>(count) * sizeof(float));
       times.average += now_seconds() - t1;
     } else if (sharded && !last) {
-      // Sum, then this rank's share: mean gradient and optimizer step; gather the weights.
+      // Sum, then this rank's share: mean gradient and optimizer step on the node's weights.
       double updating = 0;
       float* grads = data;
       allreduce_sum_update(comm, grads, arenas.params + offset, count, [&](int64_t o, int64_t c) {
@@ -336,7 +336,8 @@ GradientExchange::~GradientExchange() {
 
 void GradientExchange::broadcast_model() {
   Impl& m = *impl_;
-  m.comm.broadcast(m.arenas.params, m.arenas.param_count, 0);
+  // sharded: the weights are one node-wide array already (broadcasting into it would race).
+  if (!m.sharded) m.comm.broadcast(m.arenas.params, m.arenas.param_count, 0);
   m.comm.broadcast(m.arenas.state, m.arenas.state_count, 0);
 }
 
@@ -381,8 +382,20 @@ StepVerdict GradientExchange::finish_step(bool average_weights) {
     m.complete_buckets();
     m.read_verdict(v);  // ps: meaningful on rank 0 only until the broadcast
     if (!m.parameter_server) {
-      // sharded: every bucket but the last was updated share by share as it was summed.
-      if (!v.diverged) m.timed_update(0, m.sharded ? m.last_count() : m.arenas.param_count);
+      if (!m.sharded) {
+        if (!v.diverged) m.timed_update(0, m.arenas.param_count);
+      } else {
+        // Every bucket but the last was updated share by share as it was summed; the last one's
+        // shares now, and nobody reads the node's weights again before all are done.
+        const int64_t tail = m.last_count();
+        const int64_t begin = tail * m.rank / m.world, end = tail * (m.rank + 1) / m.world;
+        if (!v.diverged) m.timed_update(begin, end - begin);
+        const double t0 = now_seconds();
+        m.comm.barrier();
+        const double dt = now_seconds() - t0;
+        m.times.comm += dt;
+        m.times.comm_wait += dt;
+      }
     } else {
       if (m.rank == 0 && !v.diverged) m.timed_update(0, m.arenas.param_count);
       m.broadcast_weights();

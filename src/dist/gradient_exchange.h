@@ -3,9 +3,9 @@
 //               arena and each bucket is summed with the configured all-reduce as soon as
 //               backward has produced it (overlap: by a communication thread while backward
 //               goes on), then scaled by 1/N; every rank applies the same update.
-//   sync + shm, sharded_update: each rank steps the optimizer on its 1/N share of every bucket
-//               as soon as shm has summed it, and the ranks gather the weights (bit for bit
-//               the replicated update, 1/N of its work per rank).
+//   sync + shm, sharded_update: the node's ranks share one copy of the weights; each steps the
+//               optimizer on its 1/N share of every bucket as soon as shm has summed it (bit
+//               for bit the replicated update, 1/N of its work per rank, nothing gathered).
 //   sync + ps   the parameter server of the SHM-Learn-Dist paper: rank 0 gathers every
 //               rank's gradient buckets, averages them, applies the optimizer, and broadcasts
 //               the weights; other ranks never run the optimizer.
@@ -42,11 +42,14 @@ struct ExchangeOptions {
   // sync: reduce buckets on a communication thread while backward runs (needs
   // MPI_THREAD_SERIALIZED); false: reduce them in the caller's thread after backward.
   bool overlap = true;
-  // sync + shm on one node, with the params and grads arenas in allocate_shared_floats memory:
-  // each rank applies the optimizer only to its share of each bucket as soon as that share is
-  // summed (shm_allreduce_sum_update), and the ranks gather the updated weights instead of the
-  // summed gradients: 1/N of the optimizer's work and memory traffic per rank. The staged last
-  // bucket is updated on every rank after the verdict. Others: a ConfigError at construction.
+  // sync + shm on one node, with the grads arena in allocate_shared_floats memory and the
+  // params arena one node-wide array (allocate_shared_floats(..., node_wide = true), the same
+  // weights for every rank of the node): each rank applies the optimizer only to its share of
+  // each bucket, in place, as soon as that share is summed (shm_allreduce_sum_update), so no
+  // weights or gradients are gathered: 1/N of the optimizer's work per rank and one copy of the
+  // weights per node. The staged last bucket is updated share by share after the verdict,
+  // then the ranks meet (a barrier) before anyone reads the weights again. broadcast_model
+  // leaves the weights alone. Others: a ConfigError at construction.
   bool sharded_update = false;
 };
 

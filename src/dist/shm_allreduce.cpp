@@ -100,6 +100,7 @@ struct ShmState {
     MPI_Win win = MPI_WIN_NULL;
     int64_t floats = 0;  // per rank
     std::vector<float*> base;
+    bool node_wide = false;  // one array for the whole node (base[q] the same for every q)
   };
   std::vector<Region> regions;
   int polls_per_yield = 1;  // idle polls between sched_yield calls (ShmAllreduceSettings)
@@ -175,9 +176,14 @@ int state_keyval() {
   return keyval;
 }
 
-// A window of `bytes` per rank over `node`, locked for shared access, this rank's part zeroed
-// before any rank reads it (collective). Returns every node rank's part as mapped here.
-std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win* win, const char* advice) {
+// A window of `bytes` per rank over `node` (`only_rank0`: rank 0's part only; the others have
+// none), locked for shared access, this rank's part zeroed before any rank reads it
+// (collective). Returns every node rank's part as mapped here (only_rank0: rank 0's, n times).
+std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win* win, const char* advice,
+                                          bool only_rank0 = false) {
+  int node_rank = 0;
+  TS_MPI(MPI_Comm_rank(node, &node_rank));
+  const int64_t mine_bytes = only_rank0 && node_rank != 0 ? 0 : bytes;
   int node_size = 1;
   TS_MPI(MPI_Comm_size(node, &node_size));
   MPI_Info info;
@@ -185,7 +191,7 @@ std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win*
   // Each rank's part on its own pages (first touch by its owner: NUMA-local).
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   char* mine = nullptr;
-  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node, &mine, win);
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(mine_bytes), 1, info, node, &mine, win);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) {
     try {
@@ -197,13 +203,13 @@ std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win*
     }
   }
   TS_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, *win));
-  std::memset(mine, 0, static_cast<size_t>(bytes));
+  if (mine_bytes > 0) std::memset(mine, 0, static_cast<size_t>(mine_bytes));
   std::vector<char*> parts(static_cast<size_t>(node_size));
   for (int q = 0; q < node_size; ++q) {
     MPI_Aint qbytes = 0;
     int disp = 0;
     char* base = nullptr;
-    TS_MPI(MPI_Win_shared_query(*win, q, &qbytes, &disp, &base));
+    TS_MPI(MPI_Win_shared_query(*win, only_rank0 ? 0 : q, &qbytes, &disp, &base));
     TS_CHECK(qbytes >= bytes && base != nullptr,
              "shm all-reduce: node rank " + std::to_string(q) + "'s shared segment is missing or too small");
     parts[static_cast<size_t>(q)] = base;
@@ -549,6 +555,9 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64
   }
   float* out = gather ? gather : data;
   const std::vector<const float*>& out_src = gather ? gathered : src;
+  // A node-wide `gather` is one array that every reducer updated in place: nothing to copy, but
+  // the waits stay (a rank returns only once every part of it is final).
+  const bool copies_out = !(gather && greg->node_wide);
   auto chunk_begin = [&](int64_t k) { return k * kInPlaceChunkFloats; };
   auto chunk_len = [&](int64_t k) { return std::min(kInPlaceChunkFloats, count - chunk_begin(k)); };
   int64_t next_red = 0, next_out = 0;
@@ -571,7 +580,7 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64
       const uint64_t g = g0 + static_cast<uint64_t>(next_out);
       if (s.all_reached(kReduced, g + 1, r)) {
         const int64_t at = chunk_begin(next_out);
-        for (int q = 0; q < n; ++q) {
+        for (int q = 0; q < n && copies_out; ++q) {
           if (q == r) continue;
           const Part p = part_of(chunk_len(next_out), n, q);
           copy(out + at + p.begin, out_src[static_cast<size_t>(q)] + at + p.begin, p.size());
@@ -615,14 +624,15 @@ void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* gather, int64_t
   run_in_place(s, region, data, count, gather_region, gather, &on_reduced);
 }
 
-float* shm_allocate(MPI_Comm comm, int64_t count) {
+float* shm_allocate(MPI_Comm comm, int64_t count, bool node_wide) {
   TS_CHECK(count >= 0, "shm_allocate: negative element count " + std::to_string(count));
   ShmState& s = state_of(comm);
   ShmState::Region region;
   region.floats = round_up(std::max<int64_t>(count, 1), kAlignFloats);
+  region.node_wide = node_wide;
   const std::vector<char*> parts = allocate_shared_window(
       s.node, region.floats * static_cast<int64_t>(sizeof(float)), &region.win,
-      "or allocate the data privately");
+      "or allocate the data privately", node_wide);
   for (char* p : parts) region.base.push_back(reinterpret_cast<float*>(p));
   s.regions.push_back(std::move(region));
   return s.regions.back().base[static_cast<size_t>(s.node_rank)];

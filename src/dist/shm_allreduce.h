@@ -47,7 +47,9 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
 // path: each rank sums its part of every chunk straight from the other ranks' data and copies
 // the other parts' sums from theirs (no copy into pipeline buffers: half the memory traffic).
 // Every rank must then pass region memory (an error otherwise).
-float* shm_allocate(MPI_Comm comm, int64_t count);
+// `node_wide`: one array of `count` floats for the whole node instead of one per rank (node
+// rank 0 holds it; every rank gets its address): for shm_allreduce_sum_update's `gather`.
+float* shm_allocate(MPI_Comm comm, int64_t count, bool node_wide = false);
 
 // Called for each part of a message this rank has summed: elements [offset, offset + count).
 using ReducedPartHook = std::function<void(int64_t offset, int64_t count)>;
@@ -56,7 +58,9 @@ using ReducedPartHook = std::function<void(int64_t offset, int64_t count)>;
 // memory on every rank): like the in-place shm_allreduce_sum, but each rank calls
 // `on_reduced` on every part it has summed (its 1/n of each 256 KiB step of the message), and
 // then every rank copies, for each other part, `gather` from that part's reducer instead of
-// the sums. Afterwards `gather` is the same on every rank (the values on_reduced left in it);
+// the sums (a node-wide `gather`, the same array for every rank: nothing to copy, each
+// reducer updated its parts in place). Afterwards `gather` is the same on every rank (the
+// values on_reduced left in it), and every rank's on_reduced calls have returned;
 // `data` holds the sums only in this rank's own parts. With one rank: on_reduced(0, count).
 // For a sharded optimizer step: sum the gradients, update the weights of one's own share,
 // gather the weights. The parts are the same for every call of the same count.

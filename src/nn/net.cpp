@@ -144,10 +144,10 @@ void Net::finalize(uint64_t seed) {
   finalized_ = true;
 }
 
-void Net::use_arena_storage(float* params, float* grads) {
+void Net::use_arena_storage(float* params, float* grads, bool copy_params) {
   if (!finalized_) throw ConfigError("Net::use_arena_storage before Net::finalize");
   const size_t bytes = static_cast<size_t>(param_count()) * sizeof(float);
-  if (params && bytes > 0) std::memcpy(params, this->params(), bytes);
+  if (params && copy_params && bytes > 0) std::memcpy(params, this->params(), bytes);
   if (grads && bytes > 0) std::memcpy(grads, this->grads(), bytes);
   if (params) {
     params_ext_ = params;

@@ -82,9 +82,10 @@ class Net {
   float* grads() { return grads_ext_ ? grads_ext_ : grads_.data(); }
   // Moves the parameter and/or gradient arena (null: keep it) into caller-owned memory of
   // param_count() floats that outlives the net (e.g. shared memory that other processes read,
-  // dist/allreduce.h allocate_shared_floats), contents copied: layers read their weights and
-  // write their gradients there from now on. After finalize.
-  void use_arena_storage(float* params, float* grads);
+  // dist/allreduce.h allocate_shared_floats), contents copied (the weights only if
+  // `copy_params`: memory several nets share gets them from one): layers read their weights
+  // and write their gradients there from now on. After finalize.
+  void use_arena_storage(float* params, float* grads, bool copy_params = true);
   int64_t param_count() const { return param_count_; }
   // Non-trainable state that must stay consistent across workers (BN running mean/var).
   float* state() { return state_.data(); }

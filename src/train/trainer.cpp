@@ -309,11 +309,19 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
       std::max<int64_t>(1, static_cast<int64_t>(r.dist.bucket_mb * 1024.0 * 1024.0 / sizeof(float)));
   exchange_opts.overlap = r.dist.overlap;
   exchange_opts.sharded_update = r.dist.update == "sharded";
-  if (world > 1 && exchange_opts.algorithm == AllreduceAlgorithm::shm && exchange_opts.strategy == DistStrategy::sync)
-    // The gradient arena (and, sharded, the weights) in node shared memory: shm sums the
-    // buckets in place (no copy-in) and a sharded update gathers the weights from there.
-    net->use_arena_storage(exchange_opts.sharded_update ? allocate_shared_floats(comm, net->param_count()) : nullptr,
-                           allocate_shared_floats(comm, net->param_count()));
+  if (world > 1 && exchange_opts.algorithm == AllreduceAlgorithm::shm && exchange_opts.strategy == DistStrategy::sync) {
+    // The gradient arena in node shared memory: shm sums the buckets in place (no copy-in).
+    // Sharded: also one node-wide copy of the weights, which each rank updates its share of;
+    // rank 0's initial weights go in (every rank reads them only after the barrier).
+    if (exchange_opts.sharded_update && allreduce_node_count(comm) != 1)
+      throw ConfigError(cfg.locate("dist.update") + ": sharded works on one node only; this job spans " +
+                        std::to_string(allreduce_node_count(comm)) + " nodes; set dist.update: replicated");
+    float* grads = allocate_shared_floats(comm, net->param_count());
+    float* weights =
+        exchange_opts.sharded_update ? allocate_shared_floats(comm, net->param_count(), /*node_wide=*/true) : nullptr;
+    net->use_arena_storage(weights, grads, /*copy_params=*/comm.rank() == 0);
+    if (weights) comm.barrier();
+  }
   GradientExchange exchange(comm, {net->params(), net->grads(), net->param_count(), net->state(), net->state_count()},
                             exchange_opts);
   exchange.broadcast_model();
