@@ -411,7 +411,7 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
                       r.dist.strategy + " exchanges gradients every step); remove it or set dist.strategy: weight_avg");
   if (r.dist.update == "sharded" && (r.dist.strategy != "sync" || r.dist.allreduce != "shm"))
     throw ConfigError(where("dist.update") + ": sharded needs dist.strategy: sync and dist.allreduce: shm (each rank "
-                      "updates its share of the weights inside shm's reduce-scatter + all-gather); got " +
+                      "updates its share of the node's one copy of the weights inside shm's reduce-scatter); got " +
                       r.dist.strategy + " with " + r.dist.allreduce + "; set dist.update: replicated or use sync + shm");
   if (r.global_batch > 0 && r.global_batch % r.workers != 0)
     throw ConfigError(where("global_batch") + ": " + text["global_batch"] + " does not divide evenly over " +
