@@ -138,9 +138,9 @@ float* allocate_shared_floats(Communicator& comm, int64_t count, bool node_wide)
 
 int allreduce_node_count(Communicator& comm) { return shm_topology(mpi_comm(comm)).nodes; }
 
-void allreduce_sum_update(Communicator& comm, float* data, float* gather, int64_t count,
+void allreduce_sum_update(Communicator& comm, float* data, float* weights, int64_t count,
                           const std::function<void(int64_t offset, int64_t count)>& on_reduced) {
-  shm_allreduce_sum_update(mpi_comm(comm), data, gather, count, on_reduced);
+  shm_allreduce_sum_update(mpi_comm(comm), data, weights, count, on_reduced);
 }
 
 void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,

@@ -57,14 +57,13 @@ float* allocate_shared_floats(Communicator& comm, int64_t count, bool node_wide 
 // communicator: it sets up shm's window).
 int allreduce_node_count(Communicator& comm);
 
-// shm's reduce-scatter + update + all-gather, for a sharded optimizer step (one node; `data`
-// and `gather` in allocate_shared_floats memory on every rank; see shm_allreduce_sum_update in
-// shm_allreduce.h): `data` is summed over ranks, each rank calls on_reduced(offset, count) on
-// the parts it summed (1/N of the message, the same parts every call), and every rank ends
-// with the same `gather`, each part as its summing rank's on_reduced left it (a node-wide
-// `gather` is updated in place: nothing is copied, and every rank's updates are done when the
-// call returns). Collective.
-void allreduce_sum_update(Communicator& comm, float* data, float* gather, int64_t count,
+// shm's reduce-scatter + update, for a sharded optimizer step (one node; `data` in
+// allocate_shared_floats memory on every rank, `weights` in node-wide allocate_shared_floats
+// memory; see shm_allreduce_sum_update in shm_allreduce.h): `data` is summed over ranks, each
+// rank calls on_reduced(offset, count) on the parts it summed (1/N of the message, the same
+// parts every call), which updates those parts of `weights` in place; when it returns, all of
+// `weights` is final on every rank. Collective.
+void allreduce_sum_update(Communicator& comm, float* data, float* weights, int64_t count,
                           const std::function<void(int64_t offset, int64_t count)>& on_reduced);
 
 }  // namespace ts

@@ -306,9 +306,10 @@ GradientExchange::GradientExchange(Communicator& comm, ModelArenas arenas, Excha
   if (m.sharded) {
     if (options.strategy != DistStrategy::sync || options.algorithm != AllreduceAlgorithm::shm)
       throw ConfigError("dist.update: sharded needs dist.strategy sync and dist.allreduce shm");
-    if (allreduce_node_count(comm) != 1)
-      throw ConfigError("dist.update: sharded works on one node only; this job spans " +
-                        std::to_string(allreduce_node_count(comm)) + " nodes; set dist.update: replicated");
+    const int nodes = allreduce_node_count(comm);
+    if (nodes != 1)
+      throw ConfigError("dist.update: sharded works on one node only; this job spans " + std::to_string(nodes) +
+                        " nodes; set dist.update: replicated");
   }
   if (m.threaded) m.thread = std::thread([&m] { m.thread_loop(); });
 }

@@ -79,7 +79,7 @@ constexpr int64_t kCallOffset = 4 * 64;
 struct CallInfo {
   std::atomic<uint64_t> call;
   int64_t region, offset, count;
-  int64_t gather_region, gather_offset;  // shm_allreduce_sum_update: where the gathered values lie
+  int64_t weights_region, weights_offset;  // shm_allreduce_sum_update: the node-wide array updated
 };
 static_assert(kCallOffset + static_cast<int64_t>(sizeof(CallInfo)) <= kHeaderBytes, "header too small");
 static_assert(kWakeOffset + static_cast<int64_t>(sizeof(NodeWake)) <= kCallOffset, "header overlap");
@@ -382,14 +382,14 @@ void copy(float* dst, const float* src, int64_t count) {
 }
 
 // Publishes where this rank's data for the next call lies, and returns the call's number.
-uint64_t announce_call(ShmState& s, int64_t region, int64_t offset, int64_t count, int64_t gather_region = -1,
-                       int64_t gather_offset = 0) {
+uint64_t announce_call(ShmState& s, int64_t region, int64_t offset, int64_t count, int64_t weights_region = -1,
+                       int64_t weights_offset = 0) {
   CallInfo& mine = s.call_info(s.node_rank);
   mine.region = region;
   mine.offset = offset;
   mine.count = count;
-  mine.gather_region = gather_region;
-  mine.gather_offset = gather_offset;
+  mine.weights_region = weights_region;
+  mine.weights_offset = weights_offset;
   mine.call.store(++s.calls, std::memory_order_release);
   return s.calls;
 }
@@ -520,24 +520,25 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
 // its reducer's data once that rank has published it (kOut); it returns once every rank has
 // copied its parts (they read its data until then). Per rank and element: (n-1)/n reads of
 // other ranks' data, twice, and 2(n-1)/n writes: half the memory traffic of the copy pipeline.
-// With `gather` (another region's memory, e.g. the weights) and `on_reduced`: after summing a
-// part, its reducer calls on_reduced(offset, count) for it (which updates `gather` there), and
-// the other ranks copy that part of `gather` instead of the sums.
-void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64_t gather_region = -1,
-                  float* gather = nullptr, const ReducedPartHook* on_reduced = nullptr) {
+// With `weights` (a node-wide region's memory: one array for every rank) and `on_reduced`:
+// after summing a part, its reducer calls on_reduced(offset, count) for it, which updates the
+// weights there in place; nothing is copied out (the waits stay: a rank returns only once
+// every rank's parts, and so every part of the weights, are final).
+void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64_t weights_region = -1,
+                  float* weights = nullptr, const ReducedPartHook* on_reduced = nullptr) {
   const int n = s.node_size, r = s.node_rank;
   const ShmState::Region& reg = s.regions[static_cast<size_t>(region)];
   const int64_t offset = data - reg.base[static_cast<size_t>(r)];
-  const ShmState::Region* greg = gather ? &s.regions[static_cast<size_t>(gather_region)] : nullptr;
-  const int64_t gather_offset = gather ? gather - greg->base[static_cast<size_t>(r)] : 0;
-  const uint64_t call = announce_call(s, region, offset, count, gather_region, gather_offset);
+  const int64_t weights_offset =
+      weights ? weights - s.regions[static_cast<size_t>(weights_region)].base[static_cast<size_t>(r)] : 0;
+  const uint64_t call = announce_call(s, region, offset, count, weights_region, weights_offset);
   const int64_t chunks = (count + kInPlaceChunkFloats - 1) / kInPlaceChunkFloats;
   const uint64_t g0 = s.sequence, g_end = g0 + static_cast<uint64_t>(chunks);
   s.sequence = g_end;
   Idle idle;
   // Every rank's data ready (its kIn covers all chunks), and in the same place.
   s.publish(kIn, g_end);
-  std::vector<const float*> src(static_cast<size_t>(n)), gathered(static_cast<size_t>(n));
+  std::vector<const float*> src(static_cast<size_t>(n));
   for (int q = 0; q < n; ++q) {
     if (q != r) {
       while (!s.reached(q, kIn, g_end)) wait_a_little(s, idle);
@@ -545,19 +546,14 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64
     }
     const CallInfo& info = s.call_info(q);
     TS_CHECK(info.call.load(std::memory_order_acquire) == call && info.region == region && info.count == count &&
-                 info.gather_region == gather_region,
+                 info.weights_region == weights_region && info.weights_offset == weights_offset,
              "shm all-reduce: node rank " + std::to_string(q) + " passed its data " +
                  (info.region < 0 ? std::string("in private memory") : "in another shared region or count") +
                  " while rank " + std::to_string(r) +
                  " passed it in shared memory: every rank must pass shm_allocate memory or none, and the same call");
     src[static_cast<size_t>(q)] = reg.base[static_cast<size_t>(q)] + info.offset;
-    if (gather) gathered[static_cast<size_t>(q)] = greg->base[static_cast<size_t>(q)] + info.gather_offset;
   }
-  float* out = gather ? gather : data;
-  const std::vector<const float*>& out_src = gather ? gathered : src;
-  // A node-wide `gather` is one array that every reducer updated in place: nothing to copy, but
-  // the waits stay (a rank returns only once every part of it is final).
-  const bool copies_out = !(gather && greg->node_wide);
+  const bool copies_out = weights == nullptr;
   auto chunk_begin = [&](int64_t k) { return k * kInPlaceChunkFloats; };
   auto chunk_len = [&](int64_t k) { return std::min(kInPlaceChunkFloats, count - chunk_begin(k)); };
   int64_t next_red = 0, next_out = 0;
@@ -583,7 +579,7 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64
         for (int q = 0; q < n && copies_out; ++q) {
           if (q == r) continue;
           const Part p = part_of(chunk_len(next_out), n, q);
-          copy(out + at + p.begin, out_src[static_cast<size_t>(q)] + at + p.begin, p.size());
+          copy(data + at + p.begin, src[static_cast<size_t>(q)] + at + p.begin, p.size());
         }
         s.publish(kOut, g + 1);
         ++next_out;
@@ -609,7 +605,7 @@ ShmAllreduceSettings shm_allreduce_settings() {
   return g_settings;
 }
 
-void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* gather, int64_t count,
+void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* weights, int64_t count,
                               const ReducedPartHook& on_reduced) {
   TS_CHECK(count >= 0, "shm all-reduce: negative element count " + std::to_string(count));
   ShmState& s = state_of(comm);
@@ -618,10 +614,12 @@ void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* gather, int64_t
     on_reduced(0, count);  // the whole message is this rank's part
     return;
   }
-  const int64_t region = region_of(s, data, count), gather_region = region_of(s, gather, count);
-  TS_CHECK(s.nodes == 1 && region >= 0 && gather_region >= 0,
-           "shm_allreduce_sum_update needs one node and both arrays in shm_allocate memory");
-  run_in_place(s, region, data, count, gather_region, gather, &on_reduced);
+  const int64_t region = region_of(s, data, count), weights_region = region_of(s, weights, count);
+  TS_CHECK(s.nodes == 1 && region >= 0 && weights_region >= 0 && !s.regions[static_cast<size_t>(region)].node_wide &&
+               s.regions[static_cast<size_t>(weights_region)].node_wide,
+           "shm_allreduce_sum_update needs one node, `data` in shm_allocate memory and `weights` in node-wide "
+           "shm_allocate memory");
+  run_in_place(s, region, data, count, weights_region, weights, &on_reduced);
 }
 
 float* shm_allocate(MPI_Comm comm, int64_t count, bool node_wide) {
@@ -650,6 +648,9 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
   if (s.nodes == 1) {
     if (s.node_size == 1) return;
     const int64_t region = region_of(s, data, count);
+    TS_CHECK(region < 0 || !s.regions[static_cast<size_t>(region)].node_wide,
+             "shm all-reduce: the data lies in node-wide shared memory (one array for every rank), which "
+             "cannot be summed over ranks; pass each rank's own memory");
     if (region >= 0) run_in_place(s, region, data, count);
     else run_pipeline(s, s.node_size == 2 && s.pair ? Mode::pair : Mode::allreduce, data, count);
     return;

@@ -48,23 +48,22 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
 // the other parts' sums from theirs (no copy into pipeline buffers: half the memory traffic).
 // Every rank must then pass region memory (an error otherwise).
 // `node_wide`: one array of `count` floats for the whole node instead of one per rank (node
-// rank 0 holds it; every rank gets its address): for shm_allreduce_sum_update's `gather`.
+// rank 0 holds it; every rank gets its address): for shm_allreduce_sum_update's `weights`
+// (shm_allreduce_sum refuses it: there is nothing per rank to sum).
 float* shm_allocate(MPI_Comm comm, int64_t count, bool node_wide = false);
 
 // Called for each part of a message this rank has summed: elements [offset, offset + count).
 using ReducedPartHook = std::function<void(int64_t offset, int64_t count)>;
 
-// Reduce-scatter, update, all-gather (one node; `data` and `gather` both in shm_allocate
-// memory on every rank): like the in-place shm_allreduce_sum, but each rank calls
-// `on_reduced` on every part it has summed (its 1/n of each 256 KiB step of the message), and
-// then every rank copies, for each other part, `gather` from that part's reducer instead of
-// the sums (a node-wide `gather`, the same array for every rank: nothing to copy, each
-// reducer updated its parts in place). Afterwards `gather` is the same on every rank (the
-// values on_reduced left in it), and every rank's on_reduced calls have returned;
-// `data` holds the sums only in this rank's own parts. With one rank: on_reduced(0, count).
-// For a sharded optimizer step: sum the gradients, update the weights of one's own share,
-// gather the weights. The parts are the same for every call of the same count.
-void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* gather, int64_t count,
+// Reduce-scatter and update (one node; `data` in shm_allocate memory on every rank, `weights`
+// in node-wide shm_allocate memory, the same array for every rank): like the in-place
+// shm_allreduce_sum, but each rank calls `on_reduced` on every part it has summed (its 1/n of
+// each 256 KiB step of the message), which updates `weights` there in place, and nothing is
+// copied out. When it returns, every rank's on_reduced calls have returned (all of `weights`
+// is final); `data` holds the sums only in this rank's own parts. With one rank:
+// on_reduced(0, count). For a sharded optimizer step on weights the node's ranks share. The
+// parts are the same for every call of the same count. Other memory: an error on every rank.
+void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* weights, int64_t count,
                               const ReducedPartHook& on_reduced);
 
 // Read when a communicator's shared-memory state is created (its first shm call): later

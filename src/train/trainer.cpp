@@ -313,9 +313,10 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
     // The gradient arena in node shared memory: shm sums the buckets in place (no copy-in).
     // Sharded: also one node-wide copy of the weights, which each rank updates its share of;
     // rank 0's initial weights go in (every rank reads them only after the barrier).
-    if (exchange_opts.sharded_update && allreduce_node_count(comm) != 1)
+    const int nodes = allreduce_node_count(comm);
+    if (exchange_opts.sharded_update && nodes != 1)
       throw ConfigError(cfg.locate("dist.update") + ": sharded works on one node only; this job spans " +
-                        std::to_string(allreduce_node_count(comm)) + " nodes; set dist.update: replicated");
+                        std::to_string(nodes) + " nodes; set dist.update: replicated");
     float* grads = allocate_shared_floats(comm, net->param_count());
     float* weights =
         exchange_opts.sharded_update ? allocate_shared_floats(comm, net->param_count(), /*node_wide=*/true) : nullptr;

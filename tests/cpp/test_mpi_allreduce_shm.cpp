@@ -287,36 +287,33 @@ TEST(ShmAllreduce, SharedMemoryRunsInPlace) {
   run_and_check(*comm, 1000, true, seed++, "in place, first region again", shared);
 }
 
-// Reduce-scatter + update + all-gather (the sharded optimizer step), with per-rank `gather`
-// arrays and with one node-wide array: every element is summed and handed to on_reduced by
-// exactly one rank, 1/n of each step's elements each; afterwards `gather` is the same on every
-// rank and holds what the owners wrote; each rank's own parts of `data` hold the rank-order
-// sums. Private memory is refused on every rank alike.
-namespace {
-
-// One pass of that check over several counts, `gather` per rank or node-wide.
-void check_sum_update(Communicator& comm, bool node_wide) {
-  const int n = comm.size(), r = comm.rank();
+// Reduce-scatter + update (the sharded optimizer step) on a node-wide weights array: every
+// element is summed and handed to on_reduced by exactly one rank, 1/n of each step's elements
+// each; afterwards the weights are what the owners wrote, the same on every rank; each rank's
+// own parts of `data` hold the rank-order sums. Per-rank weights and private memory are
+// refused on every rank alike, and so is node-wide memory as the data of a plain all-reduce.
+TEST(ShmAllreduce, SumUpdateShardsTheUpdateOfNodeWideWeights) {
+  auto comm = Communicator::world();
+  const int n = comm->size(), r = comm->rank();
   const int64_t largest = 2 * (int64_t{1} << 16) + 4099;
-  float* data = allocate_shared_floats(comm, largest);
-  float* gather = allocate_shared_floats(comm, largest, node_wide);
+  float* data = allocate_shared_floats(*comm, largest);
+  float* weights = allocate_shared_floats(*comm, largest, /*node_wide=*/true);
   for (int64_t count : {int64_t{1}, int64_t{17}, int64_t{4099}, largest}) {
     std::vector<float> mine = order_sensitive_data(count, 1000u + static_cast<unsigned>(r));
     const auto inputs = all_inputs(mine);
     std::copy(mine.begin(), mine.end(), data);
-    if (!node_wide || r == 0) std::fill(gather, gather + count, -1.0f);
-    ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);  // node-wide: filled before anyone updates
+    if (r == 0) std::fill(weights, weights + count, -1.0f);
+    ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);  // filled before anyone updates
     std::vector<char> owned(static_cast<size_t>(count), 0);
-    allreduce_sum_update(comm, data, gather, count, [&](int64_t o, int64_t c) {
+    allreduce_sum_update(*comm, data, weights, count, [&](int64_t o, int64_t c) {
       for (int64_t i = o; i < o + c; ++i) {
         ASSERT_FALSE(owned[static_cast<size_t>(i)]) << "element " << i << " handed over twice";
         owned[static_cast<size_t>(i)] = 1;
-        gather[i] = data[i] * 0.5f + static_cast<float>(r);  // an "update" that names its rank
+        weights[i] = data[i] * 0.5f + static_cast<float>(r);  // an "update" that names its rank
       }
     });
-    const std::string what = std::string(node_wide ? "node-wide, " : "") + "count " + std::to_string(count) +
-                             ", rank " + std::to_string(r);
-    std::vector<float> got(gather, gather + count);
+    const std::string what = "count " + std::to_string(count) + ", rank " + std::to_string(r);
+    std::vector<float> got(weights, weights + count);
     expect_same_on_all_ranks(got, what);
     int64_t mine_count = 0, wrong = 0;
     for (int64_t i = 0; i < count; ++i) {
@@ -338,21 +335,15 @@ void check_sum_update(Communicator& comm, bool node_wide) {
     const double steps = std::ceil(static_cast<double>(count) / 65536.0);
     if (count >= 4099)
       EXPECT_NEAR(static_cast<double>(mine_count), static_cast<double>(count) / n, 16.0 * n * steps) << what;
-    // The next count refills `gather`: nobody may still be reading this one (node-wide).
+    // The next count refills the weights: nobody may still be reading these.
     ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
   }
-}
-
-}  // namespace
-
-TEST(ShmAllreduce, SumUpdateGatherShardsTheUpdate) {
-  auto comm = Communicator::world();
-  check_sum_update(*comm, false);  // per-rank weights, gathered
-  check_sum_update(*comm, true);   // one node-wide copy, updated in place
-  std::vector<float> priv(10), priv_gather(10);
-  if (comm->size() > 1)
-    EXPECT_THROW(allreduce_sum_update(*comm, priv.data(), priv_gather.data(), 10, [](int64_t, int64_t) {}),
-                 RuntimeError);
+  auto nothing = [](int64_t, int64_t) {};
+  std::vector<float> priv(10), priv_weights(10);
+  float* per_rank = allocate_shared_floats(*comm, 10);
+  EXPECT_THROW(allreduce_sum_update(*comm, priv.data(), priv_weights.data(), 10, nothing), RuntimeError);
+  EXPECT_THROW(allreduce_sum_update(*comm, data, per_rank, 10, nothing), RuntimeError);
+  EXPECT_THROW(allreduce_sum(*comm, AllreduceAlgorithm::shm, weights, 10), RuntimeError);
 }
 
 // Ranks that sleep on the node's wake-up word after one idle poll (block_after_polls, the

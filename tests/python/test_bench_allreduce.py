@@ -1,6 +1,7 @@
 """`trainscale bench allreduce` under mpirun on 2 ranks: the printed table (with each row's busbw
 relative to mpi's at the same size), zero wrong elements, and every dataset of the HDF5 benchmark
-file (schema trainscale-allreduce/1); a bad flag exits 2."""
+file (schema trainscale-allreduce/1), with the messages in shared (default) or private memory; a
+bad flag exits 2."""
 import shutil
 import subprocess
 
@@ -46,6 +47,7 @@ def test_two_ranks_table_and_file(tmp_path):
         assert f.attrs["mpi_flavor"] in ("openmpi", "mpich")
         assert f.attrs["mpi_version"]
         assert len(f.attrs["hosts"].split(",")) == 2
+        assert f.attrs["buffers"] == "shared", "the default: messages in node shared memory"
         assert sorted(f["allreduce"].keys()) == sorted(ALGORITHMS)
         n = 2
         for algorithm in ALGORITHMS:
@@ -70,6 +72,22 @@ def test_bad_flag_exits_2(tmp_path):
     proc = mpirun(2, ["bench", "allreduce", "--factor", "1"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--factor" in proc.stderr
+    proc = mpirun(2, ["bench", "allreduce", "--buffers", "pinned"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--buffers pinned" in proc.stderr and "shared, private" in proc.stderr
+
+
+def test_private_buffers(tmp_path):
+    """--buffers private: the messages on each rank's heap (shm's copy pipeline), still exact."""
+    out = tmp_path / "private.h5"
+    proc = mpirun(2, ["bench", "allreduce", "--algorithms", "mpi,shm", "--buffers", "private", "--min-bytes", 4,
+                      "--max-bytes", 1 << 20, "--factor", 16, "--iters", 2, "--out", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "private buffers" in proc.stdout
+    with h5py.File(out) as f:
+        assert f.attrs["buffers"] == "private"
+        np.testing.assert_array_equal(f["allreduce/shm/wrong"][:], 0)
+        np.testing.assert_array_equal(f["allreduce/shm/bytes"][:], [4, 64, 1024, 16384, 262144])
 
 
 def test_ratio_is_na_without_mpi():
