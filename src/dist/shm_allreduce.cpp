@@ -121,6 +121,7 @@ struct ShmState {
   CallInfo& call_info(int q) const { return *reinterpret_cast<CallInfo*>(segment[static_cast<size_t>(q)] + kCallOffset); }
   void publish(Counter c, uint64_t value) const {
     std::atomic_ref<uint64_t>(*counter(node_rank, c)).store(value, std::memory_order_release);
+    if (block_after_polls == 0) return;  // nobody sleeps (the settings are the same on every rank)
     // Either a rank going to sleep sees this counter when it checks again after registering
     // as a sleeper, or this load sees its registration (both sides are sequentially consistent).
     std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -391,7 +391,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
     // Backward hands each layer's finished gradients to the exchange, which reduces them in
     // buckets (overlapped with the rest of backward when dist.overlap is on).
     const double lr = lr_at(step - 1);
-    exchange.begin_step(loss, [&](int64_t offset, int64_t count) {
+    exchange.begin_step(loss, [&, lr](int64_t offset, int64_t count) {  // kept by the exchange: lr by value
       sgd.step_range(net->params(), net->grads(), lr, offset, count);
     });
     net->backward([&](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
