@@ -8,7 +8,6 @@
 
 #include "app/commands.h"
 #include "backend/backend.h"
-#include "backend/cpu/cpu_info.h"
 #include "core/build_info.h"
 #include "core/error.h"
 #include "dist/communicator.h"
@@ -38,9 +37,27 @@ int command_info(const std::vector<std::string>& args) {
             << "build_type: " << TRAINSCALE_BUILD_TYPE << "\n"
             << "cuda: " << TRAINSCALE_CUDA_ENABLED << "\n"
             << "backends: " << backends << "\n"
-            << "onednn_version: " << onednn_version() << "\n"
-            << "onednn_isa: " << onednn_isa() << "\n"
-            << "bf16_native: " << (onednn_bf16_native() ? "yes" : "no") << "\n"
+            ;
+  // One block per backend of this build: the device it computes on (Backend::describe).
+  for (const auto& name : available_backends()) {
+    const DeviceDescription d = make_backend(name)->describe();
+    std::cout << "backend." << name << ".device: " << d.device << "\n"
+              << "backend." << name << ".device_name: " << d.name << "\n"
+              << "backend." << name << ".isa: " << d.isa << "\n"
+              << "backend." << name << ".generation: " << d.generation << "\n"
+              << "backend." << name << ".memory_bytes: " << d.memory_bytes << "\n"
+              << "backend." << name << ".compute_units: " << d.compute_units << "\n"
+              << "backend." << name << ".bf16_native: " << (d.bf16_native ? "yes" : "no") << "\n";
+    for (const auto& [library, version] : d.libraries)
+      std::cout << "backend." << name << "." << library << "_version: " << version << "\n";
+    if (name == "cpu") {  // kept for scripts that read the earlier keys
+      std::cout << "onednn_isa: " << d.isa << "\n"
+                << "bf16_native: " << (d.bf16_native ? "yes" : "no") << "\n";
+      for (const auto& [library, version] : d.libraries)
+        if (library == "onednn") std::cout << "onednn_version: " << version << "\n";
+    }
+  }
+  std::cout
             << "mpi_flavor: " << lib.flavor << "\n"
             << "mpi_version: " << lib.version << "\n"
             << "mpi_flavor_built: " << TRAINSCALE_MPI_FLAVOR_BUILT << "\n"

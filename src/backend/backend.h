@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/descriptors.h"
@@ -28,10 +29,28 @@ enum class Op {
 };
 const char* op_name(Op op);
 
+// Facts about the device a backend computes on, from Backend::describe(): `trainscale info`
+// prints them and every run file records them (root attributes device, device_name, isa, ...).
+struct DeviceDescription {
+  std::string backend;          // "ref", "cpu", "cuda"
+  std::string device;           // "cpu", or "cuda:0"
+  std::string name;             // the CPU model or the GPU's name
+  std::string isa;              // oneDNN's ISA ("avx512_core_bf16"), "generic" (ref), "sm_90" (cuda)
+  std::string generation;       // GPU generation ("a100", "h100", ...); "none" on CPU backends
+  int64_t memory_bytes = 0;     // memory the device computes in (host RAM for CPU backends)
+  int64_t compute_units = 0;    // hardware threads (CPU) or streaming multiprocessors (GPU)
+  bool bf16_native = false;     // bf16 arithmetic in hardware (not emulated)
+  bool host_accessible = true;  // the host may read and write the device's memory directly
+  // The libraries the backend computes with, name and version: {"onednn", "2.6.3"}.
+  std::vector<std::pair<std::string, std::string>> libraries;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // The device this backend computes on (no side effects; cheap enough to call once per run).
+  virtual DeviceDescription describe() const = 0;
   virtual bool supports(Op op, Precision precision) const = 0;
   // Compute threads this backend uses (oneDNN/OpenMP threads for cpu; 1 for ref).
   virtual void set_threads(int threads) = 0;

@@ -18,9 +18,9 @@
 #include <sstream>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_info.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/host_info.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "data/dataset.h"
@@ -48,16 +48,6 @@ std::string iso8601_now() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-std::string cpu_model_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  return "unknown";
 }
 
 struct DataSplits {
@@ -499,6 +489,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   std::string host_list;
   for (const auto& h : unique_hosts) host_list += (host_list.empty() ? "" : ",") + h;
   MpiLibrary lib = mpi_library();
+  const DeviceDescription device = backend->describe();
   res.attrs = {{"schema", "trainscale-run/1"},
                {"run_id", id.run_id},
                {"config_id", id.config_id},
@@ -514,9 +505,9 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
                {"mpi_flavor", lib.flavor},
                {"mpi_version", lib.version},
                {"backend", r.backend},
-               {"device", "cpu"},
-               {"cpu_model", cpu_model_name()},
-               {"isa", onednn_isa()},
+               {"device", device.device},
+               {"cpu_model", host_cpu_model()},
+               {"isa", device.isa},
                {"precision", r.precision}};
   res.world_size = world;
   res.threads = r.threads;

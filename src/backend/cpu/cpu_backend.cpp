@@ -30,8 +30,10 @@
 #include <vector>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "backend/cpu/cpu_info.h"
 #include "core/buffer.h"
 #include "core/error.h"
+#include "core/host_info.h"
 
 namespace ts {
 namespace {
@@ -411,6 +413,20 @@ CpuBackend::CpuBackend() {
 }
 
 CpuBackend::~CpuBackend() = default;
+
+DeviceDescription CpuBackend::describe() const {
+  DeviceDescription d;
+  d.backend = "cpu";
+  d.device = "cpu";
+  d.name = host_cpu_model();
+  d.isa = onednn_isa();
+  d.generation = "none";
+  d.memory_bytes = host_memory_bytes();
+  d.compute_units = host_hardware_threads();
+  d.bf16_native = onednn_bf16_native();
+  d.libraries = {{"onednn", onednn_version()}};
+  return d;
+}
 
 bool CpuBackend::supports(Op, Precision precision) const {
   // bf16: oneDNN computes it natively with avx512_bf16 (or AMX) and emulates it on plain

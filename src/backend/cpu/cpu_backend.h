@@ -21,6 +21,8 @@ class CpuBackend final : public Backend {
   CpuBackend& operator=(const CpuBackend&) = delete;
 
   std::string name() const override { return "cpu"; }
+  // oneDNN's version and ISA, the CPU model, RAM and hardware threads.
+  DeviceDescription describe() const override;
   bool supports(Op op, Precision precision) const override;
   void set_threads(int threads) override;  // omp_set_num_threads
   void set_precision(Precision precision) override;

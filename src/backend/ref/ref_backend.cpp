@@ -8,8 +8,21 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/host_info.h"
 
 namespace ts {
+
+DeviceDescription RefBackend::describe() const {
+  DeviceDescription d;
+  d.backend = "ref";
+  d.device = "cpu";
+  d.name = host_cpu_model();
+  d.isa = "generic";  // plain C++ loops, no ISA dispatch
+  d.generation = "none";
+  d.memory_bytes = host_memory_bytes();
+  d.compute_units = 1;  // one thread, always
+  return d;
+}
 
 bool RefBackend::supports(Op op, Precision precision) const {
   return precision == Precision::fp32;  // every op, fp32 only

@@ -10,6 +10,7 @@ namespace ts {
 class RefBackend final : public Backend {
  public:
   std::string name() const override { return "ref"; }
+  DeviceDescription describe() const override;
   bool supports(Op op, Precision precision) const override;
   void set_threads(int threads) override {}  // always one thread
   void set_precision(Precision precision) override;  // fp32 only: the oracle
