@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "backend/backend.h"
+#include "backend/backend_factory.h"
 #include "core/build_info.h"
 #include "core/error.h"
 #include "core/host_info.h"
