@@ -53,6 +53,9 @@ struct DeviceDescription {
   int64_t compute_units = 0;    // hardware threads (CPU) or streaming multiprocessors (GPU)
   bool bf16_native = false;     // bf16 arithmetic in hardware (not emulated)
   bool host_accessible = true;  // the host may read and write the device's memory directly
+  // Device collective libraries this backend can drive for dist.allreduce ("nccl" for cuda);
+  // the MPI algorithms work on any host-accessible memory and are not listed.
+  std::vector<std::string> collectives;
   // The libraries the backend computes with, name and version: {"onednn", "2.6.3"}.
   std::vector<std::pair<std::string, std::string>> libraries;
 };

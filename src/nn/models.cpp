@@ -147,28 +147,31 @@ void build_resnet20(Net& net, const ModelInput&, double) {
   add<SoftmaxCrossEntropy>(net, x, "loss");
 }
 
+// One model of the registry, by named fields (designated initializers below).
 struct ModelEntry {
-  const char* name;
-  ModelInput input;
-  bool any_input;  // mlp: takes whatever the data set gives
-  bool classifier;
-  bool has_dropout;
-  void (*build)(Net&, const ModelInput&, double);
+  const char* name = "";
+  ModelInput input;                // the input the model expects
+  bool any_input = false;          // takes whatever the data set gives (mlp)
+  bool classifier = true;          // softmax cross-entropy (false: MSE regression)
+  bool has_dropout = false;        // has dropout sites (the `dropout` key applies)
+  void (*build)(Net&, const ModelInput&, double) = nullptr;
 };
 
 const std::vector<ModelEntry>& registry() {
   static const std::vector<ModelEntry> entries = {
-      {"lenet", {Shape{1, 28, 28}, 10}, false, true, true, build_lenet},
-      {"mlp", {Shape{1, 28, 28}, 10}, true, true, true, build_mlp},
-      {"neuron", {Shape{1}, 1}, false, false, false, build_neuron},
-      {"alexnet_cifar", {Shape{3, 32, 32}, 10}, false, true, false, build_alexnet_cifar},
-      {"resnet20", {Shape{3, 32, 32}, 10}, false, true, false, build_resnet20},
+      {.name = "lenet", .input = {Shape{1, 28, 28}, 10}, .has_dropout = true, .build = build_lenet},
+      {.name = "mlp", .input = {Shape{1, 28, 28}, 10}, .any_input = true, .has_dropout = true, .build = build_mlp},
+      {.name = "neuron", .input = {Shape{1}, 1}, .classifier = false, .build = build_neuron},
+      {.name = "alexnet_cifar", .input = {Shape{3, 32, 32}, 10}, .build = build_alexnet_cifar},
+      {.name = "resnet20", .input = {Shape{3, 32, 32}, 10}, .build = build_resnet20},
       // ImageNet zoo (nn/models/*.cpp): torchvision's architectures, 1000 classes.
-      {"resnet50", {Shape{3, 224, 224}, 1000}, false, true, false, zoo::build_resnet50},
-      {"vgg16", {Shape{3, 224, 224}, 1000}, false, true, true, zoo::build_vgg16},
-      {"alexnet", {Shape{3, 224, 224}, 1000}, false, true, true, zoo::build_alexnet},
-      {"mobilenet_v2", {Shape{3, 224, 224}, 1000}, false, true, true, zoo::build_mobilenet_v2},
-      {"inception_v3", {Shape{3, 299, 299}, 1000}, false, true, true, zoo::build_inception_v3},
+      {.name = "resnet50", .input = {Shape{3, 224, 224}, 1000}, .build = zoo::build_resnet50},
+      {.name = "vgg16", .input = {Shape{3, 224, 224}, 1000}, .has_dropout = true, .build = zoo::build_vgg16},
+      {.name = "alexnet", .input = {Shape{3, 224, 224}, 1000}, .has_dropout = true, .build = zoo::build_alexnet},
+      {.name = "mobilenet_v2", .input = {Shape{3, 224, 224}, 1000}, .has_dropout = true,
+       .build = zoo::build_mobilenet_v2},
+      {.name = "inception_v3", .input = {Shape{3, 299, 299}, 1000}, .has_dropout = true,
+       .build = zoo::build_inception_v3},
   };
   return entries;
 }

@@ -16,7 +16,7 @@ struct Net::Node {
   Shape shape;                   // per-sample output shape
   TensorDesc desc;               // planned desc of the output and of its gradient
   DeviceBuffer dst;              // output; unused for the loss node and fused ReLUs
-  DeviceBuffer diff;             // gradient, where needs_grad
+  int diff_slot = -1;            // its gradient's buffer in diff_pool_, where needs_grad
   std::unique_ptr<AddOp> accumulate;  // diff += scratch, for a node several layers read
   ParamRange params;
   int64_t state_offset = 0;
@@ -39,7 +39,7 @@ Tensor Net::dst_tensor(int id) const {
 
 Tensor Net::diff_tensor(int id) const {
   const Node& n = node(id);
-  return Tensor(n.diff.data(), n.desc);
+  return Tensor(n.diff_slot >= 0 ? diff_pool_[static_cast<size_t>(n.diff_slot)].data() : nullptr, n.desc);
 }
 
 void Net::set_fusion(bool enabled) {
@@ -182,7 +182,8 @@ void Net::set_batch(int64_t mb) {
 
 void Net::plan(int64_t mb) {
   batch_ = 0;  // a plan that fails half-way leaves no usable batch
-  for (auto& n : nodes_) n->dst = DeviceBuffer(), n->diff = DeviceBuffer();
+  for (auto& n : nodes_) n->dst = DeviceBuffer(), n->diff_slot = -1;
+  diff_pool_.clear();
   scratch_.clear();
   Node& input = node(0);
   Shape input_dims{mb};
@@ -200,8 +201,8 @@ void Net::plan(int64_t mb) {
       throw RuntimeError("layer " + n.layer->name() + ": its fused ReLU was planned as " + n.desc.str() +
                          " but shares a buffer planned as " + node(n.alias).desc.str());
     if (!is_loss && n.alias < 0) n.dst = backend_.allocate(n.desc.bytes);
-    if (!is_loss && n.needs_grad) n.diff = backend_.allocate(n.desc.bytes);
   }
+  plan_gradient_memory();
   for (size_t i = 1; i < nodes_.size(); ++i) {
     Node& n = *nodes_[i];
     n.srcs.clear();
@@ -212,6 +213,39 @@ void Net::plan(int64_t mb) {
     }
   }
   plan_backward_scratch();
+}
+
+// Gradients share buffers: node n's gradient is written by its consumers' backward (the one
+// with the highest index runs first) and read by n's own backward, so it lives over the node
+// indices [n, last consumer]; gradients whose intervals do not overlap take the same buffer
+// (first fit, grown to the largest occupant). A chain needs about two buffers instead of one
+// per node, which halves training memory (activations stay: backward reads them).
+void Net::plan_gradient_memory() {
+  struct Slot {
+    int free_below = 0;  // its latest occupant's interval starts here (free for intervals ending below)
+    size_t bytes = 0;
+  };
+  std::vector<Slot> slots;
+  std::vector<int> last_reader(nodes_.size(), -1);
+  for (size_t i = 1; i < nodes_.size(); ++i)
+    for (int in : nodes_[i]->inputs) last_reader[static_cast<size_t>(in)] = static_cast<int>(i);
+  // Backward order: intervals ending latest (born first) are placed first.
+  for (int id = static_cast<int>(nodes_.size()) - 2; id >= 1; --id) {
+    Node& n = node(id);
+    if (!n.needs_grad || n.layer->is_loss()) continue;
+    const int end = last_reader[static_cast<size_t>(id)];
+    int best = -1;
+    for (size_t s = 0; s < slots.size(); ++s)
+      if (slots[s].free_below > end && (best < 0 || slots[s].bytes > slots[static_cast<size_t>(best)].bytes)) best = static_cast<int>(s);
+    if (best < 0) {
+      slots.push_back({});
+      best = static_cast<int>(slots.size()) - 1;
+    }
+    slots[static_cast<size_t>(best)].free_below = id;
+    slots[static_cast<size_t>(best)].bytes = std::max(slots[static_cast<size_t>(best)].bytes, n.desc.bytes);
+    n.diff_slot = best;
+  }
+  for (const Slot& s : slots) diff_pool_.push_back(backend_.allocate(s.bytes));
 }
 
 // A node several layers read gets the sum of their gradients: the first consumer (in backward
@@ -269,7 +303,7 @@ void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {
 void Net::backward_node(size_t i, const std::function<void(ParamRange)>& on_layer_grads) {
   Node& n = *nodes_[i];
   if (!n.needs_grad) return;
-  if (!n.diff_written) backend_.fill_zero(n.diff.data(), n.desc.bytes);  // a branch that does not reach the loss
+  if (!n.diff_written) backend_.fill_zero(diff_tensor(static_cast<int>(i)).data, n.desc.bytes);  // a branch that does not reach the loss
   // Inputs whose diff an earlier consumer (or an earlier slot of this node) already wrote get
   // this layer's gradient in scratch, added after the layer's backward.
   std::vector<Tensor> targets = n.diff_srcs;

@@ -110,6 +110,7 @@ class Net {
   Node& node(int id) const { return *nodes_[static_cast<size_t>(id)]; }
   void bind_layers();        // points every layer at its slices of params(), grads(), state()
   void plan(int64_t mb);     // set_batch's work: plans, buffers, argument tensors
+  void plan_gradient_memory();
   void plan_backward_scratch();
   void decide_fusion();
   void backward_node(size_t n, const std::function<void(ParamRange)>& on_layer_grads);
@@ -122,7 +123,8 @@ class Net {
   int64_t param_count_ = 0, state_count_ = 0;
   float* params_ext_ = nullptr;  // use_arena_storage's memory, replacing params_
   float* grads_ext_ = nullptr;   // use_arena_storage's memory, replacing grads_
-  std::vector<DeviceBuffer> scratch_;  // diff targets for inputs whose diff is already written
+  std::vector<DeviceBuffer> diff_pool_;  // gradient buffers, shared by nodes (plan_gradient_memory)
+  std::vector<DeviceBuffer> scratch_;    // diff targets for inputs whose diff is already written
   DeviceBuffer loss_;                  // the loss node's scalar (1 float)
   mutable DeviceBuffer plain_temp_;    // node_output's conversion to plain f32, when needed
   mutable std::vector<float> host_output_;

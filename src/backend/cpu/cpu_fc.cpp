@@ -3,6 +3,9 @@
 // convolution's blocked output feeds it without a reorder. Outputs (logits, or the next fc's
 // input) stay fp32; in bf16 mixed precision src, weights and the backward's diff_dst are bf16
 // and the weight gradients fp32.
+#include <cstdint>
+#include <string>
+
 #include "backend/cpu/cpu_ops.h"
 
 namespace ts::cpu {
@@ -18,13 +21,14 @@ class CpuFcOp final : public FcOp {
     if (src_dims_.size() == 3 || src_dims_.size() > 4) src_dims_ = {d.mb, d.ic};
     wei_dims_ = src_dims_;
     wei_dims_[0] = d.oc;
-    const std::string key = ctx.prefix() + d.str() + "/" + std::to_string(src_dims_.size()) + "d";
-    fwd_ = ctx.primitive<dnnl::inner_product_forward>(key, [&] { return forward_pd(); });
+    const memory::desc src_md = reshaped_input(ctx.md(src)), wei_md = f32_plain(wei_dims_);
+    const std::string key = ctx.prefix() + d.str() + "/" + md_key(src_md);
+    fwd_ = ctx.primitive<dnnl::inner_product_forward>(key, [&] { return cheapest_forward_pd(src_md); });
     bwd_data_ = ctx.primitive<dnnl::inner_product_backward_data>(key + "/bwd_data", [&] { return backward_data_pd(); });
     bwd_weights_ = ctx.primitive<dnnl::inner_product_backward_weights>(key + "/bwd_weights",
                                                                        [&] { return backward_weights_pd(); });
     dst_ = output_desc(ctx, dst, fwd_.pd.dst_desc());
-    const memory::desc src_md = reshaped_input(ctx.md(src)), dst_md = ctx.md(dst_), wei_md = f32_plain(wei_dims_);
+    const memory::desc dst_md = ctx.md(dst_);
     src_in_.plan(ctx, src_md, fwd_.pd.src_desc());
     wei_in_.plan(ctx, wei_md, fwd_.pd.weights_desc(), true);
     dst_out_.plan(ctx, fwd_.pd.dst_desc(), dst_md);
@@ -77,27 +81,70 @@ class CpuFcOp final : public FcOp {
   // The input seen with the dims the primitive was planned for (a 3-D or 5-D tensor as 2-D).
   memory::desc reshaped_input(const memory::desc& md) const { return reshaped(md, src_dims_); }
 
-  dnnl::inner_product_forward::primitive_desc forward_pd() const {
-    const dt t = ctx_.act_dt();
-    const memory::desc src = any_md(src_dims_, t), wei = any_md(wei_dims_, t), dst = any_md({d_.mb, d_.oc}, dt::f32);
+  dnnl::inner_product_forward::primitive_desc forward_pd(const memory::desc& src, const memory::desc& wei) const {
     const auto prop = dnnl::prop_kind::forward_training;
+    const memory::desc dst = any_md({d_.mb, d_.oc}, dt::f32);
     auto desc = d_.bias ? dnnl::inner_product_forward::desc(prop, src, wei, f32_plain({d_.oc}), dst)
                         : dnnl::inner_product_forward::desc(prop, src, wei, dst);
     return {desc, ctx_.attr(), ctx_.engine};
   }
 
+  // The forward whose layouts cost the fewest bytes of reorders per step, among: the weights
+  // plain (GEMM-based implementations read any transposition, so the arena's weights and
+  // gradients need no reorder) or in oneDNN's choice, and the input as it comes or in oneDNN's
+  // choice. Per step an input reorder costs its bytes twice (forward, and diff_src back), a
+  // weights reorder three times (forward, backward-data, the gradient back). Reference
+  // implementations are never chosen while another exists.
+  dnnl::inner_product_forward::primitive_desc cheapest_forward_pd(const memory::desc& given) const {
+    const dt t = ctx_.act_dt();
+    const memory::desc plain_wei = plain_md(wei_dims_, t), given_t = given.data_type() == t ? given : any_md(src_dims_, t);
+    dnnl::inner_product_forward::primitive_desc best;
+    size_t best_cost = SIZE_MAX;
+    for (const auto& src : {given_t, any_md(src_dims_, t)})
+      for (const auto& wei : {plain_wei, any_md(wei_dims_, t)}) {
+        dnnl::inner_product_forward::primitive_desc pd;
+        try {
+          pd = forward_pd(src, wei);
+        } catch (const dnnl::error&) {
+          continue;  // no implementation for this combination
+        }
+        const bool reference = std::string(pd.impl_info_str()).find("ref") != std::string::npos;
+        size_t cost = (pd.src_desc() != given ? 2 * pd.src_desc().get_size() : 0) +
+                      (pd.weights_desc() != f32_plain(wei_dims_) ? 3 * pd.weights_desc().get_size() : 0);
+        if (reference) cost = SIZE_MAX - 1;
+        if (cost < best_cost) best = pd, best_cost = cost;
+      }
+    return best;
+  }
+
+  // The backward primitives take the forward's weights layout when they can (no second copy of
+  // the weights, gradients in the arena's layout when that is plain), else oneDNN's choice.
   dnnl::inner_product_backward_data::primitive_desc backward_data_pd() const {
     const dt t = ctx_.act_dt();
-    dnnl::inner_product_backward_data::desc desc(any_md(src_dims_, t), any_md(wei_dims_, t), any_md({d_.mb, d_.oc}, t));
-    return {desc, ctx_.attr(), ctx_.engine, fwd_.pd};
+    for (const auto& wei : {fwd_.pd.weights_desc(), any_md(wei_dims_, t)}) {
+      try {
+        dnnl::inner_product_backward_data::desc desc(any_md(src_dims_, t), wei, any_md({d_.mb, d_.oc}, t));
+        dnnl::inner_product_backward_data::primitive_desc pd(desc, ctx_.attr(), ctx_.engine, fwd_.pd);
+        if (std::string(pd.impl_info_str()).find("ref") == std::string::npos || wei != fwd_.pd.weights_desc()) return pd;
+      } catch (const dnnl::error&) {
+      }
+    }
+    throw dnnl::error(dnnl_unimplemented, "no inner product backward-data implementation");
   }
 
   dnnl::inner_product_backward_weights::primitive_desc backward_weights_pd() const {
     const dt t = ctx_.act_dt();
-    const memory::desc src = any_md(src_dims_, t), wei = any_md(wei_dims_, dt::f32), dst = any_md({d_.mb, d_.oc}, t);
-    auto desc = d_.bias ? dnnl::inner_product_backward_weights::desc(src, wei, f32_plain({d_.oc}), dst)
-                        : dnnl::inner_product_backward_weights::desc(src, wei, dst);
-    return {desc, ctx_.attr(), ctx_.engine, fwd_.pd};
+    const memory::desc src = any_md(src_dims_, t), dst = any_md({d_.mb, d_.oc}, t);
+    for (const auto& wei : {f32_plain(wei_dims_), any_md(wei_dims_, dt::f32)}) {
+      try {
+        auto desc = d_.bias ? dnnl::inner_product_backward_weights::desc(src, wei, f32_plain({d_.oc}), dst)
+                            : dnnl::inner_product_backward_weights::desc(src, wei, dst);
+        dnnl::inner_product_backward_weights::primitive_desc pd(desc, ctx_.attr(), ctx_.engine, fwd_.pd);
+        if (std::string(pd.impl_info_str()).find("ref") == std::string::npos || wei != f32_plain(wei_dims_)) return pd;
+      } catch (const dnnl::error&) {
+      }
+    }
+    throw dnnl::error(dnnl_unimplemented, "no inner product backward-weights implementation");
   }
 
   CpuContext& ctx_;
