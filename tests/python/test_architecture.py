@@ -1,0 +1,54 @@
+"""The module map and the size rule hold in src/ (scripts/check_architecture.py): no module
+includes one above it in the map of docs/architecture.md, and no function is longer than 100
+lines. The checker itself is tested on small trees it must accept and refuse."""
+import os
+import subprocess
+import sys
+import textwrap
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHECK = os.path.join(REPO, "scripts", "check_architecture.py")
+
+
+def run_check(root):
+    return subprocess.run([sys.executable, CHECK, "--root", str(root)], capture_output=True, text=True)
+
+
+def test_src_follows_the_module_map_and_the_size_rule():
+    proc = run_check(REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def write(root, rel, text):
+    path = root / "src" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def test_an_upward_include_is_refused_with_file_and_line(tmp_path):
+    write(tmp_path, "core/a.h", '#pragma once\n')
+    write(tmp_path, "nn/net.cpp", '#include "core/a.h"\n#include "train/trainer.h"\n')
+    write(tmp_path, "train/trainer.h", '#pragma once\n#include "nn/net.h"\n')
+    proc = run_check(tmp_path)
+    assert proc.returncode == 1
+    assert "src/nn/net.cpp:2: nn includes train/trainer.h (train)" in proc.stdout
+    assert "trainer.h" not in proc.stdout.replace("nn includes train/trainer.h", "")
+
+
+def test_a_backend_include_outside_backend_is_refused(tmp_path):
+    write(tmp_path, "nn/layer.cpp", '#include "backend/cpu/cpu_backend.h"\n')
+    proc = run_check(tmp_path)
+    assert proc.returncode == 1
+    assert "nn includes backend/cpu/cpu_backend.h (backend/cpu)" in proc.stdout
+
+
+def test_a_long_function_is_refused_and_a_long_table_is_not(tmp_path):
+    body = "\n".join(f"  x += {i};" for i in range(101))
+    table = ",\n".join(f"  {i}" for i in range(150))
+    write(tmp_path, "core/long.cpp", "int long_one(int x) {\n" + body + "\n  return x;\n}\n"
+          "const int table[] = {\n" + table + "\n};\n"
+          "struct S {\n  int short_one() const { return 1; }\n};\n")
+    proc = run_check(tmp_path)
+    assert proc.returncode == 1
+    assert "src/core/long.cpp:1: function long_one is 104 lines" in proc.stdout
+    assert "table" not in proc.stdout and "short_one" not in proc.stdout
