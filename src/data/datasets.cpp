@@ -65,7 +65,9 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
   if (format == "synthetic") return open_generated(o, split);
   auto storage = make_storage(o.storage);
   if (format == "idx") return open_idx_source(*storage, o.root, split, o.name, e.stats);
-  return open_cifar10_source(*storage, o.root, split, e.stats);  // cifar_bin
+  if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
+  throw RuntimeError("data set '" + o.name + "': the registry lists format '" + format +
+                     "' but open_split has no reader for it (src/data/datasets.cpp)");
 }
 
 DataSplits open_dataset(const DataOptions& options) {

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <limits>
 #include <map>
@@ -38,12 +37,12 @@ namespace {
 
 enum class SlotState { free, filling, ready, in_use };
 
-// 64-byte aligned, zeroed host memory (the default SlotAllocator).
+// 64-byte aligned host memory (the default SlotAllocator). Not zeroed: its pages become
+// resident only when a batch is written into them, so the slots of an evaluation loader that
+// never runs cost no memory.
 std::shared_ptr<void> aligned_host_memory(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
   return std::shared_ptr<void>(p, std::free);
 }
 
@@ -97,7 +96,7 @@ struct Loader::Impl {
   int64_t next_consume = 0;        // next sequence number next() returns
   int64_t held = -1;               // slot index handed to the trainer, or -1
   int64_t pos_in_pass = 0;         // eval: batches returned in the current pass
-  bool pass_open = true;           // eval: the current pass's batches may be prefetched
+  bool pass_open = false;          // eval: the current pass's batches may be read (from its first next())
   double last_wait = 0.0;
   // Epoch orders (shared with workers; old epochs are pruned).
   std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> orders;
@@ -147,6 +146,11 @@ struct Loader::Impl {
       source.read(picked[b], slot.image_data() + b * sample_numel,  // (sample)
                   classes > 0 ? slot.label_data() + b : nullptr,
                   outputs > 0 ? slot.target_data() + b * outputs : nullptr);  // (outputs)
+    // A partial (evaluation) batch: the rest of the slot is zero, not stale or uninitialised.
+    const int64_t rest = opt.batch - size;
+    std::fill_n(slot.image_data() + size * sample_numel, rest * sample_numel, 0.0f);
+    if (classes > 0) std::fill_n(slot.label_data() + size, rest, 0);
+    if (outputs > 0) std::fill_n(slot.target_data() + size * outputs, rest * outputs, 0.0f);
   }
 
   void worker_loop() {
@@ -219,7 +223,9 @@ Loader::Loader(const SampleSource& source, LoaderOptions options)
                         " samples of the data set; lower batch_per_worker or use more data (" +
                         source.describe() + ")");
   }
-  m.limit = m.eval_mode ? m.batches_per_epoch : std::numeric_limits<int64_t>::max();
+  // Training workers start at once; evaluation reads start with a pass's first next(), so they
+  // never compete with the training steps between evaluations.
+  m.limit = m.eval_mode ? 0 : std::numeric_limits<int64_t>::max();
 
   m.slots.resize(static_cast<size_t>(o.prefetch) + 1);
   for (auto& s : m.slots) {

@@ -32,7 +32,8 @@ struct LoaderOptions {
   SlotAllocator allocate;   // memory of the batch slots (empty: aligned host memory)
 };
 
-// A batch owned by the loader; valid until the next call to Loader::next.
+// A batch owned by the loader; valid until the next call to Loader::next. The buffers hold
+// LoaderOptions::batch rows; those past `size` (a partial evaluation batch) are zero.
 struct Batch {
   int64_t size = 0;
   int64_t epoch = 0;             // epoch this batch belongs to
@@ -54,8 +55,10 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // Next batch; epochs roll over forever for training (drop_last) loaders. For an evaluation
-  // loader (shuffle=false, drop_last=false) returns false after one pass, then restarts.
+  // Next batch; epochs roll over forever for training (drop_last) loaders, whose workers read
+  // ahead from construction on. For an evaluation loader (shuffle=false, drop_last=false)
+  // returns false after one pass, then restarts; its workers read a pass only from that pass's
+  // first next() on, so evaluation reads never overlap the training steps between passes.
   bool next(Batch& batch);
   // Seconds the last next() call waited for a worker (the trainer's data_wait).
   double last_wait_seconds() const;

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -319,5 +321,37 @@ TEST(Loader, ReadErrorReachesNext) {
     FAIL() << "expected the read error of sample 25";
   } catch (const ts::RuntimeError& e) {
     EXPECT_NE(std::string(e.what()).find("indexed.bin"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Loader, EvaluationReadsStartWithThePass) {
+  IndexedSource d(10);
+  ts::Loader loader(d, {.batch = 4, .shuffle = false, .threads = 2, .drop_last = false});
+  // Nothing is read before the pass starts (the pause gives wrongly eager workers time to show).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(d.reads(), 0);
+  ts::Batch b;
+  std::vector<int64_t> sizes;
+  while (loader.next(b)) sizes.push_back(b.size);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(b.size, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(d.reads(), 10);  // and the next pass waits for its first next()
+}
+
+TEST(Loader, RowsPastAPartialBatchAreZero) {
+  IndexedSource d(11);
+  // Two slots: every partial batch lands in a slot that held a full batch before.
+  ts::Loader loader(d, {.batch = 4, .shuffle = false, .prefetch = 1, .drop_last = false});
+  ts::Batch b;
+  for (int pass = 0; pass < 2; ++pass) {
+    while (loader.next(b)) {
+      if (b.size < 4) {
+        EXPECT_EQ(b.size, 3);
+        EXPECT_EQ(b.images[2], 10.0f);
+        EXPECT_EQ(b.images[3], 0.0f);
+        EXPECT_EQ(b.labels[3], 0);
+      }
+    }
   }
 }
