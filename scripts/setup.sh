@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: build tools, the libraries the driver links, the data set, MPI launchers.
+# Debian packages: build tools (and GNU time: /usr/bin/time -v reports peak RSS), the libraries
+# the driver links, the data set, MPI launchers.
 APT_PACKAGES=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git time
   libboost-program-options-dev libyaml-cpp-dev libhdf5-dev libdnnl-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   libmpich-dev mpich

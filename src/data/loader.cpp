@@ -1,4 +1,4 @@
-// Loader: turns an in-memory Dataset into batches, prepared ahead by worker threads.
+// Loader: turns a SampleSource into batches, read and decoded ahead by worker threads.
 //
 // Batches form one sequence, numbered 0, 1, 2, ...; batch `seq` belongs to epoch
 // seq / batches_per_epoch and its contents depend only on (seed, epoch, rank, seq), never on
@@ -17,14 +17,16 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <new>
+#include <numeric>
 #include <thread>
 #include <vector>
 
-#include "core/buffer.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/timer.h"
@@ -35,31 +37,53 @@ namespace {
 
 enum class SlotState { free, filling, ready, in_use };
 
+// 64-byte aligned host memory (the default SlotAllocator). Not zeroed: its pages become
+// resident only when a batch is written into them, so the slots of an evaluation loader that
+// never runs cost no memory.
+std::shared_ptr<void> aligned_host_memory(size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return std::shared_ptr<void>(p, std::free);
+}
+
+// `count` elements of T from `allocate` (or the default); null for count 0.
+template <typename T>
+std::shared_ptr<void> slot_memory(const SlotAllocator& allocate, int64_t count) {
+  if (count == 0) return nullptr;
+  const size_t bytes = static_cast<size_t>(count) * sizeof(T);
+  std::shared_ptr<void> p = allocate ? allocate(bytes) : aligned_host_memory(bytes);
+  if (!p) throw RuntimeError("loader: the slot allocator returned no memory for " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
 struct Slot {
   SlotState state = SlotState::free;
   int64_t seq = -1;
   int64_t size = 0;
   int64_t epoch = 0;
-  Buffer<float> images;    // (batch, sample)
-  Buffer<int32_t> labels;  // (batch)
-  Buffer<float> targets;   // (batch, outputs)
+  std::shared_ptr<void> images;   // float (batch, sample)
+  std::shared_ptr<void> labels;   // int32 (batch), or null without classes
+  std::shared_ptr<void> targets;  // float (batch, outputs), or null without targets
   std::exception_ptr error;
+
+  float* image_data() const { return static_cast<float*>(images.get()); }
+  int32_t* label_data() const { return static_cast<int32_t*>(labels.get()); }
+  float* target_data() const { return static_cast<float*>(targets.get()); }
 };
 
 }  // namespace
 
 struct Loader::Impl {
-  const Dataset& data;
+  const SampleSource& source;
   LoaderOptions opt;
+  int64_t count = 0;            // samples in the source
   int64_t sample_numel = 0;
+  int64_t classes = 0;          // > 0: batches carry labels
   int64_t outputs = 0;          // targets per sample (0 = none)
   int64_t shard_begin = 0;      // evaluation: this rank's block [shard_begin, shard_end)
   int64_t shard_end = 0;
   int64_t batches_per_epoch = 0;
   bool eval_mode = false;       // one pass, then false, then restart
-  // Pixel -> float lookup per channel: lut[c * 256 + p] = (p/255 - mean[c]) / std[c].
-  std::vector<float> lut;
-  int64_t channels = 1, plane = 1;  // sample = (channels, plane) for normalisation
 
   std::vector<Slot> slots;
   std::vector<std::thread> workers;
@@ -72,24 +96,24 @@ struct Loader::Impl {
   int64_t next_consume = 0;        // next sequence number next() returns
   int64_t held = -1;               // slot index handed to the trainer, or -1
   int64_t pos_in_pass = 0;         // eval: batches returned in the current pass
-  bool pass_open = true;           // eval: the current pass's batches may be prefetched
+  bool pass_open = false;          // eval: the current pass's batches may be read (from its first next())
   double last_wait = 0.0;
   // Epoch orders (shared with workers; old epochs are pruned).
   std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> orders;
 
-  Impl(const Dataset& d, LoaderOptions o) : data(d), opt(o) {}
+  Impl(const SampleSource& s, LoaderOptions o) : source(s), opt(std::move(o)) {}
 
   // The whole epoch order (the same on every rank); ranks pick their samples in fill().
   std::shared_ptr<const std::vector<int64_t>> order_for(int64_t epoch) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = orders.find(epoch);
     if (it != orders.end()) return it->second;
-    std::vector<int64_t> perm(static_cast<size_t>(data.count));
-    for (int64_t i = 0; i < data.count; ++i) perm[static_cast<size_t>(i)] = i;
+    std::vector<int64_t> perm(static_cast<size_t>(count));
+    std::iota(perm.begin(), perm.end(), int64_t{0});
     if (opt.shuffle) {
       // Fisher-Yates from (seed, epoch): every rank computes the same epoch order.
       Rng rng(seed_mix(opt.seed, static_cast<uint64_t>(epoch), 0x5a4ff1e));
-      for (int64_t i = data.count - 1; i > 0; --i) {
+      for (int64_t i = count - 1; i > 0; --i) {
         int64_t j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)));
         std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
       }
@@ -111,22 +135,22 @@ struct Loader::Impl {
     auto order = order_for(epoch);
     slot.epoch = epoch;
     slot.size = size;
-    for (int64_t b = 0; b < size; ++b) {
-      const int64_t s = (*order)[static_cast<size_t>(start + b)];
-      float* dst = slot.images.data() + b * sample_numel;  // (sample)
-      if (!data.pixels.empty()) {
-        const uint8_t* src = data.pixels.data() + s * sample_numel;
-        for (int64_t c = 0; c < channels; ++c) {
-          const float* table = lut.data() + c * 256;
-          for (int64_t i = 0; i < plane; ++i) dst[c * plane + i] = table[src[c * plane + i]];
-        }
-      } else {
-        std::copy_n(data.values.data() + s * sample_numel, sample_numel, dst);
-      }
-      if (!data.labels.empty()) slot.labels[static_cast<size_t>(b)] = data.labels[static_cast<size_t>(s)];
-      if (outputs > 0)
-        std::copy_n(data.targets.data() + s * outputs, outputs, slot.targets.data() + b * outputs);
-    }
+    // Sample s of the batch is order[start + s]; a source that prefers sequential reads gets
+    // them in increasing index order (each still lands in its own place in the batch).
+    std::vector<int64_t> visit(static_cast<size_t>(size));
+    std::iota(visit.begin(), visit.end(), int64_t{0});
+    const int64_t* picked = order->data() + start;
+    if (source.prefers_sequential())
+      std::sort(visit.begin(), visit.end(), [&](int64_t a, int64_t b) { return picked[a] < picked[b]; });
+    for (int64_t b : visit)
+      source.read(picked[b], slot.image_data() + b * sample_numel,  // (sample)
+                  classes > 0 ? slot.label_data() + b : nullptr,
+                  outputs > 0 ? slot.target_data() + b * outputs : nullptr);  // (outputs)
+    // A partial (evaluation) batch: the rest of the slot is zero, not stale or uninitialised.
+    const int64_t rest = opt.batch - size;
+    std::fill_n(slot.image_data() + size * sample_numel, rest * sample_numel, 0.0f);
+    if (classes > 0) std::fill_n(slot.label_data() + size, rest, 0);
+    if (outputs > 0) std::fill_n(slot.target_data() + size * outputs, rest * outputs, 0.0f);
   }
 
   void worker_loop() {
@@ -161,8 +185,8 @@ struct Loader::Impl {
   }
 };
 
-Loader::Loader(const Dataset& data, LoaderOptions options)
-    : impl_(std::make_unique<Impl>(data, options)) {
+Loader::Loader(const SampleSource& source, LoaderOptions options)
+    : impl_(std::make_unique<Impl>(source, std::move(options))) {
   Impl& m = *impl_;
   const LoaderOptions& o = m.opt;
   if (o.batch < 1 || o.threads < 1 || o.prefetch < 1 || o.world < 1 || o.rank < 0 ||
@@ -171,51 +195,14 @@ Loader::Loader(const Dataset& data, LoaderOptions options)
                       "world; got batch " + std::to_string(o.batch) + ", threads " +
                       std::to_string(o.threads) + ", prefetch " + std::to_string(o.prefetch) +
                       ", rank " + std::to_string(o.rank) + " of " + std::to_string(o.world));
-  m.sample_numel = data.sample.numel();
-  const int64_t n = data.count;
-  if (n <= 0 || m.sample_numel <= 0)
-    throw RuntimeError("loader: data set '" + data.name + "' is empty");
-  if (!data.pixels.empty()) {
-    if (static_cast<int64_t>(data.pixels.size()) != n * m.sample_numel)
-      throw RuntimeError("loader: data set '" + data.name + "' has " +
-                         std::to_string(data.pixels.size()) + " pixel bytes, expected " +
-                         std::to_string(n) + " x " + data.sample.str());
-  } else if (static_cast<int64_t>(data.values.size()) != n * m.sample_numel) {
-    throw RuntimeError("loader: data set '" + data.name + "' has " +
-                       std::to_string(data.values.size()) + " values, expected " +
-                       std::to_string(n) + " x " + data.sample.str());
-  }
-  if (!data.labels.empty() && static_cast<int64_t>(data.labels.size()) != n)
-    throw RuntimeError("loader: data set '" + data.name + "' has " +
-                       std::to_string(data.labels.size()) + " labels for " + std::to_string(n) +
-                       " samples");
-  if (!data.targets.empty()) {
-    if (data.targets.size() % static_cast<size_t>(n) != 0)
-      throw RuntimeError("loader: data set '" + data.name + "' has " +
-                         std::to_string(data.targets.size()) + " targets for " +
-                         std::to_string(n) + " samples");
-    m.outputs = static_cast<int64_t>(data.targets.size()) / n;
-  }
-
-  // Normalisation table, per channel of a (C,H,W) sample (one channel otherwise).
-  if (!data.pixels.empty()) {
-    m.channels = data.sample.rank() == 3 ? data.sample[0] : 1;
-    m.plane = m.sample_numel / m.channels;
-    const size_t nm = data.mean.size();
-    if (nm != data.stddev.size() || (nm != 0 && nm != 1 && static_cast<int64_t>(nm) != m.channels))
-      throw RuntimeError("loader: data set '" + data.name + "' has " + std::to_string(nm) +
-                         " means and " + std::to_string(data.stddev.size()) +
-                         " standard deviations for " + std::to_string(m.channels) +
-                         " channels (need 0, 1 or one per channel)");
-    m.lut.resize(static_cast<size_t>(m.channels * 256));
-    for (int64_t c = 0; c < m.channels; ++c) {
-      const size_t k = nm == 1 ? 0 : static_cast<size_t>(c);
-      const float mean = nm ? data.mean[k] : 0.0f;
-      const float sd = nm ? data.stddev[k] : 1.0f;
-      for (int p = 0; p < 256; ++p)
-        m.lut[static_cast<size_t>(c * 256 + p)] = (static_cast<float>(p) / 255.0f - mean) / sd;
-    }
-  }
+  const SampleSpec& spec = source.spec();
+  const int64_t n = source.count();
+  m.count = n;
+  m.sample_numel = spec.sample.numel();
+  m.classes = spec.classes;
+  m.outputs = spec.classes > 0 ? 0 : spec.outputs;
+  if (n <= 0 || m.sample_numel <= 0 || spec.sample.rank() == 0)
+    throw RuntimeError("loader: the data set is empty: " + source.describe());
 
   // Training: every rank runs the same number of steps, n / (world * batch) per epoch (the
   // remainder of the epoch order is dropped). Evaluation: rank blocks cover all n samples.
@@ -225,24 +212,26 @@ Loader::Loader(const Dataset& data, LoaderOptions options)
     m.shard_end = (o.rank + 1) * n / o.world;
     m.batches_per_epoch = (m.shard_end - m.shard_begin + o.batch - 1) / o.batch;
     if (m.batches_per_epoch == 0)
-      throw ConfigError("loader: data set '" + data.name + "' has " + std::to_string(n) +
-                        " samples, fewer than the " + std::to_string(o.world) +
-                        " ranks that evaluate it; use fewer workers or more data");
+      throw ConfigError("loader: the data set has " + std::to_string(n) + " samples, fewer than the " +
+                        std::to_string(o.world) + " ranks that evaluate it; use fewer workers or more data (" +
+                        source.describe() + ")");
   } else {
     m.batches_per_epoch = n / (o.world * o.batch);
     if (m.batches_per_epoch == 0)
       throw ConfigError("loader: a global batch of " + std::to_string(o.world) + " ranks x " +
-                        std::to_string(o.batch) + " samples is larger than the " +
-                        std::to_string(n) + " samples of data set '" + data.name +
-                        "'; lower batch_per_worker or use more data");
+                        std::to_string(o.batch) + " samples is larger than the " + std::to_string(n) +
+                        " samples of the data set; lower batch_per_worker or use more data (" +
+                        source.describe() + ")");
   }
-  m.limit = m.eval_mode ? m.batches_per_epoch : std::numeric_limits<int64_t>::max();
+  // Training workers start at once; evaluation reads start with a pass's first next(), so they
+  // never compete with the training steps between evaluations.
+  m.limit = m.eval_mode ? 0 : std::numeric_limits<int64_t>::max();
 
   m.slots.resize(static_cast<size_t>(o.prefetch) + 1);
   for (auto& s : m.slots) {
-    s.images.resize(static_cast<size_t>(o.batch * m.sample_numel));
-    if (!data.labels.empty()) s.labels.resize(static_cast<size_t>(o.batch));
-    if (m.outputs > 0) s.targets.resize(static_cast<size_t>(o.batch * m.outputs));
+    s.images = slot_memory<float>(o.allocate, o.batch * m.sample_numel);
+    s.labels = slot_memory<int32_t>(o.allocate, m.classes > 0 ? o.batch : 0);
+    s.targets = slot_memory<float>(o.allocate, o.batch * m.outputs);
   }
   for (int t = 0; t < o.threads; ++t) m.workers.emplace_back([&m] { m.worker_loop(); });
 }
@@ -295,9 +284,9 @@ bool Loader::next(Batch& batch) {
   }
   batch.size = slot.size;
   batch.epoch = slot.epoch;
-  batch.images = slot.images.data();
-  batch.labels = m.data.labels.empty() ? nullptr : slot.labels.data();
-  batch.targets = m.outputs > 0 ? slot.targets.data() : nullptr;
+  batch.images = slot.image_data();
+  batch.labels = slot.label_data();    // null without classes
+  batch.targets = slot.target_data();  // null without targets
   return true;
 }
 

@@ -1,13 +1,22 @@
-// Batches from an in-memory Dataset: per-epoch seeded shuffle, per-step rank split, normalisation,
-// worker threads that fill a ring of `prefetch` batch slots ahead of the trainer.
+// Batches from a SampleSource: per-epoch seeded shuffle, per-step rank split, worker threads
+// that read and decode samples into a ring of `prefetch` batch slots ahead of the trainer.
+// The reads happen here, inside the timed loop, so the wait in next() (the trainer's
+// data_wait) measures the source: its storage and its format.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
-#include "data/dataset.h"
+#include "data/sample_source.h"
 
 namespace ts {
+
+// Allocates `bytes` bytes for a slot buffer; the deleter of the returned pointer frees them.
+// The default (an empty function) is 64-byte aligned host memory; a GPU backend can pass
+// page-locked memory so batches copy to the device asynchronously.
+using SlotAllocator = std::function<std::shared_ptr<void>(size_t bytes)>;
 
 struct LoaderOptions {
   int64_t batch = 64;       // samples per batch on this rank
@@ -20,31 +29,36 @@ struct LoaderOptions {
   // Evaluation: this rank takes the contiguous block [rank*n/world, (rank+1)*n/world).
   int rank = 0, world = 1;
   bool drop_last = true;    // drop the last partial batch of an epoch (training)
+  SlotAllocator allocate;   // memory of the batch slots (empty: aligned host memory)
 };
 
-// A batch owned by the loader; valid until the next call to Loader::next.
+// A batch owned by the loader; valid until the next call to Loader::next. The buffers hold
+// LoaderOptions::batch rows; those past `size` (a partial evaluation batch) are zero.
 struct Batch {
   int64_t size = 0;
   int64_t epoch = 0;             // epoch this batch belongs to
   const float* images = nullptr; // (size, sample) normalised
-  const int32_t* labels = nullptr; // (size) or null
-  const float* targets = nullptr;  // (size, outputs) or null
+  const int32_t* labels = nullptr; // (size) when the source has classes, else null
+  const float* targets = nullptr;  // (size, outputs) when it has regression targets, else null
 };
 
 class Loader {
  public:
-  // `data` is referenced, not copied: it must outlive the Loader. Throws ConfigError for
+  // `source` is referenced: it must outlive the Loader. Throws ConfigError for
   // impossible options (batch < 1, threads < 1, prefetch < 1, rank outside [0, world), or a
   // drop_last loader whose epoch holds no full global batch of world x batch,
   // or an evaluation loader with fewer samples than ranks). Any loader with drop_last=false behaves
   // as an evaluation loader (one pass, then false).
-  Loader(const Dataset& data, LoaderOptions options);
+  // A read error in a worker is rethrown by the next() that reaches its batch.
+  Loader(const SampleSource& source, LoaderOptions options);
   ~Loader();
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // Next batch; epochs roll over forever for training (drop_last) loaders. For an evaluation
-  // loader (shuffle=false, drop_last=false) returns false after one pass, then restarts.
+  // Next batch; epochs roll over forever for training (drop_last) loaders, whose workers read
+  // ahead from construction on. For an evaluation loader (shuffle=false, drop_last=false)
+  // returns false after one pass, then restarts; its workers read a pass only from that pass's
+  // first next() on, so evaluation reads never overlap the training steps between passes.
   bool next(Batch& batch);
   // Seconds the last next() call waited for a worker (the trainer's data_wait).
   double last_wait_seconds() const;

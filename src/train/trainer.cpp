@@ -24,7 +24,7 @@
 #include "core/host_info.h"
 #include "core/rng.h"
 #include "core/timer.h"
-#include "data/dataset.h"
+#include "data/datasets.h"
 #include "data/loader.h"
 #include "dist/allreduce.h"
 #include "dist/gradient_exchange.h"
@@ -51,37 +51,18 @@ std::string iso8601_now() {
   return buf;
 }
 
-struct DataSplits {
-  Dataset train, test;
-};
-
+// The run's data set as two sample sources, read per batch by the loaders; synthetic data is
+// shaped for the model.
 DataSplits load_data(const RunConfig& r) {
   const auto& d = r.dataset;
-  DataSplits s;
-  if (d.name == "fashion_mnist" || d.name == "mnist") {
-    s.train = read_idx_dataset(d.root, Split::train, d.name);
-    s.test = read_idx_dataset(d.root, Split::test, d.name);
-  } else if (d.name == "cifar10") {
-    s.train = read_cifar10_dataset(d.root, Split::train);
-    s.test = read_cifar10_dataset(d.root, Split::test);
-  } else if (d.name == "neuron") {
-    s.train = make_neuron_dataset(d.synthetic_samples, seed_mix(r.seed, 11));
-    s.test = make_neuron_dataset(std::min<int64_t>(d.synthetic_samples, 1024), seed_mix(r.seed, 12));
-  } else {  // synthetic: shaped for the model
-    ModelInput in = model_expected_input(r.model);
-    int64_t classes = std::max<int64_t>(in.outputs, 1);
-    s.train = make_synthetic_dataset(in.sample, classes, d.synthetic_samples, seed_mix(r.seed, 21));
-    s.test = make_synthetic_dataset(in.sample, classes, std::min<int64_t>(d.synthetic_samples, 1024),
-                                    seed_mix(r.seed, 22));
-  }
-  return s;
+  const ModelInput in = model_expected_input(r.model);
+  return open_dataset({.name = d.name, .format = d.format, .root = d.root, .storage = d.storage, .seed = r.seed,
+                       .synthetic_samples = d.synthetic_samples,
+                       .synthetic = {in.sample, std::max<int64_t>(in.outputs, 1), 0}});
 }
 
-ModelInput input_of(const Dataset& d) {
-  ModelInput in;
-  in.sample = d.sample;
-  in.outputs = d.classes > 0 ? d.classes : static_cast<int64_t>(d.targets.size() / std::max<int64_t>(d.count, 1));
-  return in;
+ModelInput input_of(const SampleSource& d) {
+  return {d.spec().sample, d.spec().classes > 0 ? d.spec().classes : d.spec().outputs};
 }
 
 // Accuracy contributions of one evaluated batch: classification = argmax hits; regression =
@@ -231,7 +212,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   DataSplits data = load_data(r);
   const int64_t batch = r.batch_for(world);
   const int64_t global_batch = batch * world;
-  auto net = build_model(r.model, *backend, input_of(data.train), r.seed, r.dropout);
+  auto net = build_model(r.model, *backend, input_of(*data.train), r.seed, r.dropout);
   net->set_batch(batch);
 
   LoaderOptions train_opts;
@@ -243,11 +224,11 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   train_opts.rank = comm.rank();
   train_opts.world = world;
   train_opts.drop_last = true;
-  if (data.train.count < global_batch)
+  if (data.train->count() < global_batch)
     throw ConfigError(cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") + ": the global batch of " +
                       std::to_string(world) + " worker(s) x " + std::to_string(batch) + " exceeds the " +
-                      std::to_string(data.train.count) + " training samples; use a smaller batch");
-  Loader train_loader(data.train, train_opts);
+                      std::to_string(data.train->count()) + " training samples; use a smaller batch");
+  Loader train_loader(*data.train, train_opts);
   const int64_t steps_per_epoch = train_loader.batches_per_epoch();
   int64_t total_steps = r.steps > 0           ? r.steps
                         : r.train_samples > 0 ? (r.train_samples + global_batch - 1) / global_batch
@@ -255,14 +236,14 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   total_steps = std::max<int64_t>(total_steps, 1);
 
   LoaderOptions eval_opts;
-  eval_opts.batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(data.test.count / world, 1));
+  eval_opts.batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(data.test->count() / world, 1));
   eval_opts.shuffle = false;
   eval_opts.threads = r.dataset.loader_threads;
   eval_opts.prefetch = r.dataset.prefetch;
   eval_opts.rank = comm.rank();
   eval_opts.world = world;
   eval_opts.drop_last = false;
-  Loader eval_loader(data.test, eval_opts);
+  Loader eval_loader(*data.test, eval_opts);
 
   // lr_schedule.scale linear (Goyal et al.): the peak LR is lr * k, k = global_batch / base_batch,
   // and the warm-up ramps linearly from lr (the base batch's LR) to lr * k instead of from ~0.
@@ -326,8 +307,8 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
                                   : 0;
   if (root) {
     log << "trainscale " << TRAINSCALE_VERSION << " run " << id.run_id << ": model " << r.model << " ("
-        << net->param_count() << " parameters), " << r.dataset.name << " " << data.train.count << "/"
-        << data.test.count << " samples, " << world << " worker(s) x batch " << batch << ", " << total_steps
+        << net->param_count() << " parameters), " << r.dataset.name << " " << data.train->count() << "/"
+        << data.test->count() << " samples, " << world << " worker(s) x batch " << batch << ", " << total_steps
         << " steps (" << steps_per_epoch << "/epoch), backend " << r.backend << " " << r.precision << ", "
         << r.threads << " thread(s), dist " << r.dist.strategy
         << (weight_avg ? " period " + std::to_string(r.dist.period) : std::string()) << " " << r.dist.allreduce

@@ -1,35 +1,65 @@
-// Tests for the Loader: seeded per-epoch shuffle, per-step rank split, evaluation blocks, normalisation, determinism
-// across thread counts, evaluation passes and the measured wait time.
+// Tests for the Loader over sample sources: seeded per-epoch shuffle, per-step rank split,
+// evaluation blocks, determinism across thread counts, evaluation passes, reads inside the
+// loader (bounded by the ring, never the whole split up front), the sequential-read hint, the
+// slot allocator, read errors and the measured wait time.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
-#include "data/dataset.h"
 #include "data/loader.h"
+#include "data/synthetic_source.h"
 
 namespace {
 
-// A float data set whose sample i is the single value i (label i % 10, target 2i), so a
-// batch reveals which samples it holds.
-ts::Dataset indexed_dataset(int64_t n) {
-  ts::Dataset d;
-  d.name = "indexed";
-  d.sample = ts::Shape{1};
-  d.count = n;
-  d.classes = 10;
-  for (int64_t i = 0; i < n; ++i) {
-    d.values.push_back(static_cast<float>(i));
-    d.labels.push_back(static_cast<int32_t>(i % 10));
-    d.targets.push_back(static_cast<float>(2 * i));
+// Sample i is the single value i with label i % 10 (classification) or target 2i
+// (regression), so a batch reveals which samples it holds. Counts its reads, records their
+// order, and can fail one index.
+class IndexedSource final : public ts::SampleSource {
+ public:
+  explicit IndexedSource(int64_t n, bool regression = false, bool sequential = false)
+      : n_(n), sequential_(sequential), spec_{ts::Shape{1}, regression ? 0 : 10, regression ? 1 : 0} {}
+  const ts::SampleSpec& spec() const override { return spec_; }
+  int64_t count() const override { return n_; }
+  std::string describe() const override { return "indexed, " + std::to_string(n_) + " samples"; }
+  bool prefers_sequential() const override { return sequential_; }
+  void read(int64_t index, float* image, int32_t* label, float* targets) const override {
+    if (index == fail_at) throw ts::RuntimeError("data file indexed.bin: cannot read sample " + std::to_string(index));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      order_.push_back(index);
+    }
+    image[0] = static_cast<float>(index);
+    if (spec_.classes > 0) *label = static_cast<int32_t>(index % 10);
+    else targets[0] = static_cast<float>(2 * index);
   }
-  return d;
-}
+  int64_t reads() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<int64_t>(order_.size());
+  }
+  std::vector<int64_t> read_order() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return order_;
+  }
+  int64_t fail_at = -1;
 
-// Sample ids of the next `batches` batches, checking labels and targets on the way.
+ private:
+  int64_t n_;
+  bool sequential_;
+  ts::SampleSpec spec_;
+  mutable std::mutex mutex_;
+  mutable std::vector<int64_t> order_;
+};
+
+// Sample ids of the next `batches` batches, checking labels or targets on the way.
 std::vector<int64_t> take(ts::Loader& loader, int64_t batches, std::vector<int64_t>* epochs = nullptr) {
   std::vector<int64_t> ids;
   ts::Batch b;
@@ -38,8 +68,9 @@ std::vector<int64_t> take(ts::Loader& loader, int64_t batches, std::vector<int64
     for (int64_t i = 0; i < b.size; ++i) {
       int64_t id = static_cast<int64_t>(b.images[i]);
       ids.push_back(id);
-      EXPECT_EQ(b.labels[i], id % 10);
-      EXPECT_EQ(b.targets[i], static_cast<float>(2 * id));
+      if (b.labels) EXPECT_EQ(b.labels[i], id % 10);
+      if (b.targets) EXPECT_EQ(b.targets[i], static_cast<float>(2 * id));
+      EXPECT_NE(b.labels == nullptr, b.targets == nullptr);
       if (epochs) epochs->push_back(b.epoch);
     }
   }
@@ -49,7 +80,7 @@ std::vector<int64_t> take(ts::Loader& loader, int64_t batches, std::vector<int64
 }  // namespace
 
 TEST(Loader, SameSeedSameOrder) {
-  auto d = indexed_dataset(100);
+  IndexedSource d(100);
   ts::LoaderOptions o;
   o.batch = 10;
   o.seed = 42;
@@ -62,7 +93,7 @@ TEST(Loader, SameSeedSameOrder) {
 }
 
 TEST(Loader, EpochsArePermutationsAndDiffer) {
-  auto d = indexed_dataset(100);
+  IndexedSource d(100);
   ts::Loader loader(d, {.batch = 10, .seed = 7});
   EXPECT_EQ(loader.batches_per_epoch(), 10);
   std::vector<int64_t> epochs;
@@ -85,7 +116,7 @@ TEST(Loader, EpochsArePermutationsAndDiffer) {
 }
 
 TEST(Loader, DropLastDropsPartialBatch) {
-  auto d = indexed_dataset(25);
+  IndexedSource d(25);
   ts::Loader loader(d, {.batch = 10, .shuffle = false});
   EXPECT_EQ(loader.batches_per_epoch(), 2);
   auto ids = take(loader, 3);  // epoch 0: 0..19, epoch 1: 0..9
@@ -95,7 +126,7 @@ TEST(Loader, DropLastDropsPartialBatch) {
 }
 
 TEST(Loader, RanksSplitEachGlobalStep) {
-  auto d = indexed_dataset(103);
+  IndexedSource d(103);
   const int world = 4;
   std::set<int64_t> all;
   std::vector<std::vector<int64_t>> per_rank;
@@ -121,7 +152,7 @@ TEST(Loader, RanksSplitEachGlobalStep) {
 }
 
 TEST(Loader, EvaluationBlocksCoverEverySampleOnce) {
-  auto d = indexed_dataset(10);
+  IndexedSource d(10);
   std::vector<int64_t> joined;
   for (int r = 0; r < 3; ++r) {
     ts::Loader loader(d, {.batch = 2, .shuffle = false, .rank = r, .world = 3, .drop_last = false});
@@ -133,55 +164,10 @@ TEST(Loader, EvaluationBlocksCoverEverySampleOnce) {
   for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(joined[i], i);
 }
 
-TEST(Loader, NormalisesPixelsPerChannel) {
-  ts::Dataset d;
-  d.name = "pixels";
-  d.sample = ts::Shape{3, 2, 2};
-  d.count = 4;
-  d.classes = 10;
-  for (int i = 0; i < 4 * 12; ++i) d.pixels.push_back(static_cast<uint8_t>(i * 5));
-  d.labels = {0, 1, 2, 3};
-  d.mean = {0.1f, 0.5f, 0.9f};
-  d.stddev = {0.2f, 0.25f, 0.5f};
-  ts::Loader loader(d, {.batch = 4, .shuffle = false});
-  ts::Batch b;
-  ASSERT_TRUE(loader.next(b));
-  ASSERT_EQ(b.size, 4);
-  EXPECT_EQ(b.targets, nullptr);
-  for (int s = 0; s < 4; ++s)
-    for (int c = 0; c < 3; ++c)
-      for (int i = 0; i < 4; ++i) {
-        int idx = s * 12 + c * 4 + i;
-        float expect = (static_cast<float>(idx * 5) / 255.0f - d.mean[static_cast<size_t>(c)]) /
-                       d.stddev[static_cast<size_t>(c)];
-        EXPECT_NEAR(b.images[idx], expect, 1e-6f) << "sample " << s << " channel " << c;
-      }
-}
-
-TEST(Loader, SingleMeanAppliesToAllChannelsAndNoneMeansScaleOnly) {
-  ts::Dataset d;
-  d.name = "pixels";
-  d.sample = ts::Shape{1, 1, 2};
-  d.count = 1;
-  d.pixels = {0, 255};
-  ts::Loader plain(d, {.batch = 1, .shuffle = false});
-  ts::Batch b;
-  ASSERT_TRUE(plain.next(b));
-  EXPECT_FLOAT_EQ(b.images[0], 0.0f);
-  EXPECT_FLOAT_EQ(b.images[1], 1.0f);
-  EXPECT_EQ(b.labels, nullptr);
-  d.mean = {0.2860f};
-  d.stddev = {0.3530f};
-  ts::Loader norm(d, {.batch = 1, .shuffle = false});
-  ASSERT_TRUE(norm.next(b));
-  EXPECT_NEAR(b.images[0], -0.2860f / 0.3530f, 1e-6f);
-  EXPECT_NEAR(b.images[1], (1.0f - 0.2860f) / 0.3530f, 1e-6f);
-}
-
 TEST(Loader, DeterministicAcrossThreadCounts) {
-  auto d = ts::make_synthetic_dataset(ts::Shape{2, 3, 3}, 10, 257, 9);
+  auto d = ts::make_synthetic_source({ts::Shape{2, 3, 3}, 10, 0}, 257, 9);
   auto run = [&](int threads, int prefetch) {
-    ts::Loader loader(d, {.batch = 16, .seed = 5, .threads = threads, .prefetch = prefetch});
+    ts::Loader loader(*d, {.batch = 16, .seed = 5, .threads = threads, .prefetch = prefetch});
     std::vector<float> seen;
     ts::Batch b;
     for (int k = 0; k < 40; ++k) {  // 2.5 epochs of 16 batches
@@ -198,7 +184,7 @@ TEST(Loader, DeterministicAcrossThreadCounts) {
 }
 
 TEST(Loader, EvalPassReturnsPartialBatchThenFalse) {
-  auto d = indexed_dataset(10);
+  IndexedSource d(10);
   ts::Loader loader(d, {.batch = 4, .shuffle = false, .threads = 2, .drop_last = false});
   EXPECT_EQ(loader.batches_per_epoch(), 3);
   for (int pass = 0; pass < 3; ++pass) {
@@ -215,7 +201,7 @@ TEST(Loader, EvalPassReturnsPartialBatchThenFalse) {
 }
 
 TEST(Loader, WaitTimeRecorded) {
-  auto d = indexed_dataset(64);
+  IndexedSource d(64);
   ts::Loader loader(d, {.batch = 8});
   ts::Batch b;
   double total = 0;
@@ -230,16 +216,16 @@ TEST(Loader, WaitTimeRecorded) {
 }
 
 TEST(Loader, ShutdownWithFullRingAndMidEpoch) {
-  auto d = ts::make_synthetic_dataset(ts::Shape{1, 8, 8}, 10, 1000, 1);
+  auto d = ts::make_synthetic_source({ts::Shape{1, 8, 8}, 10, 0}, 1000, 1);
   for (int k = 0; k < 20; ++k) {
-    ts::Loader loader(d, {.batch = 7, .threads = 4, .prefetch = 3});
+    ts::Loader loader(*d, {.batch = 7, .threads = 4, .prefetch = 3});
     ts::Batch b;
     for (int j = 0; j < k; ++j) ASSERT_TRUE(loader.next(b));
   }  // destructors must join without deadlock
 }
 
 TEST(Loader, RejectsBadOptions) {
-  auto d = indexed_dataset(10);
+  IndexedSource d(10);
   EXPECT_THROW(ts::Loader(d, {.batch = 0}), ts::ConfigError);
   EXPECT_THROW(ts::Loader(d, {.batch = 11}), ts::ConfigError);  // no full batch per epoch
   EXPECT_THROW(ts::Loader(d, {.batch = 2, .rank = 2, .world = 2}), ts::ConfigError);
@@ -247,35 +233,125 @@ TEST(Loader, RejectsBadOptions) {
   EXPECT_THROW(ts::Loader(d, {.batch = 2, .threads = 0}), ts::ConfigError);
 }
 
-TEST(Loader, NeuronAndSyntheticDatasets) {
-  auto n = ts::make_neuron_dataset(1000, 3);
-  EXPECT_EQ(n.classes, 0);
-  EXPECT_EQ(n.sample, (ts::Shape{1}));
-  ASSERT_EQ(n.values.size(), 1000u);
-  ASSERT_EQ(n.targets.size(), 1000u);
-  int ones = 0;
-  for (size_t i = 0; i < 1000; ++i) {
-    EXPECT_GE(n.values[i], 0.0f);
-    EXPECT_LT(n.values[i], 1.0f);
-    EXPECT_EQ(n.targets[i], n.values[i] >= 0.5f ? 1.0f : 0.0f);
-    ones += n.targets[i] > 0.5f;
-  }
-  EXPECT_GT(ones, 400);
-  EXPECT_LT(ones, 600);
-  ts::Loader loader(n, {.batch = 32});
+TEST(Loader, RegressionTargetsAndNeuronSource) {
+  IndexedSource d(50, /*regression=*/true);
+  ts::Loader loader(d, {.batch = 10, .seed = 2});
+  EXPECT_EQ(take(loader, 5).size(), 50u);  // take() checks every target is 2 x the sample
+  auto n = ts::make_neuron_source(1000, 3);
+  ts::Loader neuron(*n, {.batch = 32});
   ts::Batch b;
-  ASSERT_TRUE(loader.next(b));
+  ASSERT_TRUE(neuron.next(b));
   EXPECT_EQ(b.labels, nullptr);
   ASSERT_NE(b.targets, nullptr);
   for (int i = 0; i < 32; ++i) EXPECT_EQ(b.targets[i], b.images[i] >= 0.5f ? 1.0f : 0.0f);
+}
 
-  auto s1 = ts::make_synthetic_dataset(ts::Shape{3, 4, 4}, 10, 50, 11);
-  auto s2 = ts::make_synthetic_dataset(ts::Shape{3, 4, 4}, 10, 50, 11);
-  EXPECT_EQ(s1.values, s2.values);
-  EXPECT_EQ(s1.labels, s2.labels);
-  EXPECT_EQ(s1.values.size(), 50u * 48u);
-  for (int32_t l : s1.labels) {
-    EXPECT_GE(l, 0);
-    EXPECT_LT(l, 10);
+TEST(Loader, ReadsOnlyWhatTheRingHolds) {
+  // The source is read by the workers as batches are needed, never as a whole split up front:
+  // after k batches consumed, at most k + prefetch batches have been read.
+  IndexedSource d(10000);
+  ts::Loader loader(d, {.batch = 10, .threads = 2, .prefetch = 3});
+  ts::Batch b;
+  for (int k = 1; k <= 5; ++k) {
+    ASSERT_TRUE(loader.next(b));
+    EXPECT_LE(d.reads(), (k + 3) * 10) << "after " << k << " batches";
+  }
+  EXPECT_GE(d.reads(), 50);
+}
+
+TEST(Loader, SequentialHintSortsReadsWithinABatch) {
+  IndexedSource plain(200), sequential(200, false, /*sequential=*/true);
+  ts::Loader a(plain, {.batch = 20, .seed = 8}), b(sequential, {.batch = 20, .seed = 8});
+  EXPECT_EQ(take(a, 10), take(b, 10));  // the same batches, sample for sample
+  const auto order = sequential.read_order();  // one worker: batches are read one after the other
+  ASSERT_GE(order.size(), 200u);
+  for (size_t batch = 0; batch < 10; ++batch)
+    EXPECT_TRUE(std::is_sorted(order.begin() + static_cast<long>(batch * 20), order.begin() + static_cast<long>(batch * 20 + 20)))
+        << "batch " << batch;
+  const auto shuffled = plain.read_order();
+  EXPECT_FALSE(std::is_sorted(shuffled.begin(), shuffled.begin() + 20));
+}
+
+TEST(Loader, SlotsComeFromTheAllocator) {
+  struct Block {
+    const char* begin;
+    size_t bytes;
+  };
+  std::vector<Block> blocks;
+  auto released = std::make_shared<std::atomic<int>>(0);
+  ts::SlotAllocator allocate = [&blocks, released](size_t bytes) {
+    void* p = std::malloc(bytes);
+    blocks.push_back({static_cast<const char*>(p), bytes});
+    return std::shared_ptr<void>(p, [released](void* q) {
+      std::free(q);
+      ++*released;
+    });
+  };
+  IndexedSource d(100);
+  {
+    ts::Loader loader(d, {.batch = 10, .prefetch = 2, .allocate = allocate});
+    EXPECT_EQ(blocks.size(), 6u);  // 3 slots x (images, labels); no targets for a classifier
+    auto inside = [&](const void* p, size_t bytes) {
+      for (const Block& blk : blocks)
+        if (static_cast<const char*>(p) >= blk.begin && static_cast<const char*>(p) + bytes <= blk.begin + blk.bytes) return true;
+      return false;
+    };
+    ts::Batch b;
+    for (int k = 0; k < 12; ++k) {
+      ASSERT_TRUE(loader.next(b));
+      EXPECT_TRUE(inside(b.images, 10 * sizeof(float)));
+      EXPECT_TRUE(inside(b.labels, 10 * sizeof(int32_t)));
+    }
+    EXPECT_EQ(released->load(), 0);
+  }
+  EXPECT_EQ(released->load(), 6);
+  EXPECT_THROW(ts::Loader(d, {.batch = 10, .allocate = [](size_t) { return std::shared_ptr<void>(); }}),
+               ts::RuntimeError);
+}
+
+TEST(Loader, ReadErrorReachesNext) {
+  IndexedSource d(40);
+  d.fail_at = 25;
+  ts::Loader loader(d, {.batch = 10, .shuffle = false, .threads = 2});
+  ts::Batch b;
+  ASSERT_TRUE(loader.next(b));
+  ASSERT_TRUE(loader.next(b));
+  try {
+    loader.next(b);
+    FAIL() << "expected the read error of sample 25";
+  } catch (const ts::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("indexed.bin"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Loader, EvaluationReadsStartWithThePass) {
+  IndexedSource d(10);
+  ts::Loader loader(d, {.batch = 4, .shuffle = false, .threads = 2, .drop_last = false});
+  // Nothing is read before the pass starts (the pause gives wrongly eager workers time to show).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(d.reads(), 0);
+  ts::Batch b;
+  std::vector<int64_t> sizes;
+  while (loader.next(b)) sizes.push_back(b.size);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{4, 4, 2}));
+  EXPECT_EQ(b.size, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(d.reads(), 10);  // and the next pass waits for its first next()
+}
+
+TEST(Loader, RowsPastAPartialBatchAreZero) {
+  IndexedSource d(11);
+  // Two slots: every partial batch lands in a slot that held a full batch before.
+  ts::Loader loader(d, {.batch = 4, .shuffle = false, .prefetch = 1, .drop_last = false});
+  ts::Batch b;
+  for (int pass = 0; pass < 2; ++pass) {
+    while (loader.next(b)) {
+      if (b.size < 4) {
+        EXPECT_EQ(b.size, 3);
+        EXPECT_EQ(b.images[2], 10.0f);
+        EXPECT_EQ(b.images[3], 0.0f);
+        EXPECT_EQ(b.labels[3], 0);
+      }
+    }
   }
 }

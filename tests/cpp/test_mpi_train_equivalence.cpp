@@ -21,8 +21,8 @@
 #include "backend/backend.h"
 #include "backend/backend_factory.h"
 #include "core/error.h"
-#include "data/dataset.h"
 #include "data/loader.h"
+#include "data/synthetic_source.h"
 #include "dist/allreduce.h"
 #include "dist/communicator.h"
 #include "dist/gradient_exchange.h"
@@ -57,9 +57,9 @@ struct Trajectory {
   std::vector<float> params;   // final weights
 };
 
-const Dataset& data() {
-  static const Dataset d = make_synthetic_dataset(Shape{1, 8, 8}, 10, 4096, 7);
-  return d;
+const SampleSource& data() {
+  static const auto source = make_synthetic_source({Shape{1, 8, 8}, 10, 0}, 4096, 7);
+  return *source;
 }
 
 ModelInput input() { return {Shape{1, 8, 8}, 10}; }

@@ -1,0 +1,98 @@
+// The data-set registry (see datasets.h). A data set is a name, the formats it can be read
+// from and its normalisation statistics; a format is the code that opens a split of it.
+#include "data/datasets.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "data/cifar_source.h"
+#include "data/idx_source.h"
+#include "data/pixel_normaliser.h"
+#include "data/storage.h"
+#include "data/synthetic_source.h"
+
+namespace ts {
+namespace {
+
+struct DatasetEntry {
+  std::string name;
+  std::vector<std::string> formats;  // the default first
+  Normalisation stats;               // per-channel training-split statistics (pixel formats)
+};
+
+// The test split of a data set is normalised with its training statistics, as usual.
+const std::vector<DatasetEntry>& registry() {
+  static const std::vector<DatasetEntry> entries = {
+      {"fashion_mnist", {"idx"}, {{0.2860f}, {0.3530f}}},
+      {"mnist", {"idx"}, {{0.1307f}, {0.3081f}}},
+      {"cifar10", {"cifar_bin"}, {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}},
+      {"synthetic", {"synthetic"}, {}},
+      {"neuron", {"synthetic"}, {}},
+  };
+  return entries;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+const DatasetEntry& entry(const std::string& name) {
+  for (const auto& e : registry())
+    if (e.name == name) return e;
+  throw ConfigError("dataset.name '" + name + "' is not a data set this build knows; accepted: " +
+                    joined(dataset_names()));
+}
+
+// Generated data: the splits have their own seeds; the test split is at most 1024 samples.
+std::unique_ptr<SampleSource> open_generated(const DataOptions& o, Split split) {
+  const bool train = split == Split::train;
+  const int64_t count = train ? o.synthetic_samples : std::min<int64_t>(o.synthetic_samples, 1024);
+  if (o.name == "neuron") return make_neuron_source(count, seed_mix(o.seed, train ? 11 : 12));
+  return make_synthetic_source(o.synthetic, count, seed_mix(o.seed, train ? 21 : 22));
+}
+
+}  // namespace
+
+std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
+  const DatasetEntry& e = entry(o.name);
+  const std::string format = o.format.empty() ? e.formats.front() : o.format;
+  if (std::find(e.formats.begin(), e.formats.end(), format) == e.formats.end())
+    throw ConfigError("dataset.format '" + format + "' does not fit data set '" + o.name + "'; it accepts: " +
+                      joined(e.formats));
+  if (format == "synthetic") return open_generated(o, split);
+  auto storage = make_storage(o.storage);
+  if (format == "idx") return open_idx_source(*storage, o.root, split, o.name, e.stats);
+  if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
+  throw RuntimeError("data set '" + o.name + "': the registry lists format '" + format +
+                     "' but open_split has no reader for it (src/data/datasets.cpp)");
+}
+
+DataSplits open_dataset(const DataOptions& options) {
+  DataSplits s;
+  s.train = open_split(options, Split::train);
+  s.test = open_split(options, Split::test);
+  return s;
+}
+
+std::vector<std::string> dataset_names() {
+  std::vector<std::string> names;
+  for (const auto& e : registry()) names.push_back(e.name);
+  return names;
+}
+
+std::vector<std::string> dataset_format_names() {
+  std::vector<std::string> names;
+  for (const auto& e : registry())
+    for (const auto& f : e.formats)
+      if (std::find(names.begin(), names.end(), f) == names.end()) names.push_back(f);
+  return names;
+}
+
+std::vector<std::string> dataset_formats(const std::string& name) { return entry(name).formats; }
+
+std::string default_format(const std::string& name) { return entry(name).formats.front(); }
+
+}  // namespace ts

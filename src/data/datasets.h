@@ -1,0 +1,45 @@
+// The data-set registry: which data sets and formats this build knows, and opening a data set
+// as two SampleSources (train and test split). The config module asks it for the accepted
+// names; the trainer opens the run's data with open_dataset. data/ knows no models: the shape
+// of synthetic data comes in through DataOptions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/sample_source.h"
+
+namespace ts {
+
+struct DataOptions {
+  std::string name = "fashion_mnist";  // a dataset_names() entry
+  std::string format;                  // a dataset_formats(name) entry; empty: default_format(name)
+  std::string root = "/usr/share/datasets/fashion-mnist";  // directory of the files (file formats)
+  std::string storage = "local";       // a storage_names() entry (storage.h)
+  uint64_t seed = 1;                   // the run seed; generated data sets derive their splits' seeds
+  int64_t synthetic_samples = 8192;    // synthetic/neuron training samples; test: min(this, 1024)
+  SampleSpec synthetic;                // synthetic: the model's input shape and classes (or outputs)
+};
+
+struct DataSplits {
+  std::unique_ptr<SampleSource> train, test;
+};
+
+// Opens both splits. Throws ConfigError for an unknown name, format or storage (listing the
+// accepted ones), RuntimeError naming the file for a missing or malformed file.
+DataSplits open_dataset(const DataOptions& options);
+// Opens one split (as open_dataset).
+std::unique_ptr<SampleSource> open_split(const DataOptions& options, Split split);
+
+// Data set names (dataset.name): fashion_mnist, mnist, cifar10, synthetic, neuron.
+std::vector<std::string> dataset_names();
+// Every format some data set accepts (dataset.format): idx, cifar_bin, synthetic.
+std::vector<std::string> dataset_format_names();
+// The formats data set `name` can be read from, its default first; ConfigError for an unknown name.
+std::vector<std::string> dataset_formats(const std::string& name);
+// fashion_mnist, mnist -> idx; cifar10 -> cifar_bin; synthetic, neuron -> synthetic.
+std::string default_format(const std::string& name);
+
+}  // namespace ts

@@ -1,0 +1,77 @@
+// PosixStorage and its file (see posix_storage.h).
+#include "data/posix_storage.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+
+namespace ts {
+namespace {
+
+std::string os_error(int errnum) { return std::strerror(errnum); }
+
+class PosixFile final : public RandomAccessFile {
+ public:
+  PosixFile(std::string path, int fd, int64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  ~PosixFile() override { ::close(fd_); }
+  PosixFile(const PosixFile&) = delete;
+  PosixFile& operator=(const PosixFile&) = delete;
+
+  const std::string& path() const override { return path_; }
+  int64_t size() const override { return size_; }
+
+  void read_at(int64_t offset, int64_t bytes, void* dst) const override {
+    if (offset < 0 || bytes < 0 || offset + bytes > size_)
+      throw RuntimeError("data file " + path_ + ": read of bytes [" + std::to_string(offset) + ", " +
+                         std::to_string(offset + bytes) + ") lies outside the file's " +
+                         std::to_string(size_) + " bytes");
+    auto* out = static_cast<char*>(dst);
+    int64_t done = 0;
+    while (done < bytes) {  // pread may return fewer bytes than asked (signals, large reads)
+      const ssize_t got = ::pread(fd_, out + done, static_cast<size_t>(bytes - done),
+                                  static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0)
+        throw RuntimeError("data file " + path_ + ": read of " + std::to_string(bytes) +
+                           " bytes at offset " + std::to_string(offset) + " failed (" +
+                           os_error(errno) + ")");
+      if (got == 0)
+        throw RuntimeError("data file " + path_ + ": ends at byte " + std::to_string(offset + done) +
+                           " while reading " + std::to_string(bytes) + " bytes at offset " +
+                           std::to_string(offset) + " (the file shrank after it was opened)");
+      done += got;
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_;
+  int64_t size_;
+};
+
+}  // namespace
+
+bool PosixStorage::exists(const std::string& path) const {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::unique_ptr<RandomAccessFile> PosixStorage::open(const std::string& path) const {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw RuntimeError("data file " + path + ": cannot open it (" + os_error(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string why = S_ISDIR(st.st_mode) ? "it is a directory" : os_error(errno);
+    ::close(fd);
+    throw RuntimeError("data file " + path + ": cannot read it as a file (" + why + ")");
+  }
+  return std::make_unique<PosixFile>(path, fd, static_cast<int64_t>(st.st_size));
+}
+
+}  // namespace ts

@@ -1,0 +1,42 @@
+// The sample-source interface: one split of a data set, read sample by sample by index. The
+// loader's worker threads call read() inside the timed loop, so the trainer's data_wait
+// measures the storage and the format behind it. A source decodes and normalises; it never
+// holds a whole split in memory (the one exception, gzip files, is explained in gzip_file.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/shape.h"
+
+namespace ts {
+
+enum class Split { train, test };
+
+// What one sample is: the image shape and its label or regression targets.
+struct SampleSpec {
+  Shape sample;         // per-sample (C,H,W) or (features)
+  int64_t classes = 0;  // > 0: classification, one label in [0, classes) per sample
+  int64_t outputs = 0;  // classes == 0: `outputs` float regression targets per sample
+};
+
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  virtual const SampleSpec& spec() const = 0;
+  // Samples in this split.
+  virtual int64_t count() const = 0;
+  // For logs: format, location and samples, e.g. "idx /data/t10k-images-idx3-ubyte (10000 samples)".
+  virtual std::string describe() const = 0;
+  // True for formats that read faster in increasing index order (sharded record files); the
+  // loader then reads each batch's samples in increasing index order (the batch is the same).
+  virtual bool prefers_sequential() const { return false; }
+  // Decodes and normalises sample `index` (0 <= index < count()):
+  //   image   (sample.numel()) floats, normalised
+  //   label   one class id, written when classes > 0 (may be null otherwise)
+  //   targets (outputs) floats, written when classes == 0 (may be null otherwise)
+  // Thread-safe; throws RuntimeError naming the file for an I/O or format error.
+  virtual void read(int64_t index, float* image, int32_t* label, float* targets) const = 0;
+};
+
+}  // namespace ts
