@@ -24,8 +24,12 @@ struct Net::Node {
   int alias = -1;                // a fused ReLU: the node whose dst it shares (its forward is skipped)
   bool needs_grad = false;       // has parameters or depends on a node with parameters
   bool diff_written = false;     // during backward: some consumer already wrote diff
-  std::vector<Tensor> srcs;      // argument tensors, set once per plan
-  std::vector<Tensor> diff_srcs;
+  // Argument tensors, set once per plan: inputs, output, gradient, the inputs' gradients, and
+  // where this node's backward writes them this step (a gradient or a scratch slot).
+  std::vector<Tensor> srcs;
+  Tensor dst_t, diff_t;
+  std::vector<Tensor> diff_srcs, diff_targets;
+  std::vector<size_t> accumulate_slots;  // backward: inputs whose gradient went to scratch
 };
 
 Net::Net(Backend& backend) : backend_(backend) {}
@@ -207,10 +211,14 @@ void Net::plan(int64_t mb) {
     Node& n = *nodes_[i];
     n.srcs.clear();
     n.diff_srcs.clear();
+    n.dst_t = dst_tensor(static_cast<int>(i));
+    n.diff_t = diff_tensor(static_cast<int>(i));
     for (int in : n.inputs) {
       n.srcs.push_back(dst_tensor(in));
       n.diff_srcs.push_back(diff_tensor(in));
     }
+    n.diff_targets = n.diff_srcs;
+    n.accumulate_slots.reserve(n.inputs.size());
   }
   plan_backward_scratch();
 }
@@ -275,7 +283,7 @@ float Net::forward(const float* images, const int32_t* labels, const float* targ
   for (size_t i = 1; i < last; ++i) {
     Node& n = *nodes_[i];
     if (n.alias >= 0) continue;  // a fused ReLU: its input's forward computed it
-    n.layer->forward(backend_, n.srcs, dst_tensor(static_cast<int>(i)), mode);
+    n.layer->forward(backend_, n.srcs, n.dst_t, mode);
   }
   last_forward_train_ = mode == Mode::train;
   if (!labels && !targets) return 0.0f;  // prediction only: no loss
@@ -295,7 +303,7 @@ void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {
   Node& loss_node = *nodes_[last];
   const int pred = loss_node.inputs[0];
   if (!node(pred).needs_grad) return;
-  static_cast<LossLayer*>(loss_node.layer.get())->backward_loss(backend_, loss_node.srcs[0], diff_tensor(pred));
+  static_cast<LossLayer*>(loss_node.layer.get())->backward_loss(backend_, loss_node.srcs[0], node(pred).diff_t);
   node(pred).diff_written = true;
   for (size_t i = last - 1; i >= 1; --i) backward_node(i, on_layer_grads);
 }
@@ -303,26 +311,25 @@ void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {
 void Net::backward_node(size_t i, const std::function<void(ParamRange)>& on_layer_grads) {
   Node& n = *nodes_[i];
   if (!n.needs_grad) return;
-  if (!n.diff_written) backend_.fill_zero(diff_tensor(static_cast<int>(i)).data, n.desc.bytes);  // a branch that does not reach the loss
-  // Inputs whose diff an earlier consumer (or an earlier slot of this node) already wrote get
-  // this layer's gradient in scratch, added after the layer's backward.
-  std::vector<Tensor> targets = n.diff_srcs;
-  std::vector<size_t> accumulate;
+  if (!n.diff_written) backend_.fill_zero(n.diff_t.data, n.desc.bytes);  // a branch that does not reach the loss
+  // Inputs whose gradient an earlier consumer (or an earlier slot of this node) already wrote
+  // get this layer's gradient in scratch, added after the layer's backward.
+  n.accumulate_slots.clear();
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     Node& in = node(n.inputs[k]);
+    n.diff_targets[k].data = n.diff_srcs[k].data;
     if (!in.needs_grad) continue;
     bool claimed = in.diff_written;
     for (size_t j = 0; j < k; ++j) claimed |= n.inputs[j] == n.inputs[k];
     if (claimed) {
-      targets[k] = Tensor(scratch_[k].data(), in.desc);
-      accumulate.push_back(k);
+      n.diff_targets[k].data = scratch_[k].data();
+      n.accumulate_slots.push_back(k);
     }
   }
-  n.layer->backward(backend_, n.srcs, dst_tensor(static_cast<int>(i)), diff_tensor(static_cast<int>(i)), targets);
-  for (size_t k : accumulate) {
-    Node& in = node(n.inputs[k]);
-    const Tensor sum = diff_tensor(n.inputs[k]);
-    in.accumulate->forward(sum, targets[k], sum);
+  n.layer->backward(backend_, n.srcs, n.dst_t, n.diff_t, n.diff_targets);
+  for (size_t k : n.accumulate_slots) {
+    const Tensor& sum = n.diff_srcs[k];
+    node(n.inputs[k]).accumulate->forward(sum, n.diff_targets[k], sum);
   }
   for (int in : n.inputs)
     if (node(in).needs_grad) node(in).diff_written = true;
