@@ -14,7 +14,7 @@ using Flags = dnnl::normalization_flags;
 class CpuBatchNormOp final : public BatchNormOp {
  public:
   CpuBatchNormOp(CpuContext& ctx, const BnDesc& d, const TensorDesc& src, const TensorDesc& dst)
-      : ctx_(ctx), d_(d), zero_shift_(static_cast<size_t>(d.c), 0.0f) {
+      : ctx_(ctx), d_(d), name_(d.str()), zero_shift_(static_cast<size_t>(d.c), 0.0f) {
     // A (mb, c) input (batch norm after an fc) is the same bytes as (mb, c, 1, 1).
     md_ = ctx.md(src);
     if (md_.dims().size() == 2) md_ = reshaped(md_, {d.mb, d.c, 1, 1});
@@ -40,7 +40,7 @@ class CpuBatchNormOp final : public BatchNormOp {
 
   void forward_training(const Tensor& src, const float* scale, const float* shift, const Tensor& dst,
                         float* mean, float* variance) override {
-    guarded(__FILE__, __LINE__, "batch norm forward_training " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "batch norm forward_training", name_, [&] {
       Args args = common(src, scale, shift, mean, variance);
       args.emplace(DNNL_ARG_DST, ctx_.wrap(md_, dst.data));
       // fuse_norm_relu records its ReLU mask; the ReLU layer's backward reads dst instead.
@@ -51,7 +51,7 @@ class CpuBatchNormOp final : public BatchNormOp {
 
   void forward_inference(const Tensor& src, const float* scale, const float* shift, const float* mean,
                          const float* variance, const Tensor& dst) override {
-    guarded(__FILE__, __LINE__, "batch norm forward_inference " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "batch norm forward_inference", name_, [&] {
       Args args = common(src, scale, shift, mean, variance);
       args.emplace(DNNL_ARG_DST, ctx_.wrap(md_, dst.data));
       ctx_.run(infer_.prim, infer_.pd.scratchpad_desc(), std::move(args));
@@ -62,7 +62,7 @@ class CpuBatchNormOp final : public BatchNormOp {
   // depend on it (the op passes zeros).
   void backward(const Tensor& src, const Tensor& diff_dst, const float* scale, const float* mean,
                 const float* variance, const Tensor& diff_src, float* diff_scale, float* diff_shift) override {
-    guarded(__FILE__, __LINE__, "batch norm backward " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "batch norm backward", name_, [&] {
       Args args = common(src, scale, zero_shift_.data(), mean, variance);
       const memory::desc ch = f32_plain({d_.c});
       args.emplace(DNNL_ARG_DIFF_DST, ctx_.wrap(md_, diff_dst.data));
@@ -94,6 +94,7 @@ class CpuBatchNormOp final : public BatchNormOp {
 
   CpuContext& ctx_;
   BnDesc d_;
+  std::string name_;  // the descriptor, for error messages
   memory::desc md_;  // the data layout, (mb, c, h, w)
   TensorDesc dst_;
   Cached<dnnl::batch_normalization_forward> train_, infer_;

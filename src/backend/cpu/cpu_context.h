@@ -28,15 +28,21 @@ using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 using Args = std::unordered_map<int, memory>;
 
-// Runs f and turns a dnnl::error into a RuntimeError naming the op, its descriptor and where.
+// Runs f and turns a dnnl::error into a RuntimeError naming the op (`what` and `detail`, e.g.
+// "conv forward" and its descriptor), and where. The message is built only on failure, so the
+// executing ops pay nothing for it.
 template <typename F>
-void guarded(const char* file, int line, const std::string& what, F&& f) {
+void guarded(const char* file, int line, const char* what, const std::string& detail, F&& f) {
   try {
     f();
   } catch (const dnnl::error& e) {
-    throw RuntimeError(source_location_string(file, line) + ": oneDNN call failed in " + what + ": " +
-                       e.what() + " (dnnl_status_t " + std::to_string(int(e.status)) + ")");
+    throw RuntimeError(source_location_string(file, line) + ": oneDNN call failed in " + what + " " + detail +
+                       ": " + e.what() + " (dnnl_status_t " + std::to_string(int(e.status)) + ")");
   }
+}
+template <typename F>
+void guarded(const char* file, int line, const std::string& what, F&& f) {
+  guarded(file, line, what.c_str(), std::string(), std::forward<F>(f));
 }
 
 // The plain (row-major) layout of dims in data type t.

@@ -21,7 +21,7 @@ memory::dims conv_strides(const ConvDesc& d) { return {d.sh, d.sw}; }
 
 class CpuConvOp final : public ConvOp {
  public:
-  CpuConvOp(CpuContext& ctx, const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d) {
+  CpuConvOp(CpuContext& ctx, const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d), name_(d.str()) {
     const std::string key = ctx.prefix() + d.str();
     fwd_ = ctx.primitive<dnnl::convolution_forward>(key, [&] { return forward_pd(); });
     bwd_data_ = ctx.primitive<dnnl::convolution_backward_data>(key + "/bwd_data", [&] { return backward_data_pd(); });
@@ -48,7 +48,7 @@ class CpuConvOp final : public ConvOp {
   void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
     TS_CHECK(!d_.bias || bia, "conv forward: " + d_.str() + " has a bias but bia is null");
     ++generation_;
-    guarded(__FILE__, __LINE__, "conv forward " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "conv forward", name_, [&] {
       Args args{{DNNL_ARG_SRC, src_in_.get(ctx_, src.data, generation_)},
                 {DNNL_ARG_WEIGHTS, wei_in_.get(ctx_, wei, generation_)},
                 {DNNL_ARG_DST, dst_out_.target(ctx_, dst.data)}};
@@ -62,7 +62,7 @@ class CpuConvOp final : public ConvOp {
   void backward(const Tensor& src, const Tensor& diff_dst, const float* wei, const Tensor& diff_src,
                 float* diff_wei, float* diff_bia) override {
     TS_CHECK(!d_.bias || diff_bia, "conv backward: " + d_.str() + " has a bias but diff_bia is null");
-    guarded(__FILE__, __LINE__, "conv backward_weights " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "conv backward_weights", name_, [&] {
       Args args{{DNNL_ARG_SRC, src_weights_in_.get_shared(ctx_, src.data, src_in_, generation_)},
                 {DNNL_ARG_DIFF_DST, diff_dst_weights_in_.get(ctx_, diff_dst.data, generation_)},
                 {DNNL_ARG_DIFF_WEIGHTS, diff_wei_out_.target(ctx_, diff_wei)}};
@@ -71,7 +71,7 @@ class CpuConvOp final : public ConvOp {
       diff_wei_out_.finish(ctx_, diff_wei);
     });
     if (!diff_src) return;
-    guarded(__FILE__, __LINE__, "conv backward_data " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "conv backward_data", name_, [&] {
       Args args{{DNNL_ARG_DIFF_DST, diff_dst_data_in_.get_shared(ctx_, diff_dst.data, diff_dst_weights_in_, generation_)},
                 {DNNL_ARG_WEIGHTS, wei_data_in_.get_shared(ctx_, wei, wei_in_, generation_)},
                 {DNNL_ARG_DIFF_SRC, diff_src_out_.target(ctx_, diff_src.data)}};
@@ -116,6 +116,7 @@ class CpuConvOp final : public ConvOp {
 
   CpuContext& ctx_;
   ConvDesc d_;
+  std::string name_;  // the descriptor, for error messages
   TensorDesc dst_;
   Cached<dnnl::convolution_forward> fwd_;
   Cached<dnnl::convolution_backward_data> bwd_data_;

@@ -25,7 +25,7 @@ TensorDesc same_as_input(const TensorDesc& src, const TensorDesc& dst, const std
 class CpuEltwiseOp final : public EltwiseOp {
  public:
   CpuEltwiseOp(CpuContext& ctx, const EltwiseDesc& d, const TensorDesc& src, const TensorDesc& dst)
-      : ctx_(ctx), d_(d), dst_(same_as_input(src, dst, "eltwise " + d.str())), md_(ctx.md(src)) {
+      : ctx_(ctx), d_(d), name_(d.str()), dst_(same_as_input(src, dst, "eltwise " + d.str())), md_(ctx.md(src)) {
     const std::string key = ctx.prefix() + d.str() + "/" + md_key(md_);
     fwd_ = ctx.primitive<dnnl::eltwise_forward>(key, [&] {
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_training, eltwise_algorithm(d), md_, 0.0f,
@@ -41,14 +41,14 @@ class CpuEltwiseOp final : public EltwiseOp {
   const TensorDesc& dst_desc() const override { return dst_; }
 
   void forward(const Tensor& src, const Tensor& dst) override {
-    guarded(__FILE__, __LINE__, "eltwise forward " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "eltwise forward", name_, [&] {
       ctx_.run(fwd_.prim, fwd_.pd.scratchpad_desc(),
                {{DNNL_ARG_SRC, ctx_.wrap(md_, src.data)}, {DNNL_ARG_DST, ctx_.wrap(md_, dst.data)}});
     });
   }
 
   void backward(const Tensor& src, const Tensor& dst, const Tensor& diff_dst, const Tensor& diff_src) override {
-    guarded(__FILE__, __LINE__, "eltwise backward " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "eltwise backward", name_, [&] {
       const bool use_dst = d_.kind == EltwiseKind::sigmoid;
       ctx_.run(bwd_.prim, bwd_.pd.scratchpad_desc(),
                {{use_dst ? DNNL_ARG_DST : DNNL_ARG_SRC, ctx_.wrap(md_, use_dst ? dst.data : src.data)},
@@ -60,6 +60,7 @@ class CpuEltwiseOp final : public EltwiseOp {
  private:
   CpuContext& ctx_;
   EltwiseDesc d_;
+  std::string name_;  // the descriptor, for error messages
   TensorDesc dst_;
   memory::desc md_;
   Cached<dnnl::eltwise_forward> fwd_;

@@ -13,7 +13,7 @@ namespace {
 
 class CpuFcOp final : public FcOp {
  public:
-  CpuFcOp(CpuContext& ctx, const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d) {
+  CpuFcOp(CpuContext& ctx, const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d), name_(d.str()) {
     // src (mb, ic) or (mb, c, h, w); weights have the same trailing dims with oc in front.
     src_dims_ = dims_of(src.dims);
     TS_CHECK(src_dims_.size() >= 2 && src_dims_[0] == d.mb && src.numel() == d.mb * d.ic,
@@ -46,7 +46,7 @@ class CpuFcOp final : public FcOp {
   void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
     TS_CHECK(!d_.bias || bia, "fc forward: " + d_.str() + " has a bias but bia is null");
     ++generation_;
-    guarded(__FILE__, __LINE__, "fc forward " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "fc forward", name_, [&] {
       Args args{{DNNL_ARG_SRC, src_in_.get(ctx_, src.data, generation_)},
                 {DNNL_ARG_WEIGHTS, wei_in_.get(ctx_, wei, generation_)},
                 {DNNL_ARG_DST, dst_out_.target(ctx_, dst.data)}};
@@ -59,7 +59,7 @@ class CpuFcOp final : public FcOp {
   void backward(const Tensor& src, const Tensor& diff_dst, const float* wei, const Tensor& diff_src,
                 float* diff_wei, float* diff_bia) override {
     TS_CHECK(!d_.bias || diff_bia, "fc backward: " + d_.str() + " has a bias but diff_bia is null");
-    guarded(__FILE__, __LINE__, "fc backward_weights " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "fc backward_weights", name_, [&] {
       Args args{{DNNL_ARG_SRC, src_weights_in_.get_shared(ctx_, src.data, src_in_, generation_)},
                 {DNNL_ARG_DIFF_DST, diff_dst_weights_in_.get(ctx_, diff_dst.data, generation_)},
                 {DNNL_ARG_DIFF_WEIGHTS, diff_wei_out_.target(ctx_, diff_wei)}};
@@ -68,7 +68,7 @@ class CpuFcOp final : public FcOp {
       diff_wei_out_.finish(ctx_, diff_wei);
     });
     if (!diff_src) return;
-    guarded(__FILE__, __LINE__, "fc backward_data " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "fc backward_data", name_, [&] {
       Args args{{DNNL_ARG_DIFF_DST, diff_dst_data_in_.get_shared(ctx_, diff_dst.data, diff_dst_weights_in_, generation_)},
                 {DNNL_ARG_WEIGHTS, wei_data_in_.get_shared(ctx_, wei, wei_in_, generation_)},
                 {DNNL_ARG_DIFF_SRC, diff_src_out_.target(ctx_, diff_src.data)}};
@@ -149,6 +149,7 @@ class CpuFcOp final : public FcOp {
 
   CpuContext& ctx_;
   FcDesc d_;
+  std::string name_;  // the descriptor, for error messages
   memory::dims src_dims_, wei_dims_;
   TensorDesc dst_;
   Cached<dnnl::inner_product_forward> fwd_;

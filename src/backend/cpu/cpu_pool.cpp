@@ -12,7 +12,7 @@ dnnl::algorithm pool_algorithm(const PoolDesc& d) {
 
 class CpuPoolOp final : public PoolOp {
  public:
-  CpuPoolOp(CpuContext& ctx, const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d) {
+  CpuPoolOp(CpuContext& ctx, const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d), name_(d.str()) {
     const memory::desc src_md = ctx.md(src);
     const memory::dims dst_dims = {d.mb, d.c, d.oh(), d.ow()};
     const std::string key = ctx.prefix() + d.str() + "/" + md_key(src_md);
@@ -43,7 +43,7 @@ class CpuPoolOp final : public PoolOp {
   // src (mb,c,ih,iw) -> dst (mb,c,oh,ow)
   void forward(const Tensor& src, const Tensor& dst, void* workspace) override {
     TS_CHECK(d_.kind != PoolKind::max || workspace, "pool forward: max pooling needs a workspace: " + d_.str());
-    guarded(__FILE__, __LINE__, "pool forward " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "pool forward", name_, [&] {
       Args args{{DNNL_ARG_SRC, ctx_.wrap(src_md_, src.data)}, {DNNL_ARG_DST, dst_out_.target(ctx_, dst.data)}};
       if (d_.kind == PoolKind::max) args.emplace(DNNL_ARG_WORKSPACE, ctx_.wrap(fwd_.pd.workspace_desc(), workspace));
       ctx_.run(fwd_.prim, fwd_.pd.scratchpad_desc(), std::move(args));
@@ -54,7 +54,7 @@ class CpuPoolOp final : public PoolOp {
   // diff_dst (mb,c,oh,ow) -> diff_src (mb,c,ih,iw)
   void backward(const Tensor& diff_dst, const void* workspace, const Tensor& diff_src) override {
     TS_CHECK(d_.kind != PoolKind::max || workspace, "pool backward: max pooling needs the forward workspace: " + d_.str());
-    guarded(__FILE__, __LINE__, "pool backward " + d_.str(), [&] {
+    guarded(__FILE__, __LINE__, "pool backward", name_, [&] {
       Args args{{DNNL_ARG_DIFF_DST, diff_dst_in_.get(ctx_, diff_dst.data)},
                 {DNNL_ARG_DIFF_SRC, diff_src_out_.target(ctx_, diff_src.data)}};
       if (d_.kind == PoolKind::max) args.emplace(DNNL_ARG_WORKSPACE, ctx_.wrap(fwd_.pd.workspace_desc(), workspace));
@@ -66,6 +66,7 @@ class CpuPoolOp final : public PoolOp {
  private:
   CpuContext& ctx_;
   PoolDesc d_;
+  std::string name_;  // the descriptor, for error messages
   memory::desc src_md_;
   TensorDesc dst_;
   Cached<dnnl::pooling_forward> fwd_;
