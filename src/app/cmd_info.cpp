@@ -8,6 +8,7 @@
 
 #include "app/commands.h"
 #include "backend/backend.h"
+#include "backend/backend_factory.h"
 #include "core/build_info.h"
 #include "core/error.h"
 #include "dist/communicator.h"

@@ -1,8 +1,6 @@
-// The backend factory and the names of the backend enums (backend/backend.h).
+// Names and small helpers of the backend API (backend.h, tensor.h, device_buffer.h).
 #include "backend/backend.h"
 
-#include "backend/cpu/cpu_backend.h"
-#include "backend/ref/ref_backend.h"
 #include "core/error.h"
 
 namespace ts {
@@ -34,17 +32,55 @@ const char* op_name(Op op) {
   return "unknown";
 }
 
-std::vector<std::string> available_backends() {
-  // "cuda" joins this list when the CUDA backend is built (TRAINSCALE_HAVE_CUDA).
-  return {"ref", "cpu"};
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
+    case DType::i32: return "i32";
+    case DType::u8: return "u8";
+  }
+  return "unknown";
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name) {
-  if (name == "ref") return std::make_unique<RefBackend>();
-  if (name == "cpu") return std::make_unique<CpuBackend>();
-  std::string list;
-  for (const auto& n : available_backends()) list += (list.empty() ? "" : ", ") + n;
-  throw ConfigError("unknown backend '" + name + "'; this build has: " + list);
+size_t dtype_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+    case DType::i32: return 4;
+    case DType::bf16:
+    case DType::f16: return 2;
+    case DType::u8: return 1;
+  }
+  return 0;
+}
+
+TensorDesc TensorDesc::plain(Shape dims, DType dtype) {
+  TensorDesc d;
+  d.bytes = static_cast<size_t>(dims.numel()) * dtype_bytes(dtype);
+  d.dims = std::move(dims);
+  d.dtype = dtype;
+  d.layout = kPlainLayout;
+  return d;
+}
+
+TensorDesc TensorDesc::any(Shape dims, DType dtype) {
+  TensorDesc d;
+  d.dims = std::move(dims);
+  d.dtype = dtype;
+  d.layout = kAnyLayout;
+  return d;
+}
+
+std::string TensorDesc::str() const {
+  std::string layout_text = layout == kPlainLayout ? "plain" : layout == kAnyLayout ? "any" : "L" + std::to_string(layout);
+  return dims.str() + ":" + dtype_name(dtype) + ":" + layout_text;
+}
+
+void DeviceBuffer::reset() {
+  if (data_ && owner_) owner_->release(data_, bytes_, host_);
+  owner_ = nullptr;
+  data_ = nullptr;
+  bytes_ = 0;
 }
 
 }  // namespace ts

@@ -36,12 +36,12 @@ void Layer::expect_inputs(const std::vector<Shape>& src_shapes, size_t count) co
          std::to_string(src_shapes.size()));
 }
 
-void LossLayer::forward(Backend&, const std::vector<const float*>&, float*, Mode) {
+void LossLayer::forward(Backend&, const std::vector<Tensor>&, const Tensor&, Mode) {
   fail("a loss layer runs through forward_loss, not forward");
 }
 
-void LossLayer::backward(Backend&, const std::vector<const float*>&, const float*, const float*,
-                         const std::vector<float*>&) {
+void LossLayer::backward(Backend&, const std::vector<Tensor>&, const Tensor&, const Tensor&,
+                         const std::vector<Tensor>&) {
   fail("a loss layer runs through backward_loss, not backward");
 }
 

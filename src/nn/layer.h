@@ -1,7 +1,9 @@
-// The layer base class: a forward/backward pair over explicit per-sample shapes. A layer owns
-// the buffers its backward needs (pool workspace, BN batch statistics, dropout mask, softmax
-// probabilities), sized in set_batch(); its parameters, gradients and non-trainable state are
-// slices of the net's flat arenas, bound with bind(). Layers call only the Backend table.
+// The layer base class: a forward/backward pair over explicit per-sample shapes. A layer is
+// planned once per minibatch size (plan(): it plans its backend ops for the descs of its inputs
+// and returns its output's desc) and then only executes. It owns the device buffers its backward
+// needs (pool workspace, BN batch statistics, dropout mask, softmax probabilities), allocated in
+// plan(); its parameters, gradients and non-trainable state are slices of the net's flat arenas
+// (device memory, plain f32), bound with bind(). Layers call only the Backend table.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/tensor.h"
 #include "core/rng.h"
 #include "core/shape.h"
 
@@ -55,19 +58,22 @@ class Layer {
     grads_ = grads;
     state_ = state;
   }
-  // Initialises the bound parameters (and state) deterministically from `rng`.
-  virtual void init(Rng& rng) {}
-  // Sizes the layer-owned buffers for minibatch `mb`. Overrides call Layer::set_batch first.
-  virtual void set_batch(int64_t mb) { mb_ = mb; }
+  // Initialises the layer's parameters (param_count() floats) and state (state_count() floats)
+  // deterministically from `rng`, in host arrays that the net then copies to its arenas.
+  virtual void init(Rng& rng, float* params, float* state) {}
+  // Plans the layer's ops for minibatch `mb` on inputs with descs `srcs` (as their producers
+  // planned them; dims (mb, src_shapes[i]...) or a backend's view of them) and returns the
+  // output's desc. Allocates the layer-owned device buffers. Overrides call Layer::plan_batch.
+  virtual TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) = 0;
 
-  // srcs[i] (mb, src_shapes[i]...) -> dst (mb, output shape...).
-  virtual void forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+  // srcs[i] (mb, src_shapes[i]...) -> dst (mb, output shape...), with the planned descs.
+  virtual void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
                        Mode mode) = 0;
-  // diff_dst (mb, output) -> diff_srcs[i] (mb, src_shapes[i]); a null diff_srcs[i] means that
-  // input needs no gradient (the net input). Parameter gradients overwrite the bound grads.
+  // diff_dst (dst's desc) -> diff_srcs[i] (srcs[i]'s desc); a diff_srcs[i] without data means
+  // that input needs no gradient (the net input). Parameter gradients overwrite the bound grads.
   // srcs and dst are the tensors of the preceding forward (train mode).
-  virtual void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
-                        const float* diff_dst, const std::vector<float*>& diff_srcs) = 0;
+  virtual void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
+                        const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) = 0;
 
   // name, kind, descriptor at mb=1, parameters, forward FLOPs per sample.
   virtual LayerInfo info() const;
@@ -85,6 +91,8 @@ class Layer {
   [[noreturn]] void fail(const std::string& what) const;
   // Checks the number of inputs.
   void expect_inputs(const std::vector<Shape>& src_shapes, size_t count) const;
+  // Records the minibatch a plan is for (every plan() override calls it first).
+  void plan_batch(int64_t mb) { mb_ = mb; }
 
   std::string name_;
   int64_t mb_ = 0;
@@ -103,16 +111,17 @@ class LossLayer : public Layer {
   bool is_loss() const override { return true; }
   // True for classification losses (labels), false for regression (targets).
   virtual bool is_classifier() const = 0;
-  // src (mb, outputs); labels (mb) or targets (mb, outputs). Returns the mean loss; keeps what
-  // backward needs (probabilities, a copy of labels/targets).
-  virtual float forward_loss(Backend& backend, const float* src, const int32_t* labels,
-                             const float* targets) = 0;
-  // diff_src (mb, outputs) of the mean loss.
-  virtual void backward_loss(Backend& backend, const float* src, float* diff_src) = 0;
+  // src (mb, outputs) on the device; labels (mb) or targets (mb, outputs) in host memory
+  // (checked, then copied to the device). Writes the mean loss to the device scalar `loss`;
+  // keeps what backward needs (probabilities, the labels/targets).
+  virtual void forward_loss(Backend& backend, const Tensor& src, const int32_t* labels,
+                            const float* targets, float* loss) = 0;
+  // diff_src (src's desc) of the mean loss.
+  virtual void backward_loss(Backend& backend, const Tensor& src, const Tensor& diff_src) = 0;
 
-  void forward(Backend&, const std::vector<const float*>&, float*, Mode) final;
-  void backward(Backend&, const std::vector<const float*>&, const float*, const float*,
-                const std::vector<float*>&) final;
+  void forward(Backend&, const std::vector<Tensor>&, const Tensor&, Mode) final;
+  void backward(Backend&, const std::vector<Tensor>&, const Tensor&, const Tensor&,
+                const std::vector<Tensor>&) final;
 };
 
 }  // namespace ts

@@ -1,7 +1,6 @@
-// The DAG network (see net.h): nodes in insertion order, one activation and one diff buffer per
-// node, diffs of multi-consumer nodes summed, parameters/gradients/state in flat arenas.
-// Activation and diff buffers are registered with the backend, which may keep them in its own
-// layout between ops; the net converts at its edges (images in, output()/node_output() out).
+// The DAG network (see net.h): nodes in insertion order, one output and one gradient buffer per
+// node in the desc its layer planned, gradients of multi-consumer nodes summed, parameters,
+// gradients and state in flat device arenas.
 #include "nn/net.h"
 
 #include <algorithm>
@@ -15,33 +14,32 @@ struct Net::Node {
   std::unique_ptr<Layer> layer;  // null for the input node
   std::vector<int> inputs;
   Shape shape;                   // per-sample output shape
-  Buffer<float> dst;             // (mb, shape); unused for the loss node
-  Buffer<float> diff;            // (mb, shape) where needs_grad
+  TensorDesc desc;               // planned desc of the output and of its gradient
+  DeviceBuffer dst;              // output; unused for the loss node and fused ReLUs
+  DeviceBuffer diff;             // gradient, where needs_grad
+  std::unique_ptr<AddOp> accumulate;  // diff += scratch, for a node several layers read
   ParamRange params;
   int64_t state_offset = 0;
   int consumers = 0;             // input slots of later nodes that read this node
   int alias = -1;                // a fused ReLU: the node whose dst it shares (its forward is skipped)
   bool needs_grad = false;       // has parameters or depends on a node with parameters
   bool diff_written = false;     // during backward: some consumer already wrote diff
-  std::vector<const float*> srcs;  // argument vectors, filled once per set_batch
-  std::vector<float*> diff_srcs;
+  std::vector<Tensor> srcs;      // argument tensors, set once per plan
+  std::vector<Tensor> diff_srcs;
 };
 
 Net::Net(Backend& backend) : backend_(backend) {}
-Net::~Net() { release_buffers(); }
+Net::~Net() = default;
 
-void Net::release_buffers() {
-  for (auto& node : nodes_) {
-    if (node->dst.data()) backend_.unregister_buffer(node->dst.data());
-    if (node->diff.data()) backend_.unregister_buffer(node->diff.data());
-  }
-  for (auto& b : scratch_)
-    if (b.data()) backend_.unregister_buffer(b.data());
+Tensor Net::dst_tensor(int id) const {
+  const Node& n = node(id);
+  const Node& owner = n.alias >= 0 ? node(n.alias) : n;
+  return Tensor(owner.dst.data(), n.desc);
 }
 
-float* Net::node_dst(int node) {
-  Node& n = *nodes_[static_cast<size_t>(node)];
-  return n.alias >= 0 ? nodes_[static_cast<size_t>(n.alias)]->dst.data() : n.dst.data();
+Tensor Net::diff_tensor(int id) const {
+  const Node& n = node(id);
+  return Tensor(n.diff.data(), n.desc);
 }
 
 void Net::set_fusion(bool enabled) {
@@ -49,15 +47,15 @@ void Net::set_fusion(bool enabled) {
   fusion_ = enabled;
 }
 
-bool Net::fused(int node) const { return nodes_.at(static_cast<size_t>(node))->alias >= 0; }
+bool Net::fused(int id) const { return nodes_.at(static_cast<size_t>(id))->alias >= 0; }
 
 int Net::input(Shape per_sample) {
   if (!nodes_.empty()) throw ConfigError("Net::input must be the first node and appear once");
   if (per_sample.rank() < 1 || per_sample.numel() < 1)
     throw ConfigError("Net::input: bad per-sample shape " + per_sample.str());
-  auto node = std::make_unique<Node>();
-  node->shape = std::move(per_sample);
-  nodes_.push_back(std::move(node));
+  auto n = std::make_unique<Node>();
+  n->shape = std::move(per_sample);
+  nodes_.push_back(std::move(n));
   return 0;
 }
 
@@ -75,34 +73,24 @@ int Net::add(std::unique_ptr<Layer> layer, std::vector<int> inputs) {
     if (in < 0 || in >= id)
       throw ConfigError("layer " + layer->name() + " reads node " + std::to_string(in) +
                         ", which does not exist yet (nodes are added in topological order)");
-    shapes.push_back(nodes_[static_cast<size_t>(in)]->shape);
+    shapes.push_back(node(in).shape);
   }
   if (layer->is_loss() && inputs.size() != 1)
     throw ConfigError("loss layer " + layer->name() + " reads exactly one node");
-  auto node = std::make_unique<Node>();
-  node->shape = layer->setup(shapes);
-  node->layer = std::move(layer);
-  node->inputs = std::move(inputs);
-  for (int in : node->inputs) nodes_[static_cast<size_t>(in)]->consumers++;
-  nodes_.push_back(std::move(node));
+  auto n = std::make_unique<Node>();
+  n->shape = layer->setup(shapes);
+  n->layer = std::move(layer);
+  n->inputs = std::move(inputs);
+  for (int in : n->inputs) node(in).consumers++;
+  nodes_.push_back(std::move(n));
   return id;
 }
 
-Shape Net::node_shape(int node) const { return nodes_.at(static_cast<size_t>(node))->shape; }
+Shape Net::node_shape(int id) const { return nodes_.at(static_cast<size_t>(id))->shape; }
 
-Layer* Net::layer(int node) { return nodes_.at(static_cast<size_t>(node))->layer.get(); }
+Layer* Net::layer(int id) { return nodes_.at(static_cast<size_t>(id))->layer.get(); }
 
-const float* Net::node_output(int node) const {
-  // Converting to plain changes the buffer's layout, not the tensor it holds.
-  float* dst = const_cast<Net&>(*this).node_dst(node);
-  if (dst && batch_ > 0)
-    backend_.make_plain(dst, batch_ * nodes_.at(static_cast<size_t>(node))->shape.numel());
-  return dst;
-}
-
-ParamRange Net::param_range(int node) const {
-  return nodes_.at(static_cast<size_t>(node))->params;
-}
+ParamRange Net::param_range(int id) const { return nodes_.at(static_cast<size_t>(id))->params; }
 
 void Net::finalize(uint64_t seed) {
   if (finalized_) throw ConfigError("Net::finalize called twice");
@@ -110,63 +98,77 @@ void Net::finalize(uint64_t seed) {
     throw ConfigError("Net::finalize: the last node must be a loss layer "
                       "(softmax cross-entropy or mean-squared error)");
   int64_t param_total = 0, state_total = 0;
-  for (size_t n = 1; n < nodes_.size(); ++n) {
-    Node& node = *nodes_[n];
-    node.params = ParamRange{param_total, node.layer->param_count()};
-    node.state_offset = state_total;
-    param_total += node.params.count;
-    state_total += node.layer->state_count();
-    node.needs_grad = node.params.count > 0;
-    for (int in : node.inputs) node.needs_grad |= nodes_[static_cast<size_t>(in)]->needs_grad;
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Node& n = *nodes_[i];
+    n.params = ParamRange{param_total, n.layer->param_count()};
+    n.state_offset = state_total;
+    param_total += n.params.count;
+    state_total += n.layer->state_count();
+    n.needs_grad = n.params.count > 0;
+    for (int in : n.inputs) n.needs_grad |= node(in).needs_grad;
   }
   param_count_ = param_total;
-  params_.resize(static_cast<size_t>(param_total));
-  grads_.resize(static_cast<size_t>(param_total));
-  state_.resize(static_cast<size_t>(state_total));
+  state_count_ = state_total;
+  // Initial values are drawn on the host, one stream per node (a model's initial weights do not
+  // depend on other layers' sizes), then copied to the device arenas.
+  std::vector<float> params(static_cast<size_t>(param_total)), state(static_cast<size_t>(state_total));
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Node& n = *nodes_[i];
+    Rng rng(seed_mix(seed, i, 0x1A7E5));
+    n.layer->init(rng, params.data() + n.params.offset, state.data() + n.state_offset);
+  }
+  const size_t param_bytes = params.size() * sizeof(float), state_bytes = state.size() * sizeof(float);
+  params_ = backend_.allocate(param_bytes);
+  grads_ = backend_.allocate(param_bytes);
+  state_ = backend_.allocate(state_bytes);
+  backend_.copy_from_host(params_.data(), params.data(), param_bytes);
+  backend_.copy_from_host(state_.data(), state.data(), state_bytes);
+  loss_ = backend_.allocate(sizeof(float));
   bind_layers();
-  for (size_t n = 1; n < nodes_.size(); ++n) {
-    // One stream per node: a model's initial weights do not depend on other layers' sizes.
-    Rng rng(seed_mix(seed, n, 0x1A7E5));
-    nodes_[n]->layer->init(rng);
-  }
-  // Fusion: a ReLU whose input node (conv, batch norm, a two-input add) has it as its only
-  // reader is computed by that node's forward (oneDNN post-op / fuse_norm_relu); the ReLU node
-  // shares its input's buffer and keeps only its backward, which reads relu(x) = that buffer.
-  // Those layers' backward never reads their own dst, so nothing else changes.
-  for (size_t n = 1; fusion_ && n + 1 < nodes_.size(); ++n) {
-    Node& node = *nodes_[n];
-    if (node.layer->kind() != "relu" || node.inputs.size() != 1) continue;
-    const int in = node.inputs[0];
-    Node& src = *nodes_[static_cast<size_t>(in)];
-    if (in == 0 || src.consumers != 1 || src.alias >= 0) continue;
-    if (src.layer->fuse_relu()) node.alias = in;
-  }
+  decide_fusion();
   finalized_ = true;
+}
+
+// A ReLU whose input node (conv, batch norm, a two-input add) has it as its only reader is
+// computed by that node's forward (oneDNN post-op / fuse_norm_relu); the ReLU node shares its
+// input's buffer and keeps only its backward, which reads relu(x) = that buffer. Those layers'
+// backward never reads their own dst, so nothing else changes.
+void Net::decide_fusion() {
+  for (size_t i = 1; fusion_ && i + 1 < nodes_.size(); ++i) {
+    Node& n = *nodes_[i];
+    if (n.layer->kind() != "relu" || n.inputs.size() != 1) continue;
+    const int in = n.inputs[0];
+    Node& src = node(in);
+    if (in == 0 || src.consumers != 1 || src.alias >= 0) continue;
+    if (src.layer->fuse_relu()) n.alias = in;
+  }
 }
 
 void Net::use_arena_storage(float* params, float* grads, bool copy_params) {
   if (!finalized_) throw ConfigError("Net::use_arena_storage before Net::finalize");
+  if (!backend_.describe().host_accessible)
+    throw ConfigError("Net::use_arena_storage: backend " + backend_.name() +
+                      " computes in memory the host cannot address; its arenas cannot move to host memory");
   const size_t bytes = static_cast<size_t>(param_count()) * sizeof(float);
   if (params && copy_params && bytes > 0) std::memcpy(params, this->params(), bytes);
   if (grads && bytes > 0) std::memcpy(grads, this->grads(), bytes);
   if (params) {
     params_ext_ = params;
-    params_.resize(0);
+    params_.reset();
   }
   if (grads) {
     grads_ext_ = grads;
-    grads_.resize(0);
+    grads_.reset();
   }
   bind_layers();
 }
 
 void Net::bind_layers() {
-  for (size_t n = 1; n < nodes_.size(); ++n) {
-    Node& node = *nodes_[n];
-    Layer& layer = *node.layer;
-    layer.bind(node.params.count ? params() + node.params.offset : nullptr,
-               node.params.count ? grads() + node.params.offset : nullptr,
-               layer.state_count() ? state() + node.state_offset : nullptr);
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Node& n = *nodes_[i];
+    n.layer->bind(n.params.count ? params() + n.params.offset : nullptr,
+                  n.params.count ? grads() + n.params.offset : nullptr,
+                  n.layer->state_count() ? state() + n.state_offset : nullptr);
   }
 }
 
@@ -174,117 +176,144 @@ void Net::set_batch(int64_t mb) {
   if (!finalized_) throw ConfigError("Net::set_batch before Net::finalize");
   if (mb < 1) throw ConfigError("minibatch must be >= 1, got " + std::to_string(mb));
   if (mb == batch_) return;
+  plan(mb);
   batch_ = mb;
-  release_buffers();
-  // Buffers are sized for the backend's layouts (activation_bytes >= mb * numel floats) and
-  // registered; the input holds the plain images (registered only so that the backend can reuse
-  // its conversion of them, e.g. to bf16, within a step).
-  size_t scratch_count = 0, scratch_floats = 0;
-  auto floats = [&](const Shape& s) { return (backend_.activation_bytes(mb, s) + 3) / sizeof(float); };
-  for (size_t n = 0; n < nodes_.size(); ++n) {
-    Node& node = *nodes_[n];
-    const bool is_loss = node.layer && node.layer->is_loss();
-    const size_t size = floats(node.shape);
-    node.dst.resize(is_loss || node.alias >= 0 ? 0 : (n == 0 ? static_cast<size_t>(mb * node.shape.numel()) : size));
-    node.diff.resize(node.needs_grad && !is_loss ? size : 0);
-    if (node.dst.data()) backend_.register_buffer(node.dst.data(), node.dst.size() * sizeof(float));
-    if (node.diff.data()) backend_.register_buffer(node.diff.data(), node.diff.size() * sizeof(float));
-    if (node.needs_grad && node.consumers > 1) scratch_floats = std::max(scratch_floats, size);
-    if (node.layer) node.layer->set_batch(mb);
-    scratch_count = std::max(scratch_count, node.inputs.size());
-  }
-  scratch_.clear();
-  if (scratch_floats > 0)
-    for (size_t i = 0; i < scratch_count; ++i) {
-      scratch_.emplace_back(scratch_floats);
-      backend_.register_buffer(scratch_.back().data(), scratch_floats * sizeof(float));
-    }
-  for (size_t n = 1; n < nodes_.size(); ++n) {
-    Node& node = *nodes_[n];
-    node.srcs.clear();
-    for (int in : node.inputs) node.srcs.push_back(node_dst(in));
-    node.diff_srcs.assign(node.inputs.size(), nullptr);
-  }
 }
+
+void Net::plan(int64_t mb) {
+  batch_ = 0;  // a plan that fails half-way leaves no usable batch
+  for (auto& n : nodes_) n->dst = DeviceBuffer(), n->diff = DeviceBuffer();
+  scratch_.clear();
+  Node& input = node(0);
+  Shape input_dims{mb};
+  for (int64_t d : input.shape.dims) input_dims.dims.push_back(d);
+  input.desc = TensorDesc::plain(input_dims);
+  input.dst = backend_.allocate(input.desc.bytes);
+  // Forward order: each layer plans on its inputs' descs; outputs and gradients take its desc.
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Node& n = *nodes_[i];
+    std::vector<TensorDesc> src_descs;
+    for (int in : n.inputs) src_descs.push_back(node(in).desc);
+    n.desc = n.layer->plan(backend_, mb, src_descs);
+    const bool is_loss = n.layer->is_loss();
+    if (n.alias >= 0 && n.desc != node(n.alias).desc)
+      throw RuntimeError("layer " + n.layer->name() + ": its fused ReLU was planned as " + n.desc.str() +
+                         " but shares a buffer planned as " + node(n.alias).desc.str());
+    if (!is_loss && n.alias < 0) n.dst = backend_.allocate(n.desc.bytes);
+    if (!is_loss && n.needs_grad) n.diff = backend_.allocate(n.desc.bytes);
+  }
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Node& n = *nodes_[i];
+    n.srcs.clear();
+    n.diff_srcs.clear();
+    for (int in : n.inputs) {
+      n.srcs.push_back(dst_tensor(in));
+      n.diff_srcs.push_back(diff_tensor(in));
+    }
+  }
+  plan_backward_scratch();
+}
+
+// A node several layers read gets the sum of their gradients: the first consumer (in backward
+// order) writes its diff directly, later ones write into scratch (one per input slot, in the
+// node's desc), which accumulate adds in.
+void Net::plan_backward_scratch() {
+  size_t slots = 0, bytes = 0;
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Node& n = *nodes_[i];
+    n.accumulate.reset();
+    slots = std::max(slots, n.inputs.size());
+    if (!n.needs_grad || n.consumers < 2 || n.layer->is_loss()) continue;
+    n.accumulate = backend_.plan_add(n.desc, n.desc, false);
+    bytes = std::max(bytes, n.desc.bytes);
+  }
+  if (bytes > 0)
+    for (size_t s = 0; s < slots; ++s) scratch_.push_back(backend_.allocate(bytes));
+}
+
+const TensorDesc& Net::node_desc(int id) const { return nodes_.at(static_cast<size_t>(id))->desc; }
 
 float Net::forward(const float* images, const int32_t* labels, const float* targets, Mode mode) {
   if (batch_ < 1) throw ConfigError("Net::forward before Net::set_batch");
-  Node& input = *nodes_[0];
-  std::memcpy(input.dst.data(), images, input.dst.size() * sizeof(float));
-  backend_.mark_plain(input.dst.data());
+  Node& input = node(0);
+  backend_.copy_from_host(input.dst.data(), images, input.desc.bytes);
   const size_t last = nodes_.size() - 1;
-  for (size_t n = 1; n < last; ++n) {
-    Node& node = *nodes_[n];
-    if (node.alias >= 0) continue;  // a fused ReLU: its input's forward computed it
-    node.layer->forward(backend_, node.srcs, node.dst.data(), mode);
+  for (size_t i = 1; i < last; ++i) {
+    Node& n = *nodes_[i];
+    if (n.alias >= 0) continue;  // a fused ReLU: its input's forward computed it
+    n.layer->forward(backend_, n.srcs, dst_tensor(static_cast<int>(i)), mode);
   }
   last_forward_train_ = mode == Mode::train;
-  Node& loss_node = *nodes_[last];
   if (!labels && !targets) return 0.0f;  // prediction only: no loss
+  Node& loss_node = node(static_cast<int>(last));
   auto* loss = static_cast<LossLayer*>(loss_node.layer.get());
-  return loss->forward_loss(backend_, loss_node.srcs[0], labels, targets);
+  loss->forward_loss(backend_, loss_node.srcs[0], labels, targets, loss_.f32());
+  float value = 0.0f;
+  backend_.copy_to_host(&value, loss_.data(), sizeof(float));
+  return value;
 }
 
 void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {
   if (batch_ < 1) throw ConfigError("Net::backward before Net::set_batch");
-  if (!last_forward_train_)
-    throw RuntimeError("Net::backward needs a preceding forward in Mode::train");
-  for (auto& node : nodes_) node->diff_written = false;
+  if (!last_forward_train_) throw RuntimeError("Net::backward needs a preceding forward in Mode::train");
+  for (auto& n : nodes_) n->diff_written = false;
   const size_t last = nodes_.size() - 1;
-  {
-    Node& loss_node = *nodes_[last];
-    Node& pred = *nodes_[static_cast<size_t>(loss_node.inputs[0])];
-    if (!pred.needs_grad) return;
-    static_cast<LossLayer*>(loss_node.layer.get())
-        ->backward_loss(backend_, node_dst(loss_node.inputs[0]), pred.diff.data());
-    pred.diff_written = true;
-  }
+  Node& loss_node = *nodes_[last];
+  const int pred = loss_node.inputs[0];
+  if (!node(pred).needs_grad) return;
+  static_cast<LossLayer*>(loss_node.layer.get())->backward_loss(backend_, loss_node.srcs[0], diff_tensor(pred));
+  node(pred).diff_written = true;
+  for (size_t i = last - 1; i >= 1; --i) backward_node(i, on_layer_grads);
+}
+
+void Net::backward_node(size_t i, const std::function<void(ParamRange)>& on_layer_grads) {
+  Node& n = *nodes_[i];
+  if (!n.needs_grad) return;
+  if (!n.diff_written) backend_.fill_zero(n.diff.data(), n.desc.bytes);  // a branch that does not reach the loss
+  // Inputs whose diff an earlier consumer (or an earlier slot of this node) already wrote get
+  // this layer's gradient in scratch, added after the layer's backward.
+  std::vector<Tensor> targets = n.diff_srcs;
   std::vector<size_t> accumulate;
-  for (size_t n = last - 1; n >= 1; --n) {
-    Node& node = *nodes_[n];
-    if (!node.needs_grad) continue;
-    if (!node.diff_written) {  // a branch that does not reach the loss
-      node.diff.zero();
-      backend_.mark_plain(node.diff.data());
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    Node& in = node(n.inputs[k]);
+    if (!in.needs_grad) continue;
+    bool claimed = in.diff_written;
+    for (size_t j = 0; j < k; ++j) claimed |= n.inputs[j] == n.inputs[k];
+    if (claimed) {
+      targets[k] = Tensor(scratch_[k].data(), in.desc);
+      accumulate.push_back(k);
     }
-    // The first consumer (in backward order) of a node writes its diff directly; later ones
-    // write into scratch, which is then added: a multi-consumer node gets the sum of diffs.
-    accumulate.clear();
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      Node& in = *nodes_[static_cast<size_t>(node.inputs[i])];
-      float* target = nullptr;
-      if (in.needs_grad) {
-        bool claimed = in.diff_written;
-        for (size_t k = 0; k < i; ++k) claimed |= node.inputs[k] == node.inputs[i];
-        if (claimed) {
-          target = scratch_[i].data();
-          accumulate.push_back(i);
-        } else {
-          target = in.diff.data();
-        }
-      }
-      node.diff_srcs[i] = target;
-    }
-    node.layer->backward(backend_, node.srcs, node_dst(static_cast<int>(n)), node.diff.data(),
-                         node.diff_srcs);
-    for (size_t i : accumulate) {
-      Node& in = *nodes_[static_cast<size_t>(node.inputs[i])];
-      backend_.add(batch_ * in.shape.numel(), in.diff.data(), scratch_[i].data(), in.diff.data());
-    }
-    for (int in : node.inputs) {
-      Node& src = *nodes_[static_cast<size_t>(in)];
-      if (src.needs_grad) src.diff_written = true;
-    }
-    if (node.params.count > 0 && on_layer_grads) on_layer_grads(node.params);
   }
+  n.layer->backward(backend_, n.srcs, dst_tensor(static_cast<int>(i)), diff_tensor(static_cast<int>(i)), targets);
+  for (size_t k : accumulate) {
+    Node& in = node(n.inputs[k]);
+    const Tensor sum = diff_tensor(n.inputs[k]);
+    in.accumulate->forward(sum, targets[k], sum);
+  }
+  for (int in : n.inputs)
+    if (node(in).needs_grad) node(in).diff_written = true;
+  if (n.params.count > 0 && on_layer_grads) on_layer_grads(n.params);
+}
+
+const float* Net::node_output(int id) const {
+  if (batch_ < 1) throw ConfigError("Net::node_output before Net::set_batch");
+  const Tensor t = dst_tensor(id);
+  TS_CHECK(t.data, "Net::node_output: node " + std::to_string(id) + " keeps no output (the loss node)");
+  const TensorDesc plain = TensorDesc::plain(t.desc.dims);
+  const void* source = t.data;
+  if (t.desc != plain) {  // another layout or data type: convert on the device first
+    if (plain_temp_.bytes() < plain.bytes) plain_temp_ = backend_.allocate(plain.bytes);
+    backend_.reorder(t, Tensor(plain_temp_.data(), plain));
+    source = plain_temp_.data();
+  }
+  host_output_.resize(static_cast<size_t>(plain.numel()));
+  backend_.copy_to_host(host_output_.data(), source, plain.bytes);
+  return host_output_.data();
 }
 
 const float* Net::output() const { return node_output(nodes_.back()->inputs[0]); }
 
-Shape Net::output_shape() const {
-  const Node& loss_node = *nodes_.back();
-  return nodes_[static_cast<size_t>(loss_node.inputs[0])]->shape;
-}
+Shape Net::output_shape() const { return node(nodes_.back()->inputs[0]).shape; }
 
 bool Net::is_classifier() const {
   return static_cast<const LossLayer*>(nodes_.back()->layer.get())->is_classifier();
@@ -292,13 +321,13 @@ bool Net::is_classifier() const {
 
 std::vector<LayerInfo> Net::layer_table() const {
   std::vector<LayerInfo> rows;
-  for (size_t n = 1; n < nodes_.size(); ++n) rows.push_back(nodes_[n]->layer->info());
+  for (size_t i = 1; i < nodes_.size(); ++i) rows.push_back(nodes_[i]->layer->info());
   return rows;
 }
 
 int64_t Net::flops_per_sample() const {
   int64_t total = 0;
-  for (size_t n = 1; n < nodes_.size(); ++n) total += nodes_[n]->layer->info().flops;
+  for (size_t i = 1; i < nodes_.size(); ++i) total += nodes_[i]->layer->info().flops;
   return total;
 }
 

@@ -1,7 +1,14 @@
 // A DAG network: nodes are layers in topological (insertion) order; each node reads the
 // outputs of earlier nodes. Sequential nets, residual adds and channel concats all fit.
-// Parameters and their gradients live in two flat arenas (one allocation each), so zeroing,
-// all-reduce buckets and checkpoints are pointer ranges.
+// Parameters and their gradients live in two flat arenas (one device allocation each), so
+// zeroing, all-reduce buckets and checkpoints are pointer ranges.
+//
+// Execution is planned once per minibatch size (set_batch): every layer plans its backend ops
+// for the descs its inputs were planned with (the oneDNN training example's way: primitives
+// with their arguments, layouts fixed at plan time, reorders only where layouts differ), the
+// net allocates each node's output and gradient in the planned desc, and forward/backward only
+// execute. The net is the edge between host and device: images, labels and targets come from
+// the host; output() and node_output() go back to it as plain fp32.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +18,6 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "core/buffer.h"
 #include "core/shape.h"
 #include "nn/layer.h"
 
@@ -45,51 +51,55 @@ class Net {
   int node_count() const { return static_cast<int>(nodes_.size()); }
   // The layer of a node (null for the input node).
   Layer* layer(int node);
-  // Output (mb, node_shape) of a node after forward, plain fp32 (the backend converts it from
-  // its own layout if needed). A conv / batch norm / add whose ReLU was fused holds the ReLU'd
-  // values (it shares its buffer with the ReLU node).
-  const float* node_output(int node) const;
   // Fusion of a ReLU into the node it reads (conv, batch norm, add), decided at finalize; on by
   // default. Call before finalize. fused(node): that ReLU node is computed by its input's forward.
   void set_fusion(bool enabled);
   bool fused(int node) const;
   // Parameter range of a node's layer in the arenas (count 0 for layers without parameters).
   ParamRange param_range(int node) const;
-  // Marks the loss node (softmax cross-entropy or MSE), which must be the last node added.
-  // Allocates the arenas and initialises parameters from `seed` (He/Xavier per layer).
+  // Checks that the last node is a loss (softmax cross-entropy or MSE), allocates the arenas
+  // and initialises parameters from `seed` (He/Xavier per layer, on the host, then copied).
   void finalize(uint64_t seed);
 
   // ---- running ----
-  // (Re)allocates activations for minibatch `mb` (no-op when unchanged).
+  // Plans execution for minibatch `mb` and allocates its activations (no-op when unchanged).
   void set_batch(int64_t mb);
   int64_t batch() const { return batch_; }
-  // images: (mb, per-sample), copied into the net; labels: (mb) class ids for cross-entropy, or targets: (mb, outputs)
-  // for MSE (the other may be null). Returns the mean loss of the minibatch; with both null
-  // (prediction only) the loss is not computed and 0 is returned.
+  // The planned desc of a node's output (and of its gradient) for the current batch.
+  const TensorDesc& node_desc(int node) const;
+  // images: (mb, per-sample) in host memory, copied to the device; labels: (mb) class ids for
+  // cross-entropy, or targets: (mb, outputs) for MSE (the other may be null). Returns the mean
+  // loss of the minibatch (read back from the device); with both null (prediction only) the
+  // loss is not computed and 0 is returned.
   float forward(const float* images, const int32_t* labels, const float* targets, Mode mode);
   // Backward from the loss through every layer; overwrites the gradient arena.
   // `on_layer_grads(range)` is called as soon as a layer's parameter gradients are final
   // (in reverse layer order), so communication can overlap with the rest of backward.
   void backward(const std::function<void(ParamRange)>& on_layer_grads = nullptr);
-  // The output of the node feeding the loss: logits (mb, classes) or predictions (mb, outputs).
+  // Output (mb, node_shape) of a node after forward, as plain fp32 in host memory owned by the
+  // net (valid until the next call of node_output/output). A conv / batch norm / add whose
+  // ReLU was fused holds the ReLU'd values (it shares its buffer with the ReLU node).
+  const float* node_output(int node) const;
+  // The output of the node feeding the loss: logits (mb, classes) or predictions (mb, outputs),
+  // as node_output.
   const float* output() const;
   Shape output_shape() const;  // per sample
   // Loss node kind: true for cross-entropy (classification), false for MSE (regression).
   bool is_classifier() const;
 
-  // ---- parameters ----
-  float* params() { return params_ext_ ? params_ext_ : params_.data(); }
-  float* grads() { return grads_ext_ ? grads_ext_ : grads_.data(); }
-  // Moves the parameter and/or gradient arena (null: keep it) into caller-owned memory of
+  // ---- parameters (device memory, plain f32; host-accessible on the CPU backends) ----
+  float* params() { return params_ext_ ? params_ext_ : params_.f32(); }
+  float* grads() { return grads_ext_ ? grads_ext_ : grads_.f32(); }
+  // Moves the parameter and/or gradient arena (null: keep it) into caller-owned host memory of
   // param_count() floats that outlives the net (e.g. shared memory that other processes read,
   // dist/allreduce.h allocate_shared_floats), contents copied (the weights only if
   // `copy_params`: memory several nets share gets them from one): layers read their weights
-  // and write their gradients there from now on. After finalize.
+  // and write their gradients there from now on. After finalize; host-accessible backends only.
   void use_arena_storage(float* params, float* grads, bool copy_params = true);
   int64_t param_count() const { return param_count_; }
   // Non-trainable state that must stay consistent across workers (BN running mean/var).
-  float* state() { return state_.data(); }
-  int64_t state_count() const { return static_cast<int64_t>(state_.size()); }
+  float* state() { return state_.f32(); }
+  int64_t state_count() const { return state_count_; }
   // One row per layer (the loss included), in node order.
   std::vector<LayerInfo> layer_table() const;
   int64_t flops_per_sample() const;
@@ -97,17 +107,25 @@ class Net {
 
  private:
   struct Node;
-  // The buffer holding a node's output (a fused ReLU's is its input's).
-  float* node_dst(int node);
-  void release_buffers();  // unregisters every buffer from the backend
-  void bind_layers();      // points every layer at its slices of params(), grads(), state()
+  Node& node(int id) const { return *nodes_[static_cast<size_t>(id)]; }
+  void bind_layers();        // points every layer at its slices of params(), grads(), state()
+  void plan(int64_t mb);     // set_batch's work: plans, buffers, argument tensors
+  void plan_backward_scratch();
+  void decide_fusion();
+  void backward_node(size_t n, const std::function<void(ParamRange)>& on_layer_grads);
+  Tensor dst_tensor(int node) const;   // a node's output (a fused ReLU's is its input's)
+  Tensor diff_tensor(int node) const;  // its gradient (no data where none is needed)
+
   Backend& backend_;
   std::vector<std::unique_ptr<Node>> nodes_;
-  Buffer<float> params_, grads_, state_;
-  int64_t param_count_ = 0;
+  DeviceBuffer params_, grads_, state_;
+  int64_t param_count_ = 0, state_count_ = 0;
   float* params_ext_ = nullptr;  // use_arena_storage's memory, replacing params_
   float* grads_ext_ = nullptr;   // use_arena_storage's memory, replacing grads_
-  std::vector<Buffer<float>> scratch_;  // diff targets for nodes already holding a diff
+  std::vector<DeviceBuffer> scratch_;  // diff targets for inputs whose diff is already written
+  DeviceBuffer loss_;                  // the loss node's scalar (1 float)
+  mutable DeviceBuffer plain_temp_;    // node_output's conversion to plain f32, when needed
+  mutable std::vector<float> host_output_;
   int64_t batch_ = 0;
   bool finalized_ = false;
   bool fusion_ = true;

@@ -16,7 +16,7 @@ Sgd::Sgd(Backend& backend, int64_t param_count, SgdOptions options)
   if (options.nesterov && options.momentum == 0.0)
     throw ConfigError("nesterov needs momentum > 0");
   if (param_count < 0) throw ConfigError("Sgd: negative parameter count");
-  velocity_.resize(static_cast<size_t>(param_count));
+  velocity_ = backend.allocate(static_cast<size_t>(param_count) * sizeof(float));
 }
 
 void Sgd::step_range(float* params, const float* grads, double lr, int64_t offset, int64_t count) {
@@ -26,9 +26,9 @@ void Sgd::step_range(float* params, const float* grads, double lr, int64_t offse
   if (count == 0) return;
   backend_.sgd_step(count, static_cast<float>(lr), static_cast<float>(options_.momentum),
                     static_cast<float>(options_.weight_decay), options_.nesterov, params + offset, grads + offset,
-                    velocity_.data() + offset);
+                    velocity_.f32() + offset);
 }
 
-void Sgd::reset() { velocity_.zero(); }
+void Sgd::reset() { backend_.fill_zero(velocity_.data(), velocity_.bytes()); }
 
 }  // namespace ts

@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "backend/backend.h"
-#include "core/buffer.h"
 
 namespace ts {
 
@@ -23,21 +22,21 @@ class Sgd {
   // Throws ConfigError for momentum outside [0,1), negative weight decay, or Nesterov without
   // momentum.
   Sgd(Backend& backend, int64_t param_count, SgdOptions options);
-  // params/grads: param_count floats each; the velocity is owned here.
+  // params/grads: param_count floats each (device memory); the velocity is owned here.
   void step(float* params, const float* grads, double lr) { step_range(params, grads, lr, 0, count_); }
   // The same update on elements [offset, offset + count) only (params/grads: the whole arenas);
   // elements are independent, so stepping disjoint ranges equals one step over their union.
   void step_range(float* params, const float* grads, double lr, int64_t offset, int64_t count);
   // Zeroes the velocity.
   void reset();
-  float* velocity() { return velocity_.data(); }
+  float* velocity() { return velocity_.f32(); }  // device memory
   const SgdOptions& options() const { return options_; }
 
  private:
   Backend& backend_;
   int64_t count_;
   SgdOptions options_;
-  Buffer<float> velocity_;
+  DeviceBuffer velocity_;  // (param_count) f32
 };
 
 }  // namespace ts

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "config/registries.h"
+#include "backend/backend_factory.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "dist/communicator.h"
@@ -68,7 +68,7 @@ void check_device(const ResolvedConfig& cfg, const Backend& backend) {
     const auto built = available_backends();
     for (const std::string& other : built)
       if (other != name && make_backend(other)->supports(op, precision)) elsewhere.push_back(other);
-    for (const std::string& known : accepted_backend_names())
+    for (const std::string& known : known_backends())
       if (std::find(built.begin(), built.end(), known) == built.end()) not_built.push_back(known);
     throw ConfigError(cfg.locate("precision") + ": '" + precision_name(precision) + "' is not supported by backend '" +
                       name + "' (it computes in: " + join(ok) + "); backends of this build that compute in " +

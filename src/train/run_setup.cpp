@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/backend_factory.h"
 #include "dist/allreduce.h"
 #include "nn/models.h"
 #include "train/capabilities.h"

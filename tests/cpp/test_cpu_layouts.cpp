@@ -15,8 +15,10 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/ref/ref_backend.h"
+#include "backend/ref/ref_kernels.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "plain_ops.h"
 #include "nn/layers.h"
 #include "nn/models.h"
 #include "nn/net.h"
@@ -71,7 +73,6 @@ class CpuOps : public ::testing::TestWithParam<Case> {
   void SetUp() override { cpu.set_precision(GetParam().precision); }
   double rtol() const { return GetParam().rtol; }
   CpuBackend cpu;
-  RefBackend ref;
 };
 
 // ---- convolution, plain and with the fused ReLU -------------------------------------------
@@ -88,20 +89,19 @@ TEST_P(CpuOps, ConvolutionWithAndWithoutFusedRelu) {
     const Vec src = random_vec(ns, 1), wei = random_vec(d.weight_count(), 2),
               bia = random_vec(d.oc, 3), diff_dst = random_vec(nd, 4);
     Vec dst_c = nan_vec(nd), dst_r = nan_vec(nd);
-    cpu.conv_forward(d, src.data(), wei.data(), d.bias ? bia.data() : nullptr, dst_c.data());
-    ref.conv_forward(d, src.data(), wei.data(), d.bias ? bia.data() : nullptr, dst_r.data());
+    plain::conv_forward(cpu, d, src.data(), wei.data(), d.bias ? bia.data() : nullptr, dst_c.data());
+    ref::conv_forward(d, src.data(), wei.data(), d.bias ? bia.data() : nullptr, dst_r.data());
     expect_close(dst_c, dst_r, std::string("conv_forward ") + text, rtol());
     if (d.relu)
       for (float v : dst_c) ASSERT_GE(v, 0.0f) << "fused ReLU output must be >= 0";
     Vec dsrc_c = nan_vec(ns), dsrc_r = nan_vec(ns);
-    cpu.conv_backward_data(d, diff_dst.data(), wei.data(), dsrc_c.data());
-    ref.conv_backward_data(d, diff_dst.data(), wei.data(), dsrc_r.data());
-    expect_close(dsrc_c, dsrc_r, std::string("conv_backward_data ") + text, rtol());
     Vec dwei_c = nan_vec(d.weight_count()), dwei_r = nan_vec(d.weight_count());
     Vec dbia_c = nan_vec(d.oc), dbia_r = nan_vec(d.oc);
-    cpu.conv_backward_weights(d, src.data(), diff_dst.data(), dwei_c.data(),
-                              d.bias ? dbia_c.data() : nullptr);
-    ref.conv_backward_weights(d, src.data(), diff_dst.data(), dwei_r.data(),
+    plain::conv_backward(cpu, d, src.data(), diff_dst.data(), wei.data(), dsrc_c.data(), dwei_c.data(),
+                         d.bias ? dbia_c.data() : nullptr);
+    ref::conv_backward_data(d, diff_dst.data(), wei.data(), dsrc_r.data());
+    expect_close(dsrc_c, dsrc_r, std::string("conv_backward_data ") + text, rtol());
+    ref::conv_backward_weights(d, src.data(), diff_dst.data(), dwei_r.data(),
                               d.bias ? dbia_r.data() : nullptr);
     expect_close(dwei_c, dwei_r, std::string("conv_backward_weights ") + text, rtol());
     if (d.bias) expect_close(dbia_c, dbia_r, std::string("conv diff_bias ") + text, rtol());
@@ -119,25 +119,25 @@ TEST_P(CpuOps, BatchNormWithAndWithoutFusedRelu) {
               shift = random_vec(d.c, 7), diff_dst = random_vec(n, 8);
     Vec dst_c = nan_vec(n), dst_r = nan_vec(n), mean_c = nan_vec(d.c), mean_r = nan_vec(d.c),
         var_c = nan_vec(d.c), var_r = nan_vec(d.c);
-    cpu.batchnorm_forward_training(d, src.data(), scale.data(), shift.data(), dst_c.data(),
+    plain::batchnorm_forward_training(cpu, d, src.data(), scale.data(), shift.data(), dst_c.data(),
                                    mean_c.data(), var_c.data());
-    ref.batchnorm_forward_training(d, src.data(), scale.data(), shift.data(), dst_r.data(),
+    ref::batchnorm_forward_training(d, src.data(), scale.data(), shift.data(), dst_r.data(),
                                    mean_r.data(), var_r.data());
     expect_close(dst_c, dst_r, "bn training dst", rtol());
     expect_close(mean_c, mean_r, "bn mean", rtol());
     expect_close(var_c, var_r, "bn variance", rtol());
     Vec inf_c = nan_vec(n), inf_r = nan_vec(n);
-    cpu.batchnorm_forward_inference(d, src.data(), scale.data(), shift.data(), mean_r.data(),
+    plain::batchnorm_forward_inference(cpu, d, src.data(), scale.data(), shift.data(), mean_r.data(),
                                     var_r.data(), inf_c.data());
-    ref.batchnorm_forward_inference(d, src.data(), scale.data(), shift.data(), mean_r.data(),
+    ref::batchnorm_forward_inference(d, src.data(), scale.data(), shift.data(), mean_r.data(),
                                     var_r.data(), inf_r.data());
     expect_close(inf_c, inf_r, "bn inference dst", rtol());
     // Backward of batch norm alone (a fused ReLU's backward is the ReLU layer's).
     Vec dsrc_c = nan_vec(n), dsrc_r = nan_vec(n), dsc_c = nan_vec(d.c), dsc_r = nan_vec(d.c),
         dsh_c = nan_vec(d.c), dsh_r = nan_vec(d.c);
-    cpu.batchnorm_backward(d, src.data(), diff_dst.data(), scale.data(), mean_r.data(),
+    plain::batchnorm_backward(cpu, d, src.data(), diff_dst.data(), scale.data(), mean_r.data(),
                            var_r.data(), dsrc_c.data(), dsc_c.data(), dsh_c.data());
-    ref.batchnorm_backward(d, src.data(), diff_dst.data(), scale.data(), mean_r.data(),
+    ref::batchnorm_backward(d, src.data(), diff_dst.data(), scale.data(), mean_r.data(),
                            var_r.data(), dsrc_r.data(), dsc_r.data(), dsh_r.data());
     expect_close(dsrc_c, dsrc_r, "bn diff_src", rtol());
     expect_close(dsc_c, dsc_r, "bn diff_scale", rtol());
@@ -153,13 +153,14 @@ TEST_P(CpuOps, PoolingFcEltwiseAddCopy) {
     const PoolDesc d = PoolDesc::parse(text);
     const size_t ns = d.mb * d.c * d.ih * d.iw, nd = d.mb * d.c * d.oh() * d.ow();
     const Vec src = random_vec(ns, 9), diff_dst = random_vec(nd, 10);
-    std::vector<char> ws_c(cpu.pool_workspace_bytes(d) + 1), ws_r(ref.pool_workspace_bytes(d) + 1);
+    plain::Pool pool(cpu, d);
+    std::vector<char> ws_r(ref::pool_workspace_bytes(d) + 1);
     Vec dst_c = nan_vec(nd), dst_r = nan_vec(nd), dsrc_c = nan_vec(ns), dsrc_r = nan_vec(ns);
-    cpu.pool_forward(d, src.data(), dst_c.data(), ws_c.data());
-    ref.pool_forward(d, src.data(), dst_r.data(), ws_r.data());
+    pool.forward(src.data(), dst_c.data());
+    ref::pool_forward(d, src.data(), dst_r.data(), ws_r.data());
     expect_close(dst_c, dst_r, "pool_forward", rtol());
-    cpu.pool_backward(d, diff_dst.data(), ws_c.data(), dsrc_c.data());
-    ref.pool_backward(d, diff_dst.data(), ws_r.data(), dsrc_r.data());
+    pool.backward(diff_dst.data(), dsrc_c.data());
+    ref::pool_backward(d, diff_dst.data(), ws_r.data(), dsrc_r.data());
     expect_close(dsrc_c, dsrc_r, "pool_backward", rtol());
   }
   {
@@ -167,17 +168,16 @@ TEST_P(CpuOps, PoolingFcEltwiseAddCopy) {
     const Vec src = random_vec(d.mb * d.ic, 11), wei = random_vec(d.oc * d.ic, 12),
               bia = random_vec(d.oc, 13), diff_dst = random_vec(d.mb * d.oc, 14);
     Vec dst_c = nan_vec(d.mb * d.oc), dst_r = nan_vec(d.mb * d.oc);
-    cpu.fc_forward(d, src.data(), wei.data(), bia.data(), dst_c.data());
-    ref.fc_forward(d, src.data(), wei.data(), bia.data(), dst_r.data());
+    plain::fc_forward(cpu, d, src.data(), wei.data(), bia.data(), dst_c.data());
+    ref::fc_forward(d, src.data(), wei.data(), bia.data(), dst_r.data());
     expect_close(dst_c, dst_r, "fc_forward", rtol());
     Vec dsrc_c = nan_vec(d.mb * d.ic), dsrc_r = nan_vec(d.mb * d.ic);
-    cpu.fc_backward_data(d, diff_dst.data(), wei.data(), dsrc_c.data());
-    ref.fc_backward_data(d, diff_dst.data(), wei.data(), dsrc_r.data());
-    expect_close(dsrc_c, dsrc_r, "fc_backward_data", rtol());
     Vec dwei_c = nan_vec(d.oc * d.ic), dwei_r = nan_vec(d.oc * d.ic), dbia_c = nan_vec(d.oc),
         dbia_r = nan_vec(d.oc);
-    cpu.fc_backward_weights(d, src.data(), diff_dst.data(), dwei_c.data(), dbia_c.data());
-    ref.fc_backward_weights(d, src.data(), diff_dst.data(), dwei_r.data(), dbia_r.data());
+    plain::fc_backward(cpu, d, src.data(), diff_dst.data(), wei.data(), dsrc_c.data(), dwei_c.data(), dbia_c.data());
+    ref::fc_backward_data(d, diff_dst.data(), wei.data(), dsrc_r.data());
+    expect_close(dsrc_c, dsrc_r, "fc_backward_data", rtol());
+    ref::fc_backward_weights(d, src.data(), diff_dst.data(), dwei_r.data(), dbia_r.data());
     expect_close(dwei_c, dwei_r, "fc_backward_weights", rtol());
     expect_close(dbia_c, dbia_r, "fc diff_bias", rtol());
   }
@@ -188,24 +188,24 @@ TEST_P(CpuOps, PoolingFcEltwiseAddCopy) {
     SCOPED_TRACE(d.str());
     const Vec src = random_vec(d.n, 15, -8.0f, 8.0f), diff_dst = random_vec(d.n, 16);
     Vec dst_c = nan_vec(d.n), dst_r = nan_vec(d.n), dsrc_c = nan_vec(d.n), dsrc_r = nan_vec(d.n);
-    cpu.eltwise_forward(d, src.data(), dst_c.data());
-    ref.eltwise_forward(d, src.data(), dst_r.data());
+    plain::eltwise_forward(cpu, d, src.data(), dst_c.data());
+    ref::eltwise_forward(d, src.data(), dst_r.data());
     expect_close(dst_c, dst_r, "eltwise_forward", rtol());
-    cpu.eltwise_backward(d, src.data(), dst_r.data(), diff_dst.data(), dsrc_c.data());
-    ref.eltwise_backward(d, src.data(), dst_r.data(), diff_dst.data(), dsrc_r.data());
+    plain::eltwise_backward(cpu, d, src.data(), dst_r.data(), diff_dst.data(), dsrc_c.data());
+    ref::eltwise_backward(d, src.data(), dst_r.data(), diff_dst.data(), dsrc_r.data());
     expect_close(dsrc_c, dsrc_r, "eltwise_backward", rtol());
   }
   const Vec a = random_vec(1000, 17), b = random_vec(1000, 18);
   Vec sum_c = nan_vec(1000), sum_r = nan_vec(1000), relu_c = nan_vec(1000), relu_r = nan_vec(1000);
-  cpu.add(1000, a.data(), b.data(), sum_c.data());
-  ref.add(1000, a.data(), b.data(), sum_r.data());
+  plain::add(cpu, 1000, a.data(), b.data(), sum_c.data());
+  ref::add(1000, a.data(), b.data(), sum_r.data());
   expect_close(sum_c, sum_r, "add", rtol());
-  cpu.add_relu(1000, a.data(), b.data(), relu_c.data());
-  ref.add_relu(1000, a.data(), b.data(), relu_r.data());
+  plain::add(cpu, 1000, a.data(), b.data(), relu_c.data(), /*relu=*/true);
+  ref::add_relu(1000, a.data(), b.data(), relu_r.data());
   expect_close(relu_c, relu_r, "add_relu", rtol());
   EXPECT_GT(std::count(relu_r.begin(), relu_r.end(), 0.0f), 100) << "the test must clip something";
   Vec copy_c = nan_vec(1000);
-  cpu.copy(1000, a.data(), copy_c.data());
+  cpu.copy(copy_c.data(), a.data(), 1000 * sizeof(float));
   EXPECT_EQ(copy_c, a);
 }
 

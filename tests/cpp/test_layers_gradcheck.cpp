@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "backend/backend.h"
+#include "backend/backend_factory.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/layers.h"
@@ -37,9 +38,23 @@ void expect_close(double analytic, double numeric, const GradcheckOptions& o,
       << what << ": analytic " << analytic << " numeric " << numeric;
 }
 
+// One ref backend for the whole test program: the layers under test keep device buffers (pool
+// workspaces, BN statistics) that must not outlive the backend that allocated them.
+Backend& ref_backend() {
+  static std::unique_ptr<Backend> backend = make_backend("ref");
+  return *backend;
+}
+
+// (mb, per-sample dims...)
+Shape batched(int64_t mb, const Shape& per_sample) {
+  Shape s{mb};
+  for (int64_t d : per_sample.dims) s.dims.push_back(d);
+  return s;
+}
+
 // Runs the check for `layer` with per-sample input shapes `shapes`.
 void gradcheck(Layer& layer, const std::vector<Shape>& shapes, GradcheckOptions o = {}) {
-  auto backend = make_backend("ref");
+  Backend* backend = &ref_backend();
   Rng rng(42);
   const Shape out = layer.setup(shapes);
   std::vector<float> params(static_cast<size_t>(layer.param_count()));
@@ -47,10 +62,15 @@ void gradcheck(Layer& layer, const std::vector<Shape>& shapes, GradcheckOptions 
   std::vector<float> state(static_cast<size_t>(layer.state_count()));
   layer.bind(params.empty() ? nullptr : params.data(), grads.empty() ? nullptr : grads.data(),
              state.empty() ? nullptr : state.data());
-  layer.init(rng);
+  layer.init(rng, params.data(), state.data());
   // Perturb parameters away from their neat initial values (BN scale 1 / shift 0, bias 0).
   for (float& p : params) p += static_cast<float>(0.3 * (rng.uniform() - 0.5));
-  layer.set_batch(o.mb);
+  std::vector<TensorDesc> src_descs;
+  for (const Shape& s : shapes) src_descs.push_back(TensorDesc::plain(batched(o.mb, s)));
+  const TensorDesc dst_desc = layer.plan(*backend, o.mb, src_descs);
+  // The ref backend plans plain f32 (a flatten keeps its input's dims: the same bytes).
+  ASSERT_TRUE(dst_desc.is_plain() && dst_desc.dtype == DType::f32) << dst_desc.str();
+  ASSERT_EQ(dst_desc.numel(), o.mb * out.numel()) << dst_desc.str();
 
   std::vector<std::vector<float>> srcs(shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -70,11 +90,11 @@ void gradcheck(Layer& layer, const std::vector<Shape>& shapes, GradcheckOptions 
   std::vector<float> weights(out_size), dst(out_size);
   for (float& w : weights) w = static_cast<float>(2.0 * rng.uniform() - 1.0);
 
+  std::vector<Tensor> src_tensors;
+  for (size_t i = 0; i < shapes.size(); ++i) src_tensors.push_back(Tensor(srcs[i].data(), src_descs[i]));
   auto loss = [&]() {
-    std::vector<const float*> ptrs;
-    for (auto& s : srcs) ptrs.push_back(s.data());
     if (o.before_forward) o.before_forward(layer);
-    layer.forward(*backend, ptrs, dst.data(), o.mode);
+    layer.forward(*backend, src_tensors, Tensor(dst.data(), dst_desc), o.mode);
     double sum = 0;
     for (size_t k = 0; k < out_size; ++k) sum += static_cast<double>(dst[k]) * weights[k];
     return sum;
@@ -83,15 +103,13 @@ void gradcheck(Layer& layer, const std::vector<Shape>& shapes, GradcheckOptions 
   // Analytic gradients.
   loss();
   std::vector<std::vector<float>> diff_srcs(shapes.size());
-  std::vector<float*> diff_ptrs;
-  std::vector<const float*> src_ptrs;
+  std::vector<Tensor> diff_tensors;
   for (size_t i = 0; i < shapes.size(); ++i) {
     diff_srcs[i].assign(srcs[i].size(), std::nanf(""));
-    diff_ptrs.push_back(diff_srcs[i].data());
-    src_ptrs.push_back(srcs[i].data());
+    diff_tensors.push_back(Tensor(diff_srcs[i].data(), src_descs[i]));
   }
   std::fill(grads.begin(), grads.end(), std::nanf(""));
-  layer.backward(*backend, src_ptrs, dst.data(), weights.data(), diff_ptrs);
+  layer.backward(*backend, src_tensors, Tensor(dst.data(), dst_desc), Tensor(weights.data(), dst_desc), diff_tensors);
   const std::vector<float> dst_saved = dst;
 
   // Numeric gradients w.r.t. every input element.
@@ -122,10 +140,11 @@ void gradcheck(Layer& layer, const std::vector<Shape>& shapes, GradcheckOptions 
 
 // Loss layers: d(mean loss)/d(src) against central differences.
 void gradcheck_loss(LossLayer& layer, const Shape& shape, int64_t mb, bool classifier) {
-  auto backend = make_backend("ref");
+  Backend* backend = &ref_backend();
   Rng rng(7);
   layer.setup({shape});
-  layer.set_batch(mb);
+  const TensorDesc src_desc = TensorDesc::plain(batched(mb, shape));
+  layer.plan(*backend, mb, {src_desc});
   const int64_t n = shape.numel();
   std::vector<float> src(static_cast<size_t>(mb * n)), targets(src.size()), diff(src.size());
   std::vector<int32_t> labels(static_cast<size_t>(mb));
@@ -134,17 +153,23 @@ void gradcheck_loss(LossLayer& layer, const Shape& shape, int64_t mb, bool class
   for (auto& l : labels) l = static_cast<int32_t>(rng.below(static_cast<uint64_t>(n)));
   const int32_t* lab = classifier ? labels.data() : nullptr;
   const float* tgt = classifier ? nullptr : targets.data();
-  layer.forward_loss(*backend, src.data(), lab, tgt);
-  layer.backward_loss(*backend, src.data(), diff.data());
+  const Tensor src_tensor(src.data(), src_desc);
+  auto forward_loss = [&] {
+    float value = 0;
+    layer.forward_loss(*backend, src_tensor, lab, tgt, &value);
+    return double(value);
+  };
+  forward_loss();
+  layer.backward_loss(*backend, src_tensor, Tensor(diff.data(), src_desc));
   const double eps = 1e-2;
   GradcheckOptions o;
   o.abs_tol = 1e-4;
   for (size_t k = 0; k < src.size(); ++k) {
     const float saved = src[k];
     src[k] = static_cast<float>(saved + eps);
-    const double plus = layer.forward_loss(*backend, src.data(), lab, tgt);
+    const double plus = forward_loss();
     src[k] = static_cast<float>(saved - eps);
-    const double minus = layer.forward_loss(*backend, src.data(), lab, tgt);
+    const double minus = forward_loss();
     src[k] = saved;
     expect_close(diff[k], (plus - minus) / (2 * eps), o, layer.kind() + " diff_src");
   }
@@ -285,7 +310,7 @@ TEST(Gradcheck, BatchNormInferenceParams) {
   std::vector<float> params(4), grads(4), state(4);
   bn.bind(params.data(), grads.data(), state.data());
   Rng rng(1);
-  bn.init(rng);
+  bn.init(rng, params.data(), state.data());
   EXPECT_EQ(params, (std::vector<float>{1, 1, 0, 0}));
   EXPECT_EQ(state, (std::vector<float>{0, 0, 1, 1}));
 }
@@ -296,7 +321,7 @@ TEST(Gradcheck, Dropout) {
   // Re-seed before every pass so all finite-difference evaluations share one mask.
   g.before_forward = [](Layer& layer) {
     Rng rng(99);
-    layer.init(rng);
+    layer.init(rng, nullptr, nullptr);
   };
   gradcheck(drop, {Shape{3, 4, 4}}, g);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/backend.h"
+#include "backend/backend_factory.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "nn/models.h"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_factory.h"
 #include "core/rng.h"
 #include "nn/models.h"
 #include "nn/optimizer.h"

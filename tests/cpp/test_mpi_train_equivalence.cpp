@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_factory.h"
 #include "core/error.h"
 #include "data/dataset.h"
 #include "data/loader.h"

@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "backend/backend.h"
+#include "backend/backend_factory.h"
 #include "core/error.h"
 #include "nn/lr_schedule.h"
 #include "nn/optimizer.h"

@@ -1,16 +1,250 @@
-// The reference backend (see ref_backend.h): every op written as the textbook loop nest,
-// accumulating in double. Clarity over speed: this is what the fast backends are tested against.
+// The reference backend (see ref_backend.h): host memory, plain fp32 tensors, and planned ops
+// that check their descs once and then call the reference kernels.
 #include "backend/ref/ref_backend.h"
 
-#include <algorithm>
-#include <cmath>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <new>
 
+#include "backend/ref/ref_kernels.h"
 #include "core/error.h"
 #include "core/host_info.h"
 
 namespace ts {
+namespace {
+
+// Plan-time check: every tensor the ref backend sees is plain f32 with `numel` values.
+void expect_plain(const TensorDesc& t, int64_t numel, const std::string& what) {
+  if (t.dtype != DType::f32 || !t.is_plain() || t.numel() != numel)
+    throw ConfigError("backend ref computes on plain f32 tensors only; " + what + " is " + t.str() +
+                      " (expected " + std::to_string(numel) + " plain f32 values)");
+}
+
+// The output desc of a plan: the request if it is plain f32, else (any) plain f32 of `dims`.
+TensorDesc plain_output(const TensorDesc& request, const Shape& dims, const std::string& what) {
+  if (!request.is_any()) {
+    expect_plain(request, dims.numel(), what);
+    return request;
+  }
+  return TensorDesc::plain(dims);
+}
+
+Shape conv_dst_dims(const ConvDesc& d) { return Shape{d.mb, d.oc, d.oh(), d.ow()}; }
+
+class RefConvOp final : public ConvOp {
+ public:
+  RefConvOp(const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) : d_(d) {
+    expect_plain(src, d.mb * d.ic * d.ih * d.iw, d.str() + " src");
+    dst_ = plain_output(dst, conv_dst_dims(d), d.str() + " dst");
+  }
+  const TensorDesc& dst_desc() const override { return dst_; }
+  void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
+    TS_CHECK(!d_.bias || bia, "conv forward: " + d_.str() + " has a bias but bia is null");
+    ref::conv_forward(d_, src.f32(), wei, bia, dst.f32());
+  }
+  void backward(const Tensor& src, const Tensor& diff_dst, const float* wei, const Tensor& diff_src,
+                float* diff_wei, float* diff_bia) override {
+    ref::conv_backward_weights(d_, src.f32(), diff_dst.f32(), diff_wei, diff_bia);
+    if (diff_src) ref::conv_backward_data(d_, diff_dst.f32(), wei, diff_src.f32());
+  }
+
+ private:
+  ConvDesc d_;
+  TensorDesc dst_;
+};
+
+class RefPoolOp final : public PoolOp {
+ public:
+  RefPoolOp(const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) : d_(d) {
+    expect_plain(src, d.mb * d.c * d.ih * d.iw, d.str() + " src");
+    dst_ = plain_output(dst, Shape{d.mb, d.c, d.oh(), d.ow()}, d.str() + " dst");
+  }
+  const TensorDesc& dst_desc() const override { return dst_; }
+  size_t workspace_bytes() const override { return ref::pool_workspace_bytes(d_); }
+  void forward(const Tensor& src, const Tensor& dst, void* workspace) override {
+    ref::pool_forward(d_, src.f32(), dst.f32(), workspace);
+  }
+  void backward(const Tensor& diff_dst, const void* workspace, const Tensor& diff_src) override {
+    ref::pool_backward(d_, diff_dst.f32(), workspace, diff_src.f32());
+  }
+
+ private:
+  PoolDesc d_;
+  TensorDesc dst_;
+};
+
+class RefFcOp final : public FcOp {
+ public:
+  RefFcOp(const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) : d_(d) {
+    expect_plain(src, d.mb * d.ic, d.str() + " src");
+    dst_ = plain_output(dst, Shape{d.mb, d.oc}, d.str() + " dst");
+  }
+  const TensorDesc& dst_desc() const override { return dst_; }
+  void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
+    ref::fc_forward(d_, src.f32(), wei, bia, dst.f32());
+  }
+  void backward(const Tensor& src, const Tensor& diff_dst, const float* wei, const Tensor& diff_src,
+                float* diff_wei, float* diff_bia) override {
+    ref::fc_backward_weights(d_, src.f32(), diff_dst.f32(), diff_wei, diff_bia);
+    if (diff_src) ref::fc_backward_data(d_, diff_dst.f32(), wei, diff_src.f32());
+  }
+
+ private:
+  FcDesc d_;
+  TensorDesc dst_;
+};
+
+class RefBatchNormOp final : public BatchNormOp {
+ public:
+  RefBatchNormOp(const BnDesc& d, const TensorDesc& src, const TensorDesc& dst) : d_(d) {
+    expect_plain(src, d.mb * d.c * d.h * d.w, d.str() + " src");
+    dst_ = plain_output(dst, src.dims, d.str() + " dst");
+  }
+  const TensorDesc& dst_desc() const override { return dst_; }
+  void forward_training(const Tensor& src, const float* scale, const float* shift, const Tensor& dst,
+                        float* mean, float* variance) override {
+    ref::batchnorm_forward_training(d_, src.f32(), scale, shift, dst.f32(), mean, variance);
+  }
+  void forward_inference(const Tensor& src, const float* scale, const float* shift, const float* mean,
+                         const float* variance, const Tensor& dst) override {
+    ref::batchnorm_forward_inference(d_, src.f32(), scale, shift, mean, variance, dst.f32());
+  }
+  void backward(const Tensor& src, const Tensor& diff_dst, const float* scale, const float* mean,
+                const float* variance, const Tensor& diff_src, float* diff_scale,
+                float* diff_shift) override {
+    ref::batchnorm_backward(d_, src.f32(), diff_dst.f32(), scale, mean, variance, diff_src.f32(),
+                            diff_scale, diff_shift);
+  }
+
+ private:
+  BnDesc d_;
+  TensorDesc dst_;
+};
+
+class RefEltwiseOp final : public EltwiseOp {
+ public:
+  RefEltwiseOp(const EltwiseDesc& d, const TensorDesc& src, const TensorDesc& dst) : d_(d) {
+    expect_plain(src, d.n, d.str() + " src");
+    dst_ = plain_output(dst, src.dims, d.str() + " dst");
+  }
+  const TensorDesc& dst_desc() const override { return dst_; }
+  void forward(const Tensor& src, const Tensor& dst) override {
+    ref::eltwise_forward(d_, src.f32(), dst.f32());
+  }
+  void backward(const Tensor& src, const Tensor& dst, const Tensor& diff_dst,
+                const Tensor& diff_src) override {
+    ref::eltwise_backward(d_, src.f32(), dst.f32(), diff_dst.f32(), diff_src.f32());
+  }
+
+ private:
+  EltwiseDesc d_;
+  TensorDesc dst_;
+};
+
+class RefAddOp final : public AddOp {
+ public:
+  RefAddOp(const TensorDesc& a, const TensorDesc& b, bool relu) : dst_(a), relu_(relu) {
+    expect_plain(a, a.numel(), "add input a");
+    expect_plain(b, a.numel(), "add input b");
+  }
+  const TensorDesc& dst_desc() const override { return dst_; }
+  void forward(const Tensor& a, const Tensor& b, const Tensor& dst) override {
+    if (relu_) ref::add_relu(dst_.numel(), a.f32(), b.f32(), dst.f32());
+    else ref::add(dst_.numel(), a.f32(), b.f32(), dst.f32());
+  }
+
+ private:
+  TensorDesc dst_;
+  bool relu_;
+};
+
+// (mb, channels, hw) view of a concat input or output.
+struct ConcatShape {
+  int64_t mb = 0, hw = 0;
+  std::vector<int64_t> channels;
+};
+
+class RefConcatOp final : public ConcatOp {
+ public:
+  RefConcatOp(const std::vector<TensorDesc>& srcs, const TensorDesc& dst) {
+    TS_CHECK(!srcs.empty() && srcs[0].dims.rank() >= 2, "concat needs inputs of rank >= 2");
+    Shape out = srcs[0].dims;
+    s_.mb = out[0];
+    s_.hw = srcs[0].numel() / (s_.mb * srcs[0].dims[1]);  // (mb, c, h, w): hw = h * w
+    out[1] = 0;
+    for (const TensorDesc& t : srcs) {
+      expect_plain(t, t.numel(), "concat input");
+      s_.channels.push_back(t.dims[1]);
+      out[1] += t.dims[1];
+    }
+    dst_ = plain_output(dst, out, "concat dst");
+  }
+  const TensorDesc& dst_desc() const override { return dst_; }
+  void forward(const std::vector<Tensor>& srcs, const Tensor& dst) override {
+    std::vector<const float*> p;
+    for (const Tensor& t : srcs) p.push_back(t.f32());
+    ref::concat_forward(s_.mb, s_.hw, s_.channels, p, dst.f32());
+  }
+  void backward(const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override {
+    std::vector<float*> p;
+    for (const Tensor& t : diff_srcs) p.push_back(t.f32());
+    ref::concat_backward(s_.mb, s_.hw, s_.channels, diff_dst.f32(), p);
+  }
+
+ private:
+  ConcatShape s_;
+  TensorDesc dst_;
+};
+
+class RefDropoutOp final : public DropoutOp {
+ public:
+  explicit RefDropoutOp(const TensorDesc& src) : dst_(src) { expect_plain(src, src.numel(), "dropout src"); }
+  const TensorDesc& dst_desc() const override { return dst_; }
+  void forward(const uint8_t* mask, float scale, const Tensor& src, const Tensor& dst) override {
+    ref::dropout_apply(dst_.numel(), mask, scale, src.f32(), dst.f32());
+  }
+  void backward(const uint8_t* mask, float scale, const Tensor& diff_dst, const Tensor& diff_src) override {
+    ref::dropout_apply(dst_.numel(), mask, scale, diff_dst.f32(), diff_src.f32());
+  }
+
+ private:
+  TensorDesc dst_;
+};
+
+class RefSoftmaxXentOp final : public SoftmaxXentOp {
+ public:
+  explicit RefSoftmaxXentOp(const TensorDesc& logits)
+      : mb_(logits.dims[0]), classes_(logits.numel() / logits.dims[0]) {
+    expect_plain(logits, logits.numel(), "softmax cross-entropy logits");
+  }
+  void forward(const Tensor& logits, const int32_t* labels, float* probs, float* loss) override {
+    loss[0] = ref::softmax_xent_forward(mb_, classes_, logits.f32(), labels, probs);
+  }
+  void backward(const float* probs, const int32_t* labels, const Tensor& diff_logits) override {
+    ref::softmax_xent_backward(mb_, classes_, probs, labels, diff_logits.f32());
+  }
+
+ private:
+  int64_t mb_, classes_;
+};
+
+class RefMseOp final : public MseOp {
+ public:
+  explicit RefMseOp(const TensorDesc& pred) : n_(pred.numel()) {
+    expect_plain(pred, pred.numel(), "mean-squared error predictions");
+  }
+  void forward(const Tensor& pred, const float* target, float* loss) override {
+    loss[0] = ref::mse_forward(n_, pred.f32(), target);
+  }
+  void backward(const Tensor& pred, const float* target, const Tensor& diff_pred) override {
+    ref::mse_backward(n_, pred.f32(), target, diff_pred.f32());
+  }
+
+ private:
+  int64_t n_;
+};
+
+}  // namespace
 
 DeviceDescription RefBackend::describe() const {
   DeviceDescription d;
@@ -24,7 +258,7 @@ DeviceDescription RefBackend::describe() const {
   return d;
 }
 
-bool RefBackend::supports(Op op, Precision precision) const {
+bool RefBackend::supports(Op, Precision precision) const {
   return precision == Precision::fp32;  // every op, fp32 only
 }
 
@@ -34,421 +268,80 @@ void RefBackend::set_precision(Precision precision) {
                       precision_name(precision) + "' needs backend cpu (bf16) or cuda (fp16, tf32)");
 }
 
-// ---- convolution ----------------------------------------------------------------------------
-// Index helpers: src/diff_src (mb,ic,ih,iw), wei/diff_wei (oc,icg,kh,kw), dst/diff_dst (mb,oc,oh,ow)
+// ---- memory: 64-byte aligned host memory, zeroed --------------------------------------------
 namespace {
-struct ConvIndex {
-  const ConvDesc& d;
-  int64_t icg() const { return d.ic / d.groups; }
-  int64_t ocg() const { return d.oc / d.groups; }
-  size_t src(int64_t n, int64_t c, int64_t h, int64_t w) const {
-    return static_cast<size_t>(((n * d.ic + c) * d.ih + h) * d.iw + w);
-  }
-  size_t wei(int64_t o, int64_t c, int64_t h, int64_t w) const {
-    return static_cast<size_t>(((o * icg() + c) * d.kh + h) * d.kw + w);
-  }
-  size_t dst(int64_t n, int64_t o, int64_t h, int64_t w) const {
-    return static_cast<size_t>(((n * d.oc + o) * d.oh() + h) * d.ow() + w);
-  }
-};
-}  // namespace
-
-void RefBackend::conv_forward(const ConvDesc& d, const float* src, const float* wei,
-                              const float* bia, float* dst) {
-  ConvIndex ix{d};
-  const int64_t oh = d.oh(), ow = d.ow();
-  for (int64_t n = 0; n < d.mb; ++n)
-    for (int64_t o = 0; o < d.oc; ++o) {
-      const int64_t g = o / ix.ocg();
-      for (int64_t y = 0; y < oh; ++y)
-        for (int64_t x = 0; x < ow; ++x) {
-          double acc = (d.bias && bia) ? bia[o] : 0.0;
-          for (int64_t c = 0; c < ix.icg(); ++c)
-            for (int64_t ky = 0; ky < d.kh; ++ky)
-              for (int64_t kx = 0; kx < d.kw; ++kx) {
-                const int64_t iy = y * d.sh - d.ph + ky, ixx = x * d.sw - d.pw + kx;
-                if (iy < 0 || iy >= d.ih || ixx < 0 || ixx >= d.iw) continue;  // zero padding
-                acc += double(src[ix.src(n, g * ix.icg() + c, iy, ixx)]) * wei[ix.wei(o, c, ky, kx)];
-              }
-          if (d.relu) acc = std::max(acc, 0.0);  // fused ReLU
-          dst[ix.dst(n, o, y, x)] = static_cast<float>(acc);
-        }
-    }
-}
-
-void RefBackend::conv_backward_data(const ConvDesc& d, const float* diff_dst, const float* wei,
-                                    float* diff_src) {
-  // Scatter every diff_dst element back through the window that produced it.
-  ConvIndex ix{d};
-  const int64_t oh = d.oh(), ow = d.ow();
-  std::vector<double> acc(static_cast<size_t>(d.mb * d.ic * d.ih * d.iw), 0.0);
-  for (int64_t n = 0; n < d.mb; ++n)
-    for (int64_t o = 0; o < d.oc; ++o) {
-      const int64_t g = o / ix.ocg();
-      for (int64_t y = 0; y < oh; ++y)
-        for (int64_t x = 0; x < ow; ++x) {
-          const double dd = diff_dst[ix.dst(n, o, y, x)];
-          for (int64_t c = 0; c < ix.icg(); ++c)
-            for (int64_t ky = 0; ky < d.kh; ++ky)
-              for (int64_t kx = 0; kx < d.kw; ++kx) {
-                const int64_t iy = y * d.sh - d.ph + ky, ixx = x * d.sw - d.pw + kx;
-                if (iy < 0 || iy >= d.ih || ixx < 0 || ixx >= d.iw) continue;
-                acc[ix.src(n, g * ix.icg() + c, iy, ixx)] += dd * wei[ix.wei(o, c, ky, kx)];
-              }
-        }
-    }
-  for (size_t i = 0; i < acc.size(); ++i) diff_src[i] = static_cast<float>(acc[i]);
-}
-
-void RefBackend::conv_backward_weights(const ConvDesc& d, const float* src, const float* diff_dst,
-                                       float* diff_wei, float* diff_bia) {
-  ConvIndex ix{d};
-  const int64_t oh = d.oh(), ow = d.ow();
-  for (int64_t o = 0; o < d.oc; ++o) {
-    const int64_t g = o / ix.ocg();
-    for (int64_t c = 0; c < ix.icg(); ++c)
-      for (int64_t ky = 0; ky < d.kh; ++ky)
-        for (int64_t kx = 0; kx < d.kw; ++kx) {
-          double acc = 0.0;
-          for (int64_t n = 0; n < d.mb; ++n)
-            for (int64_t y = 0; y < oh; ++y)
-              for (int64_t x = 0; x < ow; ++x) {
-                const int64_t iy = y * d.sh - d.ph + ky, ixx = x * d.sw - d.pw + kx;
-                if (iy < 0 || iy >= d.ih || ixx < 0 || ixx >= d.iw) continue;
-                acc += double(src[ix.src(n, g * ix.icg() + c, iy, ixx)]) *
-                       diff_dst[ix.dst(n, o, y, x)];
-              }
-          diff_wei[ix.wei(o, c, ky, kx)] = static_cast<float>(acc);
-        }
-    if (d.bias && diff_bia) {
-      double acc = 0.0;
-      for (int64_t n = 0; n < d.mb; ++n)
-        for (int64_t y = 0; y < oh; ++y)
-          for (int64_t x = 0; x < ow; ++x) acc += diff_dst[ix.dst(n, o, y, x)];
-      diff_bia[o] = static_cast<float>(acc);
-    }
-  }
-}
-
-// ---- pooling --------------------------------------------------------------------------------
-size_t RefBackend::pool_workspace_bytes(const PoolDesc& d) const {
-  if (d.kind != PoolKind::max) return 0;
-  return static_cast<size_t>(d.mb * d.c * d.oh() * d.ow()) * sizeof(int32_t);
-}
-
-void RefBackend::pool_forward(const PoolDesc& d, const float* src, float* dst, void* workspace) {
-  // src (mb,c,ih,iw) -> dst (mb,c,oh,ow); workspace int32 (mb,c,oh,ow) for max pooling
-  const int64_t oh = d.oh(), ow = d.ow();
-  auto* argmax = static_cast<int32_t*>(workspace);
-  for (int64_t p = 0; p < d.mb * d.c; ++p) {  // p = one (n,c) plane
-    const float* plane = src + p * d.ih * d.iw;
-    for (int64_t y = 0; y < oh; ++y)
-      for (int64_t x = 0; x < ow; ++x) {
-        const int64_t y0 = y * d.sh - d.ph, x0 = x * d.sw - d.pw;
-        double best = -INFINITY, sum = 0.0;
-        int64_t best_at = -1, count = 0;
-        for (int64_t iy = y0; iy < y0 + d.kh; ++iy)
-          for (int64_t ixx = x0; ixx < x0 + d.kw; ++ixx) {
-            if (iy < 0 || iy >= d.ih || ixx < 0 || ixx >= d.iw) continue;  // padding: ignored
-            const double v = plane[iy * d.iw + ixx];
-            if (best_at < 0 || v > best) { best = v; best_at = iy * d.iw + ixx; }
-            sum += v;
-            ++count;
-          }
-        const int64_t o = (p * oh + y) * ow + x;
-        if (d.kind == PoolKind::max) {
-          dst[o] = static_cast<float>(best);
-          if (argmax) argmax[o] = static_cast<int32_t>(best_at);
-        } else {
-          dst[o] = static_cast<float>(count ? sum / double(count) : 0.0);  // excludes padding
-        }
-      }
-  }
-}
-
-void RefBackend::pool_backward(const PoolDesc& d, const float* diff_dst, const void* workspace,
-                               float* diff_src) {
-  // diff_dst (mb,c,oh,ow) -> diff_src (mb,c,ih,iw)
-  const int64_t oh = d.oh(), ow = d.ow();
-  const auto* argmax = static_cast<const int32_t*>(workspace);
-  std::vector<double> acc(static_cast<size_t>(d.mb * d.c * d.ih * d.iw), 0.0);
-  for (int64_t p = 0; p < d.mb * d.c; ++p) {
-    double* plane = acc.data() + p * d.ih * d.iw;
-    for (int64_t y = 0; y < oh; ++y)
-      for (int64_t x = 0; x < ow; ++x) {
-        const int64_t o = (p * oh + y) * ow + x;
-        if (d.kind == PoolKind::max) {
-          TS_CHECK(argmax, "max pooling backward needs the forward workspace: " + d.str());
-          plane[argmax[o]] += diff_dst[o];
-          continue;
-        }
-        const int64_t y0 = y * d.sh - d.ph, x0 = x * d.sw - d.pw;
-        int64_t count = 0;
-        for (int64_t iy = y0; iy < y0 + d.kh; ++iy)
-          for (int64_t ixx = x0; ixx < x0 + d.kw; ++ixx)
-            if (iy >= 0 && iy < d.ih && ixx >= 0 && ixx < d.iw) ++count;
-        for (int64_t iy = y0; iy < y0 + d.kh; ++iy)
-          for (int64_t ixx = x0; ixx < x0 + d.kw; ++ixx)
-            if (iy >= 0 && iy < d.ih && ixx >= 0 && ixx < d.iw)
-              plane[iy * d.iw + ixx] += double(diff_dst[o]) / double(count);
-      }
-  }
-  for (size_t i = 0; i < acc.size(); ++i) diff_src[i] = static_cast<float>(acc[i]);
-}
-
-// ---- fully connected ------------------------------------------------------------------------
-void RefBackend::fc_forward(const FcDesc& d, const float* src, const float* wei, const float* bia,
-                            float* dst) {
-  // src (mb,ic), wei (oc,ic), bia (oc) -> dst (mb,oc)
-  for (int64_t n = 0; n < d.mb; ++n)
-    for (int64_t o = 0; o < d.oc; ++o) {
-      double acc = (d.bias && bia) ? bia[o] : 0.0;
-      for (int64_t i = 0; i < d.ic; ++i) acc += double(src[n * d.ic + i]) * wei[o * d.ic + i];
-      dst[n * d.oc + o] = static_cast<float>(acc);
-    }
-}
-
-void RefBackend::fc_backward_data(const FcDesc& d, const float* diff_dst, const float* wei,
-                                  float* diff_src) {
-  // diff_dst (mb,oc), wei (oc,ic) -> diff_src (mb,ic)
-  for (int64_t n = 0; n < d.mb; ++n)
-    for (int64_t i = 0; i < d.ic; ++i) {
-      double acc = 0.0;
-      for (int64_t o = 0; o < d.oc; ++o) acc += double(diff_dst[n * d.oc + o]) * wei[o * d.ic + i];
-      diff_src[n * d.ic + i] = static_cast<float>(acc);
-    }
-}
-
-void RefBackend::fc_backward_weights(const FcDesc& d, const float* src, const float* diff_dst,
-                                     float* diff_wei, float* diff_bia) {
-  // src (mb,ic), diff_dst (mb,oc) -> diff_wei (oc,ic), diff_bia (oc)
-  for (int64_t o = 0; o < d.oc; ++o) {
-    for (int64_t i = 0; i < d.ic; ++i) {
-      double acc = 0.0;
-      for (int64_t n = 0; n < d.mb; ++n) acc += double(src[n * d.ic + i]) * diff_dst[n * d.oc + o];
-      diff_wei[o * d.ic + i] = static_cast<float>(acc);
-    }
-    if (d.bias && diff_bia) {
-      double acc = 0.0;
-      for (int64_t n = 0; n < d.mb; ++n) acc += diff_dst[n * d.oc + o];
-      diff_bia[o] = static_cast<float>(acc);
-    }
-  }
-}
-
-// ---- batch normalisation --------------------------------------------------------------------
-// Element (n, c, s) of a (mb,c,h*w) tensor.
-namespace {
-inline size_t bn_at(const BnDesc& d, int64_t n, int64_t c, int64_t s) {
-  return static_cast<size_t>((n * d.c + c) * d.h * d.w + s);
+void* zeroed_host_memory(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) return nullptr;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw RuntimeError("backend ref: out of memory allocating " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, rounded);
+  return p;
 }
 }  // namespace
 
-void RefBackend::batchnorm_forward_training(const BnDesc& d, const float* src, const float* scale,
-                                            const float* shift, float* dst, float* mean,
-                                            float* variance) {
-  const int64_t hw = d.h * d.w;
-  const double count = double(d.mb * hw);
-  for (int64_t c = 0; c < d.c; ++c) {
-    double sum = 0.0;
-    for (int64_t n = 0; n < d.mb; ++n)
-      for (int64_t s = 0; s < hw; ++s) sum += src[bn_at(d, n, c, s)];
-    const double mu = sum / count;
-    double sq = 0.0;
-    for (int64_t n = 0; n < d.mb; ++n)
-      for (int64_t s = 0; s < hw; ++s) {
-        const double x = src[bn_at(d, n, c, s)] - mu;
-        sq += x * x;
-      }
-    const double var = sq / count;  // biased
-    mean[c] = static_cast<float>(mu);
-    variance[c] = static_cast<float>(var);
-    const double inv_std = 1.0 / std::sqrt(var + double(d.eps));
-    for (int64_t n = 0; n < d.mb; ++n)
-      for (int64_t s = 0; s < hw; ++s) {
-        const size_t i = bn_at(d, n, c, s);
-        const double y = scale[c] * (src[i] - mu) * inv_std + shift[c];
-        dst[i] = static_cast<float>(d.relu ? std::max(y, 0.0) : y);  // fused ReLU
-      }
-  }
+DeviceBuffer RefBackend::allocate(size_t bytes) { return DeviceBuffer(this, zeroed_host_memory(bytes), bytes, false); }
+DeviceBuffer RefBackend::allocate_host(size_t bytes) { return DeviceBuffer(this, zeroed_host_memory(bytes), bytes, true); }
+
+void RefBackend::release(void* data, size_t, bool) { std::free(data); }
+
+void RefBackend::copy_from_host(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+void RefBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+void RefBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes && dst != src) std::memmove(dst, src, bytes);
+}
+void RefBackend::fill_zero(void* dst, size_t bytes) {
+  if (bytes) std::memset(dst, 0, bytes);
 }
 
-void RefBackend::batchnorm_forward_inference(const BnDesc& d, const float* src, const float* scale,
-                                             const float* shift, const float* mean,
-                                             const float* variance, float* dst) {
-  const int64_t hw = d.h * d.w;
-  for (int64_t c = 0; c < d.c; ++c) {
-    const double inv_std = 1.0 / std::sqrt(double(variance[c]) + double(d.eps));
-    for (int64_t n = 0; n < d.mb; ++n)
-      for (int64_t s = 0; s < hw; ++s) {
-        const size_t i = bn_at(d, n, c, s);
-        const double y = scale[c] * (double(src[i]) - mean[c]) * inv_std + shift[c];
-        dst[i] = static_cast<float>(d.relu ? std::max(y, 0.0) : y);  // fused ReLU
-      }
-  }
+void RefBackend::reorder(const Tensor& src, const Tensor& dst) {
+  expect_plain(src.desc, src.desc.numel(), "reorder src");
+  expect_plain(dst.desc, src.desc.numel(), "reorder dst");
+  copy(dst.data, src.data, src.desc.bytes);
 }
 
-void RefBackend::batchnorm_backward(const BnDesc& d, const float* src, const float* diff_dst,
-                                    const float* scale, const float* mean, const float* variance,
-                                    float* diff_src, float* diff_scale, float* diff_shift) {
-  // With xhat = (x - mean) / sqrt(var + eps) and M = mb*h*w:
-  //   diff_shift = sum dy,  diff_scale = sum dy * xhat,
-  //   diff_src = scale / sqrt(var + eps) * (dy - diff_shift / M - xhat * diff_scale / M)
-  const int64_t hw = d.h * d.w;
-  const double count = double(d.mb * hw);
-  for (int64_t c = 0; c < d.c; ++c) {
-    const double inv_std = 1.0 / std::sqrt(double(variance[c]) + double(d.eps));
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int64_t n = 0; n < d.mb; ++n)
-      for (int64_t s = 0; s < hw; ++s) {
-        const size_t i = bn_at(d, n, c, s);
-        const double xhat = (double(src[i]) - mean[c]) * inv_std;
-        sum_dy += diff_dst[i];
-        sum_dy_xhat += diff_dst[i] * xhat;
-      }
-    diff_shift[c] = static_cast<float>(sum_dy);
-    diff_scale[c] = static_cast<float>(sum_dy_xhat);
-    for (int64_t n = 0; n < d.mb; ++n)
-      for (int64_t s = 0; s < hw; ++s) {
-        const size_t i = bn_at(d, n, c, s);
-        const double xhat = (double(src[i]) - mean[c]) * inv_std;
-        diff_src[i] = static_cast<float>(scale[c] * inv_std *
-                                         (diff_dst[i] - sum_dy / count - xhat * sum_dy_xhat / count));
-      }
-  }
+// ---- planning ---------------------------------------------------------------------------------
+std::unique_ptr<ConvOp> RefBackend::plan_conv(const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) {
+  return std::make_unique<RefConvOp>(d, src, dst);
 }
-
-// ---- activations ----------------------------------------------------------------------------
-void RefBackend::eltwise_forward(const EltwiseDesc& d, const float* src, float* dst) {
-  for (int64_t i = 0; i < d.n; ++i) {
-    if (d.kind == EltwiseKind::relu)
-      dst[i] = src[i] > 0.0f ? src[i] : 0.0f;
-    else if (d.kind == EltwiseKind::relu6)
-      dst[i] = src[i] > 0.0f ? (src[i] < 6.0f ? src[i] : 6.0f) : 0.0f;
-    else
-      dst[i] = static_cast<float>(1.0 / (1.0 + std::exp(-double(src[i]))));
-  }
+std::unique_ptr<PoolOp> RefBackend::plan_pool(const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) {
+  return std::make_unique<RefPoolOp>(d, src, dst);
 }
-
-void RefBackend::eltwise_backward(const EltwiseDesc& d, const float* src, const float* dst,
-                                  const float* diff_dst, float* diff_src) {
-  for (int64_t i = 0; i < d.n; ++i) {
-    if (d.kind == EltwiseKind::relu)
-      diff_src[i] = src[i] > 0.0f ? diff_dst[i] : 0.0f;
-    else if (d.kind == EltwiseKind::relu6)  // gradient flows only strictly inside (0, 6)
-      diff_src[i] = src[i] > 0.0f && src[i] < 6.0f ? diff_dst[i] : 0.0f;
-    else  // d sigmoid / dx = y (1 - y), from the forward output
-      diff_src[i] = static_cast<float>(double(diff_dst[i]) * dst[i] * (1.0 - double(dst[i])));
-  }
+std::unique_ptr<FcOp> RefBackend::plan_fc(const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) {
+  return std::make_unique<RefFcOp>(d, src, dst);
 }
-
-// ---- losses ---------------------------------------------------------------------------------
-float RefBackend::softmax_xent_forward(int64_t mb, int64_t classes, const float* logits,
-                                       const int32_t* labels, float* probs) {
-  // logits (mb,classes), labels (mb) -> probs (mb,classes); returns mean of -log p[label]
-  double loss = 0.0;
-  for (int64_t n = 0; n < mb; ++n) {
-    const float* z = logits + n * classes;
-    TS_CHECK(labels[n] >= 0 && labels[n] < classes,
-             "label " + std::to_string(labels[n]) + " of sample " + std::to_string(n) +
-                 " is outside [0," + std::to_string(classes) + ")");
-    double zmax = z[0];
-    for (int64_t k = 1; k < classes; ++k) zmax = std::max(zmax, double(z[k]));
-    double sum = 0.0;
-    for (int64_t k = 0; k < classes; ++k) sum += std::exp(double(z[k]) - zmax);
-    for (int64_t k = 0; k < classes; ++k)
-      probs[n * classes + k] = static_cast<float>(std::exp(double(z[k]) - zmax) / sum);
-    loss += -(double(z[labels[n]]) - zmax - std::log(sum));  // log-softmax: no log(0)
-  }
-  return static_cast<float>(loss / double(mb));
+std::unique_ptr<BatchNormOp> RefBackend::plan_batchnorm(const BnDesc& d, const TensorDesc& src,
+                                                        const TensorDesc& dst) {
+  return std::make_unique<RefBatchNormOp>(d, src, dst);
 }
-
-void RefBackend::softmax_xent_backward(int64_t mb, int64_t classes, const float* probs,
-                                       const int32_t* labels, float* diff_logits) {
-  for (int64_t n = 0; n < mb; ++n)
-    for (int64_t k = 0; k < classes; ++k) {
-      const double onehot = (k == labels[n]) ? 1.0 : 0.0;
-      diff_logits[n * classes + k] =
-          static_cast<float>((double(probs[n * classes + k]) - onehot) / double(mb));
-    }
+std::unique_ptr<EltwiseOp> RefBackend::plan_eltwise(const EltwiseDesc& d, const TensorDesc& src,
+                                                    const TensorDesc& dst) {
+  return std::make_unique<RefEltwiseOp>(d, src, dst);
 }
-
-float RefBackend::mse_forward(int64_t n, const float* pred, const float* target) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double e = double(pred[i]) - target[i];
-    sum += e * e;
-  }
-  return static_cast<float>(sum / double(n));
+std::unique_ptr<AddOp> RefBackend::plan_add(const TensorDesc& a, const TensorDesc& b, bool relu) {
+  return std::make_unique<RefAddOp>(a, b, relu);
 }
-
-void RefBackend::mse_backward(int64_t n, const float* pred, const float* target,
-                              float* diff_pred) {
-  for (int64_t i = 0; i < n; ++i)
-    diff_pred[i] = static_cast<float>(2.0 * (double(pred[i]) - target[i]) / double(n));
+std::unique_ptr<ConcatOp> RefBackend::plan_concat(const std::vector<TensorDesc>& srcs, const TensorDesc& dst) {
+  return std::make_unique<RefConcatOp>(srcs, dst);
 }
-
-// ---- tensor plumbing ------------------------------------------------------------------------
-void RefBackend::add(int64_t n, const float* a, const float* b, float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];
+std::unique_ptr<DropoutOp> RefBackend::plan_dropout(const TensorDesc& src) {
+  return std::make_unique<RefDropoutOp>(src);
 }
-
-void RefBackend::add_relu(int64_t n, const float* a, const float* b, float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = std::max(a[i] + b[i], 0.0f);
+std::unique_ptr<SoftmaxXentOp> RefBackend::plan_softmax_xent(const TensorDesc& logits) {
+  return std::make_unique<RefSoftmaxXentOp>(logits);
 }
+std::unique_ptr<MseOp> RefBackend::plan_mse(const TensorDesc& pred) { return std::make_unique<RefMseOp>(pred); }
 
-void RefBackend::copy(int64_t n, const float* src, float* dst) {
-  if (src != dst) std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));
-}
-
-void RefBackend::concat_forward(int64_t mb, int64_t hw, const std::vector<int64_t>& channels,
-                                const std::vector<const float*>& srcs, float* dst) {
-  // srcs[i] (mb,channels[i],hw) -> dst (mb,sum channels,hw)
-  TS_CHECK(channels.size() == srcs.size(), "concat: channels and srcs differ in length");
-  int64_t total = 0;
-  for (int64_t c : channels) total += c;
-  for (int64_t n = 0; n < mb; ++n) {
-    int64_t offset = 0;  // channel offset of input i in dst
-    for (size_t i = 0; i < srcs.size(); ++i) {
-      for (int64_t c = 0; c < channels[i]; ++c)
-        for (int64_t s = 0; s < hw; ++s)
-          dst[(n * total + offset + c) * hw + s] = srcs[i][(n * channels[i] + c) * hw + s];
-      offset += channels[i];
-    }
-  }
-}
-
-void RefBackend::concat_backward(int64_t mb, int64_t hw, const std::vector<int64_t>& channels,
-                                 const float* diff_dst, const std::vector<float*>& diff_srcs) {
-  TS_CHECK(channels.size() == diff_srcs.size(), "concat: channels and diff_srcs differ in length");
-  int64_t total = 0;
-  for (int64_t c : channels) total += c;
-  for (int64_t n = 0; n < mb; ++n) {
-    int64_t offset = 0;
-    for (size_t i = 0; i < diff_srcs.size(); ++i) {
-      for (int64_t c = 0; c < channels[i]; ++c)
-        for (int64_t s = 0; s < hw; ++s)
-          diff_srcs[i][(n * channels[i] + c) * hw + s] = diff_dst[(n * total + offset + c) * hw + s];
-      offset += channels[i];
-    }
-  }
-}
-
-void RefBackend::dropout_apply(int64_t n, const uint8_t* mask, float scale, const float* src,
-                               float* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = mask[i] ? src[i] * scale : 0.0f;
-}
-
+// ---- immediate ops ----------------------------------------------------------------------------
 void RefBackend::sgd_step(int64_t n, float lr, float momentum, float weight_decay, bool nesterov,
                           float* weights, const float* grads, float* velocity) {
-  //   g' = g + wd * w;  v = momentum * v + g';  w -= lr * (nesterov ? g' + momentum * v : v)
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = double(grads[i]) + double(weight_decay) * weights[i];
-    const double v = double(momentum) * velocity[i] + g;
-    velocity[i] = static_cast<float>(v);
-    const double step = nesterov ? g + double(momentum) * v : v;
-    weights[i] = static_cast<float>(double(weights[i]) - double(lr) * step);
-  }
+  ref::sgd_step(n, lr, momentum, weight_decay, nesterov, weights, grads, velocity);
 }
+
+void RefBackend::axpby(int64_t n, float a, const float* x, float b, float* y) { ref::axpby(n, a, x, b, y); }
 
 }  // namespace ts

@@ -24,21 +24,21 @@ Shape Activation::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
-void Activation::set_batch(int64_t mb) {
-  Layer::set_batch(mb);
+TensorDesc Activation::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
   desc_.n = mb * dst_shape_.numel();
+  op_ = backend.plan_eltwise(desc_, srcs[0], TensorDesc::any(srcs[0].dims));
+  return op_->dst_desc();
 }
 
 // src (mb, n) -> dst (mb, n)
-void Activation::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
-                         Mode) {
-  backend.eltwise_forward(desc_, srcs[0], dst);
+void Activation::forward(Backend&, const std::vector<Tensor>& srcs, const Tensor& dst, Mode) {
+  op_->forward(srcs[0], dst);
 }
 
-void Activation::backward(Backend& backend, const std::vector<const float*>& srcs,
-                          const float* dst, const float* diff_dst,
-                          const std::vector<float*>& diff_srcs) {
-  if (diff_srcs[0]) backend.eltwise_backward(desc_, srcs[0], dst, diff_dst, diff_srcs[0]);
+void Activation::backward(Backend&, const std::vector<Tensor>& srcs, const Tensor& dst,
+                          const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) {
+  if (diff_srcs[0]) op_->backward(srcs[0], dst, diff_dst, diff_srcs[0]);
 }
 
 LayerInfo Activation::info() const {

@@ -2,6 +2,8 @@
 // src (mb, ...) -> dst (mb, ...) of the same shape.
 #pragma once
 
+#include <memory>
+
 #include "nn/layer.h"
 
 namespace ts {
@@ -11,15 +13,16 @@ class Activation : public Layer {
   Activation(std::string name, EltwiseKind kind);
   std::string kind() const override;
   Shape setup(const std::vector<Shape>& src_shapes) override;
-  void set_batch(int64_t mb) override;
-  void forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
                Mode mode) override;
-  void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
-                const float* diff_dst, const std::vector<float*>& diff_srcs) override;
+  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
+                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
   LayerInfo info() const override;
 
  private:
   EltwiseDesc desc_;
+  std::unique_ptr<EltwiseOp> op_;  // planned per minibatch
 };
 
 }  // namespace ts

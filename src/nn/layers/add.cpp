@@ -1,8 +1,6 @@
 // Residual add layer (see add.h).
 #include "nn/layers/add.h"
 
-#include <cstring>
-
 namespace ts {
 
 Shape Add::setup(const std::vector<Shape>& src_shapes) {
@@ -15,15 +13,18 @@ Shape Add::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
+TensorDesc Add::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
+  ops_.clear();
+  ops_.push_back(backend.plan_add(srcs[0], srcs[1], relu_));
+  for (size_t i = 2; i < srcs.size(); ++i) ops_.push_back(backend.plan_add(ops_[0]->dst_desc(), srcs[i], false));
+  return ops_[0]->dst_desc();
+}
+
 // srcs[i] (mb, n) -> dst (mb, n)
-void Add::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
-  const int64_t n = mb_ * dst_shape_.numel();
-  if (relu_) {
-    backend.add_relu(n, srcs[0], srcs[1], dst);
-    return;
-  }
-  backend.add(n, srcs[0], srcs[1], dst);
-  for (size_t i = 2; i < srcs.size(); ++i) backend.add(n, dst, srcs[i], dst);
+void Add::forward(Backend&, const std::vector<Tensor>& srcs, const Tensor& dst, Mode) {
+  ops_[0]->forward(srcs[0], srcs[1], dst);
+  for (size_t i = 2; i < srcs.size(); ++i) ops_[i - 1]->forward(dst, srcs[i], dst);
 }
 
 bool Add::fuse_relu() {
@@ -31,11 +32,11 @@ bool Add::fuse_relu() {
   return relu_;
 }
 
-void Add::backward(Backend& backend, const std::vector<const float*>&, const float*,
-                   const float* diff_dst, const std::vector<float*>& diff_srcs) {
-  const int64_t n = mb_ * dst_shape_.numel();
-  for (float* diff_src : diff_srcs)
-    if (diff_src) backend.copy(n, diff_dst, diff_src);
+// Every input's gradient is diff_dst, in that input's desc.
+void Add::backward(Backend& backend, const std::vector<Tensor>&, const Tensor&, const Tensor& diff_dst,
+                   const std::vector<Tensor>& diff_srcs) {
+  for (const Tensor& diff_src : diff_srcs)
+    if (diff_src) backend.reorder(diff_dst, diff_src);
 }
 
 LayerInfo Add::info() const {

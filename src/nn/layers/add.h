@@ -2,6 +2,9 @@
 // srcs[i] (mb, ...) -> dst (mb, ...); each diff_src is a copy of diff_dst.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "nn/layer.h"
 
 namespace ts {
@@ -11,15 +14,17 @@ class Add : public Layer {
   explicit Add(std::string name) : Layer(std::move(name)) {}
   std::string kind() const override { return "add"; }
   Shape setup(const std::vector<Shape>& src_shapes) override;
-  void forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
                Mode mode) override;
-  void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
-                const float* diff_dst, const std::vector<float*>& diff_srcs) override;
+  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
+                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
   LayerInfo info() const override;
   bool fuse_relu() override;  // two inputs only: dst = relu(a + b)
 
  private:
   bool relu_ = false;
+  std::vector<std::unique_ptr<AddOp>> ops_;  // dst = src0 + src1 [relu], then dst += src_i
 };
 
 }  // namespace ts

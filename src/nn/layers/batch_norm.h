@@ -4,7 +4,8 @@
 // src (mb,c,h,w) or (mb,c) -> dst of the same shape.
 #pragma once
 
-#include "core/buffer.h"
+#include <memory>
+
 #include "nn/layer.h"
 
 namespace ts {
@@ -16,24 +17,25 @@ class BatchNorm : public Layer {
   Shape setup(const std::vector<Shape>& src_shapes) override;
   int64_t param_count() const override { return 2 * desc_.c; }
   int64_t state_count() const override { return 2 * desc_.c; }
-  void init(Rng& rng) override;
-  void set_batch(int64_t mb) override;
-  void forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+  void init(Rng& rng, float* params, float* state) override;
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
                Mode mode) override;
-  void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
-                const float* diff_dst, const std::vector<float*>& diff_srcs) override;
+  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
+                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
   LayerInfo info() const override;
   bool fuse_relu() override;
 
-  // Views of the bound state: running mean (c) then running variance (c).
+  // Views of the bound state (device memory): running mean (c) then running variance (c).
   const float* running_mean() const { return state_; }
   const float* running_variance() const { return state_ + desc_.c; }
 
  private:
   BnDesc desc_;
   float momentum_;
-  Buffer<float> mean_, variance_;  // batch statistics of the last training forward (c each)
-  Buffer<float> scratch_diff_src_;  // diff_src when the input needs no gradient (mb,c,h,w)
+  std::unique_ptr<BatchNormOp> op_;  // planned per minibatch
+  DeviceBuffer mean_, variance_;     // batch statistics of the last training forward (c each)
+  DeviceBuffer scratch_diff_src_;    // diff_src when the input needs no gradient (src's desc)
 };
 
 }  // namespace ts

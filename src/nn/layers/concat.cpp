@@ -25,30 +25,23 @@ Shape Concat::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
-void Concat::set_batch(int64_t mb) {
-  Layer::set_batch(mb);
-  scratch_.assign(channels_.size(), {});
+TensorDesc Concat::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
+  Shape dims = srcs[0].dims;
+  dims[1] = dst_shape_[0];
+  op_ = backend.plan_concat(srcs, TensorDesc::any(dims));
+  return op_->dst_desc();
 }
 
-// srcs[i] (mb, c_i, hw) -> dst (mb, sum c_i, hw)
-void Concat::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
-  backend.concat_forward(mb_, hw_, channels_, srcs, dst);
+// srcs[i] (mb, c_i, h, w) -> dst (mb, sum c_i, h, w)
+void Concat::forward(Backend&, const std::vector<Tensor>& srcs, const Tensor& dst, Mode) {
+  op_->forward(srcs, dst);
 }
 
-// diff_dst (mb, sum c_i, hw) -> diff_srcs[i] (mb, c_i, hw)
-void Concat::backward(Backend& backend, const std::vector<const float*>&, const float*,
-                      const float* diff_dst, const std::vector<float*>& diff_srcs) {
-  scratch_ptrs_ = diff_srcs;
-  bool any = false;
-  for (size_t i = 0; i < diff_srcs.size(); ++i) {
-    if (diff_srcs[i]) {
-      any = true;
-      continue;
-    }
-    scratch_[i].resize(static_cast<size_t>(mb_ * channels_[i] * hw_));
-    scratch_ptrs_[i] = scratch_[i].data();
-  }
-  if (any) backend.concat_backward(mb_, hw_, channels_, diff_dst, scratch_ptrs_);
+// diff_dst (mb, sum c_i, h, w) -> diff_srcs[i] (mb, c_i, h, w); inputs without a gradient skipped
+void Concat::backward(Backend&, const std::vector<Tensor>&, const Tensor&, const Tensor& diff_dst,
+                      const std::vector<Tensor>& diff_srcs) {
+  op_->backward(diff_dst, diff_srcs);
 }
 
 LayerInfo Concat::info() const {

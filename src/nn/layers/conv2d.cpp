@@ -53,31 +53,32 @@ int64_t Conv2d::param_count() const {
   return desc_.weight_count() + (desc_.bias ? desc_.oc : 0);
 }
 
-void Conv2d::init(Rng& rng) {
+void Conv2d::init(Rng& rng, float* params, float*) {
   int64_t fan_in = desc_.ic / desc_.groups * desc_.kh * desc_.kw;
   int64_t fan_out = desc_.oc / desc_.groups * desc_.kh * desc_.kw;
-  init_fill(options_.init, rng, fan_in, fan_out, params_, desc_.weight_count());
+  init_fill(options_.init, rng, fan_in, fan_out, params, desc_.weight_count());
   if (desc_.bias)
-    for (int64_t i = 0; i < desc_.oc; ++i) params_[desc_.weight_count() + i] = 0.0f;
+    for (int64_t i = 0; i < desc_.oc; ++i) params[desc_.weight_count() + i] = 0.0f;
 }
 
-void Conv2d::set_batch(int64_t mb) {
-  Layer::set_batch(mb);
+TensorDesc Conv2d::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
   desc_.mb = mb;
+  op_ = backend.plan_conv(desc_, srcs[0], TensorDesc::any(Shape{mb, desc_.oc, desc_.oh(), desc_.ow()}));
+  return op_->dst_desc();
 }
 
 // src (mb,ic,ih,iw) -> dst (mb,oc,oh,ow)
-void Conv2d::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
+void Conv2d::forward(Backend&, const std::vector<Tensor>& srcs, const Tensor& dst, Mode) {
   const float* bia = desc_.bias ? params_ + desc_.weight_count() : nullptr;
-  backend.conv_forward(desc_, srcs[0], params_, bia, dst);
+  op_->forward(srcs[0], params_, bia, dst);
 }
 
 // diff_dst (mb,oc,oh,ow) -> diff_src (mb,ic,ih,iw), diff_wei, diff_bia
-void Conv2d::backward(Backend& backend, const std::vector<const float*>& srcs, const float*,
-                      const float* diff_dst, const std::vector<float*>& diff_srcs) {
+void Conv2d::backward(Backend&, const std::vector<Tensor>& srcs, const Tensor&, const Tensor& diff_dst,
+                      const std::vector<Tensor>& diff_srcs) {
   float* diff_bia = desc_.bias ? grads_ + desc_.weight_count() : nullptr;
-  backend.conv_backward_weights(desc_, srcs[0], diff_dst, grads_, diff_bia);
-  if (diff_srcs[0]) backend.conv_backward_data(desc_, diff_dst, params_, diff_srcs[0]);
+  op_->backward(srcs[0], diff_dst, params_, diff_srcs[0], grads_, diff_bia);
 }
 
 bool Conv2d::fuse_relu() {

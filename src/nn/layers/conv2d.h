@@ -2,6 +2,8 @@
 // src (mb,ic,ih,iw), wei (oc,ic/g,kh,kw), bia (oc) -> dst (mb,oc,oh,ow).
 #pragma once
 
+#include <memory>
+
 #include "nn/layer.h"
 
 namespace ts {
@@ -25,12 +27,12 @@ class Conv2d : public Layer {
   std::string kind() const override { return "conv"; }
   Shape setup(const std::vector<Shape>& src_shapes) override;
   int64_t param_count() const override;
-  void init(Rng& rng) override;
-  void set_batch(int64_t mb) override;
-  void forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+  void init(Rng& rng, float* params, float* state) override;
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
                Mode mode) override;
-  void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
-                const float* diff_dst, const std::vector<float*>& diff_srcs) override;
+  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
+                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
   LayerInfo info() const override;
   bool fuse_relu() override;
   const ConvDesc& desc() const { return desc_; }
@@ -38,6 +40,7 @@ class Conv2d : public Layer {
  private:
   Conv2dOptions options_;
   ConvDesc desc_;
+  std::unique_ptr<ConvOp> op_;  // planned per minibatch
 };
 
 }  // namespace ts

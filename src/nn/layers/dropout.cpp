@@ -1,7 +1,7 @@
 // Dropout layer (see dropout.h).
 #include "nn/layers/dropout.h"
 
-#include <cstring>
+#include <algorithm>
 
 namespace ts {
 
@@ -15,36 +15,37 @@ Shape Dropout::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
-void Dropout::init(Rng& rng) { rng_ = Rng(rng.next_u64()); }
+void Dropout::init(Rng& rng, float*, float*) { rng_ = Rng(rng.next_u64()); }
 
-void Dropout::set_batch(int64_t mb) {
-  Layer::set_batch(mb);
-  mask_.resize(static_cast<size_t>(mb * dst_shape_.numel()));
+TensorDesc Dropout::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
+  op_ = backend.plan_dropout(srcs[0]);
+  mask_.assign(static_cast<size_t>(mb * dst_shape_.numel()), 0);
+  device_mask_ = backend.allocate(mask_.size());
+  device_mask_ones_ = false;
+  return op_->dst_desc();
 }
 
-// src (mb, n) -> dst (mb, n)
-void Dropout::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
-                      Mode mode) {
-  const int64_t n = mb_ * dst_shape_.numel();
-  last_inference_ = mode == Mode::inference || p_ == 0.0;
-  if (last_inference_) {
-    backend.copy(n, srcs[0], dst);
-    return;
+// src (mb, n) -> dst (mb, n). The mask is drawn from the layer's seeded stream on the host, so
+// every backend drops the same elements; inference keeps every element (mask of ones, scale 1).
+void Dropout::forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst, Mode mode) {
+  const bool keep_all = mode == Mode::inference || p_ == 0.0;
+  if (!keep_all) {
+    for (auto& m : mask_) m = rng_.uniform() >= p_ ? 1 : 0;
+    backend.copy_from_host(device_mask_.data(), mask_.data(), mask_.size());
+  } else if (!device_mask_ones_) {
+    std::fill(mask_.begin(), mask_.end(), uint8_t{1});
+    backend.copy_from_host(device_mask_.data(), mask_.data(), mask_.size());
   }
-  for (int64_t i = 0; i < n; ++i) mask_[static_cast<size_t>(i)] = rng_.uniform() >= p_ ? 1 : 0;
-  backend.dropout_apply(n, mask_.data(), static_cast<float>(1.0 / (1.0 - p_)), srcs[0], dst);
+  device_mask_ones_ = keep_all;
+  last_scale_ = keep_all ? 1.0f : static_cast<float>(1.0 / (1.0 - p_));
+  op_->forward(static_cast<const uint8_t*>(device_mask_.data()), last_scale_, srcs[0], dst);
 }
 
-void Dropout::backward(Backend& backend, const std::vector<const float*>&, const float*,
-                       const float* diff_dst, const std::vector<float*>& diff_srcs) {
-  if (!diff_srcs[0]) return;
-  const int64_t n = mb_ * dst_shape_.numel();
-  if (last_inference_) {
-    backend.copy(n, diff_dst, diff_srcs[0]);
-    return;
-  }
-  backend.dropout_apply(n, mask_.data(), static_cast<float>(1.0 / (1.0 - p_)), diff_dst,
-                        diff_srcs[0]);
+void Dropout::backward(Backend&, const std::vector<Tensor>&, const Tensor&, const Tensor& diff_dst,
+                       const std::vector<Tensor>& diff_srcs) {
+  if (diff_srcs[0])
+    op_->backward(static_cast<const uint8_t*>(device_mask_.data()), last_scale_, diff_dst, diff_srcs[0]);
 }
 
 LayerInfo Dropout::info() const {

@@ -3,7 +3,9 @@
 // src (mb, ...) -> dst (mb, ...) of the same shape.
 #pragma once
 
-#include "core/buffer.h"
+#include <memory>
+#include <vector>
+
 #include "nn/layer.h"
 
 namespace ts {
@@ -13,20 +15,23 @@ class Dropout : public Layer {
   Dropout(std::string name, double p);
   std::string kind() const override { return "dropout"; }
   Shape setup(const std::vector<Shape>& src_shapes) override;
-  void init(Rng& rng) override;
-  void set_batch(int64_t mb) override;
-  void forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+  void init(Rng& rng, float* params, float* state) override;
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
                Mode mode) override;
-  void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
-                const float* diff_dst, const std::vector<float*>& diff_srcs) override;
+  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
+                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
   LayerInfo info() const override;
   const uint8_t* mask() const { return mask_.data(); }
 
  private:
   double p_;
   Rng rng_{1};
-  Buffer<uint8_t> mask_;  // (mb, ...) 0/1 of the last training forward
-  bool last_inference_ = false;
+  std::unique_ptr<DropoutOp> op_;  // planned per minibatch
+  std::vector<uint8_t> mask_;      // (mb, ...) 0/1 of the last training forward, drawn on the host
+  DeviceBuffer device_mask_;       // its copy on the device
+  bool device_mask_ones_ = false;  // the device mask is all ones (inference), nothing to copy
+  float last_scale_ = 1.0f;        // of the last forward: 1/(1-p) in training, 1 in inference
 };
 
 }  // namespace ts

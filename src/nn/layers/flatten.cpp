@@ -1,8 +1,6 @@
 // Flatten layer (see flatten.h).
 #include "nn/layers/flatten.h"
 
-#include <cstring>
-
 namespace ts {
 
 Shape Flatten::setup(const std::vector<Shape>& src_shapes) {
@@ -12,14 +10,20 @@ Shape Flatten::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
-// A copy through the backend, which keeps the tensor's layout (the reader reorders if needed).
-void Flatten::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
-  backend.copy(mb_ * dst_shape_.numel(), srcs[0], dst);
+// The flattened tensor keeps its input's desc (its bytes and the backend's layout): a copy, and
+// the reader (fc) reads (mb, c, h, w) as (mb, c*h*w) in whatever layout it comes.
+TensorDesc Flatten::plan(Backend&, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
+  return srcs[0];
 }
 
-void Flatten::backward(Backend& backend, const std::vector<const float*>&, const float*,
-                       const float* diff_dst, const std::vector<float*>& diff_srcs) {
-  if (diff_srcs[0]) backend.copy(mb_ * dst_shape_.numel(), diff_dst, diff_srcs[0]);
+void Flatten::forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst, Mode) {
+  backend.copy(dst.data, srcs[0].data, srcs[0].desc.bytes);
+}
+
+void Flatten::backward(Backend& backend, const std::vector<Tensor>&, const Tensor&, const Tensor& diff_dst,
+                       const std::vector<Tensor>& diff_srcs) {
+  if (diff_srcs[0]) backend.copy(diff_srcs[0].data, diff_dst.data, diff_dst.desc.bytes);
 }
 
 LayerInfo Flatten::info() const {

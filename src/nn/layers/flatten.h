@@ -11,10 +11,11 @@ class Flatten : public Layer {
   explicit Flatten(std::string name) : Layer(std::move(name)) {}
   std::string kind() const override { return "flatten"; }
   Shape setup(const std::vector<Shape>& src_shapes) override;
-  void forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
                Mode mode) override;
-  void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
-                const float* diff_dst, const std::vector<float*>& diff_srcs) override;
+  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
+                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
   LayerInfo info() const override;
 };
 

@@ -23,31 +23,30 @@ int64_t FullyConnected::param_count() const {
   return desc_.oc * desc_.ic + (desc_.bias ? desc_.oc : 0);
 }
 
-void FullyConnected::init(Rng& rng) {
-  init_fill(init_, rng, desc_.ic, desc_.oc, params_, desc_.oc * desc_.ic);
+void FullyConnected::init(Rng& rng, float* params, float*) {
+  init_fill(init_, rng, desc_.ic, desc_.oc, params, desc_.oc * desc_.ic);
   if (desc_.bias)
-    for (int64_t i = 0; i < desc_.oc; ++i) params_[desc_.oc * desc_.ic + i] = 0.0f;
+    for (int64_t i = 0; i < desc_.oc; ++i) params[desc_.oc * desc_.ic + i] = 0.0f;
 }
 
-void FullyConnected::set_batch(int64_t mb) {
-  Layer::set_batch(mb);
+TensorDesc FullyConnected::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
   desc_.mb = mb;
+  op_ = backend.plan_fc(desc_, srcs[0], TensorDesc::any(Shape{mb, desc_.oc}));
+  return op_->dst_desc();
 }
 
 // src (mb, ic) -> dst (mb, oc)
-void FullyConnected::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
-                             Mode) {
+void FullyConnected::forward(Backend&, const std::vector<Tensor>& srcs, const Tensor& dst, Mode) {
   const float* bia = desc_.bias ? params_ + desc_.oc * desc_.ic : nullptr;
-  backend.fc_forward(desc_, srcs[0], params_, bia, dst);
+  op_->forward(srcs[0], params_, bia, dst);
 }
 
 // diff_dst (mb, oc) -> diff_src (mb, ic), diff_wei (oc, ic), diff_bia (oc)
-void FullyConnected::backward(Backend& backend, const std::vector<const float*>& srcs,
-                              const float*, const float* diff_dst,
-                              const std::vector<float*>& diff_srcs) {
+void FullyConnected::backward(Backend&, const std::vector<Tensor>& srcs, const Tensor&,
+                              const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) {
   float* diff_bia = desc_.bias ? grads_ + desc_.oc * desc_.ic : nullptr;
-  backend.fc_backward_weights(desc_, srcs[0], diff_dst, grads_, diff_bia);
-  if (diff_srcs[0]) backend.fc_backward_data(desc_, diff_dst, params_, diff_srcs[0]);
+  op_->backward(srcs[0], diff_dst, params_, diff_srcs[0], grads_, diff_bia);
 }
 
 LayerInfo FullyConnected::info() const {

@@ -1,8 +1,6 @@
 // Mean-squared error loss layer (see mean_squared_error.h).
 #include "nn/layers/mean_squared_error.h"
 
-#include <cstring>
-
 namespace ts {
 
 Shape MeanSquaredError::setup(const std::vector<Shape>& src_shapes) {
@@ -13,22 +11,24 @@ Shape MeanSquaredError::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
-void MeanSquaredError::set_batch(int64_t mb) {
-  Layer::set_batch(mb);
-  targets_.resize(static_cast<size_t>(mb * outputs_));
+TensorDesc MeanSquaredError::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
+  op_ = backend.plan_mse(srcs[0]);
+  targets_ = backend.allocate(static_cast<size_t>(mb * outputs_) * sizeof(float));
+  return TensorDesc::plain(Shape{1});
 }
 
-// src (mb, outputs), targets (mb, outputs) -> mean loss
-float MeanSquaredError::forward_loss(Backend& backend, const float* src, const int32_t*,
-                                     const float* targets) {
+// src (mb, outputs), targets (mb, outputs, host) -> mean loss into loss[0]
+void MeanSquaredError::forward_loss(Backend& backend, const Tensor& src, const int32_t*,
+                                    const float* targets, float* loss) {
   if (!targets) fail("needs regression targets");
-  std::memcpy(targets_.data(), targets, targets_.size() * sizeof(float));
-  return backend.mse_forward(mb_ * outputs_, src, targets_.data());
+  backend.copy_from_host(targets_.data(), targets, targets_.bytes());
+  op_->forward(src, targets_.f32(), loss);
 }
 
 // diff_src (mb, outputs) = 2 (src - target) / (mb * outputs)
-void MeanSquaredError::backward_loss(Backend& backend, const float* src, float* diff_src) {
-  backend.mse_backward(mb_ * outputs_, src, targets_.data(), diff_src);
+void MeanSquaredError::backward_loss(Backend&, const Tensor& src, const Tensor& diff_src) {
+  op_->backward(src, targets_.f32(), diff_src);
 }
 
 LayerInfo MeanSquaredError::info() const {

@@ -2,7 +2,8 @@
 // mean over all mb*outputs values of (pred - target)^2. Keeps a copy of the targets.
 #pragma once
 
-#include "core/buffer.h"
+#include <memory>
+
 #include "nn/layer.h"
 
 namespace ts {
@@ -13,15 +14,16 @@ class MeanSquaredError : public LossLayer {
   std::string kind() const override { return "mse"; }
   bool is_classifier() const override { return false; }
   Shape setup(const std::vector<Shape>& src_shapes) override;
-  void set_batch(int64_t mb) override;
-  float forward_loss(Backend& backend, const float* src, const int32_t* labels,
-                     const float* targets) override;
-  void backward_loss(Backend& backend, const float* src, float* diff_src) override;
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward_loss(Backend& backend, const Tensor& src, const int32_t* labels,
+                    const float* targets, float* loss) override;
+  void backward_loss(Backend& backend, const Tensor& src, const Tensor& diff_src) override;
   LayerInfo info() const override;
 
  private:
   int64_t outputs_ = 0;
-  Buffer<float> targets_;  // (mb, outputs)
+  std::unique_ptr<MseOp> op_;  // planned per minibatch
+  DeviceBuffer targets_;       // (mb, outputs) f32
 };
 
 }  // namespace ts

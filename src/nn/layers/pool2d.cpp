@@ -42,29 +42,23 @@ Shape Pool2d::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
-void Pool2d::set_batch(int64_t mb) {
-  Layer::set_batch(mb);
+TensorDesc Pool2d::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
   desc_.mb = mb;
-  workspace_backend_ = nullptr;  // re-sized on the next forward (the size is backend-defined)
+  op_ = backend.plan_pool(desc_, srcs[0], TensorDesc::any(Shape{mb, desc_.c, desc_.oh(), desc_.ow()}));
+  workspace_ = backend.allocate(op_->workspace_bytes());
+  return op_->dst_desc();
 }
 
 // src (mb,c,ih,iw) -> dst (mb,c,oh,ow)
-void Pool2d::forward(Backend& backend, const std::vector<const float*>& srcs, float* dst, Mode) {
-  if (workspace_backend_ != &backend) {
-    // Planned once per batch size and backend; the timed loop never re-allocates.
-    workspace_bytes_ = backend.pool_workspace_bytes(desc_);
-    if (workspace_.size() != workspace_bytes_) workspace_.resize(workspace_bytes_);
-    workspace_backend_ = &backend;
-  }
-  backend.pool_forward(desc_, srcs[0], dst, workspace_bytes_ ? workspace_.data() : nullptr);
+void Pool2d::forward(Backend&, const std::vector<Tensor>& srcs, const Tensor& dst, Mode) {
+  op_->forward(srcs[0], dst, workspace_.data());
 }
 
 // diff_dst (mb,c,oh,ow) -> diff_src (mb,c,ih,iw)
-void Pool2d::backward(Backend& backend, const std::vector<const float*>&, const float*,
-                      const float* diff_dst, const std::vector<float*>& diff_srcs) {
-  if (!diff_srcs[0]) return;
-  backend.pool_backward(desc_, diff_dst, workspace_bytes_ ? workspace_.data() : nullptr,
-                        diff_srcs[0]);
+void Pool2d::backward(Backend&, const std::vector<Tensor>&, const Tensor&, const Tensor& diff_dst,
+                      const std::vector<Tensor>& diff_srcs) {
+  if (diff_srcs[0]) op_->backward(diff_dst, workspace_.data(), diff_srcs[0]);
 }
 
 LayerInfo Pool2d::info() const {

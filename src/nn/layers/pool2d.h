@@ -2,7 +2,8 @@
 // src (mb,c,ih,iw) -> dst (mb,c,oh,ow). Max pooling keeps the argmax workspace for backward.
 #pragma once
 
-#include "core/buffer.h"
+#include <memory>
+
 #include "nn/layer.h"
 
 namespace ts {
@@ -21,20 +22,20 @@ class Pool2d : public Layer {
   Pool2d(std::string name, PoolKind kind, int64_t kernel, int64_t stride = 0, int64_t padding = 0);
   std::string kind() const override { return "pool"; }
   Shape setup(const std::vector<Shape>& src_shapes) override;
-  void set_batch(int64_t mb) override;
-  void forward(Backend& backend, const std::vector<const float*>& srcs, float* dst,
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
                Mode mode) override;
-  void backward(Backend& backend, const std::vector<const float*>& srcs, const float* dst,
-                const float* diff_dst, const std::vector<float*>& diff_srcs) override;
+  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
+                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
   LayerInfo info() const override;
   const PoolDesc& desc() const { return desc_; }
 
  protected:
   Pool2dOptions options_;
   PoolDesc desc_;
-  Buffer<uint8_t> workspace_;  // argmax for max pooling, sized by the backend
-  size_t workspace_bytes_ = 0;
-  Backend* workspace_backend_ = nullptr;
+  std::unique_ptr<PoolOp> op_;  // planned per minibatch
+  DeviceBuffer workspace_;      // argmax for max pooling, sized by the plan
+
 };
 
 }  // namespace ts

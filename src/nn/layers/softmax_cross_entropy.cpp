@@ -1,8 +1,6 @@
 // Softmax cross-entropy loss layer (see softmax_cross_entropy.h).
 #include "nn/layers/softmax_cross_entropy.h"
 
-#include <cstring>
-
 #include "core/error.h"
 
 namespace ts {
@@ -16,27 +14,29 @@ Shape SoftmaxCrossEntropy::setup(const std::vector<Shape>& src_shapes) {
   return dst_shape_;
 }
 
-void SoftmaxCrossEntropy::set_batch(int64_t mb) {
-  Layer::set_batch(mb);
-  probs_.resize(static_cast<size_t>(mb * classes_));
-  labels_.resize(static_cast<size_t>(mb));
+TensorDesc SoftmaxCrossEntropy::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
+  op_ = backend.plan_softmax_xent(srcs[0]);
+  probs_ = backend.allocate(static_cast<size_t>(mb * classes_) * sizeof(float));
+  labels_ = backend.allocate(static_cast<size_t>(mb) * sizeof(int32_t));
+  return TensorDesc::plain(Shape{1});
 }
 
-// src (mb, classes), labels (mb) -> mean loss; probs (mb, classes)
-float SoftmaxCrossEntropy::forward_loss(Backend& backend, const float* src, const int32_t* labels,
-                                        const float*) {
+// src (mb, classes), labels (mb, host) -> mean loss into loss[0]; probs (mb, classes)
+void SoftmaxCrossEntropy::forward_loss(Backend& backend, const Tensor& src, const int32_t* labels,
+                                       const float*, float* loss) {
   if (!labels) fail("needs labels (a classification data set)");
   for (int64_t i = 0; i < mb_; ++i)
     if (labels[i] < 0 || labels[i] >= classes_)
-      throw RuntimeError("layer " + name_ + ": label " + std::to_string(labels[i]) +
-                         " out of range [0," + std::to_string(classes_) + ")");
-  std::memcpy(labels_.data(), labels, static_cast<size_t>(mb_) * sizeof(int32_t));
-  return backend.softmax_xent_forward(mb_, classes_, src, labels_.data(), probs_.data());
+      throw RuntimeError("layer " + name_ + ": label " + std::to_string(labels[i]) + " of sample " +
+                         std::to_string(i) + " is out of range [0," + std::to_string(classes_) + ")");
+  backend.copy_from_host(labels_.data(), labels, static_cast<size_t>(mb_) * sizeof(int32_t));
+  op_->forward(src, static_cast<const int32_t*>(labels_.data()), probs_.f32(), loss);
 }
 
 // diff_src (mb, classes) = (probs - onehot) / mb
-void SoftmaxCrossEntropy::backward_loss(Backend& backend, const float*, float* diff_src) {
-  backend.softmax_xent_backward(mb_, classes_, probs_.data(), labels_.data(), diff_src);
+void SoftmaxCrossEntropy::backward_loss(Backend&, const Tensor&, const Tensor& diff_src) {
+  op_->backward(probs_.f32(), static_cast<const int32_t*>(labels_.data()), diff_src);
 }
 
 LayerInfo SoftmaxCrossEntropy::info() const {

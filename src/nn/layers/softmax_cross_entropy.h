@@ -1,8 +1,9 @@
 // Softmax cross-entropy loss: logits (mb, classes) (a (classes,1,1) input also fits) and labels
-// (mb) -> mean loss. Keeps the probabilities and a copy of the labels for backward.
+// (mb) -> mean loss. Keeps the probabilities and the labels (device memory) for backward.
 #pragma once
 
-#include "core/buffer.h"
+#include <memory>
+
 #include "nn/layer.h"
 
 namespace ts {
@@ -13,17 +14,19 @@ class SoftmaxCrossEntropy : public LossLayer {
   std::string kind() const override { return "softmax_xent"; }
   bool is_classifier() const override { return true; }
   Shape setup(const std::vector<Shape>& src_shapes) override;
-  void set_batch(int64_t mb) override;
-  float forward_loss(Backend& backend, const float* src, const int32_t* labels,
-                     const float* targets) override;
-  void backward_loss(Backend& backend, const float* src, float* diff_src) override;
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
+  void forward_loss(Backend& backend, const Tensor& src, const int32_t* labels,
+                    const float* targets, float* loss) override;
+  void backward_loss(Backend& backend, const Tensor& src, const Tensor& diff_src) override;
   LayerInfo info() const override;
-  const float* probabilities() const { return probs_.data(); }
+  // (mb, classes) of the last forward, device memory.
+  const float* probabilities() const { return probs_.f32(); }
 
  private:
   int64_t classes_ = 0;
-  Buffer<float> probs_;     // (mb, classes)
-  Buffer<int32_t> labels_;  // (mb)
+  std::unique_ptr<SoftmaxXentOp> op_;  // planned per minibatch
+  DeviceBuffer probs_;   // (mb, classes) f32
+  DeviceBuffer labels_;  // (mb) int32
 };
 
 }  // namespace ts
