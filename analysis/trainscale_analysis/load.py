@@ -233,6 +233,16 @@ def read_manifest(campaign_dir: Path) -> tuple[str | None, list[ManifestEntry]]:
     return (None if name is None else str(name)), entries
 
 
+def failed_reason(marker: Path) -> str:
+    """The reason a FAILED marker gives: its `reason:` line (the "key: value" marker format of
+    src/core/run_marker.h), or the whole text of a marker written before that format."""
+    text_ = marker.read_text(errors="replace")
+    for line in text_.splitlines():
+        if line.startswith("reason:"):
+            return line[len("reason:"):].strip()
+    return text_.strip()
+
+
 def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
     """Every run of one campaign as a row dict (see the module docstring for statuses)."""
     cdir = Path(campaign_dir)
@@ -262,7 +272,7 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
             row = {"run_id": run_id, "path": None}
             if run_id in failed:
                 row["status"] = "failed"
-                row["message"] = failed[run_id].read_text(errors="replace").strip()
+                row["message"] = failed_reason(failed[run_id])
             else:
                 row["status"] = "missing"
                 row["message"] = "listed in manifest.yaml; no run file and no marker"
@@ -277,7 +287,7 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
         if run_id in failed and row.get("status") in ("ok", None):
             # A finished file and a FAILED marker: trust the marker, keep the message.
             row["status"] = "failed"
-            row["message"] = failed[run_id].read_text(errors="replace").strip()
+            row["message"] = failed_reason(failed[run_id])
         row.setdefault("message", "")
         row["campaign"] = row.get("campaign") or campaign
         row["campaign_dir"] = str(cdir)

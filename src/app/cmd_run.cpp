@@ -3,11 +3,11 @@
 // a DONE or FAILED marker at the end.
 #include <boost/program_options.hpp>
 
-#include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <streambuf>
 
@@ -16,9 +16,12 @@
 #include "app/commands.h"
 #include "core/error.h"
 #include "dist/communicator.h"
+#include "config/config_id.h"
+#include "config/run_config.h"
+#include "core/host_info.h"
+#include "core/run_marker.h"
+#include "core/timer.h"
 #include "sweep/campaign.h"
-#include "sweep/config_id.h"
-#include "sweep/run_config.h"
 #include "sweep/site.h"
 #include "train/trainer.h"
 
@@ -51,13 +54,6 @@ class TeeBuf : public std::streambuf {
   std::streambuf* b_;
 };
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 // Runs single-rank on errors of other ranks: report and take the whole job down.
 int fail_collectively(Communicator& comm, const std::exception& e) {
   if (comm.size() > 1 && dynamic_cast<const ConfigError*>(&e) == nullptr) {
@@ -68,6 +64,104 @@ int fail_collectively(Communicator& comm, const std::exception& e) {
   return dynamic_cast<const ConfigError*>(&e) ? kExitUsage : kExitFailed;
 }
 
+// Rank 0's side of one attempt of a campaign run: its log, the RUNNING marker while it runs,
+// and DONE or FAILED at the end (core/run_marker.h).
+class Attempt {
+ public:
+  Attempt(const std::string& dir, const ManifestRun& run, const Campaign& campaign, int world_size)
+      : dir_(dir), run_(run), files_(run_files(dir, run.run_id)) {
+    std::error_code ec;
+    fs::create_directories(campaign_logs_dir(dir), ec);
+    fs::create_directories(fs::path(dir) / "runs", ec);
+    number_ = next_attempt(dir, run.run_id);
+    const std::string log_path = attempt_log_path(dir, run.run_id, number_);
+    log_.open(log_path);
+    if (!log_) throw RuntimeError(log_path + ": cannot write the attempt log");
+    fs::remove(files_.failed, ec);  // a stale reason from an earlier attempt
+    RunMarker running = stamped();
+    running.pid = ::getpid();
+    running.start = utc_timestamp();
+    write_marker(files_.running, running);
+    log_ << "trainscale run --manifest " << dir << " --index " << run.index << "\nrun_id: " << run.run_id
+         << "\nconfig_id: " << run.config_id << "\ncampaign: " << campaign.name << "\nattempt: " << number_
+         << "\nhost: " << host_name() << "\nworld_size: " << world_size << "\nstart: " << utc_timestamp() << "\n";
+    log_.flush();
+  }
+  std::ostream& log() { return log_; }
+
+  void finished(int exit_code, double stage_in_s) {
+    RunMarker done = stamped();
+    done.status = exit_code == kExitDiverged ? "diverged" : "ok";
+    done.run_file = run_.run_id + ".h5";
+    done.stage_in_s = stage_in_s;
+    done.end = utc_timestamp();
+    write_marker(files_.done, done);
+    end(exit_code == kExitDiverged ? "diverged" : "done", "");
+  }
+
+  void failed(const std::exception& e) {
+    RunMarker marker = stamped();
+    marker.reason = e.what();
+    if (dynamic_cast<const ConfigError*>(&e)) marker.reason = "configuration error: " + marker.reason;
+    for (char& c : marker.reason)
+      if (c == '\n') c = ' ';
+    marker.log = "logs/" + fs::path(attempt_log_path(dir_, run_.run_id, number_)).filename().string();
+    marker.end = utc_timestamp();
+    write_marker(files_.failed, marker);  // replaces the trainer's marker of the same failure
+    end("failed", marker.reason);
+  }
+
+ private:
+  RunMarker stamped() const {
+    RunMarker m;
+    m.attempt = number_;
+    m.host = host_name();
+    return m;
+  }
+  void end(const std::string& result, const std::string& reason) {
+    log_ << "end: " << utc_timestamp() << "\nresult: " << result << "\n";
+    if (!reason.empty()) log_ << "reason: " << reason << "\n";
+    log_.flush();
+    std::error_code ec;
+    fs::remove(files_.running, ec);
+  }
+
+  std::string dir_;
+  ManifestRun run_;
+  RunFiles files_;
+  int number_ = 0;
+  std::ofstream log_;
+};
+
+// Maps the run's storage name through the campaign's site (rank 0 stages the data in, the
+// others only compute the path) and points the typed config at the physical directory; returns
+// the staging time. The run file keeps the manifest's config (logical root and storage name).
+// When staging fails, rank 0 throws (and reports) and the other ranks get nullopt.
+std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Communicator& comm, std::ostream& log) {
+  double ok = 1.0;
+  StagedData staged;
+  std::string error;
+  if (comm.rank() == 0) {
+    try {
+      staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root);
+      log << "data: " << staged.note << "\nstage_in_s: " << staged.seconds << "\n";
+      log.flush();
+    } catch (const std::exception& e) {
+      ok = 0.0;
+      error = e.what();
+    }
+  }
+  comm.broadcast(&ok, 1, 0);
+  if (ok == 0.0) {
+    if (comm.rank() == 0) throw RuntimeError(error);
+    return std::nullopt;
+  }
+  if (comm.rank() != 0) staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root, false);
+  cfg.run.dataset.root = staged.root;
+  cfg.run.dataset.storage = "local";
+  return staged.seconds;
+}
+
 int run_manifest_entry(const std::string& dir, int64_t index) {
   // Everything that can be refused is checked before MPI starts.
   const Campaign campaign = load_campaign(dir);  // refuses a manifest whose hash changed
@@ -75,100 +169,33 @@ int run_manifest_entry(const std::string& dir, int64_t index) {
     throw ConfigError("--index " + std::to_string(index) + ": " + campaign.manifest_path + " has runs 0.." +
                       std::to_string(campaign.runs.size() - 1));
   const ManifestRun& run = campaign.runs[index];
-  const RunFiles files = run_files(dir, run.run_id);
-  if (fs::exists(files.done)) {
-    std::cout << "run " << run.run_id << " (index " << index << "): already done (" << files.done << "); skipped\n";
+  if (fs::exists(run_files(dir, run.run_id).done)) {
+    std::cout << "run " << run.run_id << " (index " << index << "): already done (" << run_files(dir, run.run_id).done
+              << "); skipped\n";
     return kExitOk;
   }
-
   int argc = 0;
   char** argv = nullptr;
   MpiSession mpi(&argc, &argv);
   auto comm = Communicator::world();
   const bool root = comm->rank() == 0;
-
-  // Rank 0 keeps the attempt's log, the RUNNING marker and, at the end, DONE or FAILED.
-  std::ofstream attempt_log;
-  int attempt = 0;
-  std::error_code ec;
-  if (root) {
-    fs::create_directories(campaign_logs_dir(dir), ec);
-    fs::create_directories(fs::path(dir) / "runs", ec);
-    attempt = next_attempt(dir, run.run_id);
-    attempt_log.open(attempt_log_path(dir, run.run_id, attempt));
-    if (!attempt_log) throw RuntimeError(attempt_log_path(dir, run.run_id, attempt) + ": cannot write the attempt log");
-    fs::remove(files.failed, ec);  // a stale reason from an earlier attempt
-    write_file_atomically(files.running, "host: " + this_host() + "\npid: " + std::to_string(::getpid()) +
-                                             "\nattempt: " + std::to_string(attempt) + "\nstart: " + utc_now() + "\n");
-    attempt_log << "trainscale run --manifest " << dir << " --index " << index << "\n"
-                << "run_id: " << run.run_id << "\nconfig_id: " << run.config_id << "\ncampaign: " << campaign.name
-                << "\nattempt: " << attempt << "\nhost: " << this_host() << "\nworld_size: " << comm->size()
-                << "\nstart: " << utc_now() << "\n";
-    attempt_log.flush();
-  }
-  TeeBuf tee(std::cout.rdbuf(), attempt_log.rdbuf());
-  std::ostream log(&tee);
+  std::unique_ptr<Attempt> attempt = root ? std::make_unique<Attempt>(dir, run, campaign, comm->size()) : nullptr;
   std::ostringstream discard;
-
-  // Ends the attempt: FAILED marker (the trainer may have written one with the same reason)
-  // and the log's last lines; returns the exit code for this rank.
-  auto failed = [&](const std::exception& e) {
-    if (root) {
-      std::string reason = e.what();
-      if (dynamic_cast<const ConfigError*>(&e)) reason = "configuration error: " + reason;
-      for (char& ch : reason)
-        if (ch == '\n') ch = ' ';
-      write_file_atomically(files.failed, reason + " [attempt " + std::to_string(attempt) + ", log: logs/" + run.run_id +
-                                              ".attempt" + std::to_string(attempt) + ".log]\n");
-      attempt_log << "end: " << utc_now() << "\nresult: failed\nreason: " << reason << "\n";
-      attempt_log.flush();
-      fs::remove(files.running, ec);
-    }
-    return fail_collectively(*comm, e);
-  };
-
+  TeeBuf tee(std::cout.rdbuf(), root ? attempt->log().rdbuf() : discard.rdbuf());
+  std::ostream log(&tee);
   try {
     // Line numbers in messages are the manifest's (campaign.h).
     ResolvedConfig cfg = parse_run_config(run.config_yaml, campaign.manifest_path, {});
-    // Storage names map through the site; the run file keeps the manifest's config (logical
-    // root and storage name), the typed config reads the physical path.
-    double stage_ok = 1.0;
-    StagedData staged;
-    std::string stage_error;
-    if (root) {
-      try {
-        staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root);
-        attempt_log << "data: " << staged.note << "\nstage_in_s: " << staged.seconds << "\n";
-        attempt_log.flush();
-      } catch (const std::exception& e) {
-        stage_ok = 0.0;
-        stage_error = e.what();
-      }
-    }
-    comm->broadcast(&stage_ok, 1, 0);
-    if (stage_ok == 0.0) {
-      if (root) throw RuntimeError(stage_error);
-      return kExitFailed;
-    }
-    if (!root) staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root, false);
-    cfg.run.dataset.root = staged.root;
-    cfg.run.dataset.storage = "local";
-
+    const std::optional<double> stage_in_s = stage_in(campaign, cfg, *comm, root ? attempt->log() : discard);
+    if (!stage_in_s) return kExitFailed;  // rank 0 reports it
     RunIdentity id{run.run_id, run.config_id, campaign.name};
     const std::string runs_dir = (fs::path(dir) / "runs").string();
     RunOutcome out = train(cfg, id, runs_dir, *comm, root ? log : static_cast<std::ostream&>(discard));
-    if (root) {
-      const std::string status = out.exit_code == kExitDiverged ? "diverged" : "ok";
-      write_file_atomically(files.done, "status: " + status + "\nrun_file: " + run.run_id + ".h5\nattempt: " +
-                                            std::to_string(attempt) + "\nhost: " + this_host() +
-                                            "\nstage_in_s: " + std::to_string(staged.seconds) + "\nend: " + utc_now() + "\n");
-      attempt_log << "end: " << utc_now() << "\nresult: " << (status == "ok" ? "done" : "diverged") << "\n";
-      attempt_log.flush();
-      fs::remove(files.running, ec);
-    }
+    if (root) attempt->finished(out.exit_code, *stage_in_s);
     return out.exit_code;
   } catch (const std::exception& e) {
-    const int rc = failed(e);
+    if (root) attempt->failed(e);
+    const int rc = fail_collectively(*comm, e);
     if (root) throw;
     return rc;
   }

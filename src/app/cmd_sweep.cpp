@@ -11,6 +11,8 @@
 #include "app/commands.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/host_info.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
 #include "sweep/site.h"
@@ -114,7 +116,7 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
     SubmissionRecord rec;
     rec.scheduler = "local";
     rec.pid = static_cast<long>(::getpid());
-    rec.host = this_host();
+    rec.host = host_name();
     rec.count = static_cast<int64_t>(indices.size());
     rec.index_file = (fs::absolute(campaign_jobs_dir(campaign.dir)) / (tag + "local.idx")).lexically_normal().string();
     fs::create_directories(campaign_jobs_dir(campaign.dir));

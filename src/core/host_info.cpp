@@ -28,4 +28,10 @@ int64_t host_memory_bytes() {
 
 int64_t host_hardware_threads() { return static_cast<int64_t>(std::thread::hardware_concurrency()); }
 
+std::string host_name() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
 }  // namespace ts

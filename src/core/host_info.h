@@ -1,5 +1,5 @@
 // Facts about the host machine that backends report in their device description and the run
-// file records: the CPU model, the physical memory and the hardware threads.
+// file records: the CPU model, the physical memory, the hardware threads and the host name.
 #pragma once
 
 #include <cstdint>
@@ -13,5 +13,7 @@ std::string host_cpu_model();
 int64_t host_memory_bytes();
 // Hardware threads the OS reports online.
 int64_t host_hardware_threads();
+// This host's name (gethostname), or "unknown".
+std::string host_name();
 
 }  // namespace ts

@@ -1,16 +1,26 @@
-// String helpers used across modules (joining lists for messages).
+// Small string helpers shared by every module: join, split, trim, prefix tests and the
+// closest-spelling suggestion that error messages use ("did you mean 'momentum'?").
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ts {
 
-// "a, b, c" for join({"a","b","c"}, ", ").
-inline std::string join(const std::vector<std::string>& items, const std::string& separator = ", ") {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
-}
+// "a, b, c" (separator between items, none at the ends).
+std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+// "a,b,,c" -> {"a", "b", "", "c"}; an empty text gives one empty item.
+std::vector<std::string> split(std::string_view text, char separator);
+// Without leading and trailing spaces, tabs, carriage returns and newlines.
+std::string trim(std::string_view text);
+bool starts_with(std::string_view text, std::string_view prefix);
+// Levenshtein distance (insertions, deletions, substitutions).
+size_t edit_distance(std::string_view a, std::string_view b);
+// The candidate closest to `word` by edit distance (dotted names also compare their last
+// part), or "" when none is plausibly a typo of it (more than about a third of it differs).
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+// `text` as a JSON string literal, quotes included ("a\"b" -> "\"a\\\"b\"").
+std::string json_quote(std::string_view text);
 
 }  // namespace ts

@@ -111,9 +111,12 @@ void ps_segment(Communicator& comm, float* data, int count, PsTimings& t) {
 }  // namespace
 
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
-  for (AllreduceAlgorithm a : all_allreduce_algorithms())
+  std::string names;
+  for (AllreduceAlgorithm a : all_allreduce_algorithms()) {
     if (name == allreduce_algorithm_name(a)) return a;
-  throw ConfigError("unknown all-reduce algorithm '" + name + "'; accepted: mpi, ring, tree, ps, shm");
+    names += (names.empty() ? "" : ", ") + std::string(allreduce_algorithm_name(a));
+  }
+  throw ConfigError("unknown all-reduce algorithm '" + name + "'; accepted: " + names);
 }
 
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
@@ -123,6 +126,7 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
     case AllreduceAlgorithm::tree: return "tree";
     case AllreduceAlgorithm::ps: return "ps";
     case AllreduceAlgorithm::shm: return "shm";
+    case AllreduceAlgorithm::nccl: return "nccl";
   }
   return "?";
 }
@@ -132,20 +136,40 @@ std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
           AllreduceAlgorithm::shm};
 }
 
-float* allocate_shared_floats(Communicator& comm, int64_t count, bool node_wide) {
-  return shm_allocate(mpi_comm(comm), count, node_wide);
+std::vector<AllreduceAlgorithm> known_allreduce_algorithms() {
+  std::vector<AllreduceAlgorithm> all = all_allreduce_algorithms();
+  all.push_back(AllreduceAlgorithm::nccl);
+  return all;
 }
+
+bool allreduce_algorithm_built(AllreduceAlgorithm algorithm) { return algorithm != AllreduceAlgorithm::nccl; }
+
+std::string allreduce_algorithm_missing_reason(AllreduceAlgorithm algorithm) {
+  return allreduce_algorithm_built(algorithm) ? "" : "nccl needs the cuda backend, which this build lacks";
+}
+
+float* allocate_shared_floats(Communicator& comm, int64_t count) { return shm_allocate(mpi_comm(comm), count); }
 
 int allreduce_node_count(Communicator& comm) { return shm_topology(mpi_comm(comm)).nodes; }
 
-void allreduce_sum_update(Communicator& comm, float* data, float* weights, int64_t count,
-                          const std::function<void(int64_t offset, int64_t count)>& on_reduced) {
-  shm_allreduce_sum_update(mpi_comm(comm), data, weights, count, on_reduced);
+void set_shm_window_options(const ShmWindowOptions& options) {
+  ShmAllreduceSettings s = shm_allreduce_settings();
+  s.chunk_floats = std::max<int64_t>(1, options.chunk_bytes / static_cast<int64_t>(sizeof(float)));
+  s.buffers = std::max(1, options.buffers);
+  set_shm_allreduce_settings(s);
+}
+
+ShmWindowOptions shm_window_options() {
+  const ShmAllreduceSettings s = shm_allreduce_settings();
+  return {s.chunk_floats * static_cast<int64_t>(sizeof(float)), s.buffers};
 }
 
 void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
                    PsTimings* ps_timings) {
   TS_CHECK(count >= 0, "allreduce_sum: negative element count " + std::to_string(count));
+  if (!allreduce_algorithm_built(algorithm))
+    throw ConfigError(std::string("all-reduce ") + allreduce_algorithm_name(algorithm) + ": " +
+                      allreduce_algorithm_missing_reason(algorithm));
   PsTimings t;
   if (comm.size() > 1 && algorithm == AllreduceAlgorithm::shm) {
     // Streams through a fixed window in chunks: no MPI count limit. Across nodes, the node
@@ -171,7 +195,8 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
           break;
         case AllreduceAlgorithm::tree: tree_segment(comm, seg, n); break;
         case AllreduceAlgorithm::ps: ps_segment(comm, seg, n, t); break;
-        case AllreduceAlgorithm::shm: break;  // handled above
+        case AllreduceAlgorithm::shm:  // handled above
+        case AllreduceAlgorithm::nccl: break;  // refused above
       }
     }
   }

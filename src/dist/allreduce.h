@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,13 +19,20 @@ enum class AllreduceAlgorithm {
   ps,    // parameter server: rank 0 gathers everything, sums, broadcasts
   shm,   // reduce-scatter + all-gather through an MPI-3 shared-memory window, pipelined in
          // chunks; across nodes: shm reduce, ring among node leaders, shm broadcast
+  nccl,  // NVIDIA's collectives on GPU memory: a name only until the cuda backend brings it
 };
 
-// "mpi" | "ring" | "tree" | "ps" | "shm"; anything else is a ConfigError listing the accepted names.
+// A name of all_allreduce_algorithms(); anything else is a ConfigError listing them.
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
-// Every algorithm, in declaration order.
+// Every algorithm this binary runs, in declaration order (mpi, ring, tree, ps, shm).
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms();
+// Every algorithm the project knows, built into this binary or not (adds nccl): what a run
+// config may name; a run refuses one that is not built (train/capabilities.cpp).
+std::vector<AllreduceAlgorithm> known_allreduce_algorithms();
+bool allreduce_algorithm_built(AllreduceAlgorithm algorithm);
+// Why an algorithm is not built here ("nccl needs the cuda backend, which this build lacks"), or "".
+std::string allreduce_algorithm_missing_reason(AllreduceAlgorithm algorithm);
 
 // Where a parameter-server all-reduce spent its time, on this rank, for one call (seconds).
 // `average_s` is rank 0's summation (other ranks report 0).
@@ -48,22 +54,23 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
 // (an MPI-3 shared-memory window). A `shm` all-reduce on data that every rank keeps in such
 // memory, on one node, runs in place: no copy into the pipeline's buffers, half the memory
 // traffic (docs/distributed.md). Every rank then must pass such memory. Other algorithms treat
-// it as plain memory. `node_wide`: one array for the whole node (held by node rank 0, every
-// rank gets its address) instead of one per rank. Collective over `comm`; freed with the
-// communicator.
-float* allocate_shared_floats(Communicator& comm, int64_t count, bool node_wide = false);
+// it as plain memory. Collective over `comm`; freed with the communicator.
+float* allocate_shared_floats(Communicator& comm, int64_t count);
 
 // The number of nodes (shared-memory domains) `comm` spans (collective on first use per
 // communicator: it sets up shm's window).
 int allreduce_node_count(Communicator& comm);
 
-// shm's reduce-scatter + update, for a sharded optimizer step (one node; `data` in
-// allocate_shared_floats memory on every rank, `weights` in node-wide allocate_shared_floats
-// memory; see shm_allreduce_sum_update in shm_allreduce.h): `data` is summed over ranks, each
-// rank calls on_reduced(offset, count) on the parts it summed (1/N of the message, the same
-// parts every call), which updates those parts of `weights` in place; when it returns, all of
-// `weights` is final on every rank. Collective.
-void allreduce_sum_update(Communicator& comm, float* data, float* weights, int64_t count,
-                          const std::function<void(int64_t offset, int64_t count)>& on_reduced);
+// The window of the `shm` copy pipeline: each rank's buffers (docs/distributed.md measured the
+// defaults, 64 x 32 KiB, on 2 ranks). Run configs set them as dist.shm_chunk_kb and
+// dist.shm_buffers, `bench allreduce` as --shm-chunk-kb and --shm-buffers, and both record them.
+struct ShmWindowOptions {
+  int64_t chunk_bytes = int64_t{32} << 10;  // per buffer (rounded up to 64 bytes)
+  int buffers = 64;                          // per rank
+};
+// Process-wide: read when a communicator's shm state is set up (its first shm call or
+// allocate_shared_floats), so set it before. Every rank must set the same.
+void set_shm_window_options(const ShmWindowOptions& options);
+ShmWindowOptions shm_window_options();
 
 }  // namespace ts

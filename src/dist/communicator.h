@@ -19,7 +19,7 @@ struct MpiLibrary {
 
 // Initialises MPI for the process lifetime and finalises it. Create exactly one, in main.
 // Asks for MPI_THREAD_SERIALIZED: the gradient exchange's communication thread calls MPI
-// while the main thread computes, never at the same time as it (dist/gradient_exchange.h).
+// while the main thread computes, never at the same time as it (dist/comm_thread.h).
 // A library that provides less is accepted here; mpi_threads_serialized() tells, and
 // dist.overlap (which needs it) is refused with a clear error.
 class MpiSession {

@@ -1,15 +1,11 @@
 // The shared-memory all-reduce (see shm_allreduce.h for the algorithm).
 #include "dist/shm_allreduce.h"
 
-#include <linux/futex.h>
 #include <sched.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -34,27 +30,10 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // ---- settings ---------------------------------------------------------------------------
 
+// Set by the trainer from the run config (dist.shm_chunk_kb, dist.shm_buffers), by `bench
+// allreduce` from its flags and by tests; nothing else changes them.
 std::mutex g_settings_mutex;
-// TRAINSCALE_SHM_CHUNK_BYTES / _BUFFERS / _POLLS_PER_YIELD (docs/distributed.md) tune the
-// window and the waiting without a rebuild; values out of range are ignored.
-int64_t env_int(const char* name, int64_t lo, int64_t hi, int64_t fallback) {
-  const char* env = std::getenv(name);
-  if (!env) return fallback;
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  return end && end != env && *end == '\0' && v >= lo && v <= hi ? v : fallback;
-}
-
-ShmAllreduceSettings g_settings = [] {
-  ShmAllreduceSettings s;
-  s.chunk_floats = env_int("TRAINSCALE_SHM_CHUNK_BYTES", 64, int64_t{1} << 28, s.chunk_floats * 4) / 4;
-  s.buffers = static_cast<int>(env_int("TRAINSCALE_SHM_BUFFERS", 1, 1024, s.buffers));
-  s.polls_per_yield = static_cast<int>(env_int("TRAINSCALE_SHM_POLLS_PER_YIELD", 1, 1 << 30, s.polls_per_yield));
-  s.pair_mode = env_int("TRAINSCALE_SHM_PAIR", 0, 1, s.pair_mode ? 1 : 0) != 0;
-  s.block_after_polls =
-      static_cast<int>(env_int("TRAINSCALE_SHM_BLOCK_AFTER_POLLS", 0, 1 << 30, s.block_after_polls));
-  return s;
-}();
+ShmAllreduceSettings g_settings;
 
 // ---- per-communicator state, cached as an attribute of the MPI_Comm -----------------------
 
@@ -63,15 +42,6 @@ ShmAllreduceSettings g_settings = [] {
 // out. Written only by the owner (release), read by the others (acquire).
 enum Counter { kIn = 0, kReduced = 1, kOut = 2 };
 
-// Node rank 0's header also holds, on its own cache line after the counters, the node's wake-up
-// word (a futex: 32 bits, shared between processes) and the number of node ranks asleep on it.
-// A rank that has polled `block_after_polls` times in vain sleeps until some node rank
-// publishes progress; a publisher bumps the word and wakes the sleepers only when there are any.
-constexpr int64_t kWakeOffset = 3 * 64;
-struct NodeWake {
-  std::atomic<uint32_t> word;
-  std::atomic<uint32_t> sleepers;
-};
 // Every rank's header also says, for its latest call, where its data lies (in-place path): the
 // call's number (1, 2, ... per communicator; written last, with release), the shared region
 // (-1: private memory, the copy pipeline), the float offset in it and the element count.
@@ -79,11 +49,8 @@ constexpr int64_t kCallOffset = 4 * 64;
 struct CallInfo {
   std::atomic<uint64_t> call;
   int64_t region, offset, count;
-  int64_t weights_region, weights_offset;  // shm_allreduce_sum_update: the node-wide array updated
 };
 static_assert(kCallOffset + static_cast<int64_t>(sizeof(CallInfo)) <= kHeaderBytes, "header too small");
-static_assert(kWakeOffset + static_cast<int64_t>(sizeof(NodeWake)) <= kCallOffset, "header overlap");
-static_assert(std::atomic<uint32_t>::is_always_lock_free, "futex words must be plain 32-bit words");
 
 struct ShmState {
   MPI_Comm node = MPI_COMM_NULL;     // the ranks of this rank's node
@@ -100,11 +67,9 @@ struct ShmState {
     MPI_Win win = MPI_WIN_NULL;
     int64_t floats = 0;  // per rank
     std::vector<float*> base;
-    bool node_wide = false;  // one array for the whole node (base[q] the same for every q)
   };
   std::vector<Region> regions;
   int polls_per_yield = 1;  // idle polls between sched_yield calls (ShmAllreduceSettings)
-  int block_after_polls = 0;  // idle polls before sleeping on the node's wake-up word; 0 = never
   bool pair = false;        // two node ranks: Mode::pair instead of reduce-scatter + all-gather
 
   uint64_t* counter(int q, Counter c) const {
@@ -117,19 +82,9 @@ struct ShmState {
   uint64_t load(int q, Counter c) const {
     return std::atomic_ref<uint64_t>(*counter(q, c)).load(std::memory_order_acquire);
   }
-  NodeWake& wake() const { return *reinterpret_cast<NodeWake*>(segment[0] + kWakeOffset); }
   CallInfo& call_info(int q) const { return *reinterpret_cast<CallInfo*>(segment[static_cast<size_t>(q)] + kCallOffset); }
   void publish(Counter c, uint64_t value) const {
     std::atomic_ref<uint64_t>(*counter(node_rank, c)).store(value, std::memory_order_release);
-    if (block_after_polls == 0) return;  // nobody sleeps (the settings are the same on every rank)
-    // Either a rank going to sleep sees this counter when it checks again after registering
-    // as a sleeper, or this load sees its registration (both sides are sequentially consistent).
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    NodeWake& w = wake();
-    if (w.sleepers.load(std::memory_order_relaxed) != 0) {
-      w.word.fetch_add(1, std::memory_order_release);
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w.word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
-    }
   }
   // Rank q's counter c >= value. Counters only grow, so the last value read stays a valid
   // lower bound: the other rank's cache line is read again only when that is not enough
@@ -177,14 +132,10 @@ int state_keyval() {
   return keyval;
 }
 
-// A window of `bytes` per rank over `node` (`only_rank0`: rank 0's part only; the others have
-// none), locked for shared access, this rank's part zeroed before any rank reads it
-// (collective). Returns every node rank's part as mapped here (only_rank0: rank 0's, n times).
-std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win* win, const char* advice,
-                                          bool only_rank0 = false) {
-  int node_rank = 0;
-  TS_MPI(MPI_Comm_rank(node, &node_rank));
-  const int64_t mine_bytes = only_rank0 && node_rank != 0 ? 0 : bytes;
+// A window of `bytes` per rank over `node`, locked for shared access, this rank's part zeroed
+// before any rank reads it (collective). Returns every node rank's part as mapped here.
+std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win* win, const char* advice) {
+  const int64_t mine_bytes = bytes;
   int node_size = 1;
   TS_MPI(MPI_Comm_size(node, &node_size));
   MPI_Info info;
@@ -210,7 +161,7 @@ std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win*
     MPI_Aint qbytes = 0;
     int disp = 0;
     char* base = nullptr;
-    TS_MPI(MPI_Win_shared_query(*win, only_rank0 ? 0 : q, &qbytes, &disp, &base));
+    TS_MPI(MPI_Win_shared_query(*win, q, &qbytes, &disp, &base));
     TS_CHECK(qbytes >= bytes && base != nullptr,
              "shm all-reduce: node rank " + std::to_string(q) + "'s shared segment is missing or too small");
     parts[static_cast<size_t>(q)] = base;
@@ -252,12 +203,12 @@ ShmState* create_state(MPI_Comm comm) {
     s->polls_per_yield = settings.polls_per_yield > 0 ? settings.polls_per_yield
                          : cpus > 0 && s->node_size > cpus ? 1
                                                            : 1 << 14;
-    s->block_after_polls = std::max(0, settings.block_after_polls);
     if (s->node_size > 1) {
       const int64_t bytes = kHeaderBytes + s->buffers * s->chunk * static_cast<int64_t>(sizeof(float));
       s->segment = allocate_shared_window(
           s->node, bytes, &s->win,
-          "lower TRAINSCALE_SHM_CHUNK_BYTES or TRAINSCALE_SHM_BUFFERS, or use another all-reduce (mpi, ring, tree)");
+          "lower dist.shm_chunk_kb or dist.shm_buffers (bench allreduce: --shm-chunk-kb, --shm-buffers), or use "
+          "another all-reduce (mpi, ring, tree)");
       s->seen.assign(static_cast<size_t>(s->node_size) * 3, 0);
     }
   } catch (...) {
@@ -284,38 +235,15 @@ ShmState& state_of(MPI_Comm comm) {
 
 // ---- waiting ----------------------------------------------------------------------------
 
-// Called while nothing can progress: spin, yielding the core every polls_per_yield polls; after
-// block_after_polls polls in a row (if set), register as a sleeper and return once: the caller
-// checks its conditions again (`sleep_ticket` holds the wake-up word read before registering)
-// and, still stuck, comes back here to sleep until a node rank publishes something. The
-// timeout only bounds a wake-up that could be lost if a process died mid-publish.
+// Called while nothing can progress: spin with `pause`, yielding the core every
+// polls_per_yield polls (every poll when the node's ranks outnumber its CPUs, or when the
+// caller's communication thread shares its cores with compute threads).
 struct Idle {
   int polls = 0;
-  bool registered = false;
-  uint32_t sleep_ticket = 0;
 };
 
-void stop_sleeping(const ShmState& s, Idle& idle) {
-  if (idle.registered) s.wake().sleepers.fetch_sub(1, std::memory_order_seq_cst);
-  idle = Idle{};
-}
-
 void wait_a_little(const ShmState& s, Idle& idle) {
-  if (idle.registered) {
-    const timespec timeout{0, 10 * 1000 * 1000};
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&s.wake().word), FUTEX_WAIT, idle.sleep_ticket, &timeout,
-            nullptr, 0);
-    stop_sleeping(s, idle);
-    return;
-  }
   ++idle.polls;
-  if (s.block_after_polls > 0 && idle.polls >= s.block_after_polls) {
-    NodeWake& w = s.wake();
-    idle.sleep_ticket = w.word.load(std::memory_order_acquire);
-    w.sleepers.fetch_add(1, std::memory_order_seq_cst);
-    idle.registered = true;
-    return;
-  }
   if (idle.polls % s.polls_per_yield != 0) {
 #if defined(__x86_64__) || defined(__i386__)
     _mm_pause();
@@ -383,14 +311,11 @@ void copy(float* dst, const float* src, int64_t count) {
 }
 
 // Publishes where this rank's data for the next call lies, and returns the call's number.
-uint64_t announce_call(ShmState& s, int64_t region, int64_t offset, int64_t count, int64_t weights_region = -1,
-                       int64_t weights_offset = 0) {
+uint64_t announce_call(ShmState& s, int64_t region, int64_t offset, int64_t count) {
   CallInfo& mine = s.call_info(s.node_rank);
   mine.region = region;
   mine.offset = offset;
   mine.count = count;
-  mine.weights_region = weights_region;
-  mine.weights_offset = weights_offset;
   mine.call.store(++s.calls, std::memory_order_release);
   return s.calls;
 }
@@ -509,10 +434,9 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
         progress = true;
       }
     }
-    if (progress) stop_sleeping(s, idle);
+    if (progress) idle = Idle{};
     else wait_a_little(s, idle);
   }
-  stop_sleeping(s, idle);
 }
 
 // The in-place path, for data that every node rank keeps in the same shm_allocate region (one
@@ -521,18 +445,11 @@ void run_pipeline(ShmState& s, Mode mode, float* data, int64_t count) {
 // its reducer's data once that rank has published it (kOut); it returns once every rank has
 // copied its parts (they read its data until then). Per rank and element: (n-1)/n reads of
 // other ranks' data, twice, and 2(n-1)/n writes: half the memory traffic of the copy pipeline.
-// With `weights` (a node-wide region's memory: one array for every rank) and `on_reduced`:
-// after summing a part, its reducer calls on_reduced(offset, count) for it, which updates the
-// weights there in place; nothing is copied out (the waits stay: a rank returns only once
-// every rank's parts, and so every part of the weights, are final).
-void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64_t weights_region = -1,
-                  float* weights = nullptr, const ReducedPartHook* on_reduced = nullptr) {
+void run_in_place(ShmState& s, int64_t region, float* data, int64_t count) {
   const int n = s.node_size, r = s.node_rank;
   const ShmState::Region& reg = s.regions[static_cast<size_t>(region)];
   const int64_t offset = data - reg.base[static_cast<size_t>(r)];
-  const int64_t weights_offset =
-      weights ? weights - s.regions[static_cast<size_t>(weights_region)].base[static_cast<size_t>(r)] : 0;
-  const uint64_t call = announce_call(s, region, offset, count, weights_region, weights_offset);
+  const uint64_t call = announce_call(s, region, offset, count);
   const int64_t chunks = (count + kInPlaceChunkFloats - 1) / kInPlaceChunkFloats;
   const uint64_t g0 = s.sequence, g_end = g0 + static_cast<uint64_t>(chunks);
   s.sequence = g_end;
@@ -541,20 +458,15 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64
   s.publish(kIn, g_end);
   std::vector<const float*> src(static_cast<size_t>(n));
   for (int q = 0; q < n; ++q) {
-    if (q != r) {
-      while (!s.reached(q, kIn, g_end)) wait_a_little(s, idle);
-      stop_sleeping(s, idle);
-    }
+    while (q != r && !s.reached(q, kIn, g_end)) wait_a_little(s, idle);
     const CallInfo& info = s.call_info(q);
-    TS_CHECK(info.call.load(std::memory_order_acquire) == call && info.region == region && info.count == count &&
-                 info.weights_region == weights_region && info.weights_offset == weights_offset,
+    TS_CHECK(info.call.load(std::memory_order_acquire) == call && info.region == region && info.count == count,
              "shm all-reduce: node rank " + std::to_string(q) + " passed its data " +
                  (info.region < 0 ? std::string("in private memory") : "in another shared region or count") +
                  " while rank " + std::to_string(r) +
                  " passed it in shared memory: every rank must pass shm_allocate memory or none, and the same call");
     src[static_cast<size_t>(q)] = reg.base[static_cast<size_t>(q)] + info.offset;
   }
-  const bool copies_out = weights == nullptr;
   auto chunk_begin = [&](int64_t k) { return k * kInPlaceChunkFloats; };
   auto chunk_len = [&](int64_t k) { return std::min(kInPlaceChunkFloats, count - chunk_begin(k)); };
   int64_t next_red = 0, next_out = 0;
@@ -569,7 +481,6 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64
       } else {
         sum_in_rank_order(d, src, at + p.begin, p.size());
       }
-      if (on_reduced && p.size() > 0) (*on_reduced)(at + p.begin, p.size());
       s.publish(kReduced, g0 + static_cast<uint64_t>(++next_red));
       progress = true;
     }
@@ -577,7 +488,7 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64
       const uint64_t g = g0 + static_cast<uint64_t>(next_out);
       if (s.all_reached(kReduced, g + 1, r)) {
         const int64_t at = chunk_begin(next_out);
-        for (int q = 0; q < n && copies_out; ++q) {
+        for (int q = 0; q < n; ++q) {
           if (q == r) continue;
           const Part p = part_of(chunk_len(next_out), n, q);
           copy(data + at + p.begin, src[static_cast<size_t>(q)] + at + p.begin, p.size());
@@ -587,11 +498,10 @@ void run_in_place(ShmState& s, int64_t region, float* data, int64_t count, int64
         progress = true;
       }
     }
-    if (progress) stop_sleeping(s, idle);
+    if (progress) idle = Idle{};
     else wait_a_little(s, idle);
   }
   while (!s.all_reached(kOut, g_end, r)) wait_a_little(s, idle);
-  stop_sleeping(s, idle);
 }
 
 }  // namespace
@@ -606,32 +516,14 @@ ShmAllreduceSettings shm_allreduce_settings() {
   return g_settings;
 }
 
-void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* weights, int64_t count,
-                              const ReducedPartHook& on_reduced) {
-  TS_CHECK(count >= 0, "shm all-reduce: negative element count " + std::to_string(count));
-  ShmState& s = state_of(comm);
-  if (count == 0) return;
-  if (s.node_size == 1) {
-    on_reduced(0, count);  // the whole message is this rank's part
-    return;
-  }
-  const int64_t region = region_of(s, data, count), weights_region = region_of(s, weights, count);
-  TS_CHECK(s.nodes == 1 && region >= 0 && weights_region >= 0 && !s.regions[static_cast<size_t>(region)].node_wide &&
-               s.regions[static_cast<size_t>(weights_region)].node_wide,
-           "shm_allreduce_sum_update needs one node, `data` in shm_allocate memory and `weights` in node-wide "
-           "shm_allocate memory");
-  run_in_place(s, region, data, count, weights_region, weights, &on_reduced);
-}
-
-float* shm_allocate(MPI_Comm comm, int64_t count, bool node_wide) {
+float* shm_allocate(MPI_Comm comm, int64_t count) {
   TS_CHECK(count >= 0, "shm_allocate: negative element count " + std::to_string(count));
   ShmState& s = state_of(comm);
   ShmState::Region region;
   region.floats = round_up(std::max<int64_t>(count, 1), kAlignFloats);
-  region.node_wide = node_wide;
   const std::vector<char*> parts = allocate_shared_window(
       s.node, region.floats * static_cast<int64_t>(sizeof(float)), &region.win,
-      "or allocate the data privately", node_wide);
+      "or allocate the data privately");
   for (char* p : parts) region.base.push_back(reinterpret_cast<float*>(p));
   s.regions.push_back(std::move(region));
   return s.regions.back().base[static_cast<size_t>(s.node_rank)];
@@ -639,7 +531,7 @@ float* shm_allocate(MPI_Comm comm, int64_t count, bool node_wide) {
 
 ShmTopology shm_topology(MPI_Comm comm) {
   const ShmState& s = state_of(comm);
-  return {s.nodes, s.node_rank, s.node_size, s.chunk, s.buffers, s.polls_per_yield, s.block_after_polls};
+  return {s.nodes, s.node_rank, s.node_size, s.chunk, s.buffers, s.polls_per_yield};
 }
 
 void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNodeAllreduce& across_nodes) {
@@ -649,9 +541,6 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
   if (s.nodes == 1) {
     if (s.node_size == 1) return;
     const int64_t region = region_of(s, data, count);
-    TS_CHECK(region < 0 || !s.regions[static_cast<size_t>(region)].node_wide,
-             "shm all-reduce: the data lies in node-wide shared memory (one array for every rank), which "
-             "cannot be summed over ranks; pass each rank's own memory");
     if (region >= 0) run_in_place(s, region, data, count);
     else run_pipeline(s, s.node_size == 2 && s.pair ? Mode::pair : Mode::allreduce, data, count);
     return;

@@ -47,28 +47,13 @@ void shm_allreduce_sum(MPI_Comm comm, float* data, int64_t count, const CrossNod
 // path: each rank sums its part of every chunk straight from the other ranks' data and copies
 // the other parts' sums from theirs (no copy into pipeline buffers: half the memory traffic).
 // Every rank must then pass region memory (an error otherwise).
-// `node_wide`: one array of `count` floats for the whole node instead of one per rank (node
-// rank 0 holds it; every rank gets its address): for shm_allreduce_sum_update's `weights`
-// (shm_allreduce_sum refuses it: there is nothing per rank to sum).
-float* shm_allocate(MPI_Comm comm, int64_t count, bool node_wide = false);
-
-// Called for each part of a message this rank has summed: elements [offset, offset + count).
-using ReducedPartHook = std::function<void(int64_t offset, int64_t count)>;
-
-// Reduce-scatter and update (one node; `data` in shm_allocate memory on every rank, `weights`
-// in node-wide shm_allocate memory, the same array for every rank): like the in-place
-// shm_allreduce_sum, but each rank calls `on_reduced` on every part it has summed (its 1/n of
-// each 256 KiB step of the message), which updates `weights` there in place, and nothing is
-// copied out. When it returns, every rank's on_reduced calls have returned (all of `weights`
-// is final); `data` holds the sums only in this rank's own parts. With one rank:
-// on_reduced(0, count). For a sharded optimizer step on weights the node's ranks share. The
-// parts are the same for every call of the same count. Other memory: an error on every rank.
-void shm_allreduce_sum_update(MPI_Comm comm, float* data, float* weights, int64_t count,
-                              const ReducedPartHook& on_reduced);
+float* shm_allocate(MPI_Comm comm, int64_t count);
 
 // Read when a communicator's shared-memory state is created (its first shm call): later
 // changes affect only communicators set up afterwards. Process-wide; every rank must use the
-// same settings.
+// same settings. The window (chunk_floats, buffers) is set from the run config through
+// set_shm_window_options (allreduce.h); the other fields are for tests only: no environment
+// variable or hidden default changes them.
 struct ShmAllreduceSettings {
   // Floats per pipeline buffer (rounded up to 16) and buffers per rank: the window holds
   // buffers * chunk_floats floats per rank. Defaults: 64 x 32 KiB = 2 MiB per rank: small
@@ -76,7 +61,6 @@ struct ShmAllreduceSettings {
   // while another is descheduled (docs/distributed.md has the measurements). With more than
   // 16 ranks on a node the chunks shrink to keep the node's buffers within 32 MiB (down to
   // 16 KiB chunks).
-  // TRAINSCALE_SHM_CHUNK_BYTES and TRAINSCALE_SHM_BUFFERS in the environment override them.
   int64_t chunk_floats = int64_t{1} << 13;
   int buffers = 64;
   // > 0: pretend every `fake_ranks_per_node` consecutive ranks form a node (MPI_Comm_split by
@@ -87,19 +71,13 @@ struct ShmAllreduceSettings {
   // `polls_per_yield` polls. 0 = automatic: 1 when the node's ranks outnumber the online CPUs,
   // else 16384 (keep the core: yielding to another process costs a time slice). A caller whose
   // shm calls run in a communication thread beside compute threads on the same cores should
-  // set 1, so the waiting thread gives its core to them. TRAINSCALE_SHM_POLLS_PER_YIELD
-  // overrides it.
+  // set 1, so the waiting thread gives its core to them. Tests set it; runs use the automatic
+  // rule (docs/distributed.md measured it).
   int polls_per_yield = 0;
-  // > 0: after this many polls in a row without progress, the rank sleeps (a futex in the
-  // window, shared by the node's processes) until another node rank publishes progress, and
-  // gives its core away entirely: for a communication thread beside compute threads on the same
-  // cores, where even a yielding poll loop slows them down (docs/distributed.md). 0: never sleep.
-  // TRAINSCALE_SHM_BLOCK_AFTER_POLLS overrides it.
-  int block_after_polls = 0;
   // Two ranks on a node: each copies its whole chunk into its buffer and sums both chunks
   // itself (one dependency on the other rank per chunk instead of two; a quarter more bytes
-  // read; measured faster on 2 ranks here, docs/distributed.md). TRAINSCALE_SHM_PAIR=0|1
-  // overrides it.
+  // read; measured faster on 2 ranks here, docs/distributed.md). Tests turn it off to cover
+  // the reduce-scatter form on 2 ranks.
   bool pair_mode = true;
 };
 void set_shm_allreduce_settings(const ShmAllreduceSettings& settings);
@@ -113,7 +91,6 @@ struct ShmTopology {
   int64_t chunk_floats = 0;
   int buffers = 0;
   int polls_per_yield = 0;
-  int block_after_polls = 0;
 };
 ShmTopology shm_topology(MPI_Comm comm);
 

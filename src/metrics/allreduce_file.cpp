@@ -1,28 +1,23 @@
 // See allreduce_file.h.
 #include "metrics/allreduce_file.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-
-#include "core/error.h"
+#include "core/file_io.h"
 #include "metrics/hdf5_file.h"
 
 namespace ts {
 
 void write_allreduce_file(const std::string& path, const AllreduceBenchResult& result) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  try {
-    h5::File file = h5::File::create(tmp);
+  AtomicFile out(path);  // removes its temporary file if anything below throws
+  {
+    h5::File file = h5::File::create(out.temp_path());
     file.set_attr("schema", "trainscale-allreduce/1");
     file.set_attr("world_size", result.world_size);
     file.set_attr("mpi_flavor", result.mpi_flavor);
     file.set_attr("mpi_version", result.mpi_version);
     file.set_attr("hosts", result.hosts);
     file.set_attr("buffers", result.buffers);
+    file.set_attr("shm_chunk_bytes", result.shm_chunk_bytes);
+    file.set_attr("shm_buffers", result.shm_buffers);
     h5::Group top = file.create_group("allreduce");
     for (const AllreduceSeries& s : result.series) {
       h5::Group g = top.create_group(s.algorithm);
@@ -36,14 +31,8 @@ void write_allreduce_file(const std::string& path, const AllreduceBenchResult& r
     }
     top.close();
     file.close();
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw RuntimeError("all-reduce benchmark file " + path + ": cannot rename the finished temporary file " +
-                         tmp + " into place (" + std::strerror(errno) + ")");
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
   }
+  out.commit();
 }
 
 }  // namespace ts

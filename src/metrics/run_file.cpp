@@ -1,25 +1,23 @@
 // Writes a RunResult as an HDF5 file of schema trainscale-run/1 (docs/hdf5-schema.md),
-// atomically: everything goes to "<path>.tmp-<pid>", which is renamed over `path` only once
-// complete and closed, so a run file that exists is never half-written.
-#include <fcntl.h>
+// atomically: everything goes to the temporary file of a core/file_io.h AtomicFile, which is
+// flushed and renamed over `path` only once complete and closed, so a run file that exists is
+// never half-written.
 #include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "metrics/hdf5_file.h"
 #include "metrics/run_result.h"
 
 namespace ts {
 namespace {
-
-constexpr const char* kSchema = "trainscale-run/1";
 
 // Summary attributes every run file has (NaN where the result lacks them).
 constexpr const char* kSummaryKeys[] = {
@@ -44,14 +42,15 @@ void validate(const std::string& path, const RunResult& r) {
   same(r.time.size(), "time");
   same(r.loss.size(), "loss");
   same(r.lr.size(), "lr");
-  if (r.world_size < 1) bad_result(path, "world_size " + std::to_string(r.world_size) + " < 1");
+  const int64_t R = r.record.world_size;
+  if (R < 1) bad_result(path, "world_size " + std::to_string(R) + " < 1");
   for (const auto& [phase, v] : r.timing) {
     if (phase.empty() || phase.find('/') != std::string::npos)
       bad_result(path, "timing phase name '" + phase + "' is empty or contains '/'");
-    if (v.size() != S * static_cast<size_t>(r.world_size))
+    if (v.size() != S * static_cast<size_t>(R))
       bad_result(path, "/timing/" + phase + " has " + std::to_string(v.size()) +
                            " entries, expected steps x ranks = " + std::to_string(S) + " x " +
-                           std::to_string(r.world_size));
+                           std::to_string(R));
   }
   const size_t E = r.eval_step.size();
   for (size_t n : {r.eval_epoch.size(), r.eval_time.size(), r.eval_loss.size(), r.eval_accuracy.size()})
@@ -73,17 +72,38 @@ void check_directory(const std::string& path) {
                        "); fix its permissions or pass another --out directory");
 }
 
-void write_contents(h5::File& file, const RunResult& r) {
-  // Root attributes: all strings of result.attrs, the schema, then the integer facts.
-  for (const auto& [key, value] : r.attrs) {
-    if (key == "schema" || key == "world_size" || key == "threads" || key == "seed") continue;
-    file.set_attr(key, value);
-  }
-  file.set_attr("schema", kSchema);
+// The root attributes (docs/hdf5-schema.md "/ (root group)").
+void write_record(h5::File& file, const RunRecord& r) {
+  file.set_attr("schema", kRunFileSchema);
+  file.set_attr("run_id", r.run_id);
+  file.set_attr("config_id", r.config_id);
+  file.set_attr("campaign", r.campaign);
+  file.set_attr("status", run_status_name(r.status));
+  file.set_attr("message", r.message);
+  file.set_attr("config", r.config_yaml);
+  file.set_attr("version", r.version);
+  file.set_attr("git_sha", r.git_sha);
+  file.set_attr("start_time", r.start_time);
+  file.set_attr("end_time", r.end_time);
+  file.set_attr("hosts", r.hosts);
   file.set_attr("world_size", r.world_size);
+  file.set_attr("mpi_flavor", r.mpi_flavor);
+  file.set_attr("mpi_version", r.mpi_version);
+  file.set_attr("backend", r.backend);
+  file.set_attr("device", r.device);
+  file.set_attr("device_name", r.device_name);
+  file.set_attr("device_generation", r.device_generation);
+  file.set_attr("isa", r.isa);
+  file.set_attr("device_libraries", r.device_libraries);
+  file.set_attr("device_memory_bytes", r.device_memory_bytes);
+  file.set_attr("cpu_model", r.cpu_model);
   file.set_attr("threads", r.threads);
+  file.set_attr("precision", r.precision);
   file.set_attr("seed", r.seed);
+}
 
+void write_contents(h5::File& file, const RunResult& r) {
+  write_record(file, r.record);
   {
     h5::Group config = file.create_group("config");
     for (const auto& [key, value] : r.config) config.set_attr(key, value);
@@ -102,7 +122,7 @@ void write_contents(h5::File& file, const RunResult& r) {
   {
     h5::Group timing = file.create_group("timing");
     for (const auto& [phase, v] : r.timing)
-      timing.write(phase, {S, r.world_size}, v.data()).set_attr("units", "seconds");
+      timing.write(phase, {S, r.record.world_size}, v.data()).set_attr("units", "seconds");
   }
   {
     h5::Group eval = file.create_group("eval");
@@ -144,39 +164,25 @@ void write_contents(h5::File& file, const RunResult& r) {
   }
 }
 
-// Flushes the finished temp file to stable storage before it is renamed into place.
-void sync_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
 }  // namespace
+
+const char* run_status_name(RunStatus status) {
+  switch (status) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::diverged: return "diverged";
+    case RunStatus::failed: return "failed";
+  }
+  return "?";
+}
 
 void write_run_file(const std::string& path, const RunResult& result) {
   validate(path, result);
   check_directory(path);
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  try {
-    h5::File file = h5::File::create(tmp);
-    write_contents(file, result);
-    file.close();
-    sync_file(tmp);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw RuntimeError("run file " + path + ": cannot rename the finished temporary file " +
-                         tmp + " into place (" + std::strerror(errno) + ")");
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
-  }
-}
-
-std::string failed_marker_path(const std::string& run_path) {
-  std::filesystem::path p(run_path);
-  if (p.extension() == ".h5") p.replace_extension();
-  return p.string() + ".FAILED";
+  AtomicFile out(path);  // removes its temporary file if anything below throws
+  h5::File file = h5::File::create(out.temp_path());
+  write_contents(file, result);
+  file.close();
+  out.commit();
 }
 
 }  // namespace ts

@@ -9,12 +9,40 @@
 
 namespace ts {
 
+// The run file's schema version: the root attribute `schema` of every run file.
+inline constexpr const char* kRunFileSchema = "trainscale-run/1";
+
+enum class RunStatus { ok, diverged, failed };
+const char* run_status_name(RunStatus status);  // "ok" | "diverged" | "failed"
+
+// The run file's root attributes, by name (docs/hdf5-schema.md "/ (root group)"): what ran,
+// where, with what. Strings unless noted.
+struct RunRecord {
+  std::string run_id, config_id, campaign;  // campaign "" for single runs
+  RunStatus status = RunStatus::ok;
+  std::string message;                      // why diverged / failed, else ""
+  std::string config_yaml;                  // attribute `config`: the resolved run config
+  std::string version, git_sha;             // of the binary
+  std::string start_time, end_time;         // ISO 8601 (UTC)
+  std::string hosts;                        // unique host names of all ranks, comma-separated
+  int64_t world_size = 1;                   // int64
+  std::string mpi_flavor, mpi_version;
+  // The device facts of the backend (Backend::describe()).
+  std::string backend;                      // "ref", "cpu", "cuda"
+  std::string device;                       // "cpu", "cuda:0"
+  std::string device_name;                  // CPU model or GPU name
+  std::string device_generation;            // GPU generation, "none" on CPU backends
+  std::string isa;                          // oneDNN ISA, "generic" (ref), "sm_90" (cuda)
+  std::string device_libraries;             // "onednn 2.6.3, ..." (name version, comma-separated)
+  int64_t device_memory_bytes = 0;          // int64
+  std::string cpu_model;                    // the host's CPU, whatever the device
+  int64_t threads = 1;                      // int64: compute threads per worker
+  std::string precision;                    // fp32 | bf16 | fp16 | tf32
+  int64_t seed = 1;                         // int64
+};
+
 struct RunResult {
-  // Root attributes (strings unless noted).
-  std::map<std::string, std::string> attrs;  // schema, run_id, config_id, campaign, status, ...
-  int64_t world_size = 1;
-  int64_t threads = 1;
-  int64_t seed = 1;
+  RunRecord record;
   // /config: every resolved key flattened with dots, as text values ("0.05", "true", "ring").
   std::map<std::string, std::string> config;
 
@@ -44,13 +72,10 @@ struct RunResult {
   std::vector<LayerRow> layers;
 };
 
-// Writes `result` to `path` atomically: to "<path>.tmp-<pid>", then renamed over `path`.
-// Throws RuntimeError (naming the file and the failing HDF5 call) on failure.
-// Throws before creating anything if the result's arrays disagree in length or the output
-// directory does not exist or is not writable (the message names the directory).
+// Writes `result` to `path` atomically (core/file_io.h AtomicFile: "<path>.tmp-<pid>", fsync,
+// rename, directory fsync). Throws RuntimeError (naming the file and the failing HDF5 call) on
+// failure. Throws before creating anything if the result's arrays disagree in length or the
+// output directory does not exist or is not writable (the message names the directory).
 void write_run_file(const std::string& path, const RunResult& result);
-
-// The FAILED marker that goes next to a run file: "runs/abc-r0.h5" -> "runs/abc-r0.FAILED".
-std::string failed_marker_path(const std::string& run_path);
 
 }  // namespace ts

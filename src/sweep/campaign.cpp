@@ -14,6 +14,10 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/host_info.h"
+#include "core/run_marker.h"
+#include "core/strings.h"
 #include "sweep/expand.h"
 #include "sweep/sweep_file.h"
 
@@ -22,77 +26,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && s[i] == ' ') ++i;
-  return s.substr(i);
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// "key: value" lines of a marker file.
-std::map<std::string, std::string> marker_fields(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto colon = line.find(':');
-    if (colon != std::string::npos) out[trim(line.substr(0, colon))] = trim(line.substr(colon + 1));
-  }
-  return out;
-}
-
 bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
 }  // namespace
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw RuntimeError(tmp + ": cannot write (check the directory's permissions)");
-    out << text;
-    out.close();
-    if (!out) throw RuntimeError(tmp + ": write failed (disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw RuntimeError(path + ": rename from " + tmp + " failed: " + ec.message());
-}
-
-std::string this_host() {
-  char buf[256] = {0};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
 
 Campaign load_campaign(const std::string& dir) {
   Campaign c;
@@ -160,8 +96,9 @@ Campaign load_campaign(const std::string& dir) {
 }
 
 RunFiles run_files(const std::string& campaign_dir, const std::string& run_id) {
-  const std::string base = (fs::path(campaign_dir) / "runs" / run_id).string();
-  return {base + ".h5", base + ".DONE", base + ".FAILED", base + ".RUNNING"};
+  const std::string run_file = (fs::path(campaign_dir) / "runs" / (run_id + ".h5")).string();
+  return {run_file, marker_path(run_file, MarkerKind::done), marker_path(run_file, MarkerKind::failed),
+          marker_path(run_file, MarkerKind::running)};
 }
 
 std::string campaign_logs_dir(const std::string& campaign_dir) { return (fs::path(campaign_dir) / "logs").string(); }
@@ -189,54 +126,57 @@ const char* run_state_name(RunState s) {
   return "?";
 }
 
+namespace {
+
+// A run's state from its markers and the scheduler, first match wins (campaign.h).
+RunStatus run_status(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler,
+                     const std::string& host) {
+  RunStatus rs;
+  rs.index = run.index;
+  rs.run_id = run.run_id;
+  const RunFiles f = run_files(campaign.dir, run.run_id);
+  const auto sched = scheduler.find(run.index);
+  // A RUNNING marker: live (or on another host, where it cannot be checked) or dead.
+  const std::optional<RunMarker> running = read_marker_if_present(f.running);
+  bool live = false;
+  std::string running_note;
+  if (running) {
+    const std::string attempt = running->attempt > 0 ? std::to_string(running->attempt) : "?";
+    live = running->host != host || process_alive(running->pid);
+    running_note = "attempt " + attempt + " on " + running->host;
+    if (!live)
+      running_note += " (pid " + std::to_string(running->pid) + ") ended without a result (killed?); see logs/" +
+                      run.run_id + ".attempt" + attempt + ".log";
+  }
+  std::optional<RunMarker> marker;
+  if ((marker = read_marker_if_present(f.done))) {
+    rs.state = marker->status == "diverged" ? RunState::diverged : RunState::done;
+  } else if (sched != scheduler.end() && sched->second == "running") {
+    rs.state = RunState::running;
+    rs.reason = "scheduler: running";
+  } else if (running && live) {
+    rs.state = RunState::running;
+    rs.reason = running_note;
+  } else if (sched != scheduler.end()) {
+    rs.state = RunState::pending;
+    rs.reason = "scheduler: pending";
+  } else if (running) {
+    rs.state = RunState::failed;
+    rs.reason = running_note;
+  } else if ((marker = read_marker_if_present(f.failed))) {
+    rs.state = RunState::failed;
+    rs.reason = failure_summary(*marker);
+  }
+  return rs;
+}
+
+}  // namespace
+
 CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& scheduler) {
   CampaignStatus st;
-  const std::string host = this_host();
+  const std::string host = host_name();
   for (const auto& run : campaign.runs) {
-    RunStatus rs;
-    rs.index = run.index;
-    rs.run_id = run.run_id;
-    const RunFiles f = run_files(campaign.dir, run.run_id);
-    auto sched = scheduler.find(run.index);
-    // A RUNNING marker: live (or on another host, where it cannot be checked) or dead.
-    bool marker = false, live = false;
-    std::string marker_note;
-    if (fs::exists(f.running)) {
-      const auto fields = marker_fields(read_text_file(f.running));
-      const std::string on = fields.count("host") ? fields.at("host") : "";
-      long pid = 0;
-      try {
-        pid = fields.count("pid") ? std::stol(fields.at("pid")) : 0;
-      } catch (const std::exception&) {
-      }
-      const std::string attempt = fields.count("attempt") ? fields.at("attempt") : "?";
-      marker = true;
-      live = on != host || process_alive(pid);
-      marker_note = live ? "attempt " + attempt + " on " + on
-                         : "attempt " + attempt + " on " + on + " (pid " + std::to_string(pid) +
-                               ") ended without a result (killed?); see logs/" + run.run_id + ".attempt" + attempt + ".log";
-    }
-    if (fs::exists(f.done)) {
-      const auto fields = marker_fields(read_text_file(f.done));
-      auto it = fields.find("status");
-      rs.state = it != fields.end() && it->second == "diverged" ? RunState::diverged : RunState::done;
-    } else if (sched != scheduler.end() && sched->second == "running") {
-      rs.state = RunState::running;
-      rs.reason = "scheduler: running";
-    } else if (marker && live) {
-      rs.state = RunState::running;
-      rs.reason = marker_note;
-    } else if (sched != scheduler.end()) {
-      rs.state = RunState::pending;
-      rs.reason = "scheduler: pending";
-    } else if (marker) {
-      rs.state = RunState::failed;
-      rs.reason = marker_note;
-    } else if (fs::exists(f.failed)) {
-      rs.state = RunState::failed;
-      rs.reason = trim(read_text_file(f.failed));
-      if (rs.reason.empty()) rs.reason = "FAILED marker without a reason";
-    }
+    RunStatus rs = run_status(campaign, run, scheduler, host);
     switch (rs.state) {
       case RunState::done: ++st.done; break;
       case RunState::diverged: ++st.diverged; break;
@@ -270,8 +210,8 @@ std::string status_json(const CampaignStatus& st) {
   bool first = true;
   for (const auto& r : st.runs) {
     if (r.state != RunState::failed) continue;
-    out << (first ? "" : ", ") << "{\"index\": " << r.index << ", \"run_id\": " << json_string(r.run_id)
-        << ", \"reason\": " << json_string(r.reason) << "}";
+    out << (first ? "" : ", ") << "{\"index\": " << r.index << ", \"run_id\": " << json_quote(r.run_id)
+        << ", \"reason\": " << json_quote(r.reason) << "}";
     first = false;
   }
   out << "], \"running\": " << st.running << ", \"pending\": " << st.pending << ", \"missing\": " << st.missing << "}\n";

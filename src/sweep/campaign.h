@@ -4,8 +4,8 @@
 //
 //   CAMPAIGN_DIR/manifest.yaml, manifest.hash, sweep.yaml, site.yaml
 //   runs/<run_id>.h5          the run file (written by the trainer, temp name + rename)
-//   runs/<run_id>.DONE        "status: ok|diverged" + attempt (written after the run file)
-//   runs/<run_id>.FAILED      the reason of the last failed attempt
+//   runs/<run_id>.DONE        markers (core/run_marker.h): status ok|diverged, attempt, ...
+//   runs/<run_id>.FAILED      the reason of the last failed attempt, attempt, log
 //   runs/<run_id>.RUNNING     host, pid, attempt of an attempt in progress
 //   logs/<run_id>.attempt<N>.log   one log per attempt
 //   jobs/                     array scripts, index files, submissions.yaml
@@ -55,12 +55,6 @@ std::string attempt_log_path(const std::string& campaign_dir, const std::string&
 // 1 + the number of attempt logs already there.
 int next_attempt(const std::string& campaign_dir, const std::string& run_id);
 
-// Writes `text` to `path` through "<path>.tmp-<pid>" and a rename.
-void write_file_atomically(const std::string& path, const std::string& text);
-std::string read_text_file(const std::string& path);
-// This host's name (gethostname).
-std::string this_host();
-
 enum class RunState { done, diverged, failed, running, pending, missing };
 const char* run_state_name(RunState s);
 
@@ -68,7 +62,7 @@ struct RunStatus {
   int64_t index = 0;
   std::string run_id;
   RunState state = RunState::missing;
-  std::string reason;  // failed: the reason; running: where; missing/pending: ""
+  std::string reason;  // failed: the reason (core/run_marker.h failure_summary); running: where; else ""
 };
 
 struct CampaignStatus {

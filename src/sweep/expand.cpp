@@ -12,8 +12,9 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "sweep/config_id.h"
-#include "sweep/run_config.h"
+#include "config/config_id.h"
+#include "config/run_config.h"
+#include "core/file_io.h"
 
 namespace ts {
 namespace {
@@ -55,50 +56,17 @@ struct Point {
   std::string label;  // "matrix point 3" or "include[0] (sweep.yaml:20)"
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Writes `text` to `path` through a temp name in the same directory and a rename.
-void write_atomically(const fs::path& path, const std::string& text) {
-  fs::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw RuntimeError(tmp.string() + ": cannot write (check the --out directory's permissions)");
-    out << text;
-    out.close();
-    if (!out) throw RuntimeError(tmp.string() + ": write failed (disk full?)");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw RuntimeError(path.string() + ": rename from " + tmp.string() + " failed: " + ec.message());
-}
-
 }  // namespace
 
 uint64_t derive_seed(const std::string& config_id, int repetition) {
   return fnv1a64(config_id + "-r" + std::to_string(repetition)) & 0x7fffffffULL;
 }
 
-Expansion expand_sweep(const SweepFile& sweep) {
-  Expansion ex;
-  ex.campaign = sweep.campaign;
-  ex.sweep_path = sweep.path;
-  ex.resources_yaml = sweep.resources_yaml;
+namespace {
 
-  ResolvedConfig base;
-  try {
-    base = parse_run_config(sweep.base_text, sweep.base_path, {});
-  } catch (const ConfigError& e) {
-    throw ConfigError(sweep.path + ": base run config is invalid: " + e.what());
-  }
-
-  // Cartesian product, first dimension slowest, last fastest; a sweep without dimensions is
-  // one point (the base).
+// Cartesian product of the dimensions, first dimension slowest, last fastest; a sweep without
+// dimensions is one point (the base).
+std::vector<Point> matrix_points(const SweepFile& sweep) {
   std::vector<Point> points;
   std::vector<size_t> step(sweep.dimensions.size(), 0);
   for (int64_t n = 0;; ++n) {
@@ -111,11 +79,13 @@ Expansion expand_sweep(const SweepFile& sweep) {
     points.push_back(std::move(p));
     size_t d = sweep.dimensions.size();
     while (d > 0 && ++step[d - 1] == sweep.dimensions[d - 1].values.size()) step[--d] = 0;
-    if (d == 0) break;
+    if (d == 0) return points;
   }
+}
 
-  // Exclusion: an entry removes a point when every one of its keys matches the point's value
-  // (the point's own assignment, else the base config's resolved value).
+// Exclusion: an entry removes a point when every one of its keys matches the point's value
+// (the point's own assignment, else the base config's resolved value); then the includes.
+std::vector<Point> kept_points(const SweepFile& sweep, const ResolvedConfig& base, std::vector<Point> points) {
   auto value_of = [&](const Point& p, const std::string& key) {
     for (const auto& kv : p.values)
       if (kv.first == key) return kv.second;
@@ -137,51 +107,69 @@ Expansion expand_sweep(const SweepFile& sweep) {
                       " points of the matrix; loosen the exclude entries or add `include` points");
   for (size_t i = 0; i < sweep.include.size(); ++i)
     kept.push_back({sweep.include[i].values, "include[" + std::to_string(i) + "] (" + sweep.include[i].where + ")"});
+  return kept;
+}
 
+// The runs of one point: validated, de-duplicated by resolved config (`seen_ids`), repeated.
+void expand_point(const SweepFile& sweep, const Point& p, std::set<std::string>& seen_ids, Expansion& ex) {
+  std::vector<std::string> overrides;
+  bool sets_seed = false;
+  for (const auto& kv : p.values) {
+    overrides.push_back(kv.first + "=" + kv.second);
+    sets_seed = sets_seed || kv.first == "seed";
+  }
+  ResolvedConfig cfg;
+  try {
+    cfg = parse_run_config(sweep.base_text, sweep.base_path, overrides);
+  } catch (const ConfigError& e) {
+    throw ConfigError(sweep.path + ": " + p.label + " " + describe(p.values) + " is not a valid run config: " + e.what());
+  }
+  const std::string config_id = config_id_of(cfg.yaml);
+  if (!seen_ids.insert(config_id).second) return;  // same resolved config as an earlier point
+  for (int k = 0; k < sweep.repetitions; ++k) {
+    ExpandedRun run;
+    run.index = static_cast<int64_t>(ex.runs.size());
+    run.config_id = config_id;
+    run.repetition = k;
+    run.run_id = config_id + "-r" + std::to_string(k);
+    ResolvedConfig seeded = cfg;
+    if (!sets_seed) {
+      run.seed = derive_seed(config_id, k);
+      std::vector<std::string> with_seed = overrides;
+      with_seed.push_back("seed=" + std::to_string(run.seed));
+      seeded = parse_run_config(sweep.base_text, sweep.base_path, with_seed);
+    } else {
+      run.seed = cfg.run.seed;
+    }
+    run.config_yaml = seeded.yaml;
+    for (const auto& key : ex.swept_keys) run.swept[key] = seeded.flat.count(key) ? seeded.flat.at(key) : "";
+    ex.runs.push_back(std::move(run));
+  }
+}
+
+}  // namespace
+
+Expansion expand_sweep(const SweepFile& sweep) {
+  Expansion ex;
+  ex.campaign = sweep.campaign;
+  ex.sweep_path = sweep.path;
+  ex.resources_yaml = sweep.resources_yaml;
+  ResolvedConfig base;
+  try {
+    base = parse_run_config(sweep.base_text, sweep.base_path, {});
+  } catch (const ConfigError& e) {
+    throw ConfigError(sweep.path + ": base run config is invalid: " + e.what());
+  }
+  const std::vector<Point> kept = kept_points(sweep, base, matrix_points(sweep));
   // Swept keys: dimensions' keys, then keys only includes name.
   for (const auto& dim : sweep.dimensions)
     for (const auto& k : dim.keys) ex.swept_keys.push_back(k);
   for (const auto& e : sweep.include)
     for (const auto& kv : e.values)
-      if (std::find(ex.swept_keys.begin(), ex.swept_keys.end(), kv.first) == ex.swept_keys.end()) ex.swept_keys.push_back(kv.first);
-
-  // Validate every point, de-duplicate by resolved config, then expand repetitions.
+      if (std::find(ex.swept_keys.begin(), ex.swept_keys.end(), kv.first) == ex.swept_keys.end())
+        ex.swept_keys.push_back(kv.first);
   std::set<std::string> seen_ids;
-  for (const auto& p : kept) {
-    std::vector<std::string> overrides;
-    bool sets_seed = false;
-    for (const auto& kv : p.values) {
-      overrides.push_back(kv.first + "=" + kv.second);
-      sets_seed = sets_seed || kv.first == "seed";
-    }
-    ResolvedConfig cfg;
-    try {
-      cfg = parse_run_config(sweep.base_text, sweep.base_path, overrides);
-    } catch (const ConfigError& e) {
-      throw ConfigError(sweep.path + ": " + p.label + " " + describe(p.values) + " is not a valid run config: " + e.what());
-    }
-    const std::string config_id = config_id_of(cfg.yaml);
-    if (!seen_ids.insert(config_id).second) continue;  // same resolved config as an earlier point
-    for (int k = 0; k < sweep.repetitions; ++k) {
-      ExpandedRun run;
-      run.index = static_cast<int64_t>(ex.runs.size());
-      run.config_id = config_id;
-      run.repetition = k;
-      run.run_id = config_id + "-r" + std::to_string(k);
-      ResolvedConfig seeded = cfg;
-      if (!sets_seed) {
-        run.seed = derive_seed(config_id, k);
-        std::vector<std::string> with_seed = overrides;
-        with_seed.push_back("seed=" + std::to_string(run.seed));
-        seeded = parse_run_config(sweep.base_text, sweep.base_path, with_seed);
-      } else {
-        run.seed = cfg.run.seed;
-      }
-      run.config_yaml = seeded.yaml;
-      for (const auto& key : ex.swept_keys) run.swept[key] = seeded.flat.count(key) ? seeded.flat.at(key) : "";
-      ex.runs.push_back(std::move(run));
-    }
-  }
+  for (const auto& p : kept) expand_point(sweep, p, seen_ids, ex);
   return ex;
 }
 
@@ -235,17 +223,18 @@ void write_campaign(const std::string& out_dir, const std::string& manifest_text
   if (!site_path.empty() && !fs::is_regular_file(site_path))
     throw ConfigError(site_path + ": cannot open the site file; check the path given to --site");
   if (fs::exists(manifest)) {
-    if (read_file(manifest.string()) != manifest_text)
+    if (read_text_file(manifest.string()) != manifest_text)
       throw ConfigError(manifest.string() + ": a different campaign is already frozen here; use a new --out directory or delete " +
                         out_dir + " first");
   }
   std::error_code ec;
   fs::create_directories(dir / "runs", ec);
   if (ec) throw RuntimeError(out_dir + ": cannot create the campaign directory: " + ec.message());
-  write_atomically(dir / "sweep.yaml", read_file(sweep_path));
-  if (!site_path.empty()) write_atomically(dir / "site.yaml", read_file(site_path));
-  write_atomically(dir / "manifest.hash", manifest_hash(manifest_text) + "\n");
-  write_atomically(manifest, manifest_text);  // last: its presence means the campaign is complete
+  write_file_atomically((dir / "sweep.yaml").string(), read_text_file(sweep_path));
+  if (!site_path.empty()) write_file_atomically((dir / "site.yaml").string(), read_text_file(site_path));
+  write_file_atomically((dir / "manifest.hash").string(), manifest_hash(manifest_text) + "\n");
+  // Last: its presence means the campaign is complete.
+  write_file_atomically(manifest.string(), manifest_text);
 }
 
 std::string dry_run_table(const Expansion& ex) {

@@ -5,25 +5,19 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <chrono>
 
 #include <unistd.h>
 
 #include "core/error.h"
-#include "sweep/run_config.h"
+#include "core/file_io.h"
+#include "core/strings.h"
 
 namespace ts {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string join(const std::vector<std::string>& v, const std::string& sep = ", ") {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 template <class Map>
 std::string keys_of(const Map& m) {
@@ -71,18 +65,49 @@ struct SiteParser {
       std::string key = scalar(kv.first, section);
       if (std::find(accepted.begin(), accepted.end(), key) != accepted.end()) continue;
       std::string msg = section + ": unknown key '" + key + "'";
-      std::string best = closest_key(key, accepted);
+      std::string best = closest_match(key, accepted);
       if (!best.empty()) msg += " (did you mean '" + best + "'?)";
       fail(kv.first, msg + "; accepted: " + join(accepted));
     }
   }
 };
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// gpu: GPU name -> {partition, gres, constraint, gpus_per_node}.
+void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
+  if (!n.IsMap()) p.fail(n, "gpu: expected a mapping of GPU names to {partition, gres, constraint, gpus_per_node}");
+  for (const auto& kv : n) {
+    const std::string name = p.scalar(kv.first, "gpu");
+    const std::string sec = "gpu." + name;
+    p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "gpus_per_node"});
+    SiteGpu g;
+    if (kv.second["partition"]) g.partition = p.scalar(kv.second["partition"], sec + ".partition");
+    if (kv.second["gres"]) g.gres = p.scalar(kv.second["gres"], sec + ".gres");
+    if (kv.second["constraint"]) g.constraint = p.scalar(kv.second["constraint"], sec + ".constraint");
+    if (kv.second["gpus_per_node"]) g.gpus_per_node = static_cast<int>(p.integer(kv.second["gpus_per_node"], sec + ".gpus_per_node", 1));
+    s.gpu[name] = g;
+  }
+}
+
+// mpi: flavor -> {modules, launcher, launcher_command, srun_mpi, launcher_args, binary}.
+void read_mpis(const SiteParser& p, const YAML::Node& n, Site& s) {
+  if (!n.IsMap()) p.fail(n, "mpi: expected a mapping of MPI flavors to {modules, launcher, launcher_command, srun_mpi, launcher_args, binary}");
+  for (const auto& kv : n) {
+    const std::string name = p.scalar(kv.first, "mpi");
+    const std::string sec = "mpi." + name;
+    const YAML::Node e = kv.second.IsNull() ? YAML::Node(YAML::NodeType::Map) : kv.second;
+    p.check_keys(e, sec, {"modules", "launcher", "launcher_command", "srun_mpi", "launcher_args", "binary"});
+    SiteMpi m;
+    if (e["modules"]) m.modules = p.strings(e["modules"], sec + ".modules");
+    if (e["launcher"]) m.launcher = p.scalar(e["launcher"], sec + ".launcher");
+    if (m.launcher != "mpirun" && m.launcher != "srun" && m.launcher != "mpiexec")
+      p.fail(e["launcher"], "key '" + sec + ".launcher': '" + m.launcher + "' is not accepted; accepted: mpirun, srun, mpiexec");
+    if (e["launcher_command"]) m.launcher_command = p.scalar(e["launcher_command"], sec + ".launcher_command");
+    if (e["srun_mpi"]) m.srun_mpi = p.scalar(e["srun_mpi"], sec + ".srun_mpi");
+    if (e["launcher_args"]) m.launcher_args = p.strings(e["launcher_args"], sec + ".launcher_args");
+    if (e["binary"]) m.binary = p.scalar(e["binary"], sec + ".binary");
+    s.mpi[name] = m;
+    s.mpi_order.push_back(name);
+  }
 }
 
 }  // namespace
@@ -94,7 +119,7 @@ std::vector<std::string> site_file_keys() {
 
 Site load_site_file(const std::string& path) {
   if (!fs::is_regular_file(path)) throw ConfigError(path + ": cannot open the site file; check the path given to --site");
-  return parse_site_file(read_text(path), path);
+  return parse_site_file(read_text_file(path), path);
 }
 
 Site parse_site_file(const std::string& text, const std::string& path) {
@@ -134,40 +159,8 @@ Site parse_site_file(const std::string& text, const std::string& path) {
     if (!n.IsMap()) p.fail(n, "env: expected a mapping NAME: value");
     for (const auto& kv : n) s.env[p.scalar(kv.first, "env")] = p.scalar(kv.second, "env." + kv.first.Scalar());
   }
-  if (const YAML::Node n = root["gpu"]) {
-    if (!n.IsMap()) p.fail(n, "gpu: expected a mapping of GPU names to {partition, gres, constraint, gpus_per_node}");
-    for (const auto& kv : n) {
-      const std::string name = p.scalar(kv.first, "gpu");
-      const std::string sec = "gpu." + name;
-      p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "gpus_per_node"});
-      SiteGpu g;
-      if (kv.second["partition"]) g.partition = p.scalar(kv.second["partition"], sec + ".partition");
-      if (kv.second["gres"]) g.gres = p.scalar(kv.second["gres"], sec + ".gres");
-      if (kv.second["constraint"]) g.constraint = p.scalar(kv.second["constraint"], sec + ".constraint");
-      if (kv.second["gpus_per_node"]) g.gpus_per_node = static_cast<int>(p.integer(kv.second["gpus_per_node"], sec + ".gpus_per_node", 1));
-      s.gpu[name] = g;
-    }
-  }
-  if (const YAML::Node n = root["mpi"]) {
-    if (!n.IsMap()) p.fail(n, "mpi: expected a mapping of MPI flavors to {modules, launcher, launcher_command, srun_mpi, launcher_args, binary}");
-    for (const auto& kv : n) {
-      const std::string name = p.scalar(kv.first, "mpi");
-      const std::string sec = "mpi." + name;
-      const YAML::Node e = kv.second.IsNull() ? YAML::Node(YAML::NodeType::Map) : kv.second;
-      p.check_keys(e, sec, {"modules", "launcher", "launcher_command", "srun_mpi", "launcher_args", "binary"});
-      SiteMpi m;
-      if (e["modules"]) m.modules = p.strings(e["modules"], sec + ".modules");
-      if (e["launcher"]) m.launcher = p.scalar(e["launcher"], sec + ".launcher");
-      if (m.launcher != "mpirun" && m.launcher != "srun" && m.launcher != "mpiexec")
-        p.fail(e["launcher"], "key '" + sec + ".launcher': '" + m.launcher + "' is not accepted; accepted: mpirun, srun, mpiexec");
-      if (e["launcher_command"]) m.launcher_command = p.scalar(e["launcher_command"], sec + ".launcher_command");
-      if (e["srun_mpi"]) m.srun_mpi = p.scalar(e["srun_mpi"], sec + ".srun_mpi");
-      if (e["launcher_args"]) m.launcher_args = p.strings(e["launcher_args"], sec + ".launcher_args");
-      if (e["binary"]) m.binary = p.scalar(e["binary"], sec + ".binary");
-      s.mpi[name] = m;
-      s.mpi_order.push_back(name);
-    }
-  }
+  if (const YAML::Node n = root["gpu"]) read_gpus(p, n, s);
+  if (const YAML::Node n = root["mpi"]) read_mpis(p, n, s);
   if (root["mpi_default"]) {
     s.mpi_default = p.scalar(root["mpi_default"], "mpi_default");
     if (!s.mpi.count(s.mpi_default))
@@ -290,7 +283,8 @@ StagedData stage_dataset(const Site& site, const std::string& storage, const std
   fs::remove_all(tmp, ec);
   fs::copy(src, tmp, fs::copy_options::recursive, ec);
   if (ec) throw RuntimeError("stage-in: copying " + src.string() + " to " + tmp.string() + " failed: " + ec.message());
-  std::ofstream(tmp / ".trainscale-staged") << "staged from " << src.string() << "\n";
+  // The stamp goes in (flushed to disk) before the directory takes its final name.
+  write_file_atomically((tmp / ".trainscale-staged").string(), "staged from " + src.string() + "\n");
   fs::remove_all(out.root, ec);
   fs::rename(tmp, out.root, ec);
   if (ec) throw RuntimeError("stage-in: renaming " + tmp.string() + " to " + out.root + " failed: " + ec.message());

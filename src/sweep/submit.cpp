@@ -25,17 +25,15 @@
 
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/file_io.h"
+#include "core/host_info.h"
+#include "core/run_marker.h"
+#include "core/strings.h"
 
 namespace ts {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-  return s;
-}
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -129,7 +127,12 @@ std::string seconds_text(double s) {
 // A live `trainscale sweep submit|resubmit` process (not another process that reuses the pid).
 bool local_executor_alive(long pid) {
   if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
-  std::string cmdline = read_text_file("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string cmdline;
+  try {
+    cmdline = read_text_file("/proc/" + std::to_string(pid) + "/cmdline");
+  } catch (const RuntimeError&) {
+    return false;  // it ended in between
+  }
   for (char& c : cmdline)
     if (c == '\0') c = ' ';
   return cmdline.find("trainscale") != std::string::npos && cmdline.find(" sweep ") != std::string::npos;
@@ -405,7 +408,7 @@ SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* not
     const std::string id = s.job_id.substr(0, s.job_id.find_first_not_of("0123456789"));
     if (s.scheduler == "slurm") slurm_jobs[id] = s.index_file;
     if (s.scheduler == "pbs") pbs_jobs[id] = s.index_file;
-    if (s.scheduler == "local" && s.host == this_host() && local_executor_alive(s.pid)) {
+    if (s.scheduler == "local" && s.host == host_name() && local_executor_alive(s.pid)) {
       // A live local executor: its queued runs without a marker are pending.
       for (int64_t i : read_index_file(s.index_file)) states.emplace(i, "pending");
     }
@@ -463,12 +466,12 @@ SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* not
   return states;
 }
 
-int64_t run_local(const Campaign& c, const std::vector<int64_t>& indices, int throttle, std::ostream& progress) {
-  const int64_t n = static_cast<int64_t>(indices.size());
-  throttle = std::max(1, throttle);
-  const auto groups = group_by_shape(c, indices);  // validates gpu/mpi/storage against the site
+namespace {
+
+// The launcher command of every run in `indices`, checked to be runnable here.
+std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign& c, const std::vector<int64_t>& indices) {
   std::map<int64_t, std::vector<std::string>> argv_of;
-  for (const auto& g : groups)
+  for (const auto& g : group_by_shape(c, indices))  // validates gpu/mpi/storage against the site
     for (int64_t i : g.indices) {
       auto cmd = launch_command(c.site.mpi.at(g.shape.mpi), g.shape.workers);
       if (::access(cmd.back().c_str(), X_OK) != 0)
@@ -483,40 +486,72 @@ int64_t run_local(const Campaign& c, const std::vector<int64_t>& indices, int th
       cmd.push_back(std::to_string(i));
       argv_of[i] = cmd;
     }
+  return argv_of;
+}
+
+// Starts one run's launcher with the site's environment, its output in logs/<run_id>.launcher.log.
+pid_t start_local_run(const Campaign& c, const ManifestRun& run, std::vector<std::string> args) {
+  const std::string out_path = campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log";
+  const pid_t pid = ::fork();
+  if (pid < 0) throw RuntimeError("fork failed while starting run " + run.run_id);
+  if (pid > 0) return pid;
+  for (const auto& [k, v] : c.site.env) ::setenv(k.c_str(), v.c_str(), 1);
+  const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  std::vector<char*> cargv;
+  for (auto& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  ::execvp(cargv[0], cargv.data());
+  std::fprintf(stderr, "trainscale sweep submit: cannot start %s: %s\n", cargv[0], std::strerror(errno));
+  ::_exit(127);
+}
+
+// "done", "diverged" or "failed: <reason>" of a finished launcher; a launcher that left no
+// marker gets a FAILED marker saying so.
+std::string local_outcome(const Campaign& c, const ManifestRun& run, int wstatus, bool* failed) {
+  const RunFiles f = run_files(c.dir, run.run_id);
+  if (const auto done = read_marker_if_present(f.done)) {
+    *failed = false;
+    return done->status == "diverged" ? "diverged" : "done";
+  }
+  *failed = true;
+  std::optional<RunMarker> marker = read_marker_if_present(f.failed);
+  if (!marker) {
+    marker = RunMarker{};
+    marker->reason = (WIFEXITED(wstatus) ? "the launcher exited with code " + std::to_string(WEXITSTATUS(wstatus))
+                                         : "the launcher was killed by signal " + std::to_string(WTERMSIG(wstatus))) +
+                     " without a result; see logs/" + run.run_id + ".launcher.log";
+    marker->host = host_name();
+    write_marker(f.failed, *marker);
+    std::error_code ec;
+    fs::remove(f.running, ec);
+  }
+  return "failed: " + marker->reason;
+}
+
+}  // namespace
+
+int64_t run_local(const Campaign& c, const std::vector<int64_t>& indices, int throttle, std::ostream& progress) {
+  const int64_t n = static_cast<int64_t>(indices.size());
+  throttle = std::max(1, throttle);
+  const auto argv_of = local_launch_commands(c, indices);
   std::error_code ec;
   fs::create_directories(campaign_logs_dir(c.dir), ec);
-
   const auto t0 = std::chrono::steady_clock::now();
   std::map<pid_t, int64_t> live;
   size_t next = 0;
   int64_t finished = 0, failures = 0;
-  auto start = [&](int64_t index) {
-    const ManifestRun& run = c.runs[index];
-    const std::string out_path = campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log";
-    std::vector<std::string> args = argv_of.at(index);
-    pid_t pid = ::fork();
-    if (pid < 0) throw RuntimeError("fork failed while starting run " + run.run_id);
-    if (pid == 0) {
-      for (const auto& [k, v] : c.site.env) ::setenv(k.c_str(), v.c_str(), 1);
-      int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-        ::close(fd);
-      }
-      std::vector<char*> cargv;
-      for (auto& a : args) cargv.push_back(a.data());
-      cargv.push_back(nullptr);
-      ::execvp(cargv[0], cargv.data());
-      std::fprintf(stderr, "trainscale sweep submit: cannot start %s: %s\n", cargv[0], std::strerror(errno));
-      ::_exit(127);
-    }
-    live[pid] = index;
-  };
   while (next < indices.size() || !live.empty()) {
-    while (next < indices.size() && static_cast<int>(live.size()) < throttle) start(indices[next++]);
+    while (next < indices.size() && static_cast<int>(live.size()) < throttle) {
+      const int64_t index = indices[next++];
+      live[start_local_run(c, c.runs[index], argv_of.at(index))] = index;
+    }
     int wstatus = 0;
-    pid_t pid = ::waitpid(-1, &wstatus, 0);
+    const pid_t pid = ::waitpid(-1, &wstatus, 0);
     if (pid < 0) {
       if (errno == EINTR) continue;
       break;
@@ -525,30 +560,13 @@ int64_t run_local(const Campaign& c, const std::vector<int64_t>& indices, int th
     if (it == live.end()) continue;
     const int64_t index = it->second;
     live.erase(it);
-    const ManifestRun& run = c.runs[index];
-    const RunFiles f = run_files(c.dir, run.run_id);
-    std::string outcome;
-    if (fs::exists(f.done)) {
-      outcome = read_text_file(f.done).find("status: diverged") != std::string::npos ? "diverged" : "done";
-    } else {
-      ++failures;
-      std::string reason;
-      if (fs::exists(f.failed)) {
-        reason = read_text_file(f.failed);
-      } else {
-        reason = WIFEXITED(wstatus) ? "the launcher exited with code " + std::to_string(WEXITSTATUS(wstatus))
-                                    : "the launcher was killed by signal " + std::to_string(WTERMSIG(wstatus));
-        reason += " without a result; see logs/" + run.run_id + ".launcher.log";
-        write_file_atomically(f.failed, reason + "\n");
-        fs::remove(f.running, ec);
-      }
-      while (!reason.empty() && reason.back() == '\n') reason.pop_back();
-      outcome = "failed: " + reason.substr(0, reason.find('\n'));
-    }
+    bool failed = false;
+    const std::string outcome = local_outcome(c, c.runs[index], wstatus, &failed);
+    failures += failed ? 1 : 0;
     ++finished;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double eta = elapsed / static_cast<double>(finished) * static_cast<double>(n - finished);
-    progress << "[" << finished << "/" << n << "] index " << index << " " << run.run_id << ": " << outcome
+    progress << "[" << finished << "/" << n << "] index " << index << " " << c.runs[index].run_id << ": " << outcome
              << " | failures " << failures << " | elapsed " << seconds_text(elapsed) << " | ETA "
              << (finished == n ? std::string("0s") : seconds_text(eta)) << std::endl;
   }

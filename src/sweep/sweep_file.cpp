@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "sweep/run_config.h"
+#include "config/schema.h"
+#include "core/file_io.h"
+#include "core/strings.h"
 
 namespace ts {
 namespace {
@@ -42,7 +44,7 @@ struct SweepParser {
     static const std::vector<std::string> keys = run_config_keys();
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) return;
     std::string msg = section + ": '" + key + "' is not a run-config key (dotted keys, e.g. dist.allreduce; see docs/config.md)";
-    std::string best = closest_key(key, keys);
+    std::string best = closest_match(key, keys);
     if (!best.empty()) msg += "; did you mean '" + best + "'?";
     fail(key_node, msg);
   }
@@ -77,14 +79,6 @@ struct SweepParser {
   }
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 void emit_yaml_node(YAML::Emitter& em, const YAML::Node& node) {
@@ -115,8 +109,128 @@ std::vector<std::string> sweep_file_keys() {
 
 SweepFile load_sweep_file(const std::string& path) {
   if (!fs::is_regular_file(path)) throw ConfigError(path + ": cannot open the sweep file; check the path");
-  return parse_sweep_file(read_file(path), path);
+  return parse_sweep_file(read_text_file(path), path);
 }
+
+namespace {
+
+// A key may be stepped by one dimension only.
+void claim(const SweepParser& p, std::set<std::string>& swept, const YAML::Node& key_node, const std::string& key,
+           const std::string& by) {
+  if (!swept.insert(key).second) p.fail(key_node, by + ": key '" + key + "' is already varied by another matrix key or zip group");
+}
+
+// The top-level keys present (unknown ones are errors with a suggestion).
+std::set<std::string> top_level_keys(const SweepParser& p, const YAML::Node& root) {
+  const std::vector<std::string> keys = sweep_file_keys();
+  std::set<std::string> seen;
+  for (const auto& kv : root) {
+    const std::string key = p.scalar(kv.first, "top-level key");
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string msg = "unknown sweep key '" + key + "'";
+      const std::string best = closest_match(key, keys);
+      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+      p.fail(kv.first, msg + "; accepted: " + join(keys));
+    }
+    seen.insert(key);
+  }
+  return seen;
+}
+
+// base: relative to the sweep file's directory, else to the current directory.
+void read_base(const SweepParser& p, const YAML::Node& node, SweepFile& sweep) {
+  const std::string base = p.scalar(node, "base");
+  fs::path base_path(base);
+  if (base_path.is_relative()) {
+    const fs::path beside = fs::path(sweep.path).parent_path() / base_path;
+    if (fs::is_regular_file(beside)) base_path = beside;
+    else if (!fs::is_regular_file(base_path))
+      p.fail(node, "base: run config '" + base + "' not found (looked at '" + beside.string() + "' beside the sweep file and '" +
+                       (fs::current_path() / base_path).string() + "')");
+  } else if (!fs::is_regular_file(base_path)) {
+    p.fail(node, "base: run config '" + base + "' not found");
+  }
+  sweep.base_path = base_path.lexically_normal().string();
+  sweep.base_text = read_text_file(sweep.base_path);
+}
+
+void read_matrix(const SweepParser& p, const YAML::Node& m, std::set<std::string>& swept, SweepFile& sweep) {
+  if (!m.IsMap()) p.fail(m, "matrix: expected a mapping of run-config keys to lists, e.g. {dist.allreduce: [ring, tree]}");
+  for (const auto& kv : m) {
+    SweepDimension d;
+    d.name = p.scalar(kv.first, "matrix key");
+    p.check_key(kv.first, d.name, "matrix");
+    claim(p, swept, kv.first, d.name, "matrix");
+    d.keys = {d.name};
+    d.where = p.at(kv.first);
+    for (auto& v : p.value_list(kv.second, "matrix key '" + d.name + "'")) d.values.push_back({v});
+    sweep.dimensions.push_back(std::move(d));
+  }
+}
+
+SweepDimension read_zip_group(const SweepParser& p, const YAML::Node& name, const YAML::Node& body,
+                              std::set<std::string>& swept) {
+  SweepDimension d;
+  d.name = p.scalar(name, "zip group name");
+  d.is_zip = true;
+  d.where = p.at(name);
+  if (!body.IsMap() || body.size() == 0)
+    p.fail(body, "zip group '" + d.name + "': expected a mapping of run-config keys to equally long lists");
+  std::vector<std::vector<std::string>> columns;
+  std::string lengths;
+  for (const auto& kv : body) {
+    const std::string key = p.scalar(kv.first, "zip group '" + d.name + "' key");
+    p.check_key(kv.first, key, "zip group '" + d.name + "'");
+    claim(p, swept, kv.first, key, "zip group '" + d.name + "'");
+    d.keys.push_back(key);
+    columns.push_back(p.value_list(kv.second, "zip group '" + d.name + "' key '" + key + "'"));
+    lengths += (lengths.empty() ? "" : ", ") + key + ": " + std::to_string(columns.back().size());
+  }
+  for (const auto& c : columns)
+    if (c.size() != columns.front().size())
+      p.fail(name, "zip group '" + d.name + "': lists must have equal lengths, got " + lengths);
+  for (size_t i = 0; i < columns.front().size(); ++i) {
+    std::vector<std::string> step;
+    for (const auto& c : columns) step.push_back(c[i]);
+    d.values.push_back(std::move(step));
+  }
+  return d;
+}
+
+int read_repetitions(const SweepParser& p, const YAML::Node& r) {
+  const std::string t = p.scalar(r, "repetitions");
+  try {
+    size_t used = 0;
+    const long v = std::stol(t, &used);
+    if (used == t.size() && v >= 1 && v <= 1000000) return static_cast<int>(v);
+  } catch (const std::exception&) {
+  }
+  p.fail(r, "repetitions: '" + t + "' is not an integer >= 1");
+}
+
+std::string read_resources(const SweepParser& p, const YAML::Node& r) {
+  if (!r.IsMap()) p.fail(r, "resources: expected a mapping, e.g. {walltime: \"00:20:00\", cpus_per_worker: 1}");
+  const std::vector<std::string> accepted = {"walltime", "cpus_per_worker", "workers_per_node", "partition", "mem"};
+  for (const auto& kv : r) {
+    const std::string key = p.scalar(kv.first, "resources key");
+    if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
+      std::string msg = "resources: unknown key '" + key + "'";
+      const std::string best = closest_match(key, accepted);
+      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+      p.fail(kv.first, msg + "; accepted: " + join(accepted));
+    }
+    const std::string value = p.scalar(kv.second, "resources key '" + key + "'");
+    if (key == "cpus_per_worker" || key == "workers_per_node") {
+      const bool ok = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos && std::stol(value) >= 1;
+      if (!ok) p.fail(kv.second, "resources key '" + key + "': '" + value + "' is not an integer >= 1");
+    }
+  }
+  YAML::Emitter em;
+  emit_yaml_node(em, r);
+  return em.c_str();
+}
+
+}  // namespace
 
 SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
   SweepParser p{path};
@@ -127,21 +241,7 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
     throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
   if (!root.IsMap()) throw ConfigError(path + ": a sweep file must be a YAML mapping with at least `base` (see docs/sweeps.md)");
-
-  const std::vector<std::string> keys = sweep_file_keys();
-  std::set<std::string> seen;
-  for (const auto& kv : root) {
-    std::string key = p.scalar(kv.first, "top-level key");
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      std::string msg = "unknown sweep key '" + key + "'";
-      std::string best = closest_key(key, keys);
-      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
-      std::string list;
-      for (const auto& k : keys) list += (list.empty() ? "" : ", ") + k;
-      p.fail(kv.first, msg + "; accepted: " + list);
-    }
-    seen.insert(key);
-  }
+  const std::set<std::string> seen = top_level_keys(p, root);
 
   SweepFile sweep;
   sweep.path = path;
@@ -151,109 +251,19 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
     if (sweep.campaign.empty() || sweep.campaign.find_first_of("/\\ \t") != std::string::npos)
       p.fail(root["campaign"], "campaign: '" + sweep.campaign + "' must be a non-empty name without '/' or spaces");
   }
-
-  // base: relative to the sweep file's directory, else to the current directory.
   if (!seen.count("base")) throw ConfigError(path + ": missing `base` (the run config the sweep varies), e.g. base: ../runs/lenet_fmnist.yaml");
-  const std::string base = p.scalar(root["base"], "base");
-  fs::path base_path(base);
-  if (base_path.is_relative()) {
-    fs::path beside = fs::path(path).parent_path() / base_path;
-    if (fs::is_regular_file(beside)) base_path = beside;
-    else if (!fs::is_regular_file(base_path))
-      p.fail(root["base"], "base: run config '" + base + "' not found (looked at '" + beside.string() + "' beside the sweep file and '" +
-                               (fs::current_path() / base_path).string() + "')");
-  } else if (!fs::is_regular_file(base_path)) {
-    p.fail(root["base"], "base: run config '" + base + "' not found");
-  }
-  sweep.base_path = base_path.lexically_normal().string();
-  sweep.base_text = read_file(sweep.base_path);
-
-  std::set<std::string> swept;  // a key may be stepped by one dimension only
-  auto claim = [&](const YAML::Node& key_node, const std::string& key, const std::string& by) {
-    if (!swept.insert(key).second) p.fail(key_node, by + ": key '" + key + "' is already varied by another matrix key or zip group");
-  };
-  if (seen.count("matrix")) {
-    const YAML::Node m = root["matrix"];
-    if (!m.IsMap()) p.fail(m, "matrix: expected a mapping of run-config keys to lists, e.g. {dist.allreduce: [ring, tree]}");
-    for (const auto& kv : m) {
-      SweepDimension d;
-      d.name = p.scalar(kv.first, "matrix key");
-      p.check_key(kv.first, d.name, "matrix");
-      claim(kv.first, d.name, "matrix");
-      d.keys = {d.name};
-      d.where = p.at(kv.first);
-      for (auto& v : p.value_list(kv.second, "matrix key '" + d.name + "'")) d.values.push_back({v});
-      sweep.dimensions.push_back(std::move(d));
-    }
-  }
+  read_base(p, root["base"], sweep);
+  std::set<std::string> swept;
+  if (seen.count("matrix")) read_matrix(p, root["matrix"], swept, sweep);
   if (seen.count("zip")) {
     const YAML::Node z = root["zip"];
     if (!z.IsMap()) p.fail(z, "zip: expected a mapping of group names to {key: [values], ...}");
-    for (const auto& group : z) {
-      SweepDimension d;
-      d.name = p.scalar(group.first, "zip group name");
-      d.is_zip = true;
-      d.where = p.at(group.first);
-      if (!group.second.IsMap() || group.second.size() == 0)
-        p.fail(group.second, "zip group '" + d.name + "': expected a mapping of run-config keys to equally long lists");
-      std::vector<std::vector<std::string>> columns;
-      std::string lengths;
-      for (const auto& kv : group.second) {
-        std::string key = p.scalar(kv.first, "zip group '" + d.name + "' key");
-        p.check_key(kv.first, key, "zip group '" + d.name + "'");
-        claim(kv.first, key, "zip group '" + d.name + "'");
-        d.keys.push_back(key);
-        columns.push_back(p.value_list(kv.second, "zip group '" + d.name + "' key '" + key + "'"));
-        lengths += (lengths.empty() ? "" : ", ") + key + ": " + std::to_string(columns.back().size());
-      }
-      for (const auto& c : columns)
-        if (c.size() != columns.front().size())
-          p.fail(group.first, "zip group '" + d.name + "': lists must have equal lengths, got " + lengths);
-      for (size_t i = 0; i < columns.front().size(); ++i) {
-        std::vector<std::string> step;
-        for (const auto& c : columns) step.push_back(c[i]);
-        d.values.push_back(std::move(step));
-      }
-      sweep.dimensions.push_back(std::move(d));
-    }
+    for (const auto& group : z) sweep.dimensions.push_back(read_zip_group(p, group.first, group.second, swept));
   }
   if (seen.count("exclude")) sweep.exclude = p.entries(root["exclude"], "exclude");
   if (seen.count("include")) sweep.include = p.entries(root["include"], "include");
-  if (seen.count("repetitions")) {
-    const YAML::Node r = root["repetitions"];
-    std::string t = p.scalar(r, "repetitions");
-    try {
-      size_t used = 0;
-      long v = std::stol(t, &used);
-      if (used != t.size() || v < 1 || v > 1000000) throw std::invalid_argument(t);
-      sweep.repetitions = static_cast<int>(v);
-    } catch (const std::exception&) {
-      p.fail(r, "repetitions: '" + t + "' is not an integer >= 1");
-    }
-  }
-  sweep.resources_yaml = "{}";
-  if (seen.count("resources")) {
-    const YAML::Node r = root["resources"];
-    if (!r.IsMap()) p.fail(r, "resources: expected a mapping, e.g. {walltime: \"00:20:00\", cpus_per_worker: 1}");
-    const std::vector<std::string> accepted = {"walltime", "cpus_per_worker", "workers_per_node", "partition", "mem"};
-    for (const auto& kv : r) {
-      const std::string key = p.scalar(kv.first, "resources key");
-      if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
-        std::string msg = "resources: unknown key '" + key + "'";
-        std::string best = closest_key(key, accepted);
-        if (!best.empty()) msg += " (did you mean '" + best + "'?)";
-        p.fail(kv.first, msg + "; accepted: walltime, cpus_per_worker, workers_per_node, partition, mem");
-      }
-      const std::string value = p.scalar(kv.second, "resources key '" + key + "'");
-      if (key == "cpus_per_worker" || key == "workers_per_node") {
-        bool ok = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos && std::stol(value) >= 1;
-        if (!ok) p.fail(kv.second, "resources key '" + key + "': '" + value + "' is not an integer >= 1");
-      }
-    }
-    YAML::Emitter em;
-    emit_yaml_node(em, r);
-    sweep.resources_yaml = em.c_str();
-  }
+  if (seen.count("repetitions")) sweep.repetitions = read_repetitions(p, root["repetitions"]);
+  sweep.resources_yaml = seen.count("resources") ? read_resources(p, root["resources"]) : "{}";
   return sweep;
 }
 

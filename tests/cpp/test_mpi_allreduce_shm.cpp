@@ -5,8 +5,7 @@
 // buffers (so every count crosses many chunks, ranks wait on each other's progress counters,
 // and the buffer rotation wraps within and across calls), repeated calls of changing counts,
 // on fake "nodes" (the hierarchical path: shm reduce, ring among node leaders, shm
-// broadcast), in place on shared memory from allocate_shared_floats, and with waiters that
-// sleep on the node's futex.
+// broadcast), and in place on shared memory from allocate_shared_floats.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -147,6 +146,21 @@ TEST(ShmAllreduce, OneNodeTopology) {
   EXPECT_EQ(t.buffers, shm_allreduce_settings().buffers);
 }
 
+// The window options runs and `bench allreduce` set (dist.shm_chunk_kb, dist.shm_buffers) reach
+// the next communicator's window; the defaults are the measured 64 x 32 KiB.
+TEST(ShmAllreduce, WindowOptionsSetTheWindow) {
+  const ShmWindowOptions defaults = shm_window_options();
+  EXPECT_EQ(defaults.chunk_bytes, 32 * 1024);
+  EXPECT_EQ(defaults.buffers, 64);
+  set_shm_window_options({4 * 1024, 3});
+  auto comm = Communicator::world();
+  const ShmTopology t = shm_topology(mpi_comm(*comm));
+  EXPECT_EQ(t.chunk_floats, 1024);
+  EXPECT_EQ(t.buffers, 3);
+  for (int64_t count : {int64_t{1}, int64_t{4099}, int64_t{100003}}) run_and_check(*comm, count, true, 33u, "4 KiB x 3");
+  set_shm_window_options(defaults);
+}
+
 // Default buffers; the largest count is several times the window, so it streams through it.
 TEST(ShmAllreduce, DefaultChunksAreRankOrderSums) {
   auto comm = Communicator::world();
@@ -285,82 +299,6 @@ TEST(ShmAllreduce, SharedMemoryRunsInPlace) {
   float* other = allocate_shared_floats(*comm, 4099);
   run_and_check(*comm, 4099, true, seed++, "in place, second region", other);
   run_and_check(*comm, 1000, true, seed++, "in place, first region again", shared);
-}
-
-// Reduce-scatter + update (the sharded optimizer step) on a node-wide weights array: every
-// element is summed and handed to on_reduced by exactly one rank, 1/n of each step's elements
-// each; afterwards the weights are what the owners wrote, the same on every rank; each rank's
-// own parts of `data` hold the rank-order sums. Per-rank weights and private memory are
-// refused on every rank alike, and so is node-wide memory as the data of a plain all-reduce.
-TEST(ShmAllreduce, SumUpdateShardsTheUpdateOfNodeWideWeights) {
-  auto comm = Communicator::world();
-  const int n = comm->size(), r = comm->rank();
-  const int64_t largest = 2 * (int64_t{1} << 16) + 4099;
-  float* data = allocate_shared_floats(*comm, largest);
-  float* weights = allocate_shared_floats(*comm, largest, /*node_wide=*/true);
-  for (int64_t count : {int64_t{1}, int64_t{17}, int64_t{4099}, largest}) {
-    std::vector<float> mine = order_sensitive_data(count, 1000u + static_cast<unsigned>(r));
-    const auto inputs = all_inputs(mine);
-    std::copy(mine.begin(), mine.end(), data);
-    if (r == 0) std::fill(weights, weights + count, -1.0f);
-    ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);  // filled before anyone updates
-    std::vector<char> owned(static_cast<size_t>(count), 0);
-    allreduce_sum_update(*comm, data, weights, count, [&](int64_t o, int64_t c) {
-      for (int64_t i = o; i < o + c; ++i) {
-        ASSERT_FALSE(owned[static_cast<size_t>(i)]) << "element " << i << " handed over twice";
-        owned[static_cast<size_t>(i)] = 1;
-        weights[i] = data[i] * 0.5f + static_cast<float>(r);  // an "update" that names its rank
-      }
-    });
-    const std::string what = "count " + std::to_string(count) + ", rank " + std::to_string(r);
-    std::vector<float> got(weights, weights + count);
-    expect_same_on_all_ranks(got, what);
-    int64_t mine_count = 0, wrong = 0;
-    for (int64_t i = 0; i < count; ++i) {
-      float sum = inputs[0][static_cast<size_t>(i)];
-      for (int q = 1; q < n; ++q) sum += inputs[static_cast<size_t>(q)][static_cast<size_t>(i)];
-      const float owner = got[static_cast<size_t>(i)] - sum * 0.5f;
-      wrong += std::fabs(owner - static_cast<float>(std::lround(owner))) > 1e-3f * (1 + std::fabs(sum));
-      if (owned[static_cast<size_t>(i)]) {
-        ++mine_count;
-        wrong += data[i] != sum;
-        wrong += std::lround(owner) != r;
-      }
-    }
-    EXPECT_EQ(wrong, 0) << what;
-    int64_t total = 0;
-    ASSERT_EQ(MPI_Allreduce(&mine_count, &total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
-    EXPECT_EQ(total, count) << what << ": every element has exactly one owner";
-    // Parts are 16-float aligned within each 64 Ki-float step: within 16 n per step of 1/n.
-    const double steps = std::ceil(static_cast<double>(count) / 65536.0);
-    if (count >= 4099)
-      EXPECT_NEAR(static_cast<double>(mine_count), static_cast<double>(count) / n, 16.0 * n * steps) << what;
-    // The next count refills the weights: nobody may still be reading these.
-    ASSERT_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
-  }
-  auto nothing = [](int64_t, int64_t) {};
-  std::vector<float> priv(10), priv_weights(10);
-  float* per_rank = allocate_shared_floats(*comm, 10);
-  EXPECT_THROW(allreduce_sum_update(*comm, priv.data(), priv_weights.data(), 10, nothing), RuntimeError);
-  EXPECT_THROW(allreduce_sum_update(*comm, data, per_rank, 10, nothing), RuntimeError);
-  EXPECT_THROW(allreduce_sum(*comm, AllreduceAlgorithm::shm, weights, 10), RuntimeError);
-}
-
-// Ranks that sleep on the node's wake-up word after one idle poll (block_after_polls, the
-// opt-in alternative to polling) get the same bits, through the pipeline and in place.
-TEST(ShmAllreduce, SleepingWaitersAgree) {
-  ShmAllreduceSettings s;
-  s.chunk_floats = 256;
-  s.buffers = 2;
-  s.block_after_polls = 1;
-  ScopedShmSettings scoped(s);
-  auto comm = Communicator::world();
-  EXPECT_EQ(shm_topology(mpi_comm(*comm)).block_after_polls, 1);
-  float* shared = allocate_shared_floats(*comm, 200003);
-  for (int i = 0; i < 20; ++i) {  // many calls: ranks arrive in either order
-    run_and_check(*comm, 4099 + i, true, 800u + static_cast<unsigned>(i), "sleeping");
-    run_and_check(*comm, 200003 - i, true, 900u + static_cast<unsigned>(i), "sleeping, in place", shared);
-  }
 }
 
 // Several communicators, each with its own window, used in turn.

@@ -1,12 +1,13 @@
-// Data-parallel equivalence under mpiexec (2, 3 and 4 ranks), driving Net + Loader + Sgd +
-// GradientExchange the way the trainer does:
+// Data-parallel equivalence under mpiexec (2, 3 and 4 ranks), stepping Net + Loader + Sgd + the
+// exchange strategy with the trainer's own train_step (train/train_step.h) and the trainer's
+// exchange set-up (train/run_setup.h: with shm, the gradient arena in node shared memory):
 //   - sync: N ranks x batch b follow the loss trajectory and reach the weights of 1 rank x
 //     batch N*b (every all-reduce algorithm, overlap on and off, many small buckets, momentum
 //     and weight decay), within float tolerance (only the summation order differs);
 //   - weight_avg with period 1 and plain SGD matches the same 1-rank run;
 //   - weight_avg with period k matches a naive local-SGD reference: N nets in one process,
 //     each on its rank's data with its own velocity, weights averaged every k steps;
-//   - the exchange itself: bucket means, the folded loss, a divergence seen on one rank only.
+//   - the strategies themselves: bucket means, the folded loss, a divergence seen on one rank only.
 // The 1-rank references run on every rank with Communicator::self() (world size 1 takes the
 // same code path). The network has no batch norm (BN statistics are per worker).
 #include <gtest/gtest.h>
@@ -25,11 +26,12 @@
 #include "data/synthetic_source.h"
 #include "dist/allreduce.h"
 #include "dist/communicator.h"
-#include "dist/gradient_exchange.h"
-#include "dist/shm_allreduce.h"
+#include "dist/exchange_strategy.h"
 #include "nn/models.h"
 #include "nn/net.h"
 #include "nn/optimizer.h"
+#include "train/run_setup.h"
+#include "train/train_step.h"
 
 #include "mpi_test_environment.h"
 
@@ -64,7 +66,7 @@ const SampleSource& data() {
 
 ModelInput input() { return {Shape{1, 8, 8}, 10}; }
 
-// Trains the mlp for s.steps steps over `comm` the way train() does.
+// Trains the mlp for s.steps steps over `comm` with train_step.
 Trajectory run(Communicator& comm, const DpSetup& s) {
   auto backend = make_backend("cpu");
   backend->set_threads(1);
@@ -82,20 +84,17 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
   xo.algorithm = s.algorithm;
   xo.bucket_elements = s.bucket_elements;
   xo.overlap = s.overlap;
-  GradientExchange exchange(comm, {net->params(), net->grads(), net->param_count(), net->state(), net->state_count()},
-                            xo);
-  exchange.broadcast_model();
+  auto exchange = set_up_exchange(xo, *net, comm);
+  TrainState state{*net, sgd, *exchange, loader};
   Trajectory t;
   for (int64_t step = 1; step <= s.steps; ++step) {
-    Batch b;
-    EXPECT_TRUE(loader.next(b));
-    float loss = net->forward(b.images, b.labels, b.targets, Mode::train);
-    exchange.begin_step(loss, [&](int64_t o, int64_t c) { sgd.step_range(net->params(), net->grads(), s.lr, o, c); });
-    net->backward([&](ParamRange r) { exchange.gradients_ready(r.offset, r.count); });
     const bool average = step % s.period == 0 || step == s.steps;
-    StepVerdict v = exchange.finish_step(average);
+    const StepResult res = train_step(state, s.lr, average);
+    const StepVerdict& v = res.verdict;
     EXPECT_FALSE(v.diverged);
-    double mean = loss;
+    EXPECT_EQ(state.step, step);
+    EXPECT_GT(at(res.seconds, Phase::step), 0.0);
+    double mean = res.local_loss;
     comm.allreduce_sum(&mean, 1);
     mean /= comm.size();
     t.loss.push_back(mean);
@@ -261,9 +260,9 @@ TEST(DataParallel, WeightAveragingWithPeriodMatchesNaiveLocalSgd) {
                "weight_avg period 3 weights vs naive local SGD");
 }
 
-// The exchange on plain arrays: gradient means per bucket whatever the range chunking, the
+// The strategies on plain arrays: gradient means per bucket whatever the range chunking, the
 // folded loss, and a non-finite loss on one rank stopping every rank at the same step.
-TEST(GradientExchange, MeansBucketsAndSharesTheVerdict) {
+TEST(ExchangeStrategy, MeansBucketsAndSharesTheVerdict) {
   auto world = Communicator::world();
   const int n = world->size(), rank = world->rank();
   const int64_t count = 1009;
@@ -274,9 +273,12 @@ TEST(GradientExchange, MeansBucketsAndSharesTheVerdict) {
       xo.algorithm = a;
       xo.overlap = overlap;
       xo.bucket_elements = 300;
-      GradientExchange ex(*world, {params.data(), grads.data(), count, state.data(), 3}, xo);
+      auto strategy = make_exchange_strategy(*world, {params.data(), grads.data(), count, state.data(), 3}, xo);
+      ExchangeStrategy& ex = *strategy;
+      EXPECT_STREQ(ex.name(), a == AllreduceAlgorithm::ps ? "ps" : "sync");
+      EXPECT_EQ(ex.times_ps_phases(), a == AllreduceAlgorithm::ps);
       // From the top in buckets of 300 down to the staged tail [0, 300).
-      const std::vector<std::pair<int64_t, int64_t>> expected = {{709, 300}, {409, 300}, {300, 109}, {0, 300}};
+      const std::vector<Bucket> expected = {{709, 300}, {409, 300}, {300, 109}, {0, 300}};
       ASSERT_EQ(ex.buckets(), expected);
       for (int step = 0; step < 2; ++step) {
         for (int64_t i = 0; i < count; ++i) grads[i] = static_cast<float>((rank + 1) * (i % 7 + step));
@@ -309,14 +311,16 @@ TEST(GradientExchange, MeansBucketsAndSharesTheVerdict) {
     }
 }
 
-TEST(GradientExchange, WeightAveragingReportsDivergenceAtTheNextAverage) {
+TEST(ExchangeStrategy, WeightAveragingReportsDivergenceAtTheNextAverage) {
   auto world = Communicator::world();
   const int n = world->size(), rank = world->rank();
   std::vector<float> params(50, static_cast<float>(rank)), grads(50, 0.0f), state(2, 2.0f * rank);
   ExchangeOptions xo;
   xo.strategy = DistStrategy::weight_avg;
   xo.algorithm = AllreduceAlgorithm::tree;
-  GradientExchange ex(*world, {params.data(), grads.data(), 50, state.data(), 2}, xo);
+  auto strategy = make_exchange_strategy(*world, {params.data(), grads.data(), 50, state.data(), 2}, xo);
+  ExchangeStrategy& ex = *strategy;
+  EXPECT_STREQ(ex.name(), "weight_avg");
   int updates = 0;
   auto count_update = [&](int64_t, int64_t) { ++updates; };
   ex.begin_step(rank == 0 ? std::numeric_limits<float>::infinity() : 1.0f, count_update);
@@ -332,12 +336,13 @@ TEST(GradientExchange, WeightAveragingReportsDivergenceAtTheNextAverage) {
   for (float s : state) EXPECT_FLOAT_EQ(s, static_cast<float>(n - 1));
 }
 
-TEST(GradientExchange, RangesOutOfOrderAreRefused) {
+TEST(ExchangeStrategy, RangesOutOfOrderAreRefused) {
   auto world = Communicator::world();
   std::vector<float> params(10), grads(10);
   ExchangeOptions xo;
   xo.overlap = false;
-  GradientExchange ex(*world, {params.data(), grads.data(), 10, nullptr, 0}, xo);
+  auto strategy = make_exchange_strategy(*world, {params.data(), grads.data(), 10, nullptr, 0}, xo);
+  ExchangeStrategy& ex = *strategy;
   ex.begin_step(1.0f, [](int64_t, int64_t) {});
   EXPECT_THROW(ex.gradients_ready(0, 5), RuntimeError);  // [5, 10) has not been reported
   ex.gradients_ready(5, 5);
@@ -346,28 +351,17 @@ TEST(GradientExchange, RangesOutOfOrderAreRefused) {
   EXPECT_FALSE(v.diverged);
 }
 
-// dist.update: sharded needs sync + shm on one node: other algorithms and a world spanning
-// (fake) nodes are configuration errors on every rank alike.
-TEST(GradientExchange, ShardedUpdateNeedsShmOnOneNode) {
+// An algorithm the project knows but this binary lacks (nccl) is refused when the strategy is
+// made, on every rank alike.
+TEST(ExchangeStrategy, UnbuiltAlgorithmsAreRefused) {
   auto world = Communicator::world();
   std::vector<float> params(10), grads(10);
   ExchangeOptions xo;
-  xo.sharded_update = true;
-  xo.algorithm = AllreduceAlgorithm::ring;
-  auto self = Communicator::self();  // one rank never shards: nothing to refuse
-  EXPECT_NO_THROW(GradientExchange(*self, {params.data(), grads.data(), 10, nullptr, 0}, xo));
-  ASSERT_GT(world->size(), 1) << "run under mpiexec with 2 or more ranks";
-  EXPECT_THROW(GradientExchange(*world, {params.data(), grads.data(), 10, nullptr, 0}, xo), ConfigError);
-  ShmAllreduceSettings saved = shm_allreduce_settings(), fake = saved;
-  fake.fake_ranks_per_node = 1;  // every rank a node of its own
-  set_shm_allreduce_settings(fake);  // read when the communicator's shm state is set up
-  auto spread = Communicator::world();
-  xo.algorithm = AllreduceAlgorithm::shm;
+  xo.algorithm = AllreduceAlgorithm::nccl;
   try {
-    GradientExchange ex(*spread, {params.data(), grads.data(), 10, nullptr, 0}, xo);
-    ADD_FAILURE() << "a sharded update across nodes was accepted";
+    make_exchange_strategy(*world, {params.data(), grads.data(), 10, nullptr, 0}, xo);
+    ADD_FAILURE() << "nccl was accepted without the cuda backend";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("one node only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nccl needs the cuda backend"), std::string::npos) << e.what();
   }
-  set_shm_allreduce_settings(saved);
 }

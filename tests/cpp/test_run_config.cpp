@@ -6,8 +6,9 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "sweep/config_id.h"
-#include "sweep/run_config.h"
+#include "config/config_id.h"
+#include "config/run_config.h"
+#include "config/schema.h"
 
 using namespace ts;
 
@@ -31,7 +32,7 @@ TEST(RunConfig, DefaultsAndTypes) {
   EXPECT_EQ(c.run.batch_per_worker, 64);  // documented default when neither batch key is given
   EXPECT_EQ(c.run.global_batch, 0);
   EXPECT_DOUBLE_EQ(c.run.epochs, 1.0);
-  EXPECT_EQ(c.run.dist.allreduce, "ring");
+  EXPECT_EQ(c.run.dist.allreduce, AllreduceAlgorithm::ring);
   EXPECT_TRUE(c.run.dist.overlap);
   EXPECT_EQ(c.flat.at("dist.allreduce"), "ring");
   EXPECT_EQ(c.flat.at("lr"), "0.1");
@@ -41,7 +42,7 @@ TEST(RunConfig, DefaultsAndTypes) {
 TEST(RunConfig, NestedFlowMappingsAndOverrides) {
   auto c = parse_run_config("dist: {strategy: sync, allreduce: tree, bucket_mb: 4}\nglobal_batch: 128\nworkers: 2\n",
                             "cfg.yaml", {"dist.allreduce=mpi", "lr=0.2", "dataset.shuffle=false"});
-  EXPECT_EQ(c.run.dist.allreduce, "mpi");
+  EXPECT_EQ(c.run.dist.allreduce, AllreduceAlgorithm::mpi);
   EXPECT_DOUBLE_EQ(c.run.dist.bucket_mb, 4.0);
   EXPECT_EQ(c.run.global_batch, 128);
   EXPECT_EQ(c.run.batch_for(2), 64);
@@ -110,13 +111,56 @@ TEST(RunConfig, ImpossibleValues) {
   EXPECT_NE(error_of("epochs: 1\nsteps: 10\n").find("exactly one of epochs, steps, train_samples"), std::string::npos);
   EXPECT_NE(error_of("global_batch: 100\nworkers: 3\n").find("does not divide evenly"), std::string::npos);
   EXPECT_NE(error_of("nesterov: true\nmomentum: 0\n").find("Nesterov"), std::string::npos);
-  const std::string sharded = error_of("dist: {allreduce: ring, update: sharded}\n");
-  EXPECT_NE(sharded.find("dist.update"), std::string::npos) << sharded;
-  EXPECT_NE(sharded.find("needs dist.strategy: sync and dist.allreduce: shm"), std::string::npos) << sharded;
-  EXPECT_EQ(error_of("dist: {allreduce: shm, update: sharded}\n"), "");
   EXPECT_NE(error_of("dataset: {name: cifar10, format: idx}\n").find("accepts: cifar_bin"), std::string::npos);
   EXPECT_NE(error_of("dataset: {name: fashion_mnist, format: records}\n").find("not implemented in this build"),
             std::string::npos);
+}
+
+// Enum-like keys are enums from parse time on; names come from the registries.
+TEST(RunConfig, EnumLikeKeysAreTyped) {
+  auto c = parse_run_config(
+      "precision: bf16\nbackend: ref\nmpi_flavor: mpich\nlr_schedule: {kind: cosine, scale: linear}\n"
+      "dist: {strategy: weight_avg, allreduce: nccl}\n",
+      "cfg.yaml", {});
+  EXPECT_EQ(c.run.precision, Precision::bf16);
+  EXPECT_EQ(c.run.backend, BackendKind::ref);
+  EXPECT_EQ(c.run.mpi_flavor, MpiFlavor::mpich);
+  EXPECT_EQ(c.run.lr_schedule.kind, LrScheduleKind::cosine);
+  EXPECT_EQ(c.run.lr_schedule.scale, LrScale::linear);
+  EXPECT_EQ(c.run.dist.strategy, DistStrategy::weight_avg);
+  EXPECT_EQ(c.run.dist.allreduce, AllreduceAlgorithm::nccl);  // known; refused where not built, at run time
+  EXPECT_EQ(c.flat.at("precision"), "bf16");
+  // Every model of the model registry is accepted, and the message lists them.
+  for (const char* model : {"lenet", "resnet50", "inception_v3"})
+    EXPECT_EQ(error_of(std::string("model: ") + model + "\n"), "") << model;
+  EXPECT_NE(error_of("model: resnet51\n").find("resnet20 | resnet50"), std::string::npos);
+}
+
+// Defaults that depend on other keys are resolved into the canonical config: the data set's own
+// format, and the evaluation batch = the training batch per worker.
+TEST(RunConfig, DerivedDefaults) {
+  auto s = parse_run_config("", "cfg.yaml", {"model=resnet50", "dataset.name=synthetic", "batch_per_worker=32", "steps=2"});
+  EXPECT_EQ(s.run.dataset.format, "synthetic");
+  EXPECT_EQ(s.run.eval.batch, 32);
+  EXPECT_EQ(s.flat.at("dataset.format"), "synthetic");
+  EXPECT_EQ(s.flat.at("eval.batch"), "32");
+  EXPECT_EQ(parse_run_config("dataset: {name: cifar10}\n", "cfg.yaml", {}).run.dataset.format, "cifar_bin");
+  EXPECT_EQ(parse_run_config("", "cfg.yaml", {}).run.eval.batch, 64);  // the default batch
+  EXPECT_EQ(parse_run_config("global_batch: 96\nworkers: 3\n", "cfg.yaml", {}).run.eval.batch, 32);
+  EXPECT_EQ(parse_run_config("eval: {batch: 0}\nbatch_per_worker: 16\n", "cfg.yaml", {}).run.eval.batch, 16);
+  EXPECT_EQ(parse_run_config("eval: {batch: 500}\n", "cfg.yaml", {}).run.eval.batch, 500);
+  // 0 and the training batch are the same run.
+  EXPECT_EQ(parse_run_config("eval: {batch: 0}\n", "a", {}).yaml, parse_run_config("eval: {batch: 64}\n", "b", {}).yaml);
+  EXPECT_NE(error_of("eval: {batch: -1}\n").find("must be >= 0"), std::string::npos);
+}
+
+// Keys of earlier versions say why they went and what to do.
+TEST(RunConfig, RemovedKeysAreExplained) {
+  const std::string e = error_of("dist: {allreduce: shm, update: sharded}\n");
+  EXPECT_NE(e.find("cfg.yaml:1"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'dist.update' was removed"), std::string::npos) << e;
+  EXPECT_NE(error_of("", {"dist.update=replicated"}).find("--set dist.update=replicated"), std::string::npos);
+  for (const auto& [key, why] : removed_run_config_keys()) EXPECT_EQ(find_key_spec(key), nullptr) << key;
 }
 
 TEST(RunConfig, MissingFileNamesIt) {

@@ -13,6 +13,7 @@
 #endif
 
 #include <cmath>
+#include <iterator>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -50,13 +51,30 @@ class RunFile : public ::testing::Test {
 // S = 3 steps, R = 2 ranks, E = 2 evaluations, 2 layers.
 ts::RunResult sample_result() {
   ts::RunResult r;
-  r.attrs = {{"schema", "trainscale-run/1"}, {"run_id", "abc123-r0"}, {"config_id", "abc123"},
-             {"campaign", "unit"}, {"status", "ok"}, {"message", ""},
-             {"config", "model: lenet\nlr: 0.05\n"}, {"hosts", "node1,node2"},
-             {"start_time", "2024-01-01T00:00:00Z"}, {"cpu_model", "Zen \xc2\xb5" "arch"}};
-  r.world_size = 2;
-  r.threads = 4;
-  r.seed = 17;
+  ts::RunRecord& a = r.record;
+  a.run_id = "abc123-r0";
+  a.config_id = "abc123";
+  a.campaign = "unit";
+  a.config_yaml = "model: lenet\nlr: 0.05\n";
+  a.version = "0.1.0";
+  a.git_sha = "0123456789ab";
+  a.start_time = "2024-01-01T00:00:00Z";
+  a.end_time = "2024-01-01T00:01:00Z";
+  a.hosts = "node1,node2";
+  a.mpi_flavor = "openmpi";
+  a.mpi_version = "4.1.4";
+  a.backend = "cpu";
+  a.device = "cpu";
+  a.device_name = "Zen \xc2\xb5" "arch";
+  a.device_generation = "none";
+  a.isa = "avx512_core";
+  a.device_libraries = "onednn 2.6.3";
+  a.device_memory_bytes = int64_t{24} << 30;
+  a.cpu_model = "Zen \xc2\xb5" "arch";
+  a.precision = "fp32";
+  a.world_size = 2;
+  a.threads = 4;
+  a.seed = 17;
   r.config = {{"model", "lenet"}, {"dataset.name", "fashion_mnist"}, {"lr", "0.05"}};
   r.step = {1, 2, 3};
   r.samples = {128, 256, 384};
@@ -180,13 +198,21 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   EXPECT_EQ(listing(), std::vector<std::string>{"abc123-r0.h5"});  // no temp file left
 
   H5 f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  // Root attributes: every string, the schema, and the int64 facts.
-  for (const auto& [k, v] : r.attrs) EXPECT_EQ(string_attr(f, "/", k.c_str()), v) << k;
-  EXPECT_EQ(string_attr(f, "/", "schema"), "trainscale-run/1");
+  // Root attributes: every field of the run record under its documented name and type.
+  const ts::RunRecord& a = r.record;
+  const std::pair<const char*, std::string> strings[] = {
+      {"schema", "trainscale-run/1"}, {"run_id", a.run_id}, {"config_id", a.config_id}, {"campaign", a.campaign},
+      {"status", "ok"}, {"message", ""}, {"config", a.config_yaml}, {"version", a.version}, {"git_sha", a.git_sha},
+      {"start_time", a.start_time}, {"end_time", a.end_time}, {"hosts", a.hosts}, {"mpi_flavor", a.mpi_flavor},
+      {"mpi_version", a.mpi_version}, {"backend", a.backend}, {"device", a.device}, {"device_name", a.device_name},
+      {"device_generation", a.device_generation}, {"isa", a.isa}, {"device_libraries", a.device_libraries},
+      {"cpu_model", a.cpu_model}, {"precision", a.precision}};
+  for (const auto& [k, v] : strings) EXPECT_EQ(string_attr(f, "/", k), v) << k;
   EXPECT_EQ(int_attr(f, "/", "world_size"), 2);
   EXPECT_EQ(int_attr(f, "/", "threads"), 4);
   EXPECT_EQ(int_attr(f, "/", "seed"), 17);
-  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(r.attrs.size()) + 3);
+  EXPECT_EQ(int_attr(f, "/", "device_memory_bytes"), int64_t{24} << 30);
+  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 4);
 
   // /config
   EXPECT_EQ(string_attr(f, "/config", "dataset.name"), "fashion_mnist");
@@ -271,7 +297,7 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
 
 TEST_F(RunFile, EmptyResultWritesZeroLengthDatasets) {
   ts::RunResult r;
-  r.world_size = 3;
+  r.record.world_size = 3;
   r.timing["step"] = {};
   r.diverged = true;
   r.summary["diverged"] = 1.0;  // ignored: the int64 flag comes from result.diverged
@@ -284,6 +310,7 @@ TEST_F(RunFile, EmptyResultWritesZeroLengthDatasets) {
   EXPECT_TRUE(read_dataset<double>(f, "/eval/accuracy", H5T_FLOAT, {0}).empty());
   EXPECT_EQ(int_attr(f, "/summary", "diverged"), 1);
   EXPECT_EQ(string_attr(f, "/", "schema"), "trainscale-run/1");
+  EXPECT_EQ(string_attr(f, "/", "status"), "ok");
   H5 layers(H5Dopen2(f, "/model/layers", H5P_DEFAULT));
   H5 space(H5Dget_space(layers));
   EXPECT_EQ(H5Sget_simple_extent_npoints(space), 0);
@@ -291,7 +318,7 @@ TEST_F(RunFile, EmptyResultWritesZeroLengthDatasets) {
 
 TEST_F(RunFile, LongRunIsChunked) {
   ts::RunResult r;
-  r.world_size = 2;
+  r.record.world_size = 2;
   const int64_t S = 100000;
   for (int64_t s = 0; s < S; ++s) {
     r.step.push_back(s);
@@ -314,7 +341,7 @@ TEST_F(RunFile, ReplacesExistingFileAtomically) {
   const std::string path = (dir_ / "run.h5").string();
   ts::RunResult r = sample_result();
   ts::write_run_file(path, r);
-  r.attrs["status"] = "diverged";
+  r.record.status = ts::RunStatus::diverged;
   ts::write_run_file(path, r);
   EXPECT_EQ(listing(), std::vector<std::string>{"run.h5"});
   H5 f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
@@ -348,7 +375,7 @@ TEST_F(RunFile, UnwritableDirectoryIsNamed) {
 
 TEST_F(RunFile, FailureMidWriteRemovesTempFile) {
   ts::RunResult r = sample_result();
-  r.attrs[""] = "an attribute without a name makes HDF5 fail";
+  r.config[""] = "an attribute without a name makes HDF5 fail";
   const std::string path = (dir_ / "run.h5").string();
   try {
     ts::write_run_file(path, r);
@@ -372,9 +399,4 @@ TEST_F(RunFile, InconsistentLengthsRejectedBeforeWriting) {
     EXPECT_NE(std::string(e.what()).find("/timing/comm"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(listing().empty());
-}
-
-TEST(RunFileMarker, FailedMarkerPath) {
-  EXPECT_EQ(ts::failed_marker_path("runs/abc-r0.h5"), "runs/abc-r0.FAILED");
-  EXPECT_EQ(ts::failed_marker_path("runs/abc-r0"), "runs/abc-r0.FAILED");
 }

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/host_info.h"
+#include "core/run_marker.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
 #include "sweep/site.h"
@@ -212,14 +214,18 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
   std::ofstream(files(0).done) << "status: ok\n";
   std::ofstream(files(1).done) << "status: diverged\n";
-  std::ofstream(files(2).failed) << "out of memory \"conv1\"\n";
-  std::ofstream(files(3).running) << "host: " << this_host() << "\npid: " << ::getpid() << "\nattempt: 1\n";
-  std::ofstream(files(4).running) << "host: " << this_host() << "\npid: 999999999\nattempt: 2\n";  // dead process
+  RunMarker failed;  // the one marker format (core/run_marker.h)
+  failed.reason = "out of memory \"conv1\"";
+  failed.attempt = 2;
+  failed.log = "logs/x.attempt2.log";
+  write_marker(files(2).failed, failed);
+  std::ofstream(files(3).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  std::ofstream(files(4).running) << "host: " << host_name() << "\npid: 999999999\nattempt: 2\n";  // dead process
   // 5: the scheduler says pending (and a stale FAILED from an earlier attempt does not count)
-  std::ofstream(files(5).failed) << "earlier attempt\n";
+  std::ofstream(files(5).failed) << "earlier attempt\n";  // plain text, as markers once were
   // 6: nothing -> missing
   // 7: queued by a live local executor and started: its live RUNNING marker wins over pending
-  std::ofstream(files(7).running) << "host: " << this_host() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  std::ofstream(files(7).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\nattempt: 1\n";
   CampaignStatus st = campaign_status(c, {{5, "pending"}, {7, "pending"}});
   EXPECT_EQ(st.total, 8);
   EXPECT_EQ(st.done, 1);
@@ -229,11 +235,11 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   EXPECT_EQ(st.pending, 1);
   EXPECT_EQ(st.runs[7].state, RunState::running);
   EXPECT_EQ(st.missing, 1);
-  EXPECT_EQ(st.runs[2].reason, "out of memory \"conv1\"");
+  EXPECT_EQ(st.runs[2].reason, "out of memory \"conv1\" [attempt 2, log: logs/x.attempt2.log]");
   EXPECT_NE(st.runs[4].reason.find("ended without a result"), std::string::npos) << st.runs[4].reason;
   const std::string json = status_json(st);
   EXPECT_EQ(json, "{\"total\": 8, \"done\": 1, \"diverged\": 1, \"failed\": [{\"index\": 2, \"run_id\": \"" + c.runs[2].run_id +
-                      "\", \"reason\": \"out of memory \\\"conv1\\\"\"}, {\"index\": 4, \"run_id\": \"" + c.runs[4].run_id +
+                      "\", \"reason\": \"out of memory \\\"conv1\\\" [attempt 2, log: logs/x.attempt2.log]\"}, {\"index\": 4, \"run_id\": \"" + c.runs[4].run_id +
                       "\", \"reason\": \"" + st.runs[4].reason + "\"}], \"running\": 2, \"pending\": 1, \"missing\": 1}\n");
   const std::string text = status_text(c, st);
   EXPECT_NE(text.find("done 1, diverged 1, failed 2, running 2, pending 1, missing 1"), std::string::npos) << text;

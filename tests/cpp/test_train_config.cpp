@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "sweep/run_config.h"
+#include "config/run_config.h"
 
 using namespace ts;
 
@@ -23,9 +23,10 @@ std::string error_of(const std::string& yaml) {
 }  // namespace
 
 TEST(DistConfig, AlgorithmsOfAllreduceHAndNcclAreAccepted) {
-  for (const char* name : {"mpi", "ring", "tree", "ps", "shm", "nccl"}) {
-    auto c = parse_run_config(std::string("dist: {allreduce: ") + name + "}\n", "dist.yaml", {});
-    EXPECT_EQ(c.run.dist.allreduce, name);
+  for (AllreduceAlgorithm a : known_allreduce_algorithms()) {
+    const std::string name = allreduce_algorithm_name(a);
+    auto c = parse_run_config("dist: {allreduce: " + name + "}\n", "dist.yaml", {});
+    EXPECT_EQ(c.run.dist.allreduce, a) << name;
   }
   std::string e = error_of("dist: {allreduce: butterfly}\n");
   EXPECT_NE(e.find("dist.yaml:1"), std::string::npos) << e;
@@ -34,18 +35,21 @@ TEST(DistConfig, AlgorithmsOfAllreduceHAndNcclAreAccepted) {
 
 TEST(DistConfig, StrategyPeriodBucketAndOverlap) {
   auto c = parse_run_config("dist: {strategy: weight_avg, period: 4, bucket_mb: 0.5, overlap: false}\n", "dist.yaml", {});
-  EXPECT_EQ(c.run.dist.strategy, "weight_avg");
+  EXPECT_EQ(c.run.dist.strategy, DistStrategy::weight_avg);
   EXPECT_EQ(c.run.dist.period, 4);
   EXPECT_EQ(c.run.dist.bucket_mb, 0.5);
   EXPECT_FALSE(c.run.dist.overlap);
   EXPECT_EQ(c.flat.at("dist.period"), "4");
   // Defaults: sync, ring, 25 MiB buckets, overlap on, period 1.
   auto d = parse_run_config("", "dist.yaml", {});
-  EXPECT_EQ(d.run.dist.strategy, "sync");
-  EXPECT_EQ(d.run.dist.allreduce, "ring");
+  EXPECT_EQ(d.run.dist.strategy, DistStrategy::sync);
+  EXPECT_EQ(d.run.dist.allreduce, AllreduceAlgorithm::ring);
   EXPECT_EQ(d.run.dist.bucket_mb, 25.0);
   EXPECT_TRUE(d.run.dist.overlap);
   EXPECT_EQ(d.run.dist.period, 1);
+  EXPECT_EQ(d.run.dist.shm_chunk_kb, 32);  // the measured shm window, recorded like every key
+  EXPECT_EQ(d.run.dist.shm_buffers, 64);
+  EXPECT_EQ(d.flat.at("dist.shm_chunk_kb"), "32");
   // A period only means something for weight_avg.
   std::string e = error_of("dist: {strategy: sync, period: 3}\n");
   EXPECT_NE(e.find("key 'dist.period'"), std::string::npos) << e;
@@ -54,6 +58,11 @@ TEST(DistConfig, StrategyPeriodBucketAndOverlap) {
   EXPECT_NE(error_of("dist: {strategy: weight_avg, period: 0}\n").find("must be > 0"), std::string::npos);
   EXPECT_NE(error_of("dist: {bucket_mb: 0}\n").find("must be > 0"), std::string::npos);
   EXPECT_NE(error_of("dist: {strategy: allreduce}\n").find("sync | weight_avg"), std::string::npos);
+  EXPECT_NE(error_of("dist: {shm_chunk_kb: 0}\n").find("must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("dist: {shm_buffers: 2000}\n").find("at most 1024"), std::string::npos);
+  auto shm = parse_run_config("dist: {allreduce: shm, shm_chunk_kb: 64, shm_buffers: 16}\n", "dist.yaml", {});
+  EXPECT_EQ(shm.run.dist.shm_chunk_kb, 64);
+  EXPECT_EQ(shm.run.dist.shm_buffers, 16);
 }
 
 TEST(DistConfig, GlobalBatchSplitsOverWorkers) {
@@ -71,7 +80,7 @@ TEST(DistConfig, GlobalBatchSplitsOverWorkers) {
 
 TEST(DistConfig, LinearScalingKeys) {
   auto c = parse_run_config("lr_schedule: {scale: linear, base_batch: 256, warmup_epochs: 5}\n", "dist.yaml", {});
-  EXPECT_EQ(c.run.lr_schedule.scale, "linear");
+  EXPECT_EQ(c.run.lr_schedule.scale, LrScale::linear);
   EXPECT_EQ(c.run.lr_schedule.base_batch, 256);
   EXPECT_EQ(c.run.lr_schedule.warmup_epochs, 5.0);
   EXPECT_NE(error_of("lr_schedule: {scale: sqrt}\n").find("none | linear"), std::string::npos);

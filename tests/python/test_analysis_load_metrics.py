@@ -199,6 +199,16 @@ def test_plain_run_out_directory(grid_dir, tmp_path):
     assert df["loss_area_time"].notna().all()
 
 
+def test_failed_marker_reason(grid_dir, tmp_path):
+    """FAILED markers are "key: value" lines (src/core/run_marker.h); the message is the reason.
+    Plain-text markers (the format before) give their whole text."""
+    marker = tmp_path / "x-r0.FAILED"
+    marker.write_text("reason: configs/x.yaml:3: key 'lr': must be > 0\nattempt: 2\nlog: logs/x-r0.attempt2.log\n")
+    assert load.failed_reason(marker) == "configs/x.yaml:3: key 'lr': must be > 0"
+    marker.write_text("rank 0 on node0: out of memory\n")
+    assert load.failed_reason(marker) == "rank 0 on node0: out of memory"
+
+
 def _write_quickstart_like_campaign(root):
     """1 worker x 2 threads (mpi only) vs 2 workers x 1 thread (mpi and ring), as the
     quickstart's zip of workers with threads and its exclusion of ring at 1 worker."""

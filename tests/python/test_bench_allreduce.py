@@ -48,6 +48,7 @@ def test_two_ranks_table_and_file(tmp_path):
         assert f.attrs["mpi_version"]
         assert len(f.attrs["hosts"].split(",")) == 2
         assert f.attrs["buffers"] == "shared", "the default: messages in node shared memory"
+        assert (f.attrs["shm_chunk_bytes"], f.attrs["shm_buffers"]) == (32768, 64), "the default shm window"
         assert sorted(f["allreduce"].keys()) == sorted(ALGORITHMS)
         n = 2
         for algorithm in ALGORITHMS:
@@ -75,17 +76,23 @@ def test_bad_flag_exits_2(tmp_path):
     proc = mpirun(2, ["bench", "allreduce", "--buffers", "pinned"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--buffers pinned" in proc.stderr and "shared, private" in proc.stderr
+    proc = mpirun(2, ["bench", "allreduce", "--shm-buffers", "0"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--shm-buffers 0" in proc.stderr and "1..1024" in proc.stderr
 
 
 def test_private_buffers(tmp_path):
-    """--buffers private: the messages on each rank's heap (shm's copy pipeline), still exact."""
+    """--buffers private: the messages on each rank's heap (shm's copy pipeline, here through a
+    small window of 2 x 4 KiB buffers, recorded in the file), still exact."""
     out = tmp_path / "private.h5"
     proc = mpirun(2, ["bench", "allreduce", "--algorithms", "mpi,shm", "--buffers", "private", "--min-bytes", 4,
-                      "--max-bytes", 1 << 20, "--factor", 16, "--iters", 2, "--out", out])
+                      "--max-bytes", 1 << 20, "--factor", 16, "--iters", 2, "--shm-chunk-kb", 4,
+                      "--shm-buffers", 2, "--out", out])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "private buffers" in proc.stdout
     with h5py.File(out) as f:
         assert f.attrs["buffers"] == "private"
+        assert (f.attrs["shm_chunk_bytes"], f.attrs["shm_buffers"]) == (4096, 2)
         np.testing.assert_array_equal(f["allreduce/shm/wrong"][:], 0)
         np.testing.assert_array_equal(f["allreduce/shm/bytes"][:], [4, 64, 1024, 16384, 262144])
 

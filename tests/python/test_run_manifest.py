@@ -68,8 +68,10 @@ def test_done_diverged_failed_and_idempotent(tmp_path):
     for attempt in (1, 2):
         res = run(["run", "--manifest", camp, "--index", 2])
         assert res.returncode == 1, res.stdout + res.stderr
-        reason = (camp / "runs" / f"{bad}.FAILED").read_text()
-        assert "/nonexistent/fmnist" in reason and f"[attempt {attempt}," in reason, reason
+        # The one marker format (core/run_marker.h): "key: value" lines.
+        marker = dict(line.split(": ", 1) for line in (camp / "runs" / f"{bad}.FAILED").read_text().splitlines())
+        assert "/nonexistent/fmnist" in marker["reason"], marker
+        assert marker["attempt"] == str(attempt) and marker["log"] == f"logs/{bad}.attempt{attempt}.log", marker
         assert "result: failed" in (camp / "logs" / f"{bad}.attempt{attempt}.log").read_text()
     assert not (camp / "runs" / f"{bad}.h5").exists()
 

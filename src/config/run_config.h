@@ -1,7 +1,9 @@
-// The run configuration (contract: DESIGN.md "Run configuration", docs/config.md).
+// The run configuration (contract: DESIGN.md "Run configuration", docs/config.md), typed.
 // Parsed from YAML plus `--set key=value` overrides, checked against a schema of every key
-// (type, accepted values, default), resolved (defaults filled in) and turned into a typed struct.
-// Errors are ConfigError naming the file, line, key, what is accepted and what to do.
+// (config/schema.h: type, accepted values, default), resolved (defaults filled in, derived
+// defaults computed) and turned into this struct once: enum-like keys are C++ enums here, so
+// nothing downstream compares strings. Errors are ConfigError naming the file, line, key, what
+// is accepted and what to do.
 #pragma once
 
 #include <cstdint>
@@ -9,15 +11,20 @@
 #include <string>
 #include <vector>
 
-namespace YAML {
-class Node;
-}
+#include "backend/backend.h"          // Precision
+#include "dist/allreduce.h"           // AllreduceAlgorithm
+#include "dist/exchange_strategy.h"   // DistStrategy
 
 namespace ts {
 
+enum class BackendKind { ref, cpu, cuda };
+enum class LrScheduleKind { constant, step, cosine };
+enum class LrScale { none, linear };  // linear: Goyal et al., lr * global_batch / base_batch
+enum class MpiFlavor { any, openmpi, mpich };
+
 struct DatasetConfig {
-  std::string name = "fashion_mnist";  // fashion_mnist | mnist | cifar10 | synthetic | neuron
-  std::string format = "idx";          // idx | cifar_bin | synthetic (hdf5|records|jpeg_dir: later)
+  std::string name = "fashion_mnist";  // a data set of the data registry (config/registries.h)
+  std::string format = "idx";          // resolved: the data set's own format unless given
   std::string root = "/usr/share/datasets/fashion-mnist";
   std::string storage = "local";
   int64_t synthetic_samples = 8192;    // samples in a synthetic/neuron train split
@@ -27,32 +34,33 @@ struct DatasetConfig {
 };
 
 struct LrScheduleConfig {
-  std::string kind = "constant";  // constant | step | cosine
+  LrScheduleKind kind = LrScheduleKind::constant;
   double warmup_epochs = 0.0;
   double step_epochs = 1.0;       // step: decay every step_epochs
   double gamma = 0.1;             // step: decay factor
   double final_lr_fraction = 0.0; // cosine: final lr / lr
-  std::string scale = "none";     // none | linear (Goyal et al.: lr * global_batch / base_batch)
+  LrScale scale = LrScale::none;
   int64_t base_batch = 0;         // reference batch of `lr` for scale: linear (0 = the global batch)
 };
 
 struct DistConfig {
-  std::string strategy = "sync";   // sync | weight_avg
-  std::string allreduce = "ring";  // mpi | ring | tree | ps | shm | nccl (what dist/allreduce.h knows, nccl: cuda)
+  DistStrategy strategy = DistStrategy::sync;
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
   double bucket_mb = 25.0;
   bool overlap = true;
-  int64_t period = 1;              // weight_avg: average every `period` steps
-  std::string update = "replicated";  // replicated | sharded (sync + shm: each rank steps its share)
+  int64_t period = 1;         // weight_avg: average every `period` steps
+  int64_t shm_chunk_kb = 32;  // shm: bytes per pipeline buffer, in KiB
+  int64_t shm_buffers = 64;   // shm: pipeline buffers per rank
 };
 
 struct EvalConfig {
   double every_epochs = 1.0;
   double target_accuracy = 0.90;
-  int64_t batch = 1000;
+  int64_t batch = 0;  // resolved: > 0 (0 or unset in the file = the training batch per worker)
 };
 
 struct RunConfig {
-  std::string model = "lenet";
+  std::string model = "lenet";  // a name of the model registry (nn/models.h)
   DatasetConfig dataset;
   int64_t batch_per_worker = 0;  // exactly one of batch_per_worker / global_batch is set (> 0)
   int64_t global_batch = 0;
@@ -65,23 +73,23 @@ struct RunConfig {
   double epochs = 0.0;           // exactly one of epochs / steps / train_samples is set (> 0)
   int64_t steps = 0;
   int64_t train_samples = 0;
-  std::string precision = "fp32";
-  std::string backend = "cpu";
+  Precision precision = Precision::fp32;
+  BackendKind backend = BackendKind::cpu;
   int threads = 2;
   int workers = 1;
   DistConfig dist;
   std::string gpu = "none";
-  std::string mpi_flavor = "any";
+  MpiFlavor mpi_flavor = MpiFlavor::any;
   EvalConfig eval;
   uint64_t seed = 1;
   int64_t log_every = 20;
 
-  // Derived.
+  // Per-worker batch on `world` ranks.
   int64_t batch_for(int world) const { return batch_per_worker > 0 ? batch_per_worker : global_batch / world; }
 };
 
 // A parsed, validated and resolved configuration: the typed struct plus the canonical
-// resolved YAML text (every key, defaults filled in, keys sorted) and its flattened form.
+// resolved YAML text (every key, defaults filled in, schema order) and its flattened form.
 struct ResolvedConfig {
   RunConfig run;
   std::string yaml;                           // canonical resolved YAML (stable: hashing, HDF5)
@@ -98,9 +106,11 @@ ResolvedConfig load_run_config(const std::string& path, const std::vector<std::s
 // Same from YAML text; `origin` names the source in messages (a file name or "<manifest>").
 ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string& origin,
                                 const std::vector<std::string>& overrides);
-// Every accepted dotted key (documentation order), for --help and suggestions.
-std::vector<std::string> run_config_keys();
-// The closest accepted key to `key` by edit distance ("" when nothing is close).
-std::string closest_key(const std::string& key, const std::vector<std::string>& candidates);
+
+// Names of the enum values, as written in configs and run files.
+const char* backend_kind_name(BackendKind kind);
+const char* lr_schedule_kind_name(LrScheduleKind kind);
+const char* lr_scale_name(LrScale scale);
+const char* mpi_flavor_name(MpiFlavor flavor);
 
 }  // namespace ts

@@ -1,5 +1,5 @@
 // Hash of a canonical configuration text (see config_id.h).
-#include "sweep/config_id.h"
+#include "config/config_id.h"
 
 #include <cstdio>
 

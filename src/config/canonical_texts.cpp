@@ -1,0 +1,147 @@
+// Type checks and canonical spelling of the given values, defaults, derived defaults, and the
+// typed struct (see resolve_steps.h).
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "config/enums.h"
+#include "config/registries.h"
+#include "config/resolve_steps.h"
+#include "config/schema.h"
+#include "core/error.h"
+#include "core/strings.h"
+
+namespace ts {
+namespace {
+
+bool parse_bool(const std::string& t, bool& out) {
+  if (t == "true" || t == "True" || t == "yes" || t == "on") return out = true, true;
+  if (t == "false" || t == "False" || t == "no" || t == "off") return out = false, true;
+  return false;
+}
+
+bool parse_int(const std::string& t, int64_t& out) {
+  auto res = std::from_chars(t.data(), t.data() + t.size(), out);
+  return res.ec == std::errc() && res.ptr == t.data() + t.size();
+}
+
+bool parse_double(const std::string& t, double& out) {
+  if (t.empty()) return false;
+  auto res = std::from_chars(t.data(), t.data() + t.size(), out);
+  return res.ec == std::errc() && res.ptr == t.data() + t.size() && std::isfinite(out);
+}
+
+// Shortest text that parses back to the same double ("0.05", "1e-05", "2").
+std::string format_number(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+// The canonical text of one given value, or a ConfigError naming where it came from.
+std::string canonical_text(const KeySpec& spec, const RawValue& raw) {
+  auto bad = [&](const std::string& what) -> std::string {
+    throw ConfigError(raw.where + ": key '" + spec.key + "': " + what);
+  };
+  switch (spec.type) {
+    case ValueType::integer: {
+      int64_t v;
+      return parse_int(raw.text, v) ? std::to_string(v)
+                                    : bad("'" + raw.text + "' is not an integer; expected " + value_type_name(spec.type));
+    }
+    case ValueType::number: {
+      double v;
+      return parse_double(raw.text, v) ? format_number(v) : bad("'" + raw.text + "' is not a finite number");
+    }
+    case ValueType::boolean: {
+      bool v;
+      return parse_bool(raw.text, v) ? (v ? "true" : "false") : bad("'" + raw.text + "' is not true or false");
+    }
+    case ValueType::string: break;
+  }
+  if (spec.accepted) {
+    const std::vector<std::string> ok = spec.accepted();
+    if (std::find(ok.begin(), ok.end(), raw.text) == ok.end()) {
+      std::string msg = "'" + raw.text + "' is not accepted; accepted: " + join(ok, " | ");
+      const std::string best = closest_match(raw.text, ok);
+      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+      bad(msg);
+    }
+  }
+  if (raw.text.empty()) bad("must not be empty");
+  return raw.text;
+}
+
+}  // namespace
+
+KeyTexts canonical_texts(const RawValues& values, std::map<std::string, std::string>& where) {
+  KeyTexts texts;
+  for (const auto& spec : run_config_schema()) {
+    auto it = values.find(spec.key);
+    if (it == values.end()) {
+      if (!spec.def.empty()) texts[spec.key] = spec.def;
+      continue;
+    }
+    where[spec.key] = it->second.where;
+    texts[spec.key] = canonical_text(spec, it->second);
+  }
+  return texts;
+}
+
+void derive_defaults(KeyTexts& texts) {
+  // The documented defaults of the exclusive groups (emplace: GCC 12 warns falsely on
+  // assigning a literal here, -Wrestrict).
+  if (!texts.count("batch_per_worker") && !texts.count("global_batch")) texts.emplace("batch_per_worker", "64");
+  if (!texts.count("epochs") && !texts.count("steps") && !texts.count("train_samples")) texts.emplace("epochs", "1");
+  if (!texts.count("dataset.format"))
+    texts.emplace("dataset.format", data_names().default_format(texts.at("dataset.name")));
+}
+
+RunConfig typed_config(const KeyTexts& t) {
+  auto has = [&](const char* k) { return t.count(k) > 0; };
+  auto i64 = [&](const char* k) { int64_t v = 0; parse_int(t.at(k), v); return v; };
+  auto f64 = [&](const char* k) { double v = 0; parse_double(t.at(k), v); return v; };
+  auto flag = [&](const char* k) { return t.at(k) == "true"; };
+  auto str = [&](const char* k) { return t.at(k); };
+  RunConfig r;
+  r.model = str("model");
+  r.dataset = {str("dataset.name"), str("dataset.format"), str("dataset.root"), str("dataset.storage"),
+               i64("dataset.synthetic_samples"), static_cast<int>(i64("dataset.loader_threads")),
+               static_cast<int>(i64("dataset.prefetch")), flag("dataset.shuffle")};
+  if (has("batch_per_worker")) r.batch_per_worker = i64("batch_per_worker");
+  if (has("global_batch")) r.global_batch = i64("global_batch");
+  r.lr = f64("lr");
+  r.lr_schedule = {enum_from_name(all_lr_schedule_kinds(), lr_schedule_kind_name, str("lr_schedule.kind"), "lr_schedule.kind"),
+                   f64("lr_schedule.warmup_epochs"), f64("lr_schedule.step_epochs"), f64("lr_schedule.gamma"),
+                   f64("lr_schedule.final_lr_fraction"),
+                   enum_from_name(all_lr_scales(), lr_scale_name, str("lr_schedule.scale"), "lr_schedule.scale"),
+                   i64("lr_schedule.base_batch")};
+  r.momentum = f64("momentum");
+  r.nesterov = flag("nesterov");
+  r.weight_decay = f64("weight_decay");
+  r.dropout = f64("dropout");
+  if (has("epochs")) r.epochs = f64("epochs");
+  if (has("steps")) r.steps = i64("steps");
+  if (has("train_samples")) r.train_samples = i64("train_samples");
+  r.precision = enum_from_name(all_precisions(), precision_name, str("precision"), "precision");
+  r.backend = enum_from_name(all_backend_kinds(), backend_kind_name, str("backend"), "backend");
+  r.threads = static_cast<int>(i64("threads"));
+  r.workers = static_cast<int>(i64("workers"));
+  r.dist = {enum_from_name(all_dist_strategies(), dist_strategy_name, str("dist.strategy"), "dist.strategy"),
+            enum_from_name(known_allreduce_algorithms(), allreduce_algorithm_name, str("dist.allreduce"), "dist.allreduce"),
+            f64("dist.bucket_mb"), flag("dist.overlap"), i64("dist.period"), i64("dist.shm_chunk_kb"),
+            i64("dist.shm_buffers")};
+  r.gpu = str("gpu");
+  r.mpi_flavor = enum_from_name(all_mpi_flavors(), mpi_flavor_name, str("mpi_flavor"), "mpi_flavor");
+  r.eval = {f64("eval.every_epochs"), f64("eval.target_accuracy"), i64("eval.batch")};
+  r.seed = static_cast<uint64_t>(i64("seed"));
+  r.log_every = i64("log_every");
+  return r;
+}
+
+void resolve_eval_batch(RunConfig& run, KeyTexts& texts) {
+  if (run.eval.batch == 0) run.eval.batch = run.batch_for(run.workers);
+  texts["eval.batch"] = std::to_string(run.eval.batch);
+}
+
+}  // namespace ts

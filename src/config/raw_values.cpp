@@ -1,0 +1,86 @@
+// Reading a run config's keys from YAML and --set (see raw_values.h).
+#include "config/raw_values.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "config/schema.h"
+#include "core/error.h"
+#include "core/strings.h"
+
+namespace ts {
+namespace {
+
+[[noreturn]] void fail(const std::string& where, const std::string& msg) { throw ConfigError(where + ": " + msg); }
+
+// "unknown key 'x'; did you mean 'y'? Accepted keys under 'dist': ..." (or why it was removed).
+std::string unknown_key_message(const std::string& key, const std::string& scope) {
+  const auto& removed = removed_run_config_keys();
+  if (auto it = removed.find(key); it != removed.end()) return "key '" + key + "' " + it->second;
+  const std::vector<std::string> keys = run_config_keys();
+  std::string msg = "unknown key '" + key + "'";
+  const std::string best = closest_match(key, keys);
+  if (!best.empty()) msg += "; did you mean '" + best + "'?";
+  std::vector<std::string> here;  // the keys (or groups) accepted at this level
+  for (const auto& k : keys) {
+    const std::string rest = scope.empty() ? k : (starts_with(k, scope + ".") ? k.substr(scope.size() + 1) : "");
+    if (rest.empty()) continue;
+    const std::string first = rest.substr(0, rest.find('.'));
+    if (std::find(here.begin(), here.end(), first) == here.end()) here.push_back(first);
+  }
+  return msg + " Accepted keys" + (scope.empty() ? std::string() : " under '" + scope + "'") + ": " + join(here) +
+         ". See docs/config.md.";
+}
+
+void walk(const YAML::Node& node, const std::string& prefix, const std::string& origin, RawValues& values) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string name = it->first.as<std::string>();
+    const std::string key = prefix.empty() ? name : prefix + "." + name;
+    const std::string where = origin + ":" + std::to_string(it->first.Mark().line + 1);
+    const YAML::Node& value = it->second;
+    if (is_key_group(key)) {
+      if (!value.IsMap()) fail(where, "key '" + key + "' must be a mapping of sub-keys, e.g. " + key + ": {...}");
+      walk(value, key, origin, values);
+    } else if (const KeySpec* spec = find_key_spec(key)) {
+      if (value.IsNull()) fail(where, "key '" + key + "' has no value; it must be " + value_type_name(spec->type));
+      if (!value.IsScalar())
+        fail(where, "key '" + key + "' must be " + value_type_name(spec->type) + ", not a list or mapping");
+      values[key] = {value.Scalar(), where};
+    } else {
+      fail(where, unknown_key_message(key, prefix));
+    }
+  }
+}
+
+}  // namespace
+
+RawValues read_yaml_values(const std::string& yaml_text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(origin + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  RawValues values;
+  if (!root.IsDefined() || root.IsNull()) return values;
+  if (!root.IsMap()) throw ConfigError(origin + ": a run config must be a YAML mapping of keys (see docs/config.md)");
+  walk(root, "", origin, values);
+  return values;
+}
+
+void apply_override(RawValues& values, const std::string& assignment) {
+  const std::string where = "--set " + assignment;
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail(where, "expected key=value with a dotted key, e.g. --set dist.allreduce=tree");
+  const std::string key = assignment.substr(0, eq);
+  if (!find_key_spec(key)) {
+    if (is_key_group(key)) fail(where, "'" + key + "' is a group; set one of its keys, e.g. " + key + ".<key>=...");
+    fail(where, unknown_key_message(key, ""));
+  }
+  values[key] = {assignment.substr(eq + 1), where};
+}
+
+}  // namespace ts

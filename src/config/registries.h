@@ -1,0 +1,36 @@
+// The names other modules' registries accept, as the config schema needs them: models
+// (nn/models.h), backends, precisions, data sets and their formats, dist strategies and
+// all-reduce algorithms (dist/). The schema lists them in errors and --help, and resolution
+// turns them into the typed config's enums. Data-set names come from ONE function,
+// data_names(), the single place that knows the data module's registry.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ts {
+
+std::vector<std::string> accepted_model_names();
+std::vector<std::string> accepted_backend_names();    // every backend the project knows, built or not
+std::vector<std::string> accepted_precision_names();
+std::vector<std::string> accepted_strategy_names();
+std::vector<std::string> accepted_allreduce_names();  // every algorithm, built or not (nccl: cuda)
+std::vector<std::string> accepted_lr_schedule_kinds();
+std::vector<std::string> accepted_lr_scales();
+std::vector<std::string> accepted_mpi_flavors();
+
+// The data sets this build reads and their formats.
+struct DataNames {
+  std::vector<std::string> datasets;  // documentation order
+  std::vector<std::string> formats;   // every format some data set is read in
+  std::vector<std::string> reserved;  // formats the schema knows that no data set reads yet
+  // Formats of one data set, its own (default) format first; empty for an unknown data set.
+  std::vector<std::string> formats_of(const std::string& dataset) const;
+  std::string default_format(const std::string& dataset) const;  // "" for an unknown data set
+  std::vector<std::pair<std::string, std::vector<std::string>>> table;  // data set -> formats
+};
+const DataNames& data_names();
+// formats + reserved: what dataset.format accepts before it is checked against the data set.
+std::vector<std::string> accepted_dataset_formats();
+
+}  // namespace ts

@@ -1,0 +1,29 @@
+// config-internal: the steps of resolving a run config (run_config.cpp runs them in order):
+//   canonical_texts   each given value type-checked and spelled canonically; defaults filled;
+//   derive_defaults   the exclusive groups' documented defaults, dataset.format from the data set;
+//   typed_config      texts -> RunConfig (enum-like keys become enums);
+//   check_run_config  value ranges and impossible combinations;
+//   resolve_eval_batch eval.batch 0 -> the training batch per worker;
+//   canonical_yaml    the texts as nested YAML in schema order (hashed into the config_id).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "config/raw_values.h"
+#include "config/run_config.h"
+
+namespace ts {
+
+using KeyTexts = std::map<std::string, std::string>;  // key -> canonical text, set keys only
+
+KeyTexts canonical_texts(const RawValues& values, std::map<std::string, std::string>& where);
+void derive_defaults(KeyTexts& texts);
+RunConfig typed_config(const KeyTexts& texts);
+// ConfigError naming the key (cfg.locate) for a value out of range or a combination that
+// cannot run; `texts` gives the values as written.
+void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts);
+void resolve_eval_batch(RunConfig& run, KeyTexts& texts);
+std::string canonical_yaml(const KeyTexts& texts);
+
+}  // namespace ts

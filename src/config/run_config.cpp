@@ -1,0 +1,44 @@
+// Parsing and resolving a run config: the order of the steps (see run_config.h and
+// resolve_steps.h).
+#include "config/run_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "config/raw_values.h"
+#include "config/resolve_steps.h"
+#include "core/error.h"
+
+namespace ts {
+
+std::string ResolvedConfig::locate(const std::string& key) const {
+  auto it = where.find(key);
+  const std::string w = it != where.end() ? it->second : origin + " (default)";
+  return w + ": key '" + key + "'";
+}
+
+ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string& origin,
+                                const std::vector<std::string>& overrides) {
+  RawValues values = read_yaml_values(yaml_text, origin);
+  for (const auto& o : overrides) apply_override(values, o);
+  ResolvedConfig out;
+  out.origin = origin;
+  KeyTexts texts = canonical_texts(values, out.where);
+  derive_defaults(texts);
+  out.run = typed_config(texts);
+  check_run_config(out, texts);
+  resolve_eval_batch(out.run, texts);
+  out.yaml = canonical_yaml(texts);
+  out.flat = std::move(texts);
+  return out;
+}
+
+ResolvedConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open the run config file; check the path given to --config");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_run_config(ss.str(), path, overrides);
+}
+
+}  // namespace ts

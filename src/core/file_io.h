@@ -1,0 +1,42 @@
+// Whole-file I/O with one rule: a file that exists under its final name is complete. Every
+// writer of a result, marker or manifest goes through AtomicFile: the content is written to a
+// temporary name in the same directory, flushed to disk (fsync), renamed over the final name
+// (atomic within one file system), and the directory entry is flushed too, so neither a crash
+// nor a reader ever sees a half-written file. Errors are RuntimeError naming the file.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ts {
+
+// One atomic replacement of `path`. Writers that produce the file themselves (HDF5) write to
+// temp_path() and call commit(); a destroyed AtomicFile that was not committed removes its
+// temporary file, so an error mid-write leaves nothing behind.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  // "<path>.tmp-<pid>": in the same directory, so the rename stays within one file system.
+  const std::string& temp_path() const { return temp_; }
+  // Writes `text` to the temporary file (replacing what it held).
+  void write(std::string_view text);
+  // fsync(temporary) + rename(temporary, path) + fsync(directory of path). The temporary file
+  // must be complete and closed.
+  void commit();
+
+ private:
+  std::string path_, temp_;
+  bool committed_ = false;
+};
+
+// `text` into `path` atomically (AtomicFile).
+void write_file_atomically(const std::string& path, std::string_view text);
+// The whole file; RuntimeError naming it when it cannot be read.
+std::string read_text_file(const std::string& path);
+
+}  // namespace ts

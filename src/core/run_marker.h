@@ -1,0 +1,48 @@
+// The markers next to a run file (docs/sweeps.md "Campaign directory"): <run>.DONE (finished,
+// status ok or diverged), <run>.FAILED (the reason of the last failed attempt) and <run>.RUNNING
+// (an attempt in progress). One format for all three, written and read only here: "key: value"
+// lines in a fixed key order, each value on one line (newlines become spaces), written
+// atomically (core/file_io.h). Writers: the trainer (FAILED of a single run), `trainscale run
+// --manifest` (RUNNING, DONE, FAILED) and the local executor (FAILED of a launcher that died);
+// readers: `sweep status`, the local executor and the analysis package.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace ts {
+
+enum class MarkerKind { done, failed, running };
+
+// "runs/x-r0.h5" or "runs/x-r0" -> "runs/x-r0.DONE" | ".FAILED" | ".RUNNING".
+std::string marker_path(const std::string& run_file, MarkerKind kind);
+
+// Every field is optional: empty strings, 0 and nullopt are left out of the text.
+struct RunMarker {
+  std::string status;    // DONE: ok | diverged
+  std::string reason;    // FAILED: what went wrong and what to do
+  std::string run_file;  // DONE: the run file's name
+  int attempt = 0;       // campaign runs: 1, 2, ...
+  std::string log;       // campaign runs: logs/<run_id>.attempt<N>.log
+  std::string host;      // where the attempt ran
+  long pid = 0;          // RUNNING: the process of the attempt
+  std::optional<double> stage_in_s;  // DONE: seconds spent staging the data set in
+  std::string start, end;            // ISO 8601 (UTC)
+};
+
+std::string marker_text(const RunMarker& marker);
+// Unknown keys are ignored. A text without any known key (a plain-text reason, as markers
+// were before this format) becomes the reason as a whole.
+RunMarker parse_marker(const std::string& text);
+
+void write_marker(const std::string& path, const RunMarker& marker);
+// RuntimeError naming the file when it cannot be read.
+RunMarker read_marker(const std::string& path);
+// The marker, or nullopt when there is none (or it vanished while being read: markers come and
+// go while runs start and end).
+std::optional<RunMarker> read_marker_if_present(const std::string& path);
+// "out of memory [attempt 2, log: logs/x.attempt2.log]": a FAILED marker's reason with its
+// attempt and log, for status lines.
+std::string failure_summary(const RunMarker& marker);
+
+}  // namespace ts

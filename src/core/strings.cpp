@@ -1,0 +1,88 @@
+// String helpers (see strings.h).
+#include "core/strings.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ts {
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += separator;
+    out += items[i];
+  }
+  return out;
+}
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  for (;;) {
+    const size_t end = text.find(separator, begin);
+    out.emplace_back(text.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin));
+    if (end == std::string_view::npos) return out;
+    begin = end + 1;
+  }
+}
+
+std::string trim(std::string_view text) {
+  const char* space = " \t\r\n";
+  const size_t first = text.find_first_not_of(space);
+  if (first == std::string_view::npos) return "";
+  return std::string(text.substr(first, text.find_last_not_of(space) - first + 1));
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  auto last_part = [](std::string_view s) {
+    const size_t dot = s.rfind('.');
+    return dot == std::string_view::npos ? s : s.substr(dot + 1);
+  };
+  std::string best;
+  size_t best_distance = std::string::npos;
+  for (const auto& c : candidates) {
+    const size_t d = std::min(edit_distance(word, c), edit_distance(last_part(word), last_part(c)) + 1);
+    if (d < best_distance) best_distance = d, best = c;
+  }
+  // Only suggest when the typo is plausibly one (about a third of the word at most).
+  if (best_distance == std::string::npos || best_distance > std::max<size_t>(2, word.size() / 3)) return "";
+  return best;
+}
+
+std::string json_quote(std::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace ts

@@ -1,0 +1,49 @@
+// The gradient bucket pipeline (see bucket_pipeline.h).
+#include "dist/bucket_pipeline.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace ts {
+
+BucketPipeline::BucketPipeline(const BucketPlan& plan, int64_t param_count, bool overlap, ReduceBucket reduce)
+    : plan_(plan), param_count_(param_count), reduce_(std::move(reduce)) {
+  if (overlap) thread_ = std::make_unique<CommThread>([this](int64_t i) { reduce_(static_cast<size_t>(i)); });
+}
+
+void BucketPipeline::begin_step() {
+  frontier_ = param_count_;
+  posted_ = 0;
+  if (thread_) thread_->reset();  // idle: the previous step waited for all of its buckets
+}
+
+void BucketPipeline::gradients_ready(int64_t offset, int64_t count) {
+  if (offset < 0 || count < 0 || offset + count != frontier_)
+    throw RuntimeError("gradient exchange: gradient range [" + std::to_string(offset) + ", " +
+                       std::to_string(offset + count) + ") does not end where the previous one began (" +
+                       std::to_string(frontier_) + "); ranges must arrive in reverse arena order");
+  frontier_ = offset;
+  post_ready();
+}
+
+void BucketPipeline::post_ready() {
+  const int64_t n = static_cast<int64_t>(plan_.buckets.size());
+  while (posted_ < n && plan_.buckets[static_cast<size_t>(posted_)].first >= frontier_) ++posted_;
+  if (thread_) thread_->post_up_to(posted_);
+}
+
+double BucketPipeline::complete() {
+  frontier_ = 0;
+  const double t0 = now_seconds();
+  if (thread_) {
+    post_ready();
+    thread_->wait_all(static_cast<int64_t>(plan_.buckets.size()));
+  } else {
+    for (size_t i = 0; i < plan_.buckets.size(); ++i) reduce_(i);
+  }
+  return now_seconds() - t0;
+}
+
+}  // namespace ts

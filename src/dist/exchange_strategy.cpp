@@ -1,0 +1,38 @@
+// Strategy names and the factory (see exchange_strategy.h). A new strategy adds its name here
+// and one line to make_exchange_strategy.
+#include "dist/exchange_strategy.h"
+
+#include "core/error.h"
+#include "dist/ps_strategy.h"
+#include "dist/sync_strategy.h"
+#include "dist/weight_avg_strategy.h"
+
+namespace ts {
+
+const char* dist_strategy_name(DistStrategy strategy) {
+  switch (strategy) {
+    case DistStrategy::sync: return "sync";
+    case DistStrategy::weight_avg: return "weight_avg";
+  }
+  return "?";
+}
+
+std::vector<DistStrategy> all_dist_strategies() { return {DistStrategy::sync, DistStrategy::weight_avg}; }
+
+std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, ModelArenas arenas,
+                                                         const ExchangeOptions& options) {
+  TS_CHECK(arenas.param_count >= 0 && arenas.state_count >= 0, "exchange strategy: negative arena size");
+  if (!allreduce_algorithm_built(options.algorithm))
+    throw ConfigError("dist.allreduce: " + allreduce_algorithm_missing_reason(options.algorithm));
+  const bool threaded = options.strategy == DistStrategy::sync && options.overlap;
+  if (threaded && !mpi_threads_serialized())
+    throw ConfigError("dist.overlap: the communication thread needs MPI_THREAD_SERIALIZED, which this MPI library "
+                      "did not provide; set dist.overlap: false");
+  if (options.strategy == DistStrategy::weight_avg)
+    return std::make_unique<WeightAveragingExchange>(comm, arenas, options);
+  if (options.algorithm == AllreduceAlgorithm::ps)
+    return std::make_unique<ParameterServerExchange>(comm, arenas, options);
+  return std::make_unique<SyncExchange>(comm, arenas, options);
+}
+
+}  // namespace ts

@@ -1,0 +1,108 @@
+// Data-parallel exchange strategies over a Communicator (docs/distributed.md "Data-parallel
+// training in the trainer"): how the ranks combine their gradients or weights each step.
+// The trainer drives every strategy through the same step protocol (below); a strategy is
+// created by make_exchange_strategy from the run's dist settings:
+//   sync        (dist/sync_strategy.h) w -= lr * mean_i(g_i): gradient buckets all-reduced as
+//               soon as backward has produced them (overlap: on a communication thread);
+//   ps          (dist/ps_strategy.h) sync with dist.allreduce ps: rank 0 gathers the gradient
+//               buckets, averages them, steps the optimizer and broadcasts the weights;
+//   weight_avg  (dist/weight_avg_strategy.h) every rank steps on its own gradients; weights and
+//               non-trainable state averaged when the caller says (every `period` steps).
+// The pieces they share are composed, not inherited: the bucket plan and the staged tail that
+// carries the loss (dist/bucket_plan.h), the bucket pipeline with its communication thread
+// (dist/bucket_pipeline.h). A new strategy (asynchronous, compressed, heterogeneous) is one more
+// implementation of ExchangeStrategy in a file of its own plus a line in the factory.
+// Strategies know nothing of nets: they work on float arenas.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "dist/allreduce.h"
+#include "dist/communicator.h"
+
+namespace ts {
+
+enum class DistStrategy { sync, weight_avg };
+const char* dist_strategy_name(DistStrategy strategy);  // "sync" | "weight_avg"
+std::vector<DistStrategy> all_dist_strategies();
+
+struct ExchangeOptions {
+  DistStrategy strategy = DistStrategy::sync;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::mpi;  // sync + ps: the parameter server
+  int64_t bucket_elements = int64_t{25} << 18;  // floats per bucket (25 MiB)
+  // sync: reduce buckets on a communication thread while backward runs (needs
+  // MPI_THREAD_SERIALIZED); false: reduce them in the caller's thread after backward.
+  bool overlap = true;
+};
+
+// The optimizer step over elements [offset, offset + count) of the arenas (this step's LR).
+using RangeUpdate = std::function<void(int64_t offset, int64_t count)>;
+
+// The model a strategy works on; the arrays belong to the caller (the Net's arenas) and must
+// outlive the strategy. Every rank passes the same counts.
+struct ModelArenas {
+  float* params = nullptr;  // (param_count)
+  float* grads = nullptr;   // (param_count), the mirror of params
+  int64_t param_count = 0;
+  float* state = nullptr;   // (state_count) non-trainable state, e.g. BN running mean/var
+  int64_t state_count = 0;
+};
+
+// Where one step's exchange spent its time on this rank (seconds).
+struct ExchangeTimes {
+  double comm = 0;       // in communication (collective calls and their staging copies), any thread
+  double comm_wait = 0;  // the calling thread blocked on communication after backward
+  double optimizer = 0;  // in the update callback
+  double gather = 0, average = 0, broadcast = 0;  // parameter-server phases (ps only)
+};
+
+struct StepVerdict {
+  bool exchanged = false;  // the losses of all ranks were combined this step
+  double loss = 0;         // mean loss over ranks if exchanged, else this rank's loss
+  bool diverged = false;   // some rank saw a non-finite loss (known on every rank alike)
+  ExchangeTimes times;
+};
+
+// (offset, count) of a range of the arenas.
+using Bucket = std::pair<int64_t, int64_t>;
+
+class ExchangeStrategy {
+ public:
+  virtual ~ExchangeStrategy() = default;
+
+  // "sync", "ps" or "weight_avg" (logs).
+  virtual const char* name() const = 0;
+  // True when the step times include the parameter-server phases gather, average, broadcast.
+  virtual bool times_ps_phases() const = 0;
+  // Every rank takes rank 0's parameters and state (once, at set-up).
+  virtual void broadcast_model() = 0;
+
+  // The step protocol, called by every rank in the same order:
+  // 1. before backward, with this rank's loss (mean over its batch) and this step's optimizer
+  //    update (which the strategy applies where and when it says);
+  virtual void begin_step(float local_loss, RangeUpdate update) = 0;
+  // 2. as backward finishes each layer: gradients [offset, offset + count) are final. Ranges
+  //    arrive in decreasing, contiguous order (Net::backward's reverse layer order);
+  virtual void gradients_ready(int64_t offset, int64_t count) = 0;
+  // 3. after backward: completes the exchange and applies the update (skipped when the run
+  //    diverged). `average_weights` matters for strategies that average weights periodically
+  //    (weight_avg): average this step (the verdict covers every step since the previous one).
+  virtual StepVerdict finish_step(bool average_weights) = 0;
+
+  // Averages the non-trainable state over ranks (before evaluation: BN running statistics are
+  // per worker during training).
+  virtual void average_state() = 0;
+  // The ranges the strategy exchanges, in the order it does (for logs and tests).
+  virtual const std::vector<Bucket>& buckets() const = 0;
+};
+
+// The strategy for `options` (sync + ps -> the parameter server). Throws ConfigError if
+// overlap is asked for but MPI lacks MPI_THREAD_SERIALIZED, or the algorithm is not built.
+std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, ModelArenas arenas,
+                                                         const ExchangeOptions& options);
+
+}  // namespace ts

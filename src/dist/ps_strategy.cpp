@@ -1,0 +1,113 @@
+// The parameter server (see ps_strategy.h).
+#include "dist/ps_strategy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/timer.h"
+
+namespace ts {
+namespace {
+
+// MPI counts are int: a gathered bucket (world x bucket floats) must stay below 2^30.
+constexpr int64_t kMaxGatherFloats = (int64_t{1} << 30) - 1;
+constexpr int64_t kExtras = 2;  // the verdict floats after the staged tail
+
+BucketPlan ps_plan(int64_t param_count, int64_t bucket_elements, int world) {
+  return BucketPlan::tile(param_count, std::min(std::max<int64_t>(1, bucket_elements), kMaxGatherFloats / world - kExtras));
+}
+
+}  // namespace
+
+ParameterServerExchange::ParameterServerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
+    : comm_(comm),
+      arenas_(arenas),
+      plan_(ps_plan(arenas.param_count, options.bucket_elements, comm.size())),
+      staging_(plan_.tail()),
+      pipeline_(plan_, arenas.param_count, options.overlap, [this](size_t i) { gather_bucket(i); }) {
+  if (comm.rank() == 0) {
+    int64_t largest = 0;
+    for (const auto& b : plan_.buckets) largest = std::max(largest, b.second);
+    gathered_.resize(static_cast<size_t>((largest + kExtras) * comm.size()));
+  }
+}
+
+void ParameterServerExchange::broadcast_model() {
+  comm_.broadcast(arenas_.params, arenas_.param_count, 0);
+  comm_.broadcast(arenas_.state, arenas_.state_count, 0);
+}
+
+void ParameterServerExchange::begin_step(float local_loss, RangeUpdate update) {
+  local_loss_ = local_loss;
+  update_ = std::move(update);
+  times_ = ExchangeTimes{};
+  pipeline_.begin_step();
+}
+
+void ParameterServerExchange::gradients_ready(int64_t offset, int64_t count) {
+  pipeline_.gradients_ready(offset, count);
+}
+
+// Gathers one gradient bucket to rank 0, which sums it in rank order and scales it to the mean
+// (the loss stays a sum). Other ranks keep their own gradients.
+void ParameterServerExchange::gather_bucket(size_t i) {
+  const auto [offset, count] = plan_.buckets[i];
+  const bool last = i + 1 == plan_.buckets.size();
+  const double t0 = now_seconds();
+  float* data = arenas_.grads + offset;
+  int64_t n = count;
+  if (last) {
+    copy_floats(staging_.data(), data, count);
+    staging_.set_extras(local_loss_, std::isfinite(local_loss_) ? 0.0f : 1.0f);
+    data = staging_.data();
+    n = staging_.size();
+  }
+  comm_.gather_to_root(data, n, gathered_.data());
+  const double t1 = now_seconds();
+  times_.gather += t1 - t0;
+  times_.comm += t1 - t0;
+  if (comm_.rank() != 0) return;
+  for (int q = 1; q < comm_.size(); ++q) {
+    const float* src = gathered_.data() + static_cast<int64_t>(q) * n;
+    for (int64_t k = 0; k < n; ++k) data[k] += src[k];
+  }
+  if (comm_.size() > 1) scale(data, count, 1.0f / static_cast<float>(comm_.size()));
+  if (last) copy_floats(arenas_.grads + offset, staging_.data(), count);
+  times_.average += now_seconds() - t1;
+}
+
+// Rank 0's weights (and, with the last bucket, the summed loss and flag) to every rank.
+void ParameterServerExchange::broadcast_weights() {
+  const double t0 = now_seconds();
+  for (size_t i = 0; i < plan_.buckets.size(); ++i) {
+    const auto [offset, count] = plan_.buckets[i];
+    if (i + 1 < plan_.buckets.size()) {
+      comm_.broadcast(arenas_.params + offset, count, 0);
+      continue;
+    }
+    copy_floats(staging_.data(), arenas_.params + offset, count);
+    comm_.broadcast(staging_.data(), staging_.size(), 0);
+    copy_floats(arenas_.params + offset, staging_.data(), count);
+  }
+  const double dt = now_seconds() - t0;
+  times_.broadcast += dt;
+  times_.comm += dt;
+  times_.comm_wait += dt;
+}
+
+StepVerdict ParameterServerExchange::finish_step(bool /*average_weights: every step exchanges*/) {
+  times_.comm_wait += pipeline_.complete();
+  StepVerdict v;
+  staging_.read_verdict(v, comm_.size());  // meaningful on rank 0 only until the broadcast
+  if (comm_.rank() == 0 && !v.diverged) timed_update(update_, 0, arenas_.param_count, times_);
+  broadcast_weights();
+  staging_.read_verdict(v, comm_.size());
+  v.times = times_;
+  return v;
+}
+
+void ParameterServerExchange::average_state() {
+  average_over_ranks(comm_, AllreduceAlgorithm::ps, arenas_.state, arenas_.state_count);
+}
+
+}  // namespace ts

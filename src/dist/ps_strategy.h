@@ -1,0 +1,43 @@
+// dist-internal: the parameter server of the SHM-Learn-Dist paper (`sync` with dist.allreduce
+// ps, docs/distributed.md): rank 0 gathers every rank's gradient buckets (during backward with
+// overlap), averages them, applies the optimizer (no other rank runs it) and broadcasts the
+// weights. Timed as gather, average (rank 0's summation; 0 elsewhere) and broadcast.
+#pragma once
+
+#include <vector>
+
+#include "dist/bucket_pipeline.h"
+#include "dist/bucket_plan.h"
+#include "dist/exchange_strategy.h"
+
+namespace ts {
+
+class ParameterServerExchange : public ExchangeStrategy {
+ public:
+  ParameterServerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
+
+  const char* name() const override { return "ps"; }
+  bool times_ps_phases() const override { return true; }
+  void broadcast_model() override;
+  void begin_step(float local_loss, RangeUpdate update) override;
+  void gradients_ready(int64_t offset, int64_t count) override;
+  StepVerdict finish_step(bool average_weights) override;
+  void average_state() override;
+  const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
+
+ private:
+  void gather_bucket(size_t index);  // the communication thread's job (or inline)
+  void broadcast_weights();
+
+  Communicator& comm_;
+  const ModelArenas arenas_;
+  const BucketPlan plan_;
+  VerdictStaging staging_;       // the tail bucket + [loss, non-finite]
+  std::vector<float> gathered_;  // rank 0: world x (largest bucket + extras)
+  BucketPipeline pipeline_;
+  float local_loss_ = 0;
+  RangeUpdate update_;
+  ExchangeTimes times_;
+};
+
+}  // namespace ts

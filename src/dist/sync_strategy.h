@@ -1,0 +1,41 @@
+// dist-internal: `sync` gradient averaging, w -= lr * mean_i(g_i) (docs/distributed.md). Each
+// gradient bucket is summed with the configured all-reduce as soon as backward has produced it
+// (overlap: on the communication thread while backward goes on), then scaled by 1/N; every
+// rank applies the same update to all weights, so weights and velocities stay identical.
+#pragma once
+
+#include "dist/bucket_pipeline.h"
+#include "dist/bucket_plan.h"
+#include "dist/exchange_strategy.h"
+
+namespace ts {
+
+class SyncExchange : public ExchangeStrategy {
+ public:
+  SyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
+
+  const char* name() const override { return "sync"; }
+  bool times_ps_phases() const override { return false; }
+  void broadcast_model() override;
+  void begin_step(float local_loss, RangeUpdate update) override;
+  void gradients_ready(int64_t offset, int64_t count) override;
+  StepVerdict finish_step(bool average_weights) override;
+  void average_state() override;
+  const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
+
+ private:
+  void reduce_bucket(size_t index);  // the communication thread's job (or inline)
+
+  Communicator& comm_;
+  const ModelArenas arenas_;
+  const AllreduceAlgorithm algorithm_;
+  const BucketPlan plan_;
+  VerdictStaging staging_;  // the tail bucket + [loss, non-finite]
+  BucketPipeline pipeline_;
+  // Per step (the communication thread touches them only while it owns a posted bucket).
+  float local_loss_ = 0;
+  RangeUpdate update_;
+  ExchangeTimes times_;
+};
+
+}  // namespace ts

@@ -1,0 +1,85 @@
+// Run-time capability checks (see capabilities.h).
+#include "train/capabilities.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backend/backend_factory.h"
+#include "core/error.h"
+#include "core/strings.h"
+#include "dist/communicator.h"
+#include "dist/exchange_strategy.h"
+
+namespace ts {
+namespace {
+
+std::string built_allreduce_names() {
+  std::vector<std::string> names;
+  for (AllreduceAlgorithm a : all_allreduce_algorithms()) names.push_back(allreduce_algorithm_name(a));
+  return join(names);
+}
+
+}  // namespace
+
+void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
+  const RunConfig& r = cfg.run;
+  if (r.workers != world_size)
+    throw ConfigError(cfg.locate("workers") + ": the config expects " + std::to_string(r.workers) +
+                      " workers but this MPI world has " + std::to_string(world_size) +
+                      " rank(s); launch with `mpirun -np " + std::to_string(r.workers) +
+                      " trainscale ...` (a launcher that starts independent single-rank jobs gives 1)");
+  const std::string backend = backend_kind_name(r.backend);
+  const auto built = available_backends();
+  if (std::find(built.begin(), built.end(), backend) == built.end())
+    throw ConfigError(cfg.locate("backend") + ": backend '" + backend + "' is not built into this binary; available: " +
+                      join(built) +
+                      (r.backend == BackendKind::cuda
+                           ? " (configure with -DTRAINSCALE_CUDA=ON on a machine with the CUDA toolkit)"
+                           : ""));
+  if (r.mpi_flavor != MpiFlavor::any) {
+    const MpiLibrary lib = mpi_library();
+    if (lib.flavor != mpi_flavor_name(r.mpi_flavor))
+      throw ConfigError(cfg.locate("mpi_flavor") + ": expects '" + mpi_flavor_name(r.mpi_flavor) +
+                        "' but this binary is linked with " + lib.flavor + " " + lib.version + "; run the binary built for " +
+                        mpi_flavor_name(r.mpi_flavor) + " or set mpi_flavor: any");
+  }
+  if (r.dataset.storage != "local")
+    throw ConfigError(cfg.locate("dataset.storage") + ": storage '" + r.dataset.storage +
+                      "' is a site mapping; single runs read dataset.root directly (storage: local). Use a sweep with a "
+                      "site file to map storage names");
+  if (!allreduce_algorithm_built(r.dist.allreduce))
+    throw ConfigError(cfg.locate("dist.allreduce") + ": " + allreduce_algorithm_missing_reason(r.dist.allreduce) +
+                      "; accepted here: " + built_allreduce_names());
+  if (r.dist.strategy == DistStrategy::sync && r.dist.overlap && !mpi_threads_serialized())
+    throw ConfigError(cfg.locate("dist.overlap") + ": overlapping the all-reduce with backward needs a communication "
+                      "thread, and this MPI library does not provide MPI_THREAD_SERIALIZED; set dist.overlap: false");
+}
+
+void check_device(const ResolvedConfig& cfg, const Backend& backend) {
+  const RunConfig& r = cfg.run;
+  const std::string name = backend_kind_name(r.backend);
+  const Precision precision = r.precision;
+  const Precision all[] = {Precision::fp32, Precision::bf16, Precision::fp16, Precision::tf32};
+  for (Op op : {Op::conv, Op::fc}) {
+    if (backend.supports(op, precision)) continue;
+    std::vector<std::string> ok, elsewhere, not_built;
+    for (Precision p : all)
+      if (backend.supports(op, p)) ok.push_back(precision_name(p));
+    const auto built = available_backends();
+    for (const std::string& other : built)
+      if (other != name && make_backend(other)->supports(op, precision)) elsewhere.push_back(other);
+    for (const std::string& known : known_backends())
+      if (std::find(built.begin(), built.end(), known) == built.end()) not_built.push_back(known);
+    throw ConfigError(cfg.locate("precision") + ": '" + precision_name(precision) + "' is not supported by backend '" +
+                      name + "' (it computes in: " + join(ok) + "); backends of this build that compute in " +
+                      precision_name(precision) + ": " + (elsewhere.empty() ? "none" : join(elsewhere)) +
+                      (not_built.empty() ? "" : " (not built here: " + join(not_built) + ")"));
+  }
+  const DeviceDescription device = backend.describe();
+  if (r.gpu != "none" && r.gpu != device.generation)
+    throw ConfigError(cfg.locate("gpu") + ": this run expects GPU generation '" + r.gpu + "' but backend '" + name +
+                      "' computes on " + device.device + " (" + device.name + ", generation " + device.generation +
+                      "); use gpu: none, or run on a node with a " + r.gpu + " GPU and backend: cuda");
+}
+
+}  // namespace ts

@@ -1,0 +1,63 @@
+// The "set-up data" phase (see data_setup.h).
+#include "train/data_setup.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/rng.h"
+
+namespace ts {
+namespace {
+
+// The data set of the config as two sample sources, read per batch by the loaders; synthetic
+// data is shaped for the model.
+void open_splits(const RunConfig& r, RunData& d) {
+  const DatasetConfig& c = r.dataset;
+  const ModelInput model = model_expected_input(r.model);
+  DataOptions options;
+  options.name = c.name;
+  options.format = c.format;
+  options.root = c.root;
+  options.storage = c.storage;
+  options.seed = r.seed;
+  options.synthetic_samples = c.synthetic_samples;
+  options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
+  d.splits = open_dataset(options);
+  const SampleSpec& spec = d.splits.train->spec();
+  d.input.sample = spec.sample;
+  d.input.outputs = spec.classes > 0 ? spec.classes : spec.outputs;
+  d.train_count = d.splits.train->count();
+  d.test_count = d.splits.test->count();
+}
+
+}  // namespace
+
+std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, int rank, int world) {
+  const RunConfig& r = cfg.run;
+  auto d = std::make_unique<RunData>();
+  open_splits(r, *d);
+  if (d->train_count < batch * world)
+    throw ConfigError(cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") +
+                      ": the global batch of " + std::to_string(world) + " worker(s) x " + std::to_string(batch) +
+                      " exceeds the " + std::to_string(d->train_count) + " training samples; use a smaller batch");
+  LoaderOptions train;
+  train.batch = batch;
+  train.shuffle = r.dataset.shuffle;
+  train.seed = seed_mix(r.seed, 1);
+  train.threads = r.dataset.loader_threads;
+  train.prefetch = r.dataset.prefetch;
+  train.rank = rank;
+  train.world = world;
+  train.drop_last = true;
+  d->train_loader = std::make_unique<Loader>(*d->splits.train, train);
+  // Evaluation batches are bounded by eval.batch (the training batch unless set), so evaluation
+  // needs no more activation memory than training.
+  LoaderOptions eval = train;
+  eval.batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(d->test_count / world, 1));
+  eval.shuffle = false;
+  eval.drop_last = false;
+  d->eval_loader = std::make_unique<Loader>(*d->splits.test, eval);
+  return d;
+}
+
+}  // namespace ts

@@ -1,0 +1,26 @@
+// The "set-up data" phase of a run: the data set of the config, opened, and this rank's
+// training and evaluation loaders. Everything the trainer knows about data access is here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "config/run_config.h"
+#include "data/datasets.h"
+#include "data/loader.h"
+#include "nn/models.h"
+
+namespace ts {
+
+struct RunData {
+  DataSplits splits;    // the splits as sample sources (the loaders reference them)
+  ModelInput input;     // what the data gives the model: per-sample shape, classes / outputs
+  std::unique_ptr<Loader> train_loader, eval_loader;
+  int64_t train_count = 0, test_count = 0;  // samples per split (logs, batch checks)
+};
+
+// `batch`: the per-worker training batch. ConfigError (naming the batch key) when the global
+// batch exceeds the training split; RuntimeError naming the file for unreadable data.
+std::unique_ptr<RunData> set_up_data(const ResolvedConfig& config, int64_t batch, int rank, int world);
+
+}  // namespace ts

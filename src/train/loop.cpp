@@ -1,0 +1,74 @@
+// The timed loop (see loop.h).
+#include "train/loop.h"
+
+#include <cmath>
+#include <ostream>
+
+#include "train/evaluate.h"
+#include "train/progress.h"
+#include "train/train_step.h"
+
+namespace ts {
+namespace {
+
+void record_step(RunRecording& rec, const StepResult& res, int64_t step, const RunPlan& plan, double lr) {
+  rec.train_clock += at(res.seconds, Phase::step);
+  rec.step.push_back(step);
+  rec.epoch.push_back(static_cast<double>(step) / static_cast<double>(plan.steps_per_epoch));
+  rec.samples.push_back(step * plan.global_batch);
+  rec.time.push_back(rec.train_clock);
+  rec.lr.push_back(static_cast<float>(lr));
+  rec.local_loss.push_back(res.local_loss);
+  for (size_t p = 0; p < kPhaseCount; ++p) rec.seconds[p].push_back(static_cast<float>(res.seconds[p]));
+}
+
+std::string divergence_message(const StepVerdict& v, int64_t step) {
+  const std::string at_step = std::to_string(step);
+  if (std::isnan(v.loss)) return "loss became NaN at step " + at_step;
+  if (std::isinf(v.loss)) return "loss became Inf at step " + at_step;
+  return "a worker's loss became NaN/Inf by step " + at_step + " (weight_avg checks at each weight average)";
+}
+
+// Averages the non-trainable state (BN running statistics are per worker during training),
+// evaluates, records.
+void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostream& log) {
+  s.exchange->average_state();
+  const EvalResult e = evaluate(*s.net, *s.data->eval_loader, s.plan.batch, comm);
+  rec.eval_step.push_back(rec.step.back());
+  rec.eval_epoch.push_back(rec.epoch.back());
+  rec.eval_time.push_back(rec.train_clock);
+  rec.eval_loss.push_back(e.loss);
+  rec.eval_accuracy.push_back(e.accuracy);
+  if (comm.rank() == 0) log_eval(log, rec.step.back(), rec.epoch.back(), e.loss, e.accuracy, rec.train_clock);
+}
+
+}  // namespace
+
+RunRecording run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream& log) {
+  const RunPlan& plan = s.plan;
+  const bool root = comm.rank() == 0;
+  RunRecording rec;
+  rec.reserve(plan.total_steps);
+  TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader};
+  for (int64_t step = 1; step <= plan.total_steps; ++step) {
+    const double lr = s.lr->at(step - 1);
+    const bool last = step == plan.total_steps;
+    const bool eval_now = plan.eval_period > 0 && (step % plan.eval_period == 0 || last);
+    // weight_avg averages every `period` steps, and before evaluations and at the end, so that
+    // the evaluated and final model is the averaged one.
+    const bool average_now = step % plan.average_period == 0 || last || eval_now;
+    const StepResult res = train_step(state, lr, average_now);
+    record_step(rec, res, step, plan, lr);
+    if (res.verdict.diverged) {
+      rec.diverged = true;
+      rec.message = divergence_message(res.verdict, step);
+      if (root) log << "diverged: " << rec.message << "; stopping\n";
+      break;
+    }
+    if (root && (step % r.log_every == 0 || last)) log_progress(log, rec, plan, res.verdict.loss, res.verdict.exchanged);
+    if (eval_now) evaluate_now(rec, s, comm, log);
+  }
+  return rec;
+}
+
+}  // namespace ts

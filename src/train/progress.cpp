@@ -1,0 +1,72 @@
+// Progress lines (see progress.h).
+#include "train/progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <vector>
+
+#include "core/build_info.h"
+#include "train/summary.h"
+
+namespace ts {
+
+std::string format_eta(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int s = static_cast<int>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", s / 3600, s / 60 % 60);
+  else if (s >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof buf, "%ds", s);
+  return buf;
+}
+
+void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig& r, const RunSetup& s, int world) {
+  const bool weight_avg = r.dist.strategy == DistStrategy::weight_avg;
+  log << "trainscale " << TRAINSCALE_VERSION << " run " << run_id << ": model " << r.model << " ("
+      << s.net->param_count() << " parameters), " << r.dataset.name << " " << s.data->train_count << "/"
+      << s.data->test_count << " samples, " << world << " worker(s) x batch " << s.plan.batch << ", "
+      << s.plan.total_steps << " steps (" << s.plan.steps_per_epoch << "/epoch), backend "
+      << backend_kind_name(r.backend) << " " << precision_name(r.precision) << ", " << r.threads
+      << " thread(s), dist " << dist_strategy_name(r.dist.strategy)
+      << (weight_avg ? " period " + std::to_string(r.dist.period) : std::string()) << " "
+      << allreduce_algorithm_name(r.dist.allreduce) << (r.dist.overlap && !weight_avg ? " overlap" : "") << " ("
+      << s.exchange->buckets().size() << " bucket(s))\n";
+  log.flush();
+}
+
+void log_progress(std::ostream& log, const RunRecording& rec, const RunPlan& plan, double loss, bool exchanged) {
+  const std::vector<float>& steps_s = rec.seconds[static_cast<size_t>(Phase::step)];
+  const size_t n = steps_s.size();  // the median of the last 50 steps
+  const std::vector<double> recent(steps_s.end() - static_cast<long>(std::min<size_t>(n, 50)), steps_s.end());
+  const double med = percentile(recent, 50);
+  const int64_t step = rec.step.back();
+  log << std::fixed << "step " << step << "/" << plan.total_steps << " epoch " << std::setprecision(2)
+      << rec.epoch.back() << " loss " << std::setprecision(4) << loss << (exchanged ? "" : " (rank 0)") << " lr "
+      << std::setprecision(5) << rec.lr.back() << " img/s " << std::setprecision(1)
+      << static_cast<double>(plan.global_batch) / med << " eta "
+      << format_eta(med * static_cast<double>(plan.total_steps - step)) << "\n";
+  log.flush();
+}
+
+void log_eval(std::ostream& log, int64_t step, double epoch, double loss, double accuracy, double train_clock) {
+  log << std::fixed << std::setprecision(4) << "eval  step " << step << " epoch " << std::setprecision(2) << epoch
+      << " test_loss " << std::setprecision(4) << loss << " accuracy " << accuracy << " (train time "
+      << std::setprecision(1) << train_clock << " s)\n";
+  log.flush();
+}
+
+void log_summary(std::ostream& log, const RunRecording& rec, const std::map<std::string, double>& s,
+                 double target_accuracy, const std::string& run_file) {
+  log << std::fixed << std::setprecision(1) << "summary: " << (rec.diverged ? "DIVERGED" : "ok") << ", "
+      << rec.steps() << " steps in " << rec.train_clock << " s training time, " << s.at("images_per_s")
+      << " img/s (median after " << static_cast<int64_t>(s.at("warmup_steps")) << " warm-up steps), best accuracy "
+      << std::setprecision(4) << s.at("best_accuracy") << ", time to " << target_accuracy << ": "
+      << (std::isnan(s.at("time_to_target")) ? std::string("never") : format_eta(s.at("time_to_target")))
+      << "\nrun file: " << run_file << "\n";
+  log.flush();
+}
+
+}  // namespace ts

@@ -1,0 +1,28 @@
+// train-internal: the lines rank 0 prints while a run goes on (people read them; the run file
+// holds the numbers).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+
+#include "config/run_config.h"
+#include "train/recording.h"
+#include "train/run_setup.h"
+
+namespace ts {
+
+// "3m05s", "1h02m", "42s"; "?" when unknown.
+std::string format_eta(double seconds);
+
+// The first line: model, data, workers x batch, steps, backend, dist settings.
+void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig& run, const RunSetup& setup, int world);
+// Every log_every steps: step, epoch, loss, lr, img/s of the last 50 steps, ETA.
+void log_progress(std::ostream& log, const RunRecording& rec, const RunPlan& plan, double loss, bool exchanged);
+void log_eval(std::ostream& log, int64_t step, double epoch, double loss, double accuracy, double train_clock);
+// The last lines: status, throughput, accuracy, time to target, the run file.
+void log_summary(std::ostream& log, const RunRecording& rec, const std::map<std::string, double>& summary,
+                 double target_accuracy, const std::string& run_file);
+
+}  // namespace ts

@@ -1,0 +1,31 @@
+// train-internal: what the timed loop records on this rank, in memory, before rank 0 gathers
+// it (train/run_output.h). Per-phase seconds go into one column per Phase, by index.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/phases.h"
+
+namespace ts {
+
+struct RunRecording {
+  // Per step [S]: /train/* (loss is this rank's; the file holds the mean over ranks).
+  std::vector<int64_t> step, samples;
+  std::vector<double> epoch, time;
+  std::vector<float> lr, local_loss;
+  std::array<std::vector<float>, kPhaseCount> seconds;  // [phase][S], this rank
+  // Per evaluation [E].
+  std::vector<int64_t> eval_step;
+  std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;
+  bool diverged = false;
+  std::string message;     // why it diverged
+  double train_clock = 0;  // training time so far, evaluation excluded
+
+  void reserve(int64_t steps);
+  int64_t steps() const { return static_cast<int64_t>(step.size()); }
+};
+
+}  // namespace ts

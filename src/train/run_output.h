@@ -1,0 +1,25 @@
+// train-internal: the "gather" and "write" phases of a run. Every rank hands its recording to
+// rank 0 once (timings [S] per phase -> /timing/<phase> [S, R]; losses -> their mean per step;
+// host names), and rank 0 computes the summary, fills the run record and writes the run file.
+#pragma once
+
+#include <string>
+
+#include "config/run_config.h"
+#include "dist/communicator.h"
+#include "metrics/run_result.h"
+#include "train/recording.h"
+#include "train/run_setup.h"
+#include "train/trainer.h"
+
+namespace ts {
+
+// Collective. On rank 0: the per-step series and timings of every rank, and the hosts in
+// result.record.hosts; elsewhere an empty result.
+RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm);
+
+// Rank 0: summary, root attributes, /config, /model, then the file (atomically).
+void write_run_output(RunResult& result, const RunRecording& rec, const ResolvedConfig& cfg, const RunIdentity& id,
+                      const RunSetup& setup, const std::string& start_time, const std::string& run_path);
+
+}  // namespace ts

@@ -1,0 +1,52 @@
+// train-internal: the "set up" phase of a run: everything the timed loop needs, built once
+// before it (backend, data, model, optimizer, exchange strategy, learning rate, step counts),
+// nothing of it timed as training.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backend/backend.h"
+#include "config/run_config.h"
+#include "dist/communicator.h"
+#include "dist/exchange_strategy.h"
+#include "nn/net.h"
+#include "nn/optimizer.h"
+#include "train/data_setup.h"
+#include "train/learning_rate.h"
+
+namespace ts {
+
+// The step counts of a run.
+struct RunPlan {
+  int64_t batch = 0;            // per worker
+  int64_t global_batch = 0;     // all workers
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+  int64_t eval_period = 0;      // steps between evaluations (0: never)
+  int64_t average_period = 1;   // weight_avg: steps between weight averages
+};
+
+// Members in construction order (each refers only to earlier ones); destroyed in reverse.
+struct RunSetup {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<RunData> data;
+  std::unique_ptr<Net> net;
+  std::unique_ptr<Sgd> sgd;
+  std::unique_ptr<ExchangeStrategy> exchange;  // every rank holds rank 0's initial model
+  std::unique_ptr<LearningRate> lr;
+  RunPlan plan;
+};
+
+// ConfigError for what this build, world or device cannot do; RuntimeError for failures.
+std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm);
+
+// The exchange options of the run's dist settings (bucket_mb -> floats per bucket).
+ExchangeOptions exchange_options_of(const DistConfig& dist);
+// The exchange strategy for `net` as a run sets it up (tests use it too): with shm on several
+// ranks and sync, the gradient arena moves into node shared memory, where shm sums the buckets
+// in place (no copy into its pipeline: what meets the busbw bar, docs/distributed.md); every
+// rank then takes rank 0's model. Collective.
+std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options, Net& net, Communicator& comm);
+
+}  // namespace ts

@@ -1,0 +1,151 @@
+// core/file_io (the one atomic writer: temp name in the same directory, fsync, rename,
+// directory fsync; nothing left behind on failure; errors name the file), core/run_marker (the
+// one marker format: text round trip, paths, plain-text markers of earlier versions) and
+// core/strings (join, split, trim, suggestions).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/run_marker.h"
+#include "core/strings.h"
+
+namespace fs = std::filesystem;
+using namespace ts;
+
+namespace {
+
+class CoreFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ts_core_io_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(CoreFiles, WritesAndReplacesAtomically) {
+  const std::string path = (dir_ / "a.txt").string();
+  write_file_atomically(path, "first\n");
+  EXPECT_EQ(read_text_file(path), "first\n");
+  write_file_atomically(path, "second\n");
+  EXPECT_EQ(read_text_file(path), "second\n");
+  EXPECT_EQ(listing(), std::vector<std::string>{"a.txt"});  // no temporary file left
+}
+
+TEST_F(CoreFiles, TheTemporaryFileLivesBesideTheTarget) {
+  AtomicFile f((dir_ / "b.h5").string());
+  EXPECT_EQ(fs::path(f.temp_path()).parent_path(), dir_);
+  EXPECT_EQ(f.temp_path(), (dir_ / "b.h5").string() + ".tmp-" + std::to_string(::getpid()));
+  { std::ofstream(f.temp_path()) << "written by another library"; }
+  f.commit();
+  EXPECT_EQ(read_text_file((dir_ / "b.h5").string()), "written by another library");
+  EXPECT_EQ(listing(), std::vector<std::string>{"b.h5"});
+}
+
+TEST_F(CoreFiles, AnUncommittedFileLeavesNothing) {
+  {
+    AtomicFile f((dir_ / "c.txt").string());
+    f.write("half");
+    EXPECT_TRUE(fs::exists(f.temp_path()));
+  }  // an error before commit() unwinds through here
+  EXPECT_TRUE(listing().empty());
+}
+
+TEST_F(CoreFiles, ErrorsNameTheFile) {
+  const std::string path = (dir_ / "no" / "such" / "d.txt").string();
+  try {
+    write_file_atomically(path, "x");
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  try {
+    read_text_file(path);
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(CoreFiles, MarkersRoundTrip) {
+  EXPECT_EQ(marker_path("runs/abc-r0.h5", MarkerKind::failed), "runs/abc-r0.FAILED");
+  EXPECT_EQ(marker_path("runs/abc-r0", MarkerKind::done), "runs/abc-r0.DONE");
+  EXPECT_EQ(marker_path("runs/abc-r0.h5", MarkerKind::running), "runs/abc-r0.RUNNING");
+
+  RunMarker m;
+  m.reason = "cfg.yaml:3: key 'lr': must be > 0\nsecond line";
+  m.attempt = 2;
+  m.log = "logs/abc-r0.attempt2.log";
+  m.host = "node7";
+  m.end = "2026-11-21T18:31:02Z";
+  const std::string path = (dir_ / "abc-r0.FAILED").string();
+  write_marker(path, m);
+  EXPECT_EQ(read_text_file(path),
+            "reason: cfg.yaml:3: key 'lr': must be > 0 second line\nattempt: 2\nlog: logs/abc-r0.attempt2.log\n"
+            "host: node7\nend: 2026-11-21T18:31:02Z\n");
+  const RunMarker back = read_marker(path);
+  EXPECT_EQ(back.reason, "cfg.yaml:3: key 'lr': must be > 0 second line");  // one line, colons kept
+  EXPECT_EQ(back.attempt, 2);
+  EXPECT_EQ(back.log, m.log);
+  EXPECT_EQ(back.host, m.host);
+  EXPECT_EQ(back.end, m.end);
+  EXPECT_FALSE(back.stage_in_s.has_value());
+
+  RunMarker done;
+  done.status = "diverged";
+  done.run_file = "abc-r0.h5";
+  done.pid = 4242;
+  done.stage_in_s = 0.25;
+  const RunMarker d = parse_marker(marker_text(done));
+  EXPECT_EQ(d.status, "diverged");
+  EXPECT_EQ(d.run_file, "abc-r0.h5");
+  EXPECT_EQ(d.pid, 4242);
+  ASSERT_TRUE(d.stage_in_s.has_value());
+  EXPECT_DOUBLE_EQ(*d.stage_in_s, 0.25);
+  EXPECT_TRUE(d.reason.empty());
+}
+
+TEST(RunMarkerText, PlainTextIsTheReason) {
+  // Markers written before the key: value format held the bare reason.
+  EXPECT_EQ(parse_marker("rank 0 on node0: out of memory\n").reason, "rank 0 on node0: out of memory");
+  EXPECT_EQ(parse_marker("out of memory \"conv1\"\n").reason, "out of memory \"conv1\"");
+}
+
+TEST(Strings, JoinSplitTrim) {
+  EXPECT_EQ(join({"a", "b", "c"}), "a, b, c");
+  EXPECT_EQ(join({"a", "b"}, " | "), "a | b");
+  EXPECT_EQ(join({}), "");
+  EXPECT_EQ(split("a,b,,c", ','), (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_EQ(split("", ','), std::vector<std::string>{""});
+  EXPECT_EQ(trim("  x y \r\n"), "x y");
+  EXPECT_EQ(trim(" \n"), "");
+  EXPECT_TRUE(starts_with("dist.allreduce", "dist."));
+  EXPECT_FALSE(starts_with("dist", "dist."));
+}
+
+TEST(Strings, ClosestMatchSuggestsPlausibleTypos) {
+  EXPECT_EQ(edit_distance("momentun", "momentum"), 1u);
+  EXPECT_EQ(closest_match("momentun", {"lr", "momentum", "model"}), "momentum");
+  EXPECT_EQ(closest_match("dist.alreduce", {"dist.allreduce", "dist.overlap"}), "dist.allreduce");
+  EXPECT_EQ(closest_match("butterfly", {"mpi", "ring", "tree"}), "");
+  EXPECT_EQ(json_quote("a\"b\n"), "\"a\\\"b\\n\"");
+}
