@@ -122,21 +122,27 @@ void InPort::plan(CpuContext& ctx, const memory::desc& given, const memory::desc
   want_ = want;
   weights_ = weights;
   last_data_ = nullptr;
-  // Same bytes seen with other dims (a plain (oc,ic) weight read as (oc,c,h,w)): no work.
-  convert_ = given != want && !(is_plain(given) && reshaped(given, want.dims()) == want);
+  // A primitive that reads the tensor with other dims ((mb,c,h,w) as (mb,c*h*w)) wants a plain
+  // layout: the tensor goes to the plain form of its own dims (in the wanted type), whose bytes
+  // the wanted dims share; nothing to do when it is in that form already.
+  staged_ = want;
+  if (given.dims() != want.dims()) {
+    TS_CHECK(is_plain(want) && reshaped(plain_md(given.dims(), want.data_type()), want.dims()) == want,
+             "cpu backend: cannot read " + md_key(given) + " as " + md_key(want));
+    staged_ = plain_md(given.dims(), want.data_type());
+  }
+  convert_ = given != staged_;
   if (!convert_) return;
-  TS_CHECK(given.dims() == want.dims(), "cpu backend: cannot read " + md_key(given) + " as " + md_key(want));
-  reorder_ = ctx.reorder_primitive(given, want);
-  temp_.resize(want.get_size());
+  reorder_ = ctx.reorder_primitive(given, staged_);
+  temp_.resize(staged_.get_size());
 }
 
 memory InPort::get(CpuContext& ctx, const void* data, uint64_t generation) {
   if (!convert_) return ctx.wrap(want_, data);
-  memory converted(want_, ctx.engine, temp_.data());
-  ctx.run_reorder(reorder_, ctx.wrap(given_, data), converted, weights_);
+  ctx.run_reorder(reorder_, ctx.wrap(given_, data), memory(staged_, ctx.engine, temp_.data()), weights_);
   last_data_ = data;
   last_generation_ = generation;
-  return converted;
+  return memory(want_, ctx.engine, temp_.data());
 }
 
 memory InPort::get_shared(CpuContext& ctx, const void* data, const InPort& other, uint64_t generation) {
@@ -150,11 +156,18 @@ void OutPort::plan(CpuContext& ctx, const memory::desc& produced, const memory::
   produced_ = produced;
   given_ = given;
   weights_ = weights;
-  convert_ = produced != given && !(is_plain(produced) && reshaped(produced, given.dims()) == given);
+  // An output produced with other dims than the caller's tensor is plain: seen with the
+  // tensor's dims it is the plain form of those, which is reordered into the tensor if needed.
+  staged_ = produced;
+  if (produced.dims() != given.dims()) {
+    TS_CHECK(is_plain(produced) && reshaped(plain_md(given.dims(), produced.data_type()), produced.dims()) == produced,
+             "cpu backend: cannot write " + md_key(produced) + " as " + md_key(given));
+    staged_ = plain_md(given.dims(), produced.data_type());
+  }
+  convert_ = staged_ != given;
   if (!convert_) return;
-  TS_CHECK(produced.dims() == given.dims(), "cpu backend: cannot write " + md_key(produced) + " as " + md_key(given));
-  reorder_ = ctx.reorder_primitive(produced, given);
-  temp_.resize(produced.get_size());
+  reorder_ = ctx.reorder_primitive(staged_, given);
+  temp_.resize(staged_.get_size());
 }
 
 memory OutPort::target(CpuContext& ctx, void* data) {
@@ -163,7 +176,7 @@ memory OutPort::target(CpuContext& ctx, void* data) {
 
 void OutPort::finish(CpuContext& ctx, void* data) {
   if (!convert_) return;
-  ctx.run_reorder(reorder_, memory(produced_, ctx.engine, temp_.data()), ctx.wrap(given_, data), weights_);
+  ctx.run_reorder(reorder_, memory(staged_, ctx.engine, temp_.data()), ctx.wrap(given_, data), weights_);
 }
 
 }  // namespace ts::cpu

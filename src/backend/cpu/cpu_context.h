@@ -123,7 +123,7 @@ class InPort {
   const memory::desc& want() const { return want_; }
 
  private:
-  memory::desc given_, want_;
+  memory::desc given_, want_, staged_;  // staged_: what the reorder writes (want_, or its plain form in given_'s dims)
   bool convert_ = false, weights_ = false;
   dnnl::reorder reorder_;
   Buffer<char> temp_;
@@ -141,7 +141,7 @@ class OutPort {
   void finish(CpuContext& ctx, void* data);
 
  private:
-  memory::desc produced_, given_;
+  memory::desc produced_, given_, staged_;  // staged_: produced_ seen with given_'s dims
   bool convert_ = false, weights_ = false;
   dnnl::reorder reorder_;
   Buffer<char> temp_;

@@ -5,6 +5,8 @@
 // and the weight gradients fp32.
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/cpu/cpu_ops.h"
 
@@ -14,14 +16,16 @@ namespace {
 class CpuFcOp final : public FcOp {
  public:
   CpuFcOp(CpuContext& ctx, const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d), name_(d.str()) {
-    // src (mb, ic) or (mb, c, h, w); weights have the same trailing dims with oc in front.
+    // fp32 plans a (mb, c, h, w) input as it comes, with (oc, c, h, w) weights; mixed precision
+    // reads it as (mb, ic) (plain, converted to the compute type anyway), where oneDNN has
+    // its bf16 brgemm kernels. Weights have the input's trailing dims with oc in front.
     src_dims_ = dims_of(src.dims);
     TS_CHECK(src_dims_.size() >= 2 && src_dims_[0] == d.mb && src.numel() == d.mb * d.ic,
              "fc " + d.str() + ": input " + src.str() + " does not hold (mb, ic) values");
-    if (src_dims_.size() == 3 || src_dims_.size() > 4) src_dims_ = {d.mb, d.ic};
+    if (src_dims_.size() != 4 || ctx.act_dt() != dt::f32) src_dims_ = {d.mb, d.ic};
     wei_dims_ = src_dims_;
     wei_dims_[0] = d.oc;
-    const memory::desc src_md = reshaped_input(ctx.md(src)), wei_md = f32_plain(wei_dims_);
+    const memory::desc src_md = ctx.md(src), wei_md = f32_plain(wei_dims_);
     const std::string key = ctx.prefix() + d.str() + "/" + md_key(src_md);
     fwd_ = ctx.primitive<dnnl::inner_product_forward>(key, [&] { return cheapest_forward_pd(src_md); });
     bwd_data_ = ctx.primitive<dnnl::inner_product_backward_data>(key + "/bwd_data", [&] { return backward_data_pd(); });
@@ -78,9 +82,6 @@ class CpuFcOp final : public FcOp {
   }
 
  private:
-  // The input seen with the dims the primitive was planned for (a 3-D or 5-D tensor as 2-D).
-  memory::desc reshaped_input(const memory::desc& md) const { return reshaped(md, src_dims_); }
-
   dnnl::inner_product_forward::primitive_desc forward_pd(const memory::desc& src, const memory::desc& wei) const {
     const auto prop = dnnl::prop_kind::forward_training;
     const memory::desc dst = any_md({d_.mb, d_.oc}, dt::f32);
@@ -89,19 +90,22 @@ class CpuFcOp final : public FcOp {
     return {desc, ctx_.attr(), ctx_.engine};
   }
 
-  // The forward whose layouts cost the fewest bytes of reorders per step, among: the weights
-  // plain (GEMM-based implementations read any transposition, so the arena's weights and
-  // gradients need no reorder) or in oneDNN's choice, and the input as it comes or in oneDNN's
-  // choice. Per step an input reorder costs its bytes twice (forward, and diff_src back), a
-  // weights reorder three times (forward, backward-data, the gradient back). Reference
-  // implementations are never chosen while another exists.
-  dnnl::inner_product_forward::primitive_desc cheapest_forward_pd(const memory::desc& given) const {
+  // fp32: the forward whose layouts cost the fewest bytes of reorders per step, among the
+  // weights plain (GEMM-based implementations read any transposition, so the arena's weights
+  // and gradients need no reorder) or in oneDNN's choice, and the input as it comes or in
+  // oneDNN's choice. Per step an input reorder costs its bytes twice (forward, and diff_src
+  // back), a weights reorder three times (forward, backward-data, the gradient back); reference
+  // implementations are never chosen while another exists. Mixed precision converts the fp32
+  // weights every step anyway, so plain weights save nothing there and oneDNN's own choice
+  // (its bf16 brgemm kernels, faster than the GEMM path) is taken.
+  dnnl::inner_product_forward::primitive_desc cheapest_forward_pd(const memory::desc& given_md) const {
     const dt t = ctx_.act_dt();
-    const memory::desc plain_wei = plain_md(wei_dims_, t), given_t = given.data_type() == t ? given : any_md(src_dims_, t);
+    if (t != dt::f32) return forward_pd(any_md(src_dims_, t), any_md(wei_dims_, t));
+    const memory::desc given = given_md.dims() == src_dims_ ? given_md : reshaped(plain_md(given_md.dims(), t), src_dims_);
     dnnl::inner_product_forward::primitive_desc best;
     size_t best_cost = SIZE_MAX;
-    for (const auto& src : {given_t, any_md(src_dims_, t)})
-      for (const auto& wei : {plain_wei, any_md(wei_dims_, t)}) {
+    for (const auto& src : {given, any_md(src_dims_, t)})
+      for (const auto& wei : {f32_plain(wei_dims_), any_md(wei_dims_, t)}) {
         dnnl::inner_product_forward::primitive_desc pd;
         try {
           pd = forward_pd(src, wei);
@@ -135,12 +139,15 @@ class CpuFcOp final : public FcOp {
   dnnl::inner_product_backward_weights::primitive_desc backward_weights_pd() const {
     const dt t = ctx_.act_dt();
     const memory::desc src = any_md(src_dims_, t), dst = any_md({d_.mb, d_.oc}, t);
-    for (const auto& wei : {f32_plain(wei_dims_), any_md(wei_dims_, dt::f32)}) {
+    // fp32: plain gradients first (no reorder into the arena); mixed precision: oneDNN's choice.
+    std::vector<memory::desc> candidates{f32_plain(wei_dims_), any_md(wei_dims_, dt::f32)};
+    if (t != dt::f32) std::swap(candidates[0], candidates[1]);
+    for (const auto& wei : candidates) {
       try {
         auto desc = d_.bias ? dnnl::inner_product_backward_weights::desc(src, wei, f32_plain({d_.oc}), dst)
                             : dnnl::inner_product_backward_weights::desc(src, wei, dst);
         dnnl::inner_product_backward_weights::primitive_desc pd(desc, ctx_.attr(), ctx_.engine, fwd_.pd);
-        if (std::string(pd.impl_info_str()).find("ref") == std::string::npos || wei != f32_plain(wei_dims_)) return pd;
+        if (std::string(pd.impl_info_str()).find("ref") == std::string::npos || wei == candidates.back()) return pd;
       } catch (const dnnl::error&) {
       }
     }
