@@ -17,6 +17,7 @@ APT_PACKAGES=(
   libgtest-dev
   dataset-fashion-mnist
   python3 python3-venv python3-pip
+  time
   chromium
 )
 
