@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: build tools, the libraries the driver links, the data set, MPI launchers.
+# Debian packages: build tools, the libraries the driver links, the data set, MPI launchers,
+# GNU time (bench/peak_rss.py).
 APT_PACKAGES=(
   build-essential cmake pkg-config git
   libboost-program-options-dev libyaml-cpp-dev libhdf5-dev libdnnl-dev zlib1g-dev
