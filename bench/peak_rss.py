@@ -242,12 +242,17 @@ def render(data, source_name=None):
         out.append(f"| {r['binary']} | {r['model']} | {r['batch']} | {r['result']} | {rss} | "
                    f"{bar} | {wall} | {extra} |")
     out.append("")
-    notes = []
+    notes, refusals = [], {}
     for r in data["runs"]:
         if r.get("first_try_refused"):
+            # The message names the temporary config file; C stands for it.
             last = r["first_try_refused"].strip().splitlines()[-1]
-            notes.append(f"{r['binary']} {r['model']}: refused the command without "
-                         f"`--set dataset.format=synthetic` (exit 2): \"{last}\"")
+            last = re.sub(r"/\S*/peak_rss_[^/]+/[\w.]+\.yaml", "C", last)
+            refusals.setdefault(last, []).append(f"{r['binary']} {r['model']}")
+    for msg, who in refusals.items():
+        notes.append(f"Refused the command without `--set dataset.format=synthetic` (exit 2), "
+                     f"so it was run again with it ({', '.join(who)}): \"{msg}\"")
+    for r in data["runs"]:
         if r["result"] not in ("ok",) and not r["killed_at_cap"]:
             tail = r["output_tail"].strip().splitlines()[-1:] or [""]
             notes.append(f"{r['binary']} {r['model']}: {r['result']}: \"{tail[0]}\"")
