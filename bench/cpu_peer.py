@@ -402,8 +402,16 @@ def run_trainscale(binary, args, model, precision):
         return json.loads(out.stdout)
 
 
+def children_cpu_s():
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def measure(peer, args, model, precision):
     t0 = time.perf_counter()
+    cpu0 = children_cpu_s()
     rec = {"peer": peer, "model": model, "precision": precision,
            "started_utc": utc_now().isoformat(timespec="seconds"), "loadavg_before": loadavg()}
     if peer == "trainscale":
@@ -416,7 +424,10 @@ def measure(peer, args, model, precision):
         rec.update(run_torch_worker(args.torch_python, args, "train", model, precision, "compile"))
     elif peer == "debian_eager":
         rec.update(run_torch_worker(args.debian_python, args, "train", model, precision, "eager"))
+    # Process wall time and CPU time (start-up and warm-up included): CPU time well below
+    # threads x wall time says the peer did not get its cores.
     rec["wall_s"] = time.perf_counter() - t0
+    rec["cpu_s"] = children_cpu_s() - cpu0
     return rec
 
 

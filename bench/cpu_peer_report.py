@@ -99,6 +99,17 @@ def render(data, source_name=None):
                    f"{peak['fp32_mm']:.0f}, conv {peak['fp32_conv1x1']:.0f}), bf16 "
                    f"{peak['bf16']:.0f} GFLOP/s (mm {peak['bf16_mm']:.0f}, conv "
                    f"{peak['bf16_conv1x1']:.0f}).")
+    shares = {}
+    for r in data["measurements"]:
+        if r.get("cpu_s") is not None and r.get("wall_s"):
+            shares.setdefault(r["peer"], []).append(r["cpu_s"] / (s["threads"] * r["wall_s"]))
+    if shares:
+        out.append("- CPU share of each measurement process (CPU time / (threads x wall time), "
+                   "start-up included; well below 100% means it did not get its cores), "
+                   "median (range): " + ", ".join(
+                       f"{p} {fmt_range([100 * v for v in shares[p]])}".replace(" (", "% (")
+                       .replace(")", "%)") + ("" if "(" in fmt_range(shares[p]) else "%")
+                       for p in peers if p in shares) + ".")
     env = data.get("environment") or {}
     if env:
         out.append("- Environment: " + ", ".join(f"`{k}={v}`" for k, v in sorted(env.items()))
