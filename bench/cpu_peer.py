@@ -547,8 +547,9 @@ def main(argv=None):
                     else:
                         print(f"# round {rnd + 1}/{args.repeats} {model} {precision} {peer}: "
                               f"{rec['images_per_s']:.0f} img/s", file=sys.stderr, flush=True)
-        data["finished_utc"] = utc_now().isoformat(timespec="seconds")
-        write_atomic(json_path, json.dumps(data, indent=1) + "\n")  # keep what we have so far
+                    # Keep what we have so far: an interrupted run leaves its measurements.
+                    data["finished_utc"] = utc_now().isoformat(timespec="seconds")
+                    write_atomic(json_path, json.dumps(data, indent=1) + "\n")
 
     sys.path.insert(0, HERE)
     import cpu_peer_report
