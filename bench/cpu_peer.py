@@ -336,6 +336,19 @@ def machine_facts():
     return facts
 
 
+def snapshot_binary(binary, into):
+    """Copy of `binary` in directory `into`, and its SHA-256: a rebuild of the original while
+    the benchmark runs (other people build in the same tree) must not mix two builds in one
+    series. trainscale links only system libraries (absolute RUNPATH), so the copy runs as is."""
+    import hashlib
+
+    dst = os.path.join(into, f"{len(os.listdir(into))}-{os.path.basename(binary)}")
+    shutil.copy2(binary, dst)
+    with open(dst, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return dst, digest
+
+
 def trainscale_info(binary):
     """`trainscale info` as a dict of its key: value lines."""
     proc = subprocess.run([binary, "info"], capture_output=True, text=True)
@@ -500,9 +513,16 @@ def main(argv=None):
     md_path = os.path.join(args.out_dir, name + ".md")
 
     torch_info = check_prerequisites(args, peers)
-    binaries = {"trainscale": trainscale_info(args.binary)}
-    if args.baseline_binary:
-        binaries["baseline"] = trainscale_info(args.baseline_binary)
+    # Measure copies of the binaries, so that a rebuild during the run changes nothing.
+    snapshots = tempfile.TemporaryDirectory(prefix="cpu_peer_bin_")
+    binaries = {}
+    for key, attr in (("trainscale", "binary"), ("baseline", "baseline_binary")):
+        original = getattr(args, attr)
+        if original:
+            copy, digest = snapshot_binary(original, snapshots.name)
+            binaries[key] = trainscale_info(copy)
+            binaries[key].update(path=os.path.abspath(original), sha256=digest)
+            setattr(args, attr, copy)
     data = {"schema": "trainscale-cpu-peer/1", "name": name,
             "command": [sys.executable] + sys.argv, "cwd": os.getcwd(),
             "started_utc": started.isoformat(timespec="seconds"), "note": args.note,
@@ -552,6 +572,7 @@ def main(argv=None):
                     data["finished_utc"] = utc_now().isoformat(timespec="seconds")
                     write_atomic(json_path, json.dumps(data, indent=1) + "\n")
 
+    snapshots.cleanup()
     sys.path.insert(0, HERE)
     import cpu_peer_report
 

@@ -78,7 +78,8 @@ def render(data, source_name=None):
     for key, b in data["binaries"].items():
         info = b["info"]
         isa = info.get("onednn_isa") or info.get("backend.cpu.isa")
-        out.append(f"- {PEER_LABELS[key]}: `{b['path']}`, git {info.get('git_sha')}, "
+        out.append(f"- {PEER_LABELS[key]}: `{b['path']}` (sha256 {b.get('sha256', '?')[:12]}),"
+                   f" git {info.get('git_sha')}, "
                    f"oneDNN {info.get('onednn_version')} ({isa}), bf16_native "
                    f"{info.get('bf16_native')}.")
     for key, t in data.get("torch", {}).items():
@@ -195,6 +196,12 @@ def render(data, source_name=None):
             notes.append(f"trainscale {model} {precision}: median data_wait "
                          f"{1e3 * statistics.median(waits):.2f} ms of a "
                          f"{1e3 * statistics.median(steps):.1f} ms step.")
+    for p in ("trainscale", "baseline"):
+        shas = sorted({r.get("git_sha") for r in data["measurements"]
+                       if r["peer"] == p and "error" not in r})
+        if len(shas) > 1:
+            notes.append(f"{PEER_LABELS[p]}: the run files name {len(shas)} builds "
+                         f"({', '.join(map(str, shas))}): the binary changed during the series.")
     failed = [r for r in data["measurements"] if "error" in r]
     for r in failed:
         notes.append(f"FAILED: round {r['round'] + 1} {r['model']} {r['precision']} "

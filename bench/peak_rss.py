@@ -48,7 +48,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from cpu_peer import git_facts, loadavg, machine_facts, trainscale_info, utc_now, write_atomic  # noqa: E402
+from cpu_peer import (git_facts, loadavg, machine_facts, snapshot_binary,  # noqa: E402
+                      trainscale_info, utc_now, write_atomic)
 
 BAR_BYTES = 6e9
 DEFAULT_MODELS = "resnet50:32,vgg16:8,inception_v3:8"
@@ -222,7 +223,8 @@ def render(data, source_name=None):
                f"{data['started_utc']} to {data.get('finished_utc', '?')} UTC"
                + (f". Note: {data['note']}" if data.get("note") else "") + ".")
     for key, b in data["binaries"].items():
-        out.append(f"- {key}: `{b['path']}`, git {b['info'].get('git_sha')}.")
+        out.append(f"- {key}: `{b['path']}` (sha256 {b.get('sha256', '?')[:12]}), git "
+                   f"{b['info'].get('git_sha')}.")
     out.append(f"- Each run: `trainscale run --config C --set model=M --set dataset.name=synthetic "
                f"--set batch_per_worker=B --set steps={data['settings']['steps']} --out DIR`, C "
                f"= `model: M`, under `/usr/bin/time -v`; memory cap "
@@ -305,8 +307,14 @@ def main(argv=None):
             "settings": {"models": [f"{m}:{b}" for m, b in models], "steps": args.steps,
                          "cap_gb": args.cap_gb, "bar_gb": BAR_BYTES / 1e9},
             "machine": machine_facts(), "repo": git_facts(),
-            "binaries": {label: trainscale_info(path) for label, path in binaries},
-            "runs": []}
+            "binaries": {}, "runs": []}
+    # Measure copies of the binaries, so that a rebuild during the run changes nothing.
+    snapshots = tempfile.TemporaryDirectory(prefix="peak_rss_bin_")
+    for i, (label, path) in enumerate(binaries):
+        copy, digest = snapshot_binary(path, snapshots.name)
+        data["binaries"][label] = trainscale_info(copy)
+        data["binaries"][label].update(path=os.path.abspath(path), sha256=digest)
+        binaries[i] = (label, copy)
     for model, batch in models:
         for label, path in binaries:
             rec = measure(args, label, path, model, batch)
@@ -316,6 +324,7 @@ def main(argv=None):
                   file=sys.stderr, flush=True)
             data["finished_utc"] = utc_now().isoformat(timespec="seconds")
             write_atomic(json_path, json.dumps(data, indent=1) + "\n")
+    snapshots.cleanup()
     report = render(data, os.path.basename(json_path))
     write_atomic(md_path, report)
     print(report)
