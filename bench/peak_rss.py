@@ -73,6 +73,10 @@ def parse_args(argv=None):
     p.add_argument("--name", help="file name stem (default: the UTC start time)")
     p.add_argument("--note", default="", help="free text stored with the figures and shown in "
                    "the report")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra override passed after the issue's (repeatable), for diagnosis, "
+                   "e.g. --set eval.batch=32; shown in the table: such a run is not the "
+                   "issue's command")
     p.add_argument("--report", metavar="NAME.json", help="measure nothing: regenerate NAME.md "
                    "from a figures file this script wrote")
     return p.parse_args(argv)
@@ -196,10 +200,11 @@ def run_once(args, binary, model, batch, extra_sets, tmp):
 
 def measure(args, label, binary, model, batch):
     with tempfile.TemporaryDirectory(prefix="peak_rss_") as tmp:
-        rec = run_once(args, binary, model, batch, [], tmp)
+        rec = run_once(args, binary, model, batch, args.sets, tmp)
         if rec["exit_status"] == 2 and not rec["killed_at_cap"]:
             refusal = rec["output_tail"].strip()
-            rec = run_once(args, binary, model, batch, ["dataset.format=synthetic"], tmp)
+            rec = run_once(args, binary, model, batch, ["dataset.format=synthetic"] + args.sets,
+                           tmp)
             rec["first_try_refused"] = refusal[-1000:]
     rec["binary"] = label
     return rec
@@ -255,9 +260,10 @@ def render(data, source_name=None):
         notes.append(f"Refused the command without `--set dataset.format=synthetic` (exit 2), "
                      f"so it was run again with it ({', '.join(who)}): \"{msg}\"")
     for r in data["runs"]:
-        if r["result"] not in ("ok",) and not r["killed_at_cap"]:
-            tail = r["output_tail"].strip().splitlines()[-1:] or [""]
-            notes.append(f"{r['binary']} {r['model']}: {r['result']}: \"{tail[0]}\"")
+        if r["result"] != "ok":  # its last words say how far it got
+            tail = r["output_tail"].strip().splitlines()[-1:] or ["(no output)"]
+            notes.append(f"{r['binary']} {r['model']}: {r['result']}; last output line: "
+                         f"\"{tail[0]}\"")
     if notes:
         out += ["Notes:", ""] + [f"- {n}" for n in notes] + [""]
     return "\n".join(out)
@@ -305,6 +311,7 @@ def main(argv=None):
             "command": [sys.executable] + sys.argv, "cwd": os.getcwd(),
             "started_utc": started.isoformat(timespec="seconds"), "note": args.note,
             "settings": {"models": [f"{m}:{b}" for m, b in models], "steps": args.steps,
+                         "extra_sets": args.sets,
                          "cap_gb": args.cap_gb, "bar_gb": BAR_BYTES / 1e9},
             "machine": machine_facts(), "repo": git_facts(),
             "binaries": {}, "runs": []}
