@@ -6,8 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages: build tools, the libraries the driver links, the data set, MPI launchers,
-# GNU time (bench/peak_rss.py).
+# Debian packages: build tools, the libraries the driver links, the data set, MPI launchers.
 APT_PACKAGES=(
   build-essential cmake pkg-config git
   libboost-program-options-dev libyaml-cpp-dev libhdf5-dev libdnnl-dev zlib1g-dev
@@ -18,7 +17,6 @@ APT_PACKAGES=(
   libgtest-dev
   dataset-fashion-mnist
   python3 python3-venv python3-pip
-  time
   chromium
 )
 
