@@ -11,6 +11,7 @@
 #include "backend/backend_factory.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/strings.h"
 #include "dist/communicator.h"
 
 namespace po = boost::program_options;
@@ -48,7 +49,9 @@ int command_info(const std::vector<std::string>& args) {
               << "backend." << name << ".generation: " << d.generation << "\n"
               << "backend." << name << ".memory_bytes: " << d.memory_bytes << "\n"
               << "backend." << name << ".compute_units: " << d.compute_units << "\n"
-              << "backend." << name << ".bf16_native: " << (d.bf16_native ? "yes" : "no") << "\n";
+              << "backend." << name << ".bf16_native: " << (d.bf16_native ? "yes" : "no") << "\n"
+              << "backend." << name << ".host_accessible: " << (d.host_accessible ? "yes" : "no") << "\n"
+              << "backend." << name << ".collectives: " << (d.collectives.empty() ? "none" : join(d.collectives)) << "\n";
     for (const auto& [library, version] : d.libraries)
       std::cout << "backend." << name << "." << library << "_version: " << version << "\n";
     if (name == "cpu") {  // kept for scripts that read the earlier keys
