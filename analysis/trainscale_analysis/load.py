@@ -35,7 +35,8 @@ SUPPORTED_SCHEMAS = (SCHEMA,)
 # the root attribute what was found).
 ENV_ATTRS = (
     "version", "git_sha", "start_time", "end_time", "hosts", "world_size", "mpi_flavor",
-    "mpi_version", "backend", "device", "cpu_model", "isa", "threads", "precision", "seed",
+    "mpi_version", "mpi_tuning", "backend", "device", "device_name", "device_generation",
+    "device_libraries", "cpu_model", "isa", "threads", "precision", "seed",
 )
 SUMMARY_KEYS = (
     "images_per_s", "images_per_s_per_worker", "step_time_median", "step_time_p90",

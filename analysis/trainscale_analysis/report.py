@@ -22,9 +22,9 @@ from . import load, metrics, plots
 # Dimensions the scaling and loss-area sections handle themselves; every other varying config
 # key (storage, data format, precision, MPI flavor, GPU, algorithm, ...) gets relative bars.
 OWN_SECTIONS = ("workers", "batch_per_worker", "lr", "global_batch", "seed")
-ENV_COLUMNS = ("env.hosts", "env.world_size", "env.mpi_flavor", "env.mpi_version", "env.backend",
-               "env.device", "env.cpu_model", "env.isa", "env.threads", "env.precision",
-               "env.version", "env.git_sha")
+ENV_COLUMNS = ("env.hosts", "env.world_size", "env.mpi_flavor", "env.mpi_version", "env.mpi_tuning",
+               "env.backend", "env.device", "env.device_name", "env.cpu_model", "env.isa", "env.threads",
+               "env.precision", "env.version", "env.git_sha")
 RUN_METRICS = ("images_per_s", "step_time_median", "min_train_loss", "loss_area_time",
                "final_accuracy", "time_to_target")
 

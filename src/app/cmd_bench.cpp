@@ -201,6 +201,7 @@ int run_bench(Communicator& comm, const BenchSettings& b) {
   const MpiLibrary lib = mpi_library();
   result.mpi_flavor = lib.flavor;
   result.mpi_version = lib.version;
+  result.mpi_tuning = join(lib.tuning, "; ");
   result.hosts = join(comm.gather_strings_to_root(comm.host()), ",");
   result.buffers = b.buffers;
   result.shm_chunk_bytes = b.shm.chunk_bytes;

@@ -1,6 +1,10 @@
 // MPI implementation of the Communicator (see communicator.h).
 #include "dist/communicator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include <mpi.h>
 
 #include <cstdlib>
@@ -145,6 +149,24 @@ void Communicator::abort_all(int exit_code) {
   std::abort();  // MPI_Abort does not return; keep [[noreturn]] honest if it does
 }
 
+namespace {
+// "NAME=value" of every environment variable that tunes the MPI library, sorted.
+std::vector<std::string> mpi_tuning_environment() {
+  static const char* const prefixes[] = {"OMPI_MCA_", "MPIR_CVAR_", "MPICH_", "UCX_"};
+  std::vector<std::string> found;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    for (const char* p : prefixes)
+      if (entry.rfind(p, 0) == 0) {
+        found.push_back(entry);
+        break;
+      }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+}  // namespace
+
 MpiLibrary mpi_library() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
@@ -169,6 +191,7 @@ MpiLibrary mpi_library() {
     lib.flavor = "unknown";
   }
   if (lib.version.empty()) lib.version = first;
+  lib.tuning = mpi_tuning_environment();
   return lib;
 }
 

@@ -14,6 +14,7 @@ void write_allreduce_file(const std::string& path, const AllreduceBenchResult& r
     file.set_attr("world_size", result.world_size);
     file.set_attr("mpi_flavor", result.mpi_flavor);
     file.set_attr("mpi_version", result.mpi_version);
+    file.set_attr("mpi_tuning", result.mpi_tuning);
     file.set_attr("hosts", result.hosts);
     file.set_attr("buffers", result.buffers);
     file.set_attr("shm_chunk_bytes", result.shm_chunk_bytes);

@@ -27,6 +27,7 @@ struct RunRecord {
   std::string hosts;                        // unique host names of all ranks, comma-separated
   int64_t world_size = 1;                   // int64
   std::string mpi_flavor, mpi_version;
+  std::string mpi_tuning;                   // the MPI library's tuning environment, "NAME=value; ..."
   // The device facts of the backend (Backend::describe()).
   std::string backend;                      // "ref", "cpu", "cuda"
   std::string device;                       // "cpu", "cuda:0"

@@ -44,6 +44,7 @@ void fill_record(RunRecord& a, const RunRecording& rec, const ResolvedConfig& cf
   const MpiLibrary lib = mpi_library();
   a.mpi_flavor = lib.flavor;
   a.mpi_version = lib.version;
+  a.mpi_tuning = join(lib.tuning, "; ");
   const DeviceDescription d = setup.backend->describe();
   a.backend = backend_kind_name(r.backend);
   a.device = d.device;

@@ -46,6 +46,10 @@ def test_two_ranks_table_and_file(tmp_path):
         assert f.attrs["world_size"] == 2
         assert f.attrs["mpi_flavor"] in ("openmpi", "mpich")
         assert f.attrs["mpi_version"]
+        # The launcher's environment sets Open MPI's single-copy mechanism (tests/python/trainscale_cli.py):
+        # a setting that changes the measurement, so the file records it.
+        if f.attrs["mpi_flavor"] == "openmpi":
+            assert "OMPI_MCA_btl_vader_single_copy_mechanism=none" in f.attrs["mpi_tuning"].split("; ")
         assert len(f.attrs["hosts"].split(",")) == 2
         assert f.attrs["buffers"] == "shared", "the default: messages in node shared memory"
         assert (f.attrs["shm_chunk_bytes"], f.attrs["shm_buffers"]) == (32768, 64), "the default shm window"
