@@ -7,12 +7,15 @@
 # Builds nothing. Exit 0 when every run finished, 1 otherwise.
 #
 #   bench/weak_scaling.sh [--config FILE] [--workers N] [--threads T] [--epochs E] [--rounds R]
-#                         [--baseline mpirun|direct]
-#                         [--variant 'NAME: [VAR=value ...] [--set key=value ...]'] ...
+#                         [--baseline mpirun|direct] [--out-dir DIR]
+#                         [--variant 'NAME: --set key=value ...'] ...
 #
 # Defaults: configs/runs/lenet_fmnist.yaml, 2 workers, 1 thread, 0.3 epochs, 5 rounds, one
-# variant "as-configured". A variant's VAR=value words become environment variables of its
-# N-worker run (e.g. TRAINSCALE_SHM_BLOCK_AFTER_POLLS=0), its --set words override the config.
+# variant "as-configured". A variant's words override config keys of its N-worker run (every
+# setting that changes the measurement is a config key, so the run file says what ran).
+# --out-dir DIR keeps every run file as DIR/runs/r<round>-1w.h5 and r<round>-<variant>-<N>w.h5
+# (a campaign directory: `bench/weak_scaling_report.py DIR` tabulates it and
+# `python -m trainscale_analysis report DIR` plots it).
 # N-worker runs: mpirun -np N --bind-to core (one core per worker, as on a cluster node). The
 # 1-worker run, by default, the same way (mpirun -np 1 --bind-to core: the same launcher and
 # placement, so both sides run on core 0 and share its disturbances); --baseline direct starts
@@ -36,6 +39,7 @@ epochs=0.3
 rounds=5
 baseline=mpirun
 variants=()
+out_dir=
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -45,8 +49,9 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --baseline) baseline=$2; shift 2 ;;
     --variant) variants+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "bench/weak_scaling.sh: unknown option '$1'; accepted: --config FILE, --workers N, --threads T, --epochs E, --rounds R, --baseline mpirun|direct, --variant 'NAME: ARGS'" >&2; exit 2 ;;
+    --out-dir) out_dir=$2; shift 2 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench/weak_scaling.sh: unknown option '$1'; accepted: --config FILE, --workers N, --threads T, --epochs E, --rounds R, --baseline mpirun|direct, --out-dir DIR, --variant 'NAME: --set key=value ...'" >&2; exit 2 ;;
   esac
 done
 [ ${#variants[@]} -gt 0 ] || variants=("as-configured:")
@@ -65,6 +70,15 @@ common=(run --config "$config" --set "threads=$threads" --set "epochs=$epochs" -
 # membw: the probe's GB/s per core (all cores copying), "?" when it cannot run.
 membw() { .venv/bin/python bench/membw_probe.py 2>/dev/null || echo "?"; }
 
+# keep DIR NAME: moves the run file of output directory DIR to --out-dir's runs/NAME.h5.
+keep() {
+  [ -n "$out_dir" ] || return 0
+  mkdir -p "$out_dir/runs"
+  local f
+  for f in "$1"/*.h5; do [ -f "$f" ] && mv "$f" "$out_dir/runs/$2.h5"; done
+  rm -rf "$1"
+}
+
 # imgs LOG: the summary line's median img/s, or nothing when the run did not finish.
 imgs() { sed -n 's/^summary: ok, .*, \([0-9.]*\) img\/s (median.*/\1/p' "$1"; }
 
@@ -76,16 +90,15 @@ for round in $(seq 1 "$rounds"); do
   bw=$(membw)
   "${launch1[@]}" "$binary" "${common[@]}" --set workers=1 --out "$tmp/w1" > "$tmp/w1.log" 2>&1 || true
   base=$(imgs "$tmp/w1.log")
+  keep "$tmp/w1" "r$round-1w"
   [ -n "$base" ] || { echo "round $round: the 1-worker run failed:" >&2; tail -5 "$tmp/w1.log" >&2; status=1; continue; }
   for v in "${variants[@]}"; do
     name=${v%%:*}
-    envs=(); sets=()
-    for word in ${v#*:}; do
-      if [[ $word =~ ^[A-Z_][A-Z0-9_]*= ]]; then envs+=(-x "$word"); else sets+=("$word"); fi
-    done
-    mpirun -np "$workers" --bind-to core "${envs[@]}" "$binary" "${common[@]}" --set "workers=$workers" \
+    read -r -a sets <<< "${v#*:}"
+    mpirun -np "$workers" --bind-to core "$binary" "${common[@]}" --set "workers=$workers" \
       "${sets[@]}" --out "$tmp/wn" > "$tmp/wn.log" 2>&1 || true
     got=$(imgs "$tmp/wn.log")
+    keep "$tmp/wn" "r$round-$name-${workers}w"
     if [ -z "$got" ]; then
       echo "round $round, $name: the $workers-worker run failed:" >&2; tail -5 "$tmp/wn.log" >&2; status=1; continue
     fi
