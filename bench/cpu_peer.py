@@ -2,7 +2,8 @@
 """CPU training speed of trainscale against PyTorch, in one invocation (docs/benchmarks.md).
 
 Trains the same networks (lenet and resnet20, exactly as src/nn/models.cpp builds them; the
-parameter counts are checked) on the same synthetic input (N(0,1) images, uniform random labels),
+parameter counts are checked) on the same kind of synthetic input (mean-0, variance-1 images: trainscale's
+uniform on [-sqrt(3), sqrt(3)) generated per sample by its loader, PyTorch's torch.randn in memory; uniform random labels),
 same batch and thread count, forward + backward + SGD (momentum 0.9, weight decay 5e-4) per
 step, with these "peers", each in its own process, in alternating rounds:
 
@@ -530,7 +531,7 @@ def main(argv=None):
                          "batch": args.batch, "threads": args.threads, "steps": args.steps,
                          "warmup": args.warmup, "repeats": args.repeats,
                          "channels_last": args.channels_last, "compile_mode": args.compile_mode,
-                         "input": "synthetic N(0,1) images, uniform random labels",
+                         "input": "synthetic mean-0 variance-1 images (trainscale: uniform, generated per sample in its loader; PyTorch: torch.randn in memory), uniform random labels",
                          "optimizer": "SGD lr 0.01 momentum 0.9 weight_decay 5e-4",
                          "trainscale_config": CONFIG},
             "machine": machine_facts(), "repo": git_facts(),
