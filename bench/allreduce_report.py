@@ -34,7 +34,7 @@ def setting_of(attrs):
     tuning = attrs.get("mpi_tuning", "")
     single_copy = [t.split("=", 1)[1] for t in tuning.split("; ") if t.startswith("OMPI_MCA_btl_vader_single_copy_mechanism=")]
     name = f"{attrs['mpi_flavor']} {attrs['mpi_version']}"
-    if single_copy:
+    if single_copy and attrs["mpi_flavor"] == "openmpi":
         name += f", vader single-copy `{single_copy[0]}`"
     return name
 

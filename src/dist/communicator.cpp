@@ -150,9 +150,12 @@ void Communicator::abort_all(int exit_code) {
 }
 
 namespace {
-// "NAME=value" of every environment variable that tunes the MPI library, sorted.
-std::vector<std::string> mpi_tuning_environment() {
-  static const char* const prefixes[] = {"OMPI_MCA_", "MPIR_CVAR_", "MPICH_", "UCX_"};
+// "NAME=value" of every environment variable that tunes the linked MPI library, sorted (the
+// other flavor's variables are ignored by this library and not listed).
+std::vector<std::string> mpi_tuning_environment(const std::string& flavor) {
+  std::vector<const char*> prefixes{"UCX_"};
+  if (flavor == "openmpi") prefixes.push_back("OMPI_MCA_");
+  if (flavor == "mpich") prefixes.insert(prefixes.end(), {"MPIR_CVAR_", "MPICH_"});
   std::vector<std::string> found;
   for (char** e = environ; e && *e; ++e) {
     const std::string entry(*e);
@@ -191,7 +194,7 @@ MpiLibrary mpi_library() {
     lib.flavor = "unknown";
   }
   if (lib.version.empty()) lib.version = first;
-  lib.tuning = mpi_tuning_environment();
+  lib.tuning = mpi_tuning_environment(lib.flavor);
   return lib;
 }
 

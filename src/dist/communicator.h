@@ -15,9 +15,10 @@ struct MpiLibrary {
   std::string flavor;   // "openmpi" | "mpich" | "unknown"
   std::string version;  // e.g. "4.1.4" (first line of MPI_Get_library_version, trimmed)
   std::string full;     // the library's own version string
-  // The MPI library's tuning settings in this process's environment (OMPI_MCA_*, MPIR_CVAR_*,
-  // MPICH_*, UCX_*), "NAME=value" sorted: they change what a run or a benchmark measures
-  // (e.g. Open MPI's vader single-copy mechanism), so run and bench files record them.
+  // The MPI library's tuning settings in this process's environment (Open MPI: OMPI_MCA_*;
+  // MPICH: MPIR_CVAR_*, MPICH_*; both: UCX_*), "NAME=value" sorted: they change what a run or
+  // a benchmark measures (e.g. Open MPI's vader single-copy mechanism), so run and bench files
+  // record them.
   std::vector<std::string> tuning;
 };
 
