@@ -150,6 +150,16 @@ void Communicator::abort_all(int exit_code) {
 }
 
 namespace {
+// Variables Open MPI's launcher sets for its own bookkeeping (daemon URIs, session
+// directories, job ids, a per-job secret): not tuning, and different in every job.
+bool openmpi_launcher_variable(const std::string& entry) {
+  static const char* const internal[] = {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir",
+                                         "OMPI_MCA_shmem_RUNTIME_QUERY_hint", "OMPI_MCA_mpi_oversubscribe"};
+  for (const char* p : internal)
+    if (entry.rfind(p, 0) == 0) return true;
+  return false;
+}
+
 // "NAME=value" of every environment variable that tunes the linked MPI library, sorted (the
 // other flavor's variables are ignored by this library and not listed).
 std::vector<std::string> mpi_tuning_environment(const std::string& flavor) {
@@ -159,6 +169,7 @@ std::vector<std::string> mpi_tuning_environment(const std::string& flavor) {
   std::vector<std::string> found;
   for (char** e = environ; e && *e; ++e) {
     const std::string entry(*e);
+    if (openmpi_launcher_variable(entry)) continue;
     for (const char* p : prefixes)
       if (entry.rfind(p, 0) == 0) {
         found.push_back(entry);
