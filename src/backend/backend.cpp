@@ -32,6 +32,8 @@ const char* op_name(Op op) {
   return "unknown";
 }
 
+std::vector<std::string> known_backends() { return {"ref", "cpu", "cuda"}; }
+
 const char* dtype_name(DType dtype) {
   switch (dtype) {
     case DType::f32: return "f32";

@@ -60,6 +60,10 @@ struct DeviceDescription {
   std::vector<std::pair<std::string, std::string>> libraries;
 };
 
+// Every backend name a configuration may ask for, built into this binary or not (the factory,
+// backend/backend_factory.h, says which are built): "ref", "cpu", "cuda".
+std::vector<std::string> known_backends();
+
 class Backend {
  public:
   virtual ~Backend() = default;

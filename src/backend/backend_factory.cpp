@@ -8,8 +8,6 @@
 
 namespace ts {
 
-std::vector<std::string> known_backends() { return {"ref", "cpu", "cuda"}; }
-
 std::vector<std::string> available_backends() {
   // "cuda" joins this list when the CUDA backend is built (TRAINSCALE_HAVE_CUDA).
   return {"ref", "cpu"};

@@ -15,7 +15,5 @@ namespace ts {
 std::unique_ptr<Backend> make_backend(const std::string& name);
 // Names of the backends compiled into this build ("ref", "cpu"[, "cuda"]).
 std::vector<std::string> available_backends();
-// Every backend name a configuration may ask for, built here or not ("ref", "cpu", "cuda").
-std::vector<std::string> known_backends();
 
 }  // namespace ts

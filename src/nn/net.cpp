@@ -226,7 +226,7 @@ void Net::plan(int64_t mb) {
 // Gradients share buffers: node n's gradient is written by its consumers' backward (the one
 // with the highest index runs first) and read by n's own backward, so it lives over the node
 // indices [n, last consumer]; gradients whose intervals do not overlap take the same buffer
-// (first fit, grown to the largest occupant). A chain needs about two buffers instead of one
+// (the largest buffer free at that point, grown to its largest occupant). A chain needs about two buffers instead of one
 // per node, which halves training memory (activations stay: backward reads them).
 void Net::plan_gradient_memory() {
   struct Slot {

@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backend/backend.h"
 #include "core/error.h"
 #include "config/config_id.h"
 #include "config/run_config.h"
+#include "config/enums.h"
 #include "config/schema.h"
 
 using namespace ts;
@@ -114,6 +116,18 @@ TEST(RunConfig, ImpossibleValues) {
   EXPECT_NE(error_of("dataset: {name: cifar10, format: idx}\n").find("accepts: cifar_bin"), std::string::npos);
   EXPECT_NE(error_of("dataset: {name: fashion_mnist, format: records}\n").find("not implemented in this build"),
             std::string::npos);
+}
+
+// The backend key accepts exactly the backend API's names, each of which is a BackendKind.
+TEST(RunConfig, BackendNamesComeFromTheBackendApi) {
+  std::vector<std::string> kinds;
+  for (BackendKind k : all_backend_kinds()) kinds.push_back(backend_kind_name(k));
+  EXPECT_EQ(kinds, known_backends());
+  for (const std::string& name : known_backends()) {
+    const auto c = parse_run_config("backend: " + name + "\n", "cfg.yaml", {});
+    EXPECT_EQ(backend_kind_name(c.run.backend), name);
+  }
+  EXPECT_NE(error_of("backend: gpu\n").find("ref | cpu | cuda"), std::string::npos) << error_of("backend: gpu\n");
 }
 
 // Enum-like keys are enums from parse time on; names come from the registries.

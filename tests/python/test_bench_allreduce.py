@@ -36,13 +36,18 @@ def test_two_ranks_table_and_file(tmp_path):
         assert wrong == "0", row
         busbw[(size, algorithm)] = (float(row[7]), vs_mpi)
     for (size, algorithm), (bw, vs_mpi) in busbw.items():
-        # The table prints busbw with 3 decimals and the ratio with 2 (of the unrounded values).
+        # The table prints busbw with 3 decimals and the ratio with 2 (of the unrounded values):
+        # the printed ratio can be checked against the printed busbws where those carry enough
+        # digits (a call slowed to milliseconds by a busy machine prints 0.000 GB/s at 4 bytes).
         mpi_bw = busbw[(size, "mpi")][0]
-        assert mpi_bw > 0 and abs(vs_mpi - bw / mpi_bw) <= 0.005 + 0.0005 / mpi_bw * (1 + bw / mpi_bw), (size, algorithm)
+        if mpi_bw >= 0.01:
+            assert abs(vs_mpi - bw / mpi_bw) <= 0.005 + 0.0005 / mpi_bw * (1 + bw / mpi_bw), (size, algorithm)
     assert all(busbw[(size, "mpi")][1] == 1.0 for size in sizes)
     assert "wrong elements in total: 0" in proc.stdout
     with h5py.File(out) as f:
         assert f.attrs["schema"] == "trainscale-allreduce/1"
+        for algorithm in ALGORITHMS:  # unrounded: every call took a positive, finite time
+            assert (f["allreduce"][algorithm]["busbw"][()] > 0).all(), algorithm
         assert f.attrs["world_size"] == 2
         assert f.attrs["mpi_flavor"] in ("openmpi", "mpich")
         assert f.attrs["mpi_version"]
