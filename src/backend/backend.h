@@ -119,6 +119,16 @@ class Backend {
                         float* weights, const float* grads, float* velocity) = 0;
   // y = a * x + b * y over n values (BN running statistics).
   virtual void axpby(int64_t n, float a, const float* x, float b, float* y) = 0;
+  // x *= a over n values; returns false when some value of x was not finite (inf or NaN)
+  // before scaling: fp16 training unscales its gradients and detects an overflow in one pass.
+  // Waits for the result (a host synchronisation).
+  virtual bool scale_check_finite(int64_t n, float a, float* x) = 0;
+
+  // ---- what planning chose (recorded in the run file) ----
+  // One line per planned op that chose something (algorithm, math mode, workspace), in plan order.
+  virtual std::vector<std::string> plan_notes() const { return {}; }
+  // Device memory held as op workspace (bytes); bounded by the backend's workspace limit.
+  virtual size_t workspace_bytes() const { return 0; }
 
  protected:
   friend class DeviceBuffer;

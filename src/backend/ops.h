@@ -121,21 +121,22 @@ class DropoutOp {
 
 // Softmax cross-entropy: logits (mb,classes), labels (mb) int32 in [0,classes) -> probs
 // (mb,classes) plain f32 and the mean loss into loss[0] (device memory); backward writes
-// diff_logits = (probs - onehot(labels)) / mb.
+// diff_logits = loss_scale * (probs - onehot(labels)) / mb (loss_scale: the dynamic loss scale
+// of fp16 training, 1 otherwise).
 class SoftmaxXentOp {
  public:
   virtual ~SoftmaxXentOp() = default;
   virtual void forward(const Tensor& logits, const int32_t* labels, float* probs, float* loss) = 0;
-  virtual void backward(const float* probs, const int32_t* labels, const Tensor& diff_logits) = 0;
+  virtual void backward(const float* probs, const int32_t* labels, float loss_scale, const Tensor& diff_logits) = 0;
 };
 
 // Mean-squared error over all n values of pred: loss[0] = mean((pred - target)^2); backward
-// diff_pred = 2 (pred - target) / n. target is plain f32.
+// diff_pred = loss_scale * 2 (pred - target) / n. target is plain f32.
 class MseOp {
  public:
   virtual ~MseOp() = default;
   virtual void forward(const Tensor& pred, const float* target, float* loss) = 0;
-  virtual void backward(const Tensor& pred, const float* target, const Tensor& diff_pred) = 0;
+  virtual void backward(const Tensor& pred, const float* target, float loss_scale, const Tensor& diff_pred) = 0;
 };
 
 }  // namespace ts

@@ -116,12 +116,19 @@ class LossLayer : public Layer {
   // keeps what backward needs (probabilities, the labels/targets).
   virtual void forward_loss(Backend& backend, const Tensor& src, const int32_t* labels,
                             const float* targets, float* loss) = 0;
-  // diff_src (src's desc) of the mean loss.
+  // diff_src (src's desc) of the mean loss, times the loss scale.
   virtual void backward_loss(Backend& backend, const Tensor& src, const Tensor& diff_src) = 0;
+  // The factor backward multiplies the loss gradient by: fp16 training's dynamic loss scale
+  // (the optimizer divides it out again), 1 otherwise.
+  void set_loss_scale(float scale) { loss_scale_ = scale; }
+  float loss_scale() const { return loss_scale_; }
 
   void forward(Backend&, const std::vector<Tensor>&, const Tensor&, Mode) final;
   void backward(Backend&, const std::vector<Tensor>&, const Tensor&, const Tensor&,
                 const std::vector<Tensor>&) final;
+
+ protected:
+  float loss_scale_ = 1.0f;
 };
 
 }  // namespace ts

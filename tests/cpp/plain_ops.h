@@ -133,7 +133,7 @@ inline float softmax_xent_forward(Backend& b, int64_t mb, int64_t classes, const
 inline void softmax_xent_backward(Backend& b, int64_t mb, int64_t classes, const float* probs, const int32_t* labels,
                                   float* diff_logits) {
   auto op = b.plan_softmax_xent(TensorDesc::plain(Shape{mb, classes}));
-  op->backward(probs, labels, t(diff_logits, Shape{mb, classes}));
+  op->backward(probs, labels, 1.0f, t(diff_logits, Shape{mb, classes}));
 }
 
 inline float mse_forward(Backend& b, int64_t n, const float* pred, const float* target) {
@@ -144,7 +144,7 @@ inline float mse_forward(Backend& b, int64_t n, const float* pred, const float* 
 }
 inline void mse_backward(Backend& b, int64_t n, const float* pred, const float* target, float* diff_pred) {
   auto op = b.plan_mse(TensorDesc::plain(Shape{n}));
-  op->backward(t(pred, Shape{n}), target, t(diff_pred, Shape{n}));
+  op->backward(t(pred, Shape{n}), target, 1.0f, t(diff_pred, Shape{n}));
 }
 
 }  // namespace ts::plain

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -148,6 +149,16 @@ void CpuBackend::sgd_step(int64_t n, float lr, float momentum, float weight_deca
 void CpuBackend::axpby(int64_t n, float a, const float* x, float b, float* y) {
   // y = a x + b y (per-channel statistics: short, no threads)
   for (int64_t i = 0; i < n; ++i) y[i] = a * x[i] + b * y[i];
+}
+
+bool CpuBackend::scale_check_finite(int64_t n, float a, float* x) {
+  int finite = 1;
+#pragma omp parallel for reduction(& : finite)
+  for (int64_t i = 0; i < n; ++i) {
+    finite &= std::isfinite(x[i]) ? 1 : 0;
+    x[i] *= a;
+  }
+  return finite != 0;
 }
 
 }  // namespace ts

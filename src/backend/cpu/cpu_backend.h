@@ -57,6 +57,7 @@ class CpuBackend final : public Backend {
   void sgd_step(int64_t n, float lr, float momentum, float weight_decay, bool nesterov,
                 float* weights, const float* grads, float* velocity) override;
   void axpby(int64_t n, float a, const float* x, float b, float* y) override;
+  bool scale_check_finite(int64_t n, float a, float* x) override;
 
   // Reorders executed so far (tests and benchmarks count them per training step): activations
   // (a tensor changing layout or data type between ops, or at the net's edges) and weights

@@ -2,6 +2,7 @@
 // that check their descs once and then call the reference kernels.
 #include "backend/ref/ref_backend.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -220,8 +221,9 @@ class RefSoftmaxXentOp final : public SoftmaxXentOp {
   void forward(const Tensor& logits, const int32_t* labels, float* probs, float* loss) override {
     loss[0] = ref::softmax_xent_forward(mb_, classes_, logits.f32(), labels, probs);
   }
-  void backward(const float* probs, const int32_t* labels, const Tensor& diff_logits) override {
+  void backward(const float* probs, const int32_t* labels, float loss_scale, const Tensor& diff_logits) override {
     ref::softmax_xent_backward(mb_, classes_, probs, labels, diff_logits.f32());
+    if (loss_scale != 1.0f) ref::scale(mb_ * classes_, loss_scale, diff_logits.f32());
   }
 
  private:
@@ -236,8 +238,9 @@ class RefMseOp final : public MseOp {
   void forward(const Tensor& pred, const float* target, float* loss) override {
     loss[0] = ref::mse_forward(n_, pred.f32(), target);
   }
-  void backward(const Tensor& pred, const float* target, const Tensor& diff_pred) override {
+  void backward(const Tensor& pred, const float* target, float loss_scale, const Tensor& diff_pred) override {
     ref::mse_backward(n_, pred.f32(), target, diff_pred.f32());
+    if (loss_scale != 1.0f) ref::scale(n_, loss_scale, diff_pred.f32());
   }
 
  private:
@@ -343,5 +346,14 @@ void RefBackend::sgd_step(int64_t n, float lr, float momentum, float weight_deca
 }
 
 void RefBackend::axpby(int64_t n, float a, const float* x, float b, float* y) { ref::axpby(n, a, x, b, y); }
+
+bool RefBackend::scale_check_finite(int64_t n, float a, float* x) {
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    finite &= std::isfinite(x[i]);
+    x[i] *= a;
+  }
+  return finite;
+}
 
 }  // namespace ts

@@ -41,6 +41,7 @@ class RefBackend final : public Backend {
   void sgd_step(int64_t n, float lr, float momentum, float weight_decay, bool nesterov,
                 float* weights, const float* grads, float* velocity) override;
   void axpby(int64_t n, float a, const float* x, float b, float* y) override;
+  bool scale_check_finite(int64_t n, float a, float* x) override;
 
  protected:
   void release(void* data, size_t bytes, bool host) override;

@@ -366,6 +366,10 @@ void mse_backward(int64_t n, const float* pred, const float* target,
     diff_pred[i] = static_cast<float>(2.0 * (double(pred[i]) - target[i]) / double(n));
 }
 
+void scale(int64_t n, float a, float* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= a;
+}
+
 // ---- tensor plumbing ------------------------------------------------------------------------
 void add(int64_t n, const float* a, const float* b, float* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = a[i] + b[i];

@@ -55,6 +55,8 @@ void softmax_xent_backward(int64_t mb, int64_t classes, const float* probs, cons
 // mean((pred - target)^2) over n values; backward 2 (pred - target) / n.
 float mse_forward(int64_t n, const float* pred, const float* target);
 void mse_backward(int64_t n, const float* pred, const float* target, float* diff_pred);
+// x *= a over n values (the loss scale of fp16 training).
+void scale(int64_t n, float a, float* x);
 
 void add(int64_t n, const float* a, const float* b, float* dst);
 void add_relu(int64_t n, const float* a, const float* b, float* dst);  // max(a + b, 0)

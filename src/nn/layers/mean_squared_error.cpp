@@ -28,7 +28,7 @@ void MeanSquaredError::forward_loss(Backend& backend, const Tensor& src, const i
 
 // diff_src (mb, outputs) = 2 (src - target) / (mb * outputs)
 void MeanSquaredError::backward_loss(Backend&, const Tensor& src, const Tensor& diff_src) {
-  op_->backward(src, targets_.f32(), diff_src);
+  op_->backward(src, targets_.f32(), loss_scale_, diff_src);
 }
 
 LayerInfo MeanSquaredError::info() const {

@@ -36,7 +36,7 @@ void SoftmaxCrossEntropy::forward_loss(Backend& backend, const Tensor& src, cons
 
 // diff_src (mb, classes) = (probs - onehot) / mb
 void SoftmaxCrossEntropy::backward_loss(Backend&, const Tensor&, const Tensor& diff_src) {
-  op_->backward(probs_.f32(), static_cast<const int32_t*>(labels_.data()), diff_src);
+  op_->backward(probs_.f32(), static_cast<const int32_t*>(labels_.data()), loss_scale_, diff_src);
 }
 
 LayerInfo SoftmaxCrossEntropy::info() const {

@@ -1,0 +1,71 @@
+// The CUDA backend: cuDNN for convolution, pooling, batch norm and activations, cuBLASLt for
+// fully connected layers, own kernels for the rest (cuda_ops.h). One device per process (the
+// run's local rank modulo the visible devices), one stream, plain NCHW tensors, f32 master
+// weights; activations in f32 (fp32, tf32), f16 (fp16) or bf16 (bf16).
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.h"
+#include "backend/cuda/cuda_context.h"
+
+namespace ts {
+
+class CudaBackend final : public Backend {
+ public:
+  // Computes on device local_rank % device_count() (the rank's index among the ranks of its
+  // node). Throws ConfigError "no CUDA device was found" when there is none.
+  explicit CudaBackend(int local_rank = 0);
+  ~CudaBackend() override;
+  // Number of CUDA devices this process sees (0 when there is no driver or no device).
+  static int device_count();
+
+  std::string name() const override { return "cuda"; }
+  DeviceDescription describe() const override;
+  bool supports(Op op, Precision precision) const override;
+  void set_threads(int threads) override {}  // host threads are not the device's
+  void set_precision(Precision precision) override;
+  Precision precision() const override { return ctx_.precision; }
+
+  DeviceBuffer allocate(size_t bytes) override;
+  DeviceBuffer allocate_host(size_t bytes) override;
+  void copy_from_host(void* device_dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* device_src, size_t bytes) override;
+  void copy(void* device_dst, const void* device_src, size_t bytes) override;
+  void fill_zero(void* device_dst, size_t bytes) override;
+  void synchronize() override;
+  void reorder(const Tensor& src, const Tensor& dst) override;
+
+  std::unique_ptr<ConvOp> plan_conv(const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
+  std::unique_ptr<PoolOp> plan_pool(const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
+  std::unique_ptr<FcOp> plan_fc(const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
+  std::unique_ptr<BatchNormOp> plan_batchnorm(const BnDesc& d, const TensorDesc& src,
+                                              const TensorDesc& dst) override;
+  std::unique_ptr<EltwiseOp> plan_eltwise(const EltwiseDesc& d, const TensorDesc& src,
+                                          const TensorDesc& dst) override;
+  std::unique_ptr<AddOp> plan_add(const TensorDesc& a, const TensorDesc& b, bool relu) override;
+  std::unique_ptr<ConcatOp> plan_concat(const std::vector<TensorDesc>& srcs, const TensorDesc& dst) override;
+  std::unique_ptr<DropoutOp> plan_dropout(const TensorDesc& src) override;
+  std::unique_ptr<SoftmaxXentOp> plan_softmax_xent(const TensorDesc& logits) override;
+  std::unique_ptr<MseOp> plan_mse(const TensorDesc& pred) override;
+
+  void sgd_step(int64_t n, float lr, float momentum, float weight_decay, bool nesterov, float* weights,
+                const float* grads, float* velocity) override;
+  void axpby(int64_t n, float a, const float* x, float b, float* y) override;
+  bool scale_check_finite(int64_t n, float a, float* x) override;
+  std::vector<std::string> plan_notes() const override { return ctx_.plan_notes; }
+  size_t workspace_bytes() const override { return ctx_.workspace_bytes(); }
+
+  // The stream every op and copy of this backend is queued on (NCCL orders against it).
+  cudaStream_t stream() const { return ctx_.stream; }
+  int device() const { return ctx_.device; }
+
+ protected:
+  void release(void* data, size_t bytes, bool host) override;
+
+ private:
+  cuda::CudaContext ctx_;
+  int* nonfinite_ = nullptr;  // device flag of scale_check_finite
+};
+
+}  // namespace ts
