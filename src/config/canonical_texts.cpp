@@ -124,6 +124,8 @@ RunConfig typed_config(const KeyTexts& t) {
   if (has("steps")) r.steps = i64("steps");
   if (has("train_samples")) r.train_samples = i64("train_samples");
   r.precision = enum_from_name(all_precisions(), precision_name, str("precision"), "precision");
+  r.loss_scale = {enum_from_name(all_loss_scale_modes(), loss_scale_mode_name, str("loss_scale.mode"), "loss_scale.mode"),
+                  f64("loss_scale.init"), i64("loss_scale.growth_interval")};
   r.backend = enum_from_name(all_backend_kinds(), backend_kind_name, str("backend"), "backend");
   r.threads = static_cast<int>(i64("threads"));
   r.workers = static_cast<int>(i64("workers"));

@@ -41,6 +41,8 @@ void check_ranges(const ResolvedConfig& cfg, const KeyTexts& text) {
   at_most("dist.shm_chunk_kb", static_cast<double>(r.dist.shm_chunk_kb), 65536);  // 64 MiB
   at_most("dist.shm_buffers", static_cast<double>(r.dist.shm_buffers), 1024);
   positive("log_every", static_cast<double>(r.log_every));
+  positive("loss_scale.init", r.loss_scale.init);
+  positive("loss_scale.growth_interval", static_cast<double>(r.loss_scale.growth_interval));
   positive("lr_schedule.step_epochs", r.lr_schedule.step_epochs);
   positive("lr_schedule.gamma", r.lr_schedule.gamma);
   non_negative("momentum", r.momentum);
@@ -77,6 +79,13 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
   if (r.global_batch > 0 && r.global_batch % r.workers != 0)
     throw ConfigError(cfg.locate("global_batch") + ": " + text.at("global_batch") + " does not divide evenly over " +
                       std::to_string(r.workers) + " workers; use a multiple of workers or batch_per_worker");
+  // Dynamic loss scaling changes the scale from the gradients every rank sees: under a parameter
+  // server only rank 0 sees them, so the ranks' scales would drift apart.
+  if (r.effective_loss_scale() == LossScaleMode::dynamic && r.dist.strategy == DistStrategy::sync &&
+      r.dist.allreduce == AllreduceAlgorithm::ps && r.workers > 1)
+    throw ConfigError(cfg.locate(cfg.where.count("loss_scale.mode") ? "loss_scale.mode" : "precision") +
+                      ": dynamic loss scaling (the fp16 default) needs every rank to see the averaged gradients, and "
+                      "dist.allreduce ps updates on rank 0 only; use another dist.allreduce or loss_scale.mode: static");
   const DataNames& data = data_names();
   const std::vector<std::string> ok = data.formats_of(r.dataset.name);
   if (std::find(ok.begin(), ok.end(), r.dataset.format) == ok.end()) {

@@ -22,6 +22,15 @@ const char* lr_schedule_kind_name(LrScheduleKind kind) {
 }
 
 const char* lr_scale_name(LrScale scale) { return scale == LrScale::linear ? "linear" : "none"; }
+const char* loss_scale_mode_name(LossScaleMode mode) {
+  switch (mode) {
+    case LossScaleMode::auto_: return "auto";
+    case LossScaleMode::off: return "off";
+    case LossScaleMode::static_: return "static";
+    case LossScaleMode::dynamic: return "dynamic";
+  }
+  return "?";
+}
 
 const char* mpi_flavor_name(MpiFlavor flavor) {
   switch (flavor) {
@@ -38,6 +47,9 @@ std::vector<LrScheduleKind> all_lr_schedule_kinds() {
   return {LrScheduleKind::constant, LrScheduleKind::step, LrScheduleKind::cosine};
 }
 std::vector<LrScale> all_lr_scales() { return {LrScale::none, LrScale::linear}; }
+std::vector<LossScaleMode> all_loss_scale_modes() {
+  return {LossScaleMode::auto_, LossScaleMode::off, LossScaleMode::static_, LossScaleMode::dynamic};
+}
 std::vector<MpiFlavor> all_mpi_flavors() { return {MpiFlavor::any, MpiFlavor::openmpi, MpiFlavor::mpich}; }
 
 }  // namespace ts

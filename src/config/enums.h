@@ -14,6 +14,7 @@ std::vector<BackendKind> all_backend_kinds();
 std::vector<Precision> all_precisions();
 std::vector<LrScheduleKind> all_lr_schedule_kinds();
 std::vector<LrScale> all_lr_scales();
+std::vector<LossScaleMode> all_loss_scale_modes();
 std::vector<MpiFlavor> all_mpi_flavors();
 
 template <class E>

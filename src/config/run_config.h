@@ -20,6 +20,10 @@ namespace ts {
 enum class BackendKind { ref, cpu, cuda };
 enum class LrScheduleKind { constant, step, cosine };
 enum class LrScale { none, linear };  // linear: Goyal et al., lr * global_batch / base_batch
+// Loss scaling of mixed-precision training (train/loss_scaler.h): auto = dynamic for fp16, off
+// otherwise; static keeps loss_scale.init; dynamic halves on an overflow (the step is skipped)
+// and doubles after growth_interval good steps.
+enum class LossScaleMode { auto_, off, static_, dynamic };
 enum class MpiFlavor { any, openmpi, mpich };
 
 struct DatasetConfig {
@@ -41,6 +45,12 @@ struct LrScheduleConfig {
   double final_lr_fraction = 0.0; // cosine: final lr / lr
   LrScale scale = LrScale::none;
   int64_t base_batch = 0;         // reference batch of `lr` for scale: linear (0 = the global batch)
+};
+
+struct LossScaleConfig {
+  LossScaleMode mode = LossScaleMode::auto_;
+  double init = 65536.0;          // the static scale, or the dynamic one's start
+  int64_t growth_interval = 2000; // dynamic: good steps before the scale doubles
 };
 
 struct DistConfig {
@@ -74,6 +84,7 @@ struct RunConfig {
   int64_t steps = 0;
   int64_t train_samples = 0;
   Precision precision = Precision::fp32;
+  LossScaleConfig loss_scale;
   BackendKind backend = BackendKind::cpu;
   int threads = 2;
   int workers = 1;
@@ -84,6 +95,11 @@ struct RunConfig {
   uint64_t seed = 1;
   int64_t log_every = 20;
 
+  // The loss scaling this run applies: auto resolves to dynamic for fp16, off otherwise.
+  LossScaleMode effective_loss_scale() const {
+    if (loss_scale.mode != LossScaleMode::auto_) return loss_scale.mode;
+    return precision == Precision::fp16 ? LossScaleMode::dynamic : LossScaleMode::off;
+  }
   // Per-worker batch on `world` ranks.
   int64_t batch_for(int world) const { return batch_per_worker > 0 ? batch_per_worker : global_batch / world; }
 };
@@ -111,6 +127,7 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
 const char* backend_kind_name(BackendKind kind);
 const char* lr_schedule_kind_name(LrScheduleKind kind);
 const char* lr_scale_name(LrScale scale);
+const char* loss_scale_mode_name(LossScaleMode mode);
 const char* mpi_flavor_name(MpiFlavor flavor);
 
 }  // namespace ts

@@ -295,6 +295,10 @@ float Net::forward(const float* images, const int32_t* labels, const float* targ
   return value;
 }
 
+void Net::set_loss_scale(float scale) {
+  static_cast<LossLayer*>(nodes_.back()->layer.get())->set_loss_scale(scale);
+}
+
 void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {
   if (batch_ < 1) throw ConfigError("Net::backward before Net::set_batch");
   if (!last_forward_train_) throw RuntimeError("Net::backward needs a preceding forward in Mode::train");

@@ -72,6 +72,8 @@ class Net {
   // loss of the minibatch (read back from the device); with both null (prediction only) the
   // loss is not computed and 0 is returned.
   float forward(const float* images, const int32_t* labels, const float* targets, Mode mode);
+  // The factor backward multiplies the loss gradient by (fp16 loss scaling; 1 by default).
+  void set_loss_scale(float scale);
   // Backward from the loss through every layer; overwrites the gradient arena.
   // `on_layer_grads(range)` is called as soon as a layer's parameter gradients are final
   // (in reverse layer order), so communication can overlap with the rest of backward.

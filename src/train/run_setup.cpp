@@ -65,6 +65,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   sgd.weight_decay = r.weight_decay;
   sgd.nesterov = r.nesterov;
   s->sgd = std::make_unique<Sgd>(*s->backend, s->net->param_count(), sgd);
+  s->scaler = std::make_unique<LossScaler>(LossScaler::from_config(r));
   s->lr = std::make_unique<LearningRate>(r, s->plan.global_batch, s->plan.steps_per_epoch, s->plan.total_steps);
   // Collective: the last step, after every local check. The shm window is set before the
   // communicator's first shm call (allocate_shared_floats sets it up).
