@@ -32,12 +32,20 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   StepResult out;
   PhaseSeconds& s = out.seconds;
   const double t0 = now_seconds();
-  Batch b;
-  st.loader.next(b);
-  at(s, Phase::data_wait) = st.loader.last_wait_seconds();
-  const double t1 = now_seconds();
   if (st.scaler && st.scaler->enabled()) st.net.set_loss_scale(st.scaler->scale());
-  out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
+  double t1 = 0;
+  if (st.staged) {
+    double data_wait = 0;
+    out.local_loss = st.staged->forward(Mode::train, data_wait);
+    at(s, Phase::data_wait) = data_wait;
+    t1 = t0 + data_wait;  // forward: the rest of this part
+  } else {
+    Batch b;
+    st.loader.next(b);
+    at(s, Phase::data_wait) = st.loader.last_wait_seconds();
+    t1 = now_seconds();
+    out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
+  }
   const double t2 = now_seconds();
   // Backward hands each layer's finished gradients to the exchange, which reduces them in
   // buckets (overlapped with the rest of backward when it has a communication thread). The

@@ -14,6 +14,7 @@
 #include "nn/optimizer.h"
 #include "train/loss_scaler.h"
 #include "train/phases.h"
+#include "train/staged_input.h"
 
 namespace ts {
 
@@ -23,6 +24,7 @@ struct TrainState {
   ExchangeStrategy& exchange;
   Loader& loader;  // the training batches of this rank
   LossScaler* scaler = nullptr;  // mixed-precision loss scaling (null or disabled: none)
+  StagedInput* staged = nullptr; // overlapped input copies (devices the host cannot address)
   int64_t step = 0;  // steps taken (train_step counts them)
 };
 
