@@ -109,8 +109,8 @@ bool LtMatmul::plan(CudaContext& ctx, const LtMatmulSpec& s, size_t max_workspac
   set_attribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(s.epilogue));
   if (s.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
     TS_CHECK(s.epilogue_vector, "LtMatmul::plan: epilogue " + std::to_string(s.epilogue) + " without a vector");
+    // The vector's type is left at cuBLASLt's default, D's type (the bias gradient's: C's = D's).
     set_attribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, s.epilogue_vector);
-    set_attribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_dtype(s.d)));
   }
   // Stored shapes: op(A) is (m,k), so A is (m,k) or, transposed, (k,m); likewise B.
   const bool ta = s.trans_a != CUBLAS_OP_N, tb = s.trans_b != CUBLAS_OP_N;
