@@ -163,7 +163,8 @@ void expect_identical(const Vec& got, const Vec& want, const std::string& what) 
   ASSERT_EQ(got.size(), want.size()) << what;
   size_t bad = 0;
   for (size_t i = 0; i < got.size(); ++i)
-    if (!(got[i] == want[i]) && ++bad <= 5) ADD_FAILURE() << what << ": element " << i << " cuda " << got[i] << " want " << want[i];
+    if (!(got[i] == want[i]) && ++bad <= 5)
+      ADD_FAILURE() << what << ": element " << i << " cuda " << got[i] << " want " << want[i];
   EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements differ";
 }
 
@@ -265,7 +266,8 @@ TEST_P(CudaFc, ForwardBackwardAgainstRef) {
       const TensorDesc dst_desc = op->dst_desc();
       EXPECT_TRUE(dst_desc.is_plain()) << dst_desc.str();
       EXPECT_EQ(dst_desc.dtype, act) << "an output requested as any takes the activation type";
-      const Vec src = rounded(random_vec(n_src, 10 + offset), act), diff_dst = rounded(random_vec(n_dst, 20 + offset), act);
+      const Vec src = rounded(random_vec(n_src, 10 + offset), act);
+      const Vec diff_dst = rounded(random_vec(n_dst, 20 + offset), act);
       DeviceTensor src_d = upload(be(), src, src_desc), dst_d = upload(be(), nan_vec(n_dst), dst_desc);
       DeviceParams wei_d = upload_params(be(), wei, offset), bia_d = upload_params(be(), bia, offset);
       op->forward(src_d.tensor(), wei_d.get(), d.bias ? bia_d.get() : nullptr, dst_d.tensor());
@@ -280,10 +282,12 @@ TEST_P(CudaFc, ForwardBackwardAgainstRef) {
                    d.bias ? diff_bia_d.get() : nullptr);
       Vec diff_src_ref(n_src), diff_wei_ref(n_wei), diff_bia_ref(d.oc);
       ref::fc_backward_data(d, diff_dst.data(), wei.data(), diff_src_ref.data());
-      ref::fc_backward_weights(d, src.data(), diff_dst.data(), diff_wei_ref.data(), d.bias ? diff_bia_ref.data() : nullptr);
+      ref::fc_backward_weights(d, src.data(), diff_dst.data(), diff_wei_ref.data(),
+                               d.bias ? diff_bia_ref.data() : nullptr);
       expect_close(download(be(), diff_src_d), diff_src_ref, name + " diff_src", rtol);
       expect_close(download(be(), diff_wei_d.get(), DType::f32, n_wei), diff_wei_ref, name + " diff_wei", rtol);
-      if (d.bias) expect_close(download(be(), diff_bia_d.get(), DType::f32, d.oc), diff_bia_ref, name + " diff_bia", rtol);
+      if (d.bias)
+        expect_close(download(be(), diff_bia_d.get(), DType::f32, d.oc), diff_bia_ref, name + " diff_bia", rtol);
     }
 }
 
@@ -326,7 +330,8 @@ std::string fc_param_name(const ::testing::TestParamInfo<std::tuple<Precision, F
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaFc, ::testing::Combine(::testing::ValuesIn(kPrecisions), ::testing::ValuesIn(kFcCases)),
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaFc,
+                         ::testing::Combine(::testing::ValuesIn(kPrecisions), ::testing::ValuesIn(kFcCases)),
                          fc_param_name);
 
 // One line per planned fc in the plan notes (shapes, types, algorithm), workspace within the limit.
@@ -434,7 +439,8 @@ TEST_P(CudaOpsAtPrecision, AddAndAddReluAgainstRef) {
   for (DType a_type : input_types())
     for (DType b_type : input_types())
       for (bool relu : {false, true}) {
-        const std::string name = std::string(relu ? "add_relu " : "add ") + dtype_name(a_type) + " + " + dtype_name(b_type);
+        const std::string name =
+            std::string(relu ? "add_relu " : "add ") + dtype_name(a_type) + " + " + dtype_name(b_type);
         SCOPED_TRACE(name);
         const TensorDesc a_desc = TensorDesc::plain(dims, a_type), b_desc = TensorDesc::plain(dims, b_type);
         auto op = be().plan_add(a_desc, b_desc, relu);
@@ -443,7 +449,8 @@ TEST_P(CudaOpsAtPrecision, AddAndAddReluAgainstRef) {
         Vec want(n);
         (relu ? ref::add_relu : ref::add)(int64_t(n), a.data(), b.data(), want.data());
         want = rounded(want, a_type);
-        DeviceTensor a_d = upload(be(), a, a_desc), b_d = upload(be(), b, b_desc), dst_d = upload(be(), nan_vec(n), a_desc);
+        DeviceTensor a_d = upload(be(), a, a_desc), b_d = upload(be(), b, b_desc);
+        DeviceTensor dst_d = upload(be(), nan_vec(n), a_desc);
         op->forward(a_d.tensor(), b_d.tensor(), dst_d.tensor());
         expect_identical(download(be(), dst_d), want, name);
         op->forward(a_d.tensor(), b_d.tensor(), a_d.tensor());  // in place

@@ -188,14 +188,16 @@ class CudaFcOp final : public FcOp {
     throw ConfigError("fc " + d_.str() + ": cuBLASLt has no algorithm for the " + what + " matmul at precision " +
                       precision_name(ctx_.precision) + " (A/B " + dtype_name(compute_) + ", D " +
                       dtype_name(d_types.front()) + " or " + dtype_name(compute_) +
-                      ", workspace <= " + std::to_string(max_workspace) + " B); try precision fp32");
+                      ", workspace <= " + std::to_string(max_workspace) + " B; " + mm.why_not() +
+                      "); try precision fp32");
   }
 
   // One line for the plan notes: shapes, types and what each matmul chose.
   std::string note() const {
     auto gemm = [&](const char* name, const LtMatmul& mm, const GemmChoice& c, const char* epilogue) {
       std::string s = std::string(name) + " " + mm.describe() + " D " + dtype_name(c.d);
-      if (epilogue) s += c.epilogue ? std::string(", ") + epilogue + " epilogue" : std::string(", own ") + epilogue + " kernel";
+      if (epilogue)
+        s += c.epilogue ? std::string(", ") + epilogue + " epilogue" : std::string(", own ") + epilogue + " kernel";
       return s;
     };
     return d_.str() + " src " + src_.str() + " dst " + dst_.str() + " " + precision_name(ctx_.precision) +

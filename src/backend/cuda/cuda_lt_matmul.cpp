@@ -64,8 +64,10 @@ struct LtMatmul::Plan {
   }
 
   // The heuristic's best algorithm for matrices aligned to `align_ab` (A, B) and `align_d` (C, D)
-  // bytes; not found when cuBLASLt has none.
-  Choice choose(CudaContext& ctx, size_t max_workspace, uint32_t align_ab, uint32_t align_d) const {
+  // bytes; not found when cuBLASLt has none. The heuristic is a query: any status but success
+  // means "not for this combination" (cuBLASLt answers NOT_SUPPORTED or INVALID_VALUE depending on
+  // what it rejects), recorded in `why_not` for the caller's message.
+  Choice choose(CudaContext& ctx, size_t max_workspace, uint32_t align_ab, uint32_t align_d, std::string& why_not) const {
     cublasLtMatmulPreference_t pref = nullptr;
     TS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     struct Guard {
@@ -82,9 +84,12 @@ struct LtMatmul::Plan {
     const cublasStatus_t status =
         cublasLtMatmulAlgoGetHeuristic(ctx.cublas_lt, desc, a, b, d, d, pref, 1, &result, &returned);
     Choice choice;
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED || returned < 1 || result.state != CUBLAS_STATUS_SUCCESS)
-      return choice;  // no algorithm for this combination: not an error, the caller decides
-    TS_CUBLAS_CHECK(status);
+    if (status != CUBLAS_STATUS_SUCCESS || returned < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
+      why_not = std::string("cublasLtMatmulAlgoGetHeuristic: ") +
+                cublasGetStatusString(status != CUBLAS_STATUS_SUCCESS ? status : result.state) +
+                (status == CUBLAS_STATUS_SUCCESS && returned < 1 ? " (no algorithm returned)" : "");
+      return choice;
+    }
     choice.found = true;
     choice.algo = result.algo;
     choice.workspace = result.workspaceSize;
@@ -102,6 +107,7 @@ LtMatmul& LtMatmul::operator=(LtMatmul&&) noexcept = default;
 
 bool LtMatmul::plan(CudaContext& ctx, const LtMatmulSpec& s, size_t max_workspace) {
   plan_.reset();
+  why_not_.clear();
   auto p = std::make_unique<Plan>();
   TS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, s.compute, CUDA_R_32F));
   set_attribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(s.trans_a));
@@ -118,9 +124,9 @@ bool LtMatmul::plan(CudaContext& ctx, const LtMatmulSpec& s, size_t max_workspac
   p->b = tb ? make_layout(s.ab, s.n, s.k) : make_layout(s.ab, s.k, s.n);
   p->d = make_layout(s.d, s.m, s.n);
 
-  p->fast = p->choose(ctx, max_workspace, kFastAlignment, kFastAlignment);
+  p->fast = p->choose(ctx, max_workspace, kFastAlignment, kFastAlignment, why_not_);
   p->any = p->choose(ctx, max_workspace, static_cast<uint32_t>(dtype_bytes(s.ab)),
-                     static_cast<uint32_t>(dtype_bytes(s.d)));
+                     static_cast<uint32_t>(dtype_bytes(s.d)), why_not_);
   if (!p->fast.found && !p->any.found) return false;
   plan_ = std::move(p);
   ctx.reserve_workspace(workspace_bytes());
@@ -128,6 +134,8 @@ bool LtMatmul::plan(CudaContext& ctx, const LtMatmulSpec& s, size_t max_workspac
 }
 
 bool LtMatmul::planned() const { return plan_ != nullptr; }
+
+const std::string& LtMatmul::why_not() const { return why_not_; }
 
 size_t LtMatmul::workspace_bytes() const {
   if (!plan_) return 0;

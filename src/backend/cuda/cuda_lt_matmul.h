@@ -47,6 +47,8 @@ class LtMatmul {
   // types and epilogue (the caller then takes another way). Other library failures throw.
   bool plan(CudaContext& ctx, const LtMatmulSpec& spec, size_t max_workspace);
   bool planned() const;
+  // Why the latest plan() found no algorithm (cuBLASLt's status), for error messages.
+  const std::string& why_not() const;
   // D = op(A) op(B) [epilogue], enqueued on ctx.stream. Throws RuntimeError when a pointer is not
   // 16-byte aligned and no element-aligned algorithm exists.
   void run(CudaContext& ctx, const void* a, const void* b, void* d) const;
@@ -58,6 +60,7 @@ class LtMatmul {
  private:
   struct Plan;
   std::unique_ptr<Plan> plan_;
+  std::string why_not_;
 };
 
 }  // namespace ts::cuda
