@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <ostream>
@@ -342,6 +343,8 @@ TEST_P(CudaOpsAtPrecision, FcRecordsItsPlan) {
   const std::vector<std::string> notes = be().plan_notes();
   ASSERT_EQ(notes.size(), before + 1);
   const std::string& note = notes.back();
+  std::cout << "plan note: " << note << "\n";  // which epilogues / fallbacks this device took
+  RecordProperty("plan_note", note);
   EXPECT_NE(note.find(d.str()), std::string::npos) << note;
   EXPECT_NE(note.find(precision_name(precision())), std::string::npos) << note;
   EXPECT_NE(note.find("algo "), std::string::npos) << note;
