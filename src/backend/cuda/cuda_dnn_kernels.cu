@@ -51,7 +51,7 @@ __global__ void bias_relu_kernel(T* dst, const float* bias, int64_t channels, in
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     float v = load(dst, i);
     if (bias) v += bias[(i / hw) % channels];
-    store(dst, i, relu ? fmaxf(v, 0.0f) : v);
+    store(dst, i, relu && v < 0.0f ? 0.0f : v);  // a NaN stays NaN (an fp16 overflow must show)
   }
 }
 
@@ -76,8 +76,10 @@ __global__ void bias_backward_kernel(const T* diff_dst, int64_t mb, int64_t chan
 
 template <typename T>
 __global__ void relu6_forward_kernel(const T* src, T* dst, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    store(dst, i, fminf(fmaxf(load(src, i), 0.0f), 6.0f));
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float x = load(src, i);
+    store(dst, i, x > 0.0f ? (x < 6.0f ? x : 6.0f) : 0.0f);  // ref's expression
+  }
 }
 
 template <typename T>
