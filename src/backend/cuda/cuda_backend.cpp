@@ -98,8 +98,13 @@ CudaBackend::CudaBackend(int local_rank) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    const std::string reason = e != cudaSuccess ? cudaGetErrorString(e) : "the driver sees 0 devices";
     cudaGetLastError();
+    int driver = 0;
+    cudaDriverGetVersion(&driver);  // 0 when libcuda.so.1 cannot be loaded
+    const std::string reason = driver == 0      ? "no NVIDIA driver is loaded: libcuda.so.1 was not found"
+                               : e != cudaSuccess ? std::string(cudaGetErrorString(e)) + ", driver " +
+                                                        cuda_version_text(driver)
+                                                  : "the driver sees 0 devices";
     throw NoDeviceError("backend 'cuda': no CUDA device was found (" + reason +
                             "); run on a machine with an NVIDIA GPU or use backend: cpu",
                         reason);
