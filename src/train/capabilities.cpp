@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/backend_factory.h"
+#include "backend/gpu_generation.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "dist/communicator.h"
@@ -81,7 +82,10 @@ void check_device(const ResolvedConfig& cfg, const Backend& backend) {
 void check_gpu_generation(const ResolvedConfig& cfg, const DeviceDescription& device) {
   const RunConfig& r = cfg.run;
   const std::string expected = gpu_generation_name(r.gpu);
-  const std::string detected = device.generation.empty() ? "none" : device.generation;
+  // A description without a generation: a GPU's comes from its name, a CPU has none.
+  const bool cpu = device.device.empty() || device.device == "cpu";
+  const std::string detected =
+      !device.generation.empty() ? device.generation : cpu ? std::string("none") : gpu_generation_of(device.name);
   const bool on_gpu = detected != "none";
   // "backend 'cuda' computes on cuda:0 (NVIDIA A100-SXM4-80GB, GPU generation a100)"
   const std::string found = "backend '" + device.backend + "' computes on " +

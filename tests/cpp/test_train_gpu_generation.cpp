@@ -93,6 +93,11 @@ TEST(GpuGeneration, TheExpectedGenerationMustBeTheDetectedOne) {
   EXPECT_NE(e.find("run it on a node with a h100 GPU (a site's gpu.h100 mapping requests one), or set gpu: a100 or gpu: any"),
             std::string::npos)
       << e;
+  // A GPU description that leaves the generation empty is judged by the device's name.
+  DeviceDescription unnamed = gpu_device("NVIDIA H100 80GB HBM3");
+  unnamed.generation = "";
+  EXPECT_EQ(check_error("backend: cuda\ngpu: h100\n", unnamed), "");
+  EXPECT_NE(check_error("backend: cuda\ngpu: a100\n", unnamed).find("but detected 'h100'"), std::string::npos);
   e = check_error("backend: cuda\ngpu: v100\n", gpu_device("NVIDIA L40S"));
   EXPECT_NE(e.find("expects GPU generation 'v100' but detected 'other'"), std::string::npos) << e;
   EXPECT_NE(e.find("or set gpu: any"), std::string::npos) << e;
