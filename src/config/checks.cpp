@@ -97,6 +97,26 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
   }
 }
 
+// `gpu` against the backend: a CPU backend computes on no GPU, and a GPU backend on some GPU
+// (which one the device check says when the run starts, train/capabilities.cpp).
+void check_gpu_against_backend(const ResolvedConfig& cfg) {
+  const RunConfig& r = cfg.run;
+  const std::string gpu = gpu_generation_name(r.gpu);
+  const std::string backend = backend_kind_name(r.backend);
+  std::vector<std::string> gpus = accepted_gpu_generations();
+  gpus.erase(std::remove(gpus.begin(), gpus.end(), "none"), gpus.end());
+  if (!backend_has_gpu(r.backend) && r.gpu != GpuGeneration::none)
+    throw ConfigError(cfg.locate("gpu") + ": '" + gpu + "' expects " +
+                      (r.gpu == GpuGeneration::any ? std::string("a GPU") : "GPU generation '" + gpu + "'") +
+                      " but backend '" + backend + "' (" + cfg.locate("backend") +
+                      ") computes on the CPU (GPU generation none); set backend: cuda to run on " +
+                      (r.gpu == GpuGeneration::any ? std::string("a GPU") : "a " + gpu) + ", or gpu: none");
+  if (backend_has_gpu(r.backend) && r.gpu == GpuGeneration::none)
+    throw ConfigError(cfg.locate("gpu") + ": 'none' but backend '" + backend +
+                      "' computes on a GPU; say which generation the run expects, or gpu: any (accepted: " +
+                      join(gpus, " | ") + "; leaving gpu out means any)");
+}
+
 }  // namespace
 
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
@@ -104,6 +124,7 @@ void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_exclusive(cfg, {"epochs", "steps", "train_samples"});
   check_ranges(cfg, texts);
   check_combinations(cfg, texts);  // after the ranges: workers > 0 divides global_batch
+  check_gpu_against_backend(cfg);
 }
 
 }  // namespace ts

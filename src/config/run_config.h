@@ -25,6 +25,10 @@ enum class LrScale { none, linear };  // linear: Goyal et al., lr * global_batch
 // and doubles after growth_interval good steps.
 enum class LossScaleMode { auto_, off, static_, dynamic };
 enum class MpiFlavor { any, openmpi, mpich };
+// The GPU a run expects (checked against the device when it starts): none (a CPU backend), a
+// generation of backend/gpu_generation.h, or any GPU. Unset, it is `any` for backend cuda and
+// `none` otherwise.
+enum class GpuGeneration { none, k80, p40, p100, v100, a100, h100, h200, any };
 
 struct DatasetConfig {
   std::string name = "fashion_mnist";  // a data set of the data registry (config/registries.h)
@@ -89,7 +93,7 @@ struct RunConfig {
   int threads = 2;
   int workers = 1;
   DistConfig dist;
-  std::string gpu = "none";
+  GpuGeneration gpu = GpuGeneration::none;
   MpiFlavor mpi_flavor = MpiFlavor::any;
   EvalConfig eval;
   uint64_t seed = 1;
@@ -129,5 +133,8 @@ const char* lr_schedule_kind_name(LrScheduleKind kind);
 const char* lr_scale_name(LrScale scale);
 const char* loss_scale_mode_name(LossScaleMode mode);
 const char* mpi_flavor_name(MpiFlavor flavor);
+const char* gpu_generation_name(GpuGeneration generation);
+// True for backends that compute on a GPU (cuda); ref and cpu compute on the CPU.
+bool backend_has_gpu(BackendKind kind);
 
 }  // namespace ts
