@@ -283,8 +283,10 @@ float Net::forward(const float* images, const int32_t* labels, const float* targ
 void Net::stage_input(const float* images) {
   if (batch_ < 1) throw ConfigError("Net::stage_input before Net::set_batch");
   const size_t bytes = node(0).desc.bytes;
-  if (staged_input_.bytes() != bytes) staged_input_ = backend_.allocate(bytes);
-  backend_.stage_from_host(staged_input_.data(), images, bytes);
+  staged_turn_ ^= 1;
+  DeviceBuffer& target = staged_input_[static_cast<size_t>(staged_turn_)];
+  if (target.bytes() != bytes) target = backend_.allocate(bytes);
+  backend_.stage_from_host(target.data(), images, bytes);
   input_staged_ = true;
 }
 
@@ -294,9 +296,11 @@ void Net::forward_queued(const float* images, const int32_t* labels, const float
   if (images) {
     backend_.copy_from_host(input.dst.data(), images, input.desc.bytes);
   } else {
-    TS_CHECK(input_staged_, "Net::forward_queued without images needs a stage_input before");
+    const DeviceBuffer& staged = staged_input_[static_cast<size_t>(staged_turn_)];
+    TS_CHECK(input_staged_ && staged.bytes() == input.desc.bytes,
+             "Net::forward_queued without images needs a stage_input for this batch size before");
     backend_.wait_for_staged();
-    backend_.copy(input.dst.data(), staged_input_.data(), input.desc.bytes);
+    backend_.copy(input.dst.data(), staged.data(), input.desc.bytes);
     input_staged_ = false;
   }
   const size_t last = nodes_.size() - 1;

@@ -11,6 +11,7 @@
 // the host; output() and node_output() go back to it as plain fp32.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -137,7 +138,10 @@ class Net {
   std::vector<DeviceBuffer> diff_pool_;  // gradient buffers, shared by nodes (plan_gradient_memory)
   std::vector<DeviceBuffer> scratch_;    // diff targets for inputs whose diff is already written
   DeviceBuffer loss_;                  // the loss node's scalar (1 float)
-  DeviceBuffer staged_input_;          // stage_input's copy of the next images (the input's bytes)
+  // stage_input's copies of the next images (the input's bytes), used in turn: a copy into one
+  // runs while the device may still read the other (the batch before; its loss was read since).
+  std::array<DeviceBuffer, 2> staged_input_;
+  int staged_turn_ = 0;  // the buffer the latest stage_input wrote
   bool input_staged_ = false;
   mutable DeviceBuffer plain_temp_;    // node_output's conversion to plain f32, when needed
   mutable std::vector<float> host_output_;

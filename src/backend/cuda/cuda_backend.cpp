@@ -105,14 +105,28 @@ CudaBackend::CudaBackend(int local_rank) {
     TS_CUBLAS_CHECK(cublasSetStream(ctx_.cublas, ctx_.stream));
     TS_CUBLAS_CHECK(cublasLtCreate(&ctx_.cublas_lt));
     TS_CUDA_CHECK(cudaMalloc(&nonfinite_, sizeof(int)));
+    TS_CUDA_CHECK(cudaStreamCreateWithFlags(&staging_stream_, cudaStreamNonBlocking));
+    TS_CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
     set_precision(Precision::fp32);
   } catch (...) {
+    destroy_staging();
     destroy_context(ctx_, nonfinite_);
     throw;
   }
 }
 
-CudaBackend::~CudaBackend() { destroy_context(ctx_, nonfinite_); }
+CudaBackend::~CudaBackend() {
+  destroy_staging();
+  destroy_context(ctx_, nonfinite_);
+}
+
+void CudaBackend::destroy_staging() {  // never throws: the destructor calls it
+  if (staging_stream_) cudaStreamSynchronize(staging_stream_);
+  if (staged_) cudaEventDestroy(staged_);
+  if (staging_stream_) cudaStreamDestroy(staging_stream_);
+  staged_ = nullptr;
+  staging_stream_ = nullptr;
+}
 
 DeviceDescription CudaBackend::describe() const {
   cudaDeviceProp prop{};
@@ -227,6 +241,16 @@ void CudaBackend::fill_zero(void* device_dst, size_t bytes) {
 }
 
 void CudaBackend::synchronize() { TS_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }
+
+void CudaBackend::stage_from_host(void* device_dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  TS_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, staging_stream_));
+  TS_CUDA_CHECK(cudaEventRecord(staged_, staging_stream_));
+}
+
+void CudaBackend::wait_for_staged() { TS_CUDA_CHECK(cudaStreamWaitEvent(ctx_.stream, staged_, 0)); }
+
+void CudaBackend::staged_copies_done() { TS_CUDA_CHECK(cudaEventSynchronize(staged_)); }
 
 // Plain tensors only (the CUDA backend has no other layout); data types convert on the device.
 void CudaBackend::reorder(const Tensor& src, const Tensor& dst) {

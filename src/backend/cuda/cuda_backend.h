@@ -34,6 +34,10 @@ class CudaBackend final : public Backend {
   void fill_zero(void* device_dst, size_t bytes) override;
   void synchronize() override;
   void reorder(const Tensor& src, const Tensor& dst) override;
+  // Input staging on a second stream (copy engine) that overlaps compute; an event orders it.
+  void stage_from_host(void* device_dst, const void* host_src, size_t bytes) override;
+  void wait_for_staged() override;
+  void staged_copies_done() override;
 
   std::unique_ptr<ConvOp> plan_conv(const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
   std::unique_ptr<PoolOp> plan_pool(const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
@@ -65,6 +69,9 @@ class CudaBackend final : public Backend {
  private:
   cuda::CudaContext ctx_;
   int* nonfinite_ = nullptr;  // device flag of scale_check_finite
+  cudaStream_t staging_stream_ = nullptr;  // stage_from_host's copies
+  cudaEvent_t staged_ = nullptr;           // recorded after the latest staged copy
+  void destroy_staging();
 };
 
 }  // namespace ts
