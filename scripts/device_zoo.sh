@@ -17,11 +17,13 @@ status=0
 work=$(mktemp -d)
 models=$(grep -o '\.name = "[a-z0-9_]*"' src/nn/models.cpp | cut -d'"' -f2)
 for model in $models; do
+  data="{name: synthetic, synthetic_samples: 1024, loader_threads: 4}"
+  [[ $model == neuron ]] && data="{name: neuron}"
   case $model in inception_v3|vgg16|resnet50|alexnet) batch=32 ;; *) batch=64 ;; esac
   for p in $precisions; do
     cat >"$work/cfg.yaml" <<CFG
 model: $model
-dataset: {name: synthetic, synthetic_samples: 1024, loader_threads: 4}
+dataset: $data
 batch_per_worker: $batch
 lr: 0.01
 steps: 12
