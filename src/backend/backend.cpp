@@ -78,6 +78,12 @@ std::string TensorDesc::str() const {
   return dims.str() + ":" + dtype_name(dtype) + ":" + layout_text;
 }
 
+void Backend::begin_capture() {
+  throw ConfigError("backend '" + name() + "' cannot capture and replay work (cuda.graphs needs backend: cuda)");
+}
+int Backend::end_capture() { throw ConfigError("backend '" + name() + "' cannot capture work"); }
+void Backend::replay(int) { throw ConfigError("backend '" + name() + "' cannot replay work"); }
+
 void DeviceBuffer::reset() {
   if (data_ && owner_) owner_->release(data_, bytes_, host_);
   owner_ = nullptr;

@@ -113,6 +113,17 @@ class Backend {
   virtual void wait_for_staged() {}
   virtual void staged_copies_done() {}
 
+  // ---- captured work (cuda: CUDA graphs) ----
+  // A backend that supports capture records the ops queued between begin_capture and
+  // end_capture (without running them) and replays the recording on its queue: one launch
+  // instead of one per op. Ops queued while capturing must not wait for the device, copy from
+  // pageable host memory or allocate. Other backends throw ConfigError from begin_capture.
+  virtual bool supports_capture() const { return false; }
+  virtual void begin_capture();
+  virtual int end_capture();  // the recording's id
+  virtual void replay(int capture);
+  virtual void release_capture(int capture) {}
+
   // ---- planning (backend/ops.h). Throws ConfigError for a descriptor the backend cannot plan,
   // naming it. `dst` requests the output's desc (TensorDesc::any: the backend chooses).
   virtual std::unique_ptr<ConvOp> plan_conv(const ConvDesc& d, const TensorDesc& src,

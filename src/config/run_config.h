@@ -90,6 +90,7 @@ struct RunConfig {
   Precision precision = Precision::fp32;
   LossScaleConfig loss_scale;
   BackendKind backend = BackendKind::cpu;
+  bool cuda_graphs = false;  // cuda: the training forward recorded once as a CUDA graph and replayed
   int threads = 2;
   int workers = 1;
   DistConfig dist;

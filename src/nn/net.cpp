@@ -186,6 +186,9 @@ void Net::set_batch(int64_t mb) {
 
 void Net::plan(int64_t mb) {
   batch_ = 0;  // a plan that fails half-way leaves no usable batch
+  backend_.release_capture(forward_capture_);  // recorded with the old buffers
+  forward_capture_ = -1;
+  forward_warm_ = false;
   for (auto& n : nodes_) n->dst = DeviceBuffer(), n->diff_slot = -1;
   diff_pool_.clear();
   scratch_.clear();
@@ -303,17 +306,57 @@ void Net::forward_queued(const float* images, const int32_t* labels, const float
     backend_.copy(input.dst.data(), staged.data(), input.desc.bytes);
     input_staged_ = false;
   }
+  if (capture_forward_ && mode == Mode::train)
+    run_layers_captured();
+  else
+    run_layers(mode);
+  last_forward_train_ = mode == Mode::train;
+  const size_t last = nodes_.size() - 1;
+  if (!labels && !targets) return;  // prediction only: no loss
+  Node& loss_node = node(static_cast<int>(last));
+  auto* loss = static_cast<LossLayer*>(loss_node.layer.get());
+  loss->forward_loss(backend_, loss_node.srcs[0], labels, targets, loss_.f32());
+}
+
+void Net::run_layers(Mode mode) {
   const size_t last = nodes_.size() - 1;
   for (size_t i = 1; i < last; ++i) {
     Node& n = *nodes_[i];
     if (n.alias >= 0) continue;  // a fused ReLU: its input's forward computed it
     n.layer->forward(backend_, n.srcs, n.dst_t, mode);
   }
-  last_forward_train_ = mode == Mode::train;
-  if (!labels && !targets) return;  // prediction only: no loss
-  Node& loss_node = node(static_cast<int>(last));
-  auto* loss = static_cast<LossLayer*>(loss_node.layer.get());
-  loss->forward_loss(backend_, loss_node.srcs[0], labels, targets, loss_.f32());
+}
+
+// Layers and their libraries may allocate or choose at their first forward after a plan: that
+// one runs plainly, the next is recorded (which does not run it), then replayed.
+void Net::run_layers_captured() {
+  if (forward_capture_ < 0) {
+    if (!forward_warm_) {
+      run_layers(Mode::train);
+      forward_warm_ = true;
+      return;
+    }
+    backend_.begin_capture();
+    try {
+      run_layers(Mode::train);
+    } catch (...) {
+      try { backend_.end_capture(); } catch (...) {}  // leave the queue out of capture mode
+      throw;
+    }
+    forward_capture_ = backend_.end_capture();
+  }
+  backend_.replay(forward_capture_);
+}
+
+void Net::use_captured_forward(bool on) {
+  if (on && !backend_.supports_capture())
+    throw ConfigError("backend '" + backend_.name() + "' cannot record and replay work; cuda.graphs needs backend: cuda");
+  for (const auto& n : nodes_)
+    if (on && n->layer && n->layer->kind() == "dropout")
+      throw ConfigError("cuda.graphs: layer " + n->layer->name() +
+                        " (dropout) draws a new mask on the host every step, which a recorded forward cannot; "
+                        "set dropout: 0 or cuda.graphs: false");
+  capture_forward_ = on;
 }
 
 float Net::loss() const {

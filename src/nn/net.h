@@ -78,6 +78,11 @@ class Net {
   // returns without waiting for the device; loss() then reads the loss (waits for the device).
   void forward_queued(const float* images, const int32_t* labels, const float* targets, Mode mode);
   float loss() const;
+  // Training forwards of the layers between the input and the loss run as one recorded unit
+  // (Backend::begin_capture; cuda: a CUDA graph): the first forward after each plan runs
+  // plainly, the second is recorded, and every later one replays the recording. Throws
+  // ConfigError when the backend cannot capture or a layer draws per-step host data (dropout).
+  void use_captured_forward(bool on);
   // Starts copying the next batch's images (mb, per-sample) to the device on the backend's
   // staging queue (Backend::stage_from_host): `images` must be allocate_host memory, untouched
   // until Backend::staged_copies_done. The next forward_queued(nullptr, ...) uses them.
@@ -143,6 +148,11 @@ class Net {
   std::array<DeviceBuffer, 2> staged_input_;
   int staged_turn_ = 0;  // the buffer the latest stage_input wrote
   bool input_staged_ = false;
+  bool capture_forward_ = false;
+  int forward_capture_ = -1;     // the recording of this plan's training forward, -1: none yet
+  bool forward_warm_ = false;    // a plain training forward ran since the plan
+  void run_layers(Mode mode);
+  void run_layers_captured();
   mutable DeviceBuffer plain_temp_;    // node_output's conversion to plain f32, when needed
   mutable std::vector<float> host_output_;
   int64_t batch_ = 0;

@@ -73,6 +73,13 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->plan = plan_of(r, *s->data->train_loader, comm.size());
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
   s->net->set_batch(s->plan.batch);
+  if (r.cuda_graphs) {
+    try {
+      s->net->use_captured_forward(true);
+    } catch (const ConfigError& e) {
+      throw ConfigError(cfg.locate("cuda.graphs") + ": " + e.what());
+    }
+  }
   SgdOptions sgd;
   sgd.momentum = r.momentum;
   sgd.weight_decay = r.weight_decay;

@@ -116,6 +116,8 @@ CudaBackend::CudaBackend(int local_rank) {
 }
 
 CudaBackend::~CudaBackend() {
+  for (cudaGraphExec_t g : captures_)
+    if (g) cudaGraphExecDestroy(g);
   destroy_staging();
   destroy_context(ctx_, nonfinite_);
 }
@@ -251,6 +253,35 @@ void CudaBackend::stage_from_host(void* device_dst, const void* host_src, size_t
 void CudaBackend::wait_for_staged() { TS_CUDA_CHECK(cudaStreamWaitEvent(ctx_.stream, staged_, 0)); }
 
 void CudaBackend::staged_copies_done() { TS_CUDA_CHECK(cudaEventSynchronize(staged_)); }
+
+void CudaBackend::begin_capture() {
+  // Relaxed: the libraries may query or allocate on this thread while work is recorded.
+  TS_CUDA_CHECK(cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeRelaxed));
+}
+
+int CudaBackend::end_capture() {
+  cudaGraph_t graph = nullptr;
+  TS_CUDA_CHECK(cudaStreamEndCapture(ctx_.stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  TS_CUDA_CHECK(e);
+  captures_.push_back(exec);
+  return static_cast<int>(captures_.size()) - 1;
+}
+
+void CudaBackend::replay(int capture) {
+  TS_CHECK(capture >= 0 && static_cast<size_t>(capture) < captures_.size() && captures_[capture],
+           "CudaBackend::replay: no recording " + std::to_string(capture));
+  TS_CUDA_CHECK(cudaGraphLaunch(captures_[static_cast<size_t>(capture)], ctx_.stream));
+}
+
+void CudaBackend::release_capture(int capture) {
+  if (capture < 0 || static_cast<size_t>(capture) >= captures_.size() || !captures_[capture]) return;
+  TS_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // a launch of it may still run
+  TS_CUDA_CHECK(cudaGraphExecDestroy(captures_[static_cast<size_t>(capture)]));
+  captures_[static_cast<size_t>(capture)] = nullptr;
+}
 
 // Plain tensors only (the CUDA backend has no other layout); data types convert on the device.
 void CudaBackend::reorder(const Tensor& src, const Tensor& dst) {

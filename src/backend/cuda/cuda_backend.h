@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_context.h"
@@ -38,6 +39,12 @@ class CudaBackend final : public Backend {
   void stage_from_host(void* device_dst, const void* host_src, size_t bytes) override;
   void wait_for_staged() override;
   void staged_copies_done() override;
+  // CUDA graphs: stream capture (relaxed mode) into an instantiated graph per recording.
+  bool supports_capture() const override { return true; }
+  void begin_capture() override;
+  int end_capture() override;
+  void replay(int capture) override;
+  void release_capture(int capture) override;
 
   std::unique_ptr<ConvOp> plan_conv(const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
   std::unique_ptr<PoolOp> plan_pool(const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
@@ -72,6 +79,7 @@ class CudaBackend final : public Backend {
   cudaStream_t staging_stream_ = nullptr;  // stage_from_host's copies
   cudaEvent_t staged_ = nullptr;           // recorded after the latest staged copy
   void destroy_staging();
+  std::vector<cudaGraphExec_t> captures_;  // by id; null once released
 };
 
 }  // namespace ts
