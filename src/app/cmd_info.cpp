@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "app/commands.h"
@@ -40,10 +41,21 @@ int command_info(const std::vector<std::string>& args) {
             << "cuda: " << TRAINSCALE_CUDA_ENABLED << "\n"
             << "backends: " << backends << "\n"
             ;
-  // One block per backend of this build: the device it computes on (Backend::describe).
+  // One block per backend of this build: the device it computes on (Backend::describe), or
+  // why there is none on this machine (a built cuda backend without a GPU).
   for (const auto& name : available_backends()) {
-    const DeviceDescription d = make_backend(name)->describe();
-    std::cout << "backend." << name << ".device: " << d.device << "\n"
+    std::unique_ptr<Backend> backend;
+    try {
+      backend = make_backend(name);
+    } catch (const NoDeviceError& e) {
+      std::cout << "backend." << name << ".device: none\n"
+                << "backend." << name << ".status: built; no " << (name == "cuda" ? "CUDA " : "") << "device found ("
+                << e.reason << ")\n";
+      continue;
+    }
+    const DeviceDescription d = backend->describe();
+    std::cout << "backend." << name << ".status: ok\n"
+              << "backend." << name << ".device: " << d.device << "\n"
               << "backend." << name << ".device_name: " << d.name << "\n"
               << "backend." << name << ".isa: " << d.isa << "\n"
               << "backend." << name << ".generation: " << d.generation << "\n"

@@ -26,6 +26,7 @@
 #include "backend/device_buffer.h"
 #include "backend/ops.h"
 #include "backend/tensor.h"
+#include "core/error.h"
 
 namespace ts {
 
@@ -63,6 +64,15 @@ struct DeviceDescription {
 // Every backend name a configuration may ask for, built into this binary or not (the factory,
 // backend/backend_factory.h, says which are built): "ref", "cpu", "cuda".
 std::vector<std::string> known_backends();
+
+// Thrown by a backend's constructor when the backend is built but this machine has no device
+// for it (cuda without a GPU or driver). A ConfigError (exit 2) for runs; callers that only ask
+// questions (`trainscale info`, capability checks) catch it and report `reason`.
+class NoDeviceError : public ConfigError {
+ public:
+  NoDeviceError(const std::string& message, std::string reason) : ConfigError(message), reason(std::move(reason)) {}
+  std::string reason;  // why no device was found, e.g. the driver's error string
+};
 
 class Backend {
  public:

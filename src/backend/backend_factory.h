@@ -10,10 +10,13 @@
 
 namespace ts {
 
-// Creates a backend by name. Throws ConfigError for an unknown name or one this build lacks,
-// listing the ones it has.
-std::unique_ptr<Backend> make_backend(const std::string& name);
-// Names of the backends compiled into this build ("ref", "cpu"[, "cuda"]).
+// Creates a backend by name. `local_rank` (the rank's index among the ranks of its node) picks
+// the device of device backends (cuda: local_rank modulo the visible devices); CPU backends
+// ignore it. Throws ConfigError for an unknown name or one this build lacks, listing the ones it
+// has, and NoDeviceError (a ConfigError) when the backend is built but the machine has no device.
+std::unique_ptr<Backend> make_backend(const std::string& name, int local_rank = 0);
+// Names of the backends compiled into this build ("ref", "cpu"[, "cuda"]), whether or not this
+// machine has their device.
 std::vector<std::string> available_backends();
 
 }  // namespace ts

@@ -66,8 +66,14 @@ void check_device(const ResolvedConfig& cfg, const Backend& backend) {
     for (Precision p : all)
       if (backend.supports(op, p)) ok.push_back(precision_name(p));
     const auto built = available_backends();
-    for (const std::string& other : built)
-      if (other != name && make_backend(other)->supports(op, precision)) elsewhere.push_back(other);
+    for (const std::string& other : built) {
+      if (other == name) continue;
+      try {
+        if (make_backend(other)->supports(op, precision)) elsewhere.push_back(other);
+      } catch (const NoDeviceError& e) {  // built, but this machine has no device for it
+        elsewhere.push_back(other + " (no device here to ask: " + e.reason + ")");
+      }
+    }
     for (const std::string& known : known_backends())
       if (std::find(built.begin(), built.end(), known) == built.end()) not_built.push_back(known);
     throw ConfigError(cfg.locate("precision") + ": '" + precision_name(precision) + "' is not supported by backend '" +

@@ -52,7 +52,11 @@ std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options
 std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm) {
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
-  s->backend = make_backend(backend_kind_name(r.backend));
+  try {
+    s->backend = make_backend(backend_kind_name(r.backend));
+  } catch (const NoDeviceError& e) {  // built, but no device here: exit 2 naming the key
+    throw ConfigError(cfg.locate("backend") + ": " + e.what());
+  }
   s->backend->set_threads(r.threads);
   check_device(cfg, *s->backend);
   s->backend->set_precision(r.precision);
