@@ -115,7 +115,7 @@ void ps_segment(Communicator& comm, float* data, int count, PsTimings& t) {
 
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   std::string names;
-  for (AllreduceAlgorithm a : all_allreduce_algorithms()) {
+  for (AllreduceAlgorithm a : known_allreduce_algorithms()) {
     if (name == allreduce_algorithm_name(a)) return a;
     names += (names.empty() ? "" : ", ") + std::string(allreduce_algorithm_name(a));
   }

@@ -23,7 +23,8 @@ enum class AllreduceAlgorithm {
          // benchmark on device buffers (dist/cuda/), never allreduce_sum's host memory
 };
 
-// A name of all_allreduce_algorithms(); anything else is a ConfigError listing them.
+// A name of known_allreduce_algorithms() (built or not: allreduce_algorithm_unavailable_reason
+// says whether it can run); anything else is a ConfigError listing them.
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
 // Every algorithm that reduces host memory (allreduce_sum), in declaration order (mpi, ring,

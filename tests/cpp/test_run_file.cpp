@@ -64,6 +64,7 @@ ts::RunResult sample_result() {
   a.mpi_flavor = "openmpi";
   a.mpi_version = "4.1.4";
   a.mpi_tuning = "OMPI_MCA_btl_vader_single_copy_mechanism=none";
+  a.dist_transport = "staged";
   a.backend = "cpu";
   a.device = "cpu";
   a.device_name = "Zen \xc2\xb5" "arch";
@@ -205,7 +206,8 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
       {"schema", "trainscale-run/1"}, {"run_id", a.run_id}, {"config_id", a.config_id}, {"campaign", a.campaign},
       {"status", "ok"}, {"message", ""}, {"config", a.config_yaml}, {"version", a.version}, {"git_sha", a.git_sha},
       {"start_time", a.start_time}, {"end_time", a.end_time}, {"hosts", a.hosts}, {"mpi_flavor", a.mpi_flavor},
-      {"mpi_version", a.mpi_version}, {"mpi_tuning", a.mpi_tuning}, {"backend", a.backend}, {"device", a.device}, {"device_name", a.device_name},
+      {"mpi_version", a.mpi_version}, {"mpi_tuning", a.mpi_tuning},
+      {"dist_transport", a.dist_transport}, {"backend", a.backend}, {"device", a.device}, {"device_name", a.device_name},
       {"device_generation", a.device_generation}, {"isa", a.isa}, {"device_libraries", a.device_libraries},
       {"cpu_model", a.cpu_model}, {"precision", a.precision}};
   for (const auto& [k, v] : strings) EXPECT_EQ(string_attr(f, "/", k), v) << k;

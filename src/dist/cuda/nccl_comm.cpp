@@ -43,7 +43,12 @@ std::string nccl_version() {
 }
 
 std::string nccl_device_missing_reason() {
-  return visible_cuda_devices() > 0 ? "" : "nccl needs a CUDA device, and no CUDA device was found";
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e == cudaSuccess && n > 0) return "";
+  (void)cudaGetLastError();
+  return std::string("nccl needs a CUDA device, and no CUDA device was found (cudaGetDeviceCount: ") +
+         (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) + ")";
 }
 
 NcclCommunicator::NcclCommunicator(Communicator& comm) {
