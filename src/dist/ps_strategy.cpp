@@ -91,7 +91,7 @@ void ParameterServerExchange::broadcast_weights() {
   const double t_update = now_seconds();
   link_->wait(updated);  // device arenas: rank 0's update runs until here
   const double t0 = now_seconds();
-  times_.optimizer += t0 - t_update;
+  if (comm_.rank() == 0) times_.optimizer += t0 - t_update;  // no other rank runs the optimizer
   for (size_t i = 0; i < plan_.buckets.size(); ++i) {
     const auto [offset, count] = plan_.buckets[i];
     if (i + 1 < plan_.buckets.size()) {

@@ -52,8 +52,9 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
     throw ConfigError(cfg.locate("dist.allreduce") + ": " + allreduce_algorithm_missing_reason(r.dist.allreduce) +
                       "; accepted here: " + built_allreduce_names());
   if (r.dist.allreduce == AllreduceAlgorithm::nccl && r.backend != BackendKind::cuda)
-    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl reduces GPU memory and needs backend: cuda, not " +
-                      backend_kind_name(r.backend) + "; with a CPU backend use mpi, ring, tree, ps or shm");
+    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl needs the cuda backend (it reduces GPU memory), and this "
+                      "run's backend is " + backend_kind_name(r.backend) + "; set backend: cuda, or use mpi, ring, tree, "
+                      "ps or shm");
   if (r.dist.allreduce == AllreduceAlgorithm::nccl && r.dist.strategy != DistStrategy::sync)
     throw ConfigError(cfg.locate("dist.allreduce") + ": nccl runs dist.strategy sync, not " +
                       dist_strategy_name(r.dist.strategy) + "; " + dist_strategy_name(r.dist.strategy) +

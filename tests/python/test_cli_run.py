@@ -72,6 +72,7 @@ def test_run_file_schema(short_run):
         assert f.attrs["run_id"] == path.stem
         assert f.attrs["run_id"].endswith(f.attrs["config_id"])
         assert f.attrs["mpi_flavor"] in ("openmpi", "mpich")
+        assert f.attrs["dist_transport"] == "host", "a CPU backend's arenas are host memory"
         assert "model: \"lenet\"" in f.attrs["config"]
         # /config: every resolved key, flattened with dots.
         cfg = f["config"].attrs

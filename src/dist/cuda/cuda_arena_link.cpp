@@ -102,7 +102,10 @@ void CudaArenaLink::mark(size_t slot) {
   TS_DIST_CUDA(cudaEventRecord(marks_.at(slot), compute_));
 }
 
-void CudaArenaLink::wait(size_t slot) { TS_DIST_CUDA(cudaEventSynchronize(marks_.at(slot))); }
+void CudaArenaLink::wait(size_t slot) {
+  TS_DIST_CUDA(cudaSetDevice(device_));  // this thread's device (the communication thread's too)
+  TS_DIST_CUDA(cudaEventSynchronize(marks_.at(slot)));
+}
 
 void CudaArenaLink::pull(Arena a, int64_t offset, int64_t count, size_t slot) {
   if (count == 0) return;
