@@ -251,6 +251,8 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
   auto comm = Communicator::world();
   try {
     return run_bench(*comm, settings);
+  } catch (const ConfigError&) {
+    throw;  // raised by every rank alike (nccl's device check is collective): exit 2 everywhere
   } catch (const std::exception& e) {
     if (comm->size() > 1) {
       // Other ranks may wait in a collective: report and take the whole job down.
