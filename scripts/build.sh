@@ -2,7 +2,10 @@
 # Configures and builds trainscale (Release): build/ against Open MPI (everything), then
 # build-mpich/ against MPICH (the driver and the MPI tests only, -DTRAINSCALE_TESTS_MPI_ONLY=ON),
 # so the MPI tests run under both flavors. Logs: build.log, build-mpich/build.log.
-# Usage: scripts/build.sh [extra cmake -D options, given to both builds]
+# build/ also builds the CUDA backend (-DTRAINSCALE_CUDA=ON) when the CUDA toolkit is at
+# /usr/local/cuda: its tests that need no device run everywhere, the others skip (label gpu).
+# build-mpich/ stays CPU-only.
+# Usage: scripts/build.sh [extra cmake -D options, given to both builds; the last -D wins]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -19,5 +22,7 @@ build_one() {
   echo "built $dir/bin/trainscale ($flavor)"
 }
 
-build_one build build.log openmpi "$@"
-build_one build-mpich build-mpich/build.log mpich -DTRAINSCALE_TESTS_MPI_ONLY=ON "$@"
+cuda=()
+[[ -x /usr/local/cuda/bin/nvcc ]] && cuda=(-DTRAINSCALE_CUDA=ON)
+build_one build build.log openmpi "${cuda[@]}" "$@"
+build_one build-mpich build-mpich/build.log mpich -DTRAINSCALE_TESTS_MPI_ONLY=ON -DTRAINSCALE_CUDA=OFF "$@"

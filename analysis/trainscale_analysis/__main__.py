@@ -26,7 +26,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: the smallest of each series)")
     r.add_argument("--baseline", action="append", default=[], metavar="DIM=VALUE",
                    help="baseline value of a dimension for relative-performance bars, e.g. "
-                        "precision=fp32 (repeatable; default: the first value in sort order)")
+                        "precision=fp32, or generation=v100 for the GPU-generation bars "
+                        "(repeatable; default: the first value in sort order, the oldest "
+                        "generation)")
     r.add_argument("--title", default=None)
     c = sub.add_parser("compare", help="two campaigns side by side with ratios B / A")
     c.add_argument("a", metavar="CAMPAIGN_A")

@@ -6,6 +6,8 @@
 - scaling: throughput, speedup and parallel efficiency against workers, strong or weak, with
   an explicit baseline worker count; repetitions aggregated as median with min-max spread;
 - relative performance of the values of any dimension against a baseline value;
+- relative throughput across GPU generations (Salvaris et al.): images/s per generation
+  relative to a baseline generation, per model and precision;
 - time breakdown per phase and per-rank statistics from /timing.
 """
 from __future__ import annotations
@@ -246,6 +248,91 @@ def relative_performance(df: pd.DataFrame, dim: str, baseline, metric: str = "im
                      "relative_min": float(r.min()) if len(r) else math.nan,
                      "relative_max": float(r.max()) if len(r) else math.nan,
                      "matched": int(len(r)), "baseline": baseline, "metric": metric})
+    return pd.DataFrame(rows)
+
+
+# GPU generations oldest first (backend/gpu_generation.h); a run file's device_generation is one
+# of them, "none" (a CPU backend) or "other" (a GPU of none of them).
+GPU_GENERATIONS = ("k80", "p40", "p100", "v100", "a100", "h100", "h200")
+
+
+def device_generation(df: pd.DataFrame) -> pd.Series:
+    """What each run computed on, as the generations view groups it: the GPU generation the run
+    file records (env.device_generation) when it is a known one, else the device's name
+    (env.device_name: a GPU of another generation, or the CPU model of a CPU run), else the CPU
+    model; None for runs without a file."""
+    def label(row) -> str | None:
+        gen = row.get("env.device_generation")
+        if isinstance(gen, str) and gen in GPU_GENERATIONS:
+            return gen
+        for col in ("env.device_name", "env.cpu_model"):
+            name = row.get(col)
+            if isinstance(name, str) and name:
+                return name
+        return gen if isinstance(gen, str) and gen else None
+    if df.empty:
+        return pd.Series([], dtype=object, index=df.index)
+    return df.apply(label, axis=1)
+
+
+def generation_order(labels) -> list:
+    """Known generations oldest first, then other device names alphabetically."""
+    labels = {x for x in labels if isinstance(x, str)}
+    return [g for g in GPU_GENERATIONS if g in labels] + sorted(labels - set(GPU_GENERATIONS))
+
+
+def generation_throughput(df: pd.DataFrame, baseline: str | None = None,
+                          metric: str = "images_per_s") -> pd.DataFrame:
+    """Relative throughput across GPU generations (Salvaris et al.'s bars), per model and precision.
+
+    Finished runs are labelled by device_generation(). Within each (model, precision), runs are
+    matched on every other varying config key except the ones a generation changes by design
+    (gpu, backend, threads); for each matched combination, the median `metric` over repetitions
+    of each generation is divided by the baseline generation's. Returns one row per (model,
+    precision, generation): `<metric>` (median over the generation's runs), `relative` (median
+    ratio over the matched combinations), `relative_min`, `relative_max`, `matched`
+    (combinations with a baseline run), `runs`, and `baseline`. The baseline defaults to the
+    oldest generation present; a (model, precision) without a baseline run gets NaN ratios.
+    """
+    ok = finished(df).copy()
+    ok["generation"] = device_generation(ok)
+    ok = ok[ok["generation"].notna() & ok[metric].notna()]
+    labels = generation_order(ok["generation"].unique())
+    if not labels:
+        return pd.DataFrame(columns=["model", "precision", "generation", metric, "relative",
+                                     "relative_min", "relative_max", "matched", "runs", "baseline"])
+    if baseline is None:
+        baseline = labels[0]
+    elif baseline not in labels:
+        raise ValueError(f"--baseline generation={baseline}: no finished run computed on it; "
+                         f"generations and devices are {', '.join(labels)}")
+    by = [c for c in ("model", "precision") if c in ok.columns]
+    ignore = set(by) | {"gpu", "backend", "threads", "seed", "generation"}
+    match = [c for c in load.varying(ok, group_keys(ok)) if c not in ignore]
+    keys = by + match + ["generation"]
+    med = ok.groupby(keys, dropna=False, sort=False)[metric].agg(["median", "count"]).reset_index()
+    rows = []
+    for _, g in (med.groupby(by, dropna=False, sort=True) if by else [(None, med)]):
+        ratios: dict[str, list[float]] = {label: [] for label in labels}
+        for _, m in (g.groupby(match, dropna=False, sort=False) if match else [(None, g)]):
+            base = m[m["generation"] == baseline]
+            if base.empty:
+                continue
+            b = float(base["median"].iloc[0])
+            for _, r in m.iterrows():
+                ratios[r["generation"]].append(float(r["median"]) / b)
+        for label in labels:
+            sub = g[g["generation"] == label]
+            if sub.empty:
+                continue
+            r = ratios[label]
+            row = {k: sub.iloc[0][k] for k in by}
+            row.update({"generation": label, metric: float(sub["median"].median()),
+                        "relative": float(np.median(r)) if r else math.nan,
+                        "relative_min": float(np.min(r)) if r else math.nan,
+                        "relative_max": float(np.max(r)) if r else math.nan,
+                        "matched": len(r), "runs": int(sub["count"].sum()), "baseline": baseline})
+            rows.append(row)
     return pd.DataFrame(rows)
 
 

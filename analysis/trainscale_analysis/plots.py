@@ -6,6 +6,8 @@ and returns the PNG path; docs/analysis.md shows and explains each one.
 - plot_loss_area_heatmaps: loss area over batch x LR, one panel per worker count;
 - plot_time_breakdown: stacked mean time per step per phase, one bar per configuration;
 - plot_relative: a dimension's values relative to a baseline value;
+- plot_generations: images/s across GPU generations relative to a baseline generation, one
+  group of bars per model and precision (Salvaris et al.);
 - plot_rank_variability: per-rank box plots of per-step times (stragglers).
 """
 from __future__ import annotations
@@ -225,6 +227,52 @@ def plot_relative(df: pd.DataFrame, out, dim: str, baseline, metric: str = "imag
     ax.set_xlabel(dim)
     ax.set_ylabel(f"{metric} relative to {fmt(baseline)}")
     ax.set_title(f"{dim}: relative {metric.replace('_', ' ')} (baseline {fmt(baseline)})")
+    fig.tight_layout()
+    return save(fig, out)
+
+
+def plot_generations(df: pd.DataFrame, out, baseline: str | None = None,
+                     metric: str = "images_per_s") -> Path:
+    """Grouped bars: per model and precision, one bar per GPU generation (or device name)
+    with its throughput relative to the baseline generation (1.0, dashed); error bars span the
+    min-max over the matched configurations, the label on each bar is the ratio."""
+    rel = metrics.generation_throughput(df, baseline, metric)
+    labels = metrics.generation_order(rel["generation"].unique())
+    by = [c for c in ("model", "precision") if c in rel.columns]
+    groups = rel.groupby(by, sort=True) if by else [("all runs", rel)]
+    groups = [(" / ".join(fmt(v) for v in (k if isinstance(k, tuple) else (k,))), g)
+              for k, g in groups]
+    width = 0.8 / max(len(labels), 1)
+    cmap = plt.get_cmap("viridis")
+    colors = {lab: cmap(0.15 + 0.7 * i / max(len(labels) - 1, 1)) for i, lab in enumerate(labels)}
+    fig, ax = plt.subplots(figsize=(min(16.0, max(6.0, 0.45 * len(groups) * len(labels) + 2.5)), 4))
+    top = 1.0
+    in_legend = set()
+    for j, lab in enumerate(labels):
+        for i, (_, g) in enumerate(groups):
+            r = g[g["generation"] == lab]
+            if r.empty or not np.isfinite(r["relative"].iloc[0]):
+                continue
+            v = float(r["relative"].iloc[0])
+            x = i - 0.4 + width * (j + 0.5)
+            err = [[v - float(r["relative_min"].iloc[0])], [float(r["relative_max"].iloc[0]) - v]]
+            ax.bar(x, v, width, yerr=err, capsize=3, color=colors[lab],
+                   label=None if lab in in_legend else lab)
+            in_legend.add(lab)
+            ax.text(x, v, f"{v:.2f}x", ha="center", va="bottom", fontsize=8)
+            top = max(top, float(r["relative_max"].iloc[0]))
+    base = rel["baseline"].iloc[0] if len(rel) else "?"
+    for i, (_, g) in enumerate(groups):
+        if not np.isfinite(g["relative"]).any():
+            ax.text(i, 0.05, f"no run on {base}", ha="center", va="bottom", fontsize=8, color="#c44e52")
+    ax.axhline(1.0, color="k", ls="--", lw=1)
+    ax.set_xticks(range(len(groups)), [name for name, _ in groups])
+    ax.set_ylim(0, top * 1.15)
+    ax.set_ylabel(f"{metric.replace('_', ' ')} relative to {base}")
+    ax.set_title(f"throughput across GPU generations (baseline {base}; median of repetitions, "
+                 f"bars min-max over matched configurations)", fontsize=10)
+    ax.legend(fontsize=8, title="generation / device", title_fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return save(fig, out)
 

@@ -20,10 +20,12 @@ import pandas as pd
 from . import load, metrics, plots
 
 # Dimensions the scaling and loss-area sections handle themselves; every other varying config
-# key (storage, data format, precision, MPI flavor, GPU, algorithm, ...) gets relative bars.
+# key (storage, data format, precision, MPI flavor, algorithm, ...) gets relative bars, except
+# `gpu`: the GPU-generation section compares what the runs computed on (the run files' device).
 OWN_SECTIONS = ("workers", "batch_per_worker", "lr", "global_batch", "seed")
+OWN_RELATIVE_SECTIONS = OWN_SECTIONS + ("gpu",)
 ENV_COLUMNS = ("env.hosts", "env.world_size", "env.mpi_flavor", "env.mpi_version", "env.mpi_tuning",
-               "env.backend", "env.device", "env.device_name", "env.cpu_model", "env.isa", "env.threads",
+               "env.backend", "env.device", "env.device_name", "env.device_generation", "env.cpu_model", "env.isa", "env.threads",
                "env.precision", "env.version", "env.git_sha")
 RUN_METRICS = ("images_per_s", "step_time_median", "min_train_loss", "loss_area_time",
                "final_accuracy", "time_to_target")
@@ -280,11 +282,10 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                    "repetitions); 'other' is step time outside the recorded phases.")
 
     rep.section("Relative performance by dimension")
-    dims = [k for k in vary if k not in OWN_SECTIONS and ok[k].nunique() > 1]
+    dims = [k for k in vary if k not in OWN_RELATIVE_SECTIONS and ok[k].nunique() > 1]
     if not dims:
-        rep.para("No other dimension (storage, data format, precision, MPI flavor, GPU "
-                 "generation, algorithm, ...) varied, so there are no relative-performance "
-                 "bars.", note=True)
+        rep.para("No other dimension (storage, data format, precision, MPI flavor, algorithm, "
+                 "...) varied, so there are no relative-performance bars.", note=True)
     for dim in dims:
         base = choose_baseline(df, dim, baselines)
         rel = metrics.relative_performance(df, dim, base)
@@ -292,6 +293,8 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                    f"images/s for each value of {dim} relative to {fmt(base)}, matched on "
                    f"all other configuration keys (bars span min-max over the matches).")
         rep.table(rel[[dim, "relative", "relative_min", "relative_max", "matched"]], None)
+
+    generations_section(rep, df, fig_dir, baselines.get("generation"))
 
     rep.section("Per-rank variability")
     multi = with_files[with_files["workers"] > 1] if "workers" in with_files.columns else \
@@ -331,6 +334,32 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                              "values": ", ".join(fmt(v) for v in vals)})
         rep.table(pd.DataFrame(rows), None)
     return rep.write(out_html)
+
+
+def generations_section(rep: Report, df: pd.DataFrame, fig_dir: Path, baseline) -> None:
+    """Salvaris-style relative throughput across GPU generations (or device names), per model
+    and precision; a note instead when the finished runs computed on one kind of device."""
+    rep.section("Relative throughput across GPU generations")
+    labels = metrics.generation_order(metrics.device_generation(metrics.finished(df)).unique())
+    if len(labels) < 2:
+        on = f" ({labels[0]})" if labels else ""
+        rep.para(f"Every finished run computed on one GPU generation or device{on}, so there is "
+                 f"no comparison across generations.", note=True)
+        return
+    base = None if baseline is None else str(baseline)
+    rel = metrics.generation_throughput(df, base)
+    base = rel["baseline"].iloc[0]
+    rep.figure(plots.plot_generations(df, fig_dir / "generations", base),
+               f"images/s on each GPU generation (or device) relative to {base}, per model and "
+               f"precision, matched on the other configuration keys (median of repetitions; "
+               f"bars span min-max over the matches).")
+    cols = [c for c in ("model", "precision") if c in rel.columns] + \
+        ["generation", "images_per_s", "relative", "relative_min", "relative_max", "matched", "runs"]
+    rep.table(rel[cols], None)
+    if (rel["matched"] == 0).any():
+        rep.para("Rows with no relative value have no run on the baseline generation with the "
+                 "same model, precision and other settings; choose another with "
+                 "--baseline generation=NAME.", note=True)
 
 
 def safe(name: str) -> str:

@@ -52,6 +52,10 @@ int command_info(const std::vector<std::string>& args) {
                 << "backend." << name << ".status: built; no " << (name == "cuda" ? "CUDA " : "") << "device found ("
                 << e.reason << ")\n";
       continue;
+    } catch (const std::exception& e) {  // a device that fails to start: info still reports the rest
+      std::cout << "backend." << name << ".device: none\n"
+                << "backend." << name << ".status: built; failed to start: " << e.what() << "\n";
+      continue;
     }
     const DeviceDescription d = backend->describe();
     std::cout << "backend." << name << ".status: ok\n"

@@ -106,7 +106,7 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
         std::cout << "shape " << g.shape.label() << ": " << g.indices.size() << " runs\n";
         for (int64_t i : g.indices) {
           std::string line;
-          for (const auto& a : launch_command(campaign.site.mpi.at(g.shape.mpi), g.shape.workers)) line += shell_quote(a) + " ";
+          for (const auto& a : launch_command(shape_mpi(campaign.site, g.shape), g.shape.workers)) line += shell_quote(a) + " ";
           std::cout << "  " << line << "run --manifest " << shell_quote(campaign.dir) << " --index " << i << "\n";
         }
       }

@@ -101,6 +101,18 @@ class Backend {
   // Converts src into dst's desc (same logical dims; layouts and data types may differ).
   virtual void reorder(const Tensor& src, const Tensor& dst) = 0;
 
+  // ---- input staging: host-to-device copies on a second queue, overlapping compute ----
+  // stage_from_host starts copying host_src (allocate_host memory, which must stay untouched
+  // until staged_copies_done) to device_dst and returns at once; wait_for_staged makes the
+  // compute queue wait (the host does not) for every staged copy before the ops queued next;
+  // staged_copies_done blocks the host until they finished (then their host memory may be
+  // reused). CPU backends copy at once.
+  virtual void stage_from_host(void* device_dst, const void* host_src, size_t bytes) {
+    copy_from_host(device_dst, host_src, bytes);
+  }
+  virtual void wait_for_staged() {}
+  virtual void staged_copies_done() {}
+
   // ---- planning (backend/ops.h). Throws ConfigError for a descriptor the backend cannot plan,
   // naming it. `dst` requests the output's desc (TensorDesc::any: the backend chooses).
   virtual std::unique_ptr<ConvOp> plan_conv(const ConvDesc& d, const TensorDesc& src,

@@ -95,6 +95,8 @@ void derive_defaults(KeyTexts& texts) {
   if (!texts.count("epochs") && !texts.count("steps") && !texts.count("train_samples")) texts.emplace("epochs", "1");
   if (!texts.count("dataset.format"))
     texts.emplace("dataset.format", data_names().default_format(texts.at("dataset.name")));
+  // A CUDA run computes on some GPU; a CPU backend on none.
+  if (!texts.count("gpu")) texts.emplace("gpu", texts.at("backend") == "cuda" ? "any" : "none");
 }
 
 RunConfig typed_config(const KeyTexts& t) {
@@ -124,6 +126,8 @@ RunConfig typed_config(const KeyTexts& t) {
   if (has("steps")) r.steps = i64("steps");
   if (has("train_samples")) r.train_samples = i64("train_samples");
   r.precision = enum_from_name(all_precisions(), precision_name, str("precision"), "precision");
+  r.loss_scale = {enum_from_name(all_loss_scale_modes(), loss_scale_mode_name, str("loss_scale.mode"), "loss_scale.mode"),
+                  f64("loss_scale.init"), i64("loss_scale.growth_interval")};
   r.backend = enum_from_name(all_backend_kinds(), backend_kind_name, str("backend"), "backend");
   r.threads = static_cast<int>(i64("threads"));
   r.workers = static_cast<int>(i64("workers"));
@@ -131,7 +135,7 @@ RunConfig typed_config(const KeyTexts& t) {
             enum_from_name(known_allreduce_algorithms(), allreduce_algorithm_name, str("dist.allreduce"), "dist.allreduce"),
             f64("dist.bucket_mb"), flag("dist.overlap"), i64("dist.period"), i64("dist.shm_chunk_kb"),
             i64("dist.shm_buffers")};
-  r.gpu = str("gpu");
+  r.gpu = enum_from_name(all_gpu_generations(), gpu_generation_name, str("gpu"), "gpu");
   r.mpi_flavor = enum_from_name(all_mpi_flavors(), mpi_flavor_name, str("mpi_flavor"), "mpi_flavor");
   r.eval = {f64("eval.every_epochs"), f64("eval.target_accuracy"), i64("eval.batch")};
   r.seed = static_cast<uint64_t>(i64("seed"));

@@ -41,6 +41,8 @@ void check_ranges(const ResolvedConfig& cfg, const KeyTexts& text) {
   at_most("dist.shm_chunk_kb", static_cast<double>(r.dist.shm_chunk_kb), 65536);  // 64 MiB
   at_most("dist.shm_buffers", static_cast<double>(r.dist.shm_buffers), 1024);
   positive("log_every", static_cast<double>(r.log_every));
+  positive("loss_scale.init", r.loss_scale.init);
+  positive("loss_scale.growth_interval", static_cast<double>(r.loss_scale.growth_interval));
   positive("lr_schedule.step_epochs", r.lr_schedule.step_epochs);
   positive("lr_schedule.gamma", r.lr_schedule.gamma);
   non_negative("momentum", r.momentum);
@@ -77,6 +79,13 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
   if (r.global_batch > 0 && r.global_batch % r.workers != 0)
     throw ConfigError(cfg.locate("global_batch") + ": " + text.at("global_batch") + " does not divide evenly over " +
                       std::to_string(r.workers) + " workers; use a multiple of workers or batch_per_worker");
+  // Dynamic loss scaling changes the scale from the gradients every rank sees: under a parameter
+  // server only rank 0 sees them, so the ranks' scales would drift apart.
+  if (r.effective_loss_scale() == LossScaleMode::dynamic && r.dist.strategy == DistStrategy::sync &&
+      r.dist.allreduce == AllreduceAlgorithm::ps && r.workers > 1)
+    throw ConfigError(cfg.locate(cfg.where.count("loss_scale.mode") ? "loss_scale.mode" : "precision") +
+                      ": dynamic loss scaling (the fp16 default) needs every rank to see the averaged gradients, and "
+                      "dist.allreduce ps updates on rank 0 only; use another dist.allreduce or loss_scale.mode: static");
   const DataNames& data = data_names();
   const std::vector<std::string> ok = data.formats_of(r.dataset.name);
   if (std::find(ok.begin(), ok.end(), r.dataset.format) == ok.end()) {
@@ -88,6 +97,26 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
   }
 }
 
+// `gpu` against the backend: a CPU backend computes on no GPU, and a GPU backend on some GPU
+// (which one the device check says when the run starts, train/capabilities.cpp).
+void check_gpu_against_backend(const ResolvedConfig& cfg) {
+  const RunConfig& r = cfg.run;
+  const std::string gpu = gpu_generation_name(r.gpu);
+  const std::string backend = backend_kind_name(r.backend);
+  std::vector<std::string> gpus = accepted_gpu_generations();
+  gpus.erase(std::remove(gpus.begin(), gpus.end(), "none"), gpus.end());
+  if (!backend_has_gpu(r.backend) && r.gpu != GpuGeneration::none)
+    throw ConfigError(cfg.locate("gpu") + ": '" + gpu + "' expects " +
+                      (r.gpu == GpuGeneration::any ? std::string("a GPU") : "GPU generation '" + gpu + "'") +
+                      " but backend '" + backend + "' (" + cfg.locate("backend") +
+                      ") computes on the CPU (GPU generation none); set backend: cuda to run on " +
+                      (r.gpu == GpuGeneration::any ? std::string("a GPU") : "a " + gpu) + ", or gpu: none");
+  if (backend_has_gpu(r.backend) && r.gpu == GpuGeneration::none)
+    throw ConfigError(cfg.locate("gpu") + ": 'none' but backend '" + backend +
+                      "' computes on a GPU; say which generation the run expects, or gpu: any (accepted: " +
+                      join(gpus, " | ") + "; leaving gpu out means any)");
+}
+
 }  // namespace
 
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
@@ -95,6 +124,7 @@ void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_exclusive(cfg, {"epochs", "steps", "train_samples"});
   check_ranges(cfg, texts);
   check_combinations(cfg, texts);  // after the ranges: workers > 0 divides global_batch
+  check_gpu_against_backend(cfg);
 }
 
 }  // namespace ts

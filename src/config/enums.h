@@ -14,7 +14,9 @@ std::vector<BackendKind> all_backend_kinds();
 std::vector<Precision> all_precisions();
 std::vector<LrScheduleKind> all_lr_schedule_kinds();
 std::vector<LrScale> all_lr_scales();
+std::vector<LossScaleMode> all_loss_scale_modes();
 std::vector<MpiFlavor> all_mpi_flavors();
+std::vector<GpuGeneration> all_gpu_generations();  // none, the generations oldest first, any
 
 template <class E>
 std::vector<std::string> enum_names(const std::vector<E>& values, const char* (*name)(E)) {

@@ -17,7 +17,10 @@ std::vector<std::string> accepted_strategy_names();
 std::vector<std::string> accepted_allreduce_names();  // every algorithm, built or not (nccl: cuda)
 std::vector<std::string> accepted_lr_schedule_kinds();
 std::vector<std::string> accepted_lr_scales();
+std::vector<std::string> accepted_loss_scale_modes();
 std::vector<std::string> accepted_mpi_flavors();
+// none, the GPU generations of backend/gpu_generation.h (oldest first), any.
+std::vector<std::string> accepted_gpu_generations();
 
 // The data sets this build reads and their formats.
 struct DataNames {

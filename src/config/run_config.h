@@ -20,7 +20,15 @@ namespace ts {
 enum class BackendKind { ref, cpu, cuda };
 enum class LrScheduleKind { constant, step, cosine };
 enum class LrScale { none, linear };  // linear: Goyal et al., lr * global_batch / base_batch
+// Loss scaling of mixed-precision training (train/loss_scaler.h): auto = dynamic for fp16, off
+// otherwise; static keeps loss_scale.init; dynamic halves on an overflow (the step is skipped)
+// and doubles after growth_interval good steps.
+enum class LossScaleMode { auto_, off, static_, dynamic };
 enum class MpiFlavor { any, openmpi, mpich };
+// The GPU a run expects (checked against the device when it starts): none (a CPU backend), a
+// generation of backend/gpu_generation.h, or any GPU. Unset, it is `any` for backend cuda and
+// `none` otherwise.
+enum class GpuGeneration { none, k80, p40, p100, v100, a100, h100, h200, any };
 
 struct DatasetConfig {
   std::string name = "fashion_mnist";  // a data set of the data registry (config/registries.h)
@@ -41,6 +49,12 @@ struct LrScheduleConfig {
   double final_lr_fraction = 0.0; // cosine: final lr / lr
   LrScale scale = LrScale::none;
   int64_t base_batch = 0;         // reference batch of `lr` for scale: linear (0 = the global batch)
+};
+
+struct LossScaleConfig {
+  LossScaleMode mode = LossScaleMode::auto_;
+  double init = 65536.0;          // the static scale, or the dynamic one's start
+  int64_t growth_interval = 2000; // dynamic: good steps before the scale doubles
 };
 
 struct DistConfig {
@@ -74,16 +88,22 @@ struct RunConfig {
   int64_t steps = 0;
   int64_t train_samples = 0;
   Precision precision = Precision::fp32;
+  LossScaleConfig loss_scale;
   BackendKind backend = BackendKind::cpu;
   int threads = 2;
   int workers = 1;
   DistConfig dist;
-  std::string gpu = "none";
+  GpuGeneration gpu = GpuGeneration::none;
   MpiFlavor mpi_flavor = MpiFlavor::any;
   EvalConfig eval;
   uint64_t seed = 1;
   int64_t log_every = 20;
 
+  // The loss scaling this run applies: auto resolves to dynamic for fp16, off otherwise.
+  LossScaleMode effective_loss_scale() const {
+    if (loss_scale.mode != LossScaleMode::auto_) return loss_scale.mode;
+    return precision == Precision::fp16 ? LossScaleMode::dynamic : LossScaleMode::off;
+  }
   // Per-worker batch on `world` ranks.
   int64_t batch_for(int world) const { return batch_per_worker > 0 ? batch_per_worker : global_batch / world; }
 };
@@ -111,6 +131,10 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
 const char* backend_kind_name(BackendKind kind);
 const char* lr_schedule_kind_name(LrScheduleKind kind);
 const char* lr_scale_name(LrScale scale);
+const char* loss_scale_mode_name(LossScaleMode mode);
 const char* mpi_flavor_name(MpiFlavor flavor);
+const char* gpu_generation_name(GpuGeneration generation);
+// True for backends that compute on a GPU (cuda); ref and cpu compute on the CPU.
+bool backend_has_gpu(BackendKind kind);
 
 }  // namespace ts

@@ -20,7 +20,7 @@ struct KeySpec {
   ValueType type;
   // The default's text. Empty: unset unless given (the exclusive groups batch_per_worker /
   // global_batch and epochs / steps / train_samples) or derived from other keys when resolved
-  // (dataset.format: the data set's own format).
+  // (dataset.format: the data set's own format; gpu: any for backend cuda, else none).
   std::string def;
   // Accepted values of an enum-like key (asked when a value is checked); empty: any value.
   std::function<std::vector<std::string>()> accepted;

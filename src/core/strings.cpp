@@ -2,6 +2,7 @@
 #include "core/strings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 namespace ts {
@@ -52,6 +53,14 @@ std::string closest_match(const std::string& word, const std::vector<std::string
     const size_t dot = s.rfind('.');
     return dot == std::string_view::npos ? s : s.substr(dot + 1);
   };
+  // A candidate that differs only in case is the one meant ("H100" -> h100, not p100).
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+  };
+  for (const auto& c : candidates)
+    if (lower(c) == lower(word)) return c;
   std::string best;
   size_t best_distance = std::string::npos;
   for (const auto& c : candidates) {

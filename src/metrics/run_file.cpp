@@ -98,6 +98,8 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("isa", r.isa);
   file.set_attr("device_libraries", r.device_libraries);
   file.set_attr("device_memory_bytes", r.device_memory_bytes);
+  file.set_attr("device_plans", r.device_plans);
+  file.set_attr("device_workspace_bytes", r.device_workspace_bytes);
   file.set_attr("cpu_model", r.cpu_model);
   file.set_attr("threads", r.threads);
   file.set_attr("precision", r.precision);

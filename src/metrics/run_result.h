@@ -38,6 +38,8 @@ struct RunRecord {
   std::string isa;                          // oneDNN ISA, "generic" (ref), "sm_90" (cuda)
   std::string device_libraries;             // "onednn 2.6.3, ..." (name version, comma-separated)
   int64_t device_memory_bytes = 0;          // int64
+  std::string device_plans;                 // what planning chose per op (algorithms, workspace), one line each
+  int64_t device_workspace_bytes = 0;       // int64: op workspace the backend held
   std::string cpu_model;                    // the host's CPU, whatever the device
   int64_t threads = 1;                      // int64: compute threads per worker
   std::string precision;                    // fp32 | bf16 | fp16 | tf32

@@ -276,9 +276,29 @@ void Net::plan_backward_scratch() {
 const TensorDesc& Net::node_desc(int id) const { return nodes_.at(static_cast<size_t>(id))->desc; }
 
 float Net::forward(const float* images, const int32_t* labels, const float* targets, Mode mode) {
+  forward_queued(images, labels, targets, mode);
+  return labels || targets ? loss() : 0.0f;
+}
+
+void Net::stage_input(const float* images) {
+  if (batch_ < 1) throw ConfigError("Net::stage_input before Net::set_batch");
+  const size_t bytes = node(0).desc.bytes;
+  if (staged_input_.bytes() != bytes) staged_input_ = backend_.allocate(bytes);
+  backend_.stage_from_host(staged_input_.data(), images, bytes);
+  input_staged_ = true;
+}
+
+void Net::forward_queued(const float* images, const int32_t* labels, const float* targets, Mode mode) {
   if (batch_ < 1) throw ConfigError("Net::forward before Net::set_batch");
   Node& input = node(0);
-  backend_.copy_from_host(input.dst.data(), images, input.desc.bytes);
+  if (images) {
+    backend_.copy_from_host(input.dst.data(), images, input.desc.bytes);
+  } else {
+    TS_CHECK(input_staged_, "Net::forward_queued without images needs a stage_input before");
+    backend_.wait_for_staged();
+    backend_.copy(input.dst.data(), staged_input_.data(), input.desc.bytes);
+    input_staged_ = false;
+  }
   const size_t last = nodes_.size() - 1;
   for (size_t i = 1; i < last; ++i) {
     Node& n = *nodes_[i];
@@ -286,13 +306,20 @@ float Net::forward(const float* images, const int32_t* labels, const float* targ
     n.layer->forward(backend_, n.srcs, n.dst_t, mode);
   }
   last_forward_train_ = mode == Mode::train;
-  if (!labels && !targets) return 0.0f;  // prediction only: no loss
+  if (!labels && !targets) return;  // prediction only: no loss
   Node& loss_node = node(static_cast<int>(last));
   auto* loss = static_cast<LossLayer*>(loss_node.layer.get());
   loss->forward_loss(backend_, loss_node.srcs[0], labels, targets, loss_.f32());
+}
+
+float Net::loss() const {
   float value = 0.0f;
   backend_.copy_to_host(&value, loss_.data(), sizeof(float));
   return value;
+}
+
+void Net::set_loss_scale(float scale) {
+  static_cast<LossLayer*>(nodes_.back()->layer.get())->set_loss_scale(scale);
 }
 
 void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {

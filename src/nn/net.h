@@ -72,6 +72,17 @@ class Net {
   // loss of the minibatch (read back from the device); with both null (prediction only) the
   // loss is not computed and 0 is returned.
   float forward(const float* images, const int32_t* labels, const float* targets, Mode mode);
+  // The same in two halves, for a trainer that overlaps the next batch's input copy with this
+  // forward: forward_queued queues the work (images null: the input staged by stage_input) and
+  // returns without waiting for the device; loss() then reads the loss (waits for the device).
+  void forward_queued(const float* images, const int32_t* labels, const float* targets, Mode mode);
+  float loss() const;
+  // Starts copying the next batch's images (mb, per-sample) to the device on the backend's
+  // staging queue (Backend::stage_from_host): `images` must be allocate_host memory, untouched
+  // until Backend::staged_copies_done. The next forward_queued(nullptr, ...) uses them.
+  void stage_input(const float* images);
+  // The factor backward multiplies the loss gradient by (fp16 loss scaling; 1 by default).
+  void set_loss_scale(float scale);
   // Backward from the loss through every layer; overwrites the gradient arena.
   // `on_layer_grads(range)` is called as soon as a layer's parameter gradients are final
   // (in reverse layer order), so communication can overlap with the rest of backward.
@@ -126,6 +137,8 @@ class Net {
   std::vector<DeviceBuffer> diff_pool_;  // gradient buffers, shared by nodes (plan_gradient_memory)
   std::vector<DeviceBuffer> scratch_;    // diff targets for inputs whose diff is already written
   DeviceBuffer loss_;                  // the loss node's scalar (1 float)
+  DeviceBuffer staged_input_;          // stage_input's copy of the next images (the input's bytes)
+  bool input_staged_ = false;
   mutable DeviceBuffer plain_temp_;    // node_output's conversion to plain f32, when needed
   mutable std::vector<float> host_output_;
   int64_t batch_ = 0;

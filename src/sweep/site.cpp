@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "config/registries.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/strings.h"
@@ -72,18 +73,61 @@ struct SiteParser {
   }
 };
 
-// gpu: GPU name -> {partition, gres, constraint, gpus_per_node}.
+// The entry names `gpu:` accepts: every GPU generation and `any` (not `none`: runs without a
+// GPU ask for no GPU).
+std::vector<std::string> site_gpu_names() {
+  std::vector<std::string> names = accepted_gpu_generations();
+  names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
+  return names;
+}
+
+// PBS select resources "name=value[:name=value...]"; trainscale writes the chunk count, ncpus,
+// mpiprocs, ngpus and mem itself.
+void check_select(const SiteParser& p, const YAML::Node& n, const std::string& key, const std::string& select) {
+  static const std::vector<std::string> own = {"select", "ncpus", "mpiprocs", "ngpus", "mem"};
+  std::istringstream in(select);
+  std::string item;
+  while (std::getline(in, item, ':')) {
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    if (item.empty() || eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      p.fail(n, "key '" + key + "': '" + select + "' is not a list of PBS resources name=value separated by ':'"
+                " (e.g. \"gpu_model=a100\" or \"gpu_model=a100:gpu_mem=80gb\")");
+    if (std::find(own.begin(), own.end(), name) != own.end())
+      p.fail(n, "key '" + key + "': '" + name + "' is written by trainscale itself (select chunk count, ncpus, "
+                "mpiprocs, ngpus from gpus_per_node, mem from the sweep's resources); remove it");
+  }
+}
+
+// gpu: generation (or any) -> {partition, gres, constraint, select, gpus_per_node, modules, binary}.
 void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
-  if (!n.IsMap()) p.fail(n, "gpu: expected a mapping of GPU names to {partition, gres, constraint, gpus_per_node}");
+  if (!n.IsMap())
+    p.fail(n, "gpu: expected a mapping of GPU generations to {partition, gres, constraint, select, gpus_per_node, modules, "
+              "binary}");
+  const std::vector<std::string> names = site_gpu_names();
   for (const auto& kv : n) {
     const std::string name = p.scalar(kv.first, "gpu");
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string msg = "gpu: '" + name + "' is not a GPU generation";
+      const std::string best = closest_match(name, names);
+      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
+      p.fail(kv.first, msg + "; accepted: " + join(names, " | ") +
+                           " (entries are named as the run config's gpu key; the scheduler's own GPU type goes in gres, "
+                           "constraint or select)");
+    }
     const std::string sec = "gpu." + name;
-    p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "gpus_per_node"});
+    p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "select", "gpus_per_node", "modules", "binary"});
     SiteGpu g;
     if (kv.second["partition"]) g.partition = p.scalar(kv.second["partition"], sec + ".partition");
     if (kv.second["gres"]) g.gres = p.scalar(kv.second["gres"], sec + ".gres");
     if (kv.second["constraint"]) g.constraint = p.scalar(kv.second["constraint"], sec + ".constraint");
+    if (kv.second["select"]) {
+      g.select = p.scalar(kv.second["select"], sec + ".select");
+      check_select(p, kv.second["select"], sec + ".select", g.select);
+    }
     if (kv.second["gpus_per_node"]) g.gpus_per_node = static_cast<int>(p.integer(kv.second["gpus_per_node"], sec + ".gpus_per_node", 1));
+    if (kv.second["modules"]) g.modules = p.strings(kv.second["modules"], sec + ".modules");
+    if (kv.second["binary"]) g.binary = p.scalar(kv.second["binary"], sec + ".binary");
     s.gpu[name] = g;
   }
 }
@@ -224,7 +268,8 @@ std::string site_check_run(const Site& site, const std::string& gpu, const std::
                            const std::string& storage) {
   if (gpu != "none" && !site.gpu.count(gpu))
     return "key 'gpu': '" + gpu + "' is not a GPU of site " + site.path + " (its gpu entries: " + keys_of(site.gpu) +
-           "); add it under `gpu` or use another site";
+           "); add a `gpu: {" + gpu + ": {...}}` entry that requests " +
+           (gpu == "any" ? std::string("any GPU") : "a " + gpu) + ", name another generation, or use another site";
   if (mpi_flavor == "any" ? site.mpi.empty() : !site.mpi.count(mpi_flavor))
     return "key 'mpi_flavor': '" + mpi_flavor + "' is not an MPI flavor of site " + site.path + " (its mpi entries: " +
            keys_of(site.mpi) + "); add it under `mpi` or use mpi_flavor: any";

@@ -1,6 +1,6 @@
 // Site files (configs/sites/*.yaml, docs/sweeps.md "Site file"): which scheduler a machine
-// has, its limits, and how logical names in run configs map to resources: gpu -> partition,
-// gres, constraint, GPUs per node; mpi flavor -> modules, launcher and the trainscale binary
+// has, its limits, and how logical names in run configs map to resources: GPU generation ->
+// partition, gres, constraint, PBS select resources, GPUs per node; mpi flavor -> modules, launcher and the trainscale binary
 // built for it; storage name -> path with an optional stage-in copy.
 // Errors are ConfigError naming the site file, line, key and the accepted values.
 #pragma once
@@ -12,11 +12,20 @@
 
 namespace ts {
 
+// One `gpu:` entry: what an array of runs with `gpu: <generation>` asks the scheduler for.
+// Entries are named by generation (k80 ... h200, backend/gpu_generation.h) or `any` (runs
+// that accept any GPU).
 struct SiteGpu {
-  std::string partition;     // "" = the site's default partition
-  std::string gres;          // e.g. "gpu:a100:{gpus_per_node}" ({gpus_per_node} substituted)
-  std::string constraint;
-  int gpus_per_node = 1;
+  std::string partition;     // Slurm partition / PBS queue ("" = the site's default)
+  std::string gres;          // Slurm --gres, e.g. "gpu:a100:{gpus_per_node}" ({gpus_per_node} substituted)
+  std::string constraint;    // Slurm --constraint (node features), e.g. "a100_80g"
+  std::string select;        // PBS: resources appended to the select chunk, e.g. "gpu_model=a100"
+  int gpus_per_node = 1;     // GPUs of one node; a run puts one worker (MPI rank) on each
+  // `module load` lines after the MPI entry's, e.g. [cuda/12.4] on nodes that need another toolkit
+  std::vector<std::string> modules;
+  // trainscale built for these GPUs ("" = the MPI entry's binary): CUDA 13 compiles for compute
+  // capability 7.5 and newer only, so K80/P40/P100/V100 nodes need a build with an older toolkit.
+  std::string binary;
 };
 
 struct SiteMpi {
@@ -70,6 +79,7 @@ const SiteMpi& site_mpi_for(const Site& site, const std::string& mpi_flavor, con
 
 // Checks a resolved run's gpu, mpi_flavor and dataset.storage against the site. Returns "" when
 // the site has them, else the reason (names the key, the value and what the site offers).
+// gpu `none` needs no entry; a generation or `any` needs the entry of that name.
 std::string site_check_run(const Site& site, const std::string& gpu, const std::string& mpi_flavor,
                            const std::string& storage);
 

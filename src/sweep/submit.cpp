@@ -37,6 +37,13 @@ namespace fs = std::filesystem;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// `text` with every "{gpus_per_node}" replaced by `gpus`.
+std::string substitute_gpus_per_node(std::string text, int gpus) {
+  const std::string placeholder = "{gpus_per_node}";
+  for (size_t p; (p = text.find(placeholder)) != std::string::npos;) text.replace(p, placeholder.size(), std::to_string(gpus));
+  return text;
+}
+
 // Runs a shell command, returns (exit status, stdout+stderr).
 std::pair<int, std::string> capture(const std::string& cmd) {
   std::string out;
@@ -142,7 +149,7 @@ bool local_executor_alive(long pid) {
 
 std::string JobShape::label() const {
   return "workers=" + std::to_string(workers) + " nodes=" + std::to_string(nodes) + " cpus=" + std::to_string(cpus_per_task) +
-         " gpus=" + std::to_string(gpus_per_node) + " partition=" + (partition.empty() ? "-" : partition) +
+         " gpus=" + std::to_string(gpus_per_node) + (gpu.empty() ? "" : " gpu=" + gpu) + " partition=" + (partition.empty() ? "-" : partition) +
          " walltime=" + walltime + (mem.empty() ? "" : " mem=" + mem) + " mpi=" + mpi;
 }
 
@@ -182,14 +189,16 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
     int per_node = res["workers_per_node"] ? positive_int(res, "workers_per_node", where)
                                            : (site.workers_per_node > 0 ? site.workers_per_node : s.workers);
     if (gpu != "none") {
+      // One worker per GPU: a node takes gpus_per_node workers, and asks for as many GPUs as
+      // it runs workers (all of them when the run spans several nodes).
       const SiteGpu& g = site.gpu.at(gpu);
       per_node = g.gpus_per_node;
+      s.gpu = gpu;
       s.gpus_per_node = std::min(s.workers, g.gpus_per_node);
       if (!g.partition.empty()) s.partition = g.partition;
-      s.gres = g.gres;
-      const std::string ph = "{gpus_per_node}";
-      for (size_t p; (p = s.gres.find(ph)) != std::string::npos;) s.gres.replace(p, ph.size(), std::to_string(s.gpus_per_node));
+      s.gres = substitute_gpus_per_node(g.gres, s.gpus_per_node);
       s.constraint = g.constraint;
+      s.select = substitute_gpus_per_node(g.select, s.gpus_per_node);
     }
     s.nodes = ceil_div(s.workers, per_node);
     s.tasks_per_node = std::min(s.workers, per_node);
@@ -203,6 +212,12 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
   }
   for (auto& g : groups) std::sort(g.indices.begin(), g.indices.end());
   return groups;
+}
+
+SiteMpi shape_mpi(const Site& site, const JobShape& shape) {
+  SiteMpi mpi = site.mpi.at(shape.mpi);
+  if (!shape.gpu.empty() && !site.gpu.at(shape.gpu).binary.empty()) mpi.binary = site.gpu.at(shape.gpu).binary;
+  return mpi;
 }
 
 std::string resolve_binary(const SiteMpi& mpi) {
@@ -236,7 +251,7 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   if (!fs::is_regular_file(tpl_path))
     throw ConfigError(tpl_path + ": job template not found; set `templates:` in the site file or TRAINSCALE_JOBS_DIR to the jobs/ directory");
   const std::string tpl = read_text_file(tpl_path);
-  const SiteMpi& mpi = site.mpi.at(shape.mpi);
+  const SiteMpi mpi = shape_mpi(site, shape);
   const std::string campaign_dir = fs::absolute(c.dir).lexically_normal().string();
 
   std::vector<std::string> launch;
@@ -244,6 +259,8 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   std::vector<std::string> setup;
   for (const auto& line : site.setup) setup.push_back(line);
   for (const auto& m : mpi.modules) setup.push_back("module load " + shell_quote(m));
+  if (!shape.gpu.empty())
+    for (const auto& m : site.gpu.at(shape.gpu).modules) setup.push_back("module load " + shell_quote(m));
   for (const auto& [k, v] : site.env) setup.push_back("export " + k + "=" + shell_quote(v));
   if (setup.empty()) setup.push_back("# (no modules or environment from the site file)");
 
@@ -281,10 +298,13 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
       v["SINGLE_TASK"] = "0";
     }
     v["GPU_SELECT"] = shape.gpus_per_node > 0 ? ":ngpus=" + std::to_string(shape.gpus_per_node) : "";
+    if (!shape.select.empty()) v["GPU_SELECT"] += ":" + shape.select;  // e.g. :gpu_model=a100
     if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + shape.mem;
     if (!shape.partition.empty()) directives.push_back("#PBS -q " + shape.partition);
     if (!site.account.empty()) directives.push_back("#PBS -A " + site.account);
-    if (!shape.constraint.empty()) directives.push_back("# constraint " + shape.constraint + ": add it to the select statement if your site needs it");
+    if (!shape.constraint.empty())
+      directives.push_back("# constraint " + shape.constraint + " is a Slurm node feature; PBS resources go in the site's gpu." +
+                           shape.gpu + ".select");
   }
   v["DIRECTIVES"] = directives.empty() ? "# (no partition, account, gres or constraint)" : join(directives, "\n");
   return fill_template(tpl, v, tpl_path);
@@ -473,9 +493,12 @@ std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign
   std::map<int64_t, std::vector<std::string>> argv_of;
   for (const auto& g : group_by_shape(c, indices))  // validates gpu/mpi/storage against the site
     for (int64_t i : g.indices) {
-      auto cmd = launch_command(c.site.mpi.at(g.shape.mpi), g.shape.workers);
+      auto cmd = launch_command(shape_mpi(c.site, g.shape), g.shape.workers);
       if (::access(cmd.back().c_str(), X_OK) != 0)
-        throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ".binary: " + cmd.back() +
+        throw ConfigError("site " + c.site.path + ": " +
+                          (!g.shape.gpu.empty() && !c.site.gpu.at(g.shape.gpu).binary.empty() ? "gpu." + g.shape.gpu
+                                                                                             : "mpi." + g.shape.mpi) +
+                          ".binary: " + cmd.back() +
                           " is not an executable here; build it (scripts/build.sh) or fix `binary` in the site file");
       if (!on_path(cmd.front()))
         throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ": the launcher '" + cmd.front() +

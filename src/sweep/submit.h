@@ -16,20 +16,27 @@
 
 namespace ts {
 
-// The allocation one array task asks for (all runs of an array share it).
+// The allocation one array task asks for (all runs of an array share it). Runs of different GPU
+// generations never share an array: `gpu` is part of the shape.
 struct JobShape {
-  int workers = 1;          // MPI ranks = the run's `workers`
+  int workers = 1;          // MPI ranks = the run's `workers`, one per GPU on GPU runs
   int nodes = 1;
   int tasks_per_node = 1;
   int cpus_per_task = 1;    // resources.cpus_per_worker, else the run's `threads`
-  int gpus_per_node = 0;
+  int gpus_per_node = 0;    // GPU runs: min(workers, the site entry's gpus_per_node)
+  std::string gpu;          // the run's gpu (a generation or any); "" for runs without a GPU
   std::string partition;    // gpu mapping's partition, else resources.partition, else the site's
   std::string walltime;     // resources.walltime, else the site's default
   std::string mem;          // resources.mem ("" = scheduler default)
-  std::string gres, constraint;
+  std::string gres, constraint;  // Slurm, from the site's gpu entry ({gpus_per_node} substituted)
+  std::string select;       // PBS select resources from the site's gpu entry ({gpus_per_node} substituted)
   std::string mpi;          // site mpi entry name
-  std::string label() const;  // "workers=2 nodes=1 cpus=1 gpus=0 partition=- walltime=00:20:00 mpi=openmpi"
-  bool operator==(const JobShape& o) const { return label() == o.label(); }
+  // "workers=2 nodes=1 cpus=1 gpus=0 partition=- walltime=00:20:00 mpi=openmpi"; GPU runs add
+  // "gpu=<generation>" after gpus.
+  std::string label() const;
+  bool operator==(const JobShape& o) const {
+    return label() == o.label() && gres == o.gres && constraint == o.constraint && select == o.select;
+  }
 };
 
 struct ShapeGroup {
@@ -44,6 +51,10 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& campaign, const std::vect
 // The binary a site MPI entry names, absolute ("" -> the running trainscale; relative -> from
 // the current directory).
 std::string resolve_binary(const SiteMpi& mpi);
+
+// The site MPI entry an array of `shape` launches with: shape.mpi's, with the binary of the
+// shape's gpu entry when it names one.
+SiteMpi shape_mpi(const Site& site, const JobShape& shape);
 
 // Launcher + binary, e.g. {"mpirun", "-np", "2", "--oversubscribe", "/x/bin/trainscale"}.
 std::vector<std::string> launch_command(const SiteMpi& mpi, int workers);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backend/backend_factory.h"
+#include "backend/gpu_generation.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "dist/communicator.h"
@@ -92,11 +93,35 @@ void check_device(const ResolvedConfig& cfg, const Backend& backend) {
                       precision_name(precision) + ": " + (elsewhere.empty() ? "none" : join(elsewhere)) +
                       (not_built.empty() ? "" : " (not built here: " + join(not_built) + ")"));
   }
-  const DeviceDescription device = backend.describe();
-  if (r.gpu != "none" && r.gpu != device.generation)
-    throw ConfigError(cfg.locate("gpu") + ": this run expects GPU generation '" + r.gpu + "' but backend '" + name +
-                      "' computes on " + device.device + " (" + device.name + ", generation " + device.generation +
-                      "); use gpu: none, or run on a node with a " + r.gpu + " GPU and backend: cuda");
+  check_gpu_generation(cfg, backend.describe());
+}
+
+void check_gpu_generation(const ResolvedConfig& cfg, const DeviceDescription& device) {
+  const RunConfig& r = cfg.run;
+  const std::string expected = gpu_generation_name(r.gpu);
+  // A description without a generation: a GPU's comes from its name, a CPU has none.
+  const bool cpu = device.device.empty() || device.device == "cpu";
+  const std::string detected =
+      !device.generation.empty() ? device.generation : cpu ? std::string("none") : gpu_generation_of(device.name);
+  const bool on_gpu = detected != "none";
+  // "backend 'cuda' computes on cuda:0 (NVIDIA A100-SXM4-80GB, GPU generation a100)"
+  const std::string found = "backend '" + device.backend + "' computes on " +
+                            (on_gpu ? device.device : std::string("the CPU")) + " (" + device.name +
+                            ", GPU generation " + detected + ")";
+  const std::string matching = detected == "other" ? "gpu: any" : "gpu: " + detected + " or gpu: any";
+  if (r.gpu == GpuGeneration::none) {
+    if (on_gpu)
+      throw ConfigError(cfg.locate("gpu") + ": the run expects no GPU (gpu: none) but " + found + "; set " + matching);
+    return;
+  }
+  if (!on_gpu)
+    throw ConfigError(cfg.locate("gpu") + ": the run expects " +
+                      (r.gpu == GpuGeneration::any ? std::string("a GPU (gpu: any)") : "GPU generation '" + expected + "'") +
+                      " but " + found + "; set backend: cuda, or gpu: none for a CPU run");
+  if (r.gpu != GpuGeneration::any && detected != expected)
+    throw ConfigError(cfg.locate("gpu") + ": the run expects GPU generation '" + expected + "' but detected '" +
+                      detected + "': " + found + "; run it on a node with a " + expected +
+                      " GPU (a site's gpu." + expected + " mapping requests one), or set " + matching);
 }
 
 }  // namespace ts

@@ -15,5 +15,9 @@ void check_run_capabilities(const ResolvedConfig& config, int world_size);
 // The device's answers (Backend::supports, Backend::describe): the precision for conv and fc,
 // and the expected GPU generation.
 void check_device(const ResolvedConfig& config, const Backend& backend);
+// The `gpu` key against the device a backend describes (docs/config.md "gpu"): none wants a
+// CPU (generation "none"), any wants some GPU, a generation wants exactly that one. The
+// message names both the expected and the detected generation.
+void check_gpu_generation(const ResolvedConfig& config, const DeviceDescription& device);
 
 }  // namespace ts

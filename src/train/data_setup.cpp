@@ -32,7 +32,8 @@ void open_splits(const RunConfig& r, RunData& d) {
 
 }  // namespace
 
-std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, int rank, int world) {
+std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, int rank, int world,
+                                     SlotAllocator slots) {
   const RunConfig& r = cfg.run;
   auto d = std::make_unique<RunData>();
   open_splits(r, *d);
@@ -49,6 +50,7 @@ std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, i
   train.rank = rank;
   train.world = world;
   train.drop_last = true;
+  train.allocate = std::move(slots);
   d->train_loader = std::make_unique<Loader>(*d->splits.train, train);
   // Evaluation batches are bounded by eval.batch (the training batch unless set), so evaluation
   // needs no more activation memory than training.

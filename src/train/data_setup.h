@@ -21,6 +21,9 @@ struct RunData {
 
 // `batch`: the per-worker training batch. ConfigError (naming the batch key) when the global
 // batch exceeds the training split; RuntimeError naming the file for unreadable data.
-std::unique_ptr<RunData> set_up_data(const ResolvedConfig& config, int64_t batch, int rank, int world);
+// `slots`: the memory of the loaders' batch slots (empty: aligned host memory; page-locked
+// memory from the backend for devices the host cannot address, so batches copy asynchronously).
+std::unique_ptr<RunData> set_up_data(const ResolvedConfig& config, int64_t batch, int rank, int world,
+                                     SlotAllocator slots = {});
 
 }  // namespace ts

@@ -49,7 +49,7 @@ RunRecording run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::
   const bool root = comm.rank() == 0;
   RunRecording rec;
   rec.reserve(plan.total_steps);
-  TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader};
+  TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader, s.scaler.get(), s.staged.get()};
   for (int64_t step = 1; step <= plan.total_steps; ++step) {
     const double lr = s.lr->at(step - 1);
     const bool last = step == plan.total_steps;

@@ -54,6 +54,8 @@ void fill_record(RunRecord& a, const RunRecording& rec, const ResolvedConfig& cf
   a.isa = d.isa;
   a.device_libraries = libraries_text(d);
   a.device_memory_bytes = d.memory_bytes;
+  a.device_plans = join(setup.backend->plan_notes(), "\n");
+  a.device_workspace_bytes = static_cast<int64_t>(setup.backend->workspace_bytes());
   a.cpu_model = host_cpu_model();
   a.threads = r.threads;
   a.precision = precision_name(r.precision);
@@ -119,6 +121,8 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.eval_loss = rec.eval_loss;
   res.eval_accuracy = rec.eval_accuracy;
   res.summary = summary_of(res, rec, cfg, setup.plan);
+  res.summary["skipped_steps"] = static_cast<double>(setup.scaler->skipped_steps());
+  res.summary["loss_scale_final"] = static_cast<double>(setup.scaler->scale());
   res.diverged = rec.diverged;
   const Net& net = *setup.net;
   res.model_name = cfg.run.model;

@@ -73,7 +73,16 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->backend->set_threads(r.threads);
   check_device(cfg, *s->backend);
   s->backend->set_precision(r.precision);
-  s->data = set_up_data(cfg, r.batch_for(comm.size()), comm.rank(), comm.size());
+  const bool device_memory = !s->backend->describe().host_accessible;
+  SlotAllocator slots;
+  if (device_memory) {  // page-locked batch slots: their copies to the device run asynchronously
+    Backend* backend = s->backend.get();
+    slots = [backend](size_t bytes) {
+      auto buffer = std::make_shared<DeviceBuffer>(backend->allocate_host(bytes));
+      return std::shared_ptr<void>(buffer, buffer->data());
+    };
+  }
+  s->data = set_up_data(cfg, r.batch_for(comm.size()), comm.rank(), comm.size(), std::move(slots));
   s->plan = plan_of(r, *s->data->train_loader, comm.size());
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
   s->net->set_batch(s->plan.batch);
@@ -82,6 +91,8 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   sgd.weight_decay = r.weight_decay;
   sgd.nesterov = r.nesterov;
   s->sgd = std::make_unique<Sgd>(*s->backend, s->net->param_count(), sgd);
+  s->scaler = std::make_unique<LossScaler>(LossScaler::from_config(r));
+  if (device_memory) s->staged = std::make_unique<StagedInput>(*s->net, *s->data->train_loader);
   s->lr = std::make_unique<LearningRate>(r, s->plan.global_batch, s->plan.steps_per_epoch, s->plan.total_steps);
   // Collective: the last step, after every local check. The shm window is set before the
   // communicator's first shm call (allocate_shared_floats sets it up).

@@ -14,6 +14,8 @@
 #include "nn/optimizer.h"
 #include "train/data_setup.h"
 #include "train/learning_rate.h"
+#include "train/loss_scaler.h"
+#include "train/staged_input.h"
 
 namespace ts {
 
@@ -35,6 +37,8 @@ struct RunSetup {
   std::unique_ptr<Sgd> sgd;
   std::unique_ptr<ExchangeStrategy> exchange;  // every rank holds rank 0's initial model
   std::unique_ptr<LearningRate> lr;
+  std::unique_ptr<LossScaler> scaler;
+  std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)  // loss scaling (fp16 by default; disabled otherwise)
   RunPlan plan;
 };
 

@@ -1,28 +1,57 @@
 // One training step (see train_step.h).
 #include "train/train_step.h"
 
+#include "core/error.h"
 #include "core/timer.h"
 
 namespace ts {
+namespace {
+
+// The optimizer update the exchange applies: plain SGD, or with loss scaling, unscale the
+// gradients and check them for an overflow first (a non-finite step is skipped).
+RangeUpdate make_update(TrainState& st, double lr, StepResult& out) {
+  Net& net = st.net;
+  Sgd& sgd = st.sgd;
+  LossScaler* scaler = st.scaler && st.scaler->enabled() ? st.scaler : nullptr;
+  if (!scaler)
+    return [&net, &sgd, lr](int64_t offset, int64_t count) { sgd.step_range(net.params(), net.grads(), lr, offset, count); };
+  return [&net, &sgd, scaler, lr, &out](int64_t offset, int64_t count) {
+    // The decision covers the whole step: every strategy applies its update over all parameters
+    // in one call, so there is nothing to undo.
+    TS_CHECK(offset == 0 && count == net.param_count(), "loss scaling needs the update over all parameters at once");
+    const bool finite = net.backend().scale_check_finite(count, 1.0f / scaler->scale(), net.grads());
+    scaler->update(finite);
+    out.skipped = !finite;
+    if (finite) sgd.step_range(net.params(), net.grads(), lr, offset, count);
+  };
+}
+
+}  // namespace
 
 StepResult train_step(TrainState& st, double lr, bool average_weights) {
   StepResult out;
   PhaseSeconds& s = out.seconds;
   const double t0 = now_seconds();
-  Batch b;
-  st.loader.next(b);
-  at(s, Phase::data_wait) = st.loader.last_wait_seconds();
-  const double t1 = now_seconds();
-  out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
+  if (st.scaler && st.scaler->enabled()) st.net.set_loss_scale(st.scaler->scale());
+  double t1 = 0;
+  if (st.staged) {
+    double data_wait = 0;
+    out.local_loss = st.staged->forward(Mode::train, data_wait);
+    at(s, Phase::data_wait) = data_wait;
+    t1 = t0 + data_wait;  // forward: the rest of this part
+  } else {
+    Batch b;
+    st.loader.next(b);
+    at(s, Phase::data_wait) = st.loader.last_wait_seconds();
+    t1 = now_seconds();
+    out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
+  }
   const double t2 = now_seconds();
   // Backward hands each layer's finished gradients to the exchange, which reduces them in
   // buckets (overlapped with the rest of backward when it has a communication thread). The
   // exchange keeps the update until it applies it: lr by value.
   Net& net = st.net;
-  Sgd& sgd = st.sgd;
-  st.exchange.begin_step(out.local_loss, [&net, &sgd, lr](int64_t offset, int64_t count) {
-    sgd.step_range(net.params(), net.grads(), lr, offset, count);
-  });
+  st.exchange.begin_step(out.local_loss, make_update(st, lr, out));
   ExchangeStrategy& exchange = st.exchange;
   net.backward([&exchange](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
   const double t3 = now_seconds();

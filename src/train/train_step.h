@@ -12,7 +12,9 @@
 #include "dist/exchange_strategy.h"
 #include "nn/net.h"
 #include "nn/optimizer.h"
+#include "train/loss_scaler.h"
 #include "train/phases.h"
+#include "train/staged_input.h"
 
 namespace ts {
 
@@ -21,6 +23,8 @@ struct TrainState {
   Sgd& sgd;
   ExchangeStrategy& exchange;
   Loader& loader;  // the training batches of this rank
+  LossScaler* scaler = nullptr;  // mixed-precision loss scaling (null or disabled: none)
+  StagedInput* staged = nullptr; // overlapped input copies (devices the host cannot address)
   int64_t step = 0;  // steps taken (train_step counts them)
 };
 
@@ -28,6 +32,7 @@ struct StepResult {
   float local_loss = 0;   // this rank's loss on its batch
   StepVerdict verdict;    // the exchange's: mean loss over ranks (when exchanged), diverged
   PhaseSeconds seconds{};  // this rank's time per phase
+  bool skipped = false;    // loss scaling found a non-finite gradient: no update this step
 };
 
 // Takes one step with learning rate `lr`. `average_weights`: a strategy that averages weights

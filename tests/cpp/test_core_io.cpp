@@ -147,5 +147,6 @@ TEST(Strings, ClosestMatchSuggestsPlausibleTypos) {
   EXPECT_EQ(closest_match("momentun", {"lr", "momentum", "model"}), "momentum");
   EXPECT_EQ(closest_match("dist.alreduce", {"dist.allreduce", "dist.overlap"}), "dist.allreduce");
   EXPECT_EQ(closest_match("butterfly", {"mpi", "ring", "tree"}), "");
+  EXPECT_EQ(closest_match("H100", {"p100", "h100"}), "h100");  // a case-only difference wins the tie
   EXPECT_EQ(json_quote("a\"b\n"), "\"a\\\"b\\n\"");
 }

@@ -119,18 +119,6 @@ TEST(CudaNoDevice, MakeBackendSaysNoCudaDevice) {
   EXPECT_NE(std::find(built.begin(), built.end(), "cuda"), built.end());
 }
 
-TEST(CudaNoDevice, GenerationFromComputeCapabilityAndName) {
-  EXPECT_EQ(cuda::gpu_generation(3, 7, "Tesla K80"), "k80");
-  EXPECT_EQ(cuda::gpu_generation(6, 0, "Tesla P100-PCIE-16GB"), "p100");
-  EXPECT_EQ(cuda::gpu_generation(6, 1, "Tesla P40"), "p40");
-  EXPECT_EQ(cuda::gpu_generation(7, 0, "Tesla V100-SXM2-32GB"), "v100");
-  EXPECT_EQ(cuda::gpu_generation(8, 0, "NVIDIA A100-SXM4-80GB"), "a100");
-  EXPECT_EQ(cuda::gpu_generation(9, 0, "NVIDIA H100 80GB HBM3"), "h100");
-  EXPECT_EQ(cuda::gpu_generation(9, 0, "NVIDIA H200"), "h200");
-  EXPECT_EQ(cuda::gpu_generation(8, 6, "NVIDIA GeForce RTX 3090"), "sm_86");
-  EXPECT_EQ(cuda::gpu_generation(7, 5, "Tesla T4"), "sm_75");
-}
-
 TEST_F(CudaBackendTest, MemoryRoundTrips) {
   const std::vector<float> values = spread_values(100003, 1);
   const size_t bytes = values.size() * sizeof(float);

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "backend/backend.h"
+#include "backend/gpu_generation.h"
 #include "core/error.h"
 #include "config/config_id.h"
 #include "config/run_config.h"
@@ -166,6 +167,62 @@ TEST(RunConfig, DerivedDefaults) {
   // 0 and the training batch are the same run.
   EXPECT_EQ(parse_run_config("eval: {batch: 0}\n", "a", {}).yaml, parse_run_config("eval: {batch: 64}\n", "b", {}).yaml);
   EXPECT_NE(error_of("eval: {batch: -1}\n").find("must be >= 0"), std::string::npos);
+}
+
+// `gpu` names a generation (the backend API's list), none or any; it is an enum from parse time
+// on, and its default follows the backend: any for cuda, none for the CPU backends.
+TEST(RunConfig, GpuIsAGenerationCheckedAgainstTheBackend) {
+  std::vector<std::string> names;
+  for (GpuGeneration g : all_gpu_generations()) names.push_back(gpu_generation_name(g));
+  std::vector<std::string> expected = {"none"};
+  for (const std::string& g : known_gpu_generations()) expected.push_back(g);
+  expected.push_back("any");
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(names, (std::vector<std::string>{"none", "k80", "p40", "p100", "v100", "a100", "h100", "h200", "any"}));
+  for (const std::string& g : known_gpu_generations()) {
+    const auto c = parse_run_config("backend: cuda\ngpu: " + g + "\n", "cfg.yaml", {});
+    EXPECT_EQ(gpu_generation_name(c.run.gpu), g);
+    EXPECT_EQ(c.flat.at("gpu"), g);
+  }
+  EXPECT_EQ(parse_run_config("backend: cuda\ngpu: any\n", "cfg.yaml", {}).run.gpu, GpuGeneration::any);
+
+  // Derived default, resolved into the canonical config (and so into the config_id).
+  EXPECT_EQ(parse_run_config("", "cfg.yaml", {}).run.gpu, GpuGeneration::none);
+  EXPECT_EQ(parse_run_config("backend: ref\n", "cfg.yaml", {}).flat.at("gpu"), "none");
+  const auto cuda = parse_run_config("backend: cuda\n", "cfg.yaml", {});
+  EXPECT_EQ(cuda.run.gpu, GpuGeneration::any);
+  EXPECT_EQ(cuda.flat.at("gpu"), "any");
+  EXPECT_EQ(cuda.yaml, parse_run_config("backend: cuda\ngpu: any\n", "cfg.yaml", {}).yaml);
+
+  // Not a generation: file, line, key, the accepted names and the closest one.
+  std::string e = error_of("backend: cuda\ngpu: a10\n");
+  EXPECT_NE(e.find("cfg.yaml:2: key 'gpu': 'a10' is not accepted"), std::string::npos) << e;
+  EXPECT_NE(e.find("none | k80 | p40 | p100 | v100 | a100 | h100 | h200 | any"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'a100'"), std::string::npos) << e;
+  EXPECT_NE(error_of("gpu: H100\n").find("did you mean 'h100'"), std::string::npos) << error_of("gpu: H100\n");
+
+  // A CPU backend has no GPU: a generation or any is an error naming both sides.
+  e = error_of("backend: cpu\ngpu: h100\n");
+  EXPECT_NE(e.find("cfg.yaml:2: key 'gpu'"), std::string::npos) << e;
+  EXPECT_NE(e.find("expects GPU generation 'h100' but backend 'cpu' (cfg.yaml:1: key 'backend') computes on the CPU "
+                   "(GPU generation none)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("set backend: cuda to run on a h100, or gpu: none"), std::string::npos) << e;
+  e = error_of("gpu: any\n", {"backend=ref"});
+  EXPECT_NE(e.find("'any' expects a GPU but backend 'ref' (--set backend=ref: key 'backend') computes on the CPU"),
+            std::string::npos)
+      << e;
+  e = error_of("gpu: v100\n");  // the default backend (cpu)
+  EXPECT_NE(e.find("backend 'cpu' (cfg.yaml (default): key 'backend') computes on the CPU"), std::string::npos) << e;
+
+  // A CUDA run must expect some GPU: none is an error that says which words work.
+  e = error_of("backend: cuda\ngpu: none\n");
+  EXPECT_NE(e.find("cfg.yaml:2: key 'gpu': 'none' but backend 'cuda' computes on a GPU"), std::string::npos) << e;
+  EXPECT_NE(e.find("say which generation the run expects, or gpu: any (accepted: k80 | p40 | p100 | v100 | a100 | h100 | "
+                   "h200 | any; leaving gpu out means any)"),
+            std::string::npos)
+      << e;
 }
 
 // Keys of earlier versions say why they went and what to do.

@@ -62,6 +62,51 @@ TEST(Site, ShippedSitesParse) {
   EXPECT_EQ(pbs.gpu.at("v100").partition, "gpuq");
 }
 
+// The multi-generation examples: one entry per generation, spelled the ways sites do it.
+TEST(Site, GpuClusterExamplesMapEveryGeneration) {
+  Site slurm = load_site_file(site_dir() + "gpu_cluster_example.yaml");
+  EXPECT_EQ(slurm.scheduler, "slurm");
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : slurm.gpu) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a100", "any", "h100", "h200", "p100", "v100"}));
+  EXPECT_EQ(slurm.gpu.at("v100").gres, "gpu:v100:{gpus_per_node}");
+  EXPECT_EQ(slurm.gpu.at("v100").modules, (std::vector<std::string>{"cuda/12.4"}));
+  EXPECT_EQ(slurm.gpu.at("v100").binary, "/opt/trainscale/cuda12-sm60-70/bin/trainscale");
+  EXPECT_EQ(slurm.gpu.at("a100").constraint, "a100_80g");
+  EXPECT_EQ(slurm.gpu.at("a100").partition, slurm.gpu.at("v100").partition);  // same partition, other GRES type
+  EXPECT_EQ(slurm.gpu.at("h100").gres, "gpu:{gpus_per_node}");                  // untyped GRES + feature
+  EXPECT_EQ(slurm.gpu.at("h100").constraint, "h100");
+  EXPECT_EQ(slurm.gpu.at("h200").gpus_per_node, 8);
+  EXPECT_TRUE(slurm.gpu.at("a100").binary.empty());
+
+  Site pbs = load_site_file(site_dir() + "gpu_cluster_example_pbs.yaml");
+  EXPECT_EQ(pbs.scheduler, "pbs");
+  EXPECT_EQ(pbs.gpu.at("a100").select, "gpu_model=a100");
+  EXPECT_EQ(pbs.gpu.at("v100").select, "gpu_model=v100");
+  EXPECT_TRUE(pbs.gpu.at("any").select.empty());
+}
+
+TEST(Site, GpuEntriesAreGenerations) {
+  std::string e = error_of("scheduler: slurm\ngpu:\n  a10: {gpus_per_node: 4}\n");
+  EXPECT_NE(e.find("site.yaml:3: gpu: 'a10' is not a GPU generation (did you mean 'a100'?)"), std::string::npos) << e;
+  EXPECT_NE(e.find("accepted: k80 | p40 | p100 | v100 | a100 | h100 | h200 | any"), std::string::npos) << e;
+  e = error_of("scheduler: slurm\ngpu:\n  none: {gpus_per_node: 4}\n");
+  EXPECT_NE(e.find("gpu: 'none' is not a GPU generation"), std::string::npos) << e;
+  e = error_of("scheduler: slurm\ngpu:\n  tesla_v100: {gpus_per_node: 4}\n");
+  EXPECT_NE(e.find("the scheduler's own GPU type goes in gres, constraint or select"), std::string::npos) << e;
+
+  // PBS select resources: name=value pairs, not the ones trainscale writes itself.
+  EXPECT_EQ(error_of("scheduler: pbs\ngpu:\n  a100: {select: \"gpu_model=a100:gpu_mem=80gb\"}\n"), "");
+  e = error_of("scheduler: pbs\ngpu:\n  a100: {select: gpu_model}\n");
+  EXPECT_NE(e.find("site.yaml:3: key 'gpu.a100.select': 'gpu_model' is not a list of PBS resources"), std::string::npos) << e;
+  e = error_of("scheduler: pbs\ngpu:\n  a100: {select: \"ngpus=4:gpu_model=a100\"}\n");
+  EXPECT_NE(e.find("'ngpus' is written by trainscale itself"), std::string::npos) << e;
+  e = error_of("scheduler: pbs\ngpu:\n  a100: {select: \":gpu_model=a100\"}\n");
+  EXPECT_NE(e.find("is not a list of PBS resources"), std::string::npos) << e;
+  e = error_of("scheduler: slurm\ngpu:\n  a100: {modules: {cuda: 12}}\n");
+  EXPECT_NE(e.find("gpu.a100.modules"), std::string::npos) << e;
+}
+
 TEST(Site, MalformedSitesNameTheProblem) {
   std::string e = error_of("scheduler: slurm\nlimts: {throttle: 2}\n");
   EXPECT_NE(e.find("site.yaml:2"), std::string::npos) << e;
@@ -100,6 +145,10 @@ TEST(Site, RunsAreCheckedAgainstTheSite) {
   std::string e = site_check_run(site, "v100", "openmpi", "lustre");
   EXPECT_NE(e.find("key 'gpu': 'v100'"), std::string::npos) << e;
   EXPECT_NE(e.find("a100, h100"), std::string::npos) << e;
+  e = site_check_run(site, "any", "openmpi", "lustre");  // `any` is an entry like a generation
+  EXPECT_NE(e.find("key 'gpu': 'any' is not a GPU of site"), std::string::npos) << e;
+  EXPECT_NE(e.find("add a `gpu: {any: {...}}` entry that requests any GPU"), std::string::npos) << e;
+  EXPECT_EQ(site_check_run(load_site_file(site_dir() + "gpu_cluster_example.yaml"), "any", "openmpi", "lustre"), "");
   e = site_check_run(site, "none", "intelmpi", "local");
   EXPECT_NE(e.find("key 'mpi_flavor': 'intelmpi'"), std::string::npos) << e;
   e = site_check_run(site, "none", "openmpi", "gpfs");

@@ -38,6 +38,7 @@ class Submit : public ::testing::Test {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "base.yaml") << kBase;
+    std::ofstream(dir / "base_cuda.yaml") << kBase << "backend: cuda\n";  // GPU sweeps
   }
   void TearDown() override { fs::remove_all(dir); }
 
@@ -70,7 +71,7 @@ void expect_golden(const std::string& name, const std::string& text) {
 
 const char* kGpuSweep =
     "campaign: golden\n"
-    "base: base.yaml\n"
+    "base: base_cuda.yaml\n"
     "matrix:\n"
     "  workers: [4, 8]\n"
     "  gpu: [a100]\n"
@@ -196,6 +197,125 @@ TEST_F(Submit, GoldenPbsScripts) {
   // One run: a plain job (PBS Pro arrays need at least two subjobs) that runs task 0.
   expect_golden("pbs_single.pbs", render_job_script(c, "pbs", groups[0].shape, "ts-golden-s0",
                                                     "/scratch/campaigns/golden/jobs/s0.idx", 1, 0));
+}
+
+// The scheduler directives of a script: its lines that start with `prefix` ("#SBATCH", "#PBS").
+std::vector<std::string> directives_of(const std::string& script, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::istringstream in(script);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) out.push_back(line);
+  return out;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// gpu: [v100, a100] x workers [1, 6]: one array per generation and worker count, each with its
+// generation's partition, GRES, constraint, modules and binary; one worker per GPU, 4 per node.
+const char* kGenerationSweep =
+    "campaign: gens\n"
+    "base: base_cuda.yaml\n"
+    "matrix:\n"
+    "  gpu: [v100, a100]\n"
+    "  workers: [1, 6]\n"
+    "  precision: [fp32, fp16]\n"
+    "resources: {walltime: \"00:30:00\", cpus_per_worker: 8}\n";
+
+TEST_F(Submit, EachGpuGenerationIsItsOwnSlurmArray) {
+  Campaign c = make_campaign(kGenerationSweep, kSource + "/configs/sites/gpu_cluster_example.yaml");
+  ASSERT_EQ(c.runs.size(), 8u);  // v100 w1 (0, 1), v100 w6 (2, 3), a100 w1 (4, 5), a100 w6 (6, 7)
+  auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 4u);
+  EXPECT_EQ(groups[0].shape.label(), "workers=1 nodes=1 cpus=8 gpus=1 gpu=v100 partition=gpu walltime=00:30:00 mpi=openmpi");
+  EXPECT_EQ(groups[1].shape.label(), "workers=6 nodes=2 cpus=8 gpus=4 gpu=v100 partition=gpu walltime=00:30:00 mpi=openmpi");
+  EXPECT_EQ(groups[2].shape.label(), "workers=1 nodes=1 cpus=8 gpus=1 gpu=a100 partition=gpu walltime=00:30:00 mpi=openmpi");
+  EXPECT_EQ(groups[3].shape.label(), "workers=6 nodes=2 cpus=8 gpus=4 gpu=a100 partition=gpu walltime=00:30:00 mpi=openmpi");
+  for (size_t g = 0; g < 4; ++g) EXPECT_EQ(groups[g].indices, (std::vector<int64_t>{int64_t(2 * g), int64_t(2 * g + 1)}));
+
+  c.dir = (dir / "campaign").string();
+  const auto scripts = write_job_scripts(c, "slurm", groups, 8, "");
+  ASSERT_EQ(scripts.size(), 4u);
+  const std::string logs = fs::absolute(dir / "campaign" / "logs").lexically_normal().string();
+  auto expected = [&](const std::string& job, int nodes, int tasks, int per_node, const std::vector<std::string>& gpu_lines) {
+    std::vector<std::string> d = {"#SBATCH --job-name=" + job,
+                                  "#SBATCH --array=0-1%8",
+                                  "#SBATCH --nodes=" + std::to_string(nodes),
+                                  "#SBATCH --ntasks=" + std::to_string(tasks),
+                                  "#SBATCH --ntasks-per-node=" + std::to_string(per_node),
+                                  "#SBATCH --cpus-per-task=8",
+                                  "#SBATCH --time=00:30:00",
+                                  "#SBATCH --output=" + logs + "/%x_%A_%a.out",
+                                  "#SBATCH --partition=gpu",
+                                  "#SBATCH --account=proj123"};
+    d.insert(d.end(), gpu_lines.begin(), gpu_lines.end());
+    return d;
+  };
+  const std::vector<std::string> text = {read(scripts[0].script), read(scripts[1].script), read(scripts[2].script),
+                                         read(scripts[3].script)};
+  EXPECT_EQ(directives_of(text[0], "#SBATCH"), expected("ts-gens-s0", 1, 1, 1, {"#SBATCH --gres=gpu:v100:1"}));
+  // 6 workers on 4-GPU nodes: 2 nodes, at most 4 ranks and 4 GPUs on each.
+  EXPECT_EQ(directives_of(text[1], "#SBATCH"), expected("ts-gens-s1", 2, 6, 4, {"#SBATCH --gres=gpu:v100:4"}));
+  EXPECT_EQ(directives_of(text[2], "#SBATCH"),
+            expected("ts-gens-s2", 1, 1, 1, {"#SBATCH --gres=gpu:a100:1", "#SBATCH --constraint=a100_80g"}));
+  EXPECT_EQ(directives_of(text[3], "#SBATCH"),
+            expected("ts-gens-s3", 2, 6, 4, {"#SBATCH --gres=gpu:a100:4", "#SBATCH --constraint=a100_80g"}));
+  // The V100 arrays load the older toolkit and run the build made with it; the A100 ones do not.
+  EXPECT_TRUE(contains(text[1], "module load cuda/12.4\n"));
+  EXPECT_TRUE(contains(text[1], "srun --mpi=pmix -n 6 /opt/trainscale/cuda12-sm60-70/bin/trainscale run --manifest"));
+  EXPECT_FALSE(contains(text[3], "cuda/12.4"));
+  EXPECT_TRUE(contains(text[3], "srun --mpi=pmix -n 6 /opt/trainscale/cuda13/bin/trainscale run --manifest"));
+  EXPECT_EQ(read(scripts[0].index_file), "0\n1\n");
+  EXPECT_EQ(read(scripts[3].index_file), "6\n7\n");
+  EXPECT_EQ(scripts[3].shape, groups[3].shape.label());
+}
+
+// Two generations whose requests differ only in the node feature still get two arrays.
+TEST_F(Submit, GenerationsThatDifferOnlyByConstraintAreNotMerged) {
+  std::ofstream(dir / "site.yaml") << "scheduler: slurm\n"
+                                      "gpu:\n"
+                                      "  h100: {partition: hopper, gres: \"gpu:{gpus_per_node}\", constraint: h100, gpus_per_node: 4}\n"
+                                      "  h200: {partition: hopper, gres: \"gpu:{gpus_per_node}\", constraint: h200, gpus_per_node: 4}\n"
+                                      "mpi:\n  openmpi: {launcher: srun}\n"
+                                      "storage:\n  local: {}\n";
+  Campaign c = make_campaign("base: base_cuda.yaml\nmatrix: {gpu: [h100, h200], workers: [4]}\n", (dir / "site.yaml").string());
+  auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].shape.constraint, "h100");
+  EXPECT_EQ(groups[1].shape.constraint, "h200");
+  EXPECT_EQ(groups[0].shape.gres, "gpu:4");
+  EXPECT_EQ(groups[0].indices, (std::vector<int64_t>{0}));
+  EXPECT_EQ(groups[1].indices, (std::vector<int64_t>{1}));
+  // The same shape without its generation would have merged them.
+  JobShape a = groups[0].shape, b = groups[1].shape;
+  a.gpu = b.gpu = "";
+  EXPECT_EQ(a.label(), b.label());
+  EXPECT_FALSE(a == b);  // ... and still does not: the constraint differs
+}
+
+TEST_F(Submit, EachGpuGenerationIsItsOwnPbsArray) {
+  Campaign c = make_campaign(kGenerationSweep, kSource + "/configs/sites/gpu_cluster_example_pbs.yaml");
+  auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 4u);
+  c.dir = (dir / "campaign").string();
+  const auto scripts = write_job_scripts(c, "pbs", groups, 8, "");
+  ASSERT_EQ(scripts.size(), 4u);
+  const std::string logs = fs::absolute(dir / "campaign" / "logs").lexically_normal().string();
+  auto expected = [&](const std::string& job, const std::string& select) {
+    return std::vector<std::string>{"#PBS -N " + job, "#PBS -J 0-1", "#PBS -W max_run_subjobs=8", "#PBS -l select=" + select,
+                                    "#PBS -l walltime=00:30:00", "#PBS -j oe", "#PBS -o " + logs + "/", "#PBS -q gpuq",
+                                    "#PBS -A PRJ-0042"};
+  };
+  // select=<nodes>:ncpus=<ranks per node x cpus>:mpiprocs=<ranks per node>:ngpus=<GPUs per node>:gpu_model=<generation>
+  EXPECT_EQ(directives_of(read(scripts[0].script), "#PBS"),
+            expected("ts-gens-s0", "1:ncpus=8:mpiprocs=1:ngpus=1:gpu_model=v100"));
+  EXPECT_EQ(directives_of(read(scripts[1].script), "#PBS"),
+            expected("ts-gens-s1", "2:ncpus=32:mpiprocs=4:ngpus=4:gpu_model=v100"));
+  EXPECT_EQ(directives_of(read(scripts[2].script), "#PBS"),
+            expected("ts-gens-s2", "1:ncpus=8:mpiprocs=1:ngpus=1:gpu_model=a100"));
+  EXPECT_EQ(directives_of(read(scripts[3].script), "#PBS"),
+            expected("ts-gens-s3", "2:ncpus=32:mpiprocs=4:ngpus=4:gpu_model=a100"));
+  EXPECT_TRUE(contains(read(scripts[1].script), "mpirun -np 6 /apps/trainscale/cuda12-sm70/bin/trainscale run"));
+  EXPECT_TRUE(contains(read(scripts[3].script), "mpirun -np 6 /apps/trainscale/cuda13/bin/trainscale run"));
 }
 
 TEST_F(Submit, RunsMissingFromTheSiteAreRefused) {

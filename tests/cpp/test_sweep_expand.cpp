@@ -241,12 +241,20 @@ TEST_F(SweepExpand, RunsNamingWhatTheSiteLacksAreErrors) {
     }
     return std::string();
   };
-  EXPECT_EQ(site_error("base: base.yaml\nmatrix: {gpu: [a100], mpi_flavor: [openmpi, any], dataset.storage: [lustre, local]}\n"), "");
+  write("base_cuda.yaml", std::string(kBase) + "backend: cuda\n");
+  EXPECT_EQ(site_error("base: base_cuda.yaml\nmatrix: {gpu: [a100], mpi_flavor: [openmpi, any], dataset.storage: [lustre, local]}\n"), "");
 
-  std::string e = site_error("base: base.yaml\nmatrix: {gpu: [a100, v100]}\n");
+  std::string e = site_error("base: base_cuda.yaml\nmatrix: {gpu: [a100, v100]}\n");
   EXPECT_NE(e.find("sweep.yaml: run 1"), std::string::npos) << e;
   EXPECT_NE(e.find("{gpu: v100}"), std::string::npos) << e;
-  EXPECT_NE(e.find("key 'gpu': 'v100' is not a GPU of site cluster.yaml (its gpu entries: a100)"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'gpu': 'v100' is not a GPU of site cluster.yaml (its gpu entries: a100); add a `gpu: {v100: {...}}` "
+                   "entry that requests a v100"),
+            std::string::npos)
+      << e;
+  // A CUDA base without gpu expects any GPU: the site needs an `any` entry.
+  e = site_error("base: base_cuda.yaml\n");
+  EXPECT_NE(e.find("key 'gpu': 'any' is not a GPU of site cluster.yaml"), std::string::npos) << e;
+  EXPECT_NE(e.find("requests any GPU"), std::string::npos) << e;
 
   e = site_error("base: base.yaml\nmatrix: {mpi_flavor: [mpich]}\n");
   EXPECT_NE(e.find("key 'mpi_flavor': 'mpich'"), std::string::npos) << e;
@@ -255,6 +263,23 @@ TEST_F(SweepExpand, RunsNamingWhatTheSiteLacksAreErrors) {
   e = site_error("base: base.yaml\ninclude:\n  - {dataset.storage: gpfs}\n");
   EXPECT_NE(e.find("key 'dataset.storage': 'gpfs'"), std::string::npos) << e;
   EXPECT_NE(e.find("local, lustre"), std::string::npos) << e;
+}
+
+// A GPU generation on a CPU backend is refused at expansion (before anything is submitted),
+// naming the point and the key; one generation per point of a gpu dimension otherwise.
+TEST_F(SweepExpand, GpuGenerationsAreCheckedPerPoint) {
+  std::string e = error_of("base: base.yaml\nmatrix:\n  gpu: [none, v100]\n");
+  EXPECT_NE(e.find("{gpu: v100}"), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'gpu': 'v100' expects GPU generation 'v100' but backend 'cpu'"), std::string::npos) << e;
+  write("base_cuda.yaml", std::string(kBase) + "backend: cuda\n");
+  e = error_of("base: base_cuda.yaml\nmatrix:\n  gpu: [v100, a10]\n");
+  EXPECT_NE(e.find("{gpu: a10}"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'a100'"), std::string::npos) << e;
+  const Expansion ex = expand("base: base_cuda.yaml\nmatrix:\n  gpu: [v100, a100, h100]\n  precision: [fp32, fp16]\n");
+  ASSERT_EQ(ex.runs.size(), 6u);
+  EXPECT_EQ(ex.runs[0].swept.at("gpu"), "v100");
+  EXPECT_EQ(ex.runs[5].swept.at("gpu"), "h100");
+  EXPECT_NE(dry_run_table(ex).find("workers=1 gpu=a100 mpi_flavor=any: 2 runs"), std::string::npos) << dry_run_table(ex);
 }
 
 TEST_F(SweepExpand, ResourcesKeysAreChecked) {

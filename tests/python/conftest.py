@@ -97,9 +97,11 @@ def as_text(v) -> str:
 
 def write_run(path: Path, *, cfg: dict, run_id: str, campaign: str, time: np.ndarray,
               loss: np.ndarray, samples: np.ndarray, summary: dict, status: str = "ok",
-              timing: dict | None = None, schema: str = SCHEMA, bytes_attrs: bool = False):
+              timing: dict | None = None, schema: str = SCHEMA, bytes_attrs: bool = False,
+              device_name: str = "Test CPU @ 2.0GHz", device_generation: str = "none"):
     """One run file in schema trainscale-run/1 (strings as str, or as bytes like some C++
-    writers produce when bytes_attrs is true)."""
+    writers produce when bytes_attrs is true). `device_name` / `device_generation` are what
+    the backend's describe() said (a GPU run: e.g. "NVIDIA A100-SXM4-80GB" / "a100")."""
     s = (lambda v: as_text(v).encode()) if bytes_attrs else as_text
     S = len(time)
     workers = cfg["workers"]
@@ -121,7 +123,9 @@ def write_run(path: Path, *, cfg: dict, run_id: str, campaign: str, time: np.nda
         a["mpi_flavor"] = s("openmpi")
         a["mpi_version"] = s("4.1.4")
         a["backend"] = s(cfg["backend"])
-        a["device"] = s("cpu")
+        a["device"] = s("cpu" if device_generation == "none" else "cuda:0")
+        a["device_name"] = s(device_name)
+        a["device_generation"] = s(device_generation)
         a["cpu_model"] = s("Test CPU @ 2.0GHz")
         a["isa"] = s("avx2")
         a["threads"] = np.int64(cfg["threads"])

@@ -25,7 +25,7 @@ seed: 7
 
 STRING_ATTRS = ["schema", "run_id", "config_id", "campaign", "status", "message", "config", "version", "git_sha",
                 "start_time", "end_time", "hosts", "mpi_flavor", "mpi_version", "mpi_tuning", "dist_transport", "backend",
-                "device", "cpu_model", "isa", "precision"]
+                "device", "device_name", "device_generation", "cpu_model", "isa", "precision"]
 INT_ATTRS = ["world_size", "threads", "seed"]
 SUMMARY = ["images_per_s", "images_per_s_per_worker", "step_time_median", "step_time_p90", "warmup_steps",
            "final_train_loss", "min_train_loss", "final_accuracy", "best_accuracy", "time_to_target", "diverged"]
@@ -198,6 +198,32 @@ def test_unsupported_precision_and_gpu(tmp_path):
     expect_error(run(["run", "--config", cfg, "--out", tmp_path]), 2, "key 'precision'", "fp16", "computes in: fp32", "cuda")
     cfg = write_config(tmp_path / "g.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic}\ngpu: a100\n")
     expect_error(run(["run", "--config", cfg, "--out", tmp_path]), 2, "key 'gpu'", "a100")
+
+
+def test_gpu_generation_is_checked(tmp_path):
+    """`gpu` names a generation; a CPU backend has none, so expecting one is exit 2 naming both."""
+    synthetic = "model: mlp\ndataset: {name: synthetic, format: synthetic}\nsteps: 1\n"
+    cfg = write_config(tmp_path / "h100.yaml", synthetic + "backend: cpu\ngpu: h100\n")
+    expect_error(run(["run", "--config", cfg, "--out", tmp_path]), 2, f"{cfg}:5: key 'gpu'",
+                 "expects GPU generation 'h100' but backend 'cpu'", "computes on the CPU (GPU generation none)",
+                 "set backend: cuda to run on a h100, or gpu: none")
+    expect_error(run(["run", "--config", cfg, "--out", tmp_path, "--set", "gpu=any"]), 2,
+                 "'any' expects a GPU but backend 'cpu'")
+    cfg = write_config(tmp_path / "typo.yaml", synthetic + "gpu: a10\n")
+    expect_error(run(["run", "--config", cfg, "--out", tmp_path]), 2, "'a10' is not accepted",
+                 "none | k80 | p40 | p100 | v100 | a100 | h100 | h200 | any", "did you mean 'a100'")
+    cfg = write_config(tmp_path / "cuda_none.yaml", synthetic + "backend: cuda\ngpu: none\n")
+    expect_error(run(["run", "--config", cfg, "--out", tmp_path]), 2, "'none' but backend 'cuda' computes on a GPU",
+                 "or gpu: any")
+    # A CPU run records its (absent) generation: the config's gpu and the device's generation.
+    cfg = write_config(tmp_path / "ref.yaml", synthetic + "backend: ref\n")
+    out = tmp_path / "ok"
+    out.mkdir()
+    res = run(["run", "--config", cfg, "--out", out])
+    assert res.returncode == 0, res.stderr
+    with h5py.File(run_file_of(out)) as f:
+        assert f.attrs["device_generation"] == "none"
+        assert f["config"].attrs["gpu"] == "none"
 
 
 def test_unwritable_output_directory(tmp_path):

@@ -218,3 +218,83 @@ def test_status_while_the_local_executor_works(tmp_path):
     assert any(running == 1 and pending >= 1 for _, running, pending in seen), seen
     st = status(camp)
     assert (st["done"], st["running"], st["pending"], st["missing"]) == (3, 0, 0, 0)
+
+
+def sbatch_lines(path):
+    return [l for l in path.read_text().splitlines() if l.startswith("#SBATCH")]
+
+
+def test_gpu_generations_example_is_one_array_per_generation(tmp_path):
+    """configs/sweeps/gpu_generations.yaml on the shipped multi-generation sites: 3 generations x
+    2 worker counts = 6 arrays (precision shares an array), each with its generation's request."""
+    sweep = REPO / "configs" / "sweeps" / "gpu_generations.yaml"
+    site = REPO / "configs" / "sites" / "gpu_cluster_example.yaml"
+    res = run(["sweep", "expand", sweep, "--site", site, "--dry-run"])
+    assert res.returncode == 0, res.stderr
+    assert "campaign gpu_generations: 12 runs" in res.stdout
+    for gen, line in (("v100", "workers=4 nodes=1 cpus=8 gpus=4 gpu=v100 partition=gpu"),
+                      ("a100", "workers=1 nodes=1 cpus=8 gpus=1 gpu=a100 partition=gpu"),
+                      ("h100", "workers=4 nodes=1 cpus=8 gpus=4 gpu=h100 partition=gpu-hopper")):
+        assert f"  {line} walltime=00:30:00 mpi=openmpi: 2 runs" in res.stdout, (gen, res.stdout)
+
+    camp = tmp_path / "slurm"
+    assert run(["sweep", "expand", sweep, "--site", site, "--out", camp]).returncode == 0
+    runs = yaml.safe_load((camp / "manifest.yaml").read_text())["runs"]
+    assert [(r["config"]["gpu"], r["config"]["workers"]) for r in runs[:4]] == \
+        [("v100", 1), ("v100", 4), ("v100", 1), ("v100", 4)]
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--dry-run"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "dry run: 6 scripts written" in res.stdout
+    jobs = camp / "jobs"
+    common = ["#SBATCH --ntasks-per-node={n}", "#SBATCH --cpus-per-task=8", "#SBATCH --time=00:30:00",
+              f"#SBATCH --output={camp}/logs/%x_%A_%a.out"]
+
+    def expected(k, n, gpu_lines):
+        return [f"#SBATCH --job-name=ts-gpu_generations-s{k}", "#SBATCH --array=0-1%8", "#SBATCH --nodes=1",
+                f"#SBATCH --ntasks={n}"] + [c.format(n=n) for c in common] + gpu_lines
+    assert sbatch_lines(jobs / "s0.slurm") == expected(0, 1, ["#SBATCH --partition=gpu", "#SBATCH --account=proj123",
+                                                               "#SBATCH --gres=gpu:v100:1"])
+    assert sbatch_lines(jobs / "s1.slurm") == expected(1, 4, ["#SBATCH --partition=gpu", "#SBATCH --account=proj123",
+                                                               "#SBATCH --gres=gpu:v100:4"])
+    assert sbatch_lines(jobs / "s3.slurm") == expected(3, 4, ["#SBATCH --partition=gpu", "#SBATCH --account=proj123",
+                                                               "#SBATCH --gres=gpu:a100:4",
+                                                               "#SBATCH --constraint=a100_80g"])
+    assert sbatch_lines(jobs / "s5.slurm") == expected(5, 4, ["#SBATCH --partition=gpu-hopper",
+                                                               "#SBATCH --account=proj123", "#SBATCH --gres=gpu:4",
+                                                               "#SBATCH --constraint=h100"])
+    # Array task t of s<k> runs line t+1 of s<k>.idx: the fp32 and fp16 runs of one generation.
+    assert [(jobs / f"s{k}.idx").read_text() for k in range(6)] == \
+        ["0\n2\n", "1\n3\n", "4\n6\n", "5\n7\n", "8\n10\n", "9\n11\n"]
+    for k in range(6):
+        gens = {runs[int(i)]["config"]["gpu"] for i in (jobs / f"s{k}.idx").read_text().split()}
+        assert gens == {("v100", "a100", "h100")[k // 2]}
+    s1, s3 = (jobs / "s1.slurm").read_text(), (jobs / "s3.slurm").read_text()
+    assert "module load cuda/12.4\n" in s1 and "srun --mpi=pmix -n 4 /opt/trainscale/cuda12-sm60-70/bin/trainscale run" in s1
+    assert "cuda/12.4" not in s3 and "srun --mpi=pmix -n 4 /opt/trainscale/cuda13/bin/trainscale run" in s3
+
+    camp = tmp_path / "pbs"
+    res = run(["sweep", "expand", sweep, "--site", REPO / "configs" / "sites" / "gpu_cluster_example_pbs.yaml",
+               "--out", camp])
+    assert res.returncode == 0, res.stderr
+    res = run(["sweep", "submit", camp, "--dry-run"])  # the site's scheduler: pbs
+    assert res.returncode == 0, res.stdout + res.stderr
+    selects = [[l for l in (camp / "jobs" / f"s{k}.pbs").read_text().splitlines() if l.startswith("#PBS -l select")]
+               for k in range(6)]
+    assert selects == [["#PBS -l select=1:ncpus=8:mpiprocs=1:ngpus=1:gpu_model=v100"],
+                       ["#PBS -l select=1:ncpus=32:mpiprocs=4:ngpus=4:gpu_model=v100"],
+                       ["#PBS -l select=1:ncpus=8:mpiprocs=1:ngpus=1:gpu_model=a100"],
+                       ["#PBS -l select=1:ncpus=32:mpiprocs=4:ngpus=4:gpu_model=a100"],
+                       ["#PBS -l select=1:ncpus=8:mpiprocs=1:ngpus=1:gpu_model=h100"],
+                       ["#PBS -l select=1:ncpus=32:mpiprocs=4:ngpus=4:gpu_model=h100"]]
+    assert "#PBS -q gpuq\n" in (camp / "jobs" / "s0.pbs").read_text()
+
+
+def test_gpu_generation_on_a_cpu_backend_is_refused_at_expansion(tmp_path):
+    write_config(tmp_path / "base.yaml", BASE)
+    sweep = write_config(tmp_path / "sweep.yaml", "base: base.yaml\nmatrix:\n  gpu: [v100, a100]\n")
+    res = run(["sweep", "expand", sweep, "--site", REPO / "configs" / "sites" / "gpu_cluster_example.yaml",
+               "--out", tmp_path / "c"])
+    assert res.returncode == 2, res.stderr
+    assert "run 0" in res.stderr or "{gpu: v100}" in res.stderr, res.stderr
+    assert "expects GPU generation 'v100' but backend 'cpu'" in res.stderr
+    assert not (tmp_path / "c").exists()

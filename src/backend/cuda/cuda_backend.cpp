@@ -3,6 +3,8 @@
 // ops live in their own files (cuda_ops.h); this file only forwards to them.
 #include "backend/cuda/cuda_backend.h"
 
+#include "backend/gpu_generation.h"
+
 #include <nccl.h>
 
 #include <cstring>
@@ -68,22 +70,6 @@ void destroy_context(cuda::CudaContext& ctx, int*& nonfinite) {
 
 }  // namespace
 
-namespace cuda {
-
-std::string gpu_generation(int major, int minor, const std::string& name) {
-  const int cc = 10 * major + minor;
-  switch (cc) {
-    case 37: return "k80";
-    case 60: return "p100";
-    case 61: return "p40";
-    case 70: return "v100";
-    case 80: return "a100";
-    case 90: return name.find("H200") != std::string::npos ? "h200" : "h100";
-    default: return "sm_" + std::to_string(cc);
-  }
-}
-
-}  // namespace cuda
 
 int CudaBackend::device_count() {
   int count = 0;
@@ -140,7 +126,7 @@ DeviceDescription CudaBackend::describe() const {
   d.device = "cuda:" + std::to_string(ctx_.device);
   d.name = prop.name;
   d.isa = "sm_" + std::to_string(10 * prop.major + prop.minor);
-  d.generation = cuda::gpu_generation(prop.major, prop.minor, d.name);
+  d.generation = gpu_generation_of(d.name);  // the one name -> generation map (backend/gpu_generation.h)
   d.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
   d.compute_units = prop.multiProcessorCount;
   d.bf16_native = prop.major >= 8;

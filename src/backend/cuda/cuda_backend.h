@@ -10,12 +10,6 @@
 #include "backend/cuda/cuda_context.h"
 
 namespace ts {
-namespace cuda {
-// The GPU generation (DeviceDescription::generation) of a device of compute capability
-// major.minor named `name`: k80, p100, p40, v100, a100, h100, h200; "sm_XY" for the others.
-std::string gpu_generation(int major, int minor, const std::string& name);
-}  // namespace cuda
-
 class CudaBackend final : public Backend {
  public:
   // Computes on device local_rank % device_count() (the rank's index among the ranks of its

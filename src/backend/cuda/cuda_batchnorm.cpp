@@ -1,0 +1,138 @@
+// The planned cuDNN batch normalisation (cuda_ops.h), spatial mode: src/dst (mb,c,h,w) (or
+// (mb,c) after an fc: the same bytes as (mb,c,1,1)) in the run's activation type t; scale,
+// shift, mean and variance (c) stay f32 whatever t is (cuDNN's rule for f16/bf16 data).
+//
+// Training statistics: cuDNN writes the batch mean and the UNBIASED batch variance into its
+// "running" arrays when the exponential average factor is 1, so forward_training zeroes the
+// caller's mean/variance (0 * garbage could be NaN), runs with factor 1 into them, and rescales
+// the variance by (m-1)/m (m = mb*h*w) to the biased variance the op contract asks for.
+// cuDNN's saved mean and inverse standard deviation stay in op buffers for the backward that
+// follows. A fused ReLU runs as a cuDNN activation in place on dst (its backward is the ReLU
+// layer's).
+#include <string>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_dtype_port.h"
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/cudnn_descriptors.h"
+#include "core/error.h"
+
+namespace ts::cuda {
+namespace {
+
+constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;  // as TensorDescriptor::batchnorm_channels
+
+void check_batchnorm(const BnDesc& d, const TensorDesc& src) {
+  const std::string name = d.str();
+  if (d.mb < 1 || d.c < 1 || d.h < 1 || d.w < 1 || !(d.eps > 0.0f))
+    throw ConfigError("cuda backend: cannot plan " + name + ": sizes and eps must be positive");
+  check_activation_desc(src, "batch norm " + name + " src");
+  const bool four_d = src.dims == Shape{d.mb, d.c, d.h, d.w};
+  const bool two_d = d.h == 1 && d.w == 1 && src.dims == Shape{d.mb, d.c};
+  if (!four_d && !two_d)
+    throw ConfigError("cuda backend: batch norm " + name + ": src " + src.str() + " is not " +
+                      Shape{d.mb, d.c, d.h, d.w}.str() + (d.h == 1 && d.w == 1 ? " or (mb,c)" : ""));
+}
+
+class CudaBatchNormOp final : public BatchNormOp {
+ public:
+  CudaBatchNormOp(CudaContext& ctx, const BnDesc& d, const TensorDesc& src, const TensorDesc& dst)
+      : ctx_(ctx), d_(d), name_(d.str()), t_(ctx.act_dtype()) {
+    check_batchnorm(d, src);
+    dst_ = output_desc(dst, src.dims, t_, "batch norm " + name_);
+    x_desc_ = TensorDescriptor(t_, d.mb, d.c, d.h, d.w);
+    channel_desc_ = TensorDescriptor::batchnorm_channels(x_desc_);  // (1,c,1,1) f32
+    relu_ = ActivationDescriptor(CUDNN_ACTIVATION_RELU);
+    const std::string what = "batch norm " + name_;
+    const int64_t n = src.numel();
+    src_in_ = InPort(src.dtype, t_, n, what + " src");
+    dst_out_ = OutPort(t_, dst_.dtype, n, what + " dst");
+    diff_dst_in_ = InPort(dst_.dtype, t_, n, what + " diff_dst");
+    diff_src_out_ = OutPort(t_, src.dtype, n, what + " diff_src");
+    saved_mean_ = DeviceMemory(static_cast<size_t>(d.c) * sizeof(float), what + " saved mean");
+    saved_inv_std_ = DeviceMemory(static_cast<size_t>(d.c) * sizeof(float), what + " saved inverse std");
+  }
+  const TensorDesc& dst_desc() const override { return dst_; }
+
+  // src (mb,c,h,w) -> dst, batch mean and biased variance (c) into mean/variance.
+  void forward_training(const Tensor& src, const float* scale, const float* shift, const Tensor& dst,
+                        float* mean, float* variance) override {
+    const int64_t m = d_.mb * d_.h * d_.w;
+    TS_CHECK(m > 1, "batch norm forward_training: " + name_ +
+                        " has one value per channel; training needs more (a larger batch or plane)");
+    const cudaStream_t stream = ctx_.stream;
+    const size_t channel_bytes = static_cast<size_t>(d_.c) * sizeof(float);
+    TS_CUDA_CHECK(cudaMemsetAsync(mean, 0, channel_bytes, stream));
+    TS_CUDA_CHECK(cudaMemsetAsync(variance, 0, channel_bytes, stream));
+    const void* x = src_in_.get(src.data, stream);
+    void* y = dst_out_.target(dst.data);
+    const float one = 1.0f, zero = 0.0f;
+    TS_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+        ctx_.cudnn, kMode, &one, &zero, x_desc_.get(), x, x_desc_.get(), y, channel_desc_.get(), scale, shift,
+        /*exponentialAverageFactor=*/1.0, mean, variance, d_.eps, saved_mean_.get(), saved_inv_std_.get()));
+    const float unbiased_to_biased = static_cast<float>(m - 1) / static_cast<float>(m);
+    TS_CUDNN_CHECK(cudnnScaleTensor(ctx_.cudnn, channel_desc_.get(), variance, &unbiased_to_biased));
+    saved_valid_ = true;
+    fused_relu(y);
+    dst_out_.finish(dst.data, stream);
+  }
+
+  void forward_inference(const Tensor& src, const float* scale, const float* shift, const float* mean,
+                         const float* variance, const Tensor& dst) override {
+    const void* x = src_in_.get(src.data, ctx_.stream);
+    void* y = dst_out_.target(dst.data);
+    const float one = 1.0f, zero = 0.0f;
+    TS_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_.cudnn, kMode, &one, &zero, x_desc_.get(), x,
+                                                           x_desc_.get(), y, channel_desc_.get(), scale, shift, mean,
+                                                           variance, d_.eps));
+    fused_relu(y);
+    dst_out_.finish(dst.data, ctx_.stream);
+  }
+
+  // Backward of forward_training: diff_src, diff_scale, diff_shift (f32). The statistics come
+  // from the forward's saved mean and inverse std (the batch statistics mean/variance hold), or,
+  // when this op has not run forward_training, cuDNN recomputes them from src.
+  void backward(const Tensor& src, const Tensor& diff_dst, const float* scale, const float* /*mean*/,
+                const float* /*variance*/, const Tensor& diff_src, float* diff_scale, float* diff_shift) override {
+    const cudaStream_t stream = ctx_.stream;
+    const void* x = src_in_.get_reused(src.data, stream);
+    const void* dy = diff_dst_in_.get(diff_dst.data, stream);
+    void* dx = diff_src_out_.target(diff_src.data);
+    const float one = 1.0f, zero = 0.0f;
+    TS_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+        ctx_.cudnn, kMode, &one, &zero, &one, &zero, x_desc_.get(), x, x_desc_.get(), dy, x_desc_.get(), dx,
+        channel_desc_.get(), scale, diff_scale, diff_shift, d_.eps, saved_valid_ ? saved_mean_.get() : nullptr,
+        saved_valid_ ? saved_inv_std_.get() : nullptr));
+    diff_src_out_.finish(diff_src.data, stream);
+  }
+
+ private:
+  // dst (in t) = max(dst, 0) when the descriptor fuses a ReLU.
+  void fused_relu(void* y) {
+    if (!d_.relu) return;
+    const float one = 1.0f, zero = 0.0f;
+    TS_CUDNN_CHECK(cudnnActivationForward(ctx_.cudnn, relu_.get(), &one, x_desc_.get(), y, &zero, x_desc_.get(), y));
+  }
+
+  CudaContext& ctx_;
+  BnDesc d_;
+  std::string name_;  // the descriptor, for messages
+  DType t_;           // the data type cuDNN normalises in (act_dtype() at plan time)
+  TensorDesc dst_;
+  TensorDescriptor x_desc_;        // src, dst and their gradients (mb,c,h,w)
+  TensorDescriptor channel_desc_;  // scale, shift, statistics (1,c,1,1) f32
+  ActivationDescriptor relu_;
+  InPort src_in_, diff_dst_in_;
+  OutPort dst_out_, diff_src_out_;
+  DeviceMemory saved_mean_, saved_inv_std_;  // cuDNN's cache of the latest forward_training (c)
+  bool saved_valid_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchNormOp> plan_batchnorm(CudaContext& ctx, const BnDesc& d, const TensorDesc& src,
+                                            const TensorDesc& dst) {
+  return std::make_unique<CudaBatchNormOp>(ctx, d, src, dst);
+}
+
+}  // namespace ts::cuda

@@ -1,0 +1,175 @@
+// The planned cuDNN convolution (cuda_ops.h): src (mb,ic,ih,iw), wei (oc,ic/g,kh,kw) f32,
+// bia (oc) f32 -> dst (mb,oc,oh,ow), computed in the run's activation type t = act_dtype().
+// Algorithms and math modes are chosen once at plan time (cuda_conv_algos.h) and recorded as
+// one plan note; the op's workspace comes from the context's shared block. Weights are
+// converted to t at each forward (they change every step) and reused by the backward that
+// follows; the bias and its fused ReLU are one own kernel after cuDNN (the bias stays f32);
+// weight and bias gradients are written as f32.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_conv_algos.h"
+#include "backend/cuda/cuda_dnn_kernels.h"
+#include "backend/cuda/cuda_dtype_port.h"
+#include "backend/cuda/cuda_ops.h"
+#include "core/error.h"
+
+namespace ts::cuda {
+namespace {
+
+Shape conv_src_dims(const ConvDesc& d) { return Shape{d.mb, d.ic, d.ih, d.iw}; }
+Shape conv_dst_dims(const ConvDesc& d) { return Shape{d.mb, d.oc, d.oh(), d.ow()}; }
+
+// The descriptor's own consistency (parse() checks the same for text; a struct may be built by
+// hand) and the src desc against it.
+void check_conv(const ConvDesc& d, const TensorDesc& src) {
+  const std::string name = d.str();
+  if (d.mb < 1 || d.ic < 1 || d.oc < 1 || d.kh < 1 || d.kw < 1 || d.sh < 1 || d.sw < 1 || d.ph < 0 || d.pw < 0 ||
+      d.groups < 1 || d.ic % d.groups || d.oc % d.groups || d.oh() < 1 || d.ow() < 1)
+    throw ConfigError("cuda backend: cannot plan " + name +
+                      ": sizes and strides must be positive, padding non-negative, ic and oc divisible by the "
+                      "groups and the output non-empty");
+  check_activation_desc(src, "conv " + name + " src");
+  if (src.dims != conv_src_dims(d))
+    throw ConfigError("cuda backend: conv " + name + ": src " + src.str() + " is not " + conv_src_dims(d).str());
+}
+
+std::string mebibytes(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1fMiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+// "conv:mb..._g1 f16: fwd=IMPLICIT_PRECOMP_GEMM(tensor_op,find) bwd_data=ALGO_1(tensor_op,find)
+//  bwd_filter=ALGO_1(tensor_op,heuristic) ws=12.0MiB limit=512.0MiB planned_in=35.2ms"
+std::string conv_plan_note(const ConvDesc& d, DType t, const ConvAlgos& a, size_t limit, double plan_ms) {
+  auto one = [](const std::string& algo, const ConvAlgo& c) {
+    return algo + "(" + math_name(c.math) + "," + c.chosen_by + ")";
+  };
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1fms", plan_ms);
+  return d.str() + " " + dtype_name(t) + ": fwd=" + one(fwd_algo_name(a.fwd.algo), a.fwd) +
+         " bwd_data=" + one(bwd_data_algo_name(a.bwd_data.algo), a.bwd_data) +
+         " bwd_filter=" + one(bwd_filter_algo_name(a.bwd_filter.algo), a.bwd_filter) +
+         " ws=" + mebibytes(a.max_workspace()) + " limit=" + mebibytes(limit) + " planned_in=" + ms;
+}
+
+class CudaConvOp final : public ConvOp {
+ public:
+  CudaConvOp(CudaContext& ctx, const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst)
+      : ctx_(ctx), d_(d), name_(d.str()), t_(ctx.act_dtype()) {
+    const auto start = std::chrono::steady_clock::now();
+    check_conv(d, src);
+    dst_ = output_desc(dst, conv_dst_dims(d), t_, "conv " + name_);
+    describe_problem();
+    algos_ = choose_conv_algos(ctx, problem_, "conv " + name_);
+    ctx.reserve_workspace(algos_.max_workspace());
+    const int64_t n_src = src.numel(), n_dst = dst_.numel(), n_wei = d.weight_count();
+    const std::string what = "conv " + name_;
+    src_in_ = InPort(src.dtype, t_, n_src, what + " src");
+    wei_in_ = InPort(DType::f32, t_, n_wei, what + " weights");
+    dst_out_ = OutPort(t_, dst_.dtype, n_dst, what + " dst");
+    diff_dst_in_ = InPort(dst_.dtype, t_, n_dst, what + " diff_dst");
+    diff_src_out_ = OutPort(t_, src.dtype, n_src, what + " diff_src");
+    diff_wei_out_ = OutPort(t_, DType::f32, n_wei, what + " diff_wei");
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ctx.plan_notes.push_back(conv_plan_note(d, t_, algos_, ctx.workspace_limit, ms));
+  }
+
+  const TensorDesc& dst_desc() const override { return dst_; }
+
+  // src (mb,ic,ih,iw), wei (oc,ic/g,kh,kw), bia (oc) -> dst (mb,oc,oh,ow) [relu'd when d.relu]
+  void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
+    TS_CHECK(!d_.bias || bia, "conv forward: " + name_ + " has a bias but bia is null");
+    const cudaStream_t stream = ctx_.stream;
+    const void* x = src_in_.get(src.data, stream);
+    const void* w = wei_in_.get(wei, stream);
+    void* y = dst_out_.target(dst.data);
+    const float one = 1.0f, zero = 0.0f;
+    TS_CUDNN_CHECK(cudnnConvolutionForward(ctx_.cudnn, &one, problem_.x.get(), x, problem_.w.get(), w,
+                                           problem_.fwd.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo),
+                                           workspace(algos_.fwd), algos_.fwd.workspace, &zero, problem_.y.get(), y));
+    bias_relu_forward(y, t_, d_.bias ? bia : nullptr, d_.mb, d_.oc, d_.oh() * d_.ow(), d_.relu, stream);
+    dst_out_.finish(dst.data, stream);
+  }
+
+  // diff_wei and diff_bia (f32) from the forward's src, then diff_src unless it has no data.
+  // A fused ReLU's backward ran before (in the ReLU layer), so diff_dst is the conv's own.
+  void backward(const Tensor& src, const Tensor& diff_dst, const float* wei, const Tensor& diff_src,
+                float* diff_wei, float* diff_bia) override {
+    TS_CHECK(!d_.bias || diff_bia, "conv backward: " + name_ + " has a bias but diff_bia is null");
+    const cudaStream_t stream = ctx_.stream;
+    const void* x = src_in_.get_reused(src.data, stream);
+    const void* dy = diff_dst_in_.get(diff_dst.data, stream);
+    void* dw = diff_wei_out_.target(diff_wei);
+    const float one = 1.0f, zero = 0.0f;
+    TS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+        ctx_.cudnn, &one, problem_.x.get(), x, problem_.y.get(), dy, problem_.bwd_filter.get(),
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo), workspace(algos_.bwd_filter),
+        algos_.bwd_filter.workspace, &zero, problem_.w.get(), dw));
+    diff_wei_out_.finish(diff_wei, stream);
+    if (d_.bias) bias_backward(dy, t_, d_.mb, d_.oc, d_.oh() * d_.ow(), diff_bia, stream);
+    if (!diff_src) return;
+    const void* w = wei_in_.get_reused(wei, stream);
+    void* dx = diff_src_out_.target(diff_src.data);
+    TS_CUDNN_CHECK(cudnnConvolutionBackwardData(
+        ctx_.cudnn, &one, problem_.w.get(), w, problem_.y.get(), dy, problem_.bwd_data.get(),
+        static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), workspace(algos_.bwd_data),
+        algos_.bwd_data.workspace, &zero, problem_.x.get(), dx));
+    diff_src_out_.finish(diff_src.data, stream);
+  }
+
+ private:
+  // cuDNN's view: x (mb,ic,ih,iw), w (oc,ic/g,kh,kw), y (mb,oc,oh,ow) in t, accumulating in f32
+  // (f16/bf16 data with f32 compute: cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configurations).
+  void describe_problem() {
+    const ConvDesc& d = d_;
+    problem_.dtype = t_;
+    problem_.x_numel = d.mb * d.ic * d.ih * d.iw;
+    problem_.w_numel = d.weight_count();
+    problem_.y_numel = d.mb * d.oc * d.oh() * d.ow();
+    problem_.x = TensorDescriptor(t_, d.mb, d.ic, d.ih, d.iw);
+    problem_.y = TensorDescriptor(t_, d.mb, d.oc, d.oh(), d.ow());
+    problem_.w = FilterDescriptor(t_, d.oc, d.ic / d.groups, d.kh, d.kw);
+    const cudnnMathType_t math = conv_math(ctx_.precision);
+    problem_.fwd = ConvolutionDescriptor(d.ph, d.pw, d.sh, d.sw, d.groups, CUDNN_DATA_FLOAT, math);
+    problem_.bwd_data = ConvolutionDescriptor(d.ph, d.pw, d.sh, d.sw, d.groups, CUDNN_DATA_FLOAT, math);
+    problem_.bwd_filter = ConvolutionDescriptor(d.ph, d.pw, d.sh, d.sw, d.groups, CUDNN_DATA_FLOAT, math);
+    int n = 0, c = 0, h = 0, w = 0;  // cuDNN's output size must be ConvDesc's
+    TS_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(problem_.fwd.get(), problem_.x.get(), problem_.w.get(), &n,
+                                                         &c, &h, &w));
+    TS_CHECK(n == d.mb && c == d.oc && h == d.oh() && w == d.ow(),
+             "conv " + name_ + ": cuDNN computes an output of (" + std::to_string(n) + "," + std::to_string(c) + "," +
+                 std::to_string(h) + "," + std::to_string(w) + "), not " + conv_dst_dims(d).str());
+  }
+
+  // The shared workspace for one algorithm (reserved at plan time; fetched at every call since
+  // a later plan may have grown it).
+  void* workspace(const ConvAlgo& a) const {
+    if (a.workspace == 0) return nullptr;
+    TS_CHECK(ctx_.workspace_bytes() >= a.workspace,
+             "conv " + name_ + ": the CUDA workspace (" + std::to_string(ctx_.workspace_bytes()) +
+                 " bytes) is smaller than the " + std::to_string(a.workspace) + " bytes reserved at plan time");
+    return ctx_.workspace();
+  }
+
+  CudaContext& ctx_;
+  ConvDesc d_;
+  std::string name_;  // the descriptor, for messages
+  DType t_;           // the type cuDNN computes in (act_dtype() at plan time)
+  TensorDesc dst_;
+  ConvProblem problem_;
+  ConvAlgos algos_;
+  InPort src_in_, wei_in_, diff_dst_in_;
+  OutPort dst_out_, diff_src_out_, diff_wei_out_;
+};
+
+}  // namespace
+
+std::unique_ptr<ConvOp> plan_conv(CudaContext& ctx, const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) {
+  return std::make_unique<CudaConvOp>(ctx, d, src, dst);
+}
+
+}  // namespace ts::cuda

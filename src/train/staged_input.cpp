@@ -1,0 +1,61 @@
+// Overlapped input staging for devices the host cannot address (see staged_input.h).
+#include "train/staged_input.h"
+
+#include <cstring>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace ts {
+
+StagedInput::StagedInput(Net& net, Loader& loader) : net_(net), loader_(loader) {}
+
+void StagedInput::fetch_and_stage() {
+  Backend& backend = net_.backend();
+  backend.staged_copies_done();  // the slot of the batch before may be refilled from now on
+  loader_.next(batch_);
+  net_.stage_input(batch_.images);
+  ready_ = true;
+}
+
+const int32_t* StagedInput::pinned_labels() {
+  if (!batch_.labels) return nullptr;
+  const size_t bytes = static_cast<size_t>(batch_.size) * sizeof(int32_t);
+  DeviceBuffer& buf = labels_[turn_];
+  if (buf.bytes() < bytes) buf = net_.backend().allocate_host(bytes);
+  std::memcpy(buf.data(), batch_.labels, bytes);
+  return static_cast<const int32_t*>(buf.data());
+}
+
+const float* StagedInput::pinned_targets() {
+  if (!batch_.targets) return nullptr;
+  const Shape out = net_.output_shape();
+  const size_t bytes = static_cast<size_t>(batch_.size * out.numel()) * sizeof(float);
+  DeviceBuffer& buf = targets_[turn_];
+  if (buf.bytes() < bytes) buf = net_.backend().allocate_host(bytes);
+  std::memcpy(buf.data(), batch_.targets, bytes);
+  return buf.f32();
+}
+
+float StagedInput::forward(Mode mode, double& data_wait) {
+  data_wait = 0;
+  if (!ready_) data_wait += timed_fetch_and_stage();
+  TS_CHECK(batch_.size == net_.batch(), "staged input: batch of " + std::to_string(batch_.size) +
+                                            " samples for a net planned for " + std::to_string(net_.batch()));
+  // The device reads labels/targets when the loss runs; this step's buffers are not written
+  // again before the step after next, and this step's loss is read before then.
+  const int32_t* labels = pinned_labels();
+  const float* targets = pinned_targets();
+  turn_ ^= 1;
+  net_.forward_queued(nullptr, labels, targets, mode);
+  data_wait += timed_fetch_and_stage();  // overlaps forward on the device
+  return net_.loss();
+}
+
+double StagedInput::timed_fetch_and_stage() {
+  const double t0 = now_seconds();
+  fetch_and_stage();
+  return now_seconds() - t0;
+}
+
+}  // namespace ts

@@ -1,0 +1,41 @@
+// The input side of a training step on a device the host cannot address (cuda): batch k+1's
+// images copy to the device on the backend's staging queue while step k computes, from the
+// loader's page-locked batch slots (train/data_setup.cpp gives the loader allocate_host memory).
+//   step k: [labels of batch k -> page-locked copy] queue forward k (its input: the staged
+//           images) | wait for the staged copy of k, loader.next() = batch k+1 (frees k's slot),
+//           stage k+1's images | read the loss (waits for forward k).
+// So the loader's wait and the copy overlap forward k on the device. Labels/targets are copied
+// into two page-locked buffers used in turn: the device reads one while the host fills the other.
+#pragma once
+
+#include <array>
+
+#include "backend/backend.h"
+#include "data/loader.h"
+#include "nn/net.h"
+
+namespace ts {
+
+class StagedInput {
+ public:
+  StagedInput(Net& net, Loader& loader);
+  // Queues forward of the current batch (staging it first on the first call), fetches and
+  // stages the next, and returns the loss. `data_wait`: seconds the host spent getting data
+  // (the loader's next batch, the wait for the staging copy before, queuing the copy).
+  float forward(Mode mode, double& data_wait);
+
+ private:
+  void fetch_and_stage();
+  double timed_fetch_and_stage();  // seconds
+  const int32_t* pinned_labels();
+  const float* pinned_targets();
+
+  Net& net_;
+  Loader& loader_;
+  Batch batch_;          // the batch whose images are staged (valid until the next loader.next)
+  bool ready_ = false;
+  int turn_ = 0;         // which of the two label/target buffers this step uses
+  std::array<DeviceBuffer, 2> labels_, targets_;  // page-locked host memory
+};
+
+}  // namespace ts
