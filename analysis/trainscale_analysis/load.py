@@ -35,7 +35,7 @@ SUPPORTED_SCHEMAS = (SCHEMA,)
 # the root attribute what was found).
 ENV_ATTRS = (
     "version", "git_sha", "start_time", "end_time", "hosts", "world_size", "mpi_flavor",
-    "mpi_version", "mpi_tuning", "backend", "device", "device_name", "device_generation",
+    "mpi_version", "mpi_tuning", "dist_transport", "backend", "device", "device_name", "device_generation",
     "device_libraries", "cpu_model", "isa", "threads", "precision", "seed",
 )
 SUMMARY_KEYS = (

@@ -5,7 +5,9 @@
 // in a bandwidth-optimal all-reduce, so busbw compares across world sizes; with one rank
 // busbw = algbw by convention). Each size runs every algorithm before its rows are printed, so
 // each row also shows its busbw relative to `mpi` (MPI_Allreduce) measured in the same run. A
-// correctness check (on by default) counts wrong elements.
+// correctness check (on by default) counts wrong elements. nccl (CUDA builds) runs on a device
+// buffer per rank and is checked against MPI_Allreduce of the same data; it is refused before
+// MPI starts where it cannot run (exit 2).
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -59,8 +61,11 @@ std::vector<AllreduceAlgorithm> parse_algorithms(const std::string& list) {
       } catch (const ConfigError& e) {
         throw ConfigError(std::string("--algorithms: ") + e.what());
       }
+      // nccl without the CUDA build or without a device: refused before MPI starts (exit 2).
+      const std::string why = allreduce_algorithm_unavailable_reason(out.back());
+      if (!why.empty()) throw ConfigError("--algorithms " + name + ": " + why);
     }
-  if (out.empty()) throw ConfigError("--algorithms: empty list; accepted: mpi, ring, tree, ps, shm (comma-separated)");
+  if (out.empty()) throw ConfigError("--algorithms: empty list; accepted: mpi, ring, tree, ps, shm, nccl (comma-separated)");
   return out;
 }
 
@@ -97,15 +102,17 @@ po::options_description bench_options() {
       "Exit codes: 0 ok, 1 wrong elements or runtime failure, 2 usage error.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("algorithms", po::value<std::string>()->default_value("mpi,ring,tree,ps,shm"),
-       "comma-separated: mpi, ring, tree, ps, shm")
+       "comma-separated: mpi, ring, tree, ps, shm, nccl (nccl: CUDA builds, on a device buffer of "
+       "device local_rank % visible devices, one rank per GPU)")
       ("min-bytes", po::value<std::string>()->default_value("4"), "smallest message in bytes")
       ("max-bytes", po::value<std::string>()->default_value("64M"), "largest message in bytes")
       ("factor", po::value<double>()->default_value(2.0), "size multiplier between steps (> 1)")
       ("iters", po::value<int>()->default_value(20), "timed calls per size and algorithm (>= 1)")
       ("warmup", po::value<int>()->default_value(5), "untimed calls before them (>= 0)")
       ("buffers", po::value<std::string>()->default_value("shared"),
-       "where the messages live: shared (node shared memory, allocate_shared_floats: shm runs in place) "
-       "or private (each rank's own heap: shm copies through its pipeline)")
+       "where the messages of the host algorithms live: shared (node shared memory, allocate_shared_floats: "
+       "shm runs in place) or private (each rank's own heap: shm copies through its pipeline); nccl always "
+       "reduces a device buffer")
       ("shm-chunk-kb", po::value<int64_t>()->default_value(32), "shm: KiB per pipeline buffer (1..65536; a run's dist.shm_chunk_kb)")
       ("shm-buffers", po::value<int64_t>()->default_value(64), "shm: pipeline buffers per rank (1..1024; a run's dist.shm_buffers)")
       ("check", "check results (the default)")
@@ -244,6 +251,8 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
   auto comm = Communicator::world();
   try {
     return run_bench(*comm, settings);
+  } catch (const ConfigError&) {
+    throw;  // raised by every rank alike (nccl's device check is collective): exit 2 everywhere
   } catch (const std::exception& e) {
     if (comm->size() > 1) {
       // Other ranks may wait in a collective: report and take the whole job down.

@@ -30,4 +30,11 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int local_rank) {
                     join(available_backends(), ", ") + hint);
 }
 
+BackendQueue backend_queue(Backend& backend) {
+#ifdef TRAINSCALE_HAVE_CUDA
+  if (auto* cuda = dynamic_cast<CudaBackend*>(&backend)) return {cuda->stream(), cuda->device()};
+#endif
+  return {};
+}
+
 }  // namespace ts

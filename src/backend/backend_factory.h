@@ -19,4 +19,14 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int local_rank = 
 // machine has their device.
 std::vector<std::string> available_backends();
 
+// The queue a backend computes on, as opaque handles for libraries that queue work beside it
+// (dist/ orders its NCCL calls and staging copies after backward with events on it): cuda's
+// cudaStream_t and device ordinal; {nullptr, -1} for the host backends, which compute
+// synchronously.
+struct BackendQueue {
+  void* stream = nullptr;
+  int device = -1;
+};
+BackendQueue backend_queue(Backend& backend);
+
 }  // namespace ts

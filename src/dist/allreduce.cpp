@@ -8,6 +8,9 @@
 #include "core/error.h"
 #include "dist/mpi_comm.h"
 #include "dist/shm_allreduce.h"
+#ifdef TRAINSCALE_HAVE_NCCL
+#include "dist/cuda/device_exchange.h"
+#endif
 
 namespace ts {
 namespace {
@@ -112,7 +115,7 @@ void ps_segment(Communicator& comm, float* data, int count, PsTimings& t) {
 
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   std::string names;
-  for (AllreduceAlgorithm a : all_allreduce_algorithms()) {
+  for (AllreduceAlgorithm a : known_allreduce_algorithms()) {
     if (name == allreduce_algorithm_name(a)) return a;
     names += (names.empty() ? "" : ", ") + std::string(allreduce_algorithm_name(a));
   }
@@ -142,10 +145,24 @@ std::vector<AllreduceAlgorithm> known_allreduce_algorithms() {
   return all;
 }
 
-bool allreduce_algorithm_built(AllreduceAlgorithm algorithm) { return algorithm != AllreduceAlgorithm::nccl; }
+bool allreduce_algorithm_built(AllreduceAlgorithm algorithm) {
+#ifdef TRAINSCALE_HAVE_NCCL
+  return true;
+#else
+  return algorithm != AllreduceAlgorithm::nccl;
+#endif
+}
 
 std::string allreduce_algorithm_missing_reason(AllreduceAlgorithm algorithm) {
   return allreduce_algorithm_built(algorithm) ? "" : "nccl needs the cuda backend, which this build lacks";
+}
+
+std::string allreduce_algorithm_unavailable_reason(AllreduceAlgorithm algorithm) {
+  if (!allreduce_algorithm_built(algorithm)) return allreduce_algorithm_missing_reason(algorithm);
+#ifdef TRAINSCALE_HAVE_NCCL
+  if (algorithm == AllreduceAlgorithm::nccl) return nccl_device_missing_reason();
+#endif
+  return "";
 }
 
 float* allocate_shared_floats(Communicator& comm, int64_t count) { return shm_allocate(mpi_comm(comm), count); }
@@ -170,6 +187,9 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
   if (!allreduce_algorithm_built(algorithm))
     throw ConfigError(std::string("all-reduce ") + allreduce_algorithm_name(algorithm) + ": " +
                       allreduce_algorithm_missing_reason(algorithm));
+  if (algorithm == AllreduceAlgorithm::nccl)
+    throw RuntimeError("allreduce_sum: nccl reduces GPU memory, and allreduce_sum takes host memory; the exchange "
+                       "strategies and `bench allreduce` run nccl on device buffers");
   PsTimings t;
   if (comm.size() > 1 && algorithm == AllreduceAlgorithm::shm) {
     // Streams through a fixed window in chunks: no MPI count limit. Across nodes, the node

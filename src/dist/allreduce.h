@@ -19,20 +19,27 @@ enum class AllreduceAlgorithm {
   ps,    // parameter server: rank 0 gathers everything, sums, broadcasts
   shm,   // reduce-scatter + all-gather through an MPI-3 shared-memory window, pipelined in
          // chunks; across nodes: shm reduce, ring among node leaders, shm broadcast
-  nccl,  // NVIDIA's collectives on GPU memory: a name only until the cuda backend brings it
+  nccl,  // NVIDIA's collectives on GPU memory (CUDA builds): the exchange strategies and the
+         // benchmark on device buffers (dist/cuda/), never allreduce_sum's host memory
 };
 
-// A name of all_allreduce_algorithms(); anything else is a ConfigError listing them.
+// A name of known_allreduce_algorithms() (built or not: allreduce_algorithm_unavailable_reason
+// says whether it can run); anything else is a ConfigError listing them.
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
-// Every algorithm this binary runs, in declaration order (mpi, ring, tree, ps, shm).
+// Every algorithm that reduces host memory (allreduce_sum), in declaration order (mpi, ring,
+// tree, ps, shm): every binary runs them.
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms();
 // Every algorithm the project knows, built into this binary or not (adds nccl): what a run
 // config may name; a run refuses one that is not built (train/capabilities.cpp).
 std::vector<AllreduceAlgorithm> known_allreduce_algorithms();
+// nccl is built with the CUDA backend (-DTRAINSCALE_CUDA=ON); the others always.
 bool allreduce_algorithm_built(AllreduceAlgorithm algorithm);
 // Why an algorithm is not built here ("nccl needs the cuda backend, which this build lacks"), or "".
 std::string allreduce_algorithm_missing_reason(AllreduceAlgorithm algorithm);
+// Why an algorithm cannot run in this process: not built, or (nccl) no CUDA device visible;
+// "" when it can.
+std::string allreduce_algorithm_unavailable_reason(AllreduceAlgorithm algorithm);
 
 // Where a parameter-server all-reduce spent its time, on this rank, for one call (seconds).
 // `average_s` is rank 0's summation (other ranks report 0).
@@ -47,6 +54,7 @@ struct PsTimings {
 // plain float sum in rank order, ((x_0 + x_1) + x_2) + ... The first `shm` call on a
 // communicator sets up its shared-memory window (collective; freed with the communicator).
 // `ps_timings` (optional) receives the phase times of a `ps` call (zeros for other algorithms).
+// nccl is refused here (RuntimeError): it reduces device memory.
 void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data, int64_t count,
                    PsTimings* ps_timings = nullptr);
 

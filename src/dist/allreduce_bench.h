@@ -10,13 +10,15 @@
 namespace ts {
 
 struct AllreduceBenchCase {
+  // nccl (CUDA builds) runs on a device buffer of its own, on device local_rank % visible
+  // devices; the others on host memory.
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::mpi;
   int64_t count = 0;  // float elements
   int iters = 20;     // timed calls
   int warmup = 5;     // untimed calls before them
   bool check = true;  // one extra call on known data afterwards, wrong elements counted
-  // Where the message lives: nullptr = a private vector; else at least `count` floats, e.g. from
-  // allocate_shared_floats (then `shm` runs in place).
+  // Where the message lives (host algorithms): nullptr = a private vector; else at least
+  // `count` floats, e.g. from allocate_shared_floats (then `shm` runs in place).
   float* buffer = nullptr;
 };
 
@@ -28,6 +30,16 @@ struct AllreduceBenchPoint {
   int64_t wrong = -1;
 };
 
+// ConfigError for nccl where it cannot run (allreduce_algorithm_unavailable_reason).
 AllreduceBenchPoint bench_allreduce(Communicator& comm, const AllreduceBenchCase& c);
+
+// Shared by the host and the device (nccl) benchmarks:
+// Element i of rank `rank`'s checked message: small integers, so sums over any realistic
+// number of ranks are exact in float and the result is known bit for bit whatever order an
+// algorithm adds in.
+float allreduce_check_value(int rank, int64_t i);
+// p.time_min / time_avg / time_max over ranks of each rank's `seconds` per call (rank 0; zeros
+// elsewhere). Collective.
+void reduce_bench_times(Communicator& comm, double seconds, AllreduceBenchPoint& p);
 
 }  // namespace ts

@@ -8,9 +8,11 @@
 
 namespace ts {
 
-BucketPipeline::BucketPipeline(const BucketPlan& plan, int64_t param_count, bool overlap, ReduceBucket reduce)
-    : plan_(plan), param_count_(param_count), reduce_(std::move(reduce)) {
-  if (overlap) thread_ = std::make_unique<CommThread>([this](int64_t i) { reduce_(static_cast<size_t>(i)); });
+BucketPipeline::BucketPipeline(const BucketPlan& plan, int64_t param_count, PipelineMode mode, ReduceBucket reduce,
+                               MarkBucket mark)
+    : plan_(plan), param_count_(param_count), mode_(mode), reduce_(std::move(reduce)), mark_(std::move(mark)) {
+  if (mode == PipelineMode::thread)
+    thread_ = std::make_unique<CommThread>([this](int64_t i) { reduce_(static_cast<size_t>(i)); });
 }
 
 void BucketPipeline::begin_step() {
@@ -25,24 +27,29 @@ void BucketPipeline::gradients_ready(int64_t offset, int64_t count) {
                        std::to_string(offset + count) + ") does not end where the previous one began (" +
                        std::to_string(frontier_) + "); ranges must arrive in reverse arena order");
   frontier_ = offset;
-  post_ready();
+  if (mode_ != PipelineMode::deferred) post_ready();
 }
 
+// Marks (and, eager, reduces) every bucket that lies above the frontier; posts them to the
+// thread. A mark is recorded before the thread may touch its bucket.
 void BucketPipeline::post_ready() {
   const int64_t n = static_cast<int64_t>(plan_.buckets.size());
-  while (posted_ < n && plan_.buckets[static_cast<size_t>(posted_)].first >= frontier_) ++posted_;
+  while (posted_ < n && plan_.buckets[static_cast<size_t>(posted_)].first >= frontier_) {
+    const size_t i = static_cast<size_t>(posted_++);
+    if (mark_) mark_(i);
+    if (mode_ == PipelineMode::eager) reduce_(i);
+  }
   if (thread_) thread_->post_up_to(posted_);
 }
 
 double BucketPipeline::complete() {
   frontier_ = 0;
   const double t0 = now_seconds();
-  if (thread_) {
-    post_ready();
-    thread_->wait_all(static_cast<int64_t>(plan_.buckets.size()));
-  } else {
-    for (size_t i = 0; i < plan_.buckets.size(); ++i) reduce_(i);
-  }
+  const size_t first = static_cast<size_t>(posted_);
+  post_ready();
+  if (thread_) thread_->wait_all(static_cast<int64_t>(plan_.buckets.size()));
+  if (mode_ == PipelineMode::deferred)
+    for (size_t i = first; i < plan_.buckets.size(); ++i) reduce_(i);
   return now_seconds() - t0;
 }
 

@@ -1,7 +1,10 @@
-// dist-internal, shared by the gradient strategies (sync, ps): hands gradient buckets to a
-// reduction as backward produces them. It tracks the frontier (gradients [frontier, P) are
+// dist-internal, shared by the gradient strategies (sync, ps, nccl): hands gradient buckets to
+// a reduction as backward produces them. It tracks the frontier (gradients [frontier, P) are
 // final), posts every bucket that lies above it, and reduces them on a communication thread
-// while backward goes on (overlap), or all in the caller's thread at the end.
+// while backward goes on (overlap), in the caller's thread as they become final (a reduction
+// that only queues device work, NCCL), or all in the caller's thread at the end. Before a
+// bucket is handed on, `mark` runs for it in the caller's thread: device arenas record there
+// how far the compute stream has come (dist/arena_link.h).
 #pragma once
 
 #include <cstdint>
@@ -13,28 +16,39 @@
 
 namespace ts {
 
+enum class PipelineMode {
+  thread,    // reduce on the communication thread as buckets become final (overlap)
+  eager,     // reduce in the caller's thread as buckets become final (the reduction only queues)
+  deferred,  // reduce in the caller's thread after backward (no overlap)
+};
+
 class BucketPipeline {
  public:
-  // Reduces bucket `index` of the plan (on the communication thread when `overlap`).
+  // Reduces bucket `index` of the plan (on the communication thread in mode thread).
   using ReduceBucket = std::function<void(size_t index)>;
-  BucketPipeline(const BucketPlan& plan, int64_t param_count, bool overlap, ReduceBucket reduce);
+  // Runs in the caller's thread when bucket `index` has become final, before it is reduced.
+  using MarkBucket = std::function<void(size_t index)>;
+  BucketPipeline(const BucketPlan& plan, int64_t param_count, PipelineMode mode, ReduceBucket reduce,
+                 MarkBucket mark = {});
 
   // A new step: nothing final yet.
   void begin_step();
   // Gradients [offset, offset + count) are final; they must end where the previous range began
   // (RuntimeError otherwise: ranges arrive in reverse arena order).
   void gradients_ready(int64_t offset, int64_t count);
-  // Every bucket reduced: posts the rest and waits for the thread, or reduces them all here.
-  // Returns the seconds the caller's thread spent in it (comm_wait).
+  // Every bucket reduced (or, eager, queued): posts the rest and waits for the thread, or
+  // reduces them here. Returns the seconds the caller's thread spent in it (comm_wait).
   double complete();
 
  private:
   void post_ready();
   const BucketPlan& plan_;
   const int64_t param_count_;
+  const PipelineMode mode_;
   ReduceBucket reduce_;
+  MarkBucket mark_;
   int64_t frontier_ = 0;  // gradients [frontier_, param_count) are final
-  int64_t posted_ = 0;    // buckets handed out this step
+  int64_t posted_ = 0;    // buckets final and marked this step (eager: also reduced)
   std::unique_ptr<CommThread> thread_;  // overlap only
 };
 

@@ -32,9 +32,13 @@ void VerdictStaging::set_extras(float loss, float nonfinite) {
 
 void VerdictStaging::read_verdict(StepVerdict& v, int world) const {
   const float* extras = data_.data() + data_.size() - kExtras;
+  verdict_of_means(v, static_cast<double>(extras[0]) / world, extras[1]);
+}
+
+void verdict_of_means(StepVerdict& v, double mean_loss, float mean_nonfinite) {
   v.exchanged = true;
-  v.loss = static_cast<double>(extras[0]) / world;
-  v.diverged = extras[1] > 0 || !std::isfinite(v.loss);
+  v.loss = mean_loss;
+  v.diverged = mean_nonfinite > 0 || !std::isfinite(v.loss);
 }
 
 void scale(float* data, int64_t count, float factor) {

@@ -40,6 +40,10 @@ class VerdictStaging {
   std::vector<float> data_;
 };
 
+// The verdict from the extras once they are means over ranks (NCCL averages them with the
+// tail): the mean loss, and diverged when some rank counted a non-finite loss.
+void verdict_of_means(StepVerdict& verdict, double mean_loss, float mean_nonfinite);
+
 // Helpers of every strategy.
 void scale(float* data, int64_t count, float factor);
 // Copies `count` floats (count may be 0).

@@ -6,6 +6,10 @@
 #include <algorithm>
 
 #include <mpi.h>
+// Open MPI declares its CUDA extension (MPIX_Query_cuda_support) in mpi-ext.h; MPICH 4 in mpi.h.
+#if defined(OPEN_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +64,11 @@ std::unique_ptr<Communicator> CommunicatorAccess::duplicate(MPI_Comm base) {
   MPI_Comm_set_errhandler(c->impl_->comm, MPI_ERRORS_RETURN);
   TS_MPI(MPI_Comm_rank(c->impl_->comm, &c->rank_));
   TS_MPI(MPI_Comm_size(c->impl_->comm, &c->size_));
+  MPI_Comm node = MPI_COMM_NULL;
+  TS_MPI(MPI_Comm_split_type(c->impl_->comm, MPI_COMM_TYPE_SHARED, c->rank_, MPI_INFO_NULL, &node));
+  TS_MPI(MPI_Comm_rank(node, &c->local_rank_));
+  TS_MPI(MPI_Comm_size(node, &c->local_size_));
+  TS_MPI(MPI_Comm_free(&node));
   return c;
 }
 
@@ -179,6 +188,17 @@ std::vector<std::string> mpi_tuning_environment(const std::string& flavor) {
   std::sort(found.begin(), found.end());
   return found;
 }
+// Whether the library was built to take CUDA device pointers, asked at run time (Open MPI's
+// compile-time MPIX_CUDA_AWARE_SUPPORT says only what the headers were configured with).
+bool mpi_cuda_aware() {
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+  return MPIX_Query_cuda_support() == 1;
+#elif defined(MPICH_NUMVERSION) && MPICH_NUMVERSION >= 40000000
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
 }  // namespace
 
 MpiLibrary mpi_library() {
@@ -206,6 +226,7 @@ MpiLibrary mpi_library() {
   }
   if (lib.version.empty()) lib.version = first;
   lib.tuning = mpi_tuning_environment(lib.flavor);
+  lib.cuda_aware = mpi_cuda_aware();
   return lib;
 }
 

@@ -20,6 +20,9 @@ struct MpiLibrary {
   // a benchmark measures (e.g. Open MPI's vader single-copy mechanism), so run and bench files
   // record them.
   std::vector<std::string> tuning;
+  // The library can read and write CUDA device memory (Open MPI's and MPICH's
+  // MPIX_Query_cuda_support(), asked at run time; false where the header lacks it).
+  bool cuda_aware = false;
 };
 
 // Initialises MPI for the process lifetime and finalises it. Create exactly one, in main.
@@ -45,6 +48,11 @@ class Communicator {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // This rank's index among the ranks of its node, and their number
+  // (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)): a GPU backend computes on device
+  // local_rank() % visible devices.
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
   std::string host() const;  // this rank's processor name
 
   // In-place element-wise sum over all ranks (MPI_Allreduce).
@@ -72,6 +80,7 @@ class Communicator {
   friend struct CommunicatorAccess;
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1;
+  int local_rank_ = 0, local_size_ = 1;
 };
 
 MpiLibrary mpi_library();

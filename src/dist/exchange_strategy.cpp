@@ -6,6 +6,9 @@
 #include "dist/ps_strategy.h"
 #include "dist/sync_strategy.h"
 #include "dist/weight_avg_strategy.h"
+#ifdef TRAINSCALE_HAVE_NCCL
+#include "dist/cuda/device_exchange.h"
+#endif
 
 namespace ts {
 
@@ -19,11 +22,42 @@ const char* dist_strategy_name(DistStrategy strategy) {
 
 std::vector<DistStrategy> all_dist_strategies() { return {DistStrategy::sync, DistStrategy::weight_avg}; }
 
+const char* arena_transport_name(ArenaTransport transport) {
+  switch (transport) {
+    case ArenaTransport::host: return "host";
+    case ArenaTransport::staged: return "staged";
+    case ArenaTransport::cuda_aware_mpi: return "cuda_aware_mpi";
+    case ArenaTransport::nccl: return "nccl";
+  }
+  return "?";
+}
+
+namespace {
+
+// nccl reduces device memory with the sync strategy only.
+void check_nccl_arenas(const ModelArenas& arenas, const ExchangeOptions& options) {
+  if (arenas.device.host_accessible)
+    throw ConfigError("dist.allreduce: nccl reduces GPU memory, and this model's arenas are host memory; use backend: "
+                      "cuda, or an MPI algorithm (mpi, ring, tree, ps, shm) with a CPU backend");
+  if (options.strategy != DistStrategy::sync)
+    throw ConfigError(std::string("dist.allreduce: nccl runs dist.strategy sync, not ") +
+                      dist_strategy_name(options.strategy) + "; " + dist_strategy_name(options.strategy) +
+                      " on GPUs averages through an MPI algorithm (mpi, ring, tree, ps, shm: staged through host memory)");
+}
+
+}  // namespace
+
 std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, ModelArenas arenas,
                                                          const ExchangeOptions& options) {
   TS_CHECK(arenas.param_count >= 0 && arenas.state_count >= 0, "exchange strategy: negative arena size");
   if (!allreduce_algorithm_built(options.algorithm))
     throw ConfigError("dist.allreduce: " + allreduce_algorithm_missing_reason(options.algorithm));
+  if (options.algorithm == AllreduceAlgorithm::nccl) {
+    check_nccl_arenas(arenas, options);
+#ifdef TRAINSCALE_HAVE_NCCL
+    return make_nccl_sync_exchange(comm, arenas, options);  // queues on NCCL's stream: no thread
+#endif
+  }
   const bool threaded = options.strategy == DistStrategy::sync && options.overlap;
   if (threaded && !mpi_threads_serialized())
     throw ConfigError("dist.overlap: the communication thread needs MPI_THREAD_SERIALIZED, which this MPI library "

@@ -35,22 +35,49 @@ struct ExchangeOptions {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::mpi;  // sync + ps: the parameter server
   int64_t bucket_elements = int64_t{25} << 18;  // floats per bucket (25 MiB)
   // sync: reduce buckets on a communication thread while backward runs (needs
-  // MPI_THREAD_SERIALIZED); false: reduce them in the caller's thread after backward.
+  // MPI_THREAD_SERIALIZED); false: reduce them in the caller's thread after backward. With
+  // nccl, buckets are queued on NCCL's stream as they become final (no thread), or all after
+  // backward.
   bool overlap = true;
+  // Device arenas with a CUDA-aware MPI library (MpiLibrary::cuda_aware): algorithm mpi passes
+  // device pointers to MPI. false: always stage through pinned host memory.
+  bool cuda_aware_mpi = true;
 };
 
 // The optimizer step over elements [offset, offset + count) of the arenas (this step's LR).
 using RangeUpdate = std::function<void(int64_t offset, int64_t count)>;
 
+// Where a model's arenas live. Host memory (the ref and cpu backends) needs nothing more; CUDA
+// device memory (backend cuda: Backend::describe().host_accessible is false) comes with the
+// device and the stream the backend computes on, as opaque handles (no CUDA type leaves
+// dist/cuda): a strategy orders its copies and collectives after backward with events on that
+// stream, and the update the caller queues there after its own work.
+struct ArenaDevice {
+  bool host_accessible = true;
+  int cuda_device = -1;            // the CUDA device ordinal of the arenas (device arenas only)
+  void* compute_stream = nullptr;  // cudaStream_t of backward and the update (device arenas only)
+};
+
 // The model a strategy works on; the arrays belong to the caller (the Net's arenas) and must
-// outlive the strategy. Every rank passes the same counts.
+// outlive the strategy. Every rank passes the same counts and the same kind of memory.
 struct ModelArenas {
   float* params = nullptr;  // (param_count)
   float* grads = nullptr;   // (param_count), the mirror of params
   int64_t param_count = 0;
   float* state = nullptr;   // (state_count) non-trainable state, e.g. BN running mean/var
   int64_t state_count = 0;
+  ArenaDevice device;       // host memory unless said otherwise
 };
+
+// How a strategy's collectives reach the arenas (the run file's `dist_transport`, the logs):
+//   host            the arenas are host memory; the MPI algorithms work on them in place;
+//   staged          device arenas, each bucket copied to pinned host memory, reduced with the
+//                   MPI algorithm and copied back (dist/arena_link.h);
+//   cuda_aware_mpi  device arenas handed to a CUDA-aware MPI library (algorithm mpi only: the
+//                   others sum on the host and stage); the tail bucket with the loss is staged;
+//   nccl            device arenas reduced by NCCL on its own stream.
+enum class ArenaTransport { host, staged, cuda_aware_mpi, nccl };
+const char* arena_transport_name(ArenaTransport transport);
 
 // Where one step's exchange spent its time on this rank (seconds).
 struct ExchangeTimes {
@@ -76,6 +103,8 @@ class ExchangeStrategy {
 
   // "sync", "ps" or "weight_avg" (logs).
   virtual const char* name() const = 0;
+  // How the collectives reach the arenas (recorded in the run file).
+  virtual ArenaTransport transport() const = 0;
   // True when the step times include the parameter-server phases gather, average, broadcast.
   virtual bool times_ps_phases() const = 0;
   // Every rank takes rank 0's parameters and state (once, at set-up).
@@ -100,8 +129,10 @@ class ExchangeStrategy {
   virtual const std::vector<Bucket>& buckets() const = 0;
 };
 
-// The strategy for `options` (sync + ps -> the parameter server). Throws ConfigError if
-// overlap is asked for but MPI lacks MPI_THREAD_SERIALIZED, or the algorithm is not built.
+// The strategy for `options` (sync + ps -> the parameter server; sync + nccl -> NCCL on device
+// arenas). Throws ConfigError if overlap is asked for but MPI lacks MPI_THREAD_SERIALIZED, the
+// algorithm is not built, nccl meets host arenas or weight_avg, or device arenas meet a build
+// without CUDA. Collective (nccl: the NCCL communicator is created on first use).
 std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, ModelArenas arenas,
                                                          const ExchangeOptions& options);
 

@@ -20,11 +20,16 @@ void check_mpi(int rc, const char* call, const char* file, int line);
 // MPI counts are int: larger transfers are split into segments of at most 1 Gi elements.
 constexpr int64_t kMpiMaxCount = int64_t{1} << 30;
 
+class NcclCommunicator;  // dist/cuda/nccl_comm.h (CUDA builds)
+
 struct Communicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   // Reusable receive buffer of the hand-written collectives (grown, never shrunk), so a timed
   // loop does not allocate.
   std::vector<float> scratch;
+  // The NCCL communicator over the same ranks, created on first use (nccl_of); destroyed with
+  // this communicator. A shared_ptr, so that this header needs no NCCL type.
+  std::shared_ptr<NcclCommunicator> nccl;
 };
 
 struct CommunicatorAccess {

@@ -23,8 +23,10 @@ ParameterServerExchange::ParameterServerExchange(Communicator& comm, ModelArenas
     : comm_(comm),
       arenas_(arenas),
       plan_(ps_plan(arenas.param_count, options.bucket_elements, comm.size())),
+      link_(make_arena_link(arenas, options, plan_.buckets.size())),
       staging_(plan_.tail()),
-      pipeline_(plan_, arenas.param_count, options.overlap, [this](size_t i) { gather_bucket(i); }) {
+      pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
+                [this](size_t i) { gather_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
   if (comm.rank() == 0) {
     int64_t largest = 0;
     for (const auto& b : plan_.buckets) largest = std::max(largest, b.second);
@@ -33,8 +35,10 @@ ParameterServerExchange::ParameterServerExchange(Communicator& comm, ModelArenas
 }
 
 void ParameterServerExchange::broadcast_model() {
-  comm_.broadcast(arenas_.params, arenas_.param_count, 0);
-  comm_.broadcast(arenas_.state, arenas_.state_count, 0);
+  const size_t now = link_->now_mark();
+  link_->broadcast(comm_, Arena::params, 0, arenas_.param_count, 0, now);
+  link_->broadcast(comm_, Arena::state, 0, arenas_.state_count, 0, now);
+  link_->order_compute_after_pushes();
 }
 
 void ParameterServerExchange::begin_step(float local_loss, RangeUpdate update) {
@@ -49,12 +53,15 @@ void ParameterServerExchange::gradients_ready(int64_t offset, int64_t count) {
 }
 
 // Gathers one gradient bucket to rank 0, which sums it in rank order and scales it to the mean
-// (the loss stays a sum). Other ranks keep their own gradients.
+// (the loss stays a sum). Other ranks keep their own gradients. Device arenas: the bucket is
+// pulled to the host mirror and rank 0 pushes the mean back for its update.
 void ParameterServerExchange::gather_bucket(size_t i) {
   const auto [offset, count] = plan_.buckets[i];
   const bool last = i + 1 == plan_.buckets.size();
+  link_->wait(i);  // device arenas: backward up to this bucket is compute, not communication
   const double t0 = now_seconds();
-  float* data = arenas_.grads + offset;
+  link_->pull(Arena::grads, offset, count, i);
+  float* data = link_->host(Arena::grads) + offset;
   int64_t n = count;
   if (last) {
     copy_floats(staging_.data(), data, count);
@@ -72,23 +79,34 @@ void ParameterServerExchange::gather_bucket(size_t i) {
     for (int64_t k = 0; k < n; ++k) data[k] += src[k];
   }
   if (comm_.size() > 1) scale(data, count, 1.0f / static_cast<float>(comm_.size()));
-  if (last) copy_floats(arenas_.grads + offset, staging_.data(), count);
+  if (last) copy_floats(link_->host(Arena::grads) + offset, staging_.data(), count);
+  link_->push(Arena::grads, offset, count);
   times_.average += now_seconds() - t1;
 }
 
-// Rank 0's weights (and, with the last bucket, the summed loss and flag) to every rank.
+// Rank 0's weights (and, with the last bucket, the summed loss and flag) to every rank. Device
+// arenas: after rank 0's update on its compute stream.
 void ParameterServerExchange::broadcast_weights() {
+  const size_t updated = link_->now_mark();
+  const double t_update = now_seconds();
+  link_->wait(updated);  // device arenas: rank 0's update runs until here
   const double t0 = now_seconds();
+  if (comm_.rank() == 0) times_.optimizer += t0 - t_update;  // no other rank runs the optimizer
   for (size_t i = 0; i < plan_.buckets.size(); ++i) {
     const auto [offset, count] = plan_.buckets[i];
     if (i + 1 < plan_.buckets.size()) {
-      comm_.broadcast(arenas_.params + offset, count, 0);
+      link_->broadcast(comm_, Arena::params, offset, count, 0, updated);
       continue;
     }
-    copy_floats(staging_.data(), arenas_.params + offset, count);
+    const bool root = comm_.rank() == 0;
+    if (root) link_->pull(Arena::params, offset, count, updated);
+    float* params = link_->host(Arena::params) + offset;
+    copy_floats(staging_.data(), params, count);
     comm_.broadcast(staging_.data(), staging_.size(), 0);
-    copy_floats(arenas_.params + offset, staging_.data(), count);
+    copy_floats(params, staging_.data(), count);
+    if (!root) link_->push(Arena::params, offset, count);
   }
+  link_->order_compute_after_pushes();
   const double dt = now_seconds() - t0;
   times_.broadcast += dt;
   times_.comm += dt;
@@ -96,7 +114,9 @@ void ParameterServerExchange::broadcast_weights() {
 }
 
 StepVerdict ParameterServerExchange::finish_step(bool /*average_weights: every step exchanges*/) {
+  link_->wait(link_->now_mark());  // device arenas: the rest of backward, also compute
   times_.comm_wait += pipeline_.complete();
+  link_->order_compute_after_pushes();
   StepVerdict v;
   staging_.read_verdict(v, comm_.size());  // meaningful on rank 0 only until the broadcast
   if (comm_.rank() == 0 && !v.diverged) timed_update(update_, 0, arenas_.param_count, times_);
@@ -107,7 +127,8 @@ StepVerdict ParameterServerExchange::finish_step(bool /*average_weights: every s
 }
 
 void ParameterServerExchange::average_state() {
-  average_over_ranks(comm_, AllreduceAlgorithm::ps, arenas_.state, arenas_.state_count);
+  link_->average(comm_, AllreduceAlgorithm::ps, Arena::state, 0, arenas_.state_count, link_->now_mark());
+  link_->order_compute_after_pushes();
 }
 
 }  // namespace ts

@@ -1,11 +1,15 @@
 // dist-internal: the parameter server of the SHM-Learn-Dist paper (`sync` with dist.allreduce
 // ps, docs/distributed.md): rank 0 gathers every rank's gradient buckets (during backward with
 // overlap), averages them, applies the optimizer (no other rank runs it) and broadcasts the
-// weights. Timed as gather, average (rank 0's summation; 0 elsewhere) and broadcast.
+// weights. Timed as gather, average (rank 0's summation; 0 elsewhere) and broadcast. Device
+// arenas are staged through pinned host memory (dist/arena_link.h): the gathered sums are on the
+// host anyway.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "dist/arena_link.h"
 #include "dist/bucket_pipeline.h"
 #include "dist/bucket_plan.h"
 #include "dist/exchange_strategy.h"
@@ -17,6 +21,7 @@ class ParameterServerExchange : public ExchangeStrategy {
   ParameterServerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "ps"; }
+  ArenaTransport transport() const override { return link_->transport(); }
   bool times_ps_phases() const override { return true; }
   void broadcast_model() override;
   void begin_step(float local_loss, RangeUpdate update) override;
@@ -32,6 +37,7 @@ class ParameterServerExchange : public ExchangeStrategy {
   Communicator& comm_;
   const ModelArenas arenas_;
   const BucketPlan plan_;
+  std::unique_ptr<ArenaLink> link_;
   VerdictStaging staging_;       // the tail bucket + [loss, non-finite]
   std::vector<float> gathered_;  // rank 0: world x (largest bucket + extras)
   BucketPipeline pipeline_;

@@ -12,12 +12,16 @@ SyncExchange::SyncExchange(Communicator& comm, ModelArenas arenas, const Exchang
       arenas_(arenas),
       algorithm_(options.algorithm),
       plan_(BucketPlan::tile(arenas.param_count, options.bucket_elements)),
+      link_(make_arena_link(arenas, options, plan_.buckets.size())),
       staging_(plan_.tail()),
-      pipeline_(plan_, arenas.param_count, options.overlap, [this](size_t i) { reduce_bucket(i); }) {}
+      pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
+                [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {}
 
 void SyncExchange::broadcast_model() {
-  comm_.broadcast(arenas_.params, arenas_.param_count, 0);
-  comm_.broadcast(arenas_.state, arenas_.state_count, 0);
+  const size_t now = link_->now_mark();
+  link_->broadcast(comm_, Arena::params, 0, arenas_.param_count, 0, now);
+  link_->broadcast(comm_, Arena::state, 0, arenas_.state_count, 0, now);
+  link_->order_compute_after_pushes();
 }
 
 void SyncExchange::begin_step(float local_loss, RangeUpdate update) {
@@ -33,24 +37,27 @@ void SyncExchange::gradients_ready(int64_t offset, int64_t count) { pipeline_.gr
 // the staging buffer with the loss and the non-finite flag.
 void SyncExchange::reduce_bucket(size_t i) {
   const auto [offset, count] = plan_.buckets[i];
-  const bool last = i + 1 == plan_.buckets.size();
+  link_->wait(i);  // device arenas: backward up to this bucket is compute, not communication
   const double t0 = now_seconds();
-  float* data = arenas_.grads + offset;
-  int64_t n = count;
-  if (last) {
-    copy_floats(staging_.data(), data, count);
+  if (i + 1 < plan_.buckets.size()) {
+    link_->average(comm_, algorithm_, Arena::grads, offset, count, i);
+  } else {
+    link_->pull(Arena::grads, offset, count, i);
+    float* grads = link_->host(Arena::grads) + offset;
+    copy_floats(staging_.data(), grads, count);
     staging_.set_extras(local_loss_, std::isfinite(local_loss_) ? 0.0f : 1.0f);
-    data = staging_.data();
-    n = staging_.size();
+    allreduce_sum(comm_, algorithm_, staging_.data(), staging_.size());
+    if (comm_.size() > 1) scale(staging_.data(), count, 1.0f / static_cast<float>(comm_.size()));
+    copy_floats(grads, staging_.data(), count);
+    link_->push(Arena::grads, offset, count);
   }
-  allreduce_sum(comm_, algorithm_, data, n);
-  if (comm_.size() > 1) scale(data, count, 1.0f / static_cast<float>(comm_.size()));
-  if (last) copy_floats(arenas_.grads + offset, staging_.data(), count);
   times_.comm += now_seconds() - t0;
 }
 
 StepVerdict SyncExchange::finish_step(bool /*average_weights: every step exchanges*/) {
+  link_->wait(link_->now_mark());  // device arenas: the rest of backward, also compute
   times_.comm_wait += pipeline_.complete();
+  link_->order_compute_after_pushes();
   StepVerdict v;
   staging_.read_verdict(v, comm_.size());
   if (!v.diverged) timed_update(update_, 0, arenas_.param_count, times_);
@@ -58,6 +65,9 @@ StepVerdict SyncExchange::finish_step(bool /*average_weights: every step exchang
   return v;
 }
 
-void SyncExchange::average_state() { average_over_ranks(comm_, algorithm_, arenas_.state, arenas_.state_count); }
+void SyncExchange::average_state() {
+  link_->average(comm_, algorithm_, Arena::state, 0, arenas_.state_count, link_->now_mark());
+  link_->order_compute_after_pushes();
+}
 
 }  // namespace ts

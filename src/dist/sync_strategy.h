@@ -1,9 +1,14 @@
 // dist-internal: `sync` gradient averaging, w -= lr * mean_i(g_i) (docs/distributed.md). Each
-// gradient bucket is summed with the configured all-reduce as soon as backward has produced it
-// (overlap: on the communication thread while backward goes on), then scaled by 1/N; every
+// gradient bucket is summed with the configured MPI all-reduce as soon as backward has produced
+// it (overlap: on the communication thread while backward goes on), then scaled by 1/N; every
 // rank applies the same update to all weights, so weights and velocities stay identical.
+// Device arenas are reached through an ArenaLink (staged through pinned host memory, or a
+// CUDA-aware MPI); `sync` with nccl is dist/cuda/nccl_sync_strategy.h.
 #pragma once
 
+#include <memory>
+
+#include "dist/arena_link.h"
 #include "dist/bucket_pipeline.h"
 #include "dist/bucket_plan.h"
 #include "dist/exchange_strategy.h"
@@ -15,6 +20,7 @@ class SyncExchange : public ExchangeStrategy {
   SyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "sync"; }
+  ArenaTransport transport() const override { return link_->transport(); }
   bool times_ps_phases() const override { return false; }
   void broadcast_model() override;
   void begin_step(float local_loss, RangeUpdate update) override;
@@ -30,6 +36,7 @@ class SyncExchange : public ExchangeStrategy {
   const ModelArenas arenas_;
   const AllreduceAlgorithm algorithm_;
   const BucketPlan plan_;
+  std::unique_ptr<ArenaLink> link_;
   VerdictStaging staging_;  // the tail bucket + [loss, non-finite]
   BucketPipeline pipeline_;
   // Per step (the communication thread touches them only while it owns a posted bucket).

@@ -12,11 +12,14 @@ WeightAveragingExchange::WeightAveragingExchange(Communicator& comm, ModelArenas
       arenas_(arenas),
       algorithm_(options.algorithm),
       plan_(BucketPlan::tile(arenas.param_count, options.bucket_elements)),
+      link_(make_arena_link(arenas, options, 0)),
       staging_(plan_.tail() + arenas.state_count) {}
 
 void WeightAveragingExchange::broadcast_model() {
-  comm_.broadcast(arenas_.params, arenas_.param_count, 0);
-  comm_.broadcast(arenas_.state, arenas_.state_count, 0);
+  const size_t now = link_->now_mark();
+  link_->broadcast(comm_, Arena::params, 0, arenas_.param_count, 0, now);
+  link_->broadcast(comm_, Arena::state, 0, arenas_.state_count, 0, now);
+  link_->order_compute_after_pushes();
 }
 
 void WeightAveragingExchange::begin_step(float local_loss, RangeUpdate update) {
@@ -25,28 +28,43 @@ void WeightAveragingExchange::begin_step(float local_loss, RangeUpdate update) {
   times_ = ExchangeTimes{};
 }
 
-// Parameters, state and the loss/flag averaged (summed) over ranks, blocking.
+// Parameters, state and the loss/flag averaged (summed) over ranks, blocking. Device arenas:
+// after this step's update on the compute stream, which waits for the averages in turn.
 void WeightAveragingExchange::average_weights() {
+  const size_t updated = link_->now_mark();
+  const double t_update = now_seconds();
+  link_->wait(updated);  // device arenas: the update (and backward) run until here
   const double t0 = now_seconds();
+  times_.optimizer += t0 - t_update;
   PsTimings ps_sum;
-  auto reduce = [&](float* data, int64_t n, int64_t scaled) {
-    PsTimings ps;
-    allreduce_sum(comm_, algorithm_, data, n, &ps);
+  auto add = [&ps_sum](const PsTimings& ps) {
     ps_sum.gather_s += ps.gather_s;
     ps_sum.average_s += ps.average_s;
     ps_sum.broadcast_s += ps.broadcast_s;
-    if (comm_.size() > 1) scale(data, scaled, 1.0f / static_cast<float>(comm_.size()));
   };
-  for (size_t i = 0; i + 1 < plan_.buckets.size(); ++i)
-    reduce(arenas_.params + plan_.buckets[i].first, plan_.buckets[i].second, plan_.buckets[i].second);
+  for (size_t i = 0; i + 1 < plan_.buckets.size(); ++i) {
+    PsTimings ps;
+    link_->average(comm_, algorithm_, Arena::params, plan_.buckets[i].first, plan_.buckets[i].second, updated, &ps);
+    add(ps);
+  }
   const int64_t tail = plan_.tail();
+  link_->pull(Arena::params, 0, tail, updated);
+  link_->pull(Arena::state, 0, arenas_.state_count, updated);
+  float* params = link_->host(Arena::params);
+  float* state = link_->host(Arena::state);
   float* s = staging_.data();
-  copy_floats(s, arenas_.params, tail);
-  copy_floats(s + tail, arenas_.state, arenas_.state_count);
+  copy_floats(s, params, tail);
+  copy_floats(s + tail, state, arenas_.state_count);
   staging_.set_extras(local_loss_, nonfinite_since_average_);
-  reduce(s, staging_.size(), tail + arenas_.state_count);
-  copy_floats(arenas_.params, s, tail);
-  copy_floats(arenas_.state, s + tail, arenas_.state_count);
+  PsTimings ps;
+  allreduce_sum(comm_, algorithm_, s, staging_.size(), &ps);
+  add(ps);
+  if (comm_.size() > 1) scale(s, tail + arenas_.state_count, 1.0f / static_cast<float>(comm_.size()));
+  copy_floats(params, s, tail);
+  copy_floats(state, s + tail, arenas_.state_count);
+  link_->push(Arena::params, 0, tail);
+  link_->push(Arena::state, 0, arenas_.state_count);
+  link_->order_compute_after_pushes();
   nonfinite_since_average_ = 0;
   const double dt = now_seconds() - t0;
   times_.comm += dt;
@@ -73,7 +91,8 @@ StepVerdict WeightAveragingExchange::finish_step(bool average_weights_now) {
 }
 
 void WeightAveragingExchange::average_state() {
-  average_over_ranks(comm_, algorithm_, arenas_.state, arenas_.state_count);
+  link_->average(comm_, algorithm_, Arena::state, 0, arenas_.state_count, link_->now_mark());
+  link_->order_compute_after_pushes();
 }
 
 }  // namespace ts

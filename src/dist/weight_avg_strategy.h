@@ -3,8 +3,12 @@
 // `dist.period` steps, before evaluations and at the end) the weights, the non-trainable state
 // and the loss are averaged with the configured all-reduce. Velocities stay local. A non-finite
 // loss is counted and reported at the next average (the rank skips its own updates until then).
+// Device arenas are reached through an ArenaLink (staged, or a CUDA-aware MPI for algorithm mpi).
 #pragma once
 
+#include <memory>
+
+#include "dist/arena_link.h"
 #include "dist/bucket_plan.h"
 #include "dist/exchange_strategy.h"
 
@@ -15,6 +19,7 @@ class WeightAveragingExchange : public ExchangeStrategy {
   WeightAveragingExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "weight_avg"; }
+  ArenaTransport transport() const override { return link_->transport(); }
   bool times_ps_phases() const override { return algorithm_ == AllreduceAlgorithm::ps; }
   void broadcast_model() override;
   void begin_step(float local_loss, RangeUpdate update) override;
@@ -30,6 +35,7 @@ class WeightAveragingExchange : public ExchangeStrategy {
   const ModelArenas arenas_;
   const AllreduceAlgorithm algorithm_;
   const BucketPlan plan_;   // the weights are averaged in the same buckets
+  std::unique_ptr<ArenaLink> link_;
   VerdictStaging staging_;  // the tail bucket, the state, then [loss, non-finite count]
   float local_loss_ = 0;
   float nonfinite_since_average_ = 0;

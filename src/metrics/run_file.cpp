@@ -90,6 +90,7 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("mpi_flavor", r.mpi_flavor);
   file.set_attr("mpi_version", r.mpi_version);
   file.set_attr("mpi_tuning", r.mpi_tuning);
+  file.set_attr("dist_transport", r.dist_transport);
   file.set_attr("backend", r.backend);
   file.set_attr("device", r.device);
   file.set_attr("device_name", r.device_name);

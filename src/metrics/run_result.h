@@ -28,6 +28,8 @@ struct RunRecord {
   int64_t world_size = 1;                   // int64
   std::string mpi_flavor, mpi_version;
   std::string mpi_tuning;                   // the MPI library's tuning environment, "NAME=value; ..."
+  std::string dist_transport;               // how the exchange reaches the arenas: host | staged |
+                                            // cuda_aware_mpi | nccl (ArenaTransport)
   // The device facts of the backend (Backend::describe()).
   std::string backend;                      // "ref", "cpu", "cuda"
   std::string device;                       // "cpu", "cuda:0"

@@ -16,7 +16,8 @@ namespace {
 
 std::string built_allreduce_names() {
   std::vector<std::string> names;
-  for (AllreduceAlgorithm a : all_allreduce_algorithms()) names.push_back(allreduce_algorithm_name(a));
+  for (AllreduceAlgorithm a : known_allreduce_algorithms())
+    if (allreduce_algorithm_built(a)) names.push_back(allreduce_algorithm_name(a));
   return join(names);
 }
 
@@ -51,7 +52,17 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
   if (!allreduce_algorithm_built(r.dist.allreduce))
     throw ConfigError(cfg.locate("dist.allreduce") + ": " + allreduce_algorithm_missing_reason(r.dist.allreduce) +
                       "; accepted here: " + built_allreduce_names());
-  if (r.dist.strategy == DistStrategy::sync && r.dist.overlap && !mpi_threads_serialized())
+  if (r.dist.allreduce == AllreduceAlgorithm::nccl && r.backend != BackendKind::cuda)
+    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl needs the cuda backend (it reduces GPU memory), and this "
+                      "run's backend is " + backend_kind_name(r.backend) + "; set backend: cuda, or use mpi, ring, tree, "
+                      "ps or shm");
+  if (r.dist.allreduce == AllreduceAlgorithm::nccl && r.dist.strategy != DistStrategy::sync)
+    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl runs dist.strategy sync, not " +
+                      dist_strategy_name(r.dist.strategy) + "; " + dist_strategy_name(r.dist.strategy) +
+                      " on GPUs averages through an MPI algorithm (mpi, ring, tree, ps, shm: staged through host memory)");
+  // nccl needs no communication thread: its calls only queue work on NCCL's stream.
+  if (r.dist.strategy == DistStrategy::sync && r.dist.overlap && r.dist.allreduce != AllreduceAlgorithm::nccl &&
+      !mpi_threads_serialized())
     throw ConfigError(cfg.locate("dist.overlap") + ": overlapping the all-reduce with backward needs a communication "
                       "thread, and this MPI library does not provide MPI_THREAD_SERIALIZED; set dist.overlap: false");
 }

@@ -33,7 +33,8 @@ void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig
       << " thread(s), dist " << dist_strategy_name(r.dist.strategy)
       << (weight_avg ? " period " + std::to_string(r.dist.period) : std::string()) << " "
       << allreduce_algorithm_name(r.dist.allreduce) << (r.dist.overlap && !weight_avg ? " overlap" : "") << " ("
-      << s.exchange->buckets().size() << " bucket(s))\n";
+      << s.exchange->buckets().size() << " bucket(s), transport " << arena_transport_name(s.exchange->transport())
+      << ")\n";
   log.flush();
 }
 

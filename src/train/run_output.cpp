@@ -45,6 +45,7 @@ void fill_record(RunRecord& a, const RunRecording& rec, const ResolvedConfig& cf
   a.mpi_flavor = lib.flavor;
   a.mpi_version = lib.version;
   a.mpi_tuning = join(lib.tuning, "; ");
+  a.dist_transport = arena_transport_name(setup.exchange->transport());
   const DeviceDescription d = setup.backend->describe();
   a.backend = backend_kind_name(r.backend);
   a.device = d.device;

@@ -40,11 +40,24 @@ ExchangeOptions exchange_options_of(const DistConfig& dist) {
   return options;
 }
 
+ArenaDevice arena_device_of(Backend& backend) {
+  ArenaDevice device;
+  device.host_accessible = backend.describe().host_accessible;
+  if (!device.host_accessible) {
+    const BackendQueue queue = backend_queue(backend);
+    device.cuda_device = queue.device;
+    device.compute_stream = queue.stream;
+  }
+  return device;
+}
+
 std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options, Net& net, Communicator& comm) {
-  if (comm.size() > 1 && options.algorithm == AllreduceAlgorithm::shm && options.strategy == DistStrategy::sync)
+  const ArenaDevice device = arena_device_of(net.backend());
+  if (comm.size() > 1 && options.algorithm == AllreduceAlgorithm::shm && options.strategy == DistStrategy::sync &&
+      device.host_accessible)
     net.use_arena_storage(nullptr, allocate_shared_floats(comm, net.param_count()));
   auto exchange = make_exchange_strategy(
-      comm, {net.params(), net.grads(), net.param_count(), net.state(), net.state_count()}, options);
+      comm, {net.params(), net.grads(), net.param_count(), net.state(), net.state_count(), device}, options);
   exchange->broadcast_model();
   return exchange;
 }
@@ -53,7 +66,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
   try {
-    s->backend = make_backend(backend_kind_name(r.backend));
+    s->backend = make_backend(backend_kind_name(r.backend), comm.local_rank());  // cuda: the device NCCL uses
   } catch (const NoDeviceError& e) {  // built, but no device here: exit 2 naming the key
     throw ConfigError(cfg.locate("backend") + ": " + e.what());
   }

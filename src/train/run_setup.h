@@ -47,10 +47,14 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator&
 
 // The exchange options of the run's dist settings (bucket_mb -> floats per bucket).
 ExchangeOptions exchange_options_of(const DistConfig& dist);
+// Where `backend` keeps a net's arenas, for the exchange strategy: host memory, or (cuda) the
+// device and the stream the backend computes on.
+ArenaDevice arena_device_of(Backend& backend);
 // The exchange strategy for `net` as a run sets it up (tests use it too): with shm on several
-// ranks and sync, the gradient arena moves into node shared memory, where shm sums the buckets
-// in place (no copy into its pipeline: what meets the busbw bar, docs/distributed.md); every
-// rank then takes rank 0's model. Collective.
+// ranks and sync on host arenas, the gradient arena moves into node shared memory, where shm
+// sums the buckets in place (no copy into its pipeline: what meets the busbw bar,
+// docs/distributed.md); device arenas (backend cuda) go with the backend's device and stream;
+// every rank then takes rank 0's model. Collective.
 std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options, Net& net, Communicator& comm);
 
 }  // namespace ts

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <string>
+#include <vector>
+
 #include "dist/communicator.h"
 
 #include "mpi_test_environment.h"
@@ -18,6 +21,28 @@ TEST(Communicator, WorldMatchesMpi) {
   EXPECT_EQ(comm->size(), size);
   EXPECT_GE(size, 2) << "run this test under mpiexec -n N with N >= 2";
   EXPECT_FALSE(comm->host().empty());
+}
+
+// local_rank / local_size against the processor names of all ranks: the ranks of a host, in
+// rank order (here every rank runs on one machine: local = world).
+TEST(Communicator, LocalRankCountsTheRanksOfAHost) {
+  auto comm = Communicator::world();
+  const int n = comm->size();
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<size_t>(n) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  auto host_of = [&](int r) { return std::string(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME); };
+  int local_rank = 0, local_size = 0;
+  for (int r = 0; r < n; ++r)
+    if (host_of(r) == host_of(comm->rank())) local_rank += r < comm->rank(), ++local_size;
+  EXPECT_EQ(comm->local_rank(), local_rank);
+  EXPECT_EQ(comm->local_size(), local_size);
+  EXPECT_EQ(comm->local_size(), n) << "the test runs every rank on one machine";
+  auto self = Communicator::self();
+  EXPECT_EQ(self->local_rank(), 0);
+  EXPECT_EQ(self->local_size(), 1);
 }
 
 TEST(Communicator, AllreduceSumFloatAndDouble) {

@@ -12,11 +12,13 @@
 // same code path). The network has no batch norm (BN statistics are per worker).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend/backend.h"
@@ -25,6 +27,7 @@
 #include "data/loader.h"
 #include "data/synthetic_source.h"
 #include "dist/allreduce.h"
+#include "dist/bucket_pipeline.h"
 #include "dist/communicator.h"
 #include "dist/exchange_strategy.h"
 #include "nn/models.h"
@@ -351,17 +354,71 @@ TEST(ExchangeStrategy, RangesOutOfOrderAreRefused) {
   EXPECT_FALSE(v.diverged);
 }
 
-// An algorithm the project knows but this binary lacks (nccl) is refused when the strategy is
-// made, on every rank alike.
+// An algorithm the project knows but this binary lacks (nccl without CUDA) is refused when the
+// strategy is made, on every rank alike; where nccl is built, host arenas are refused.
 TEST(ExchangeStrategy, UnbuiltAlgorithmsAreRefused) {
   auto world = Communicator::world();
   std::vector<float> params(10), grads(10);
   ExchangeOptions xo;
   xo.algorithm = AllreduceAlgorithm::nccl;
+  const bool built = allreduce_algorithm_built(AllreduceAlgorithm::nccl);
   try {
     make_exchange_strategy(*world, {params.data(), grads.data(), 10, nullptr, 0}, xo);
-    ADD_FAILURE() << "nccl was accepted without the cuda backend";
+    ADD_FAILURE() << "nccl was accepted on host arenas";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("nccl needs the cuda backend"), std::string::npos) << e.what();
+    const std::string why = built ? "host memory" : "nccl needs the cuda backend";
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(allreduce_sum(*world, AllreduceAlgorithm::nccl, params.data(), 10), std::runtime_error);
+}
+
+// Device arenas without CUDA in dist/ are refused with what to do.
+TEST(ExchangeStrategy, DeviceArenasNeedTheCudaBuild) {
+  if (allreduce_algorithm_built(AllreduceAlgorithm::nccl)) GTEST_SKIP() << "this build has CUDA (test_cuda_*)";
+  auto world = Communicator::world();
+  std::vector<float> params(10), grads(10);
+  ArenaDevice device;
+  device.host_accessible = false;
+  device.cuda_device = 0;
+  for (DistStrategy strategy : all_dist_strategies()) {
+    ExchangeOptions xo;
+    xo.strategy = strategy;
+    try {
+      make_exchange_strategy(*world, {params.data(), grads.data(), 10, nullptr, 0, device}, xo);
+      ADD_FAILURE() << dist_strategy_name(strategy) << " accepted device arenas without CUDA";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("-DTRAINSCALE_CUDA=ON"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The bucket pipeline marks every bucket in the caller's thread, in order, before it is reduced,
+// in every mode; thread and eager mark (eager: and reduce) as buckets become final, deferred
+// marks and reduces them all at complete().
+TEST(ExchangeStrategy, BucketPipelineMarksBeforeReducing) {
+  const BucketPlan plan = BucketPlan::tile(100, 30);  // [70,100) [40,70) [30,40)... tail [0,30)
+  for (PipelineMode mode : {PipelineMode::thread, PipelineMode::eager, PipelineMode::deferred}) {
+    const std::thread::id caller = std::this_thread::get_id();
+    std::vector<int> marked(plan.buckets.size(), 0), reduced(plan.buckets.size(), 0);
+    std::atomic<int> order_errors{0};
+    BucketPipeline pipeline(
+        plan, 100, mode,
+        [&](size_t i) {
+          if (!marked[i]) ++order_errors;
+          reduced[i] = 1;
+        },
+        [&](size_t i) {
+          if (std::this_thread::get_id() != caller || (i > 0 && !marked[i - 1])) ++order_errors;
+          marked[i] = 1;
+        });
+    pipeline.begin_step();
+    pipeline.gradients_ready(60, 40);  // [70, 100) is final
+    EXPECT_EQ(marked[0], mode == PipelineMode::deferred ? 0 : 1) << "mode " << static_cast<int>(mode);
+    if (mode != PipelineMode::thread)  // the thread may or may not have reduced it yet
+      EXPECT_EQ(reduced[0], mode == PipelineMode::eager ? 1 : 0) << "mode " << static_cast<int>(mode);
+    pipeline.gradients_ready(0, 60);
+    pipeline.complete();
+    for (size_t i = 0; i < plan.buckets.size(); ++i) EXPECT_TRUE(marked[i] && reduced[i]) << "bucket " << i;
+    EXPECT_EQ(order_errors.load(), 0) << "mode " << static_cast<int>(mode);
   }
 }

@@ -64,6 +64,9 @@ ts::RunResult sample_result() {
   a.mpi_flavor = "openmpi";
   a.mpi_version = "4.1.4";
   a.mpi_tuning = "OMPI_MCA_btl_vader_single_copy_mechanism=none";
+  a.dist_transport = "staged";
+  a.device_plans = "conv:mb1_ic1oc1_ih1iw1_kh1kw1_sh1sw1_ph0pw0 fwd algo 1\nfc 2";
+  a.device_workspace_bytes = int64_t{3} << 20;
   a.backend = "cpu";
   a.device = "cpu";
   a.device_name = "Zen \xc2\xb5" "arch";
@@ -205,15 +208,17 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
       {"schema", "trainscale-run/1"}, {"run_id", a.run_id}, {"config_id", a.config_id}, {"campaign", a.campaign},
       {"status", "ok"}, {"message", ""}, {"config", a.config_yaml}, {"version", a.version}, {"git_sha", a.git_sha},
       {"start_time", a.start_time}, {"end_time", a.end_time}, {"hosts", a.hosts}, {"mpi_flavor", a.mpi_flavor},
-      {"mpi_version", a.mpi_version}, {"mpi_tuning", a.mpi_tuning}, {"backend", a.backend}, {"device", a.device}, {"device_name", a.device_name},
+      {"mpi_version", a.mpi_version}, {"mpi_tuning", a.mpi_tuning},
+      {"dist_transport", a.dist_transport}, {"backend", a.backend}, {"device", a.device}, {"device_name", a.device_name},
       {"device_generation", a.device_generation}, {"isa", a.isa}, {"device_libraries", a.device_libraries},
-      {"cpu_model", a.cpu_model}, {"precision", a.precision}};
+      {"device_plans", a.device_plans}, {"cpu_model", a.cpu_model}, {"precision", a.precision}};
   for (const auto& [k, v] : strings) EXPECT_EQ(string_attr(f, "/", k), v) << k;
   EXPECT_EQ(int_attr(f, "/", "world_size"), 2);
   EXPECT_EQ(int_attr(f, "/", "threads"), 4);
   EXPECT_EQ(int_attr(f, "/", "seed"), 17);
   EXPECT_EQ(int_attr(f, "/", "device_memory_bytes"), int64_t{24} << 30);
-  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 4);
+  EXPECT_EQ(int_attr(f, "/", "device_workspace_bytes"), a.device_workspace_bytes);
+  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 5);
 
   // /config
   EXPECT_EQ(string_attr(f, "/config", "dataset.name"), "fashion_mnist");

@@ -90,6 +90,16 @@ def test_bad_flag_exits_2(tmp_path):
     assert "--shm-buffers 0" in proc.stderr and "1..1024" in proc.stderr
 
 
+def test_nccl_is_refused_where_it_cannot_run():
+    """nccl needs the CUDA build and a device: refused before MPI starts, exit 2, with the reason."""
+    proc = mpirun(2, ["bench", "allreduce", "--algorithms", "mpi,nccl", "--max-bytes", 64])
+    if proc.returncode == 0:
+        return  # a CUDA build on a machine with a GPU per rank runs it
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--algorithms nccl" in proc.stderr, proc.stderr
+    assert "nccl needs the cuda backend" in proc.stderr or "no CUDA device was found" in proc.stderr, proc.stderr
+
+
 def test_private_buffers(tmp_path):
     """--buffers private: the messages on each rank's heap (shm's copy pipeline, here through a
     small window of 2 x 4 KiB buffers, recorded in the file), still exact."""

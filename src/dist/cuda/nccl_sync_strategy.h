@@ -1,0 +1,70 @@
+// dist-internal (CUDA builds): `sync` gradient averaging with dist.allreduce nccl, on device
+// arenas (docs/distributed.md "NCCL"). Each gradient bucket is queued on the NCCL
+// communicator's stream as soon as backward has produced it (overlap) or all after backward:
+//   compute stream  ... backward kernels --record ready[i]
+//   NCCL stream          wait ready[i] -- start[i] -- ncclAllReduce(ncclAvg) -- end[i]
+// The tail bucket [0, T) goes through a device staging buffer of T + 2 floats whose extras
+// [loss, non-finite] come from pinned host memory, and the averaged extras go back to pinned
+// host memory, so the verdict costs no message of its own (dist/bucket_plan.h). finish_step
+// waits on the host only for that verdict (an event after the last bucket), makes the compute
+// stream wait on the same event, and queues the update there. No thread: NCCL calls only queue.
+// Times: comm = the NCCL stream's time per bucket (start[i] -> end[i], events read after the
+// verdict's wait); comm_wait = the host's wait for the verdict once backward is done on the
+// device.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "dist/bucket_pipeline.h"
+#include "dist/bucket_plan.h"
+#include "dist/cuda/nccl_comm.h"
+#include "dist/exchange_strategy.h"
+
+namespace ts {
+
+class NcclSyncExchange : public ExchangeStrategy {
+ public:
+  NcclSyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
+  ~NcclSyncExchange() override;
+  NcclSyncExchange(const NcclSyncExchange&) = delete;
+  NcclSyncExchange& operator=(const NcclSyncExchange&) = delete;
+
+  const char* name() const override { return "sync"; }
+  ArenaTransport transport() const override { return ArenaTransport::nccl; }
+  bool times_ps_phases() const override { return false; }
+  void broadcast_model() override;
+  void begin_step(float local_loss, RangeUpdate update) override;
+  void gradients_ready(int64_t offset, int64_t count) override { pipeline_.gradients_ready(offset, count); }
+  StepVerdict finish_step(bool average_weights) override;
+  void average_state() override;
+  const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
+
+ private:
+  void reduce_bucket(size_t index);  // queues bucket `index` (caller's thread)
+  void reduce_tail(float* grads, int64_t count);
+  // The NCCL stream waits for the compute stream's work so far, via `event`.
+  void nccl_after_compute(cudaEvent_t event);
+  // The compute stream waits for the NCCL stream's work so far, via `event`.
+  void compute_after_nccl(cudaEvent_t event);
+  double nccl_seconds() const;  // sum over this step's buckets, after they are done
+
+  Communicator& comm_;
+  const ModelArenas arenas_;
+  const BucketPlan plan_;
+  NcclCommunicator& nccl_;
+  const cudaStream_t compute_;
+  std::vector<cudaEvent_t> ready_, start_, end_;  // per bucket
+  cudaEvent_t compute_done_ = nullptr;  // backward queued so far (finish_step)
+  cudaEvent_t nccl_done_ = nullptr;     // the NCCL stream after the last bucket / collective
+  float* tail_ = nullptr;               // device: (tail + 2) floats
+  float* extras_in_ = nullptr;          // pinned: [loss, non-finite] of this rank
+  float* extras_out_ = nullptr;         // pinned: their means over ranks
+  BucketPipeline pipeline_;
+  float local_loss_ = 0;
+  RangeUpdate update_;
+  ExchangeTimes times_;
+};
+
+}  // namespace ts
