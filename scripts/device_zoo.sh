@@ -6,7 +6,7 @@
 #
 # Usage: scripts/device_zoo.sh [OUT_DIR] [PRECISIONS]   (default $OUT; "fp32 tf32 fp16 bf16")
 # Writes OUT_DIR/zoo.txt (one line per model x precision: exit code, final loss, img/s, skipped
-# steps) and OUT_DIR/fmnist.txt. Exit 0 when every run finished, 1 otherwise.
+# steps), OUT_DIR/graphs.txt (cuda.graphs false vs true) and OUT_DIR/fmnist.txt. Exit 0 when every run finished, 1 otherwise.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-device-results}}
@@ -37,6 +37,29 @@ CFG
     summary=$(grep -E '^summary:' "$work/log" | head -1)
     [[ $rc == 0 ]] || { status=1; summary=$(tail -n 2 "$work/log" | tr '\n' ' ' | cut -c1-300); }
     echo "$model $p batch=$batch rc=$rc $summary" | tee -a "$out/zoo.txt"
+  done
+done
+
+# cuda.graphs: the recorded-and-replayed forward must train as the plain one does (the same
+# kernels; cuDNN's algorithm search may choose differently per process, so close, not equal).
+for model in lenet resnet20; do
+  for graphs in false true; do
+    cat >"$work/graphs.yaml" <<CFG
+model: $model
+dataset: {name: synthetic, synthetic_samples: 2048, loader_threads: 4}
+batch_per_worker: 64
+lr: 0.01
+steps: 40
+backend: cuda
+cuda: {graphs: $graphs}
+eval: {every_epochs: 0}
+log_every: 10
+CFG
+    trainscale run --config "$work/graphs.yaml" --out "$work/graphs-$model-$graphs" >"$work/log" 2>&1
+    rc=$?
+    ((rc == 0)) || status=1
+    echo "graphs $model cuda.graphs=$graphs rc=$rc $(grep -E '^step 40/' "$work/log") $(grep -E '^summary' "$work/log")" \
+      | tee -a "$out/graphs.txt"
   done
 done
 
