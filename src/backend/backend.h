@@ -87,6 +87,9 @@ class Backend {
   // not support `precision` for conv and fc; callers check supports() first for a better message.
   virtual void set_precision(Precision precision) = 0;
   virtual Precision precision() const = 0;
+  // The most device memory one planned op may use as workspace (bytes), for ops planned from now
+  // on: algorithms that need more are not chosen. Backends without workspaces ignore it.
+  virtual void set_workspace_limit(size_t bytes) {}
 
   // ---- memory and the queue ----
   // `bytes` of device memory, zeroed. Throws RuntimeError when the device is out of memory.

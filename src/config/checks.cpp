@@ -42,6 +42,8 @@ void check_ranges(const ResolvedConfig& cfg, const KeyTexts& text) {
   at_most("dist.shm_buffers", static_cast<double>(r.dist.shm_buffers), 1024);
   positive("log_every", static_cast<double>(r.log_every));
   positive("loss_scale.init", r.loss_scale.init);
+  non_negative("cuda.workspace_mb", static_cast<double>(r.cuda_workspace_mb));
+  at_most("cuda.workspace_mb", static_cast<double>(r.cuda_workspace_mb), 1 << 20);
   positive("loss_scale.growth_interval", static_cast<double>(r.loss_scale.growth_interval));
   positive("lr_schedule.step_epochs", r.lr_schedule.step_epochs);
   positive("lr_schedule.gamma", r.lr_schedule.gamma);

@@ -90,7 +90,8 @@ struct RunConfig {
   Precision precision = Precision::fp32;
   LossScaleConfig loss_scale;
   BackendKind backend = BackendKind::cpu;
-  bool cuda_graphs = false;  // cuda: the training forward recorded once as a CUDA graph and replayed
+  bool cuda_graphs = false;
+  int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)  // cuda: the training forward recorded once as a CUDA graph and replayed
   int threads = 2;
   int workers = 1;
   DistConfig dist;

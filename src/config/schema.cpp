@@ -49,6 +49,7 @@ const std::vector<KeySpec>& run_config_schema() {
       {"loss_scale.mode", T::string, "auto", accepted_loss_scale_modes, "loss scaling (auto: dynamic for fp16)"},
       {"loss_scale.init", T::number, "65536", {}, "static scale, or the dynamic scale's start"},
       {"loss_scale.growth_interval", T::integer, "2000", {}, "dynamic: good steps before the scale doubles"},
+      {"cuda.workspace_mb", T::integer, "512", {}, "cuda: most workspace one op's algorithm may use (MiB)"},
       {"cuda.graphs", T::boolean, "false", {}, "cuda: record the training forward once as a CUDA graph, replay it"},
       {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},
       {"threads", T::integer, "2", {}, "compute threads per worker"},

@@ -73,6 +73,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->backend->set_threads(r.threads);
   check_device(cfg, *s->backend);
   s->backend->set_precision(r.precision);
+  s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
   const bool device_memory = !s->backend->describe().host_accessible;
   SlotAllocator slots;
   if (device_memory) {  // page-locked batch slots: their copies to the device run asynchronously

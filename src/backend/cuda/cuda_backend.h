@@ -26,6 +26,7 @@ class CudaBackend final : public Backend {
   void set_threads(int threads) override {}  // host threads are not the device's
   void set_precision(Precision precision) override;
   Precision precision() const override { return ctx_.precision; }
+  void set_workspace_limit(size_t bytes) override { ctx_.workspace_limit = bytes; }
 
   DeviceBuffer allocate(size_t bytes) override;
   DeviceBuffer allocate_host(size_t bytes) override;
