@@ -9,10 +9,15 @@
 // cuDNN's saved mean and inverse standard deviation stay in op buffers for the backward that
 // follows. A fused ReLU runs as a cuDNN activation in place on dst (its backward is the ReLU
 // layer's).
+//
+// Layout (cuda_layout.h): 4-D tensors of tf32/fp16/bf16 runs are normalised in NHWC (cuDNN's
+// NHWC descriptors), fp32 and (mb,c) tensors in NCHW; inputs in the other layout are converted
+// at the op's edge by its ports.
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dtype_port.h"
+#include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cudnn_descriptors.h"
 #include "core/error.h"
@@ -39,16 +44,17 @@ class CudaBatchNormOp final : public BatchNormOp {
   CudaBatchNormOp(CudaContext& ctx, const BnDesc& d, const TensorDesc& src, const TensorDesc& dst)
       : ctx_(ctx), d_(d), name_(d.str()), t_(ctx.act_dtype()) {
     check_batchnorm(d, src);
-    dst_ = output_desc(dst, src.dims, t_, "batch norm " + name_);
-    x_desc_ = TensorDescriptor(t_, d.mb, d.c, d.h, d.w);
+    const LayoutId layout = preferred_layout(ctx.precision, src.dims);
+    dst_ = output_desc(dst, src.dims, t_, "batch norm " + name_, layout);
+    x_desc_ = TensorDescriptor(t_, d.mb, d.c, d.h, d.w, layout == kNhwcLayout);
     channel_desc_ = TensorDescriptor::batchnorm_channels(x_desc_);  // (1,c,1,1) f32
     relu_ = ActivationDescriptor(CUDNN_ACTIVATION_RELU);
     const std::string what = "batch norm " + name_;
-    const int64_t n = src.numel();
-    src_in_ = InPort(src.dtype, t_, n, what + " src");
-    dst_out_ = OutPort(t_, dst_.dtype, n, what + " dst");
-    diff_dst_in_ = InPort(dst_.dtype, t_, n, what + " diff_dst");
-    diff_src_out_ = OutPort(t_, src.dtype, n, what + " diff_src");
+    const TensorDesc x = layout_desc(src.dims, t_, layout);
+    src_in_ = InPort(src, x, what + " src");
+    dst_out_ = OutPort(x, dst_, what + " dst");
+    diff_dst_in_ = InPort(dst_, x, what + " diff_dst");
+    diff_src_out_ = OutPort(x, src, what + " diff_src");
     saved_mean_ = DeviceMemory(static_cast<size_t>(d.c) * sizeof(float), what + " saved mean");
     saved_inv_std_ = DeviceMemory(static_cast<size_t>(d.c) * sizeof(float), what + " saved inverse std");
   }
@@ -119,7 +125,7 @@ class CudaBatchNormOp final : public BatchNormOp {
   std::string name_;  // the descriptor, for messages
   DType t_;           // the data type cuDNN normalises in (act_dtype() at plan time)
   TensorDesc dst_;
-  TensorDescriptor x_desc_;        // src, dst and their gradients (mb,c,h,w)
+  TensorDescriptor x_desc_;        // src, dst and their gradients (mb,c,h,w), NCHW or NHWC
   TensorDescriptor channel_desc_;  // scale, shift, statistics (1,c,1,1) f32
   ActivationDescriptor relu_;
   InPort src_in_, diff_dst_in_;
