@@ -10,8 +10,9 @@
 // the filter in cuDNN's NHWC order KRSC (oc,kh,kw,ic): the f32 (oc,ic,kh,kw) weights are
 // transposed into an op-owned KRSC buffer at forward and the KRSC weight gradient transposed back
 // into the caller's f32 (oc,ic,kh,kw). Grouped and depthwise convolutions stay NCHW (cuDNN's
-// legacy API does not promise NHWC kernels for them); inputs in the other layout are converted
-// at the op's edge by its ports.
+// legacy API does not promise NHWC kernels for them), and so does a conv for which cuDNN has no
+// NHWC algorithm within the workspace limit; inputs in the other layout are converted at the
+// op's edge by its ports.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -70,11 +71,10 @@ class CudaConvOp final : public ConvOp {
       : ctx_(ctx), d_(d), name_(d.str()), t_(ctx.act_dtype()) {
     const auto start = std::chrono::steady_clock::now();
     check_conv(d, src);
-    const LayoutId layout = d.groups == 1 ? preferred_layout(ctx.precision, src.dims) : kPlainLayout;
-    nhwc_ = layout == kNhwcLayout;
+    nhwc_ = d.groups == 1 && preferred_layout(ctx.precision, src.dims) == kNhwcLayout;
+    choose_layout_and_algos();
+    const LayoutId layout = nhwc_ ? kNhwcLayout : kPlainLayout;
     dst_ = output_desc(dst, conv_dst_dims(d), t_, "conv " + name_, layout);
-    describe_problem();
-    algos_ = choose_conv_algos(ctx, problem_, "conv " + name_);
     ctx.reserve_workspace(algos_.max_workspace());
     const int64_t n_wei = d.weight_count();
     const std::string what = "conv " + name_;
@@ -159,6 +159,23 @@ class CudaConvOp final : public ConvOp {
     TS_CHECK(n == d.mb && c == d.oc && h == d.oh() && w == d.ow(),
              "conv " + name_ + ": cuDNN computes an output of (" + std::to_string(n) + "," + std::to_string(c) + "," +
                  std::to_string(h) + "," + std::to_string(w) + "), not " + conv_dst_dims(d).str());
+  }
+
+  // cuDNN's problem and algorithms in the preferred layout; when cuDNN has no algorithm for NHWC
+  // within the workspace limit, NCHW instead (the ports convert at the edges).
+  void choose_layout_and_algos() {
+    const std::string what = "conv " + name_;
+    if (nhwc_) {
+      try {
+        describe_problem();
+        algos_ = choose_conv_algos(ctx_, problem_, what);
+        return;
+      } catch (const RuntimeError&) {
+        nhwc_ = false;
+      }
+    }
+    describe_problem();
+    algos_ = choose_conv_algos(ctx_, problem_, what);
   }
 
   // The weights (oc,ic/g,kh,kw) f32 in t, in the filter order of the layout; `reuse`: the
