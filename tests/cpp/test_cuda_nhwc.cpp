@@ -1,12 +1,16 @@
 // The CUDA backend's channels-last layout (backend/cuda/cuda_layout.h): reorder round trips
 // between plain and NHWC (bit exact in one data type, the NHWC storage order checked element by
 // element), ops fed NHWC inputs or plain ones at their edges against the reference kernels, and
-// a mixed-precision chain conv -> bn -> relu -> pool -> fc at fp16 that runs NHWC inside.
+// a mixed-precision chain conv -> bn -> relu -> pool -> fc at fp16 that runs NHWC inside, and
+// one training step of each ImageNet zoo model at fp16 (and resnet50 at tf32) against the same
+// step at fp32 (NCHW) on the same GPU.
 // Device tensors go in and out through backend.reorder (host f32 plain <-> any desc), so every
 // comparison is in logical (NCHW) order. Every case needs a CUDA device and skips without one.
 //
 // Tolerances (relative to the reference's scale, as test_cuda_dnn_ops.cpp): fp32 1e-5, fp16
-// 2e-3 per op, 1e-2 for the five-op fp16 chain (roundings of f16 activations compound).
+// 2e-3 per op, 1e-2 for the five-op fp16 chain (roundings of f16 activations compound), 0.1 of
+// the logits' scale for a whole zoo model (a layout bug, such as a wrong flatten order, is an
+// error of the order of the scale itself).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +18,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -21,6 +26,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_layout.h"
 #include "backend/ref/ref_kernels.h"
+#include "nn/models.h"
 #include "core/error.h"
 #include "core/rng.h"
 
@@ -338,6 +344,70 @@ TEST(CudaNhwcChain, ConvBnReluPoolFcAtFp16) {
   expect_close(download(diff_fw.tensor), diff_fw_ref, 2e-3, "chain fc diff_wei");
   expect_close(download(diff_fb.tensor), diff_fb_ref, 2e-3, "chain fc diff_bia");
 }
+
+// ---- the zoo ----------------------------------------------------------------------------------
+
+// One training step (batch 2, synthetic images, dropout off) of a zoo model on the GPU.
+struct ZooStep {
+  float loss = 0.0f;
+  Vec logits;        // (2, 1000), logical order
+  Vec last_grads;    // the gradient of the last layer with parameters (the classifier)
+  size_t nonfinite_grads = 0;
+};
+
+ZooStep zoo_step(const std::string& model, Precision precision) {
+  gpu().set_precision(precision);
+  const ModelInput in = model_expected_input(model);
+  std::unique_ptr<Net> net = build_model(model, gpu(), in, 3, 0.0);
+  net->set_batch(2);
+  Rng rng(5);
+  std::vector<float> images(static_cast<size_t>(2 * in.sample.numel()));
+  for (float& v : images) v = static_cast<float>(rng.uniform());
+  const std::vector<int32_t> labels{17, 923};
+  ZooStep step;
+  step.loss = net->forward(images.data(), labels.data(), nullptr, Mode::train);
+  const float* logits = net->output();
+  step.logits.assign(logits, logits + 2 * net->output_shape().numel());
+  net->backward();
+  Vec grads(static_cast<size_t>(net->param_count()));
+  gpu().copy_to_host(grads.data(), net->grads(), grads.size() * sizeof(float));
+  for (float g : grads) step.nonfinite_grads += !std::isfinite(g);
+  for (int node = net->node_count() - 1; node > 0 && step.last_grads.empty(); --node) {
+    const ParamRange r = net->param_range(node);
+    if (r.count > 0) step.last_grads.assign(grads.begin() + r.offset, grads.begin() + r.offset + r.count);
+  }
+  return step;
+}
+
+using ModelAndPrecision = std::tuple<const char*, Precision>;
+class CudaNhwcZoo : public ::testing::TestWithParam<ModelAndPrecision> {};
+
+// Every layer of the model plans and runs with NHWC activations (conv, bn, pool, add, concat,
+// depthwise convs at their NCHW edges, the fc after the global pool); the logits, the loss and
+// the classifier's gradient agree with the fp32 (NCHW) step, and no gradient is inf or NaN.
+TEST_P(CudaNhwcZoo, OneStepMatchesFp32) {
+  const auto [model, precision] = GetParam();
+  USE_PRECISION(precision);
+  const std::string name = std::string(model) + " at " + precision_name(precision);
+  const ZooStep fast = zoo_step(model, precision);
+  const ZooStep fp32 = zoo_step(model, Precision::fp32);
+  EXPECT_EQ(fast.nonfinite_grads, 0u) << name;
+  ASSERT_TRUE(std::isfinite(fast.loss)) << name;
+  EXPECT_NEAR(fast.loss, fp32.loss, 0.02 * std::fabs(fp32.loss)) << name << " loss";
+  expect_close(fast.logits, fp32.logits, 0.1, name + " logits");
+  expect_close(fast.last_grads, fp32.last_grads, 0.1, name + " classifier gradient");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaNhwcZoo,
+                         ::testing::Values(ModelAndPrecision{"resnet50", Precision::fp16},
+                                           ModelAndPrecision{"resnet50", Precision::tf32},
+                                           ModelAndPrecision{"inception_v3", Precision::fp16},
+                                           ModelAndPrecision{"mobilenet_v2", Precision::fp16},
+                                           ModelAndPrecision{"vgg16", Precision::fp16},
+                                           ModelAndPrecision{"alexnet", Precision::fp16}),
+                         [](const ::testing::TestParamInfo<ModelAndPrecision>& info) {
+                           return std::string(std::get<0>(info.param)) + "_" + precision_name(std::get<1>(info.param));
+                         });
 
 // ---- planning (no device needed) ------------------------------------------------------------
 
