@@ -44,6 +44,13 @@ TensorDesc flat(DType t, int64_t numel) { return TensorDesc::plain(Shape{numel},
 size_t storage_bytes(const TensorDesc& d) { return static_cast<size_t>(d.numel()) * dtype_bytes(d.dtype); }
 // Plain tensors of equal numel but other dims ((mb,c) vs (mb,c,1,1)) hold the same bytes.
 bool differ(const TensorDesc& a, const TensorDesc& b) { return a.dtype != b.dtype || is_nhwc(a) != is_nhwc(b); }
+// A transpose needs the logical dims on both sides; a type conversion only the count.
+void check_convertible(const TensorDesc& from, const TensorDesc& to, const std::string& what) {
+  const bool transposes = is_nhwc(from) != is_nhwc(to);
+  if (from.numel() != to.numel() || (transposes && from.dims != to.dims))
+    throw ConfigError("cuda backend: " + what + ": cannot convert " + from.str() + " to " + to.str() +
+                      (transposes ? " (a layout change needs equal dims)" : " (different sizes)"));
+}
 }  // namespace
 
 bool InPort::converts() const { return differ(from_, compute_); }
@@ -55,6 +62,7 @@ InPort::InPort(DType from, DType compute, int64_t numel, const std::string& what
 InPort::InPort(const TensorDesc& from, const TensorDesc& compute, const std::string& what)
     : from_(from), compute_(compute) {
   from_.bytes = compute_.bytes = 0;  // compared by dims, type and layout
+  check_convertible(from_, compute_, what);
   if (converts()) buffer_ = DeviceMemory(storage_bytes(compute_), what);
 }
 
@@ -76,6 +84,7 @@ OutPort::OutPort(DType compute, DType to, int64_t numel, const std::string& what
 OutPort::OutPort(const TensorDesc& compute, const TensorDesc& to, const std::string& what)
     : compute_(compute), to_(to) {
   compute_.bytes = to_.bytes = 0;
+  check_convertible(compute_, to_, what);
   if (converts()) buffer_ = DeviceMemory(storage_bytes(compute_), what);
 }
 
