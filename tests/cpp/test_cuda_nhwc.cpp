@@ -243,7 +243,8 @@ TEST(CudaNhwcOps, AddConcatDropoutFollowTheirInputs) {
 
   for (bool mixed : {false, true}) {  // inputs (2,3,4,5) and (2,2,4,5); mixed: the second plain
     const Shape second_dims{2, 2, 4, 5}, cat_dims{2, 5, 4, 5};
-    const TensorDesc second = mixed ? TensorDesc::plain(second_dims, DType::f16) : cuda::nhwc_desc(second_dims, DType::f16);
+    const TensorDesc second =
+        mixed ? TensorDesc::plain(second_dims, DType::f16) : cuda::nhwc_desc(second_dims, DType::f16);
     auto cat = gpu().plan_concat({nhwc, second}, TensorDesc::any(cat_dims));
     ASSERT_EQ(cat->dst_desc(), cuda::nhwc_desc(cat_dims, DType::f16)) << "concat takes the first input's layout";
     const Vec c = exact_vec(second_dims.numel(), 11), diff = exact_vec(cat_dims.numel(), 12);
@@ -304,8 +305,10 @@ TEST(CudaNhwcChain, ConvBnReluPoolFcAtFp16) {
   DeviceTensor x_dev = upload(x, TensorDesc::plain(img)), cw_dev = upload_f32(cw), cb_dev = upload_f32(cb);
   DeviceTensor scale_dev = upload_f32(scale), shift_dev = upload_f32(shift), fw_dev = upload_f32(fw);
   DeviceTensor fb_dev = upload_f32(fb), mean = upload_f32(nan_vec(8)), var = upload_f32(nan_vec(8));
-  DeviceTensor c_dev = upload(nan_vec(act.numel()), conv->dst_desc()), n_dev = upload(nan_vec(act.numel()), bn->dst_desc());
-  DeviceTensor r_dev = upload(nan_vec(act.numel()), relu->dst_desc()), p_dev = upload(nan_vec(pooled.numel()), pool->dst_desc());
+  DeviceTensor c_dev = upload(nan_vec(act.numel()), conv->dst_desc());
+  DeviceTensor n_dev = upload(nan_vec(act.numel()), bn->dst_desc());
+  DeviceTensor r_dev = upload(nan_vec(act.numel()), relu->dst_desc());
+  DeviceTensor p_dev = upload(nan_vec(pooled.numel()), pool->dst_desc());
   DeviceTensor y_dev = upload(nan_vec(10), fc->dst_desc());
   DeviceBuffer pool_ws = gpu().allocate(std::max<size_t>(pool->workspace_bytes(), 1));
   conv->forward(x_dev.tensor, cw_dev.tensor.f32(), cb_dev.tensor.f32(), c_dev.tensor);

@@ -72,9 +72,11 @@ class CudaConvOp final : public ConvOp {
     const auto start = std::chrono::steady_clock::now();
     check_conv(d, src);
     nhwc_ = d.groups == 1 && preferred_layout(ctx.precision, src.dims) == kNhwcLayout;
-    choose_layout_and_algos();
+    // dst is checked before cuDNN is asked anything
+    dst_ = output_desc(dst, conv_dst_dims(d), t_, "conv " + name_, nhwc_ ? kNhwcLayout : kPlainLayout);
+    choose_layout_and_algos();  // may fall back to NCHW
     const LayoutId layout = nhwc_ ? kNhwcLayout : kPlainLayout;
-    dst_ = output_desc(dst, conv_dst_dims(d), t_, "conv " + name_, layout);
+    if (dst.is_any()) dst_ = layout_desc(conv_dst_dims(d), t_, layout);
     ctx.reserve_workspace(algos_.max_workspace());
     const int64_t n_wei = d.weight_count();
     const std::string what = "conv " + name_;

@@ -23,7 +23,8 @@ int cudnn_dim(int64_t value, const char* what) {
 TensorDescriptor::TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, bool nhwc) {
   TS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_));
   const cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-  TS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, format, cudnn_dtype(dtype), cudnn_dim(n, "n"), cudnn_dim(c, "c"), cudnn_dim(h, "h"), cudnn_dim(w, "w")));
+  TS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, format, cudnn_dtype(dtype), cudnn_dim(n, "n"), cudnn_dim(c, "c"),
+                                            cudnn_dim(h, "h"), cudnn_dim(w, "w")));
 }
 TensorDescriptor TensorDescriptor::batchnorm_channels(const TensorDescriptor& x) {
   TensorDescriptor channels;
