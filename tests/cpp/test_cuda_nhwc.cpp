@@ -25,6 +25,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_layout.h"
+#include "backend/cuda/cuda_ops.h"
 #include "backend/ref/ref_kernels.h"
 #include "nn/models.h"
 #include "core/error.h"
@@ -430,6 +431,14 @@ TEST(CudaNhwcPlanning, LayoutChoiceAndDescs) {
   TensorDesc flat = d;
   flat.dims = Shape{four.numel()};
   EXPECT_FALSE(cuda::is_cuda_layout(flat));
+  // Planning refuses these before it touches the device (a context without one).
+  cuda::CudaContext ctx;
+  ctx.precision = Precision::fp16;
+  const EltwiseDesc relu = EltwiseDesc::parse("eltwise:relu_n6272");
+  EXPECT_THROW(cuda::plan_eltwise(ctx, relu, flat, TensorDesc::any(flat.dims)), ConfigError) << "NHWC is 4-D only";
+  const PoolDesc pool = PoolDesc::parse("pool:max_mb8c16_ih7iw7_kh2kw2_sh1sw1_ph0pw0");
+  EXPECT_THROW(cuda::plan_pool(ctx, pool, d, cuda::nhwc_desc(Shape{8, 16, 36, 1}, DType::bf16)), ConfigError)
+      << "an NHWC output must have the op's dims";
 }
 
 }  // namespace
