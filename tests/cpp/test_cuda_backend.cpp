@@ -214,7 +214,7 @@ TEST_F(CudaBackendTest, ConvertRoundsToNearestEven) {
   EXPECT_EQ(bits[1], 0x3f80);
 }
 
-TEST_F(CudaBackendTest, ReorderConvertsPlainTensorsOnly) {
+TEST_F(CudaBackendTest, ReorderConvertsDataTypesAndRefusesOtherDims) {
   const std::vector<float> values = spread_values(6 * 7, 4);
   DeviceBuffer src = from_host(values), mid = backend_->allocate(values.size() * 2), dst = backend_->allocate(values.size() * 4);
   const Shape dims{6, 7};

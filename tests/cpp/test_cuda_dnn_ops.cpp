@@ -3,7 +3,10 @@
 // finite-difference gradient checks of conv and batch norm through the CUDA ops (fp32); the plan
 // notes and the workspace bound (a limit of 0 still plans, with the zero-workspace algorithms).
 // Host data goes in and out through the backend's copies; f16/bf16 tensors are converted on the
-// device (cuda::convert). Outputs are pre-filled with NaN so an element an op forgets fails.
+// device (cuda::convert), NHWC ones reordered there (backend.reorder). Outputs are pre-filled
+// with NaN so an element an op forgets fails. Ops are planned as a net plans them: inputs and
+// outputs in the layout the backend chooses for the precision (NHWC for 4-D tensors at tf32,
+// fp16 and bf16; test_cuda_nhwc.cpp covers the other layout at the edges).
 //
 // Every case that runs ops needs a CUDA device and skips (GTEST_SKIP, with the reason) without
 // one, or when the device lacks the precision (bf16/tf32 before sm_80). The PlanningErrors
@@ -30,6 +33,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/ref/ref_kernels.h"
 #include "core/error.h"
@@ -80,6 +84,12 @@ double tolerance(Precision p) {
     case Precision::bf16: return 2e-2;
   }
   return 0.0;
+}
+
+// What the backend chooses for a 4-D activation at `p` (cuda_layout.h): NHWC on tensor cores.
+TensorDesc act_desc(const Shape& dims, Precision p) {
+  return p != Precision::fp32 && dims.rank() == 4 ? cuda::nhwc_desc(dims, act_dtype(p))
+                                                  : TensorDesc::plain(dims, act_dtype(p));
 }
 
 const auto kAllPrecisions = Values(Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16);
@@ -151,12 +161,29 @@ DeviceTensor upload(const Vec& host, const Shape& dims, DType dtype) {
   t.tensor = Tensor(t.buffer.data(), TensorDesc::plain(dims, dtype));
   return t;
 }
+// `host` (f32, logical order) on the device in `desc` (plain or NHWC), reordered there.
+DeviceTensor upload(const Vec& host, const TensorDesc& desc) {
+  DeviceTensor plain = upload(host, desc.dims, desc.dtype);
+  if (desc.is_plain()) return plain;
+  DeviceTensor t;
+  t.buffer = gpu().allocate(desc.bytes);
+  t.tensor = Tensor(t.buffer.data(), desc);
+  gpu().reorder(plain.tensor, t.tensor);
+  gpu().synchronize();
+  return t;
+}
 DeviceTensor upload_f32(const Vec& host) { return upload(host, Shape{static_cast<int64_t>(host.size())}, DType::f32); }
 
-// A device tensor's values as f32 on the host (waits for the stream).
+// A device tensor's values as f32 in logical order on the host (waits for the stream).
 Vec download(const Tensor& t) {
   CudaBackend& b = gpu();
   const int64_t n = t.desc.numel();
+  if (!t.desc.is_plain()) {
+    DeviceBuffer plain = b.allocate(static_cast<size_t>(n) * sizeof(float));
+    const Tensor as_plain(plain.data(), TensorDesc::plain(t.desc.dims));
+    b.reorder(t, as_plain);
+    return download(as_plain);
+  }
   Vec host(static_cast<size_t>(n));
   if (t.desc.dtype == DType::f32) {
     b.copy_to_host(host.data(), t.data, host.size() * sizeof(float));
@@ -201,8 +228,11 @@ TEST_P(CudaConv, ForwardBackwardAgainstRef) {
   const DType t = act_dtype(precision);
   const double tol = tolerance(precision);
   const size_t n_src = conv_src(d).numel(), n_dst = conv_dst(d).numel(), n_wei = d.weight_count();
-  auto op = gpu().plan_conv(d, TensorDesc::plain(conv_src(d), t), TensorDesc::any(conv_dst(d)));
-  ASSERT_EQ(op->dst_desc(), TensorDesc::plain(conv_dst(d), t)) << name;
+  const TensorDesc src_desc = act_desc(conv_src(d), precision);
+  auto op = gpu().plan_conv(d, src_desc, TensorDesc::any(conv_dst(d)));
+  // Grouped convolutions compute (and write "any" outputs) in NCHW (cuda_conv.cpp).
+  const TensorDesc dst_desc = d.groups == 1 ? act_desc(conv_dst(d), precision) : TensorDesc::plain(conv_dst(d), t);
+  ASSERT_EQ(op->dst_desc(), dst_desc) << name;
   const Vec wei = random_vec(n_wei, 2), bia = random_vec(d.oc, 3), diff_dst = random_vec(n_dst, 4);
   const float* bia_host = d.bias ? bia.data() : nullptr;
   DeviceTensor wei_dev = upload_f32(wei), bia_dev = upload_f32(bia);
@@ -211,15 +241,15 @@ TEST_P(CudaConv, ForwardBackwardAgainstRef) {
   DeviceTensor src_dev;
   for (uint64_t round = 0; round < 2; ++round) {
     src = random_vec(n_src, 10 + round);
-    src_dev = upload(src, conv_src(d), t);
-    DeviceTensor dst_dev = upload(nan_vec(n_dst), conv_dst(d), t);
+    src_dev = upload(src, src_desc);
+    DeviceTensor dst_dev = upload(nan_vec(n_dst), dst_desc);
     op->forward(src_dev.tensor, wei_dev.tensor.f32(), bia_ptr, dst_dev.tensor);
     Vec dst_ref(n_dst);
     ref::conv_forward(d, src.data(), wei.data(), bia_host, dst_ref.data());
     expect_close(download(dst_dev.tensor), dst_ref, tol, name + " forward round " + std::to_string(round));
   }
-  DeviceTensor diff_dst_dev = upload(diff_dst, conv_dst(d), t);
-  DeviceTensor diff_src_dev = upload(nan_vec(n_src), conv_src(d), t);
+  DeviceTensor diff_dst_dev = upload(diff_dst, dst_desc);
+  DeviceTensor diff_src_dev = upload(nan_vec(n_src), src_desc);
   DeviceTensor diff_wei_dev = upload_f32(nan_vec(n_wei)), diff_bia_dev = upload_f32(nan_vec(d.oc));
   float* diff_bia_ptr = d.bias ? diff_bia_dev.tensor.f32() : nullptr;
   op->backward(src_dev.tensor, diff_dst_dev.tensor, wei_dev.tensor.f32(), diff_src_dev.tensor,
@@ -300,20 +330,20 @@ TEST_P(CudaPool, ForwardBackwardAgainstRef) {
   USE_PRECISION(precision);
   const PoolDesc d = PoolDesc::parse(text);
   const std::string name = d.str() + " at " + precision_name(precision);
-  const DType t = act_dtype(precision);
   const Shape src_dims{d.mb, d.c, d.ih, d.iw}, dst_dims{d.mb, d.c, d.oh(), d.ow()};
   const size_t n_src = src_dims.numel(), n_dst = dst_dims.numel();
-  auto op = gpu().plan_pool(d, TensorDesc::plain(src_dims, t), TensorDesc::any(dst_dims));
-  ASSERT_EQ(op->dst_desc(), TensorDesc::plain(dst_dims, t)) << name;
+  const TensorDesc src_desc = act_desc(src_dims, precision), dst_desc = act_desc(dst_dims, precision);
+  auto op = gpu().plan_pool(d, src_desc, TensorDesc::any(dst_dims));
+  ASSERT_EQ(op->dst_desc(), dst_desc) << name;
   EXPECT_EQ(op->workspace_bytes(), 0u) << name << ": cuDNN's backward reads src and dst, no argmax workspace";
   const Vec src = distinct_planes(n_src, d.ih * d.iw, 30), diff_dst = random_vec(n_dst, 31);
-  DeviceTensor src_dev = upload(src, src_dims, t), dst_dev = upload(nan_vec(n_dst), dst_dims, t);
+  DeviceTensor src_dev = upload(src, src_desc), dst_dev = upload(nan_vec(n_dst), dst_desc);
   op->forward(src_dev.tensor, dst_dev.tensor, nullptr);
   Vec dst_ref(n_dst), diff_src_ref(n_src);
   std::vector<unsigned char> ws_ref(ref::pool_workspace_bytes(d) + 1);
   ref::pool_forward(d, src.data(), dst_ref.data(), ws_ref.data());
   expect_close(download(dst_dev.tensor), dst_ref, tolerance(precision), name + " forward");
-  DeviceTensor diff_dst_dev = upload(diff_dst, dst_dims, t), diff_src_dev = upload(nan_vec(n_src), src_dims, t);
+  DeviceTensor diff_dst_dev = upload(diff_dst, dst_desc), diff_src_dev = upload(nan_vec(n_src), src_desc);
   op->backward(diff_dst_dev.tensor, nullptr, diff_src_dev.tensor);
   ref::pool_backward(d, diff_dst.data(), ws_ref.data(), diff_src_ref.data());
   expect_close(download(diff_src_dev.tensor), diff_src_ref, tolerance(precision), name + " backward");
@@ -355,16 +385,16 @@ TEST_P(CudaBatchNorm, ForwardBackwardAgainstRef) {
   USE_PRECISION(precision);
   const BnDesc d = BnDesc::parse(text);
   const std::string name = d.str() + " at " + precision_name(precision);
-  const DType t = act_dtype(precision);
   const double tol = tolerance(precision);
   const Shape dims = bn_dims(d);
   const size_t n = dims.numel(), c = d.c;
-  auto op = gpu().plan_batchnorm(d, TensorDesc::plain(dims, t), TensorDesc::any(dims));
-  ASSERT_EQ(op->dst_desc(), TensorDesc::plain(dims, t)) << name;
+  const TensorDesc x_desc = act_desc(dims, precision);
+  auto op = gpu().plan_batchnorm(d, x_desc, TensorDesc::any(dims));
+  ASSERT_EQ(op->dst_desc(), x_desc) << name;
   const Vec src = random_vec(n, 40, -0.5f, 1.5f), scale = random_vec(c, 41, 0.5f, 1.5f), shift = random_vec(c, 42);
   const Vec diff_dst = random_vec(n, 43);
-  DeviceTensor src_dev = upload(src, dims, t), scale_dev = upload_f32(scale), shift_dev = upload_f32(shift);
-  DeviceTensor dst_dev = upload(nan_vec(n), dims, t), mean_dev = upload_f32(nan_vec(c)), var_dev = upload_f32(nan_vec(c));
+  DeviceTensor src_dev = upload(src, x_desc), scale_dev = upload_f32(scale), shift_dev = upload_f32(shift);
+  DeviceTensor dst_dev = upload(nan_vec(n), x_desc), mean_dev = upload_f32(nan_vec(c)), var_dev = upload_f32(nan_vec(c));
   op->forward_training(src_dev.tensor, scale_dev.tensor.f32(), shift_dev.tensor.f32(), dst_dev.tensor,
                        mean_dev.tensor.f32(), var_dev.tensor.f32());
   Vec dst_ref(n), mean_ref(c), var_ref(c);
@@ -376,7 +406,7 @@ TEST_P(CudaBatchNorm, ForwardBackwardAgainstRef) {
 
   const Vec run_mean = random_vec(c, 44, -0.5f, 0.5f), run_var = random_vec(c, 45, 0.5f, 1.5f);
   DeviceTensor run_mean_dev = upload_f32(run_mean), run_var_dev = upload_f32(run_var);
-  DeviceTensor infer_dev = upload(nan_vec(n), dims, t);
+  DeviceTensor infer_dev = upload(nan_vec(n), x_desc);
   op->forward_inference(src_dev.tensor, scale_dev.tensor.f32(), shift_dev.tensor.f32(), run_mean_dev.tensor.f32(),
                         run_var_dev.tensor.f32(), infer_dev.tensor);
   Vec infer_ref(n);
@@ -387,11 +417,11 @@ TEST_P(CudaBatchNorm, ForwardBackwardAgainstRef) {
   Vec diff_src_ref(n), diff_scale_ref(c), diff_shift_ref(c);
   ref::batchnorm_backward(d, src.data(), diff_dst.data(), scale.data(), mean_ref.data(), var_ref.data(),
                           diff_src_ref.data(), diff_scale_ref.data(), diff_shift_ref.data());
-  DeviceTensor diff_dst_dev = upload(diff_dst, dims, t);
-  auto fresh = gpu().plan_batchnorm(d, TensorDesc::plain(dims, t), TensorDesc::any(dims));
+  DeviceTensor diff_dst_dev = upload(diff_dst, x_desc);
+  auto fresh = gpu().plan_batchnorm(d, x_desc, TensorDesc::any(dims));
   for (BatchNormOp* which : {op.get(), fresh.get()}) {
     const std::string what = name + (which == op.get() ? " backward" : " backward of a fresh op");
-    DeviceTensor diff_src_dev = upload(nan_vec(n), dims, t);
+    DeviceTensor diff_src_dev = upload(nan_vec(n), x_desc);
     DeviceTensor diff_scale_dev = upload_f32(nan_vec(c)), diff_shift_dev = upload_f32(nan_vec(c));
     which->backward(src_dev.tensor, diff_dst_dev.tensor, scale_dev.tensor.f32(), mean_dev.tensor.f32(),
                     var_dev.tensor.f32(), diff_src_dev.tensor, diff_scale_dev.tensor.f32(),
@@ -414,7 +444,6 @@ class CudaEltwise : public ::testing::TestWithParam<PrecisionAndDesc> {};  // (p
 TEST_P(CudaEltwise, ForwardBackwardAgainstRef) {
   const auto [precision, kind] = GetParam();
   USE_PRECISION(precision);
-  const DType t = act_dtype(precision);
   const double tol = tolerance(precision);
   // A 4-D tensor and a flat one; values in [-8, 8] (both sides of relu6's clips), none within
   // 1/64 of 0 except relu6's exact boundary values 0 and 6 (its gradient is 0 there, as ref's).
@@ -427,16 +456,17 @@ TEST_P(CudaEltwise, ForwardBackwardAgainstRef) {
       if (std::fabs(x) < 1.0f / 64) x = 0.5f;
     if (d.kind == EltwiseKind::relu6) src[0] = 0.0f, src[1] = 6.0f, src[2] = -6.0f;
     const Vec diff_dst = random_vec(n, 51);
-    auto op = gpu().plan_eltwise(d, TensorDesc::plain(dims, t), TensorDesc::any(dims));
-    ASSERT_EQ(op->dst_desc(), TensorDesc::plain(dims, t)) << name;
-    DeviceTensor src_dev = upload(src, dims, t), dst_dev = upload(nan_vec(n), dims, t);
+    const TensorDesc x_desc = act_desc(dims, precision);  // "any" dst takes src's layout
+    auto op = gpu().plan_eltwise(d, x_desc, TensorDesc::any(dims));
+    ASSERT_EQ(op->dst_desc(), x_desc) << name;
+    DeviceTensor src_dev = upload(src, x_desc), dst_dev = upload(nan_vec(n), x_desc);
     op->forward(src_dev.tensor, dst_dev.tensor);
     // The reference reads what the device computed on: src (and dst) as stored in t.
     const Vec src_t = download(src_dev.tensor), dst_got = download(dst_dev.tensor);
     Vec dst_ref(n), diff_src_ref(n);
     ref::eltwise_forward(d, src_t.data(), dst_ref.data());
     expect_close(dst_got, dst_ref, tol, name + " forward");
-    DeviceTensor diff_dst_dev = upload(diff_dst, dims, t), diff_src_dev = upload(nan_vec(n), dims, t);
+    DeviceTensor diff_dst_dev = upload(diff_dst, x_desc), diff_src_dev = upload(nan_vec(n), x_desc);
     op->backward(src_dev.tensor, dst_dev.tensor, diff_dst_dev.tensor, diff_src_dev.tensor);
     ref::eltwise_backward(d, src_t.data(), dst_got.data(), download(diff_dst_dev.tensor).data(), diff_src_ref.data());
     expect_close(download(diff_src_dev.tensor), diff_src_ref, tol, name + " backward");
@@ -546,7 +576,8 @@ TEST(CudaConvPlanning, RecordsOneNotePerConvWithAlgorithmsAndWorkspace) {
   const std::vector<std::string> notes = gpu().plan_notes();
   ASSERT_EQ(notes.size(), before + 1) << "one plan note per planned conv";
   const std::string& note = notes.back();
-  const std::string head = d.str() + " " + dtype_name(act_dtype(precision)) + ": fwd=";
+  const std::string head = d.str() + " " + dtype_name(act_dtype(precision)) +
+                           (precision == Precision::fp32 ? " nchw" : " nhwc") + ": fwd=";
   EXPECT_EQ(note.rfind(head, 0), 0u) << note;
   for (const char* key : {"bwd_data=", "bwd_filter=", " ws=", "MiB limit=", "planned_in="})
     EXPECT_NE(note.find(key), std::string::npos) << key << " missing in: " << note;
@@ -563,7 +594,7 @@ TEST(CudaConvPlanning, Fp32NeverRunsTensorOpMath) {
   const ConvDesc d = ConvDesc::parse("conv:mb8_ic32oc64_ih16iw16_kh3kw3_sh1sw1_ph1pw1_g1");
   auto op = gpu().plan_conv(d, TensorDesc::plain(conv_src(d)), TensorDesc::any(conv_dst(d)));
   const std::string note = gpu().plan_notes().back();
-  ASSERT_EQ(note.rfind(d.str() + " f32: fwd=", 0), 0u) << note;
+  ASSERT_EQ(note.rfind(d.str() + " f32 nchw: fwd=", 0), 0u) << note;
   // All three directions run true fp32 FMA math (never TF32 tensor cores).
   size_t fma = 0;
   for (size_t at = note.find("(fma,"); at != std::string::npos; at = note.find("(fma,", at + 1)) ++fma;
@@ -593,11 +624,12 @@ TEST(CudaConvPlanning, ZeroWorkspaceLimitStillPlansAndComputes) {
   for (Precision precision : {Precision::fp32, Precision::fp16}) {
     if (!gpu().supports(Op::conv, precision)) continue;
     TestContext test(precision, 0);
-    const DType t = act_dtype(precision);
     for (const char* text : {"conv:mb2_ic8oc16_ih12iw12_kh3kw3_sh1sw1_ph1pw1_g1", "conv:mb2_ic8oc8_ih9iw9_kh5kw5_sh2sw2_ph2pw2_g2"}) {
       const ConvDesc d = ConvDesc::parse(text);
       const std::string name = d.str() + " at " + precision_name(precision) + " with workspace_limit=0";
-      auto op = cuda::plan_conv(test.ctx, d, TensorDesc::plain(conv_src(d), t), TensorDesc::any(conv_dst(d)));
+      const TensorDesc src_desc = act_desc(conv_src(d), precision);
+      auto op = cuda::plan_conv(test.ctx, d, src_desc, TensorDesc::any(conv_dst(d)));
+      const TensorDesc dst_desc = op->dst_desc();
       ASSERT_FALSE(test.ctx.plan_notes.empty());
       const std::string& note = test.ctx.plan_notes.back();
       EXPECT_NE(note.find(" ws=0.0MiB limit=0.0MiB"), std::string::npos) << note;
@@ -605,13 +637,13 @@ TEST(CudaConvPlanning, ZeroWorkspaceLimitStillPlansAndComputes) {
       const size_t n_src = conv_src(d).numel(), n_dst = conv_dst(d).numel(), n_wei = d.weight_count();
       const Vec src = random_vec(n_src, 80), wei = random_vec(n_wei, 81), bia = random_vec(d.oc, 82);
       const Vec diff_dst = random_vec(n_dst, 83);
-      DeviceTensor src_dev = upload(src, conv_src(d), t), wei_dev = upload_f32(wei), bia_dev = upload_f32(bia);
-      DeviceTensor dst_dev = upload(nan_vec(n_dst), conv_dst(d), t);
+      DeviceTensor src_dev = upload(src, src_desc), wei_dev = upload_f32(wei), bia_dev = upload_f32(bia);
+      DeviceTensor dst_dev = upload(nan_vec(n_dst), dst_desc);
       op->forward(src_dev.tensor, wei_dev.tensor.f32(), bia_dev.tensor.f32(), dst_dev.tensor);
       Vec dst_ref(n_dst), diff_src_ref(n_src), diff_wei_ref(n_wei), diff_bia_ref(d.oc);
       ref::conv_forward(d, src.data(), wei.data(), bia.data(), dst_ref.data());
       expect_close(download(dst_dev.tensor), dst_ref, tolerance(precision), name + " forward");
-      DeviceTensor diff_dst_dev = upload(diff_dst, conv_dst(d), t), diff_src_dev = upload(nan_vec(n_src), conv_src(d), t);
+      DeviceTensor diff_dst_dev = upload(diff_dst, dst_desc), diff_src_dev = upload(nan_vec(n_src), src_desc);
       DeviceTensor diff_wei_dev = upload_f32(nan_vec(n_wei)), diff_bia_dev = upload_f32(nan_vec(d.oc));
       op->backward(src_dev.tensor, diff_dst_dev.tensor, wei_dev.tensor.f32(), diff_src_dev.tensor,
                    diff_wei_dev.tensor.f32(), diff_bia_dev.tensor.f32());

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/error.h"
 
@@ -283,12 +284,15 @@ void CudaBackend::release_capture(int capture) {
   captures_[static_cast<size_t>(capture)] = nullptr;
 }
 
-// Plain tensors only (the CUDA backend has no other layout); data types convert on the device.
+// Plain and NHWC (cuda_layout.h) tensors of f32/f16/bf16, in any combination; on the device.
 void CudaBackend::reorder(const Tensor& src, const Tensor& dst) {
-  if (!src.desc.is_plain() || !dst.desc.is_plain() || src.desc.dims != dst.desc.dims)
-    throw ConfigError("backend 'cuda': reorder converts between plain tensors of the same dims only; got " +
+  const auto float_type = [](DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; };
+  if (!cuda::is_cuda_layout(src.desc) || !cuda::is_cuda_layout(dst.desc) || src.desc.dims != dst.desc.dims ||
+      !float_type(src.desc.dtype) || !float_type(dst.desc.dtype))
+    throw ConfigError("backend 'cuda': reorder converts f32/f16/bf16 tensors of the same dims between the plain and "
+                      "the 4-D NHWC (L" + std::to_string(cuda::kNhwcLayout) + ") layouts only; got " +
                       src.desc.str() + " -> " + dst.desc.str());
-  cuda::convert(src.data, src.desc.dtype, dst.data, dst.desc.dtype, src.desc.numel(), ctx_.stream);
+  cuda::convert_tensor(src.data, src.desc, dst.data, dst.desc, ctx_.stream);
 }
 
 // ---- planning: one file per op family (cuda_ops.h) ----------------------------------------

@@ -1,7 +1,8 @@
 // The CUDA backend: cuDNN for convolution, pooling, batch norm and activations, cuBLASLt for
 // fully connected layers, own kernels for the rest (cuda_ops.h). One device per process (the
-// run's local rank modulo the visible devices), one stream, plain NCHW tensors, f32 master
-// weights; activations in f32 (fp32, tf32), f16 (fp16) or bf16 (bf16).
+// run's local rank modulo the visible devices), one stream, f32 master weights; activations in
+// f32 (fp32, tf32), f16 (fp16) or bf16 (bf16), plain NCHW or, at tf32/fp16/bf16, NHWC
+// (cuda_layout.h).
 #pragma once
 
 #include <memory>

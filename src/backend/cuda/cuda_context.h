@@ -3,10 +3,13 @@
 // what planning chose. Ops keep a reference; the backend outlives them.
 //
 // Conventions of the CUDA backend (docs/architecture.md "backend/cuda"):
-// * every tensor is plain (row-major NCHW / (mb, features)); the data type of an activation is
-//   act_dtype(): f32 for fp32 and tf32, f16 for fp16, bf16 for bf16;
-// * an op accepts inputs of any of those data types (the input image is f32 even in fp16 runs)
-//   and converts them itself, into buffers it owns; outputs requested as "any" get act_dtype();
+// * a tensor is plain (row-major NCHW / (mb, features)) or, 4-D only, channels-last NHWC
+//   (cuda_layout.h: 4-D outputs requested "any" are NHWC in tf32/fp16/bf16 runs, plain in fp32);
+//   the data type of an activation is act_dtype(): f32 for fp32 and tf32, f16 for fp16, bf16 for
+//   bf16;
+// * an op accepts inputs of any of those data types and layouts (the input image is plain f32
+//   even in fp16 runs) and converts them itself, into buffers it owns (cuda_dtype_port.h);
+//   outputs requested as "any" get act_dtype() in the op's layout;
 // * parameters and their gradients are f32 (master weights); an op that computes in f16/bf16
 //   converts its weights at forward and its weight gradients back to f32;
 // * every call only enqueues work on `stream` (no host synchronisation).

@@ -5,6 +5,14 @@
 // converted to t at each forward (they change every step) and reused by the backward that
 // follows; the bias and its fused ReLU are one own kernel after cuDNN (the bias stays f32);
 // weight and bias gradients are written as f32.
+//
+// Layout (cuda_layout.h): ungrouped convolutions of tf32/fp16/bf16 runs compute in NHWC, with
+// the filter in cuDNN's NHWC order KRSC (oc,kh,kw,ic): the f32 (oc,ic,kh,kw) weights are
+// transposed into an op-owned KRSC buffer at forward and the KRSC weight gradient transposed back
+// into the caller's f32 (oc,ic,kh,kw). Grouped and depthwise convolutions stay NCHW (cuDNN's
+// legacy API does not promise NHWC kernels for them), and so does a conv for which cuDNN has no
+// NHWC algorithm within the workspace limit; inputs in the other layout are converted at the
+// op's edge by its ports.
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -13,6 +21,7 @@
 #include "backend/cuda/cuda_conv_algos.h"
 #include "backend/cuda/cuda_dnn_kernels.h"
 #include "backend/cuda/cuda_dtype_port.h"
+#include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/error.h"
 
@@ -42,15 +51,15 @@ std::string mebibytes(size_t bytes) {
   return text;
 }
 
-// "conv:mb..._g1 f16: fwd=IMPLICIT_PRECOMP_GEMM(tensor_op,find) bwd_data=ALGO_1(tensor_op,find)
+// "conv:mb..._g1 f16 nhwc: fwd=IMPLICIT_PRECOMP_GEMM(tensor_op,find) bwd_data=ALGO_1(tensor_op,find)
 //  bwd_filter=ALGO_1(tensor_op,heuristic) ws=12.0MiB limit=512.0MiB planned_in=35.2ms"
-std::string conv_plan_note(const ConvDesc& d, DType t, const ConvAlgos& a, size_t limit, double plan_ms) {
+std::string conv_plan_note(const ConvDesc& d, DType t, bool nhwc, const ConvAlgos& a, size_t limit, double plan_ms) {
   auto one = [](const std::string& algo, const ConvAlgo& c) {
     return algo + "(" + math_name(c.math) + "," + c.chosen_by + ")";
   };
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.1fms", plan_ms);
-  return d.str() + " " + dtype_name(t) + ": fwd=" + one(fwd_algo_name(a.fwd.algo), a.fwd) +
+  return d.str() + " " + dtype_name(t) + (nhwc ? " nhwc" : " nchw") + ": fwd=" + one(fwd_algo_name(a.fwd.algo), a.fwd) +
          " bwd_data=" + one(bwd_data_algo_name(a.bwd_data.algo), a.bwd_data) +
          " bwd_filter=" + one(bwd_filter_algo_name(a.bwd_filter.algo), a.bwd_filter) +
          " ws=" + mebibytes(a.max_workspace()) + " limit=" + mebibytes(limit) + " planned_in=" + ms;
@@ -62,20 +71,29 @@ class CudaConvOp final : public ConvOp {
       : ctx_(ctx), d_(d), name_(d.str()), t_(ctx.act_dtype()) {
     const auto start = std::chrono::steady_clock::now();
     check_conv(d, src);
-    dst_ = output_desc(dst, conv_dst_dims(d), t_, "conv " + name_);
-    describe_problem();
-    algos_ = choose_conv_algos(ctx, problem_, "conv " + name_);
+    nhwc_ = d.groups == 1 && preferred_layout(ctx.precision, src.dims) == kNhwcLayout;
+    // dst is checked before cuDNN is asked anything
+    dst_ = output_desc(dst, conv_dst_dims(d), t_, "conv " + name_, nhwc_ ? kNhwcLayout : kPlainLayout);
+    choose_layout_and_algos();  // may fall back to NCHW
+    const LayoutId layout = nhwc_ ? kNhwcLayout : kPlainLayout;
+    if (dst.is_any()) dst_ = layout_desc(conv_dst_dims(d), t_, layout);
     ctx.reserve_workspace(algos_.max_workspace());
-    const int64_t n_src = src.numel(), n_dst = dst_.numel(), n_wei = d.weight_count();
+    const int64_t n_wei = d.weight_count();
     const std::string what = "conv " + name_;
-    src_in_ = InPort(src.dtype, t_, n_src, what + " src");
-    wei_in_ = InPort(DType::f32, t_, n_wei, what + " weights");
-    dst_out_ = OutPort(t_, dst_.dtype, n_dst, what + " dst");
-    diff_dst_in_ = InPort(dst_.dtype, t_, n_dst, what + " diff_dst");
-    diff_src_out_ = OutPort(t_, src.dtype, n_src, what + " diff_src");
-    diff_wei_out_ = OutPort(t_, DType::f32, n_wei, what + " diff_wei");
+    const TensorDesc x = layout_desc(src.dims, t_, layout), y = layout_desc(conv_dst_dims(d), t_, layout);
+    src_in_ = InPort(src, x, what + " src");
+    dst_out_ = OutPort(y, dst_, what + " dst");
+    diff_dst_in_ = InPort(dst_, y, what + " diff_dst");
+    diff_src_out_ = OutPort(x, src, what + " diff_src");
+    if (nhwc_) {
+      wei_krsc_ = DeviceMemory(static_cast<size_t>(n_wei) * dtype_bytes(t_), what + " weights (oc,kh,kw,ic)");
+      diff_wei_krsc_ = DeviceMemory(static_cast<size_t>(n_wei) * dtype_bytes(t_), what + " diff_wei (oc,kh,kw,ic)");
+    } else {
+      wei_in_ = InPort(DType::f32, t_, n_wei, what + " weights");
+      diff_wei_out_ = OutPort(t_, DType::f32, n_wei, what + " diff_wei");
+    }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    ctx.plan_notes.push_back(conv_plan_note(d, t_, algos_, ctx.workspace_limit, ms));
+    ctx.plan_notes.push_back(conv_plan_note(d, t_, nhwc_, algos_, ctx.workspace_limit, ms));
   }
 
   const TensorDesc& dst_desc() const override { return dst_; }
@@ -85,13 +103,13 @@ class CudaConvOp final : public ConvOp {
     TS_CHECK(!d_.bias || bia, "conv forward: " + name_ + " has a bias but bia is null");
     const cudaStream_t stream = ctx_.stream;
     const void* x = src_in_.get(src.data, stream);
-    const void* w = wei_in_.get(wei, stream);
+    const void* w = weights(wei, false);
     void* y = dst_out_.target(dst.data);
     const float one = 1.0f, zero = 0.0f;
     TS_CUDNN_CHECK(cudnnConvolutionForward(ctx_.cudnn, &one, problem_.x.get(), x, problem_.w.get(), w,
                                            problem_.fwd.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo),
                                            workspace(algos_.fwd), algos_.fwd.workspace, &zero, problem_.y.get(), y));
-    bias_relu_forward(y, t_, d_.bias ? bia : nullptr, d_.mb, d_.oc, d_.oh() * d_.ow(), d_.relu, stream);
+    bias_relu_forward(y, t_, d_.bias ? bia : nullptr, d_.mb, d_.oc, d_.oh() * d_.ow(), d_.relu, nhwc_, stream);
     dst_out_.finish(dst.data, stream);
   }
 
@@ -103,16 +121,16 @@ class CudaConvOp final : public ConvOp {
     const cudaStream_t stream = ctx_.stream;
     const void* x = src_in_.get_reused(src.data, stream);
     const void* dy = diff_dst_in_.get(diff_dst.data, stream);
-    void* dw = diff_wei_out_.target(diff_wei);
+    void* dw = nhwc_ ? diff_wei_krsc_.get() : diff_wei_out_.target(diff_wei);
     const float one = 1.0f, zero = 0.0f;
     TS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         ctx_.cudnn, &one, problem_.x.get(), x, problem_.y.get(), dy, problem_.bwd_filter.get(),
         static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo), workspace(algos_.bwd_filter),
         algos_.bwd_filter.workspace, &zero, problem_.w.get(), dw));
-    diff_wei_out_.finish(diff_wei, stream);
-    if (d_.bias) bias_backward(dy, t_, d_.mb, d_.oc, d_.oh() * d_.ow(), diff_bia, stream);
+    finish_diff_wei(diff_wei);
+    if (d_.bias) bias_backward(dy, t_, d_.mb, d_.oc, d_.oh() * d_.ow(), nhwc_, diff_bia, stream);
     if (!diff_src) return;
-    const void* w = wei_in_.get_reused(wei, stream);
+    const void* w = weights(wei, true);
     void* dx = diff_src_out_.target(diff_src.data);
     TS_CUDNN_CHECK(cudnnConvolutionBackwardData(
         ctx_.cudnn, &one, problem_.w.get(), w, problem_.y.get(), dy, problem_.bwd_data.get(),
@@ -130,9 +148,9 @@ class CudaConvOp final : public ConvOp {
     problem_.x_numel = d.mb * d.ic * d.ih * d.iw;
     problem_.w_numel = d.weight_count();
     problem_.y_numel = d.mb * d.oc * d.oh() * d.ow();
-    problem_.x = TensorDescriptor(t_, d.mb, d.ic, d.ih, d.iw);
-    problem_.y = TensorDescriptor(t_, d.mb, d.oc, d.oh(), d.ow());
-    problem_.w = FilterDescriptor(t_, d.oc, d.ic / d.groups, d.kh, d.kw);
+    problem_.x = TensorDescriptor(t_, d.mb, d.ic, d.ih, d.iw, nhwc_);
+    problem_.y = TensorDescriptor(t_, d.mb, d.oc, d.oh(), d.ow(), nhwc_);
+    problem_.w = FilterDescriptor(t_, d.oc, d.ic / d.groups, d.kh, d.kw, nhwc_);
     const cudnnMathType_t math = conv_math(ctx_.precision);
     problem_.fwd = ConvolutionDescriptor(d.ph, d.pw, d.sh, d.sw, d.groups, CUDNN_DATA_FLOAT, math);
     problem_.bwd_data = ConvolutionDescriptor(d.ph, d.pw, d.sh, d.sw, d.groups, CUDNN_DATA_FLOAT, math);
@@ -143,6 +161,44 @@ class CudaConvOp final : public ConvOp {
     TS_CHECK(n == d.mb && c == d.oc && h == d.oh() && w == d.ow(),
              "conv " + name_ + ": cuDNN computes an output of (" + std::to_string(n) + "," + std::to_string(c) + "," +
                  std::to_string(h) + "," + std::to_string(w) + "), not " + conv_dst_dims(d).str());
+  }
+
+  // cuDNN's problem and algorithms in the preferred layout; when cuDNN has no algorithm for NHWC
+  // within the workspace limit, NCHW instead (the ports convert at the edges).
+  void choose_layout_and_algos() {
+    const std::string what = "conv " + name_;
+    if (nhwc_) {
+      try {
+        describe_problem();
+        algos_ = choose_conv_algos(ctx_, problem_, what);
+        return;
+      } catch (const RuntimeError&) {
+        nhwc_ = false;
+      }
+    }
+    describe_problem();
+    algos_ = choose_conv_algos(ctx_, problem_, what);
+  }
+
+  // The weights (oc,ic/g,kh,kw) f32 in t, in the filter order of the layout; `reuse`: the
+  // backward after a forward reads what that forward converted (ops.h: wei unchanged since).
+  const void* weights(const float* wei, bool reuse) {
+    if (!nhwc_) return reuse ? wei_in_.get_reused(wei, ctx_.stream) : wei_in_.get(wei, ctx_.stream);
+    if (reuse && wei_krsc_of_ == wei) return wei_krsc_.get();
+    transpose_nchw_nhwc(wei, DType::f32, wei_krsc_.get(), t_, d_.oc, d_.ic / d_.groups, d_.kh, d_.kw, true,
+                        ctx_.stream);
+    wei_krsc_of_ = wei;
+    return wei_krsc_.get();
+  }
+
+  // The weight gradient cuDNN wrote (in t, the layout's filter order) into f32 (oc,ic/g,kh,kw).
+  void finish_diff_wei(float* diff_wei) {
+    if (!nhwc_) {
+      diff_wei_out_.finish(diff_wei, ctx_.stream);
+      return;
+    }
+    transpose_nchw_nhwc(diff_wei_krsc_.get(), t_, diff_wei, DType::f32, d_.oc, d_.ic / d_.groups, d_.kh, d_.kw, false,
+                        ctx_.stream);
   }
 
   // The shared workspace for one algorithm (reserved at plan time; fetched at every call since
@@ -159,11 +215,14 @@ class CudaConvOp final : public ConvOp {
   ConvDesc d_;
   std::string name_;  // the descriptor, for messages
   DType t_;           // the type cuDNN computes in (act_dtype() at plan time)
+  bool nhwc_ = false;  // cuDNN computes in NHWC (filter KRSC), else NCHW (filter KCRS)
   TensorDesc dst_;
   ConvProblem problem_;
   ConvAlgos algos_;
   InPort src_in_, wei_in_, diff_dst_in_;
   OutPort dst_out_, diff_src_out_, diff_wei_out_;
+  DeviceMemory wei_krsc_, diff_wei_krsc_;  // NHWC only: (oc,kh,kw,ic) in t
+  const float* wei_krsc_of_ = nullptr;     // the weights wei_krsc_ holds a transpose of
 };
 
 }  // namespace

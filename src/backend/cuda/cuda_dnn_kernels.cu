@@ -45,25 +45,28 @@ void check_launch(const char* kernel) {
   if (e != cudaSuccess) throw_library_error("CUDA", cudaGetErrorString(e), kernel, __FILE__, __LINE__);
 }
 
-// dst (mb,channels,hw): dst = [relu](dst + bias[c])
+// dst (mb,channels,hw) or, nhwc, (mb,hw,channels): dst = [relu](dst + bias[c])
 template <typename T>
-__global__ void bias_relu_kernel(T* dst, const float* bias, int64_t channels, int64_t hw, int64_t n, bool relu) {
+__global__ void bias_relu_kernel(T* dst, const float* bias, int64_t channels, int64_t hw, int64_t n, bool relu,
+                                 bool nhwc) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     float v = load(dst, i);
-    if (bias) v += bias[(i / hw) % channels];
+    if (bias) v += bias[nhwc ? i % channels : (i / hw) % channels];
     store(dst, i, relu && v < 0.0f ? 0.0f : v);  // a NaN stays NaN (an fp16 overflow must show)
   }
 }
 
-// One block per channel c: diff_bia[c] = sum over n < mb, s < hw of diff_dst[(n, c, s)].
+// One block per channel c: diff_bia[c] = sum over n < mb, s < hw of diff_dst[(n, c, s)] (stored at
+// (n, s, c) when nhwc).
 template <typename T>
-__global__ void bias_backward_kernel(const T* diff_dst, int64_t mb, int64_t channels, int64_t hw, float* diff_bia) {
+__global__ void bias_backward_kernel(const T* diff_dst, int64_t mb, int64_t channels, int64_t hw, bool nhwc,
+                                     float* diff_bia) {
   __shared__ double partial[kThreads];
   const int64_t c = blockIdx.x;
   double acc = 0.0;
   for (int64_t i = threadIdx.x; i < mb * hw; i += blockDim.x) {  // i = (n, s)
     const int64_t n = i / hw, s = i % hw;
-    acc += load(diff_dst, (n * channels + c) * hw + s);
+    acc += load(diff_dst, nhwc ? (n * hw + s) * channels + c : (n * channels + c) * hw + s);
   }
   partial[threadIdx.x] = acc;
   __syncthreads();
@@ -93,24 +96,26 @@ __global__ void relu6_backward_kernel(const T* src, const T* diff_dst, T* diff_s
 }  // namespace
 
 void bias_relu_forward(void* dst, DType dtype, const float* bias, int64_t mb, int64_t channels, int64_t hw, bool relu,
-                       cudaStream_t stream) {
+                       bool nhwc, cudaStream_t stream) {
   const int64_t n = mb * channels * hw;
   if (n == 0 || (!bias && !relu)) return;
   with_storage_type(dtype, "bias_relu_forward", [&](auto tag) {
     using T = decltype(tag);
-    bias_relu_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), bias, channels, hw, n, relu);
+    bias_relu_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), bias, channels, hw, n, relu,
+                                                                 nhwc);
   });
   check_launch("bias_relu_kernel");
 }
 
-void bias_backward(const void* diff_dst, DType dtype, int64_t mb, int64_t channels, int64_t hw, float* diff_bia,
-                   cudaStream_t stream) {
+void bias_backward(const void* diff_dst, DType dtype, int64_t mb, int64_t channels, int64_t hw, bool nhwc,
+                   float* diff_bia, cudaStream_t stream) {
   if (channels == 0) return;
   TS_CHECK(channels <= int64_t{2147483647}, "bias_backward: " + std::to_string(channels) + " channels exceed the grid");
   with_storage_type(dtype, "bias_backward", [&](auto tag) {
     using T = decltype(tag);
     bias_backward_kernel<T><<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(static_cast<const T*>(diff_dst),
-                                                                                       mb, channels, hw, diff_bia);
+                                                                                       mb, channels, hw, nhwc,
+                                                                                       diff_bia);
   });
   check_launch("bias_backward_kernel");
 }

@@ -14,13 +14,15 @@
 
 namespace ts::cuda {
 
-// dst (mb,channels,hw) in place: dst = dst + bias[c] (bias null: + 0), then max(., 0) if relu.
+// dst (mb,channels,hw) [stored (mb,hw,channels) when nhwc] in place: dst = dst + bias[c] (bias
+// null: + 0), then max(., 0) if relu.
 void bias_relu_forward(void* dst, DType dtype, const float* bias, int64_t mb, int64_t channels, int64_t hw, bool relu,
-                       cudaStream_t stream);
+                       bool nhwc, cudaStream_t stream);
 
-// diff_bia[c] = sum over (n, s) of diff_dst (mb,channels,hw), accumulated in f64, written as f32.
-void bias_backward(const void* diff_dst, DType dtype, int64_t mb, int64_t channels, int64_t hw, float* diff_bia,
-                   cudaStream_t stream);
+// diff_bia[c] = sum over (n, s) of diff_dst (mb,channels,hw) [stored (mb,hw,channels) when nhwc],
+// accumulated in f64, written as f32.
+void bias_backward(const void* diff_dst, DType dtype, int64_t mb, int64_t channels, int64_t hw, bool nhwc,
+                   float* diff_bia, cudaStream_t stream);
 
 // dst = min(max(src, 0), 6) over n values.
 void relu6_forward(const void* src, void* dst, DType dtype, int64_t n, cudaStream_t stream);

@@ -3,11 +3,14 @@
 // (relu: max(x, 0), gradient where x > 0; sigmoid: 1 / (1 + exp(-x)), gradient dy y (1 - y)).
 // relu6 is an own kernel (cuda_dnn_kernels.h): cuDNN's clipped ReLU does not document which
 // side of the clip its gradient takes, and ref passes gradient strictly inside (0, 6).
+// Element-wise, so layout-blind: the op computes in src's layout (plain or NHWC, cuda_layout.h),
+// and an output requested "any" gets it; cuDNN sees the values as (n,c,h,w) NCHW either way.
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dnn_kernels.h"
 #include "backend/cuda/cuda_dtype_port.h"
+#include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cudnn_descriptors.h"
 #include "core/error.h"
@@ -31,16 +34,17 @@ class CudaEltwiseOp final : public EltwiseOp {
     if (src.numel() != d.n)
       throw ConfigError("cuda backend: " + what + ": src " + src.str() + " holds " + std::to_string(src.numel()) +
                         " values, not " + std::to_string(d.n));
-    dst_ = output_desc(dst, src.dims, t_, what);
+    dst_ = output_desc(dst, src.dims, t_, what, src.layout);
     if (uses_cudnn()) {
       desc_ = flat_descriptor(t_, src);
       activation_ = ActivationDescriptor(d.kind == EltwiseKind::relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_SIGMOID);
     }
-    src_in_ = InPort(src.dtype, t_, d.n, what + " src");
-    dst_out_ = OutPort(t_, dst_.dtype, d.n, what + " dst");
-    dst_in_ = InPort(dst_.dtype, t_, d.n, what + " dst (backward)");
-    diff_dst_in_ = InPort(dst_.dtype, t_, d.n, what + " diff_dst");
-    diff_src_out_ = OutPort(t_, src.dtype, d.n, what + " diff_src");
+    const TensorDesc x = layout_desc(src.dims, t_, src.layout);  // dst has src's dims
+    src_in_ = InPort(src, x, what + " src");
+    dst_out_ = OutPort(x, dst_, what + " dst");
+    dst_in_ = InPort(dst_, x, what + " dst (backward)");
+    diff_dst_in_ = InPort(dst_, x, what + " diff_dst");
+    diff_src_out_ = OutPort(x, src, what + " diff_src");
   }
 
   const TensorDesc& dst_desc() const override { return dst_; }

@@ -20,6 +20,10 @@
 // buffers, which backward reuses (ops.h: its forward's tensors are unchanged). Outputs are written
 // in their own data type by the matmul when cuBLASLt can (f16/bf16 A/B with f32 D: the weight
 // gradient), else staged in the compute type and converted.
+//
+// A 4-D src in the NHWC layout (cuda_layout.h; a conv stack's output in tf32/fp16/bf16 runs) is
+// flattened in the logical (c,h,w) order: it is transposed into the plain src_c_ buffer at
+// forward, and diff_src is staged plain and transposed back into src's NHWC desc.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -27,6 +31,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_fc_kernels.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_lt_matmul.h"
 #include "backend/cuda/cuda_op_buffer.h"
 #include "backend/cuda/cuda_ops.h"
@@ -54,7 +59,7 @@ class CudaFcOp final : public FcOp {
       : ctx_(ctx), d_(d), src_(src), compute_(ctx.act_dtype()) {
     check_descs(dst);
     const size_t cbytes = dtype_bytes(compute_);
-    if (src_.dtype != compute_) src_c_ = OpBuffer(size_t(d_.mb * d_.ic) * cbytes);
+    if (src_.dtype != compute_ || is_nhwc(src_)) src_c_ = OpBuffer(size_t(d_.mb * d_.ic) * cbytes);
     if (compute_ != DType::f32) wei_c_ = OpBuffer(size_t(d_.oc * d_.ic) * cbytes);
     if (dst_.dtype != compute_) diff_dst_c_ = OpBuffer(size_t(d_.mb * d_.oc) * cbytes);
     if (d_.bias) {  // epilogue vectors: oc values of at most 4 bytes, fixed at plan time
@@ -64,7 +69,8 @@ class CudaFcOp final : public FcOp {
     plan_matmuls();
     if (fwd_.d != dst_.dtype) dst_stage_ = OpBuffer(size_t(d_.mb * d_.oc) * cbytes);
     if (bwd_weights_.d != DType::f32) diff_wei_stage_ = OpBuffer(size_t(d_.oc * d_.ic) * cbytes);
-    if (bwd_data_.d != src_.dtype) diff_src_stage_ = OpBuffer(size_t(d_.mb * d_.ic) * cbytes);
+    if (bwd_data_.d != src_.dtype || is_nhwc(src_))
+      diff_src_stage_ = OpBuffer(size_t(d_.mb * d_.ic) * dtype_bytes(bwd_data_.d));
     ctx_.plan_notes.push_back(note());
   }
 
@@ -114,17 +120,18 @@ class CudaFcOp final : public FcOp {
     const void* w = wei_c_ ? wei_c_.get() : wei;
     void* dx = diff_src_stage_ ? diff_src_stage_.get() : diff_src.data;
     bwd_data_lt_.run(ctx_, w, dy, dx);
-    if (diff_src_stage_) convert(dx, bwd_data_.d, diff_src.data, src_.dtype, d_.mb * d_.ic, ctx_.stream);
+    if (diff_src_stage_)
+      convert_tensor(dx, TensorDesc::plain(src_.dims, bwd_data_.d), diff_src.data, src_, ctx_.stream);
   }
 
  private:
-  // src must hold (mb, ic) plain values of an activation type; dst (mb, oc) is planned plain in
+  // src must hold (mb, ic) values of an activation type, plain or 4-D NHWC; dst (mb, oc) is planned plain in
   // the activation type when requested as "any", else as requested.
   void check_descs(const TensorDesc& dst) {
     const std::string where = "fc " + d_.str() + ": ";
-    if (!src_.is_plain() || !is_activation_type(src_.dtype) || src_.dims.rank() < 2 || src_.dims[0] != d_.mb ||
+    if (!is_cuda_layout(src_) || !is_activation_type(src_.dtype) || src_.dims.rank() < 2 || src_.dims[0] != d_.mb ||
         src_.numel() != d_.mb * d_.ic)
-      throw ConfigError(where + "input " + src_.str() + " is not plain (mb, ic) = (" + std::to_string(d_.mb) + "," +
+      throw ConfigError(where + "input " + src_.str() + " is not (mb, ic) = (" + std::to_string(d_.mb) + "," +
                         std::to_string(d_.ic) + ") values of f32, f16 or bf16 (or (mb, c, h, w) with c*h*w = ic)");
     if (dst.is_any()) {
       dst_ = TensorDesc::plain(Shape{d_.mb, d_.oc}, ctx_.act_dtype());
@@ -142,10 +149,10 @@ class CudaFcOp final : public FcOp {
              "fc " + d_.str() + ": " + what + " " + t.desc.str() + " is not the planned " + planned.str());
   }
 
-  // The src in the compute type (converted into src_c_ when it differs).
+  // The src plain in the compute type (converted into src_c_ when its type or layout differs).
   const void* convert_src(const Tensor& src) {
     if (!src_c_) return src.data;
-    convert(src.data, src_.dtype, src_c_.get(), compute_, d_.mb * d_.ic, ctx_.stream);
+    convert_tensor(src.data, src_, src_c_.get(), TensorDesc::plain(src_.dims, compute_), ctx_.stream);
     return src_c_.get();
   }
 
@@ -215,7 +222,7 @@ class CudaFcOp final : public FcOp {
   DType compute_;  // A/B type of every matmul: the run's activation type
   LtMatmul fwd_lt_, bwd_weights_lt_, bwd_data_lt_;
   GemmChoice fwd_, bwd_weights_, bwd_data_;
-  OpBuffer src_c_;       // src in compute_ (mb, ic), when src is not
+  OpBuffer src_c_;       // src plain in compute_ (mb, ic), when src is not
   OpBuffer wei_c_;       // weights in compute_ (oc, ic), for fp16/bf16
   OpBuffer bias_c_;      // bias in the forward's D type (oc): the BIAS epilogue's vector
   OpBuffer dst_stage_;   // forward D in compute_ (mb, oc), when dst's type cannot be written

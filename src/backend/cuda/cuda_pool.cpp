@@ -4,10 +4,13 @@
 // average pool is the window covering the whole plane. cuDNN's backward recomputes the argmax
 // from src and dst instead of keeping indices, so workspace_bytes() is 0 and the op keeps the
 // latest forward's src and dst (in t), which ops.h guarantees unchanged until its backward.
+// Layout (cuda_layout.h): tf32/fp16/bf16 runs pool in NHWC, fp32 in NCHW; inputs in the other
+// layout are converted at the op's edge by its ports.
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_dtype_port.h"
+#include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/cudnn_descriptors.h"
 #include "core/error.h"
@@ -33,22 +36,25 @@ class CudaPoolOp final : public PoolOp {
       : ctx_(ctx), d_(d), name_(d.str()), t_(ctx.act_dtype()) {
     check_pool(d, src);
     const Shape dst_dims{d.mb, d.c, d.oh(), d.ow()};
-    dst_ = output_desc(dst, dst_dims, t_, "pool " + name_);
+    const LayoutId layout = preferred_layout(ctx.precision, src.dims);
+    const bool nhwc = layout == kNhwcLayout;
+    dst_ = output_desc(dst, dst_dims, t_, "pool " + name_, layout);
     const cudnnPoolingMode_t mode =
         d.kind == PoolKind::max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     pool_ = PoolingDescriptor(mode, d.kh, d.kw, d.ph, d.pw, d.sh, d.sw);
-    x_desc_ = TensorDescriptor(t_, d.mb, d.c, d.ih, d.iw);
-    y_desc_ = TensorDescriptor(t_, d.mb, d.c, d.oh(), d.ow());
+    x_desc_ = TensorDescriptor(t_, d.mb, d.c, d.ih, d.iw, nhwc);
+    y_desc_ = TensorDescriptor(t_, d.mb, d.c, d.oh(), d.ow(), nhwc);
     int n = 0, c = 0, h = 0, w = 0;  // cuDNN's output size must be PoolDesc's
     TS_CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(pool_.get(), x_desc_.get(), &n, &c, &h, &w));
     TS_CHECK(n == d.mb && c == d.c && h == d.oh() && w == d.ow(),
              "pool " + name_ + ": cuDNN computes an output of (" + std::to_string(n) + "," + std::to_string(c) + "," +
                  std::to_string(h) + "," + std::to_string(w) + "), not " + dst_dims.str());
     const std::string what = "pool " + name_;
-    src_in_ = InPort(src.dtype, t_, src.numel(), what + " src");
-    dst_out_ = OutPort(t_, dst_.dtype, dst_.numel(), what + " dst");
-    diff_dst_in_ = InPort(dst_.dtype, t_, dst_.numel(), what + " diff_dst");
-    diff_src_out_ = OutPort(t_, src.dtype, src.numel(), what + " diff_src");
+    const TensorDesc x = layout_desc(src.dims, t_, layout), y = layout_desc(dst_dims, t_, layout);
+    src_in_ = InPort(src, x, what + " src");
+    dst_out_ = OutPort(y, dst_, what + " dst");
+    diff_dst_in_ = InPort(dst_, y, what + " diff_dst");
+    diff_src_out_ = OutPort(x, src, what + " diff_src");
   }
 
   const TensorDesc& dst_desc() const override { return dst_; }

@@ -1,23 +1,28 @@
 // The CUDA backend's element-wise tensor ops on own kernels (cuda_ops.h): add / add+ReLU, channel
-// concatenation and dropout. Every tensor is plain; each input and output may be f32, f16 or bf16
-// (the kernels read and write any of them, with the math in f32), so an op converts on the fly
-// instead of through extra buffers. Kernels are grid-stride loops over the logical elements.
+// concatenation and dropout. Each input and output may be f32, f16 or bf16 (the kernels read and
+// write any of them, with the math in f32), so an op converts types on the fly instead of
+// through extra buffers. Layouts (cuda_layout.h): add runs in a's layout and concat in dst's
+// (plain or NHWC; in NHWC the channel blocks are the innermost dim), dropout in plain order (its
+// mask is in logical order); an input in another layout goes through a port (cuda_dtype_port.h).
+// Kernels are grid-stride loops over the stored elements.
 #include <string>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_dtype_port.h"
 #include "backend/cuda/cuda_element.cuh"
+#include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/error.h"
 
 namespace ts::cuda {
 namespace {
 
-// Throws ConfigError unless `t` is a plain tensor of f32, f16 or bf16.
-void require_plain_activation(const TensorDesc& t, const std::string& where) {
-  if (!t.is_plain() || !(t.dtype == DType::f32 || t.dtype == DType::f16 || t.dtype == DType::bf16))
+// Throws ConfigError unless `t` is a plain or NHWC tensor of f32, f16 or bf16.
+void require_activation(const TensorDesc& t, const std::string& where) {
+  if (!is_cuda_layout(t) || !(t.dtype == DType::f32 || t.dtype == DType::f16 || t.dtype == DType::bf16))
     throw ConfigError(where + ": tensor " + t.str() +
-                      " is not plain f32, f16 or bf16 (the CUDA backend's activations are plain NCHW)");
+                      " is not f32, f16 or bf16 in plain (NCHW) or the CUDA backend's 4-D NHWC layout");
 }
 
 // ---- add ------------------------------------------------------------------------------------
@@ -35,10 +40,11 @@ class CudaAddOp final : public AddOp {
   CudaAddOp(CudaContext& ctx, const TensorDesc& a, const TensorDesc& b, bool relu)
       : ctx_(ctx), a_(a), b_(b), relu_(relu) {
     const std::string where = std::string(relu ? "add_relu" : "add") + " of " + a.str() + " and " + b.str();
-    require_plain_activation(a, where);
-    require_plain_activation(b, where);
+    require_activation(a, where);
+    require_activation(b, where);
     if (a.dims != b.dims)
       throw ConfigError(where + ": the inputs' dims differ; an add needs equal shapes (data types may differ)");
+    b_in_ = InPort(b, layout_desc(b.dims, b.dtype, a.layout), where + " b in a's layout");
   }
 
   const TensorDesc& dst_desc() const override { return a_; }
@@ -46,7 +52,8 @@ class CudaAddOp final : public AddOp {
   // a, b (n values) -> dst (a's desc)
   void forward(const Tensor& a, const Tensor& b, const Tensor& dst) override {
     const int64_t n = a_.numel();
-    add_kernel<<<grid_blocks(n), kThreadsPerBlock, 0, ctx_.stream>>>(a.data, a_.dtype, b.data, b_.dtype, dst.data,
+    const void* b_data = b_in_.get(b.data, ctx_.stream);
+    add_kernel<<<grid_blocks(n), kThreadsPerBlock, 0, ctx_.stream>>>(a.data, a_.dtype, b_data, b_.dtype, dst.data,
                                                                     a_.dtype, n, relu_);
     TS_CUDA_CHECK(cudaGetLastError());
   }
@@ -55,6 +62,7 @@ class CudaAddOp final : public AddOp {
   CudaContext& ctx_;
   TensorDesc a_, b_;
   bool relu_;
+  InPort b_in_;  // b in a's layout (b's type), when b's layout differs
 };
 
 // ---- concat ---------------------------------------------------------------------------------
@@ -80,29 +88,25 @@ class CudaConcatOp final : public ConcatOp {
   CudaConcatOp(CudaContext& ctx, const std::vector<TensorDesc>& srcs, const TensorDesc& dst)
       : ctx_(ctx), srcs_(srcs) {
     const std::string where = "concat of " + std::to_string(srcs.size()) + " inputs";
-    if (srcs.empty()) throw ConfigError(where + ": needs at least one input");
-    const Shape& first = srcs[0].dims;
-    if (first.rank() < 2) throw ConfigError(where + ": input " + srcs[0].str() + " has no channel dim (dims[1])");
-    int64_t channels = 0;
-    for (const TensorDesc& s : srcs) {
-      require_plain_activation(s, where);
-      bool same = s.dims.rank() == first.rank() && s.dims[0] == first[0];
-      for (int d = 2; same && d < first.rank(); ++d) same = s.dims[d] == first[d];
-      if (!same)
-        throw ConfigError(where + ": input " + s.str() + " differs from " + srcs[0].str() +
-                          " in a dim other than the channels (dims[1])");
-      channels += s.dims[1];
-    }
-    mb_ = first[0];
-    for (int d = 2; d < first.rank(); ++d) inner_ *= first[d];
-    Shape dims = first;
-    dims[1] = channels;
+    const Shape dims = check_srcs(where);
+    // dst: "any" takes the first input's layout in the activation type; a fixed request is honoured.
     if (dst.is_any()) {
-      dst_ = TensorDesc::plain(dims, ctx.act_dtype());
+      dst_ = layout_desc(dims, ctx.act_dtype(), srcs[0].layout);
     } else {
-      require_plain_activation(dst, where);
+      require_activation(dst, where);
       if (dst.dims != dims) throw ConfigError(where + ": output " + dst.str() + " is not " + dims.str());
       dst_ = dst;
+    }
+    mb_ = dims[0];
+    for (int d = 2; d < dims.rank(); ++d) inner_ *= dims[d];
+    if (is_nhwc(dst_)) {  // (mb*h*w, c) rows: each input's block of channels is innermost
+      mb_ *= inner_;
+      inner_ = 1;
+    }
+    for (const TensorDesc& s : srcs) {  // inputs in another layout than dst's convert (type kept)
+      const TensorDesc in_layout = layout_desc(s.dims, s.dtype, dst_.layout);
+      src_in_.emplace_back(s, in_layout, where + " input " + s.str());
+      diff_src_out_.emplace_back(in_layout, s, where + " diff of input " + s.str());
     }
   }
 
@@ -114,7 +118,8 @@ class CudaConcatOp final : public ConcatOp {
                                               std::to_string(srcs_.size()));
     int64_t offset = 0;
     for (size_t i = 0; i < srcs.size(); ++i) {
-      copy(srcs[i].data, srcs_[i].dtype, dst.data, dst_.dtype, srcs_[i].dims[1], offset, true);
+      const void* src = src_in_[i].get(srcs[i].data, ctx_.stream);
+      copy(src, srcs_[i].dtype, dst.data, dst_.dtype, srcs_[i].dims[1], offset, true);
       offset += srcs_[i].dims[1];
     }
   }
@@ -126,13 +131,36 @@ class CudaConcatOp final : public ConcatOp {
                                                    " gradients, planned " + std::to_string(srcs_.size()));
     int64_t offset = 0;
     for (size_t i = 0; i < diff_srcs.size(); ++i) {
-      if (diff_srcs[i].data)
-        copy(diff_dst.data, dst_.dtype, diff_srcs[i].data, srcs_[i].dtype, srcs_[i].dims[1], offset, false);
+      if (diff_srcs[i].data) {
+        void* diff_src = diff_src_out_[i].target(diff_srcs[i].data);
+        copy(diff_dst.data, dst_.dtype, diff_src, srcs_[i].dtype, srcs_[i].dims[1], offset, false);
+        diff_src_out_[i].finish(diff_srcs[i].data, ctx_.stream);
+      }
       offset += srcs_[i].dims[1];
     }
   }
 
  private:
+  // The inputs agree in every dim but the channels (dims[1]); returns dst's dims.
+  Shape check_srcs(const std::string& where) const {
+    if (srcs_.empty()) throw ConfigError(where + ": needs at least one input");
+    const Shape& first = srcs_[0].dims;
+    if (first.rank() < 2) throw ConfigError(where + ": input " + srcs_[0].str() + " has no channel dim (dims[1])");
+    int64_t channels = 0;
+    for (const TensorDesc& s : srcs_) {
+      require_activation(s, where);
+      bool same = s.dims.rank() == first.rank() && s.dims[0] == first[0];
+      for (int d = 2; same && d < first.rank(); ++d) same = s.dims[d] == first[d];
+      if (!same)
+        throw ConfigError(where + ": input " + s.str() + " differs from " + srcs_[0].str() +
+                          " in a dim other than the channels (dims[1])");
+      channels += s.dims[1];
+    }
+    Shape dims = first;
+    dims[1] = channels;
+    return dims;
+  }
+
   void copy(const void* from, DType from_type, void* to, DType to_type, int64_t channels, int64_t offset,
             bool to_output) const {
     const int64_t n = mb_ * channels * inner_;
@@ -145,7 +173,11 @@ class CudaConcatOp final : public ConcatOp {
   CudaContext& ctx_;
   std::vector<TensorDesc> srcs_;
   TensorDesc dst_;
-  int64_t mb_ = 0, inner_ = 1;  // inner: the product of the dims after the channels
+  // plain: mb_ = mb, inner_ = the product of the dims after the channels; NHWC: mb_ = mb*h*w rows
+  // of channels, inner_ = 1
+  int64_t mb_ = 0, inner_ = 1;
+  std::vector<InPort> src_in_;         // srcs[i] in dst's layout
+  std::vector<OutPort> diff_src_out_;  // diff_srcs[i] from dst's layout
 };
 
 // ---- dropout --------------------------------------------------------------------------------
@@ -160,19 +192,25 @@ class CudaDropoutOp final : public DropoutOp {
  public:
   CudaDropoutOp(CudaContext& ctx, const TensorDesc& src)
       : ctx_(ctx), src_(src), dst_(TensorDesc::plain(src.dims, ctx.act_dtype())) {
-    require_plain_activation(src, "dropout on " + src.str());
+    const std::string where = "dropout on " + src.str();
+    require_activation(src, where);
+    // The mask is in logical order: an NHWC src is read (and its gradient written) through plain.
+    const TensorDesc plain_src = TensorDesc::plain(src.dims, src.dtype);
+    src_in_ = InPort(src, plain_src, where + " src in plain order");
+    diff_src_out_ = OutPort(plain_src, src, where + " diff_src in plain order");
   }
 
   const TensorDesc& dst_desc() const override { return dst_; }
 
   // src (n) -> dst (n, plain in the activation type)
   void forward(const uint8_t* mask, float scale, const Tensor& src, const Tensor& dst) override {
-    apply(mask, scale, src.data, src_.dtype, dst.data, dst_.dtype);
+    apply(mask, scale, src_in_.get(src.data, ctx_.stream), src_.dtype, dst.data, dst_.dtype);
   }
 
   // diff_dst (dst's desc) -> diff_src (src's desc)
   void backward(const uint8_t* mask, float scale, const Tensor& diff_dst, const Tensor& diff_src) override {
-    apply(mask, scale, diff_dst.data, dst_.dtype, diff_src.data, src_.dtype);
+    apply(mask, scale, diff_dst.data, dst_.dtype, diff_src_out_.target(diff_src.data), src_.dtype);
+    diff_src_out_.finish(diff_src.data, ctx_.stream);
   }
 
  private:
@@ -185,6 +223,8 @@ class CudaDropoutOp final : public DropoutOp {
 
   CudaContext& ctx_;
   TensorDesc src_, dst_;
+  InPort src_in_;         // an NHWC src in plain order
+  OutPort diff_src_out_;  // the gradient back into src's layout
 };
 
 }  // namespace

@@ -20,10 +20,11 @@ int cudnn_dim(int64_t value, const char* what) {
 }
 
 // ---- tensors --------------------------------------------------------------------------------
-TensorDescriptor::TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w) {
+TensorDescriptor::TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, bool nhwc) {
   TS_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_));
-  TS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, cudnn_dtype(dtype), cudnn_dim(n, "n"),
-                                            cudnn_dim(c, "c"), cudnn_dim(h, "h"), cudnn_dim(w, "w")));
+  const cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  TS_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, format, cudnn_dtype(dtype), cudnn_dim(n, "n"), cudnn_dim(c, "c"),
+                                            cudnn_dim(h, "h"), cudnn_dim(w, "w")));
 }
 TensorDescriptor TensorDescriptor::batchnorm_channels(const TensorDescriptor& x) {
   TensorDescriptor channels;
@@ -43,9 +44,10 @@ TensorDescriptor& TensorDescriptor::operator=(TensorDescriptor&& o) noexcept {
 }
 
 // ---- filters --------------------------------------------------------------------------------
-FilterDescriptor::FilterDescriptor(DType dtype, int64_t k, int64_t c, int64_t h, int64_t w) {
+FilterDescriptor::FilterDescriptor(DType dtype, int64_t k, int64_t c, int64_t h, int64_t w, bool nhwc) {
   TS_CUDNN_CHECK(cudnnCreateFilterDescriptor(&desc_));
-  TS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, cudnn_dtype(dtype), CUDNN_TENSOR_NCHW, cudnn_dim(k, "oc"),
+  const cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  TS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, cudnn_dtype(dtype), format, cudnn_dim(k, "oc"),
                                             cudnn_dim(c, "ic/groups"), cudnn_dim(h, "kh"), cudnn_dim(w, "kw")));
 }
 FilterDescriptor::~FilterDescriptor() {

@@ -1,6 +1,7 @@
 // Owning wrappers of the cuDNN legacy descriptors the CUDA backend's ops plan with (conv, pool,
 // batch norm, activations): each is created and set in its constructor (every status checked)
-// and destroyed with its owner. Tensors are packed NCHW; cuDNN's legacy API takes int
+// and destroyed with its owner. Tensors are packed NCHW or NHWC (logical dims (n,c,h,w) in
+// both, cuda_layout.h); cuDNN's legacy API takes int
 // dimensions, so a dimension above INT_MAX is a planning error.
 #pragma once
 
@@ -19,11 +20,11 @@ T take(T& from) {
   return std::exchange(from, nullptr);
 }
 
-// A packed NCHW tensor (n,c,h,w) of `dtype`.
+// A packed tensor (n,c,h,w) of `dtype`, stored NCHW, or NHWC when `nhwc`.
 class TensorDescriptor {
  public:
   TensorDescriptor() = default;
-  TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w);
+  TensorDescriptor(DType dtype, int64_t n, int64_t c, int64_t h, int64_t w, bool nhwc = false);
   ~TensorDescriptor();
   TensorDescriptor(TensorDescriptor&& o) noexcept : desc_(take(o.desc_)) {}
   TensorDescriptor& operator=(TensorDescriptor&& o) noexcept;
@@ -36,11 +37,12 @@ class TensorDescriptor {
   cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
-// Convolution weights (k, c, h, w) of `dtype`, NCHW: wei (oc, ic/groups, kh, kw).
+// Convolution weights (k, c, h, w) of `dtype`: wei (oc, ic/groups, kh, kw) stored NCHW (KCRS),
+// or (oc, kh, kw, ic/groups) when `nhwc` (KRSC, what NHWC convolutions take).
 class FilterDescriptor {
  public:
   FilterDescriptor() = default;
-  FilterDescriptor(DType dtype, int64_t k, int64_t c, int64_t h, int64_t w);
+  FilterDescriptor(DType dtype, int64_t k, int64_t c, int64_t h, int64_t w, bool nhwc = false);
   ~FilterDescriptor();
   FilterDescriptor(FilterDescriptor&& o) noexcept : desc_(take(o.desc_)) {}
   FilterDescriptor& operator=(FilterDescriptor&& o) noexcept;
