@@ -18,23 +18,15 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
 
+#include "cuda_test_support.h"
+
 namespace ts {
 namespace {
-
-// Why there is no device, in the backend's words (the driver's error, or no driver at all).
-std::string no_device_reason() {
-  try {
-    CudaBackend probe(0);
-  } catch (const NoDeviceError& e) {
-    return e.reason;
-  }
-  return "the device disappeared";
-}
 
 class CudaBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (CudaBackend::device_count() == 0) GTEST_SKIP() << "no CUDA device (" << no_device_reason() << ")";
+    if (const std::string why = testing_support::cuda_skip_reason(); !why.empty()) GTEST_SKIP() << why;
     backend_ = std::make_unique<CudaBackend>(0);
   }
   std::vector<float> to_host(const void* device, int64_t n) {

@@ -36,6 +36,8 @@
 #include "core/error.h"
 #include "core/rng.h"
 
+#include "cuda_test_support.h"
+
 namespace ts {
 
 // GoogleTest prints parameters through PrintTo: "fp16" rather than the enum's bytes, so the names
@@ -170,19 +172,12 @@ void expect_identical(const Vec& got, const Vec& want, const std::string& what) 
 }
 
 // ---- fixtures ---------------------------------------------------------------------------------
-std::string no_device_reason() {
-  int count = 0;
-  const cudaError_t e = cudaGetDeviceCount(&count);
-  cudaGetLastError();
-  return e != cudaSuccess ? cudaGetErrorString(e) : "the driver sees 0 devices";
-}
-
 class CudaOps {
  protected:
   // Skips (returns false) without a device or without `p` on it; else makes the backend.
   bool start(Precision p) {
     if (CudaBackend::device_count() == 0) {
-      skip_reason_ = "no CUDA device (" + no_device_reason() + ")";
+      skip_reason_ = testing_support::cuda_skip_reason();
       return false;
     }
     backend_ = std::make_unique<CudaBackend>(0);

@@ -20,6 +20,8 @@
 #include "exchange_harness.h"
 #include "mpi_test_environment.h"
 
+#include "cuda_test_support.h"
+
 namespace ts {
 namespace {
 
@@ -28,19 +30,10 @@ using testing_support::expect_same_run;
 using testing_support::run_exchange;
 using testing_support::RunSettings;
 
-std::string no_device_reason() {
-  try {
-    CudaBackend probe(0);
-  } catch (const NoDeviceError& e) {
-    return e.reason;
-  }
-  return "the device disappeared";
-}
-
 class CudaMpiStaging : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (CudaBackend::device_count() == 0) GTEST_SKIP() << "no CUDA device (" << no_device_reason() << ")";
+    if (const std::string why = testing_support::cuda_skip_reason(); !why.empty()) GTEST_SKIP() << why;
     comm_ = Communicator::world();
     device_ = make_backend("cuda", comm_->local_rank());
     host_ = make_backend("ref");

@@ -26,6 +26,8 @@
 #include "exchange_harness.h"
 #include "mpi_test_environment.h"
 
+#include "cuda_test_support.h"
+
 namespace ts {
 namespace {
 
@@ -33,19 +35,10 @@ using testing_support::ExchangeRun;
 using testing_support::expect_same_run;
 using testing_support::run_exchange;
 
-std::string no_device_reason() {
-  try {
-    CudaBackend probe(0);
-  } catch (const NoDeviceError& e) {
-    return e.reason;
-  }
-  return "the device disappeared";
-}
-
 class CudaNccl : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (CudaBackend::device_count() == 0) GTEST_SKIP() << "no CUDA device (" << no_device_reason() << ")";
+    if (const std::string why = testing_support::cuda_skip_reason(); !why.empty()) GTEST_SKIP() << why;
     comm_ = Communicator::world();
     if (comm_->local_size() > CudaBackend::device_count())
       GTEST_SKIP() << comm_->local_size() << " ranks share " << CudaBackend::device_count()
