@@ -67,10 +67,11 @@ class CudaBatchNormOp final : public BatchNormOp {
     saved_mean_ = DeviceMemory(static_cast<size_t>(d.c) * sizeof(float), what + " saved mean");
     saved_inv_std_ = DeviceMemory(static_cast<size_t>(d.c) * sizeof(float), what + " saved inverse std");
     if (layout == kNhwcLayout) plan_persistent(what);  // f16, bf16, f32 (tf32 runs); cuDNN may decline
-    ctx.plan_notes.push_back(name_ + " " + dtype_name(t_) + (layout == kNhwcLayout ? " nhwc" : " nchw") +
-                             (persistent_ ? ": SPATIAL_PERSISTENT (Ex) ws=" + std::to_string(workspace_bytes_) +
-                                                " B reserve=" + std::to_string(reserve_.bytes()) + " B"
-                                          : ": SPATIAL"));
+    const std::string path = !persistent_ ? ": SPATIAL"
+                             : std::string(": SPATIAL_PERSISTENT (Ex") + (d.relu ? ", ReLU fused" : "") +
+                                   ") ws=" + std::to_string(workspace_bytes_) + " B reserve=" +
+                                   std::to_string(reserve_.bytes()) + " B";
+    ctx.plan_notes.push_back(name_ + " " + dtype_name(t_) + (layout == kNhwcLayout ? " nhwc" : " nchw") + path);
   }
   const TensorDesc& dst_desc() const override { return dst_; }
 
@@ -87,12 +88,12 @@ class CudaBatchNormOp final : public BatchNormOp {
     const void* x = src_in_.get(src.data, stream);
     void* y = dst_out_.target(dst.data);
     const float one = 1.0f, zero = 0.0f;
-    if (persistent_)
+    if (persistent_)  // with a fused ReLU, cuDNN applies it in the same pass (forward_ops())
       TS_CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
-          ctx_.cudnn, kPersistent, kBnOnly, &one, &zero, x_desc_.get(), x, nullptr, nullptr, x_desc_.get(), y,
+          ctx_.cudnn, kPersistent, forward_ops(), &one, &zero, x_desc_.get(), x, nullptr, nullptr, x_desc_.get(), y,
           channel_desc_.get(), scale, shift, /*exponentialAverageFactor=*/1.0, mean, variance, d_.eps,
-          saved_mean_.get(), saved_inv_std_.get(), nullptr, workspace(), workspace_bytes_, reserve_.get(),
-          reserve_.bytes()));
+          saved_mean_.get(), saved_inv_std_.get(), forward_activation(), workspace(), workspace_bytes_,
+          reserve_.get(), reserve_.bytes()));
     else
       TS_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
           ctx_.cudnn, kMode, &one, &zero, x_desc_.get(), x, x_desc_.get(), y, channel_desc_.get(), scale, shift,
@@ -100,7 +101,7 @@ class CudaBatchNormOp final : public BatchNormOp {
     const float unbiased_to_biased = static_cast<float>(m - 1) / static_cast<float>(m);
     TS_CUDNN_CHECK(cudnnScaleTensor(ctx_.cudnn, channel_desc_.get(), variance, &unbiased_to_biased));
     saved_valid_ = true;
-    fused_relu(y);
+    if (!persistent_) fused_relu(y);
     dst_out_.finish(dst.data, stream);
   }
 
@@ -147,11 +148,13 @@ class CudaBatchNormOp final : public BatchNormOp {
     size_t forward = 0, backward = 0, reserve = 0;
     const cudnnHandle_t h = ctx_.cudnn;
     const cudnnTensorDescriptor_t x = x_desc_.get(), channels = channel_desc_.get();
-    if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(h, kPersistent, kBnOnly, x, nullptr, x, channels,
-                                                                 nullptr, &forward) != CUDNN_STATUS_SUCCESS ||
+    if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(h, kPersistent, forward_ops(), x, nullptr, x,
+                                                                 channels, forward_activation(),
+                                                                 &forward) != CUDNN_STATUS_SUCCESS ||
         cudnnGetBatchNormalizationBackwardExWorkspaceSize(h, kPersistent, kBnOnly, x, x, x, nullptr, x, channels,
                                                           nullptr, &backward) != CUDNN_STATUS_SUCCESS ||
-        cudnnGetBatchNormalizationTrainingExReserveSpaceSize(h, kPersistent, kBnOnly, nullptr, x, &reserve) !=
+        cudnnGetBatchNormalizationTrainingExReserveSpaceSize(h, kPersistent, forward_ops(), forward_activation(), x,
+                                                             &reserve) !=
             CUDNN_STATUS_SUCCESS)
       return;
     workspace_bytes_ = std::max(forward, backward);
@@ -160,6 +163,11 @@ class CudaBatchNormOp final : public BatchNormOp {
     reserve_ = DeviceMemory(reserve, what + " reserve space");
     persistent_ = true;
   }
+
+  // The Ex forward fuses the descriptor's ReLU (its backward stays the ReLU layer's, so the Ex
+  // backward normalises only: CUDNN_BATCHNORM_OPS_BN).
+  cudnnBatchNormOps_t forward_ops() const { return d_.relu ? CUDNN_BATCHNORM_OPS_BN_ACTIVATION : kBnOnly; }
+  cudnnActivationDescriptor_t forward_activation() const { return d_.relu ? relu_.get() : nullptr; }
 
   // The shared workspace of the Ex path (reserved at plan time; fetched per call since a later
   // plan may have grown it).
