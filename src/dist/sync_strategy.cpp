@@ -37,6 +37,12 @@ void SyncExchange::gradients_ready(int64_t offset, int64_t count) { pipeline_.gr
 // the staging buffer with the loss and the non-finite flag.
 void SyncExchange::reduce_bucket(size_t i) {
   const auto [offset, count] = plan_.buckets[i];
+  if (comm_.size() == 1) {
+    // One rank: its gradients are already the mean, so nothing moves (on a GPU a staged bucket
+    // would travel to the host and back for nothing); only the verdict's loss is recorded.
+    if (i + 1 == plan_.buckets.size()) staging_.set_extras(local_loss_, std::isfinite(local_loss_) ? 0.0f : 1.0f);
+    return;
+  }
   link_->wait(i);  // device arenas: backward up to this bucket is compute, not communication
   const double t0 = now_seconds();
   if (i + 1 < plan_.buckets.size()) {
