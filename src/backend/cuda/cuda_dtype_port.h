@@ -12,27 +12,10 @@
 
 #include <cuda_runtime.h>
 
+#include "backend/cuda/cuda_device_memory.h"
 #include "backend/tensor.h"
 
 namespace ts::cuda {
-
-// Device memory an op owns (cudaMalloc at plan time, cudaFree with the op). Move-only.
-class DeviceMemory {
- public:
-  DeviceMemory() = default;
-  // Throws RuntimeError naming `what` when the device is out of memory.
-  DeviceMemory(size_t bytes, const std::string& what);
-  ~DeviceMemory();
-  DeviceMemory(DeviceMemory&& o) noexcept;
-  DeviceMemory& operator=(DeviceMemory&& o) noexcept;
-  void* get() const { return data_; }
-  float* f32() const { return static_cast<float*>(data_); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 // An input of type `from` that the op reads in type `compute` (numel values, same layout), or
 // an input in desc `from` that the op reads in desc `compute` (same dims; type and layout may

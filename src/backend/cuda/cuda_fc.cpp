@@ -33,7 +33,7 @@
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_layout.h"
 #include "backend/cuda/cuda_lt_matmul.h"
-#include "backend/cuda/cuda_op_buffer.h"
+#include "backend/cuda/cuda_device_memory.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/error.h"
 
@@ -59,18 +59,21 @@ class CudaFcOp final : public FcOp {
       : ctx_(ctx), d_(d), src_(src), compute_(ctx.act_dtype()) {
     check_descs(dst);
     const size_t cbytes = dtype_bytes(compute_);
-    if (src_.dtype != compute_ || is_nhwc(src_)) src_c_ = OpBuffer(size_t(d_.mb * d_.ic) * cbytes);
-    if (compute_ != DType::f32) wei_c_ = OpBuffer(size_t(d_.oc * d_.ic) * cbytes);
-    if (dst_.dtype != compute_) diff_dst_c_ = OpBuffer(size_t(d_.mb * d_.oc) * cbytes);
+    if (src_.dtype != compute_ || is_nhwc(src_))
+      src_c_ = DeviceMemory(size_t(d_.mb * d_.ic) * cbytes, "fc src in the compute type");
+    if (compute_ != DType::f32) wei_c_ = DeviceMemory(size_t(d_.oc * d_.ic) * cbytes, "fc weights in the compute type");
+    if (dst_.dtype != compute_)
+      diff_dst_c_ = DeviceMemory(size_t(d_.mb * d_.oc) * cbytes, "fc diff_dst in the compute type");
     if (d_.bias) {  // epilogue vectors: oc values of at most 4 bytes, fixed at plan time
-      bias_c_ = OpBuffer(size_t(d_.oc) * sizeof(float));
-      diff_bia_c_ = OpBuffer(size_t(d_.oc) * sizeof(float));
+      bias_c_ = DeviceMemory(size_t(d_.oc) * sizeof(float), "fc bias vector");
+      diff_bia_c_ = DeviceMemory(size_t(d_.oc) * sizeof(float), "fc bias gradient");
     }
     plan_matmuls();
-    if (fwd_.d != dst_.dtype) dst_stage_ = OpBuffer(size_t(d_.mb * d_.oc) * cbytes);
-    if (bwd_weights_.d != DType::f32) diff_wei_stage_ = OpBuffer(size_t(d_.oc * d_.ic) * cbytes);
+    if (fwd_.d != dst_.dtype) dst_stage_ = DeviceMemory(size_t(d_.mb * d_.oc) * cbytes, "fc dst staging");
+    if (bwd_weights_.d != DType::f32)
+      diff_wei_stage_ = DeviceMemory(size_t(d_.oc * d_.ic) * cbytes, "fc weight-gradient staging");
     if (bwd_data_.d != src_.dtype || is_nhwc(src_))
-      diff_src_stage_ = OpBuffer(size_t(d_.mb * d_.ic) * dtype_bytes(bwd_data_.d));
+      diff_src_stage_ = DeviceMemory(size_t(d_.mb * d_.ic) * dtype_bytes(bwd_data_.d), "fc diff_src staging");
     ctx_.plan_notes.push_back(note());
   }
 
@@ -222,12 +225,12 @@ class CudaFcOp final : public FcOp {
   DType compute_;  // A/B type of every matmul: the run's activation type
   LtMatmul fwd_lt_, bwd_weights_lt_, bwd_data_lt_;
   GemmChoice fwd_, bwd_weights_, bwd_data_;
-  OpBuffer src_c_;       // src plain in compute_ (mb, ic), when src is not
-  OpBuffer wei_c_;       // weights in compute_ (oc, ic), for fp16/bf16
-  OpBuffer bias_c_;      // bias in the forward's D type (oc): the BIAS epilogue's vector
-  OpBuffer dst_stage_;   // forward D in compute_ (mb, oc), when dst's type cannot be written
-  OpBuffer diff_dst_c_;  // diff_dst in compute_ (mb, oc), when dst is not in compute_
-  OpBuffer diff_wei_stage_, diff_bia_c_, diff_src_stage_;  // the backward's counterparts
+  DeviceMemory src_c_;       // src plain in compute_ (mb, ic), when src is not
+  DeviceMemory wei_c_;       // weights in compute_ (oc, ic), for fp16/bf16
+  DeviceMemory bias_c_;      // bias in the forward's D type (oc): the BIAS epilogue's vector
+  DeviceMemory dst_stage_;   // forward D in compute_ (mb, oc), when dst's type cannot be written
+  DeviceMemory diff_dst_c_;  // diff_dst in compute_ (mb, oc), when dst is not in compute_
+  DeviceMemory diff_wei_stage_, diff_bia_c_, diff_src_stage_;  // the backward's counterparts
   bool forwarded_ = false;  // src_c_ and wei_c_ hold the latest forward's conversions
 };
 

@@ -9,7 +9,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_element.cuh"
-#include "backend/cuda/cuda_op_buffer.h"
+#include "backend/cuda/cuda_device_memory.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/error.h"
 
@@ -77,7 +77,7 @@ class CudaSoftmaxXentOp final : public SoftmaxXentOp {
     // Threads per row: a warp pair for a handful of classes, more for wide rows (ImageNet's 1000
     // classes take 4 passes of 256; a 100k-class row 98 passes of 1024).
     threads_ = classes_ <= 64 ? 64 : classes_ <= 4096 ? 256 : 1024;
-    row_loss_ = OpBuffer(size_t(mb_) * sizeof(float));
+    row_loss_ = DeviceMemory(size_t(mb_) * sizeof(float), "softmax cross-entropy row losses");
   }
 
   // logits (mb, classes), labels (mb) int32 -> probs (mb, classes) f32, loss[0] = mean -log p[label]
@@ -105,7 +105,7 @@ class CudaSoftmaxXentOp final : public SoftmaxXentOp {
   TensorDesc logits_;
   int64_t mb_ = 1, classes_ = 1;
   int threads_ = 256;
-  OpBuffer row_loss_;  // (mb) f32: each row's loss, averaged by mean_kernel
+  DeviceMemory row_loss_;  // (mb) f32: each row's loss, averaged by mean_kernel
 };
 
 // ---- mean-squared error ---------------------------------------------------------------------
@@ -134,7 +134,7 @@ class CudaMseOp final : public MseOp {
     require_plain_activation(pred, "mean-squared error on " + pred.str());
     if (n_ < 1) throw ConfigError("mean-squared error on " + pred.str() + ": needs at least one value");
     partial_blocks_ = std::min(grid_blocks(n_), kMaxPartials);  // fixed per plan: a fixed summation order
-    partials_ = OpBuffer(size_t(partial_blocks_) * sizeof(float));
+    partials_ = DeviceMemory(size_t(partial_blocks_) * sizeof(float), "mse partial sums");
   }
 
   // pred (n), target (n) f32 -> loss[0] = mean (pred - target)^2
@@ -163,7 +163,7 @@ class CudaMseOp final : public MseOp {
   TensorDesc pred_;
   int64_t n_;
   unsigned partial_blocks_ = 1;
-  OpBuffer partials_;  // (partial_blocks_) f32
+  DeviceMemory partials_;  // (partial_blocks_) f32
 };
 
 }  // namespace
