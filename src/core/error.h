@@ -7,8 +7,16 @@
 
 namespace ts {
 
-// Process exit codes (contract, see docs/cli.md).
-enum ExitCode : int { kExitOk = 0, kExitFailed = 1, kExitUsage = 2, kExitDiverged = 3 };
+// Process exit codes (contract, see docs/reliability.md "Exit codes").
+// kExitPreempted: a SIGTERM/SIGUSR1 (scheduler preemption or walltime warning) stopped the run
+// after it wrote a checkpoint; `--resume` continues it (docs/reliability.md).
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitFailed = 1,
+  kExitUsage = 2,
+  kExitDiverged = 3,
+  kExitPreempted = 4,
+};
 
 // A usage or configuration error: bad flag, bad config key/value, impossible combination.
 // The message says what was wrong, where (file:line:key) and what is accepted.

@@ -25,7 +25,13 @@ std::string one_line(std::string value) {
 std::string marker_path(const std::string& run_file, MarkerKind kind) {
   std::filesystem::path p(run_file);
   if (p.extension() == ".h5") p.replace_extension();
-  const char* suffix = kind == MarkerKind::done ? ".DONE" : kind == MarkerKind::failed ? ".FAILED" : ".RUNNING";
+  const char* suffix = ".RUNNING";
+  switch (kind) {
+    case MarkerKind::done: suffix = ".DONE"; break;
+    case MarkerKind::failed: suffix = ".FAILED"; break;
+    case MarkerKind::running: suffix = ".RUNNING"; break;
+    case MarkerKind::preempted: suffix = ".PREEMPTED"; break;
+  }
   return p.string() + suffix;
 }
 

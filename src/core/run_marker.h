@@ -1,6 +1,6 @@
 // The markers next to a run file (docs/sweeps.md "Campaign directory"): <run>.DONE (finished,
 // status ok or diverged), <run>.FAILED (the reason of the last failed attempt) and <run>.RUNNING
-// (an attempt in progress). One format for all three, written and read only here: "key: value"
+// (an attempt in progress), <run>.PREEMPTED (stopped by a signal after a checkpoint; resumable). One format for all three, written and read only here: "key: value"
 // lines in a fixed key order, each value on one line (newlines become spaces), written
 // atomically (core/file_io.h). Writers: the trainer (FAILED of a single run), `trainscale run
 // --manifest` (RUNNING, DONE, FAILED) and the local executor (FAILED of a launcher that died);
@@ -12,9 +12,9 @@
 
 namespace ts {
 
-enum class MarkerKind { done, failed, running };
+enum class MarkerKind { done, failed, running, preempted };
 
-// "runs/x-r0.h5" or "runs/x-r0" -> "runs/x-r0.DONE" | ".FAILED" | ".RUNNING".
+// "runs/x-r0.h5" or "runs/x-r0" -> "runs/x-r0.DONE" | ".FAILED" | ".RUNNING" | ".PREEMPTED".
 std::string marker_path(const std::string& run_file, MarkerKind kind);
 
 // Every field is optional: empty strings, 0 and nullopt are left out of the text.
