@@ -19,6 +19,7 @@
 #include "config/config_id.h"
 #include "config/run_config.h"
 #include "core/host_info.h"
+#include "core/names.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
 #include "sweep/campaign.h"
@@ -244,7 +245,10 @@ int command_run(const std::vector<std::string>& args) {
   ResolvedConfig cfg = load_run_config(path, overrides);
   RunIdentity id;
   id.config_id = config_id_of(cfg.yaml);
-  id.run_id = std::filesystem::path(path).stem().string() + "-" + id.config_id;
+  // The run id names the run file: the config file's stem must be a valid name (core/names.h).
+  const std::string stem = std::filesystem::path(path).stem().string();
+  check_name(stem, "run id prefix (the config file's name without its extension; rename the file)", "--config " + path, "");
+  id.run_id = stem + "-" + id.config_id;
 
   int argc = 0;
   char** argv = nullptr;
