@@ -24,7 +24,7 @@ namespace {
 
 constexpr double kMega = 1 << 20;               // 1048576
 constexpr double kGiga = 1 << 30;               // 1073741824
-constexpr double kFloatMax = 3.4028234663852886e38;  // the learning rate is applied in fp32
+constexpr double kFloatMax = 3e38;  // about the largest fp32 (3.4e38): the learning rate is applied in fp32
 
 ValueRange positive(double hi) { return {0, hi, true, false, true}; }   // (0, hi]
 ValueRange closed(double lo, double hi) { return {lo, hi, false, false, true}; }

@@ -172,8 +172,9 @@ Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs) {
   if (const int64_t planned = planned_run_count(sweep); planned > max_runs) {
     std::string product;
     for (const auto& dim : sweep.dimensions) product += (product.empty() ? "" : " x ") + std::to_string(dim.values.size());
-    throw ConfigError(sweep.path + ": the sweep expands to up to " +
-                      (planned == std::numeric_limits<int64_t>::max() ? std::string("more than 9e18") : std::to_string(planned)) +
+    throw ConfigError(sweep.path + ": the sweep expands to " +
+                      (planned == std::numeric_limits<int64_t>::max() ? std::string("more than 9e18")
+                                                                       : "up to " + std::to_string(planned)) +
                       " runs ((" + (product.empty() ? std::string("1") : product) + " points + " +
                       std::to_string(sweep.include.size()) + " includes) x " + std::to_string(sweep.repetitions) +
                       " repetitions, before exclusion), more than --max-runs " + std::to_string(max_runs) +
