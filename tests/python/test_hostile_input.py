@@ -261,3 +261,11 @@ def test_numbers_out_of_range_are_refused(tmp_path, text, needle):
     cfg = write_config(tmp_path / "cfg.yaml", "model: lenet\n" + text)
     expect_refused(run(["run", "--config", cfg, "--out", tmp_path / "out"]), "cfg.yaml:2: " + needle)
     assert not (tmp_path / "out").exists()
+
+
+def test_derived_step_count_is_bounded(tmp_path):
+    # 10^5 epochs of 2^24 synthetic samples at batch 1: 1.7e12 steps, refused before any step is recorded.
+    cfg = write_config(tmp_path / "long.yaml", "model: lenet\ndataset: {name: synthetic, synthetic_samples: 16777216}\n"
+                                               "batch_per_worker: 1\nepochs: 100000\nthreads: 1\n")
+    expect_refused(run(["run", "--config", cfg, "--out", tmp_path / "out"], timeout=120),
+                   "long.yaml:4: key 'epochs': the run would take 1677721600000 steps", "more than the 1000000000")
