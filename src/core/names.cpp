@@ -37,10 +37,11 @@ std::string control_character_problem(const std::string& text) {
 }
 
 std::string one_line(const std::string& text) {
-  std::string out = text;
+  constexpr size_t kShown = 100;
+  std::string out = text.substr(0, kShown);
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return out;
+  return text.size() > kShown ? out + "..." : out;
 }
 
 std::string name_problem(const std::string& name) {

@@ -24,8 +24,8 @@ const char* name_rule();
 // where ("a newline at position 7"). Values of config, sweep and site files are one line each.
 std::string control_character_problem(const std::string& text);
 
-// `text` with each control character shown as '?', for quoting a refused value in a message
-// that must stay one line.
+// `text` with each control character shown as '?' and cut after 100 characters ("..."), for
+// quoting a refused value in a message that must stay one short line.
 std::string one_line(const std::string& text);
 
 }  // namespace ts

@@ -31,7 +31,7 @@ struct MemorySize {
 bool parse_memory(const std::string& text, MemorySize& out) {
   static const std::regex form(R"(([1-9][0-9]{0,11})([KMGTkmgt])[Bb]?)");
   std::smatch m;
-  if (!std::regex_match(text, m, form)) return false;
+  if (text.size() > 16 || !std::regex_match(text, m, form)) return false;
   out.digits = m[1];
   out.unit = static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0])));
   return true;
@@ -44,7 +44,8 @@ std::string walltime_problem(const std::string& text) {
   static const std::regex form(R"((?:([0-9]{1,3})-([0-9]{2})|([0-9]{1,4})):([0-9]{2}):([0-9]{2}))");
   const std::string accepted = "accepted: HH:MM:SS or D-HH:MM:SS, e.g. \"00:30:00\", \"1-12:00:00\"";
   std::smatch m;
-  if (!std::regex_match(walltime, m, form)) return "'" + walltime + "' is not a walltime; " + accepted;
+  if (walltime.size() > 16 || !std::regex_match(walltime, m, form))
+    return "'" + walltime.substr(0, 40) + "' is not a walltime; " + accepted;
   const bool with_days = m[1].matched;
   const int64_t days = with_days ? std::stoll(m[1]) : 0;
   const int64_t hours = with_days ? std::stoll(m[2]) : std::stoll(m[3]);
@@ -117,8 +118,10 @@ std::string resource_value_problem(const std::string& key, const std::string& va
 }
 
 std::string env_name_problem(const std::string& name) {
-  static const std::regex form("[A-Za-z_][A-Za-z0-9_]*");
-  if (std::regex_match(name, form)) return "";
+  // A loop, not std::regex: libstdc++ matches `*` recursively, so a long name would exhaust the stack.
+  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (char c : name) ok = ok && (is_alnum(c) || c == '_') && static_cast<unsigned char>(c) < 0x80;
+  if (ok) return "";
   return "'" + one_line(name) + "' is not an environment variable name; accepted: a letter or _, then letters, digits and _";
 }
 

@@ -116,6 +116,11 @@ TEST(SchedulerValues, MemoryAndNameGrammars) {
       EXPECT_NE(directive_value_problem(bad, kind), "") << bad;
   EXPECT_EQ(env_name_problem("OMP_NUM_THREADS"), "");
   for (const char* bad : {"X; rm -rf ~", "1X", "A-B", "$(x)", ""}) EXPECT_NE(env_name_problem(bad), "") << bad;
+  // Megabyte-long values are refused (or accepted) without deep recursion, and messages stay short.
+  EXPECT_EQ(env_name_problem(std::string(1 << 20, 'A')), "");
+  EXPECT_NE(env_name_problem(std::string(1 << 20, 'A') + "-"), "");
+  EXPECT_LT(walltime_problem(std::string(1 << 20, '1')).size(), 300u);
+  EXPECT_LT(memory_problem(std::string(1 << 20, '1') + "G").size(), 400u);
   EXPECT_EQ(resource_value_problem("cpus_per_worker", "8"), "");
   EXPECT_NE(resource_value_problem("cpus_per_worker", "0"), "");
   EXPECT_NE(resource_value_problem("qos", "high"), "");
