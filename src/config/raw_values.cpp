@@ -9,6 +9,7 @@
 #include "config/schema.h"
 #include "config/strict_yaml.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "core/strings.h"
 
 namespace ts {
@@ -67,7 +68,7 @@ RawValues read_yaml_values(const std::string& yaml_text, const std::string& orig
 }
 
 void apply_override(RawValues& values, const std::string& assignment) {
-  const std::string where = "--set " + assignment;
+  const std::string where = "--set " + one_line(assignment);  // messages stay one line
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     fail(where, "expected key=value with a dotted key, e.g. --set dist.allreduce=tree");

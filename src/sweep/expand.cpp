@@ -16,6 +16,7 @@
 #include "config/config_id.h"
 #include "config/run_config.h"
 #include "core/file_io.h"
+#include "core/names.h"
 
 namespace ts {
 namespace {
@@ -48,7 +49,7 @@ std::string canonical_value(const std::string& t) {
 
 std::string describe(const SweepAssignments& point) {
   std::string s = "{";
-  for (size_t i = 0; i < point.size(); ++i) s += (i ? ", " : "") + point[i].first + ": " + point[i].second;
+  for (size_t i = 0; i < point.size(); ++i) s += (i ? ", " : "") + point[i].first + ": " + one_line(point[i].second);
   return s + "}";
 }
 
