@@ -51,6 +51,8 @@ void Net::set_fusion(bool enabled) {
   fusion_ = enabled;
 }
 
+const std::vector<int>& Net::node_inputs(int id) const { return nodes_.at(static_cast<size_t>(id))->inputs; }
+
 bool Net::fused(int id) const { return nodes_.at(static_cast<size_t>(id))->alias >= 0; }
 
 int Net::input(Shape per_sample) {

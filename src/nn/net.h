@@ -50,6 +50,8 @@ class Net {
   // Per-sample output shape of a node (the input node's shape for the input).
   Shape node_shape(int node) const;
   int node_count() const { return static_cast<int>(nodes_.size()); }
+  // The nodes a node reads, in input order (empty for the input node).
+  const std::vector<int>& node_inputs(int node) const;
   // The layer of a node (null for the input node).
   Layer* layer(int node);
   // Fusion of a ReLU into the node it reads (conv, batch norm, add), decided at finalize; on by
