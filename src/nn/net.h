@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -123,6 +124,12 @@ class Net {
   std::vector<LayerInfo> layer_table() const;
   int64_t flops_per_sample() const;
   Backend& backend() { return backend_; }
+  // Per-layer timing (`trainscale calibrate`): when on, forward and backward synchronise the
+  // backend around every layer and add its seconds to layer_seconds(node) = {forward,
+  // backward}; a fused ReLU's forward is its input's. Off by default: runs never pay for it.
+  void set_layer_timing(bool on) { layer_timing_ = on; }
+  std::pair<double, double> layer_seconds(int node) const;
+  void reset_layer_seconds();
 
  private:
   struct Node;
@@ -161,6 +168,7 @@ class Net {
   bool finalized_ = false;
   bool fusion_ = true;
   bool last_forward_train_ = false;
+  bool layer_timing_ = false;
 };
 
 }  // namespace ts
