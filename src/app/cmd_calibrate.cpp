@@ -22,7 +22,7 @@ namespace ts {
 int command_calibrate(const std::vector<std::string>& args) {
   po::options_description opts(
       "usage: [mpirun -np 2] trainscale calibrate --out configs/clusters/local.yaml [--budget-s 90]\n"
-      "                          [--models lenet,resnet20] [--batch 64] [--threads N] [--max-bytes 16777216]\n\n"
+      "                          [--models lenet,resnet20] [--batch 64] [--threads N] [--max-bytes 8388608]\n\n"
       "Measures this machine for the performance model (docs/model.md \"Calibration\") and writes a cluster\n"
       "file: GEMM peak per precision (oneDNN through the cpu backend), memory bandwidth (a STREAM-like\n"
       "triad), each layer's efficiency (measured / roofline) in the built-in models given, and, on 2 or\n"
@@ -36,7 +36,7 @@ int command_calibrate(const std::vector<std::string>& args) {
       ("batch", po::value<int64_t>()->default_value(64), "minibatch of the layer timing")
       ("threads", po::value<int>()->default_value(0), "compute threads (0: every hardware thread)")
       ("budget-s", po::value<double>()->default_value(90.0), "seconds the node measurements may take")
-      ("max-bytes", po::value<int64_t>()->default_value(int64_t{16} << 20), "largest all-reduce message of the fit");
+      ("max-bytes", po::value<int64_t>()->default_value(int64_t{8} << 20), "largest all-reduce message of the fit");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   po::notify(vm);

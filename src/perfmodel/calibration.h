@@ -22,7 +22,7 @@ struct CalibrateOptions {
   int64_t batch = 64;             // minibatch of the per-layer measurement
   int threads = 0;                // compute threads (0: the machine's hardware threads)
   double budget_s = 90;           // about how long the whole measurement may take
-  int64_t max_allreduce_bytes = 16 << 20;
+  int64_t max_allreduce_bytes = 8 << 20;
 };
 
 // One precision's GEMM rate: a square fc (m = n = k = `size`) forward, best of the repetitions.
