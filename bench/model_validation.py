@@ -62,6 +62,7 @@ def predicted(predict_file):
 def one_case(args, work, model, workers, algorithm, round_):
     name = f"{model}-{workers}w-{algorithm}-r{round_}"
     cfg = work / "configs" / f"{name}.yaml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text(config_text(model, workers, algorithm, args.steps))
     runs = work / "runs" / name
     runs.mkdir(parents=True, exist_ok=True)

@@ -94,8 +94,11 @@ AllreduceFit fit_allreduce(const std::string& formula, int64_t ranks, const std:
   f.ranks = ranks;
   const double denominator = n * sxx - sx * sx;
   f.s_per_byte = denominator > 0 ? std::max(0.0, (n * sxy - sx * sy) / denominator) : 0.0;
-  // The intercept from the smallest message (least squares would let the large ones decide it).
-  f.latency_s = bytes.empty() ? 0.0 : std::max(0.0, seconds.front() - f.s_per_byte * bytes.front());
+  // The intercept: the smallest residual a - over the sizes (least squares would let the large
+  // messages decide it, and one slow small message on a shared machine would inflate it).
+  double intercept = bytes.empty() ? 0.0 : 1e30;
+  for (size_t i = 0; i < bytes.size(); ++i) intercept = std::min(intercept, seconds[i] - f.s_per_byte * bytes[i]);
+  f.latency_s = std::max(0.0, intercept);
   // The formula's own terms at these ranks: latency count at the smallest message, byte
   // coefficient per message byte.
   const std::vector<std::string> formulas = formula_names();
