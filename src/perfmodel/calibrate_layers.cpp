@@ -89,10 +89,11 @@ std::map<std::string, PhaseEfficiency> measure_layer_efficiency(const std::strin
   return out;
 }
 
-std::map<std::string, PhaseEfficiency> kind_medians(const Calibration& c) {
+std::map<std::string, PhaseEfficiency> kind_medians(
+    const std::map<std::string, std::map<std::string, PhaseEfficiency>>& all) {
   // The layers' kinds come from the models they belong to.
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_kind;
-  for (const auto& [model, layers] : c.layers) {
+  for (const auto& [model, layers] : all) {
     ModelWorkRequest request;
     request.model = model;
     for (const LayerWork& w : model_work(request)) {

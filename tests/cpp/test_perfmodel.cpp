@@ -269,3 +269,27 @@ TEST(ClusterFile, ErrorsNameFileLineAndKey) {
   e = error_of("name: x\nnodes: [\n");
   EXPECT_NE(e.find("not valid YAML"), std::string::npos) << e;
 }
+
+TEST(Calibration, EfficienciesOfTheWorkersThreadCount) {
+  const std::string text = std::string(kTiny) +
+                           "calibration:\n  threads: 2\n  kinds: {conv: {fp: 1, bp: 1}}\n"
+                           "  layers: {lenet: {conv2: {fp: 0.25, bp: 0.5}}}\n"
+                           "  at_threads: {1: {kinds: {conv: {fp: 0.5, bp: 0.5}}}}\n";
+  const ClusterSpec c = parse_cluster_file(text, "cal.yaml");
+  ASSERT_EQ(c.calibration.at_threads.count(1), 1u);
+  EXPECT_EQ(parse_cluster_file(cluster_yaml(c), "again.yaml").calibration.at_threads.at(1).kinds.at("conv").fp, 0.5);
+  ModelWorkRequest r;
+  r.model = "lenet";
+  r.batch = 8;
+  const std::vector<LayerWork> layers = model_work(r);
+  const WorkerRate rate{1e9, 1e9};
+  const std::vector<LayerTime> two = layer_times(layers, rate, c.calibration, "lenet", false, 2);
+  const std::vector<LayerTime> one = layer_times(layers, rate, c.calibration, "lenet", false, 1);
+  const std::vector<LayerTime> plain = layer_times(layers, rate, Calibration{}, "lenet", false);
+  // conv1: the kind's median (1 at two threads, 0.5 at one); conv2: its own entry at two threads.
+  EXPECT_DOUBLE_EQ(two[0].seconds[0], plain[0].seconds[0]);
+  EXPECT_DOUBLE_EQ(one[0].seconds[0], 2 * plain[0].seconds[0]);
+  EXPECT_DOUBLE_EQ(two[3].seconds[0], 4 * plain[3].seconds[0]);
+  EXPECT_DOUBLE_EQ(two[3].seconds[1], 2 * plain[3].seconds[1]);
+  EXPECT_DOUBLE_EQ(one[3].seconds[0], 2 * plain[3].seconds[0]);  // at one thread: conv's kind
+}
