@@ -11,7 +11,14 @@ figure: it is printed, and written with the machine (CPU model, load average bef
 and the command line to OUT_DIR/<git sha>.json and .md, with the run and prediction files under
 OUT_DIR/<git sha>/. Not a pass/fail test.
 
+On a machine shared with other jobs the speed drifts within minutes, so by default each model's
+cases start with a fresh one-rank calibration of the node and that model's layers
+(`trainscale calibrate --models MODEL --budget-s --recalibrate-s`), merged with the all-reduce
+fits of --cluster into OUT_DIR/<git sha>/clusters/<model>.yaml; --no-recalibrate predicts from
+--cluster as it is.
+
   bench/model_validation.py [--cluster configs/clusters/local.yaml] [--steps 30] [--warmup 5]
+                            [--recalibrate-s 20 | --no-recalibrate]
                             [--models lenet,resnet20] [--algorithms mpi,ring,tree,ps,shm]
                             [--rounds 1] [--out-dir reports/model/validation]
 
@@ -59,7 +66,25 @@ def predicted(predict_file):
         return {k: float(p[k][0]) for k in ("step_time", "compute", "comm", "exposed_comm", "data")}
 
 
-def one_case(args, work, model, workers, algorithm, round_):
+def recalibrated(args, work, model):
+    """A fresh node and layer calibration for `model`, with --cluster's all-reduce fits."""
+    import yaml
+    out = work / "clusters" / f"{model}.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([str(BINARY), "calibrate", "--out", str(out), "--models", model,
+                           "--budget-s", str(args.recalibrate_s), "--batch", str(BATCH)],
+                          capture_output=True, text=True, env=ENV, cwd=REPO)
+    if proc.returncode != 0:
+        raise RuntimeError(f"calibrate failed ({proc.returncode}): {proc.stderr}")
+    fresh = yaml.safe_load(out.read_text())
+    base = yaml.safe_load(pathlib.Path(args.cluster).read_text())
+    fresh["calibration"]["allreduce"] = base.get("calibration", {}).get("allreduce", {})
+    fresh["source"] += "; all-reduce fits from " + os.path.relpath(args.cluster, REPO)
+    out.write_text(yaml.safe_dump(fresh, sort_keys=False))
+    return out
+
+
+def one_case(args, work, model, workers, algorithm, round_, cluster):
     name = f"{model}-{workers}w-{algorithm}-r{round_}"
     cfg = work / "configs" / f"{name}.yaml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
@@ -75,7 +100,7 @@ def one_case(args, work, model, workers, algorithm, round_):
     run_file = next(runs.glob("*.h5"))
     pred_file = work / "predict" / f"{name}.h5"
     pred_file.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([str(BINARY), "predict", "--config", str(cfg), "--cluster", str(args.cluster),
+    proc = subprocess.run([str(BINARY), "predict", "--config", str(cfg), "--cluster", str(cluster),
                            "--workers", str(workers), "--out", str(pred_file)],
                           capture_output=True, text=True, env=ENV, cwd=REPO)
     if proc.returncode != 0:
@@ -110,7 +135,8 @@ def markdown(summary, rows):
              f"Command: `{summary['command']}`  ",
              f"Machine: {summary['cpu_model']}, {os.cpu_count()} hardware threads; load average "
              f"{summary['load_before']} before, {summary['load_after']} after; cluster file "
-             f"`{summary['cluster']}` ({summary['cluster_source']})", "",
+             f"`{summary['cluster']}` ({summary['cluster_source']}); "
+             f"{'predicted from it as it is' if summary['no_recalibrate'] else 'node and layers recalibrated before each model (OUT_DIR/<sha>/clusters/)'}", "",
              "| model | workers | all-reduce | measured ms | predicted ms | error | predicted comm ms (exposed) |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -131,6 +157,8 @@ def main():
     p.add_argument("--models", default="lenet,resnet20")
     p.add_argument("--algorithms", default="mpi,ring,tree,ps,shm")
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--recalibrate-s", type=float, default=20.0)
+    p.add_argument("--no-recalibrate", action="store_true")
     p.add_argument("--out-dir", default=str(REPO / "reports" / "model" / "validation"))
     args = p.parse_args()
     assert MPIRUN, "mpirun not found"
@@ -142,9 +170,10 @@ def main():
     rows, ok = [], True
     for round_ in range(args.rounds):
         for model in args.models.split(","):
+            cluster = args.cluster if args.no_recalibrate else recalibrated(args, work, model)
             cases = [(1, "ring")] + [(2, a) for a in args.algorithms.split(",")]
             for workers, algorithm in cases:
-                row = one_case(args, work, model, workers, algorithm, round_)
+                row = one_case(args, work, model, workers, algorithm, round_, cluster)
                 ok &= row is not None
                 if row:
                     rows.append(row)
@@ -155,7 +184,8 @@ def main():
     summary = {"sha": sha, "cpu_model": cpu_model(), "load_before": load_before,
                "load_after": " ".join(f"{x:.1f}" for x in os.getloadavg()),
                "command": "bench/model_validation.py " + " ".join(sys.argv[1:]),
-               "cluster": os.path.relpath(args.cluster, REPO), "cluster_source": source}
+               "cluster": os.path.relpath(args.cluster, REPO), "cluster_source": source,
+               "no_recalibrate": args.no_recalibrate}
     (out_dir / f"{sha}.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1) + "\n")
     (out_dir / f"{sha}.md").write_text(markdown(summary, rows))
     print(markdown(summary, rows))
