@@ -30,7 +30,7 @@ MODULES = {
     "dist": ["core"],
     "metrics": ["core"],
     "config": ["nn", "backend", "data", "dist", "core"],
-    "sweep": ["config", "core"],
+    "sweep": ["config", "metrics", "core"],
     "train": ["config", "nn", "backend", "backend/factory", "data", "dist", "metrics", "core"],
     "app": ["train", "sweep", "config", "nn", "backend", "backend/factory", "data", "dist",
             "metrics", "core"],
