@@ -27,8 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
-
 // `a` exists and was written after `b` (a FAILED attempt after a PREEMPTED one).
 bool written_after(const std::string& a, const std::string& b) {
   std::error_code ea, eb;
@@ -111,6 +109,15 @@ RunFiles run_files(const std::string& campaign_dir, const std::string& run_id) {
           marker_path(run_file, MarkerKind::running),
           marker_path(run_file, MarkerKind::preempted),
           (fs::path(campaign_dir) / "runs" / (run_id + ".lock")).string()};
+}
+
+bool process_alive(long pid) {
+  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return true;  // no /proc: trust kill()
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
 }
 
 DoneCheck check_done(const RunFiles& files) {

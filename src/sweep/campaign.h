@@ -70,6 +70,10 @@ struct DoneCheck {
 };
 DoneCheck check_done(const RunFiles& files);
 
+// A process of this host that exists and is not a zombie (an init that does not reap, as in
+// some containers, keeps dead ranks as zombies): is a RUNNING marker's attempt alive?
+bool process_alive(long pid);
+
 enum class RunState { done, diverged, failed, preempted, running, pending, missing };
 const char* run_state_name(RunState s);
 

@@ -92,8 +92,8 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-// The processes of session `sid` (from /proc/<pid>/stat: the session is the 4th field after the
-// command name in parentheses).
+// The live processes of session `sid` (from /proc/<pid>/stat: state, then the session 3 fields
+// on, after the command name in parentheses); zombies are dead and left out.
 std::vector<pid_t> session_members(pid_t sid) {
   std::vector<pid_t> out;
   std::error_code ec;
@@ -108,16 +108,20 @@ std::vector<pid_t> session_members(pid_t sid) {
     std::istringstream fields(stat.substr(close + 1));
     std::string state;
     long ppid = 0, pgrp = 0, session = 0;
-    if (fields >> state >> ppid >> pgrp >> session && session == sid) out.push_back(static_cast<pid_t>(std::stol(name)));
+    if (fields >> state >> ppid >> pgrp >> session && session == sid && state != "Z" && state != "X")
+      out.push_back(static_cast<pid_t>(std::stol(name)));
   }
   return out;
 }
 
-// SIGKILL to every process left in session `sid`; returns how many there were.
-size_t kill_session(pid_t sid) {
-  const auto members = session_members(sid);
-  for (pid_t p : members) ::kill(p, SIGKILL);
-  return members.size();
+// SIGKILL to every process left in session `sid`, until none is alive (a killed process takes
+// a moment to die; 5 s at most).
+void kill_session(pid_t sid) {
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  for (auto members = session_members(sid); !members.empty() && Clock::now() < give_up; members = session_members(sid)) {
+    for (pid_t p : members) ::kill(p, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // The launcher command of every run in `indices`, checked to be runnable here.
@@ -186,7 +190,7 @@ std::optional<RunMarker> fresh_marker(const std::string& path, fs::file_time_typ
 void remove_dead_running(const RunFiles& f) {
   const auto running = read_marker_if_present(f.running);
   if (!running || running->host != host_name()) return;
-  if (running->pid > 0 && (::kill(static_cast<pid_t>(running->pid), 0) == 0 || errno == EPERM)) return;
+  if (process_alive(running->pid)) return;
   std::error_code ec;
   fs::remove(f.running, ec);
 }

@@ -114,7 +114,7 @@ std::vector<int64_t> read_index_file(const std::string& path) {
 
 // A live `trainscale sweep submit|resubmit` process (not another process that reuses the pid).
 bool local_executor_alive(long pid) {
-  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+  if (!process_alive(pid)) return false;
   std::string cmdline;
   try {
     cmdline = read_text_file("/proc/" + std::to_string(pid) + "/cmdline");
@@ -490,15 +490,19 @@ std::vector<PbsSubjob> parse_qstat_full(const std::string& out) {
       continue;
     }
     if (jobs.empty()) continue;
-    if (!line.empty() && line[0] == '\t' && last_value) {  // qstat wraps long values
-      *last_value += trim(line);
+    if (!line.empty() && line[0] == '\t' && last_value) {  // qstat wraps long values anywhere, mid-word too
+      *last_value += line.substr(1);
       continue;
     }
     const size_t eq = line.find(" = ");
     if (eq == std::string::npos) continue;
     const std::string key = trim(line.substr(0, eq));
     last_value = key == "job_state" ? &jobs.back().state : key == "comment" ? &jobs.back().comment : nullptr;
-    if (last_value) *last_value = trim(line.substr(eq + 3));
+    if (last_value) *last_value = line.substr(eq + 3);
+  }
+  for (auto& j : jobs) {
+    j.state = trim(j.state);
+    j.comment = trim(j.comment);
   }
   return jobs;
 }
