@@ -19,6 +19,7 @@
 #include "config/config_id.h"
 #include "config/run_config.h"
 #include "core/host_info.h"
+#include "core/names.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
 #include "sweep/campaign.h"
@@ -235,7 +236,8 @@ int command_run(const std::vector<std::string>& args) {
       "usage: trainscale run --config FILE.yaml [--set key=value ...] [--out DIR]\n"
       "       trainscale run --manifest CAMPAIGN_DIR --index I\n\n"
       "Trains one run configuration (keys: docs/config.md) and writes <out>/<run_id>.h5 (schema\n"
-      "trainscale-run/1, docs/hdf5-schema.md); run_id = <config file stem>-<config_id>.\n"
+      "trainscale-run/1, docs/hdf5-schema.md); run_id = <config file stem>-<config_id> (the stem\n"
+      "must be a name: letters, digits and . _ + -, docs/sweeps.md \"Names\").\n"
       "With --manifest: run I of a campaign frozen by `trainscale sweep expand` (docs/sweeps.md).\n"
       "It refuses a manifest whose hash changed, skips a run that has a DONE marker and a complete\n"
       "run file, and skips (exit 0) a run whose runs/<run_id>.lock another process holds; it holds\n"
@@ -275,7 +277,10 @@ int command_run(const std::vector<std::string>& args) {
   ResolvedConfig cfg = load_run_config(path, overrides);
   RunIdentity id;
   id.config_id = config_id_of(cfg.yaml);
-  id.run_id = std::filesystem::path(path).stem().string() + "-" + id.config_id;
+  // The run id names the run file: the config file's stem must be a valid name (core/names.h).
+  const std::string stem = std::filesystem::path(path).stem().string();
+  check_name(stem, "run id prefix (the config file's name without its extension; rename the file)", "--config " + path, "");
+  id.run_id = stem + "-" + id.config_id;
 
   int argc = 0;
   char** argv = nullptr;

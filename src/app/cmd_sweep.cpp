@@ -29,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSweepUsage =
-    "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--dry-run]\n"
+    "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--max-runs N] [--dry-run]\n"
     "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
     "       trainscale sweep status CAMPAIGN_DIR [--format text|json]\n"
     "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
@@ -46,17 +46,21 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 
 int sweep_expand(const std::vector<std::string>& args) {
   po::options_description opts(
-      std::string("usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--dry-run]\n\n"
+      std::string("usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--max-runs N] [--dry-run]\n\n"
                   "Expands a sweep file (docs/sweeps.md) into its runs, validates every run config and\n"
                   "freezes the campaign: CAMPAIGN_DIR/manifest.yaml (runs: index, run_id, config_id,\n"
                   "repetition, config), manifest.hash, sweep.yaml, site.yaml (with --site) and runs/.\n"
                   "With --site, a run naming a gpu, mpi_flavor or dataset.storage that the site lacks is\n"
                   "an error. Expanding the same files again gives a byte-identical manifest; a directory\n"
-                  "holding a different manifest is refused. Exit codes: 0 ok, 2 sweep/site/config error.\n\noptions"));
+                  "holding a different manifest is refused. A sweep of more than --max-runs runs (default\n"
+                  "10000) is refused before anything is expanded.\n"
+                  "Exit codes: 0 ok, 2 sweep/site/config error.\n\noptions"));
   opts.add_options()("help,h", "show this help")
       ("sweep", po::value<std::string>(), "sweep YAML file (positional)")
       ("site", po::value<std::string>(), "site YAML file (configs/sites/; copied into the campaign)")
       ("out", po::value<std::string>(), "campaign directory to write")
+      ("max-runs", po::value<int64_t>()->default_value(kDefaultMaxRuns),
+       "refuse a sweep of more runs than this (counted from the list lengths before anything is expanded)")
       ("dry-run", "print the runs as a table and the count per resource shape; write nothing");
   po::variables_map vm = parse(args, opts, "sweep");
   if (vm.count("help")) {
@@ -70,7 +74,9 @@ int sweep_expand(const std::vector<std::string>& args) {
   const SweepFile sweep = load_sweep_file(vm["sweep"].as<std::string>());
   const std::string site_path = vm.count("site") ? vm["site"].as<std::string>() : "";
   const Site site = site_path.empty() ? default_local_site() : load_site_file(site_path);
-  const Expansion expansion = expand_sweep(sweep);
+  const int64_t max_runs = vm["max-runs"].as<int64_t>();
+  if (max_runs < 1) throw ConfigError("--max-runs: expected an integer >= 1, got " + std::to_string(max_runs));
+  const Expansion expansion = expand_sweep(sweep, max_runs);
   check_expansion_against_site(expansion, site);
   if (dry_run) {
     std::cout << dry_run_table(expansion);

@@ -13,9 +13,11 @@
 
 #include <unistd.h>
 
+#include "config/strict_yaml.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
+#include "core/names.h"
 #include "core/run_marker.h"
 #include "core/strings.h"
 #include "metrics/run_file_check.h"
@@ -52,15 +54,13 @@ Campaign load_campaign(const std::string& dir) {
   if (actual != c.hash)
     throw ConfigError(c.manifest_path + ": the manifest's hash is " + actual + " but manifest.hash says " + c.hash +
                       "; the manifest changed after it was frozen. Runs refuse a changed manifest: expand the sweep into a new campaign directory");
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(c.manifest_path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_strictly(text, c.manifest_path);
   if (!root.IsMap() || !root["runs"] || !root["runs"].IsSequence())
     throw ConfigError(c.manifest_path + ": expected a mapping with a `runs:` list (written by trainscale sweep expand)");
   c.name = root["campaign"] ? root["campaign"].Scalar() : fs::path(dir).filename().string();
+  // Names become file and job names: checked where they are read, not only where they were made.
+  check_name(c.name, "campaign name", root["campaign"] ? c.manifest_path + ":" + std::to_string(root["campaign"].Mark().line + 1)
+                                                        : c.manifest_path, "campaign");
   {
     YAML::Emitter em;
     em << YAML::Flow;
@@ -83,6 +83,9 @@ Campaign load_campaign(const std::string& dir) {
       throw ConfigError(where + ": key 'index': " + std::to_string(r.index) + " out of order (expected " + std::to_string(c.runs.size()) + ")");
     r.run_id = e["run_id"].Scalar();
     r.config_id = e["config_id"].Scalar();
+    // A run id names the task's files under runs/ and logs/: one with '/' or '..' would write elsewhere.
+    check_name(r.run_id, "run id", c.manifest_path + ":" + std::to_string(e["run_id"].Mark().line + 1), "run_id");
+    check_name(r.config_id, "config id", c.manifest_path + ":" + std::to_string(e["config_id"].Mark().line + 1), "config_id");
     // The config re-emitted in block style has one key per line like the manifest, so leading
     // newlines make the run-config parser's line numbers the manifest's line numbers.
     YAML::Emitter em;

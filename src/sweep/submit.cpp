@@ -27,8 +27,10 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
+#include "core/names.h"
 #include "core/run_marker.h"
 #include "core/strings.h"
+#include "sweep/scheduler_values.h"
 
 namespace ts {
 namespace {
@@ -147,11 +149,11 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
   const Site& site = c.site;
   const YAML::Node res = YAML::Load(c.resources_yaml);
   const std::string where = c.manifest_path + ": resources";
-  static const std::vector<std::string> accepted = {"walltime", "cpus_per_worker", "workers_per_node", "partition", "mem"};
-  if (res.IsMap())
+  if (res.IsMap())  // checked when the sweep was read; again here, for a manifest edited by hand
     for (const auto& kv : res)
-      if (std::find(accepted.begin(), accepted.end(), kv.first.Scalar()) == accepted.end())
-        throw ConfigError(where + ": unknown key '" + kv.first.Scalar() + "'; accepted: " + join(accepted, ", "));
+      if (const std::string why = resource_value_problem(kv.first.Scalar(), kv.second.IsScalar() ? kv.second.Scalar() : "");
+          !why.empty())
+        throw ConfigError(where + ": key '" + one_line(kv.first.Scalar()) + "': " + why);
 
   std::vector<int64_t> all = indices;
   if (all.empty())
@@ -246,6 +248,31 @@ std::string on_preempted(const std::string& scheduler, bool requeue) {
          "if [ \"$rc\" -eq 4 ] && [ -n \"${SLURM_JOB_ID:-}\" ]; then scontrol requeue \"$SLURM_JOB_ID\" && rc=0; fi";
 }
 
+// Every value a script's header carries, checked once more where the script is made (the site,
+// sweep and manifest readers checked them first): nothing that fails here reaches a `#SBATCH` /
+// `#PBS` line, where bash quoting does not apply and a newline would end the header.
+void check_header_values(const Campaign& c, const JobShape& shape, const std::string& job_name, const std::string& log_dir) {
+  auto check = [&](const std::string& what, const std::string& value, const std::string& why) {
+    if (!why.empty())
+      throw ConfigError(c.manifest_path + ": " + what + " '" + one_line(value) + "' cannot go into a job script: " + why);
+  };
+  check("campaign name", c.name, name_problem(c.name));
+  check("job name", job_name, name_problem(job_name));
+  check("mpi entry", shape.mpi, name_problem(shape.mpi));
+  if (!shape.gpu.empty()) check("gpu", shape.gpu, name_problem(shape.gpu));
+  check("walltime", shape.walltime, walltime_problem(shape.walltime));
+  if (!shape.mem.empty()) check("mem", shape.mem, memory_problem(shape.mem));
+  if (!shape.partition.empty()) check("partition", shape.partition, scheduler_name_problem(shape.partition));
+  if (!c.site.account.empty()) check("account", c.site.account, scheduler_name_problem(c.site.account));
+  if (!shape.gres.empty()) check("gres", shape.gres, directive_value_problem(shape.gres, DirectiveKind::gres));
+  if (!shape.constraint.empty())
+    check("constraint", shape.constraint, directive_value_problem(shape.constraint, DirectiveKind::constraint));
+  if (!shape.select.empty()) check("select", shape.select, directive_value_problem(shape.select, DirectiveKind::select));
+  if (shell_quote(log_dir) != log_dir)
+    check("campaign directory", log_dir,
+          "a #SBATCH/#PBS line cannot quote it; use a path of letters, digits and _ - . / = : , + @ % only");
+}
+
 }  // namespace
 
 std::string render_job_script(const Campaign& c, const std::string& scheduler, const JobShape& shape,
@@ -257,6 +284,7 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   const std::string tpl = read_text_file(tpl_path);
   const SiteMpi mpi = shape_mpi(site, shape);
   const std::string campaign_dir = fs::absolute(c.dir).lexically_normal().string();
+  check_header_values(c, shape, job_name, campaign_dir + "/logs");
 
   std::vector<std::string> launch;
   for (const auto& a : launch_command(mpi, shape.workers)) launch.push_back(shell_quote(a));
@@ -278,7 +306,7 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   v["TASKS_PER_NODE"] = std::to_string(shape.tasks_per_node);
   v["CPUS_PER_TASK"] = std::to_string(shape.cpus_per_task);
   v["NCPUS_PER_NODE"] = std::to_string(shape.tasks_per_node * shape.cpus_per_task);
-  v["WALLTIME"] = shape.walltime;
+  v["WALLTIME"] = scheduler == "slurm" ? shape.walltime : pbs_walltime(shape.walltime);
   v["LOG_DIR"] = shell_quote(campaign_dir + "/logs");
   v["CAMPAIGN_DIR"] = shell_quote(campaign_dir);
   v["INDEX_FILE"] = shell_quote(index_file);
@@ -291,7 +319,7 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
     if (!site.account.empty()) directives.push_back("#SBATCH --account=" + site.account);
     if (!shape.gres.empty()) directives.push_back("#SBATCH --gres=" + shape.gres);
     if (!shape.constraint.empty()) directives.push_back("#SBATCH --constraint=" + shape.constraint);
-    if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + shape.mem);
+    if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + slurm_memory(shape.mem));
     if (site.requeue) directives.push_back("#SBATCH --requeue");
     if (site.signal_seconds > 0) directives.push_back("#SBATCH --signal=B:USR1@" + std::to_string(site.signal_seconds));
   } else {
@@ -305,7 +333,7 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
     }
     v["GPU_SELECT"] = shape.gpus_per_node > 0 ? ":ngpus=" + std::to_string(shape.gpus_per_node) : "";
     if (!shape.select.empty()) v["GPU_SELECT"] += ":" + shape.select;  // e.g. :gpu_model=a100
-    if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + shape.mem;
+    if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + pbs_memory(shape.mem);
     if (!shape.partition.empty()) directives.push_back("#PBS -q " + shape.partition);
     if (!site.account.empty()) directives.push_back("#PBS -A " + site.account);
     if (!shape.constraint.empty())
