@@ -30,7 +30,7 @@ MODULES = {
     "dist": ["core"],
     "metrics": ["core"],
     "config": ["nn", "backend", "data", "dist", "core"],
-    "sweep": ["config", "core"],
+    "sweep": ["config", "metrics", "core"],
     "perfmodel": ["config", "nn", "backend", "backend/factory", "dist", "core"],
     "train": ["config", "nn", "backend", "backend/factory", "data", "dist", "metrics", "core"],
     "app": ["train", "sweep", "perfmodel", "config", "nn", "backend", "backend/factory", "data", "dist",

@@ -2,15 +2,17 @@
 
 A campaign is a directory with an optional `manifest.yaml` (written by `trainscale sweep
 expand`: a top-level `runs:` list of {index, run_id, config_id, config}) and `runs/`, holding
-one `<run_id>.h5` per finished run plus `<run_id>.DONE` / `<run_id>.FAILED` markers. A
+one `<run_id>.h5` per finished run plus `<run_id>.DONE` / `<run_id>.FAILED` /
+`<run_id>.PREEMPTED` markers. A
 directory with neither but with `*.h5` files at its top (the `--out DIR` of single
 `trainscale run`s) is read as a campaign too. Every
 run the campaign knows about becomes one row of the DataFrame `load_campaigns` returns:
 finished runs (status ok or diverged, read from the file), failed runs (a FAILED marker and
-no file; the marker's text is the message), runs the manifest lists that have neither
-(status missing) and run files that cannot be read (status unreadable: garbage or truncated
-bytes, or no /summary group; the message names the file and the reason, and the other runs
-are loaded as usual). Nothing is dropped silently.
+no file; the marker's text is the message), preempted runs (a PREEMPTED marker and no file: a
+signal stopped them after a checkpoint; `sweep resubmit --preempted` resumes them), runs the
+manifest lists that have none of these (status missing) and run files that cannot be read
+(status unreadable: garbage or truncated bytes, or no /summary group; the message names the file
+and the reason, and the other runs are loaded as usual). Nothing is dropped silently.
 
 Attributes are read tolerantly (bytes or str, numpy scalars or Python ones) because the C++
 writer and h5py may store strings either way.
@@ -290,6 +292,7 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
                             f"campaign directory (trainscale sweep expand --out DIR)?")
     files = {p.stem: p for p in sorted(runs_dir.glob("*.h5"))} if runs_dir.is_dir() else {}
     failed = {p.stem: p for p in sorted(runs_dir.glob("*.FAILED"))} if runs_dir.is_dir() else {}
+    preempted = {p.stem: p for p in sorted(runs_dir.glob("*.PREEMPTED"))} if runs_dir.is_dir() else {}
     by_id = {e.run_id: e for e in entries}
     campaign = manifest_name or cdir.resolve().name
 
@@ -307,7 +310,11 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
                       f"unreadable and left out of the metrics", file=sys.stderr)
         else:
             row = {"run_id": run_id, "path": None}
-            if run_id in failed:
+            if run_id in preempted and not (run_id in failed and
+                                            failed[run_id].stat().st_mtime > preempted[run_id].stat().st_mtime):
+                row["status"] = "preempted"
+                row["message"] = failed_reason(preempted[run_id]) or "stopped by a signal after a checkpoint"
+            elif run_id in failed:
                 row["status"] = "failed"
                 row["message"] = failed_reason(failed[run_id])
             else:

@@ -76,6 +76,22 @@ struct SiteParser {
     }
     fail(n, "key '" + key + "': '" + t + "' is not an integer >= " + std::to_string(lo));
   }
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    const std::string t = scalar(n, key);
+    if (t == "true" || t == "yes" || t == "on") return true;
+    if (t == "false" || t == "no" || t == "off") return false;
+    fail(n, "key '" + key + "': '" + t + "' is not accepted; accepted: true, false");
+  }
+  double positive_number(const YAML::Node& n, const std::string& key) const {
+    const std::string t = scalar(n, key);
+    try {
+      size_t used = 0;
+      const double v = std::stod(t, &used);
+      if (used == t.size() && v > 0 && v < 1e9) return v;
+    } catch (const std::exception&) {
+    }
+    fail(n, "key '" + key + "': '" + t + "' is not a number > 0 (e.g. 256 or 0.5)");
+  }
   std::vector<std::string> strings(const YAML::Node& n, const std::string& key) const {
     if (n.IsNull()) return {};
     if (n.IsScalar()) return {scalar(n, key)};
@@ -133,7 +149,16 @@ void check_select(const SiteParser& p, const YAML::Node& n, const std::string& k
   }
 }
 
-// gpu: generation (or any) -> {partition, gres, constraint, select, gpus_per_node, modules, binary}.
+// node: {cores, gpus, memory_gb, oversubscribe}: what one compute node offers.
+void read_node(const SiteParser& p, const YAML::Node& n, const std::string& section, SiteNode& node) {
+  p.check_keys(n, section, {"cores", "gpus", "memory_gb", "oversubscribe"});
+  if (n["cores"]) node.cores = static_cast<int>(p.integer(n["cores"], section + ".cores", 1));
+  if (n["gpus"]) node.gpus = static_cast<int>(p.integer(n["gpus"], section + ".gpus", 0));
+  if (n["memory_gb"]) node.memory_gb = p.positive_number(n["memory_gb"], section + ".memory_gb");
+  if (n["oversubscribe"]) node.oversubscribe = p.boolean(n["oversubscribe"], section + ".oversubscribe");
+}
+
+// gpu: generation (or any) -> {partition, gres, constraint, select, gpus_per_node, modules, binary, node}.
 void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
   if (!n.IsMap())
     p.fail(n, "gpu: expected a mapping of GPU generations to {partition, gres, constraint, select, gpus_per_node, modules, "
@@ -150,7 +175,7 @@ void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
                            "constraint or select)");
     }
     const std::string sec = "gpu." + name;
-    p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "select", "gpus_per_node", "modules", "binary"});
+    p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "select", "gpus_per_node", "modules", "binary", "node"});
     SiteGpu g;
     if (kv.second["partition"]) g.partition = p.header_value(kv.second["partition"], sec + ".partition", partition_problem);
     if (kv.second["gres"]) g.gres = p.directive(kv.second["gres"], sec + ".gres", DirectiveKind::gres);
@@ -162,6 +187,7 @@ void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
     if (kv.second["gpus_per_node"]) g.gpus_per_node = static_cast<int>(p.integer(kv.second["gpus_per_node"], sec + ".gpus_per_node", 1));
     if (kv.second["modules"]) g.modules = p.strings(kv.second["modules"], sec + ".modules");
     if (kv.second["binary"]) g.binary = p.scalar(kv.second["binary"], sec + ".binary");
+    if (kv.second["node"]) read_node(p, kv.second["node"], sec + ".node", g.node);
     s.gpu[name] = g;
   }
 }
@@ -188,11 +214,25 @@ void read_mpis(const SiteParser& p, const YAML::Node& n, Site& s) {
   }
 }
 
+// requeue and signal_seconds (docs/reliability.md "Preemption").
+void read_preemption(const SiteParser& p, const YAML::Node& root, Site& s) {
+  if (root["requeue"]) s.requeue = p.boolean(root["requeue"], "requeue");
+  if (!root["signal_seconds"]) return;
+  const int64_t seconds = p.integer(root["signal_seconds"], "signal_seconds", 0);
+  if (seconds > 65535) p.fail(root["signal_seconds"], "key 'signal_seconds': " + std::to_string(seconds) +
+                                                          " is out of range; accepted: 0 ... 65535 (sbatch --signal)");
+  if (s.scheduler == "pbs")
+    p.fail(root["signal_seconds"], "key 'signal_seconds': PBS has no signal ahead of the walltime (sbatch --signal is "
+                                   "Slurm's); PBS sends SIGTERM kill_delay seconds before the kill, which the job "
+                                   "script forwards anyway: remove the key");
+  s.signal_seconds = static_cast<int>(seconds);
+}
+
 }  // namespace
 
 std::vector<std::string> site_file_keys() {
-  return {"name", "scheduler", "account", "partition", "limits", "defaults", "templates",
-          "setup", "env", "mpi_default", "gpu", "mpi", "storage"};
+  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "requeue", "signal_seconds",
+          "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage"};
 }
 
 Site load_site_file(const std::string& path) {
@@ -228,6 +268,8 @@ Site parse_site_file(const std::string& text, const std::string& path) {
     if (n["walltime"]) s.walltime = p.header_value(n["walltime"], "defaults.walltime", walltime_problem);
     if (n["workers_per_node"]) s.workers_per_node = static_cast<int>(p.integer(n["workers_per_node"], "defaults.workers_per_node", 1));
   }
+  if (const YAML::Node n = root["node"]) read_node(p, n, "node", s.node);
+  read_preemption(p, root, s);
   if (const YAML::Node n = root["env"]) {
     if (!n.IsMap()) p.fail(n, "env: expected a mapping NAME: value");
     for (const auto& kv : n) {
