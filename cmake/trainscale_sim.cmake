@@ -9,7 +9,8 @@
 # (src/dist/smpi/simulation.h lists them). The modules it reuses that never include mpi.h
 # (config, nn, backend/ref, data, metrics, core) are linked as the archives the main build makes,
 # without their CMake usage requirements: those would bring Open MPI's ts_dist along, whose MPI
-# symbols clash with SMPI's.
+# symbols clash with SMPI's. (perfmodel's model builds nets through the backend factory, so the
+# cpu backend and oneDNN are linked too; nothing of them runs.)
 set(TRAINSCALE_SIM "auto" CACHE STRING "Build trainscale-sim with SimGrid SMPI: auto | ON | OFF")
 set_property(CACHE TRAINSCALE_SIM PROPERTY STRINGS auto ON OFF)
 
@@ -47,12 +48,14 @@ if(TS_BUILD_SIM AND sim_srcs)
   add_executable(trainscale-sim ${sim_srcs} ${CMAKE_SOURCE_DIR}/src/train/phases.cpp
                  ${CMAKE_SOURCE_DIR}/src/train/summary.cpp)
   target_compile_options(trainscale-sim PRIVATE ${TS_WARNINGS} -Wno-dangling-pointer)
-  set(ts_sim_archives ts_config ts_nn ts_backend_ref ts_backend_api ts_data ts_metrics ts_core)
+  set(ts_sim_archives ts_perfmodel ts_sweep ts_config ts_backend ts_backend_cpu ts_nn ts_backend_ref ts_backend_api
+      ts_data ts_metrics ts_core)
   add_dependencies(trainscale-sim ${ts_sim_archives})
   foreach(lib ${ts_sim_archives})
     list(APPEND ts_sim_archive_files $<TARGET_FILE:${lib}>)
   endforeach()
   # Archive order: each after those that call it; ts_dist_smpi gives config its dist names.
   target_link_libraries(trainscale-sim PRIVATE ${ts_sim_archive_files} ts_dist_smpi $<TARGET_FILE:ts_core>
-                        yaml-cpp HDF5::HDF5 ZLIB::ZLIB Boost::program_options Threads::Threads)
+                        yaml-cpp HDF5::HDF5 ZLIB::ZLIB DNNL::dnnl OpenMP::OpenMP_CXX Boost::program_options
+                        Threads::Threads)
 endif()

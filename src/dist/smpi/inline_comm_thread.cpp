@@ -33,6 +33,8 @@ struct CommThread::State {
   }
 };
 
+bool CommThread::can_call_mpi() { return true; }  // no second thread: the rank's own actor calls MPI
+
 CommThread::CommThread(Job job) : state_(std::make_shared<State>()) { state_->job = std::move(job); }
 
 CommThread::~CommThread() = default;
