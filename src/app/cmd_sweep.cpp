@@ -13,8 +13,10 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
+#include "core/strings.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
+#include "sweep/simulate.h"
 #include "sweep/site.h"
 #include "sweep/submit.h"
 #include "sweep/sweep_file.h"
@@ -28,9 +30,9 @@ namespace fs = std::filesystem;
 
 constexpr const char* kSweepUsage =
     "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--dry-run]\n"
-    "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
+    "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
     "       trainscale sweep status CAMPAIGN_DIR [--format text|json]\n"
-    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
+    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
     "`trainscale sweep <subcommand> --help` describes each; docs/sweeps.md has the file formats.\n";
 
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts, const char* positional) {
@@ -100,7 +102,14 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
     return kExitOk;
   }
   const auto groups = group_by_shape(campaign, indices);
-  if (scheduler == "local") {
+  if (scheduler == "simulate" && campaign.site.scheduler != "simulate")
+    throw ConfigError("--scheduler simulate: the campaign's site (" + campaign.site.path +
+                      ") has no `simulate:` entry; expand the sweep with a site of `scheduler: simulate` (docs/sweeps.md)");
+  if (scheduler == "local" || scheduler == "simulate") {  // simulate: trainscale-sim through the local executor
+    if (dry_run && scheduler == "simulate") {
+      for (int64_t i : indices) std::cout << "  " << join(simulate_command(campaign, i), " ") << "\n";
+      return kExitOk;
+    }
     if (dry_run) {
       for (const auto& g : groups) {
         std::cout << "shape " << g.shape.label() << ": " << g.indices.size() << " runs\n";
@@ -114,7 +123,7 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
     }
     const int k = throttle > 0 ? throttle : (campaign.site.throttle > 0 ? campaign.site.throttle : 1);
     SubmissionRecord rec;
-    rec.scheduler = "local";
+    rec.scheduler = scheduler;
     rec.pid = static_cast<long>(::getpid());
     rec.host = host_name();
     rec.count = static_cast<int64_t>(indices.size());
@@ -157,14 +166,14 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
 
 std::string scheduler_option(const po::variables_map& vm, const std::string& fallback) {
   std::string s = vm.count("scheduler") ? vm["scheduler"].as<std::string>() : fallback;
-  if (s != "local" && s != "slurm" && s != "pbs")
-    throw ConfigError("--scheduler: '" + s + "' is not accepted; accepted: local, slurm, pbs");
+  if (s != "local" && s != "slurm" && s != "pbs" && s != "simulate")
+    throw ConfigError("--scheduler: '" + s + "' is not accepted; accepted: local, slurm, pbs, simulate");
   return s;
 }
 
 int sweep_submit(const std::vector<std::string>& args) {
   po::options_description opts(
-      "usage: trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
+      "usage: trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n\n"
       "Submits the runs of a campaign that have no DONE marker. slurm/pbs: one job-array script per\n"
       "resource shape (split over the site's max array size) in CAMPAIGN_DIR/jobs/, submitted with\n"
       "sbatch --parsable / qsub; job ids go to jobs/submissions.yaml. local: runs them on this\n"
@@ -173,7 +182,7 @@ int sweep_submit(const std::vector<std::string>& args) {
       "Exit codes: 0 ok, 1 some local runs failed or the scheduler refused, 2 usage/config error.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
-      ("scheduler", po::value<std::string>(), "local | slurm | pbs")
+      ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time (array %K / max_run_subjobs; local executor: parallel runs)")
       ("dry-run", "write the scripts (slurm/pbs) or print the launch commands (local); submit nothing");
   po::variables_map vm = parse(args, opts, "campaign");
@@ -230,7 +239,7 @@ int sweep_status(const std::vector<std::string>& args) {
 
 int sweep_resubmit(const std::vector<std::string>& args) {
   po::options_description opts(
-      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
+      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n\n"
       "Resubmits exactly the failed runs (--failed), the missing ones (--missing: no run file, no\n"
       "marker, not queued) or both, against the same manifest, as new array scripts\n"
       "jobs/resubmit<N>-*. The scheduler defaults to the last submission's.\n\noptions");
@@ -238,7 +247,7 @@ int sweep_resubmit(const std::vector<std::string>& args) {
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("failed", "resubmit the failed runs")
       ("missing", "resubmit the missing runs")
-      ("scheduler", po::value<std::string>(), "local | slurm | pbs")
+      ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time")
       ("dry-run", "write the scripts or print the commands; submit nothing");
   po::variables_map vm = parse(args, opts, "campaign");

@@ -79,6 +79,7 @@ po::options_description bench_options() {
       ("factor", po::value<double>()->default_value(4.0), "size multiplier between steps (> 1)")
       ("network-model", po::value<std::string>()->default_value("CM02"), "SimGrid network model: CM02, SMPI, LV08")
       ("coll-selector", po::value<std::string>(), "SMPI collective selector for mpi (default: the cluster's mpi.allreduce)")
+      ("cfg", po::value<std::vector<std::string>>()->composing(), "a SimGrid setting key:value (repeatable)")
       ("csv", po::value<std::string>(), "also write the rows to this CSV file");
   return opts;
 }
@@ -148,7 +149,9 @@ int command_bench(const std::vector<std::string>& args) {
 
   RunConfig run;  // only mpi_flavor: any matters here
   const MpiSelection mpi = select_mpi(run, cluster, vm.count("coll-selector") ? vm["coll-selector"].as<std::string>() : "");
-  SimulationSettings settings{vm["network-model"].as<std::string>(), mpi.coll_selector, mpi.allreduce};
+  SimulationSettings settings{vm["network-model"].as<std::string>(), mpi.coll_selector, mpi.allreduce, mpi.extra};
+  if (vm.count("cfg"))
+    for (const std::string& line : vm["cfg"].as<std::vector<std::string>>()) settings.extra.push_back(line);
   set_simulated_memory_bandwidth(cluster.gamma_s_per_byte() > 0 ? 3.0 / cluster.gamma_s_per_byte() : 0.0);
   Simulation simulation(settings);
   const Platform platform = build_platform(cluster, placement);

@@ -1,7 +1,12 @@
 // The simulated MPI library (see mpi_selection.h).
 #include "sim/mpi_selection.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
+
+#include "core/error.h"
+#include "core/strings.h"
 
 namespace ts::sim {
 namespace {
@@ -50,6 +55,13 @@ MpiSelection select_mpi(const RunConfig& run, const perf::ClusterSpec& cluster, 
     }
     s.reason = cluster.path + ": mpi.allreduce: " + a;
   }
+  static const std::vector<std::string> selectors{"default", "ompi", "mpich", "mvapich2", "impi", "automatic"};
+  if (!s.coll_selector.empty() && std::find(selectors.begin(), selectors.end(), s.coll_selector) == selectors.end())
+    throw ConfigError(s.reason + ": '" + s.coll_selector + "' is not an SMPI collective selector; accepted: " +
+                      join(selectors));
+  // SMPI 3.32's impi broadcast fails on large messages (MPI_ERR_TYPE, then a stall): Intel MPI's
+  // broadcast is MPICH's lineage, so MPICH's selection stands in for it.
+  if (s.coll_selector == "impi") s.extra.push_back("smpi/bcast:mpich");
   s.flavor = flavor_of_selector(s.coll_selector);
   return s;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "config/run_config.h"
 #include "perfmodel/cluster.h"
@@ -17,9 +18,11 @@ struct MpiSelection {
   std::string coll_selector;  // smpi/coll-selector ("" = SMPI's default)
   std::string allreduce;      // smpi/allreduce ("" = the selector's choice)
   std::string reason;         // where the choice came from, for the log
+  std::vector<std::string> extra;  // more simulator settings the library needs ("key:value")
 };
 
-// `selector_override` (trainscale-sim --coll-selector) wins over both when not empty.
+// `selector_override` (trainscale-sim --coll-selector) wins over both when not empty. ConfigError
+// for a selector SMPI does not have.
 MpiSelection select_mpi(const RunConfig& run, const perf::ClusterSpec& cluster, const std::string& selector_override);
 
 // The SMPI selector of an MPI flavor name (openmpi -> ompi, intel -> impi, ...); "" for others.

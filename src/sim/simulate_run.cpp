@@ -78,6 +78,7 @@ void simulate_run(const SimRunRequest& q, std::ostream& log) {
   settings.network_model = q.network_model;
   settings.coll_selector = mpi.coll_selector;
   settings.allreduce = mpi.allreduce;
+  settings.extra = mpi.extra;
   set_simulated_memory_bandwidth(q.cluster.gamma_s_per_byte() > 0 ? 3.0 / q.cluster.gamma_s_per_byte() : 0.0);
 
   Simulation simulation(settings);

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "dist/smpi/simulation.h"
 #include "sim/platform.h"
 
 namespace ts::sim {
@@ -30,6 +31,7 @@ std::vector<std::string> simulation_config(const SimulationSettings& s) {
                              "smpi/simulate-computation:no", "smpi/host-speed:1Gf"};
   if (!s.coll_selector.empty()) c.push_back("smpi/coll-selector:" + s.coll_selector);
   if (!s.allreduce.empty()) c.push_back("smpi/allreduce:" + s.allreduce);
+  for (const std::string& extra : s.extra) c.push_back(extra);
   return c;
 }
 
@@ -69,8 +71,11 @@ double Simulation::run(const std::vector<s4u::Host*>& hosts, const RankMain& ran
     actor->set_property("rank", std::to_string(r));
     actor->start([r, &rank_main] {
       static char arg0[] = "trainscale-sim";
-      char* argv[] = {arg0, nullptr};
-      rank_main(r, 1, argv);
+      char* args[] = {arg0, nullptr};
+      int argc = 1;
+      char** argv = args;
+      init_simulated_rank(&argc, &argv);
+      rank_main(r, argc, argv);
     });
   }
   engine->run();

@@ -29,6 +29,7 @@ struct SimulationSettings {
   std::string network_model = "CM02";
   std::string coll_selector;  // "" = SMPI's default selector
   std::string allreduce;      // "" = the selector's choice
+  std::vector<std::string> extra;  // more "key:value" lines
 };
 
 // The configuration lines the simulation runs with, "key:value", in the order they are set.

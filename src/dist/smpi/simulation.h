@@ -7,7 +7,8 @@
 //   shared_scratch_memory.cpp   large receive buffers are SMPI shared memory, one block for all
 //                               ranks (SMPI copies nothing into shared memory);
 //   shm_not_simulated.cpp       the shm all-reduce is refused (its ranks poll shared memory
-//                               without MPI calls, which a simulation cannot schedule).
+//                               without MPI calls, which a simulation cannot schedule);
+//   rank_init.cpp               MPI start-up of a simulated rank (init_simulated_rank).
 // The rest of dist/ is compiled unchanged against SMPI's mpi.h. This header is what the
 // simulator (sim/) sets up; it is not part of the trainscale binary.
 #pragma once
@@ -27,5 +28,10 @@ double simulated_memory_bandwidth();
 // process gets (a larger request maps a larger block; earlier ones stay mapped until the process
 // ends). Its contents are meaningless: every simulated rank writes the same pages.
 void* simulated_shared_block(size_t bytes);
+
+// Starts MPI in a simulated rank (MPI_Init_thread, FUNNELED: only the rank's own actor calls
+// MPI) and points SMPI's MPI_COMM_WORLD at the rank's instance as smpirun does, before anything
+// derives a communicator from it. Call first in every rank; MpiSession then finds MPI started.
+void init_simulated_rank(int* argc, char*** argv);
 
 }  // namespace ts
