@@ -24,7 +24,8 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
 }
 
-// Seconds of each node's forward and backward, mean over the timed steps.
+// Seconds of each node's forward and backward, the median over the timed steps: on a shared
+// machine a step that lost its core shows as one slow step, not as a slower mean.
 std::vector<std::pair<double, double>> time_layers(Net& net, int64_t batch, const ModelInput& input, double budget_s) {
   const int64_t sample = input.sample.numel();
   std::vector<float> images(static_cast<size_t>(batch * sample));
@@ -39,19 +40,22 @@ std::vector<std::pair<double, double>> time_layers(Net& net, int64_t batch, cons
   };
   step();  // warm-up: first touch, primitive creation
   net.set_layer_timing(true);
-  net.reset_layer_seconds();
-  int steps = 0;
+  const size_t nodes = static_cast<size_t>(net.node_count());
+  std::vector<std::vector<double>> forward(nodes), backward(nodes);
   const double end = now_seconds() + budget_s;
+  int steps = 0;
   do {
+    net.reset_layer_seconds();
     step();
-    ++steps;
-  } while (now_seconds() < end && steps < 1000);
+    for (size_t n = 1; n < nodes; ++n) {
+      const auto [f, b] = net.layer_seconds(static_cast<int>(n));
+      forward[n].push_back(f);
+      backward[n].push_back(b);
+    }
+  } while ((++steps < 3 || now_seconds() < end) && steps < 1000);
   net.set_layer_timing(false);
-  std::vector<std::pair<double, double>> out(static_cast<size_t>(net.node_count()));
-  for (int n = 1; n < net.node_count(); ++n) {
-    const auto [f, b] = net.layer_seconds(n);
-    out[static_cast<size_t>(n)] = {f / steps, b / steps};
-  }
+  std::vector<std::pair<double, double>> out(nodes);
+  for (size_t n = 1; n < nodes; ++n) out[n] = {median(forward[n]), median(backward[n])};
   return out;
 }
 
@@ -85,10 +89,11 @@ std::map<std::string, PhaseEfficiency> measure_layer_efficiency(const std::strin
   return out;
 }
 
-std::map<std::string, PhaseEfficiency> kind_medians(const Calibration& c) {
+std::map<std::string, PhaseEfficiency> kind_medians(
+    const std::map<std::string, std::map<std::string, PhaseEfficiency>>& all) {
   // The layers' kinds come from the models they belong to.
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_kind;
-  for (const auto& [model, layers] : c.layers) {
+  for (const auto& [model, layers] : all) {
     ModelWorkRequest request;
     request.model = model;
     for (const LayerWork& w : model_work(request)) {

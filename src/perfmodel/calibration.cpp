@@ -65,16 +65,17 @@ void calibrate_allreduce(Communicator& comm, const CalibrateOptions& o, const Cl
   }
 }
 
-void calibrate_layers(const CalibrateOptions& o, int threads, double budget_s, ClusterSpec& spec, std::ostream& log) {
+// Per-layer efficiencies with `threads` threads, into `set`.
+void calibrate_layers(const CalibrateOptions& o, int threads, double budget_s, const ClusterSpec& spec, LayerEfficiency& set,
+                      std::ostream& log) {
   const double each = budget_s / static_cast<double>(std::max<size_t>(1, o.models.size()));
   for (const std::string& model : o.models) {
-    spec.calibration.layers[model] = measure_layer_efficiency(model, o.batch, threads, spec, each);
-    log << "layers of " << model << " (batch " << o.batch << "):";
-    for (const auto& [layer, e] : spec.calibration.layers[model])
-      log << " " << layer << " " << fixed(e.fp, "%.2f") << "/" << fixed(e.bp, "%.2f");
+    set.layers[model] = measure_layer_efficiency(model, o.batch, threads, spec, each);
+    log << "layers of " << model << " (batch " << o.batch << ", " << threads << " threads):";
+    for (const auto& [layer, e] : set.layers[model]) log << " " << layer << " " << fixed(e.fp, "%.2f") << "/" << fixed(e.bp, "%.2f");
     log << "\n";
   }
-  spec.calibration.kinds = kind_medians(spec.calibration);
+  set.kinds = kind_medians(set.layers);
 }
 
 }  // namespace
@@ -94,8 +95,11 @@ AllreduceFit fit_allreduce(const std::string& formula, int64_t ranks, const std:
   f.ranks = ranks;
   const double denominator = n * sxx - sx * sx;
   f.s_per_byte = denominator > 0 ? std::max(0.0, (n * sxy - sx * sy) / denominator) : 0.0;
-  // The intercept from the smallest message (least squares would let the large ones decide it).
-  f.latency_s = bytes.empty() ? 0.0 : std::max(0.0, seconds.front() - f.s_per_byte * bytes.front());
+  // The intercept: the smallest residual a - over the sizes (least squares would let the large
+  // messages decide it, and one slow small message on a shared machine would inflate it).
+  double intercept = bytes.empty() ? 0.0 : 1e30;
+  for (size_t i = 0; i < bytes.size(); ++i) intercept = std::min(intercept, seconds[i] - f.s_per_byte * bytes[i]);
+  f.latency_s = std::max(0.0, intercept);
   // The formula's own terms at these ranks: latency count at the smallest message, byte
   // coefficient per message byte.
   const std::vector<std::string> formulas = formula_names();
@@ -136,7 +140,12 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
     log << "memory (triad): " << fixed(spec.node.memory_bandwidth_gbs) << " GB/s\n";
     // The shared-memory link: a copy through memory moves each byte in and out.
     spec.interconnect.levels[0].bandwidth_gbps = spec.node.memory_bandwidth_gbs * 8.0 / 2.0;
-    calibrate_layers(o, threads, layers_s, spec, log);
+    // At the run's thread count, and on one core (a worker of a run with more ranks than cores / threads).
+    LayerEfficiency main;
+    calibrate_layers(o, threads, threads > 1 ? layers_s / 2 : layers_s, spec, main, log);
+    spec.calibration.kinds = main.kinds;
+    spec.calibration.layers = main.layers;
+    if (threads > 1) calibrate_layers(o, 1, layers_s / 2, spec, spec.calibration.at_threads[1], log);
   }
   spec.source = "trainscale calibrate on " + host_name() + " (" + spec.calibration.machine + "), " + spec.calibration.date +
                 ": gemm peak, triad bandwidth, layer efficiency (batch " + std::to_string(o.batch) + ", " +

@@ -34,8 +34,9 @@ double measure_triad_gbs(int threads, int64_t bytes_per_array, double budget_s);
 // described by `node_only` (its peak and bandwidth; no calibration): layer name -> efficiency.
 std::map<std::string, PhaseEfficiency> measure_layer_efficiency(const std::string& model, int64_t batch, int threads,
                                                                  const ClusterSpec& node_only, double budget_s);
-// The median efficiency per layer kind over `layers` of several models (fp and bp apart).
-std::map<std::string, PhaseEfficiency> kind_medians(const Calibration& calibration);
+// The median efficiency per layer kind over the layers of several models (fp and bp apart).
+std::map<std::string, PhaseEfficiency> kind_medians(
+    const std::map<std::string, std::map<std::string, PhaseEfficiency>>& layers);
 
 // A least-squares fit T = a + b m of an algorithm's times, turned into the alpha and beta of
 // its formula at `ranks` ranks (allreduce_model.h formula_terms; selectors and nccl: ring's).

@@ -127,6 +127,15 @@ std::vector<std::string> mpi_allreduce_names() {
   return {"mst", "bkt", "ring", "tree", "butterfly", "rabenseifner", "ps", "shm", "ompi", "mpich", "intel", "mvapich2"};
 }
 
+LayerEfficiency Calibration::for_cores(double cores) const {
+  const int64_t rounded = static_cast<int64_t>(std::lround(cores));
+  if (rounded != threads) {
+    auto it = at_threads.find(rounded);
+    if (it != at_threads.end()) return it->second;
+  }
+  return {kinds, layers};
+}
+
 double ClusterSpec::peak_gflops(const std::string& precision) const {
   auto it = node.peak_gflops.find(precision);
   if (it != node.peak_gflops.end()) return it->second;

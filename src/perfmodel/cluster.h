@@ -80,6 +80,13 @@ struct PhaseEfficiency {
   double fp = 1.0, bp = 1.0;
 };
 
+// Per-layer efficiencies measured with one number of compute threads per worker.
+struct LayerEfficiency {
+  std::map<std::string, PhaseEfficiency> kinds;  // layer kind (conv, fc, bn, ...) -> median
+  // model -> layer name -> efficiency
+  std::map<std::string, std::map<std::string, PhaseEfficiency>> layers;
+};
+
 struct Calibration {
   std::string machine;     // CPU model of the machine measured
   std::string date;        // ISO date of the measurement
@@ -89,7 +96,13 @@ struct Calibration {
   std::map<std::string, PhaseEfficiency> kinds;   // layer kind (conv, fc, bn, ...) -> median
   // model -> layer name -> efficiency
   std::map<std::string, std::map<std::string, PhaseEfficiency>> layers;
-  bool empty() const { return allreduce.empty() && kinds.empty() && layers.empty(); }
+  // The same measured at other thread counts (a layer on one core is not half as fast as on
+  // two): a worker computing on that many cores uses them.
+  std::map<int64_t, LayerEfficiency> at_threads;
+  bool empty() const { return allreduce.empty() && kinds.empty() && layers.empty() && at_threads.empty(); }
+  // The efficiencies for a worker on `cores` cores: the set measured at that many threads
+  // (rounded), else the main one (at `threads`).
+  LayerEfficiency for_cores(double cores) const;
 };
 
 struct ClusterSpec {

@@ -81,15 +81,60 @@ void emit_interconnect(YAML::Emitter& out, const InterconnectSpec& net) {
   out << YAML::EndMap;
 }
 
+// kinds: {kind: {fp, bp}} and layers: {model: {layer: {fp, bp}}} of `n` (a calibration or one
+// of its at_threads entries).
+void read_efficiencies(const YamlReader& p, const YAML::Node& n, const std::string& section,
+                       std::map<std::string, PhaseEfficiency>& kinds,
+                       std::map<std::string, std::map<std::string, PhaseEfficiency>>& layers) {
+  if (const YAML::Node k = n["kinds"]) {
+    if (!k.IsMap()) p.fail(k, section + ".kinds: expected a mapping of layer kinds to {fp, bp}");
+    for (const auto& kv : k) {
+      const std::string name = p.scalar(kv.first, section + ".kinds");
+      kinds[name] = read_efficiency(p, kv.second, section + ".kinds." + name);
+    }
+  }
+  if (const YAML::Node l = n["layers"]) {
+    if (!l.IsMap()) p.fail(l, section + ".layers: expected a mapping of models to {layer: {fp, bp}}");
+    for (const auto& model : l) {
+      const std::string name = p.scalar(model.first, section + ".layers");
+      if (!model.second.IsMap()) p.fail(model.second, section + ".layers." + name + ": expected a mapping of layers to {fp, bp}");
+      for (const auto& layer : model.second) {
+        const std::string layer_name = p.scalar(layer.first, section + ".layers." + name);
+        layers[name][layer_name] = read_efficiency(p, layer.second, section + ".layers." + name + "." + layer_name);
+      }
+    }
+  }
+}
+
+void emit_efficiencies(YAML::Emitter& out, const std::map<std::string, PhaseEfficiency>& kinds,
+                       const std::map<std::string, std::map<std::string, PhaseEfficiency>>& layers) {
+  out << YAML::Key << "kinds" << YAML::Value << YAML::BeginMap;
+  for (const auto& [kind, e] : kinds) {
+    out << YAML::Key << kind << YAML::Value;
+    emit_efficiency(out, e);
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "layers" << YAML::Value << YAML::BeginMap;
+  for (const auto& [model, by_layer] : layers) {
+    out << YAML::Key << model << YAML::Value << YAML::BeginMap;
+    for (const auto& [layer, e] : by_layer) {
+      out << YAML::Key << layer << YAML::Value;
+      emit_efficiency(out, e);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 Calibration read_calibration(const YamlReader& p, const YAML::Node& n) {
-  p.check_keys(n, "calibration", {"machine", "date", "threads", "layer_batch", "allreduce", "kinds", "layers"});
+  p.check_keys(n, "calibration", {"machine", "date", "threads", "layer_batch", "allreduce", "kinds", "layers", "at_threads"});
   Calibration c;
   if (n["machine"]) c.machine = p.scalar(n["machine"], "calibration.machine");
   if (n["date"]) c.date = p.scalar(n["date"], "calibration.date");
-  if (n["threads"]) c.threads = p.integer(n["threads"], "calibration.threads", 1);
-  if (n["layer_batch"]) c.layer_batch = p.integer(n["layer_batch"], "calibration.layer_batch", 1);
+  if (n["threads"]) c.threads = p.integer(n["threads"], "calibration.threads", 0);
+  if (n["layer_batch"]) c.layer_batch = p.integer(n["layer_batch"], "calibration.layer_batch", 0);
   if (const YAML::Node a = n["allreduce"]) {
     if (!a.IsMap()) p.fail(a, "calibration.allreduce: expected a mapping of algorithm names to fits");
     for (const auto& kv : a) {
@@ -97,22 +142,15 @@ Calibration read_calibration(const YamlReader& p, const YAML::Node& n) {
       c.allreduce[name] = read_fit(p, kv.second, "calibration.allreduce." + name);
     }
   }
-  if (const YAML::Node k = n["kinds"]) {
-    if (!k.IsMap()) p.fail(k, "calibration.kinds: expected a mapping of layer kinds to {fp, bp}");
-    for (const auto& kv : k) {
-      const std::string name = p.scalar(kv.first, "calibration.kinds");
-      c.kinds[name] = read_efficiency(p, kv.second, "calibration.kinds." + name);
-    }
-  }
-  if (const YAML::Node l = n["layers"]) {
-    if (!l.IsMap()) p.fail(l, "calibration.layers: expected a mapping of models to {layer: {fp, bp}}");
-    for (const auto& model : l) {
-      const std::string name = p.scalar(model.first, "calibration.layers");
-      if (!model.second.IsMap()) p.fail(model.second, "calibration.layers." + name + ": expected a mapping of layers to {fp, bp}");
-      for (const auto& layer : model.second) {
-        const std::string layer_name = p.scalar(layer.first, "calibration.layers." + name);
-        c.layers[name][layer_name] = read_efficiency(p, layer.second, "calibration.layers." + name + "." + layer_name);
-      }
+  read_efficiencies(p, n, "calibration", c.kinds, c.layers);
+  if (const YAML::Node t = n["at_threads"]) {
+    if (!t.IsMap()) p.fail(t, "calibration.at_threads: expected a mapping of thread counts to {kinds, layers}");
+    for (const auto& kv : t) {
+      const int64_t threads = p.integer(kv.first, "calibration.at_threads", 1);
+      const std::string sec = "calibration.at_threads." + std::to_string(threads);
+      p.check_keys(kv.second, sec, {"kinds", "layers"});
+      LayerEfficiency& e = c.at_threads[threads];
+      read_efficiencies(p, kv.second, sec, e.kinds, e.layers);
     }
   }
   return c;
@@ -135,22 +173,16 @@ void emit_calibration(YAML::Emitter& out, const Calibration& c) {
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
-  out << YAML::Key << "kinds" << YAML::Value << YAML::BeginMap;
-  for (const auto& [kind, e] : c.kinds) {
-    out << YAML::Key << kind << YAML::Value;
-    emit_efficiency(out, e);
-  }
-  out << YAML::EndMap;
-  out << YAML::Key << "layers" << YAML::Value << YAML::BeginMap;
-  for (const auto& [model, layers] : c.layers) {
-    out << YAML::Key << model << YAML::Value << YAML::BeginMap;
-    for (const auto& [layer, e] : layers) {
-      out << YAML::Key << layer << YAML::Value;
-      emit_efficiency(out, e);
+  emit_efficiencies(out, c.kinds, c.layers);
+  if (!c.at_threads.empty()) {
+    out << YAML::Key << "at_threads" << YAML::Value << YAML::BeginMap;
+    for (const auto& [threads, e] : c.at_threads) {
+      out << YAML::Key << threads << YAML::Value << YAML::BeginMap;
+      emit_efficiencies(out, e.kinds, e.layers);
+      out << YAML::EndMap;
     }
     out << YAML::EndMap;
   }
-  out << YAML::EndMap;
   out << YAML::EndMap;
 }
 

@@ -47,6 +47,7 @@ WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t wo
   pt.allreduce = allreduce.describe();
   StepOptions o = step_options(c, pt.batch_per_worker);
   o.gemm_only = options.gemm_only;
+  o.worker_cores = cluster.node.gpus > 0 ? 0.0 : pt.placement.cores_per_worker;
   pt.step = predict_step(layers, pt.rate, allreduce, cluster.calibration, o);
   pt.throughput = pt.step.step > 0 ? static_cast<double>(workers * pt.batch_per_worker) / pt.step.step : 0.0;
   return pt;

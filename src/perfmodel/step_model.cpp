@@ -8,7 +8,7 @@
 namespace ts::perf {
 namespace {
 
-PhaseEfficiency efficiency_of(const Calibration& c, const std::string& model, const LayerWork& layer) {
+PhaseEfficiency efficiency_of(const LayerEfficiency& c, const std::string& model, const LayerWork& layer) {
   auto m = c.layers.find(model);
   if (m != c.layers.end()) {
     auto l = m->second.find(layer.name);
@@ -30,11 +30,12 @@ double ready_time(const std::vector<int64_t>& first_param, const std::vector<dou
 }  // namespace
 
 std::vector<LayerTime> layer_times(const std::vector<LayerWork>& layers, const WorkerRate& rate, const Calibration& calibration,
-                                   const std::string& model, bool gemm_only) {
+                                   const std::string& model, bool gemm_only, double worker_cores) {
+  const LayerEfficiency measured = calibration.for_cores(worker_cores > 0 ? worker_cores : static_cast<double>(calibration.threads));
   std::vector<LayerTime> times;
   for (const LayerWork& layer : layers) {
     LayerTime t;
-    const PhaseEfficiency eff = efficiency_of(calibration, model, layer);
+    const PhaseEfficiency eff = efficiency_of(measured, model, layer);
     const bool counted = !gemm_only || layer.kind == "conv" || layer.kind == "fc";
     for (int p = 0; p < kPasses && counted; ++p) {
       const PassWork& w = layer.pass[static_cast<size_t>(p)];
@@ -52,7 +53,7 @@ std::vector<LayerTime> layer_times(const std::vector<LayerWork>& layers, const W
 StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRate& rate, const AllreduceModel& allreduce,
                             const Calibration& calibration, const StepOptions& o) {
   StepPrediction s;
-  s.layers = layer_times(layers, rate, calibration, o.model, o.gemm_only);
+  s.layers = layer_times(layers, rate, calibration, o.model, o.gemm_only, o.worker_cores);
   // Backward, last layer first: when each layer's gradients are final.
   std::vector<int64_t> first_param(layers.size(), -1);
   std::vector<double> done_at(layers.size(), 0.0);

@@ -31,6 +31,7 @@ struct StepOptions {
   int64_t period = 1;           // weight_avg: every `period` steps
   std::string model;            // for calibrated per-layer efficiencies
   double data_bytes = 0;        // input bytes of one minibatch (copied into the net per step)
+  double worker_cores = 0;      // cores one worker computes on (picks the calibrated efficiencies)
 };
 
 struct StepPrediction {
@@ -45,9 +46,10 @@ struct StepPrediction {
 };
 
 // Time of each pass of each layer for one worker at `rate` (efficiencies from the cluster's
-// calibration: the model's layer by name, else its kind, else 1).
+// calibration measured at the worker's `worker_cores` threads, or at the calibration's own
+// when 0 or not measured: the model's layer by name, else its kind, else 1).
 std::vector<LayerTime> layer_times(const std::vector<LayerWork>& layers, const WorkerRate& rate, const Calibration& calibration,
-                                   const std::string& model, bool gemm_only);
+                                   const std::string& model, bool gemm_only, double worker_cores = 0);
 
 // The step: `layers` from model_work, `allreduce` for the gradient buckets.
 StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRate& rate, const AllreduceModel& allreduce,

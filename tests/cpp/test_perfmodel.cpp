@@ -269,3 +269,52 @@ TEST(ClusterFile, ErrorsNameFileLineAndKey) {
   e = error_of("name: x\nnodes: [\n");
   EXPECT_NE(e.find("not valid YAML"), std::string::npos) << e;
 }
+
+TEST(Calibration, EfficienciesOfTheWorkersThreadCount) {
+  const std::string text = std::string(kTiny) +
+                           "calibration:\n  threads: 2\n  kinds: {conv: {fp: 1, bp: 1}}\n"
+                           "  layers: {lenet: {conv2: {fp: 0.25, bp: 0.5}}}\n"
+                           "  at_threads: {1: {kinds: {conv: {fp: 0.5, bp: 0.5}}}}\n";
+  const ClusterSpec c = parse_cluster_file(text, "cal.yaml");
+  ASSERT_EQ(c.calibration.at_threads.count(1), 1u);
+  EXPECT_EQ(parse_cluster_file(cluster_yaml(c), "again.yaml").calibration.at_threads.at(1).kinds.at("conv").fp, 0.5);
+  ModelWorkRequest r;
+  r.model = "lenet";
+  r.batch = 8;
+  const std::vector<LayerWork> layers = model_work(r);
+  const WorkerRate rate{1e9, 1e9};
+  const std::vector<LayerTime> two = layer_times(layers, rate, c.calibration, "lenet", false, 2);
+  const std::vector<LayerTime> one = layer_times(layers, rate, c.calibration, "lenet", false, 1);
+  const std::vector<LayerTime> plain = layer_times(layers, rate, Calibration{}, "lenet", false);
+  // conv1: the kind's median (1 at two threads, 0.5 at one); conv2: its own entry at two threads.
+  EXPECT_DOUBLE_EQ(two[0].seconds[0], plain[0].seconds[0]);
+  EXPECT_DOUBLE_EQ(one[0].seconds[0], 2 * plain[0].seconds[0]);
+  EXPECT_DOUBLE_EQ(two[3].seconds[0], 4 * plain[3].seconds[0]);
+  EXPECT_DOUBLE_EQ(two[3].seconds[1], 2 * plain[3].seconds[1]);
+  EXPECT_DOUBLE_EQ(one[3].seconds[0], 2 * plain[3].seconds[0]);  // at one thread: conv's kind
+}
+
+TEST(AllreduceModel, HierarchicalOnTheDgxCluster) {
+  const ClusterSpec dgx = load_cluster_file(kSource + "/configs/clusters/dgx-h100.yaml");
+  const double m = 100e6, gamma = 3.0 / 3350e9;
+  const LinkLevel& nvlink = dgx.interconnect.levels[0];
+  const LinkLevel& ib = dgx.interconnect.levels[1];
+  // 8 GPUs of one node: the ring on NVLink alone.
+  const Placement one = place_workers(dgx, 8, 1);
+  EXPECT_EQ(one.nodes, 1);
+  EXPECT_NEAR(AllreduceModel(dgx, "ring", one).seconds(m),
+              ring_allreduce(8, m).seconds(nvlink.alpha_s(), nvlink.beta_s_per_byte(), gamma), 1e-12);
+  // 2 nodes: reduce-scatter + all-gather inside each node on NVLink, the ring between the
+  // nodes on InfiniBand on each GPU's 1/8 share.
+  const Placement two = place_workers(dgx, 16, 1);
+  EXPECT_EQ(two.nodes, 2);
+  EXPECT_EQ(two.ranks_per_node, 8);
+  const double expected = bkt_allreduce({8}, m).seconds(nvlink.alpha_s(), nvlink.beta_s_per_byte(), gamma) +
+                          ring_allreduce(2, m / 8).seconds(ib.alpha_s(), ib.beta_s_per_byte(), gamma);
+  EXPECT_NEAR(AllreduceModel(dgx, "ring", two).seconds(m), expected, 1e-12);
+  // tree runs flat over all 16 ranks at the network's alpha and beta.
+  EXPECT_NEAR(AllreduceModel(dgx, "tree", two).seconds(m),
+              tree_allreduce(16, m).seconds(ib.alpha_s(), ib.beta_s_per_byte(), gamma), 1e-12);
+  // A GPU worker gets its GPU's rates.
+  EXPECT_DOUBLE_EQ(worker_rate(dgx, two, "bf16").flops_per_s, 989400e9);
+}
