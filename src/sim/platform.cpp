@@ -24,9 +24,9 @@ double bytes_per_second(const perf::LinkLevel& level) { return level.bandwidth_g
 
 std::string node_name(int64_t node) { return "node" + std::to_string(node); }
 
-// A node's host: two cores per rank.
+// A node's host: a core per rank.
 s4u::Host* make_node_host(s4u::NetZone* zone, int64_t node, int64_t ranks) {
-  s4u::Host* host = zone->create_host(node_name(node), kCoreSpeed)->set_core_count(static_cast<int>(2 * ranks));
+  s4u::Host* host = zone->create_host(node_name(node), kCoreSpeed)->set_core_count(static_cast<int>(ranks));
   host->seal();
   return host;
 }

@@ -12,8 +12,9 @@
 //             a leaf switch.
 // Ranks of one node talk through the node's loopback: the intra-node level (the first of
 // `levels`, the network itself in a one-level file) with alpha and a bandwidth that every flow
-// gets whole (a switch such as NVSwitch, or shared memory). A host has two cores per rank: a
-// rank's compute and its reductions (dist/smpi/modelled_reduce_kernel.cpp) run side by side.
+// gets whole (a switch such as NVSwitch, or shared memory). A host has a core per rank for the
+// rank's modelled compute; its reductions (dist/smpi/modelled_reduce_kernel.cpp) take time but
+// no core, as the communication thread's core is not one the compute uses.
 #pragma once
 
 #include <string>
