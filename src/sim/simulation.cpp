@@ -28,7 +28,7 @@ std::unique_ptr<s4u::Engine> engine;
 
 std::vector<std::string> simulation_config(const SimulationSettings& s) {
   std::vector<std::string> c{"network/model:" + s.network_model, "network/crosstraffic:0",
-                             "smpi/simulate-computation:no", "smpi/host-speed:1Gf"};
+                             "smpi/simulate-computation:no", "smpi/host-speed:1Gf", "smpi/send-is-detached-thresh:0"};
   if (!s.coll_selector.empty()) c.push_back("smpi/coll-selector:" + s.coll_selector);
   if (!s.allreduce.empty()) c.push_back("smpi/allreduce:" + s.allreduce);
   for (const std::string& extra : s.extra) c.push_back(extra);
