@@ -95,7 +95,15 @@ int run_manifest_entry(const std::string& dir, int64_t index, const SimFlags& fl
     std::cout << "run " << run.run_id << " (index " << index << "): already done; skipped\n";
     return kExitOk;
   }
-  simulate_entry(dir, campaign, run, flags);
+  // What the command line leaves out comes from the campaign's site (scheduler: simulate).
+  SimFlags f = flags;
+  const SiteSimulate& site = campaign.site.simulate;
+  if (f.cluster.empty()) f.cluster = site.cluster;
+  if (f.cluster_sets.empty()) f.cluster_sets = site.cluster_set;
+  if (!f.steps) f.steps = site.steps;
+  if (f.network_model.empty()) f.network_model = site.network_model;
+  if (f.coll_selector.empty()) f.coll_selector = site.coll_selector;
+  simulate_entry(dir, campaign, run, f);
   std::cout << "run " << run.run_id << " (index " << index << "): simulated, " << run_files(dir, run.run_id).run_file
             << "\n";
   return kExitOk;

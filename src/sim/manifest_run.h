@@ -27,7 +27,8 @@ struct SimFlags {
 SimRunRequest request_of(const SimFlags& flags, ResolvedConfig cfg);
 
 // Simulates run `index` of the campaign in `dir` into dir/runs/<run_id>.h5; a run with a DONE
-// marker is skipped. Exit code (0 ok); throws after writing the FAILED marker.
+// marker is skipped. Settings the flags leave out come from the campaign site's `simulate:`
+// entry. Exit code (0 ok); throws after writing the FAILED marker.
 int run_manifest_entry(const std::string& dir, int64_t index, const SimFlags& flags);
 
 }  // namespace ts::sim

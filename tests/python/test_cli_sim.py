@@ -188,3 +188,11 @@ def test_campaign_with_scheduler_simulate(tmp_path):
     assert flavors == {"smpi", "mpich"}
     status = run(["sweep", "status", camp])
     assert "done 4" in status.stdout
+    # A run started by hand takes its cluster and steps from the campaign's site; a done run is skipped.
+    first = camp / "runs" / (yaml.safe_load((camp / "manifest.yaml").read_text())["runs"][0]["run_id"] + ".h5")
+    for path in (first, first.with_suffix(".DONE")):
+        path.unlink()
+    proc = sim(["run", "--manifest", camp, "--index", 0])
+    assert proc.returncode == 0 and "simulated" in proc.stdout, proc.stdout + proc.stderr
+    assert first.exists() and first.with_suffix(".DONE").exists()
+    assert "already done; skipped" in sim(["run", "--manifest", camp, "--index", 0]).stdout
