@@ -4,7 +4,8 @@
 # so the MPI tests run under both flavors. Logs: build.log, build-mpich/build.log.
 # build/ also builds the CUDA backend (-DTRAINSCALE_CUDA=ON) when the CUDA toolkit is at
 # /usr/local/cuda: its tests that need no device run everywhere, the others skip (label gpu).
-# build-mpich/ stays CPU-only.
+# build-mpich/ stays CPU-only. build/ also builds build/bin/trainscale-sim (the simulator, SimGrid
+# SMPI) when libsimgrid-dev is installed; without it CMake says so and builds the rest.
 # Usage: scripts/build.sh [extra cmake -D options, given to both builds; the last -D wins]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -33,6 +33,8 @@ MODULES = {
     "sweep": ["config", "metrics", "core"],
     "perfmodel": ["config", "nn", "backend", "backend/factory", "dist", "core"],
     "train": ["config", "nn", "backend", "backend/factory", "data", "dist", "metrics", "core"],
+    "sim": ["perfmodel", "train", "sweep", "config", "nn", "backend", "backend/factory", "data", "dist",
+            "metrics", "core"],
     "app": ["train", "sweep", "perfmodel", "config", "nn", "backend", "backend/factory", "data", "dist",
             "metrics", "core"],
 }

@@ -7,12 +7,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages: build tools (and GNU time: /usr/bin/time -v reports peak RSS), the libraries
-# the driver links, the data set, MPI launchers.
+# the driver links, the data set, MPI launchers, SimGrid's SMPI (trainscale-sim; without it
+# CMake builds everything else and says so).
 APT_PACKAGES=(
   build-essential cmake pkg-config git time
   libboost-program-options-dev libyaml-cpp-dev libhdf5-dev libdnnl-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   libmpich-dev mpich
+  libsimgrid-dev
   slurm-wlm munge
   python3-torch
   libgtest-dev

@@ -42,6 +42,9 @@ ENV_ATTRS = (
     "version", "git_sha", "start_time", "end_time", "hosts", "world_size", "mpi_flavor",
     "mpi_version", "mpi_tuning", "dist_transport", "backend", "device", "device_name", "device_generation",
     "device_libraries", "cpu_model", "isa", "threads", "precision", "seed",
+    # trainscale-sim's runs: simulated = 1 (absent, i.e. measured, in older files), the cluster
+    # file and platform they ran on (docs/hdf5-schema.md).
+    "simulated", "sim_cluster", "sim_platform",
 )
 SUMMARY_KEYS = (
     "images_per_s", "images_per_s_per_worker", "step_time_median", "step_time_p90",

@@ -13,10 +13,12 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
+#include "core/strings.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
 #include "sweep/local_executor.h"
 #include "sweep/shape_check.h"
+#include "sweep/simulate.h"
 #include "sweep/site.h"
 #include "sweep/submit.h"
 #include "sweep/sweep_file.h"
@@ -30,9 +32,9 @@ namespace fs = std::filesystem;
 
 constexpr const char* kSweepUsage =
     "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--max-runs N] [--dry-run]\n"
-    "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
+    "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
     "       trainscale sweep status CAMPAIGN_DIR [--format text|json]\n"
-    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
+    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
     "`trainscale sweep <subcommand> --help` describes each; docs/sweeps.md has the file formats.\n";
 
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts, const char* positional) {
@@ -124,8 +126,15 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
     return kExitOk;
   }
   const auto groups = group_by_shape(campaign, indices);
-  check_shapes(campaign, groups, scheduler);
-  if (scheduler == "local") {
+  if (scheduler == "simulate" && campaign.site.scheduler != "simulate")
+    throw ConfigError("--scheduler simulate: the campaign's site (" + campaign.site.path +
+                      ") has no `simulate:` entry; expand the sweep with a site of `scheduler: simulate` (docs/sweeps.md)");
+  if (scheduler != "simulate") check_shapes(campaign, groups, scheduler);
+  if (scheduler == "local" || scheduler == "simulate") {  // simulate: trainscale-sim through the local executor
+    if (dry_run && scheduler == "simulate") {
+      for (int64_t i : indices) std::cout << "  " << join(simulate_command(campaign, i), " ") << "\n";
+      return kExitOk;
+    }
     if (dry_run) {
       for (const auto& g : groups) {
         std::cout << "shape " << g.shape.label() << ": " << g.indices.size() << " runs\n";
@@ -139,7 +148,7 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
     }
     const int k = throttle > 0 ? throttle : (campaign.site.throttle > 0 ? campaign.site.throttle : 1);
     SubmissionRecord rec;
-    rec.scheduler = "local";
+    rec.scheduler = scheduler;
     rec.pid = static_cast<long>(::getpid());
     rec.host = host_name();
     rec.count = static_cast<int64_t>(indices.size());
@@ -177,14 +186,14 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
 
 std::string scheduler_option(const po::variables_map& vm, const std::string& fallback) {
   std::string s = vm.count("scheduler") ? vm["scheduler"].as<std::string>() : fallback;
-  if (s != "local" && s != "slurm" && s != "pbs")
-    throw ConfigError("--scheduler: '" + s + "' is not accepted; accepted: local, slurm, pbs");
+  if (s != "local" && s != "slurm" && s != "pbs" && s != "simulate")
+    throw ConfigError("--scheduler: '" + s + "' is not accepted; accepted: local, slurm, pbs, simulate");
   return s;
 }
 
 int sweep_submit(const std::vector<std::string>& args) {
   po::options_description opts(
-      "usage: trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
+      "usage: trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n\n"
       "Submits the runs of a campaign that are not done (a DONE marker and a complete run file),\n"
       "running or queued. Every resource shape is first checked against the site's node (this\n"
       "machine for local): a shape that can never be scheduled is refused, nothing submitted.\n"
@@ -194,13 +203,14 @@ int sweep_submit(const std::vector<std::string>& args) {
       "launcher, one progress line per finished run; each task holds runs/<run_id>.lock, so a\n"
       "second submit never runs a task twice. Ctrl-C / SIGTERM: the running tasks get SIGUSR1\n"
       "(checkpoint and stop: PREEMPTED), what is left after the site's signal_seconds (60) or a\n"
-      "second Ctrl-C is killed (FAILED \"interrupted\").\n"
+      "second Ctrl-C is killed (FAILED \"interrupted\"). simulate: like local, with trainscale-sim\n"
+      "per run on the site's simulated cluster (docs/sweeps.md \"Simulated campaigns\").\n"
       "The scheduler defaults to the campaign site's (local without a site).\n"
       "Exit codes: 0 ok, 1 some local runs failed or the scheduler refused, 2 usage/config error\n"
       "(a shape that does not fit included), 4 local: interrupted or a run preempted.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
-      ("scheduler", po::value<std::string>(), "local | slurm | pbs")
+      ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time (array %K / max_run_subjobs; local executor: parallel runs)")
       ("dry-run", "write the scripts (slurm/pbs) or print the launch commands (local); submit nothing");
   po::variables_map vm = parse(args, opts, "campaign");
@@ -267,7 +277,7 @@ int sweep_status(const std::vector<std::string>& args) {
 
 int sweep_resubmit(const std::vector<std::string>& args) {
   po::options_description opts(
-      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
+      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n\n"
       "Resubmits exactly the runs `sweep status` calls failed (--failed; a DONE marker whose run\n"
       "file is missing or broken included), preempted (--preempted: they resume from their\n"
       "checkpoint), missing (--missing: no run file, no marker, not queued), or any union of them,\n"
@@ -278,7 +288,7 @@ int sweep_resubmit(const std::vector<std::string>& args) {
       ("failed", "resubmit the failed runs")
       ("preempted", "resubmit the preempted runs (not the failed ones)")
       ("missing", "resubmit the missing runs")
-      ("scheduler", po::value<std::string>(), "local | slurm | pbs")
+      ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time")
       ("dry-run", "write the scripts or print the commands; submit nothing");
   po::variables_map vm = parse(args, opts, "campaign");

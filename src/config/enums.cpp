@@ -37,6 +37,8 @@ const char* mpi_flavor_name(MpiFlavor flavor) {
     case MpiFlavor::any: return "any";
     case MpiFlavor::openmpi: return "openmpi";
     case MpiFlavor::mpich: return "mpich";
+    case MpiFlavor::intel: return "intel";
+    case MpiFlavor::mvapich2: return "mvapich2";
   }
   return "?";
 }
@@ -67,7 +69,9 @@ std::vector<LrScale> all_lr_scales() { return {LrScale::none, LrScale::linear}; 
 std::vector<LossScaleMode> all_loss_scale_modes() {
   return {LossScaleMode::auto_, LossScaleMode::off, LossScaleMode::static_, LossScaleMode::dynamic};
 }
-std::vector<MpiFlavor> all_mpi_flavors() { return {MpiFlavor::any, MpiFlavor::openmpi, MpiFlavor::mpich}; }
+std::vector<MpiFlavor> all_mpi_flavors() {
+  return {MpiFlavor::any, MpiFlavor::openmpi, MpiFlavor::mpich, MpiFlavor::intel, MpiFlavor::mvapich2};
+}
 std::vector<GpuGeneration> all_gpu_generations() {
   using G = GpuGeneration;
   return {G::none, G::k80, G::p40, G::p100, G::v100, G::a100, G::h100, G::h200, G::any};

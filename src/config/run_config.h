@@ -24,7 +24,9 @@ enum class LrScale { none, linear };  // linear: Goyal et al., lr * global_batch
 // otherwise; static keeps loss_scale.init; dynamic halves on an overflow (the step is skipped)
 // and doubles after growth_interval good steps.
 enum class LossScaleMode { auto_, off, static_, dynamic };
-enum class MpiFlavor { any, openmpi, mpich };
+// intel and mvapich2 are not linked here: trainscale run refuses them (its MPI library is another),
+// trainscale-sim simulates them with SMPI's collective selectors (docs/model.md "Simulation").
+enum class MpiFlavor { any, openmpi, mpich, intel, mvapich2 };
 // The GPU a run expects (checked against the device when it starts): none (a CPU backend), a
 // generation of backend/gpu_generation.h, or any GPU. Unset, it is `any` for backend cuda and
 // `none` otherwise.

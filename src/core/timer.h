@@ -1,5 +1,5 @@
-// Clocks: monotonic wall-clock seconds for step and phase timing, and the UTC time of day
-// that run files, markers and logs record.
+// Clocks: monotonic seconds for step and phase timing, and the UTC time of day that run files,
+// markers and logs record.
 #pragma once
 
 #include <chrono>
@@ -7,10 +7,11 @@
 
 namespace ts {
 
-inline double now_seconds() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
-}
+// Monotonic seconds: the steady wall clock (core/clock.cpp). trainscale-sim links its own
+// definition (sim/simulated_clock.cpp: the simulated time), so that the timings dist/ takes
+// inside a simulation are simulated seconds; core/clock.cpp defines nothing else, so the
+// linker never takes it from the archive there.
+double now_seconds();
 
 // The current UTC time as ISO 8601, "2026-11-21T18:31:02Z".
 std::string utc_timestamp();

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "dist/mpi_comm.h"
+#include "dist/reduce_kernel.h"
 #include "dist/shm_allreduce.h"
 #ifdef TRAINSCALE_HAVE_NCCL
 #include "dist/cuda/device_exchange.h"
@@ -19,11 +20,6 @@ constexpr int kTagRing = 101, kTagTree = 102;
 
 double now_s() { return MPI_Wtime(); }
 
-// dst[i] += src[i]
-void add_into(float* __restrict dst, const float* __restrict src, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) dst[i] += src[i];
-}
-
 float* scratch_of(Communicator& comm, int64_t count) {
   auto& scratch = CommunicatorAccess::impl(comm).scratch;
   if (static_cast<int64_t>(scratch.size()) < count) scratch.resize(static_cast<size_t>(count));
@@ -35,7 +31,7 @@ float* scratch_of(Communicator& comm, int64_t count) {
 // adds chunk (r - s - 1) received from r - 1; after n - 1 steps rank r holds the full sum of
 // chunk (r + 1). All-gather: the reduced chunks travel once more around the ring.
 // Each rank sends 2 (n - 1) / n of the data.
-void ring_segment(MPI_Comm mc, std::vector<float>& scratch, float* data, int count) {
+void ring_segment(MPI_Comm mc, ScratchFloats& scratch, float* data, int count) {
   int n = 1, r = 0;
   TS_MPI(MPI_Comm_size(mc, &n));
   TS_MPI(MPI_Comm_rank(mc, &r));
@@ -194,7 +190,7 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
   if (comm.size() > 1 && algorithm == AllreduceAlgorithm::shm) {
     // Streams through a fixed window in chunks: no MPI count limit. Across nodes, the node
     // leaders run the ring (segmented like the other algorithms).
-    std::vector<float>& scratch = CommunicatorAccess::impl(comm).scratch;
+    ScratchFloats& scratch = CommunicatorAccess::impl(comm).scratch;
     shm_allreduce_sum(mpi_comm(comm), data, count, [&scratch](MPI_Comm leaders, float* d, int64_t c) {
       for (int64_t off = 0; off < c; off += kMpiMaxCount)
         ring_segment(leaders, scratch, d + off, static_cast<int>(std::min(kMpiMaxCount, c - off)));

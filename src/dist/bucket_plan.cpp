@@ -41,10 +41,6 @@ void verdict_of_means(StepVerdict& v, double mean_loss, float mean_nonfinite) {
   v.diverged = mean_nonfinite > 0 || !std::isfinite(v.loss);
 }
 
-void scale(float* data, int64_t count, float factor) {
-  for (int64_t i = 0; i < count; ++i) data[i] *= factor;
-}
-
 void copy_floats(float* dst, const float* src, int64_t count) {
   if (count > 0) std::memcpy(dst, src, static_cast<size_t>(count) * sizeof(float));
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dist/exchange_strategy.h"
+#include "dist/reduce_kernel.h"
 
 namespace ts {
 
@@ -44,8 +45,7 @@ class VerdictStaging {
 // tail): the mean loss, and diverged when some rank counted a non-finite loss.
 void verdict_of_means(StepVerdict& verdict, double mean_loss, float mean_nonfinite);
 
-// Helpers of every strategy.
-void scale(float* data, int64_t count, float factor);
+// Helpers of every strategy (scale, add_into: dist/reduce_kernel.h).
 // Copies `count` floats (count may be 0).
 void copy_floats(float* dst, const float* src, int64_t count);
 // The step's update over [offset, offset + count), its time added to times.optimizer.

@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "dist/communicator.h"
+
 namespace ts {
 
 struct CommThread::State {
@@ -49,6 +51,8 @@ struct CommThread::State {
     }
   }
 };
+
+bool CommThread::can_call_mpi() { return mpi_threads_serialized(); }
 
 CommThread::CommThread(Job job) : state_(std::make_shared<State>()) {
   state_->job = std::move(job);

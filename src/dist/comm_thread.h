@@ -17,6 +17,10 @@ namespace ts {
 class CommThread {
  public:
   using Job = std::function<void(int64_t index)>;
+  // Whether this build's communication thread can run MPI jobs: the thread needs
+  // MPI_THREAD_SERIALIZED (dist/communicator.h mpi_threads_serialized); trainscale-sim's
+  // inline one (dist/smpi/inline_comm_thread.cpp) makes no thread and always can.
+  static bool can_call_mpi();
   explicit CommThread(Job job);
   // Joins the idle thread. Unwinding from an error in the middle of a step, the thread may sit
   // in a collective that other ranks will never join: then it is left running (detached, its

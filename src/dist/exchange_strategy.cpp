@@ -3,6 +3,7 @@
 #include "dist/exchange_strategy.h"
 
 #include "core/error.h"
+#include "dist/comm_thread.h"
 #include "dist/ps_strategy.h"
 #include "dist/sync_strategy.h"
 #include "dist/weight_avg_strategy.h"
@@ -59,7 +60,7 @@ std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, Mod
 #endif
   }
   const bool threaded = options.strategy == DistStrategy::sync && options.overlap;
-  if (threaded && !mpi_threads_serialized())
+  if (threaded && !CommThread::can_call_mpi())
     throw ConfigError("dist.overlap: the communication thread needs MPI_THREAD_SERIALIZED, which this MPI library "
                       "did not provide; set dist.overlap: false");
   if (options.strategy == DistStrategy::weight_avg)

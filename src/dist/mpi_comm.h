@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dist/communicator.h"
+#include "dist/scratch_memory.h"
 
 namespace ts {
 
@@ -26,7 +27,7 @@ struct Communicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   // Reusable receive buffer of the hand-written collectives (grown, never shrunk), so a timed
   // loop does not allocate.
-  std::vector<float> scratch;
+  ScratchFloats scratch;
   // The NCCL communicator over the same ranks, created on first use (nccl_of); destroyed with
   // this communicator. A shared_ptr, so that this header needs no NCCL type.
   std::shared_ptr<NcclCommunicator> nccl;

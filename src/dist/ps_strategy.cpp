@@ -75,8 +75,7 @@ void ParameterServerExchange::gather_bucket(size_t i) {
   times_.comm += t1 - t0;
   if (comm_.rank() != 0) return;
   for (int q = 1; q < comm_.size(); ++q) {
-    const float* src = gathered_.data() + static_cast<int64_t>(q) * n;
-    for (int64_t k = 0; k < n; ++k) data[k] += src[k];
+    add_into(data, gathered_.data() + static_cast<int64_t>(q) * n, n);
   }
   if (comm_.size() > 1) scale(data, count, 1.0f / static_cast<float>(comm_.size()));
   if (last) copy_floats(link_->host(Arena::grads) + offset, staging_.data(), count);

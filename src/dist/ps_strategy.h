@@ -13,6 +13,7 @@
 #include "dist/bucket_pipeline.h"
 #include "dist/bucket_plan.h"
 #include "dist/exchange_strategy.h"
+#include "dist/scratch_memory.h"
 
 namespace ts {
 
@@ -39,7 +40,7 @@ class ParameterServerExchange : public ExchangeStrategy {
   const BucketPlan plan_;
   std::unique_ptr<ArenaLink> link_;
   VerdictStaging staging_;       // the tail bucket + [loss, non-finite]
-  std::vector<float> gathered_;  // rank 0: world x (largest bucket + extras)
+  ScratchFloats gathered_;       // rank 0: world x (largest bucket + extras)
   BucketPipeline pipeline_;
   float local_loss_ = 0;
   RangeUpdate update_;

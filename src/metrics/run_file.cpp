@@ -106,6 +106,11 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("threads", r.threads);
   file.set_attr("precision", r.precision);
   file.set_attr("seed", r.seed);
+  file.set_attr("simulated", r.simulated);
+  if (r.simulated != 0) {
+    file.set_attr("sim_cluster", r.sim_cluster);
+    file.set_attr("sim_platform", r.sim_platform);
+  }
 }
 
 void write_contents(h5::File& file, const RunResult& r) {

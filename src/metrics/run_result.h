@@ -44,6 +44,11 @@ struct RunRecord {
   int64_t threads = 1;                      // int64: compute threads per worker
   std::string precision;                    // fp32 | bf16 | fp16 | tf32
   int64_t seed = 1;                         // int64
+  // trainscale-sim (docs/model.md "Simulation"): 1 when the run was simulated (its timings are
+  // simulated seconds), 0 when measured; a simulated run also has the cluster file it ran on
+  // (YAML) and the platform and simulator settings (one line), both "" in measured runs.
+  int64_t simulated = 0;                    // int64
+  std::string sim_cluster, sim_platform;    // written only when simulated
 };
 
 struct RunResult {

@@ -27,6 +27,7 @@
 #include "core/host_info.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
+#include "sweep/simulate.h"
 #include "sweep/submit.h"
 
 namespace ts {
@@ -127,6 +128,10 @@ void kill_session(pid_t sid) {
 // The launcher command of every run in `indices`, checked to be runnable here.
 std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign& c, const std::vector<int64_t>& indices) {
   std::map<int64_t, std::vector<std::string>> argv_of;
+  if (c.site.scheduler == "simulate") {  // trainscale-sim, no launcher (sweep/simulate.h)
+    for (int64_t i : indices) argv_of[i] = simulate_command(c, i);
+    return argv_of;
+  }
   for (const auto& g : group_by_shape(c, indices))  // validates gpu/mpi/storage against the site
     for (int64_t i : g.indices) {
       auto cmd = launch_command(shape_mpi(c.site, g.shape), g.shape.workers);

@@ -228,11 +228,22 @@ void read_preemption(const SiteParser& p, const YAML::Node& root, Site& s) {
   s.signal_seconds = static_cast<int>(seconds);
 }
 
+void read_simulate(const SiteParser& p, const YAML::Node& n, Site& s) {
+  p.check_keys(n, "simulate", {"cluster", "cluster_set", "binary", "steps", "network_model", "coll_selector"});
+  SiteSimulate& m = s.simulate;
+  if (n["cluster"]) m.cluster = p.scalar(n["cluster"], "simulate.cluster");
+  if (n["cluster_set"]) m.cluster_set = p.strings(n["cluster_set"], "simulate.cluster_set");
+  if (n["binary"]) m.binary = p.scalar(n["binary"], "simulate.binary");
+  if (n["steps"]) m.steps = p.integer(n["steps"], "simulate.steps", 1);
+  if (n["network_model"]) m.network_model = p.scalar(n["network_model"], "simulate.network_model");
+  if (n["coll_selector"]) m.coll_selector = p.scalar(n["coll_selector"], "simulate.coll_selector");
+}
+
 }  // namespace
 
 std::vector<std::string> site_file_keys() {
   return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "requeue", "signal_seconds",
-          "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage"};
+          "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage", "simulate"};
 }
 
 Site load_site_file(const std::string& path) {
@@ -250,10 +261,13 @@ Site parse_site_file(const std::string& text, const std::string& path) {
   s.path = path;
   s.name = fs::path(path).stem().string();
   if (root["name"]) s.name = p.scalar(root["name"], "name");
-  if (!root["scheduler"]) throw ConfigError(path + ": missing `scheduler` (slurm | pbs | local)");
+  if (!root["scheduler"]) throw ConfigError(path + ": missing `scheduler` (slurm | pbs | local | simulate)");
   s.scheduler = p.scalar(root["scheduler"], "scheduler");
-  if (s.scheduler != "slurm" && s.scheduler != "pbs" && s.scheduler != "local")
-    p.fail(root["scheduler"], "key 'scheduler': '" + s.scheduler + "' is not accepted; accepted: slurm, pbs, local");
+  if (s.scheduler != "slurm" && s.scheduler != "pbs" && s.scheduler != "local" && s.scheduler != "simulate")
+    p.fail(root["scheduler"], "key 'scheduler': '" + s.scheduler + "' is not accepted; accepted: slurm, pbs, local, simulate");
+  if (const YAML::Node n = root["simulate"]) read_simulate(p, n, s);
+  if (s.scheduler == "simulate" && s.simulate.cluster.empty())
+    p.fail(root["scheduler"], "scheduler: simulate needs `simulate: {cluster: configs/clusters/NAME.yaml}` (docs/sweeps.md)");
   if (root["account"]) s.account = p.header_value(root["account"], "account", account_problem);
   if (root["partition"]) s.partition = p.header_value(root["partition"], "partition", partition_problem);
   if (root["templates"]) s.templates = p.scalar(root["templates"], "templates");
@@ -340,6 +354,7 @@ const SiteMpi& site_mpi_for(const Site& site, const std::string& mpi_flavor, con
 
 std::string site_check_run(const Site& site, const std::string& gpu, const std::string& mpi_flavor,
                            const std::string& storage) {
+  if (site.scheduler == "simulate") return "";
   if (gpu != "none" && !site.gpu.count(gpu))
     return "key 'gpu': '" + gpu + "' is not a GPU of site " + site.path + " (its gpu entries: " + keys_of(site.gpu) +
            "); add a `gpu: {" + gpu + ": {...}}` entry that requests " +

@@ -56,10 +56,21 @@ struct SiteStorage {
   std::string stage_from;  // another storage name to copy the data set from before the run ("" = none)
 };
 
+// `scheduler: simulate` (docs/sweeps.md "Simulated campaigns"): every run of the campaign goes
+// through trainscale-sim on this machine, on the simulated cluster of a cluster file.
+struct SiteSimulate {
+  std::string cluster;                   // cluster file (required); relative: from the current directory
+  std::vector<std::string> cluster_set;  // "dotted.key=value" overrides of it
+  std::string binary;                    // trainscale-sim ("" = beside the running trainscale)
+  int64_t steps = 3;                     // simulated steps per run
+  std::string network_model;             // "" = the simulator's default (CM02)
+  std::string coll_selector;             // "" = each run's mpi_flavor, else the cluster file's
+};
+
 struct Site {
   std::string path;          // the site file ("<built-in local>" for the default)
   std::string name;
-  std::string scheduler = "local";  // slurm | pbs | local
+  std::string scheduler = "local";  // slurm | pbs | local | simulate
   std::string account;
   std::string partition;     // default partition (Slurm) / queue (PBS) for runs without a gpu
   int64_t max_array_size = 1000;
@@ -82,6 +93,7 @@ struct Site {
   std::map<std::string, SiteMpi> mpi;
   std::vector<std::string> mpi_order;          // mpi entry names in file order
   std::map<std::string, SiteStorage> storage;
+  SiteSimulate simulate;                       // scheduler: simulate
 };
 
 // The accepted top-level keys, in documentation order.
@@ -101,7 +113,8 @@ const SiteMpi& site_mpi_for(const Site& site, const std::string& mpi_flavor, con
 
 // Checks a resolved run's gpu, mpi_flavor and dataset.storage against the site. Returns "" when
 // the site has them, else the reason (names the key, the value and what the site offers).
-// gpu `none` needs no entry; a generation or `any` needs the entry of that name.
+// gpu `none` needs no entry; a generation or `any` needs the entry of that name. A simulate site
+// takes every run (the simulator stands for any GPU, MPI library and storage).
 std::string site_check_run(const Site& site, const std::string& gpu, const std::string& mpi_flavor,
                            const std::string& storage);
 

@@ -31,6 +31,7 @@
 #include "core/run_marker.h"
 #include "core/strings.h"
 #include "sweep/scheduler_values.h"
+#include "sweep/simulate.h"
 
 namespace ts {
 namespace {
@@ -196,7 +197,7 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
     s.tasks_per_node = std::min(s.workers, per_node);
     // The entry name: the flavor itself, or the default entry for `any`.
     if (flavor != "any") s.mpi = flavor;
-    else s.mpi = !site.mpi_default.empty() ? site.mpi_default : site.mpi_order.front();
+    else s.mpi = !site.mpi_default.empty() ? site.mpi_default : (site.mpi_order.empty() ? "" : site.mpi_order.front());
 
     auto it = std::find_if(groups.begin(), groups.end(), [&](const ShapeGroup& g) { return g.shape == s; });
     if (it == groups.end()) groups.push_back({s, {i}});
@@ -560,7 +561,8 @@ SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* not
     const std::string id = s.job_id.substr(0, s.job_id.find_first_not_of("0123456789"));
     if (s.scheduler == "slurm") slurm_jobs[id] = s.index_file;
     if (s.scheduler == "pbs") pbs_jobs[id] = s.index_file;
-    if (s.scheduler == "local" && s.host == host_name() && local_executor_alive(s.pid)) {
+    const bool local_executor = s.scheduler == "local" || s.scheduler == "simulate";
+    if (local_executor && s.host == host_name() && local_executor_alive(s.pid)) {
       // A live local executor: its queued runs without a marker are pending.
       for (int64_t i : read_index_file(s.index_file))
         states.emplace(i, SchedulerTask{"pending", "queued by the local executor (pid " + std::to_string(s.pid) + ")"});

@@ -43,7 +43,7 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
     if (lib.flavor != mpi_flavor_name(r.mpi_flavor))
       throw ConfigError(cfg.locate("mpi_flavor") + ": expects '" + mpi_flavor_name(r.mpi_flavor) +
                         "' but this binary is linked with " + lib.flavor + " " + lib.version + "; run the binary built for " +
-                        mpi_flavor_name(r.mpi_flavor) + " or set mpi_flavor: any");
+                        mpi_flavor_name(r.mpi_flavor) + ", set mpi_flavor: any, or simulate it (trainscale-sim run)");
   }
   if (r.dataset.storage != "local")
     throw ConfigError(cfg.locate("dataset.storage") + ": storage '" + r.dataset.storage +

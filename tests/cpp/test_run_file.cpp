@@ -218,7 +218,8 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   EXPECT_EQ(int_attr(f, "/", "seed"), 17);
   EXPECT_EQ(int_attr(f, "/", "device_memory_bytes"), int64_t{24} << 30);
   EXPECT_EQ(int_attr(f, "/", "device_workspace_bytes"), a.device_workspace_bytes);
-  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 5);
+  EXPECT_EQ(int_attr(f, "/", "simulated"), 0);  // measured: no sim_cluster / sim_platform
+  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 6);
 
   // /config
   EXPECT_EQ(string_attr(f, "/config", "dataset.name"), "fashion_mnist");
@@ -299,6 +300,20 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
     EXPECT_EQ(rows[i].flops, r.layers[static_cast<size_t>(i)].flops);
   }
   H5Dvlen_reclaim(mem, space, H5P_DEFAULT, rows);
+}
+
+// trainscale-sim's runs: simulated = 1 and the cluster and platform they ran on.
+TEST_F(RunFile, SimulatedRunHasItsFlagClusterAndPlatform) {
+  const std::string path = (dir_ / "sim-r0.h5").string();
+  ts::RunResult r = sample_result();
+  r.record.simulated = 1;
+  r.record.sim_cluster = "name: skylake-8180m\nnodes: 1000\n";
+  r.record.sim_platform = "1000 nodes x 1 ranks, star, alpha 0.5 us, 200 Gbit/s";
+  ts::write_run_file(path, r);
+  H5 f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  EXPECT_EQ(int_attr(f, "/", "simulated"), 1);
+  EXPECT_EQ(string_attr(f, "/", "sim_cluster"), r.record.sim_cluster);
+  EXPECT_EQ(string_attr(f, "/", "sim_platform"), r.record.sim_platform);
 }
 
 TEST_F(RunFile, EmptyResultWritesZeroLengthDatasets) {

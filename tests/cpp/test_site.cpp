@@ -201,3 +201,23 @@ TEST(Site, ShellQuote) {
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
   EXPECT_EQ(shell_quote(""), "''");
 }
+
+// scheduler: simulate (trainscale-sim through the local executor, docs/sweeps.md).
+TEST(Site, SimulateSitesNameTheirCluster) {
+  Site sim = load_site_file(site_dir() + "simulate-skylake.yaml");
+  EXPECT_EQ(sim.scheduler, "simulate");
+  EXPECT_EQ(sim.simulate.cluster, "configs/clusters/skylake-8180m.yaml");
+  EXPECT_EQ(sim.simulate.steps, 1);
+  EXPECT_EQ(sim.throttle, 1);
+  // The simulator stands for any GPU, MPI library and storage.
+  EXPECT_EQ(site_check_run(sim, "a100", "intel", "nvme"), "");
+
+  std::string e = error_of("scheduler: simulate\n");
+  EXPECT_NE(e.find("site.yaml:1"), std::string::npos) << e;
+  EXPECT_NE(e.find("needs `simulate: {cluster:"), std::string::npos) << e;
+  e = error_of("scheduler: simulate\nsimulate: {cluster: c.yaml, step: 2}\n");
+  EXPECT_NE(e.find("site.yaml:2"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 'steps'"), std::string::npos) << e;
+  e = error_of("scheduler: simulate\nsimulate: {cluster: c.yaml, steps: 0}\n");
+  EXPECT_NE(e.find("simulate.steps"), std::string::npos) << e;
+}

@@ -1,0 +1,56 @@
+// trainscale-sim: the gradient exchange of trainscale on simulated clusters (SimGrid SMPI,
+// docs/model.md "Simulation"). Dispatches subcommands and is the only place of this executable
+// that turns errors into exit codes (0 ok, 1 failed, 2 usage/config error).
+#include <boost/program_options/errors.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "sim/commands.h"
+
+namespace {
+
+const char* kUsage = R"(usage: trainscale-sim <command> [options]
+
+commands:
+  run       simulate one run configuration on a cluster file and write its HDF5 run file
+            (the schema of trainscale run, root attribute simulated = 1, simulated seconds)
+  bench     bench allreduce: one all-reduce algorithm on a simulated cluster, against its
+            alpha-beta-gamma formula
+
+`trainscale-sim <command> --help` describes each command.
+exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? ts::kExitUsage : ts::kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "run") return ts::sim::command_run(args);
+    if (command == "bench") return ts::sim::command_bench(args);
+    std::cerr << "trainscale-sim: unknown command '" << command << "'\n\n" << kUsage;
+    return ts::kExitUsage;
+  } catch (const ts::ConfigError& e) {
+    std::cerr << "trainscale-sim " << command << ": configuration error: " << e.what() << "\n";
+    return ts::kExitUsage;
+  } catch (const boost::program_options::error& e) {
+    std::cerr << "trainscale-sim " << command << ": usage error: " << e.what() << " (see trainscale-sim " << command
+              << " --help)\n";
+    return ts::kExitUsage;
+  } catch (const ts::RuntimeError& e) {
+    std::cerr << "trainscale-sim " << command << ": error: " << e.what() << "\n";
+    return ts::kExitFailed;
+  } catch (const std::exception& e) {
+    std::cerr << "trainscale-sim " << command << ": internal error: " << e.what() << "\n";
+    return ts::kExitFailed;
+  }
+}

@@ -1,0 +1,59 @@
+// The modelled per-step work of a simulated worker (see workload.h).
+#include "sim/workload.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "backend/backend_factory.h"
+#include "nn/models.h"
+
+namespace ts::sim {
+namespace {
+
+// From the model's graph (no arenas allocated): its layer table, forward FLOPs per sample, and
+// the non-trainable state (batch-norm running statistics) that weight averaging and
+// average_state exchange besides the weights.
+void read_graph(const RunConfig& r, Workload& w) {
+  std::unique_ptr<Backend> backend = make_backend("ref");
+  std::unique_ptr<Net> net = build_model_graph(r.model, *backend, model_expected_input(r.model), r.dropout);
+  for (int node = 1; node < net->node_count(); ++node) w.state_count += net->layer(node)->state_count();
+  w.table = net->layer_table();
+  w.flops_per_sample = net->flops_per_sample();
+}
+
+}  // namespace
+
+ExchangeOptions exchange_options_for(const DistConfig& dist) {
+  ExchangeOptions options;
+  options.strategy = dist.strategy;
+  options.algorithm = dist.allreduce;
+  options.bucket_elements = std::max<int64_t>(1, static_cast<int64_t>(dist.bucket_mb * 1024.0 * 1024.0 / sizeof(float)));
+  options.overlap = dist.overlap;
+  return options;
+}
+
+Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, int64_t workers) {
+  const perf::Prediction prediction = perf::predict(cfg.run, cluster, {workers});
+  Workload w;
+  w.point = prediction.points.front();
+  w.layers = prediction.layers;
+  const perf::StepPrediction& step = w.point.step;
+  w.data_s = step.data;
+  w.forward_s = step.forward;
+  w.update_s = step.update;
+  w.batch_per_worker = w.point.batch_per_worker;
+  // Parameter ranges in node order, as Net::finalize lays out the arena.
+  std::vector<int64_t> offset(w.layers.size(), 0);
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    offset[i] = w.param_count;
+    w.param_count += w.layers[i].parameters;
+  }
+  for (size_t i = w.layers.size(); i-- > 0;) {
+    const perf::LayerTime& t = step.layers[i];
+    w.backward.push_back({w.layers[i].name, t.seconds[1] + t.seconds[2], offset[i], w.layers[i].parameters});
+  }
+  read_graph(cfg.run, w);
+  return w;
+}
+
+}  // namespace ts::sim

@@ -1,0 +1,198 @@
+"""`trainscale-sim` (docs/model.md "Simulation"): the real gradient exchange on SimGrid SMPI
+platforms generated from cluster files. Checked here, on 2..16 simulated ranks (seconds each):
+the ring all-reduce of the simulator within 10% of the alpha-beta-gamma formula on a star; run
+files of the measured schema with simulated = 1 that the analysis package reads; overlap hiding
+communication that no overlap exposes, phase by phase; MPI flavors through SMPI's selectors;
+star, mesh, torus, fat tree and a two-level GPU cluster; refusals (exit 2) that name what is
+wrong; a campaign run by `scheduler: simulate`. Simulated seconds are deterministic, so the
+comparisons below are exact model checks, not wall-clock timings.
+
+The binary: TRAINSCALE_SIM_BINARY, else trainscale-sim beside the trainscale under test. Without
+it (SimGrid's libsimgrid-dev missing) every test skips and says so."""
+import csv
+import os
+import pathlib
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from trainscale_cli import BINARY, REPO, env, run, write_config
+
+SIM = pathlib.Path(os.environ.get("TRAINSCALE_SIM_BINARY", BINARY.parent / "trainscale-sim")).resolve()
+SKYLAKE = REPO / "configs" / "clusters" / "skylake-8180m.yaml"
+DGX = REPO / "configs" / "clusters" / "dgx-h100.yaml"
+# resnet20 on CIFAR-shaped synthetic data, one rank per Skylake node (threads = its 56 cores).
+RESNET20 = ("model: resnet20\ndataset: {name: synthetic, format: synthetic, synthetic_samples: 4096}\n"
+            "batch_per_worker: 32\nsteps: 10\nthreads: 56\neval: {every_epochs: 0}\n")
+COMMON = ("data_wait", "forward", "backward", "comm", "comm_wait", "optimizer", "step")
+
+pytestmark = pytest.mark.skipif(not SIM.exists(), reason=f"{SIM} is not built (SimGrid's SMPI, Debian libsimgrid-dev, "
+                                                         "is missing; scripts/setup.sh installs it)")
+
+
+def sim(args, timeout=300):
+    return subprocess.run([str(SIM)] + [str(a) for a in args], capture_output=True, text=True, env=env(),
+                          timeout=timeout, cwd=REPO)
+
+
+def simulate(tmp_path, config_text, workers, *extra, cluster=SKYLAKE, name="run"):
+    """Simulates a run; returns the open run file."""
+    cfg = write_config(tmp_path / f"{name}.yaml", config_text)
+    out = tmp_path / f"out-{name}"
+    proc = sim(["run", "--config", cfg, "--cluster", cluster, "--workers", workers, "--steps", 2, "--out", out]
+               + list(extra))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = list(out.glob("*.h5"))
+    assert len(files) == 1, files
+    return h5py.File(files[0], "r")
+
+
+@pytest.mark.parametrize("workers", [4, 8, 16])
+def test_ring_allreduce_within_10_percent_of_the_formula_on_a_star(tmp_path, workers):
+    out = tmp_path / "ring.csv"
+    proc = sim(["bench", "allreduce", "--cluster", SKYLAKE, "--workers", workers, "--algorithms", "ring",
+                "--min-bytes", "4K", "--max-bytes", "16M", "--factor", "4", "--csv", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 7 and {int(r["workers"]) for r in rows} == {workers}
+    for r in rows:
+        simulated, formula = float(r["simulated_s"]), float(r["formula_s"])
+        assert simulated > 0 and abs(simulated / formula - 1) < 0.10, r
+
+
+def test_run_file_has_the_measured_schema_and_the_analysis_reads_it(tmp_path):
+    with simulate(tmp_path, RESNET20, 4) as f:
+        assert f.attrs["schema"] == "trainscale-run/1" and f.attrs["status"] == "ok"
+        assert f.attrs["simulated"] == 1 and f.attrs["world_size"] == 4
+        assert yaml.safe_load(f.attrs["sim_cluster"])["name"] == "skylake-8180m"
+        assert "star" in f.attrs["sim_platform"] and "network/model:CM02" in f.attrs["sim_platform"]
+        assert f.attrs["device"] == "simulated" and f.attrs["dist_transport"] == "host"
+        assert yaml.safe_load(f.attrs["config"])["workers"] == 4
+        for phase in COMMON:
+            assert f["timing"][phase].shape == (2, 4), phase
+        step = f["timing/step"][...]
+        assert np.all(step > 0)
+        assert f["train/step"][...].tolist() == [1, 2]
+        assert f["model"].attrs["name"] == "resnet20" and f["model"].attrs["parameters"] > 250_000
+        s = f["summary"].attrs
+        assert s["step_time_median"] == pytest.approx(float(step.max(axis=1)[-1]))
+        assert s["images_per_s"] == pytest.approx(4 * 32 / s["step_time_median"])
+        # The model's prediction of the same step is beside the simulated one.
+        assert s["predicted_step_time"] == pytest.approx(s["step_time_median"], rel=0.02)
+    sys.path.insert(0, str(REPO / "analysis"))
+    from trainscale_analysis.load import load_campaigns
+    df = load_campaigns([tmp_path / "out-run"])
+    assert len(df) == 1 and df["env.simulated"].iloc[0] == 1 and df["status"].iloc[0] == "ok"
+    assert df["workers"].iloc[0] == 4 and df["images_per_s"].iloc[0] > 0
+
+
+def test_overlap_hides_communication_that_no_overlap_exposes(tmp_path):
+    slow = ["--cluster-set", "interconnect.bandwidth_gbps=5"]  # the all-reduces take longer than backward's tail
+    with simulate(tmp_path, RESNET20, 8, "--set", "dist.overlap=true", *slow, name="on") as on, \
+         simulate(tmp_path, RESNET20, 8, "--set", "dist.overlap=false", *slow, name="off") as off:
+        t_on = {p: float(on["timing"][p][-1].max()) for p in COMMON}  # last step, slowest rank
+        t_off = {p: float(off["timing"][p][-1].max()) for p in COMMON}
+        # Compute is the model's either way; the same buckets cross the same network.
+        for p in ("data_wait", "forward", "backward", "optimizer"):
+            assert t_on[p] == pytest.approx(t_off[p], rel=1e-6), p
+        assert t_on["comm"] == pytest.approx(t_off["comm"], rel=0.05)
+        # No overlap: every bucket is reduced after backward, so all of it is waited for.
+        assert t_off["comm_wait"] == pytest.approx(t_off["comm"], rel=0.01)
+        # Overlap: buckets reduced while backward goes on; only the rest is waited for.
+        assert t_on["comm_wait"] < 0.7 * t_off["comm_wait"]
+        for t in (t_on, t_off):  # the step is its phases, to rounding
+            parts = t["data_wait"] + t["forward"] + t["backward"] + t["comm_wait"] + t["optimizer"]
+            assert t["step"] == pytest.approx(parts, rel=1e-4)
+        assert t_off["step"] - t_on["step"] == pytest.approx(t_off["comm_wait"] - t_on["comm_wait"], rel=1e-3)
+
+
+@pytest.mark.parametrize("flavor,selector", [("openmpi", "ompi"), ("mpich", "mpich"), ("intel", "impi"),
+                                             ("mvapich2", "mvapich2")])
+def test_mpi_flavors_run_through_smpi_selectors(tmp_path, flavor, selector):
+    text = RESNET20 + f"mpi_flavor: {flavor}\ndist: {{allreduce: mpi}}\n"
+    with simulate(tmp_path, text, 4) as f:
+        assert f.attrs["mpi_flavor"] == flavor
+        assert f"coll-selector {selector}" in f.attrs["mpi_version"]
+        assert f"smpi/coll-selector:{selector}" in f.attrs["mpi_tuning"]
+        assert np.all(f["timing/comm"][...] > 0)
+
+
+@pytest.mark.parametrize("sets,expect", [
+    (["interconnect.topology=mesh", "interconnect.dims=[32,32]"], "mesh [3, 3]"),
+    (["interconnect.topology=torus", "interconnect.dims=[32,32]"], "torus [3, 3]"),
+    (["interconnect.topology=fat_tree"], "fat tree of 9 leaves"),
+])
+def test_topologies_from_the_cluster_file(tmp_path, sets, expect):
+    extra = [a for s in sets for a in ("--cluster-set", s)]
+    with simulate(tmp_path, RESNET20 + "dist: {allreduce: tree}\n", 9, *extra) as f:
+        assert expect in f.attrs["sim_platform"], f.attrs["sim_platform"]
+        assert np.all(f["timing/comm"][...] > 0)
+
+
+def test_two_level_gpu_cluster_puts_eight_ranks_on_a_node(tmp_path):
+    text = RESNET20.replace("threads: 56", "threads: 1") + "backend: cuda\nprecision: bf16\n"
+    with simulate(tmp_path, text, 16, cluster=DGX) as f:
+        assert f.attrs["sim_platform"].startswith("2 nodes x 8 ranks, fat tree")
+        assert "intra-node alpha 3 us, 3600 Gbit/s" in f.attrs["sim_platform"]
+        assert f.attrs["hosts"] == "node0,node1"
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--set", "dist.allreduce=shm"], "shm is not simulated"),
+    (["--set", "dist.allreduce=nccl"], "nccl is not simulated"),
+    (["--coll-selector", "openmpi"], "not an SMPI collective selector"),
+    (["--steps", "0"], "at least 1 step"),
+])
+def test_refusals_name_what_is_wrong(tmp_path, extra, needle):
+    cfg = write_config(tmp_path / "run.yaml", RESNET20)
+    proc = sim(["run", "--config", cfg, "--cluster", SKYLAKE, "--workers", 4, "--out", tmp_path] + extra)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert needle in proc.stderr
+    assert not list(tmp_path.glob("*.h5"))
+
+
+def test_a_damaged_cluster_file_is_refused_with_its_name(tmp_path):
+    cfg = write_config(tmp_path / "run.yaml", RESNET20)
+    damaged = tmp_path / "damaged.yaml"
+    text = SKYLAKE.read_bytes()
+    damaged.write_bytes(text[: len(text) // 2] + b"\x00\xff: [\n" + bytes(range(1, 40)))
+    proc = sim(["run", "--config", cfg, "--cluster", damaged, "--workers", 4, "--out", tmp_path])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "damaged.yaml" in proc.stderr
+
+
+def test_campaign_with_scheduler_simulate(tmp_path):
+    base = write_config(tmp_path / "base.yaml", RESNET20)
+    sweep = write_config(tmp_path / "sweep.yaml", f"campaign: simtest\nbase: {base}\n"
+                         "matrix:\n  workers: [2, 4]\n  mpi_flavor: [any, mpich]\nrepetitions: 1\n")
+    site = write_config(tmp_path / "site.yaml", "scheduler: simulate\n"
+                        f"simulate: {{cluster: {SKYLAKE}, steps: 1, binary: {SIM}}}\n")
+    camp = tmp_path / "camp"
+    proc = run(["sweep", "expand", sweep, "--site", site, "--out", camp])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run(["sweep", "submit", camp])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 of 4 runs finished" in proc.stdout
+    files = sorted((camp / "runs").glob("*.h5"))
+    assert len(files) == 4 and len(list((camp / "runs").glob("*.DONE"))) == 4
+    flavors = set()
+    for path in files:
+        with h5py.File(path, "r") as f:
+            assert f.attrs["simulated"] == 1 and f.attrs["campaign"] == "simtest"
+            assert f["timing/step"].shape == (1, f.attrs["world_size"])
+            flavors.add(f.attrs["mpi_flavor"])
+    assert flavors == {"smpi", "mpich"}
+    status = run(["sweep", "status", camp])
+    assert "done 4" in status.stdout
+    # A run started by hand takes its cluster and steps from the campaign's site; a done run is skipped.
+    first = camp / "runs" / (yaml.safe_load((camp / "manifest.yaml").read_text())["runs"][0]["run_id"] + ".h5")
+    for path in (first, first.with_suffix(".DONE")):
+        path.unlink()
+    proc = sim(["run", "--manifest", camp, "--index", 0])
+    assert proc.returncode == 0 and "simulated" in proc.stdout, proc.stdout + proc.stderr
+    assert first.exists() and first.with_suffix(".DONE").exists()
+    assert "already done; skipped" in sim(["run", "--manifest", camp, "--index", 0]).stdout
