@@ -99,7 +99,18 @@ class Attempt {
     end(exit_code == kExitDiverged ? "diverged" : "done", "");
   }
 
-  void failed(const std::exception& e) {
+  // Never throws: a FAILED marker that cannot be written (the disk is full) is reported beside
+  // the first error, which stays the one that reaches main.
+  void failed(const std::exception& e) noexcept {
+    try {
+      write_failed(e);
+    } catch (const std::exception& marker_error) {
+      std::cerr << "trainscale run: the FAILED marker could not be written either: " << marker_error.what() << "\n";
+    }
+  }
+
+ private:
+  void write_failed(const std::exception& e) {
     RunMarker marker = stamped();
     marker.reason = e.what();
     if (dynamic_cast<const ConfigError*>(&e)) marker.reason = "configuration error: " + marker.reason;
@@ -111,7 +122,6 @@ class Attempt {
     end("failed", marker.reason);
   }
 
- private:
   RunMarker stamped() const {
     RunMarker m;
     m.attempt = number_;
@@ -179,11 +189,13 @@ int run_manifest_entry(const std::string& dir, int64_t index) {
   MpiSession mpi(&argc, &argv);
   auto comm = Communicator::world();
   const bool root = comm->rank() == 0;
-  std::unique_ptr<Attempt> attempt = root ? std::make_unique<Attempt>(dir, run, campaign, comm->size()) : nullptr;
+  std::unique_ptr<Attempt> attempt;
   std::ostringstream discard;
-  TeeBuf tee(std::cout.rdbuf(), root ? attempt->log().rdbuf() : discard.rdbuf());
-  std::ostream log(&tee);
   try {
+    // Inside the try: an attempt that cannot start (a full campaign directory) ends every rank.
+    if (root) attempt = std::make_unique<Attempt>(dir, run, campaign, comm->size());
+    TeeBuf tee(std::cout.rdbuf(), root ? attempt->log().rdbuf() : discard.rdbuf());
+    std::ostream log(&tee);
     // Line numbers in messages are the manifest's (campaign.h).
     ResolvedConfig cfg = parse_run_config(run.config_yaml, campaign.manifest_path, {});
     const std::optional<double> stage_in_s = stage_in(campaign, cfg, *comm, root ? attempt->log() : discard);
@@ -194,7 +206,7 @@ int run_manifest_entry(const std::string& dir, int64_t index) {
     if (root) attempt->finished(out.exit_code, *stage_in_s);
     return out.exit_code;
   } catch (const std::exception& e) {
-    if (root) attempt->failed(e);
+    if (attempt) attempt->failed(e);
     const int rc = fail_collectively(*comm, e);
     if (root) throw;
     return rc;

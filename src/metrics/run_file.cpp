@@ -183,10 +183,14 @@ void write_run_file(const std::string& path, const RunResult& result) {
   validate(path, result);
   check_directory(path);
   AtomicFile out(path);  // removes its temporary file if anything below throws
-  h5::File file = h5::File::create(out.temp_path());
-  write_contents(file, result);
-  file.close();
-  out.commit();
+  try {
+    h5::File file = h5::File::create(out.temp_path());
+    write_contents(file, result);
+    file.close();
+    out.commit();
+  } catch (const RuntimeError& e) {
+    throw RuntimeError("run file " + path + " not written (no part of it is left): " + e.what());
+  }
 }
 
 }  // namespace ts
