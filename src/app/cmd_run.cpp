@@ -57,7 +57,9 @@ class TeeBuf : public std::streambuf {
 // Runs single-rank on errors of other ranks: report and take the whole job down.
 int fail_collectively(Communicator& comm, const std::exception& e) {
   if (comm.size() > 1 && dynamic_cast<const ConfigError*>(&e) == nullptr) {
-    std::cerr << "trainscale run: rank " << comm.rank() << " on " << comm.host() << ": " << e.what() << "\n";
+    const bool known = dynamic_cast<const RuntimeError*>(&e) != nullptr;
+    std::cerr << "trainscale run: rank " << comm.rank() << " on " << comm.host() << ": "
+              << (known ? std::string(e.what()) : unexpected_error_text(e)) << "\n";
     std::cerr.flush();
     comm.abort_all(kExitFailed);
   }

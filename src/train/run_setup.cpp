@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "backend/backend_factory.h"
 #include "dist/allreduce.h"
@@ -12,18 +14,43 @@
 namespace ts {
 namespace {
 
-RunPlan plan_of(const RunConfig& r, const Loader& train_loader, int world) {
+// The most steps and samples a run may count: far beyond any real run, and small enough that
+// steps, samples (steps x global batch) and their doubles never overflow.
+constexpr double kMaxRunSteps = 1e12;
+constexpr double kMaxRunSamples = 1e18;
+
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", v);
+  return text;
+}
+
+// The training length in steps, computed in double so that no product overflows before it is
+// bounded (ConfigError naming the key that set the length).
+int64_t total_steps_of(const ResolvedConfig& cfg, int64_t global_batch, int64_t steps_per_epoch) {
+  const RunConfig& r = cfg.run;
+  const double steps = r.steps > 0           ? static_cast<double>(r.steps)
+                       : r.train_samples > 0 ? std::ceil(static_cast<double>(r.train_samples) / static_cast<double>(global_batch))
+                                             : std::ceil(r.epochs * static_cast<double>(steps_per_epoch));
+  const char* key = r.steps > 0 ? "steps" : r.train_samples > 0 ? "train_samples" : "epochs";
+  if (!(steps <= kMaxRunSteps) || !(steps * static_cast<double>(global_batch) <= kMaxRunSamples))
+    throw ConfigError(cfg.locate(key) + ": the run would take " + number_text(steps) + " steps of " +
+                      std::to_string(steps_per_epoch) + " per epoch (" + std::to_string(global_batch) +
+                      " samples each); a run may take at most 1e12 steps and 1e18 samples; shorten it");
+  return std::max<int64_t>(static_cast<int64_t>(steps), 1);
+}
+
+RunPlan plan_of(const ResolvedConfig& cfg, const Loader& train_loader, int world) {
+  const RunConfig& r = cfg.run;
   RunPlan p;
   p.batch = r.batch_for(world);
   p.global_batch = p.batch * world;
   p.steps_per_epoch = train_loader.batches_per_epoch();
-  p.total_steps = r.steps > 0           ? r.steps
-                  : r.train_samples > 0 ? (r.train_samples + p.global_batch - 1) / p.global_batch
-                                        : static_cast<int64_t>(std::ceil(r.epochs * static_cast<double>(p.steps_per_epoch)));
-  p.total_steps = std::max<int64_t>(p.total_steps, 1);
+  p.total_steps = total_steps_of(cfg, p.global_batch, p.steps_per_epoch);
+  // An evaluation period beyond the run is the run's length (evaluations run at its end).
+  const double eval_steps = std::round(r.eval.every_epochs * static_cast<double>(p.steps_per_epoch));
   p.eval_period = r.eval.every_epochs > 0
-                      ? std::max<int64_t>(1, static_cast<int64_t>(std::llround(
-                                                 r.eval.every_epochs * static_cast<double>(p.steps_per_epoch))))
+                      ? std::max<int64_t>(1, static_cast<int64_t>(std::min(eval_steps, static_cast<double>(p.total_steps))))
                       : 0;
   p.average_period = r.dist.period;
   return p;
@@ -84,7 +111,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
     };
   }
   s->data = set_up_data(cfg, r.batch_for(comm.size()), comm.rank(), comm.size(), std::move(slots));
-  s->plan = plan_of(r, *s->data->train_loader, comm.size());
+  s->plan = plan_of(cfg, *s->data->train_loader, comm.size());
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <ostream>
 
 #include "core/error.h"
@@ -14,6 +15,7 @@
 #include "train/capabilities.h"
 #include "train/loop.h"
 #include "train/progress.h"
+#include "train/resources.h"
 #include "train/run_output.h"
 #include "train/run_setup.h"
 
@@ -53,10 +55,17 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
 RunOutcome train(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir, Communicator& comm,
                  std::ostream& log) {
   check_run_capabilities(cfg, comm.size());
+  check_host_threads(cfg, comm);
   if (comm.rank() == 0) prepare_out_dir(out_dir);
   const std::string run_path = out_dir + "/" + id.run_id + ".h5";
   try {
-    return train_checked(cfg, id, run_path, comm, log);
+    try {
+      return train_checked(cfg, id, run_path, comm, log);
+    } catch (const std::bad_alloc& e) {  // what the memory estimate (train/memory_estimate.h) did not foresee
+      throw RuntimeError(std::string("out of memory on rank ") + std::to_string(comm.rank()) + " (" + host_name() +
+                         "): an allocation failed (" + e.what() +
+                         "); lower batch_per_worker, eval.batch or dataset.prefetch, or run a smaller model");
+    }
   } catch (const RuntimeError& e) {
     if (comm.rank() == 0) {
       RunMarker failed;
