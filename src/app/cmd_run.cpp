@@ -104,18 +104,23 @@ class Attempt {
   // Never throws: a FAILED marker that cannot be written (the disk is full) is reported beside
   // the first error, which stays the one that reaches main.
   void failed(const std::exception& e) noexcept {
+    std::string reason = dynamic_cast<const ConfigError*>(&e)    ? "configuration error: " + std::string(e.what())
+                         : dynamic_cast<const RuntimeError*>(&e) ? std::string(e.what())
+                                                                 : unexpected_error_text(e);
+    failed(reason);
+  }
+  void failed(const std::string& reason) noexcept {
     try {
-      write_failed(e);
+      write_failed(reason);
     } catch (const std::exception& marker_error) {
       std::cerr << "trainscale run: the FAILED marker could not be written either: " << marker_error.what() << "\n";
     }
   }
 
  private:
-  void write_failed(const std::exception& e) {
+  void write_failed(const std::string& reason) {
     RunMarker marker = stamped();
-    marker.reason = e.what();
-    if (dynamic_cast<const ConfigError*>(&e)) marker.reason = "configuration error: " + marker.reason;
+    marker.reason = reason;
     for (char& c : marker.reason)
       if (c == '\n') c = ' ';
     marker.log = "logs/" + fs::path(attempt_log_path(dir_, run_.run_id, number_)).filename().string();
@@ -174,6 +179,25 @@ std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Co
   return staged.seconds;
 }
 
+// A watchdog timeout (Communicator::arm_watchdog) ends the attempt as failed: rank 0 records it
+// as any failure (FAILED marker with the attempt and its log, the log's end); another rank
+// writes the FAILED marker itself when rank 0 is not known to be answering (it may be the rank
+// that stopped).
+void record_timeouts_of(Attempt* attempt, const std::string& failed_marker, Communicator& comm) {
+  comm.set_timeout_report([attempt, failed_marker](const ExchangeTimeout& timeout) {
+    if (attempt) {
+      attempt->failed(timeout.reason);
+      return;
+    }
+    if (timeout.rank0_answering) return;
+    RunMarker marker;
+    marker.reason = timeout.reason;
+    marker.host = host_name();
+    marker.end = utc_timestamp();
+    write_marker(failed_marker, marker);
+  });
+}
+
 int run_manifest_entry(const std::string& dir, int64_t index) {
   // Everything that can be refused is checked before MPI starts.
   const Campaign campaign = load_campaign(dir);  // refuses a manifest whose hash changed
@@ -198,6 +222,7 @@ int run_manifest_entry(const std::string& dir, int64_t index) {
     if (root) attempt = std::make_unique<Attempt>(dir, run, campaign, comm->size());
     TeeBuf tee(std::cout.rdbuf(), root ? attempt->log().rdbuf() : discard.rdbuf());
     std::ostream log(&tee);
+    record_timeouts_of(attempt.get(), run_files(dir, run.run_id).failed, *comm);
     // Line numbers in messages are the manifest's (campaign.h).
     ResolvedConfig cfg = parse_run_config(run.config_yaml, campaign.manifest_path, {});
     const std::optional<double> stage_in_s = stage_in(campaign, cfg, *comm, root ? attempt->log() : discard);

@@ -55,6 +55,7 @@ void check_ranges(const ResolvedConfig& cfg, const KeyTexts& text) {
   non_negative("lr_schedule.base_batch", static_cast<double>(r.lr_schedule.base_batch));
   non_negative("eval.every_epochs", r.eval.every_epochs);
   non_negative("eval.batch", static_cast<double>(r.eval.batch));
+  non_negative("dist.timeout_s", r.dist.timeout_s);
   if (r.momentum >= 1) throw ConfigError(where("momentum") + ": must be in [0, 1), got " + text.at("momentum"));
   if (r.dropout >= 1 || r.dropout < 0)
     throw ConfigError(where("dropout") + ": must be in [0, 1), got " + text.at("dropout"));

@@ -61,6 +61,7 @@ const std::vector<KeySpec>& run_config_schema() {
       {"dist.period", T::integer, "1", {}, "weight_avg: steps between averages"},
       {"dist.shm_chunk_kb", T::integer, "32", {}, "shm: KiB per pipeline buffer"},
       {"dist.shm_buffers", T::integer, "64", {}, "shm: pipeline buffers per rank"},
+      {"dist.timeout_s", T::number, "600", {}, "seconds any exchange may wait for the other ranks (0: unbounded)"},
       {"gpu", T::string, "", accepted_gpu_generations,
        "expected GPU generation (default: any for backend cuda, else none)"},
       {"mpi_flavor", T::string, "any", accepted_mpi_flavors, "expected MPI library"},

@@ -533,8 +533,29 @@ pid_t start_local_run(const Campaign& c, const ManifestRun& run, std::vector<std
   ::_exit(127);
 }
 
+// What a launcher's log says about a rank that ended the job, on one line ("" when it says
+// nothing we know): Open MPI's "mpirun noticed that process rank 1 with PID 0 on node n1 exited
+// on signal 9 (Killed).", MPICH's "BAD TERMINATION" box ("PID 4321 RUNNING AT n1, EXIT CODE: 9"),
+// or a rank's own last words ("trainscale run: rank 0 ...": a watchdog or an error).
+std::string launcher_notice(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string openmpi, mpich, ours;
+  for (std::string line; std::getline(in, line);) {
+    const auto text = line.find_first_not_of("= \t");
+    if (text == std::string::npos) continue;
+    const std::string trimmed = line.substr(text, line.find_last_not_of(" \t\r") + 1 - text);
+    if (openmpi.empty() && trimmed.find("noticed that process rank") != std::string::npos) openmpi = trimmed;
+    if (trimmed.rfind("PID ", 0) == 0 || trimmed.rfind("EXIT CODE:", 0) == 0 || trimmed.rfind("KILLED BY SIGNAL", 0) == 0)
+      mpich += (mpich.empty() ? "" : ", ") + trimmed;
+    if (ours.empty() && trimmed.rfind("trainscale run: rank ", 0) == 0) ours = trimmed;
+  }
+  std::string notice = !openmpi.empty() ? openmpi : !mpich.empty() ? "the launcher: " + mpich : "";
+  if (!ours.empty()) notice += (notice.empty() ? "" : "; ") + ours;
+  return notice;
+}
+
 // "done", "diverged" or "failed: <reason>" of a finished launcher; a launcher that left no
-// marker gets a FAILED marker saying so.
+// marker gets a FAILED marker saying so, with what its log says about the rank that ended it.
 std::string local_outcome(const Campaign& c, const ManifestRun& run, int wstatus, bool* failed) {
   const RunFiles f = run_files(c.dir, run.run_id);
   if (const auto done = read_marker_if_present(f.done)) {
@@ -545,9 +566,12 @@ std::string local_outcome(const Campaign& c, const ManifestRun& run, int wstatus
   std::optional<RunMarker> marker = read_marker_if_present(f.failed);
   if (!marker) {
     marker = RunMarker{};
+    const std::string log = campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log";
+    const std::string notice = launcher_notice(log);
     marker->reason = (WIFEXITED(wstatus) ? "the launcher exited with code " + std::to_string(WEXITSTATUS(wstatus))
                                          : "the launcher was killed by signal " + std::to_string(WTERMSIG(wstatus))) +
-                     " without a result; see logs/" + run.run_id + ".launcher.log";
+                     " without a result" + (notice.empty() ? "" : " (" + notice + ")") + "; see logs/" + run.run_id +
+                     ".launcher.log";
     marker->host = host_name();
     write_marker(f.failed, *marker);
     std::error_code ec;
