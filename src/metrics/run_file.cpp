@@ -146,6 +146,11 @@ void write_contents(h5::File& file, const RunResult& r) {
     }
     summary.set_attr("diverged", static_cast<int64_t>(r.diverged ? 1 : 0));
   }
+  if (!r.memory.empty()) {
+    h5::Group memory = file.create_group("memory");
+    for (const auto& [key, bytes] : r.memory) memory.set_attr(key, bytes);
+    memory.set_attr("limit_source", r.memory_limit_source);
+  }
   {
     h5::Group model = file.create_group("model");
     model.set_attr("name", r.model_name);

@@ -8,6 +8,7 @@
 
 #include "backend/backend_factory.h"
 #include "dist/allreduce.h"
+#include "core/memory_limits.h"
 #include "nn/models.h"
 #include "train/capabilities.h"
 
@@ -40,12 +41,13 @@ int64_t total_steps_of(const ResolvedConfig& cfg, int64_t global_batch, int64_t 
   return std::max<int64_t>(static_cast<int64_t>(steps), 1);
 }
 
-RunPlan plan_of(const ResolvedConfig& cfg, const Loader& train_loader, int world) {
+// The step counts; an epoch is the training loader's: every full global batch of the split.
+RunPlan plan_of(const ResolvedConfig& cfg, int64_t train_count, int world) {
   const RunConfig& r = cfg.run;
   RunPlan p;
   p.batch = r.batch_for(world);
   p.global_batch = p.batch * world;
-  p.steps_per_epoch = train_loader.batches_per_epoch();
+  p.steps_per_epoch = train_count / p.global_batch;
   p.total_steps = total_steps_of(cfg, p.global_batch, p.steps_per_epoch);
   // An evaluation period beyond the run is the run's length (evaluations run at its end).
   const double eval_steps = std::round(r.eval.every_epochs * static_cast<double>(p.steps_per_epoch));
@@ -54,6 +56,17 @@ RunPlan plan_of(const ResolvedConfig& cfg, const Loader& train_loader, int world
                       : 0;
   p.average_period = r.dist.period;
   return p;
+}
+
+// Page-locked batch slots for a device the host cannot address (their copies to the device run
+// asynchronously); the loader's aligned host memory otherwise.
+SlotAllocator slot_allocator(Backend& backend) {
+  if (backend.describe().host_accessible) return {};
+  Backend* owner = &backend;
+  return [owner](size_t bytes) {
+    auto buffer = std::make_shared<DeviceBuffer>(owner->allocate_host(bytes));
+    return std::shared_ptr<void>(buffer, buffer->data());
+  };
 }
 
 }  // namespace
@@ -102,17 +115,15 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->backend->set_precision(r.precision);
   s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
   const bool device_memory = !s->backend->describe().host_accessible;
-  SlotAllocator slots;
-  if (device_memory) {  // page-locked batch slots: their copies to the device run asynchronously
-    Backend* backend = s->backend.get();
-    slots = [backend](size_t bytes) {
-      auto buffer = std::make_shared<DeviceBuffer>(backend->allocate_host(bytes));
-      return std::shared_ptr<void>(buffer, buffer->data());
-    };
-  }
-  s->data = set_up_data(cfg, r.batch_for(comm.size()), comm.rank(), comm.size(), std::move(slots));
-  s->plan = plan_of(cfg, *s->data->train_loader, comm.size());
+  s->data = open_run_data(cfg, r.batch_for(comm.size()), comm.size());
+  s->plan = plan_of(cfg, s->data->train_count, comm.size());
+  // The memory check (collective) before anything large is allocated: the model's arenas are.
+  const int64_t heap_before_model = heap_bytes_in_use();
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
+  s->memory = estimate_memory(cfg, *s->net, *s->data, s->plan.total_steps, comm, heap_before_model);
+  s->memory_bound = memory_bound(cfg, comm.local_size());
+  check_memory(cfg, s->memory, s->memory_bound, comm);
+  start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend));
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {
     try {
