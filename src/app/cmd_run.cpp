@@ -252,7 +252,10 @@ int command_run(const std::vector<std::string>& args) {
       "It refuses a manifest whose hash changed, skips a run that has a DONE marker, logs the\n"
       "attempt to CAMPAIGN_DIR/logs/<run_id>.attempt<N>.log and ends with runs/<run_id>.DONE\n"
       "(status ok or diverged) or runs/<run_id>.FAILED (the reason).\n"
-      "Under MPI (mpirun -np N trainscale run ...) N must equal the config's `workers`.\n"
+      "Under MPI (mpirun -np N trainscale run ...) N must equal the config's `workers`; a rank that\n"
+      "waits longer than dist.timeout_s for the others (one died or stopped) ends the job (exit 1).\n"
+      "A run that cannot fit in the memory a rank may use (cgroup, ulimit, Slurm, MemAvailable,\n"
+      "TRAINSCALE_MEMORY_LIMIT) is refused before it allocates (exit 2; docs/reliability.md).\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss).\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("config", po::value<std::string>(), "run config YAML file")
