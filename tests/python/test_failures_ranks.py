@@ -166,7 +166,8 @@ def test_single_run_ends_when_a_rank_dies_or_stops(tmp_path, workers, victim, fa
     assert rc != 0, output
     assert list(out.glob("*.h5")) == [], "no run file"
     if fault == "stop":  # only the watchdog can end this job: exit 1 and the reason on record
-        assert rc == 1, output
+        # MPI_Abort's code, or hydra's when it had to SIGKILL the stopped rank (9).
+        assert rc == 1 or (mpi_flavor() == "mpich" and rc == 9), output
         failed = list(out.glob("*.FAILED"))
         assert len(failed) == 1, output
         reason = marker(failed[0])["reason"]
