@@ -1,14 +1,18 @@
 // The memory estimate and check of a run (see memory_estimate.h).
 #include "train/memory_estimate.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <sstream>
 #include <vector>
 
 #include "core/error.h"
 #include "core/host_info.h"
 #include "core/memory_limits.h"
+#include "nn/models.h"
 #include "train/phases.h"
 #include "train/resources.h"
 
@@ -144,29 +148,35 @@ std::string MemoryEstimate::text() const {
   return out.str();
 }
 
-MemoryEstimate estimate_memory(const ResolvedConfig& cfg, Net& net, const RunData& data, int64_t total_steps,
+MemoryEstimate estimate_memory(const ResolvedConfig& cfg, Backend& backend, const RunData& data, int64_t total_steps,
                                Communicator& comm, int64_t heap_before_model) {
   const RunConfig& r = cfg.run;
   const int64_t batch = r.batch_for(comm.size());
   MemoryEstimate e;
-  e.activations_measured = net.backend().describe().host_accessible;
-  const int64_t params = net.param_count(), state = net.state_count();
+  e.activations_measured = backend.describe().host_accessible;
   if (e.activations_measured) {  // device memory is the device's (a GPU's allocations name their buffers)
+    // A probe copy of the model, planned and dropped: everything it held (its layers' buffers
+    // and temporaries too) is freed before the real model is built and planned once.
+    std::unique_ptr<Net> probe = build_model(r.model, backend, data.input, r.seed, r.dropout);
+    const int64_t params = probe->param_count(), state = probe->state_count();
     e.parameters = (2 * params + state) * 4;
     e.optimizer = r.momentum > 0 ? params * 4 : 0;
+    e.exchange = exchange_bytes(r, params, state, comm);
     // The small batch is planned twice: its second plan finds the backend's caches (primitives
     // of both batches) as the large one did, so the difference is the batch's alone.
     const int64_t heap = heap_bytes_in_use();
-    planned_bytes(net, kProbeBatchSmall, heap);
-    const int64_t large = planned_bytes(net, kProbeBatchLarge, heap), small = planned_bytes(net, kProbeBatchSmall, heap);
+    planned_bytes(*probe, kProbeBatchSmall, heap);
+    const int64_t large = planned_bytes(*probe, kProbeBatchLarge, heap);
+    const int64_t small = planned_bytes(*probe, kProbeBatchSmall, heap);
+    probe.reset();
+    ::malloc_trim(0);  // give the probe's memory back to the system
     e.activation_per_sample = std::max<int64_t>(0, (large - small) / (kProbeBatchLarge - kProbeBatchSmall));
     const int64_t fixed = std::max<int64_t>(0, small - kProbeBatchSmall * e.activation_per_sample);
     e.activations_train = fixed + batch * e.activation_per_sample;
     e.activations_eval = fixed + eval_batches(r, data, comm.rank(), comm.size()).first * e.activation_per_sample;
-    e.exchange = exchange_bytes(r, params, state, comm);
   }
-  // Resident now and not the model's heap: planning's generated code stays resident, the heap
-  // the model takes is counted above at its estimated size.
+  // Resident now and not heap taken since heap_before_model (what the probe left in the
+  // backend's caches is counted in the activations): code, libraries, MPI, data in memory.
   e.process = std::max<int64_t>(0, process_memory().rss - (heap_bytes_in_use() - heap_before_model));
   e.loader = loader_bytes(r, data, batch, comm.rank(), comm.size());
   e.recording = recording_bytes(total_steps, comm);

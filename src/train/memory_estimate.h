@@ -12,7 +12,7 @@
 
 #include "config/run_config.h"
 #include "dist/communicator.h"
-#include "nn/net.h"
+#include "backend/backend.h"
 #include "train/data_setup.h"
 
 namespace ts {
@@ -45,13 +45,14 @@ struct MemoryBound {
   std::string others;  // the other limits found, in words
 };
 
-// The activations of `net` (finalized, not yet planned) are measured: it is planned at batches 2,
-// 4 and 2 again, and the heap it takes (core/memory_limits.h heap_bytes_in_use) at 4 and at the
-// second 2 is extrapolated linearly to the training and the evaluation batch (the net is left
-// planned at batch 2). The rest is counted from sizes. The process part is what is resident
-// then and not the heap taken since `heap_before_model` (heap_bytes_in_use before the model was
-// built): code, libraries, MPI, data held in memory, and the code the backend generated.
-MemoryEstimate estimate_memory(const ResolvedConfig& config, Net& net, const RunData& data, int64_t total_steps,
+// The activations are measured on a probe copy of the model (built on `backend` from the
+// config, the real one is built after the check): it is planned at batches 2, 4 and 2 again,
+// and the heap it takes (core/memory_limits.h heap_bytes_in_use) at 4 and at the second 2 is
+// extrapolated linearly to the training and the evaluation batch; then it is dropped and its
+// memory given back to the system (malloc_trim). The rest is counted from sizes. The process
+// part is what is resident then and not heap taken since `heap_before_model`: code, libraries,
+// MPI, data held in memory, the code the backend generated.
+MemoryEstimate estimate_memory(const ResolvedConfig& config, Backend& backend, const RunData& data, int64_t total_steps,
                                Communicator& comm, int64_t heap_before_model);
 
 // The bound of this rank: `local_ranks` ranks share the node.

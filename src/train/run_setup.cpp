@@ -117,12 +117,11 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   const bool device_memory = !s->backend->describe().host_accessible;
   s->data = open_run_data(cfg, r.batch_for(comm.size()), comm.size());
   s->plan = plan_of(cfg, s->data->train_count, comm.size());
-  // The memory check (collective) before anything large is allocated: the model's arenas are.
-  const int64_t heap_before_model = heap_bytes_in_use();
-  s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
-  s->memory = estimate_memory(cfg, *s->net, *s->data, s->plan.total_steps, comm, heap_before_model);
+  // The memory check (collective) before anything large is allocated.
+  s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
   s->memory_bound = memory_bound(cfg, comm.local_size());
   check_memory(cfg, s->memory, s->memory_bound, comm);
+  s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
   start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend));
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {
