@@ -59,7 +59,9 @@ class TeeBuf : public std::streambuf {
 // Runs single-rank on errors of other ranks: report and take the whole job down.
 int fail_collectively(Communicator& comm, const std::exception& e) {
   if (comm.size() > 1 && dynamic_cast<const ConfigError*>(&e) == nullptr) {
-    std::cerr << "trainscale run: rank " << comm.rank() << " on " << comm.host() << ": " << e.what() << "\n";
+    const bool known = dynamic_cast<const RuntimeError*>(&e) != nullptr;
+    std::cerr << "trainscale run: rank " << comm.rank() << " on " << comm.host() << ": "
+              << (known ? std::string(e.what()) : unexpected_error_text(e)) << "\n";
     std::cerr.flush();
     comm.abort_all(kExitFailed);
   }
@@ -101,10 +103,26 @@ class Attempt {
     end(exit_code == kExitDiverged ? "diverged" : "done", "");
   }
 
-  void failed(const std::exception& e) {
+  // Never throws: a FAILED marker that cannot be written (the disk is full) is reported beside
+  // the first error, which stays the one that reaches main.
+  void failed(const std::exception& e) noexcept {
+    std::string reason = dynamic_cast<const ConfigError*>(&e)    ? "configuration error: " + std::string(e.what())
+                         : dynamic_cast<const RuntimeError*>(&e) ? std::string(e.what())
+                                                                 : unexpected_error_text(e);
+    failed(reason);
+  }
+  void failed(const std::string& reason) noexcept {
+    try {
+      write_failed(reason);
+    } catch (const std::exception& marker_error) {
+      std::cerr << "trainscale run: the FAILED marker could not be written either: " << marker_error.what() << "\n";
+    }
+  }
+
+ private:
+  void write_failed(const std::string& reason) {
     RunMarker marker = stamped();
-    marker.reason = e.what();
-    if (dynamic_cast<const ConfigError*>(&e)) marker.reason = "configuration error: " + marker.reason;
+    marker.reason = reason;
     for (char& c : marker.reason)
       if (c == '\n') c = ' ';
     marker.log = "logs/" + fs::path(attempt_log_path(dir_, run_.run_id, number_)).filename().string();
@@ -113,7 +131,6 @@ class Attempt {
     end("failed", marker.reason);
   }
 
- private:
   RunMarker stamped() const {
     RunMarker m;
     m.attempt = number_;
@@ -184,6 +201,26 @@ std::optional<int> claim_for_all(const std::string& dir, const ManifestRun& run,
   return kExitOk;
 }
 
+
+// A watchdog timeout (Communicator::arm_watchdog) ends the attempt as failed: rank 0 records it
+// as any failure (FAILED marker with the attempt and its log, the log's end); another rank
+// writes the FAILED marker itself when rank 0 is not known to be answering (it may be the rank
+// that stopped).
+void record_timeouts_of(Attempt* attempt, const std::string& failed_marker, Communicator& comm) {
+  comm.set_timeout_report([attempt, failed_marker](const ExchangeTimeout& timeout) {
+    if (attempt) {
+      attempt->failed(timeout.reason);
+      return;
+    }
+    if (timeout.rank0_answering) return;
+    RunMarker marker;
+    marker.reason = timeout.reason;
+    marker.host = host_name();
+    marker.end = utc_timestamp();
+    write_marker(failed_marker, marker);
+  });
+}
+
 int run_manifest_entry(const std::string& dir, int64_t index, int restart_count) {
   // Everything that can be refused is checked before MPI starts.
   const Campaign campaign = load_campaign(dir);  // refuses a manifest whose hash changed
@@ -203,15 +240,18 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
   const bool root = comm->rank() == 0;
   std::optional<TaskClaim> claim;  // rank 0 holds the task's lock until the attempt ends
   if (const std::optional<int> skipped = claim_for_all(dir, run, *comm, claim)) return *skipped;
-  std::unique_ptr<Attempt> attempt = root ? std::make_unique<Attempt>(dir, run, campaign, comm->size()) : nullptr;
-  if (root) {
-    attempt->log() << "scheduler_restarts: " << restart_count << "\n";
-    if (!claim->note.empty()) attempt->log() << claim->note << "\n";
-  }
+  std::unique_ptr<Attempt> attempt;
   std::ostringstream discard;
-  TeeBuf tee(std::cout.rdbuf(), root ? attempt->log().rdbuf() : discard.rdbuf());
-  std::ostream log(&tee);
   try {
+    // Inside the try: an attempt that cannot start (a full campaign directory) ends every rank.
+    if (root) {
+      attempt = std::make_unique<Attempt>(dir, run, campaign, comm->size());
+      attempt->log() << "scheduler_restarts: " << restart_count << "\n";
+      if (!claim->note.empty()) attempt->log() << claim->note << "\n";
+    }
+    TeeBuf tee(std::cout.rdbuf(), root ? attempt->log().rdbuf() : discard.rdbuf());
+    std::ostream log(&tee);
+    record_timeouts_of(attempt.get(), run_files(dir, run.run_id).failed, *comm);
     // Line numbers in messages are the manifest's (campaign.h).
     ResolvedConfig cfg = parse_run_config(run.config_yaml, campaign.manifest_path, {});
     const std::optional<double> stage_in_s = stage_in(campaign, cfg, *comm, root ? attempt->log() : discard);
@@ -222,7 +262,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
     if (root) attempt->finished(out.exit_code, *stage_in_s);
     return out.exit_code;
   } catch (const std::exception& e) {
-    if (root) attempt->failed(e);
+    if (attempt) attempt->failed(e);
     const int rc = fail_collectively(*comm, e);
     if (root) throw;
     return rc;
@@ -243,7 +283,10 @@ int command_run(const std::vector<std::string>& args) {
       "run file, and skips (exit 0) a run whose runs/<run_id>.lock another process holds; it holds\n"
       "that lock for the attempt, logs it to CAMPAIGN_DIR/logs/<run_id>.attempt<N>.log and ends\n"
       "with runs/<run_id>.DONE (status ok or diverged) or runs/<run_id>.FAILED (the reason).\n"
-      "Under MPI (mpirun -np N trainscale run ...) N must equal the config's `workers`.\n"
+      "Under MPI (mpirun -np N trainscale run ...) N must equal the config's `workers`; a rank that\n"
+      "waits longer than dist.timeout_s for the others (one died or stopped) ends the job (exit 1).\n"
+      "A run that cannot fit in the memory a rank may use (cgroup, ulimit, Slurm, MemAvailable,\n"
+      "TRAINSCALE_MEMORY_LIMIT) is refused before it allocates (exit 2; docs/reliability.md).\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss).\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("config", po::value<std::string>(), "run config YAML file")

@@ -1,9 +1,11 @@
 // trainscale: the driver. Dispatches subcommands and is the only place that turns errors
-// into exit codes (0 ok, 1 failed, 2 usage/config error, 3 diverged).
+// into exit codes (0 ok, 1 failed, 2 usage/config error, 3 diverged, 4 preempted).
 #include <boost/program_options/errors.hpp>
 
 #include <cstdio>
 #include <iostream>
+#include <new>
+#include <system_error>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,17 @@ exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diver
 )";
 
 }  // namespace
+
+std::string ts::unexpected_error_text(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) || dynamic_cast<const std::length_error*>(&e))
+    return std::string("out of memory: an allocation failed (") + e.what() +
+           "); the run needs more memory than this process may use: lower batch_per_worker, eval.batch or "
+           "dataset.prefetch, or run a smaller model (docs/reliability.md \"Memory\")";
+  if (dynamic_cast<const std::system_error*>(&e))
+    return std::string("the system refused a resource: ") + e.what() +
+           " (a thread or process limit? lower threads or dataset.loader_threads, or check ulimit -u)";
+  return std::string("internal error: ") + e.what();
+}
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -56,7 +69,7 @@ int main(int argc, char** argv) {
     std::cerr << "trainscale " << command << ": error: " << e.what() << "\n";
     return ts::kExitFailed;
   } catch (const std::exception& e) {
-    std::cerr << "trainscale " << command << ": internal error: " << e.what() << "\n";
+    std::cerr << "trainscale " << command << ": " << ts::unexpected_error_text(e) << "\n";
     return ts::kExitFailed;
   }
 }

@@ -67,6 +67,7 @@ struct DistConfig {
   int64_t period = 1;         // weight_avg: average every `period` steps
   int64_t shm_chunk_kb = 32;  // shm: bytes per pipeline buffer, in KiB
   int64_t shm_buffers = 64;   // shm: pipeline buffers per rank
+  double timeout_s = 600.0;   // a wait for the other ranks longer than this ends the job (0: unbounded)
 };
 
 struct EvalConfig {

@@ -28,7 +28,7 @@ void sync_path(const std::string& path, bool directory, const std::string& file_
   const int saved = errno;
   ::close(fd);
   if (rc != 0 && !(directory && (saved == EINVAL || saved == EROFS)))
-    throw RuntimeError(file_for_messages + ": fsync of " + path + " failed (" + std::strerror(saved) + ")");
+    throw RuntimeError(file_for_messages + ": fsync of " + path + " failed (" + io_error_text(saved, path) + ")");
 }
 
 }  // namespace
@@ -43,14 +43,41 @@ AtomicFile::~AtomicFile() {
   std::filesystem::remove(temp_, ec);  // whatever an unfinished writer left
 }
 
-void AtomicFile::write(std::string_view text) {
-  std::ofstream out(temp_, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw RuntimeError(path_ + ": cannot create the temporary file " + temp_ + " (" + errno_text() +
+void AtomicFile::write(std::string_view text) { write_whole_file(temp_, text, path_); }
+
+std::string io_error_text(int error_number, const std::string& path) {
+  std::string text = std::strerror(error_number);
+  if (error_number == ENOSPC || error_number == EDQUOT) {
+    const std::string parent = std::filesystem::path(path).parent_path().string();
+    const std::string dir = parent.empty() ? std::string(".") : parent;
+    text += error_number == ENOSPC ? ": the file system of " + dir + " is full"
+                                   : ": the disk quota on the file system of " + dir + " is exhausted";
+    text += "; free space there (df -h " + dir + ") or write to another directory (--out, or a campaign elsewhere)";
+  }
+  return text;
+}
+
+void write_whole_file(const std::string& path, std::string_view bytes, const std::string& for_file) {
+  const std::string what = for_file.empty() ? path : for_file + ": its temporary file " + path;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw RuntimeError(what + ": cannot create (" + io_error_text(errno, path) +
                        "); check that the directory exists and is writable");
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) throw RuntimeError(path_ + ": writing the temporary file " + temp_ + " failed (disk full?)");
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int saved = n < 0 ? errno : ENOSPC;  // a write of 0 bytes: no room for more
+      ::close(fd);
+      throw RuntimeError(what + ": writing " + std::to_string(bytes.size()) + " bytes failed after " +
+                         std::to_string(done) + " (" + io_error_text(saved, path) + ")");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0)  // NFS and quotas may report a full disk only here
+    throw RuntimeError(what + ": closing after writing " + std::to_string(bytes.size()) + " bytes failed (" +
+                       io_error_text(errno, path) + ")");
 }
 
 void AtomicFile::commit() {

@@ -36,6 +36,14 @@ class AtomicFile {
 
 // `text` into `path` atomically (AtomicFile).
 void write_file_atomically(const std::string& path, std::string_view text);
+// Writes `bytes` to `path` (created or truncated) with checked write(2)/close(2) calls; on
+// failure a RuntimeError naming `path`, the system's reason ("No space left on device") and,
+// for a full disk or quota, what to do. `for_file` names the file the bytes are for in the
+// message (the final name of an AtomicFile's temporary; "" when it is `path` itself).
+void write_whole_file(const std::string& path, std::string_view bytes, const std::string& for_file = "");
+// " (No space left on device): the file system of DIR is full; free space there or write
+// elsewhere" for `error_number`, naming the directory of `path`; the plain reason otherwise.
+std::string io_error_text(int error_number, const std::string& path);
 // The whole file; RuntimeError naming it when it cannot be read.
 std::string read_text_file(const std::string& path);
 

@@ -28,6 +28,11 @@ int64_t host_memory_bytes() {
 
 int64_t host_hardware_threads() { return static_cast<int64_t>(std::thread::hardware_concurrency()); }
 
+int64_t host_online_cpus() {
+  const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int64_t>(n) : 1;
+}
+
 std::string host_name() {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";

@@ -13,6 +13,9 @@ std::string host_cpu_model();
 int64_t host_memory_bytes();
 // Hardware threads the OS reports online.
 int64_t host_hardware_threads();
+// CPUs online on this node (sysconf _SC_NPROCESSORS_ONLN), whatever this process's affinity
+// mask (a launcher may bind a rank to fewer); at least 1.
+int64_t host_online_cpus();
 // This host's name (gethostname), or "unknown".
 std::string host_name();
 

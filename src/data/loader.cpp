@@ -227,7 +227,9 @@ Loader::Loader(const SampleSource& source, LoaderOptions options)
   // never compete with the training steps between evaluations.
   m.limit = m.eval_mode ? 0 : std::numeric_limits<int64_t>::max();
 
-  m.slots.resize(static_cast<size_t>(o.prefetch) + 1);
+  // An evaluation pass never has more batches ahead than it holds: more slots would stay unused.
+  const int64_t ahead = m.eval_mode ? std::min<int64_t>(o.prefetch, m.batches_per_epoch) : o.prefetch;
+  m.slots.resize(static_cast<size_t>(ahead) + 1);
   for (auto& s : m.slots) {
     s.images = slot_memory<float>(o.allocate, o.batch * m.sample_numel);
     s.labels = slot_memory<int32_t>(o.allocate, m.classes > 0 ? o.batch : 0);

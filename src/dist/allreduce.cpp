@@ -161,9 +161,15 @@ std::string allreduce_algorithm_unavailable_reason(AllreduceAlgorithm algorithm)
   return "";
 }
 
-float* allocate_shared_floats(Communicator& comm, int64_t count) { return shm_allocate(mpi_comm(comm), count); }
+float* allocate_shared_floats(Communicator& comm, int64_t count) {
+  ExchangeGuard guard(watchdog_of(comm), "the set-up of a shared-memory window");
+  return shm_allocate(mpi_comm(comm), count);
+}
 
-int allreduce_node_count(Communicator& comm) { return shm_topology(mpi_comm(comm)).nodes; }
+int allreduce_node_count(Communicator& comm) {
+  ExchangeGuard guard(watchdog_of(comm), "the set-up of shm's shared-memory window");
+  return shm_topology(mpi_comm(comm)).nodes;
+}
 
 void set_shm_window_options(const ShmWindowOptions& options) {
   ShmAllreduceSettings s = shm_allreduce_settings();
@@ -187,6 +193,7 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
     throw RuntimeError("allreduce_sum: nccl reduces GPU memory, and allreduce_sum takes host memory; the exchange "
                        "strategies and `bench allreduce` run nccl on device buffers");
   PsTimings t;
+  ExchangeGuard guard(watchdog_of(comm), "the all-reduce of dist.allreduce");
   if (comm.size() > 1 && algorithm == AllreduceAlgorithm::shm) {
     // Streams through a fixed window in chunks: no MPI count limit. Across nodes, the node
     // leaders run the ring (segmented like the other algorithms).

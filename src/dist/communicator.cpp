@@ -69,6 +69,7 @@ std::unique_ptr<Communicator> CommunicatorAccess::duplicate(MPI_Comm base) {
   TS_MPI(MPI_Comm_rank(node, &c->local_rank_));
   TS_MPI(MPI_Comm_size(node, &c->local_size_));
   TS_MPI(MPI_Comm_free(&node));
+  if (c->size_ > 1) c->impl_->watchdog = std::make_unique<ExchangeWatchdog>(c->impl_->comm, c->rank_);
   return c;
 }
 
@@ -77,6 +78,7 @@ std::unique_ptr<Communicator> Communicator::world() { return CommunicatorAccess:
 std::unique_ptr<Communicator> Communicator::self() { return CommunicatorAccess::duplicate(MPI_COMM_SELF); }
 
 Communicator::~Communicator() {
+  if (impl_) impl_->watchdog.reset();  // its thread may name the communicator in MPI_Abort
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (impl_ && impl_->comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&impl_->comm);
@@ -90,6 +92,7 @@ std::string Communicator::host() const {
 }
 
 void Communicator::allreduce_sum(float* data, int64_t count) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Allreduce (float sum)");
   for (int64_t off = 0; off < count; off += kMaxChunk) {
     int n = static_cast<int>(std::min(kMaxChunk, count - off));
     TS_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, n, MPI_FLOAT, MPI_SUM, impl_->comm));
@@ -97,6 +100,7 @@ void Communicator::allreduce_sum(float* data, int64_t count) {
 }
 
 void Communicator::allreduce_sum(double* data, int64_t count) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Allreduce (double sum)");
   for (int64_t off = 0; off < count; off += kMaxChunk) {
     int n = static_cast<int>(std::min(kMaxChunk, count - off));
     TS_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, n, MPI_DOUBLE, MPI_SUM, impl_->comm));
@@ -104,6 +108,7 @@ void Communicator::allreduce_sum(double* data, int64_t count) {
 }
 
 std::vector<float> Communicator::gather_to_root(const std::vector<float>& local) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Gather to rank 0");
   std::vector<float> all;
   if (rank_ == 0) all.resize(local.size() * static_cast<size_t>(size_));
   TS_CHECK(local.size() < static_cast<size_t>(kMaxChunk), "gather_to_root: buffer too large");
@@ -113,6 +118,7 @@ std::vector<float> Communicator::gather_to_root(const std::vector<float>& local)
 }
 
 std::vector<std::string> Communicator::gather_strings_to_root(const std::string& local) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Gatherv of strings to rank 0");
   int len = static_cast<int>(local.size());
   std::vector<int> lens(static_cast<size_t>(size_));
   TS_MPI(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, impl_->comm));
@@ -128,6 +134,7 @@ std::vector<std::string> Communicator::gather_strings_to_root(const std::string&
 }
 
 void Communicator::gather_to_root(const float* local, int64_t count, float* all) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Gather to rank 0");
   TS_CHECK(count >= 0 && count * size_ < kMaxChunk, "gather_to_root: " + std::to_string(count) +
                                                         " floats per rank exceed MPI's count limit");
   if (rank_ == 0) {
@@ -141,17 +148,58 @@ void Communicator::gather_to_root(const float* local, int64_t count, float* all)
 }
 
 void Communicator::broadcast(double* data, int64_t count, int root) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Bcast");
   TS_MPI(MPI_Bcast(data, static_cast<int>(count), MPI_DOUBLE, root, impl_->comm));
 }
 
 void Communicator::broadcast(float* data, int64_t count, int root) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Bcast");
   for (int64_t off = 0; off < count; off += kMaxChunk) {
     int n = static_cast<int>(std::min(kMaxChunk, count - off));
     TS_MPI(MPI_Bcast(data + off, n, MPI_FLOAT, root, impl_->comm));
   }
 }
 
-void Communicator::barrier() { TS_MPI(MPI_Barrier(impl_->comm)); }
+void Communicator::barrier() {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Barrier");
+  TS_MPI(MPI_Barrier(impl_->comm));
+}
+
+void Communicator::arm_watchdog(double timeout_s) {
+  if (!impl_->watchdog) return;
+  impl_->watchdog->set_timeout(timeout_s);
+  // Every rank's pid and host, for the report (bounded by the timeout just set).
+  struct Identity {
+    long pid;
+    char host[MPI_MAX_PROCESSOR_NAME];
+  };
+  Identity mine{};
+  mine.pid = static_cast<long>(::getpid());
+  int len = 0;
+  TS_MPI(MPI_Get_processor_name(mine.host, &len));
+  std::vector<Identity> all(static_cast<size_t>(size_));
+  {
+    ExchangeGuard guard(impl_->watchdog.get(), "MPI_Allgather of the ranks' process ids");
+    TS_MPI(MPI_Allgather(&mine, sizeof(Identity), MPI_BYTE, all.data(), sizeof(Identity), MPI_BYTE, impl_->comm));
+  }
+  std::vector<long> pids;
+  std::vector<std::string> hosts;
+  for (const Identity& id : all) {
+    pids.push_back(id.pid);
+    hosts.emplace_back(id.host, strnlen(id.host, sizeof id.host));
+  }
+  impl_->watchdog->set_peers(std::move(pids), std::move(hosts));
+}
+
+std::string Communicator::rank_processes() const { return impl_->watchdog ? impl_->watchdog->peers_text() : ""; }
+
+double Communicator::watchdog_timeout() const { return impl_->watchdog ? impl_->watchdog->timeout() : 0.0; }
+
+void Communicator::set_timeout_report(TimeoutReport report) {
+  if (impl_->watchdog) impl_->watchdog->set_report(std::move(report));
+}
+
+bool Communicator::has_timeout_report() const { return impl_->watchdog && impl_->watchdog->has_report(); }
 
 void Communicator::abort_all(int exit_code) {
   MPI_Abort(impl_->comm, exit_code);

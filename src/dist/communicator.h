@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,18 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 };
+
+// What a rank's watchdog found when one of its exchanges did not complete within the timeout
+// (Communicator::arm_watchdog, dist/watchdog.h).
+struct ExchangeTimeout {
+  // One line: this rank and host, what it waited in and for how long, the state of every rank
+  // of its host (running, stopped, gone), and what to do.
+  std::string reason;
+  bool rank0_answering = false;  // rank 0 runs on this host and is neither stopped nor gone
+};
+// Runs on the watchdog's thread before it ends the job (writes the FAILED marker); must not
+// call MPI.
+using TimeoutReport = std::function<void(const ExchangeTimeout&)>;
 
 class Communicator {
  public:
@@ -73,6 +86,20 @@ class Communicator {
   // Ends every rank of the job with `exit_code` (MPI_Abort): for a failure on one rank while
   // others may be blocked in a collective.
   [[noreturn]] void abort_all(int exit_code);
+
+  // Bounds every blocking exchange of this communicator (the collectives above, allreduce_sum,
+  // shm's waits) to `timeout_s` seconds (0: unbounded, the default): a rank whose exchange waits
+  // longer, because another rank died, stopped or lost its node, reports and ends the job
+  // (exit 1, dist/watchdog.h). Collective: the ranks exchange their process ids and hosts, which
+  // the report uses to say which rank of its host stopped answering. No-op on one rank.
+  void arm_watchdog(double timeout_s);
+  double watchdog_timeout() const;
+  // "0 n1:4321, 1 n1:4322, ...": every rank's host and process id once armed ("" before), so a
+  // launcher's notice about a PID (MPICH names no rank) can be traced to its rank.
+  std::string rank_processes() const;
+  // What a timeout records before the job ends (the FAILED marker); replaces an earlier one.
+  void set_timeout_report(TimeoutReport report);
+  bool has_timeout_report() const;
 
  private:
   Communicator() = default;

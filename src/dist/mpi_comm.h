@@ -10,6 +10,7 @@
 
 #include "dist/communicator.h"
 #include "dist/scratch_memory.h"
+#include "dist/watchdog.h"
 
 namespace ts {
 
@@ -31,6 +32,8 @@ struct Communicator::Impl {
   // The NCCL communicator over the same ranks, created on first use (nccl_of); destroyed with
   // this communicator. A shared_ptr, so that this header needs no NCCL type.
   std::shared_ptr<NcclCommunicator> nccl;
+  // Bounds the blocking exchanges (arm_watchdog); null on a world of one rank.
+  std::unique_ptr<ExchangeWatchdog> watchdog;
 };
 
 struct CommunicatorAccess {
@@ -41,5 +44,8 @@ struct CommunicatorAccess {
 };
 
 inline MPI_Comm mpi_comm(Communicator& c) { return CommunicatorAccess::impl(c).comm; }
+
+// The watchdog guard of one blocking exchange on `c` (dist/watchdog.h).
+inline ExchangeWatchdog* watchdog_of(Communicator& c) { return CommunicatorAccess::impl(c).watchdog.get(); }
 
 }  // namespace ts

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 static_assert(std::is_same_v<hid_t, int64_t>, "hdf5_file.h stores hid_t as int64_t (HDF5 >= 1.10)");
 
@@ -74,6 +75,8 @@ hid_t vlen_string_type(const std::string& file, const std::string& object) {
 }
 
 constexpr hsize_t kChunkElements = 65536;
+// The in-memory file grows in steps of this many bytes.
+constexpr size_t kCoreIncrement = size_t{1} << 20;
 
 }  // namespace
 
@@ -263,7 +266,10 @@ File File::create(const std::string& path) {
   void* data = nullptr;
   H5Eget_auto2(H5E_DEFAULT, &func, &data);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  const bool in_memory = fapl >= 0 && H5Pset_fapl_core(fapl, kCoreIncrement, 0) >= 0;
+  hid_t id = in_memory ? H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
+  if (fapl >= 0) H5Pclose(fapl);
   if (id < 0) {
     std::string detail;
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &detail);
@@ -271,13 +277,24 @@ File File::create(const std::string& path) {
     H5Eset_auto2(H5E_DEFAULT, func, data);
     throw RuntimeError(source_location_string(__FILE__, __LINE__) +
                        ": HDF5 call H5Fcreate failed for file " + path + " (" + detail +
-                       "); check that the directory exists, is writable and has space");
+                       ")");
   }
   File f(id, path);
   f.saved_func_ = reinterpret_cast<void (*)()>(func);
   f.saved_data_ = data;
   f.saved_ = true;
   return f;
+}
+
+void File::close() {
+  if (id_ < 0) return;
+  H5_CALL(H5Fflush(id_, H5F_SCOPE_GLOBAL), "/");
+  const ssize_t size = H5_CALL(H5Fget_file_image(id_, nullptr, 0), "/");
+  std::string image(static_cast<size_t>(size), '\0');
+  H5_CALL(H5Fget_file_image(id_, image.data(), image.size()), "/");
+  Object::close();  // a file in memory: closing it touches no disk
+  restore_error_printing();
+  write_whole_file(file_path_, image);
 }
 
 void File::restore_error_printing() {

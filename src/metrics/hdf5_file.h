@@ -105,10 +105,20 @@ class Group : public Object {
 
 // An HDF5 file created (truncated) for writing; it is also its root group "/".
 // While a File is open, HDF5's automatic error printing is off (errors become exceptions).
+//
+// The file is built in memory (HDF5's core driver, no backing store) and written to `path`
+// with checked write calls only by close(): HDF5 itself never writes to disk. Why: when a
+// flush fails (a full disk), HDF5 1.10's H5Fclose fails half-way and leaves the file's id
+// behind half-destroyed; the library's cleanup at exit then crashes on it (SIGSEGV in
+// H5F__close_cb, or "infinite loop closing library"). A file dropped without close() (an
+// error path) is discarded: nothing reaches the disk.
 class File : public Group {
  public:
   static File create(const std::string& path);
   File() = default;
+  // Closes every object of the file, takes its image and writes it to its path (RuntimeError
+  // naming the path and the system's reason, e.g. "No space left on device").
+  void close();
   ~File();
   File(File&&) noexcept;
   File& operator=(File&&) noexcept;

@@ -153,6 +153,11 @@ void write_contents(h5::File& file, const RunResult& r) {
     }
     summary.set_attr("diverged", static_cast<int64_t>(r.diverged ? 1 : 0));
   }
+  if (!r.memory.empty()) {
+    h5::Group memory = file.create_group("memory");
+    for (const auto& [key, bytes] : r.memory) memory.set_attr(key, bytes);
+    memory.set_attr("limit_source", r.memory_limit_source);
+  }
   {
     h5::Group model = file.create_group("model");
     model.set_attr("name", r.model_name);
@@ -199,10 +204,14 @@ void write_run_file(const std::string& path, const RunResult& result) {
   validate(path, result);
   check_directory(path);
   AtomicFile out(path);  // removes its temporary file if anything below throws
-  h5::File file = h5::File::create(out.temp_path());
-  write_contents(file, result);
-  file.close();
-  out.commit();
+  try {
+    h5::File file = h5::File::create(out.temp_path());
+    write_contents(file, result);
+    file.close();
+    out.commit();
+  } catch (const RuntimeError& e) {
+    throw RuntimeError("run file " + path + " not written (no part of it is left): " + e.what());
+  }
 }
 
 }  // namespace ts

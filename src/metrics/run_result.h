@@ -80,6 +80,12 @@ struct RunResult {
     int64_t parameters = 0, flops = 0;
   };
   std::vector<LayerRow> layers;
+
+  // /memory attrs (int64 bytes; docs/hdf5-schema.md): the memory check's estimate by part
+  // (estimate_bytes, process_bytes, ...), the bound it was checked against (limit_bytes, 0: none
+  // found) and the measured peak (peak_rss_bytes), all of rank 0; written when not empty.
+  std::map<std::string, int64_t> memory;
+  std::string memory_limit_source;  // /memory attr limit_source
 };
 
 // Writes `result` to `path` atomically (core/file_io.h AtomicFile: "<path>.tmp-<pid>", fsync,

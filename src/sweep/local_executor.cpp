@@ -200,6 +200,27 @@ void remove_dead_running(const RunFiles& f) {
   fs::remove(f.running, ec);
 }
 
+// What a launcher's log says about a rank that ended the job, on one line ("" when it says
+// nothing we know): Open MPI's "mpirun noticed that process rank 1 with PID 0 on node n1 exited
+// on signal 9 (Killed).", MPICH's "BAD TERMINATION" box ("PID 4321 RUNNING AT n1, EXIT CODE: 9"),
+// or a rank's own last words ("trainscale run: rank 0 ...": a watchdog or an error).
+std::string launcher_notice(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string openmpi, mpich, ours;
+  for (std::string line; std::getline(in, line);) {
+    const auto text = line.find_first_not_of("= \t");
+    if (text == std::string::npos) continue;
+    const std::string trimmed = line.substr(text, line.find_last_not_of(" \t\r") + 1 - text);
+    if (openmpi.empty() && trimmed.find("noticed that process rank") != std::string::npos) openmpi = trimmed;
+    if (trimmed.rfind("PID ", 0) == 0 || trimmed.rfind("EXIT CODE:", 0) == 0 || trimmed.rfind("KILLED BY SIGNAL", 0) == 0)
+      mpich += (mpich.empty() ? "" : ", ") + trimmed;
+    if (ours.empty() && trimmed.rfind("trainscale run: rank ", 0) == 0) ours = trimmed;
+  }
+  std::string notice = !openmpi.empty() ? openmpi : !mpich.empty() ? "the launcher: " + mpich : "";
+  if (!ours.empty()) notice += (notice.empty() ? "" : "; ") + ours;
+  return notice;
+}
+
 // What a finished launcher left: a complete result, a skip (exit 0 without a result: the task
 // runner found the task's lock held), a fresh PREEMPTED or FAILED marker, or nothing, in
 // which case this writes a FAILED marker saying what happened.
@@ -220,10 +241,12 @@ TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, f
   if (interrupted_by != 0)
     marker.reason = "interrupted by " + signal_name(interrupted_by) +
                     ": the local executor stopped the task before it wrote a result or a checkpoint; " + log;
-  else
+  else {
+    const std::string notice = launcher_notice(campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log");
     marker.reason = (WIFEXITED(wstatus) ? "the launcher exited with code " + std::to_string(WEXITSTATUS(wstatus))
                                         : "the launcher was killed by " + signal_name(WTERMSIG(wstatus))) +
-                    " without a result; " + log;
+                    " without a result" + (notice.empty() ? "" : " (" + notice + ")") + "; " + log;
+  }
   marker.host = host_name();
   marker.end = utc_timestamp();
   write_marker(f.failed, marker);

@@ -32,8 +32,7 @@ void open_splits(const RunConfig& r, RunData& d) {
 
 }  // namespace
 
-std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, int rank, int world,
-                                     SlotAllocator slots) {
+std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch, int world) {
   const RunConfig& r = cfg.run;
   auto d = std::make_unique<RunData>();
   open_splits(r, *d);
@@ -41,6 +40,12 @@ std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, i
     throw ConfigError(cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") +
                       ": the global batch of " + std::to_string(world) + " worker(s) x " + std::to_string(batch) +
                       " exceeds the " + std::to_string(d->train_count) + " training samples; use a smaller batch");
+  return d;
+}
+
+void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int rank, int world, SlotAllocator slots) {
+  const RunConfig& r = cfg.run;
+  RunData* d = &data;
   LoaderOptions train;
   train.batch = batch;
   train.shuffle = r.dataset.shuffle;
@@ -59,7 +64,6 @@ std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, i
   eval.shuffle = false;
   eval.drop_last = false;
   d->eval_loader = std::make_unique<Loader>(*d->splits.test, eval);
-  return d;
 }
 
 }  // namespace ts

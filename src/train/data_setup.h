@@ -19,11 +19,15 @@ struct RunData {
   int64_t train_count = 0, test_count = 0;  // samples per split (logs, batch checks)
 };
 
+// The data set opened (no loaders yet: the memory check comes first, train/memory_estimate.h).
 // `batch`: the per-worker training batch. ConfigError (naming the batch key) when the global
 // batch exceeds the training split; RuntimeError naming the file for unreadable data.
-// `slots`: the memory of the loaders' batch slots (empty: aligned host memory; page-locked
-// memory from the backend for devices the host cannot address, so batches copy asynchronously).
-std::unique_ptr<RunData> set_up_data(const ResolvedConfig& config, int64_t batch, int rank, int world,
-                                     SlotAllocator slots = {});
+std::unique_ptr<RunData> open_run_data(const ResolvedConfig& config, int64_t batch, int world);
+
+// This rank's training and evaluation loaders over `data`'s splits. `slots`: the memory of the
+// loaders' batch slots (empty: aligned host memory; page-locked memory from the backend for
+// devices the host cannot address, so batches copy asynchronously).
+void start_loaders(const ResolvedConfig& config, RunData& data, int64_t batch, int rank, int world,
+                   SlotAllocator slots = {});
 
 }  // namespace ts

@@ -6,6 +6,7 @@
 
 #include "core/build_info.h"
 #include "core/host_info.h"
+#include "core/memory_limits.h"
 #include "core/strings.h"
 #include "core/timer.h"
 #include "train/summary.h"
@@ -124,6 +125,10 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary["skipped_steps"] = static_cast<double>(setup.scaler->skipped_steps());
   res.summary["loss_scale_final"] = static_cast<double>(setup.scaler->scale());
   res.diverged = rec.diverged;
+  res.memory = setup.memory.named();
+  res.memory["limit_bytes"] = setup.memory_bound.bytes;
+  res.memory["peak_rss_bytes"] = process_memory().peak_rss;  // VmHWM: the estimate's counterpart
+  res.memory_limit_source = setup.memory_bound.source;
   const Net& net = *setup.net;
   res.model_name = cfg.run.model;
   res.model_parameters = net.param_count();

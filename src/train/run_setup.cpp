@@ -3,44 +3,74 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "backend/backend_factory.h"
 #include "config/schema.h"
 #include "dist/allreduce.h"
+#include "core/memory_limits.h"
 #include "nn/models.h"
 #include "train/capabilities.h"
 
 namespace ts {
 namespace {
 
-RunPlan plan_of(const RunConfig& r, const Loader& train_loader, int world) {
+// The most samples a run may count (steps x global batch), small enough that no product of
+// the run's counts overflows. The most steps is the range of `steps` (config/schema.cpp): the
+// per-step records of a run are sized from its step count.
+constexpr double kMaxRunSamples = 1e18;
+
+std::string count_text(double v) {
+  if (v < 9e18) return std::to_string(static_cast<int64_t>(v));
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", v);
+  return text;
+}
+
+// The training length in steps, computed in double so that no product overflows before it is
+// bounded (ConfigError naming the key that set the length).
+int64_t total_steps_of(const ResolvedConfig& cfg, int64_t global_batch, int64_t steps_per_epoch) {
+  const RunConfig& r = cfg.run;
+  const double steps = r.steps > 0           ? static_cast<double>(r.steps)
+                       : r.train_samples > 0 ? std::ceil(static_cast<double>(r.train_samples) / static_cast<double>(global_batch))
+                                             : std::ceil(r.epochs * static_cast<double>(steps_per_epoch));
+  const char* key = r.steps > 0 ? "steps" : r.train_samples > 0 ? "train_samples" : "epochs";
+  const double most = find_key_spec("steps")->range.hi;
+  if (!(steps <= most) || !(steps * static_cast<double>(global_batch) <= kMaxRunSamples))
+    throw ConfigError(cfg.locate(key) + ": the run would take " + count_text(steps) + " steps (" +
+                      std::to_string(steps_per_epoch) + " per epoch at a global batch of " + std::to_string(global_batch) +
+                      "), more than the " + count_text(most) + " steps or 1e18 samples a run may take (the range of "
+                      "`steps`, docs/config.md); train shorter or with a larger batch");
+  return std::max<int64_t>(static_cast<int64_t>(steps), 1);
+}
+
+// The step counts; an epoch is the training loader's: every full global batch of the split.
+RunPlan plan_of(const ResolvedConfig& cfg, int64_t train_count, int world) {
+  const RunConfig& r = cfg.run;
   RunPlan p;
   p.batch = r.batch_for(world);
   p.global_batch = p.batch * world;
-  p.steps_per_epoch = train_loader.batches_per_epoch();
-  p.total_steps = r.steps > 0           ? r.steps
-                  : r.train_samples > 0 ? (r.train_samples + p.global_batch - 1) / p.global_batch
-                                        : static_cast<int64_t>(std::ceil(r.epochs * static_cast<double>(p.steps_per_epoch)));
-  p.total_steps = std::max<int64_t>(p.total_steps, 1);
+  p.steps_per_epoch = train_count / p.global_batch;
+  p.total_steps = total_steps_of(cfg, p.global_batch, p.steps_per_epoch);
+  // An evaluation period beyond the run is the run's length (evaluations run at its end).
+  const double eval_steps = std::round(r.eval.every_epochs * static_cast<double>(p.steps_per_epoch));
   p.eval_period = r.eval.every_epochs > 0
-                      ? std::max<int64_t>(1, static_cast<int64_t>(std::llround(
-                                                 r.eval.every_epochs * static_cast<double>(p.steps_per_epoch))))
+                      ? std::max<int64_t>(1, static_cast<int64_t>(std::min(eval_steps, static_cast<double>(p.total_steps))))
                       : 0;
   p.average_period = r.dist.period;
   return p;
 }
 
-// The steps that `epochs` or `train_samples` come to obey the bound of `steps` (config/schema.cpp):
-// the per-step records of the run are sized from the step count.
-void check_total_steps(const ResolvedConfig& cfg, const RunPlan& plan) {
-  const double most = find_key_spec("steps")->range.hi;
-  if (static_cast<double>(plan.total_steps) <= most) return;
-  const RunConfig& r = cfg.run;
-  const std::string key = r.epochs > 0 ? "epochs" : "train_samples";
-  throw ConfigError(cfg.locate(key) + ": the run would take " + std::to_string(plan.total_steps) + " steps (" +
-                    std::to_string(plan.steps_per_epoch) + " per epoch at a global batch of " +
-                    std::to_string(plan.global_batch) + "), more than the " + std::to_string(static_cast<int64_t>(most)) +
-                    " a run may take (the range of `steps`, docs/config.md); train shorter or with a larger batch");
+// Page-locked batch slots for a device the host cannot address (their copies to the device run
+// asynchronously); the loader's aligned host memory otherwise.
+SlotAllocator slot_allocator(Backend& backend) {
+  if (backend.describe().host_accessible) return {};
+  Backend* owner = &backend;
+  return [owner](size_t bytes) {
+    auto buffer = std::make_shared<DeviceBuffer>(owner->allocate_host(bytes));
+    return std::shared_ptr<void>(buffer, buffer->data());
+  };
 }
 
 }  // namespace
@@ -89,18 +119,14 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->backend->set_precision(r.precision);
   s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
   const bool device_memory = !s->backend->describe().host_accessible;
-  SlotAllocator slots;
-  if (device_memory) {  // page-locked batch slots: their copies to the device run asynchronously
-    Backend* backend = s->backend.get();
-    slots = [backend](size_t bytes) {
-      auto buffer = std::make_shared<DeviceBuffer>(backend->allocate_host(bytes));
-      return std::shared_ptr<void>(buffer, buffer->data());
-    };
-  }
-  s->data = set_up_data(cfg, r.batch_for(comm.size()), comm.rank(), comm.size(), std::move(slots));
-  s->plan = plan_of(r, *s->data->train_loader, comm.size());
-  check_total_steps(cfg, s->plan);
+  s->data = open_run_data(cfg, r.batch_for(comm.size()), comm.size());
+  s->plan = plan_of(cfg, s->data->train_count, comm.size());
+  // The memory check (collective) before anything large is allocated.
+  s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
+  s->memory_bound = memory_bound(cfg, comm.local_size());
+  check_memory(cfg, s->memory, s->memory_bound, comm);
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
+  start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend));
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {
     try {

@@ -15,6 +15,7 @@
 #include "train/data_setup.h"
 #include "train/learning_rate.h"
 #include "train/loss_scaler.h"
+#include "train/memory_estimate.h"
 #include "train/staged_input.h"
 
 namespace ts {
@@ -40,6 +41,8 @@ struct RunSetup {
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)  // loss scaling (fp16 by default; disabled otherwise)
   RunPlan plan;
+  MemoryEstimate memory;     // this rank's estimated peak, checked against...
+  MemoryBound memory_bound;  // ... the memory it may use (both recorded in the run file)
 };
 
 // ConfigError for what this build, world or device cannot do; RuntimeError for failures.

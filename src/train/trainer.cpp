@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <ostream>
 
 #include "core/error.h"
@@ -14,6 +15,7 @@
 #include "train/capabilities.h"
 #include "train/loop.h"
 #include "train/progress.h"
+#include "train/resources.h"
 #include "train/run_output.h"
 #include "train/run_setup.h"
 
@@ -48,15 +50,43 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   return {exit_code, run_path};
 }
 
+// Unless the caller records timeouts itself (a campaign attempt), a watchdog timeout writes the
+// run's FAILED marker: rank 0's, or another rank's when rank 0 is not known to be answering.
+void record_timeouts_in(const std::string& failed_marker, Communicator& comm) {
+  if (comm.has_timeout_report()) return;
+  const bool root = comm.rank() == 0;
+  comm.set_timeout_report([failed_marker, root](const ExchangeTimeout& timeout) {
+    if (!root && timeout.rank0_answering) return;  // rank 0 writes it
+    RunMarker failed;
+    failed.reason = timeout.reason;
+    failed.host = host_name();
+    failed.end = utc_timestamp();
+    write_marker(failed_marker, failed);
+  });
+}
+
 }  // namespace
 
 RunOutcome train(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir, Communicator& comm,
                  std::ostream& log) {
   check_run_capabilities(cfg, comm.size());
-  if (comm.rank() == 0) prepare_out_dir(out_dir);
   const std::string run_path = out_dir + "/" + id.run_id + ".h5";
+  // From here on, no wait for another rank lasts longer than dist.timeout_s.
+  record_timeouts_in(marker_path(run_path, MarkerKind::failed), comm);
+  comm.arm_watchdog(cfg.run.dist.timeout_s);
+  if (comm.rank() == 0 && comm.size() > 1) log << "ranks (host:pid): " << comm.rank_processes() << "\n";
+  check_host_threads(cfg, comm);
+  if (comm.rank() == 0) prepare_out_dir(out_dir);
   try {
-    return train_checked(cfg, id, run_path, comm, log);
+    try {
+      const RunOutcome outcome = train_checked(cfg, id, run_path, comm, log);
+      comm.barrier();  // the other ranks wait (bounded) until rank 0 has written the run file
+      return outcome;
+    } catch (const std::bad_alloc& e) {  // what the memory estimate (train/memory_estimate.h) did not foresee
+      throw RuntimeError(std::string("out of memory on rank ") + std::to_string(comm.rank()) + " (" + host_name() +
+                         "): an allocation failed (" + e.what() +
+                         "); lower batch_per_worker, eval.batch or dataset.prefetch, or run a smaller model");
+    }
   } catch (const RuntimeError& e) {
     if (comm.rank() == 0) {
       RunMarker failed;

@@ -86,6 +86,20 @@ TEST_F(CoreFiles, ErrorsNameTheFile) {
   }
 }
 
+// A full disk, for real: every write to /dev/full fails with ENOSPC.
+TEST(CoreFilesFullDisk, TheErrorNamesTheFileTheReasonAndWhatToDo) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "/dev/full is missing here";
+  try {
+    write_whole_file("/dev/full", std::string(1 << 16, 'x'), "runs/x.h5");
+    FAIL() << "expected a RuntimeError";
+  } catch (const RuntimeError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("runs/x.h5: its temporary file /dev/full"), std::string::npos) << what;
+    EXPECT_NE(what.find("No space left on device"), std::string::npos) << what;
+    EXPECT_NE(what.find("free space there (df -h /dev)"), std::string::npos) << what;
+  }
+}
+
 TEST_F(CoreFiles, MarkersRoundTrip) {
   EXPECT_EQ(marker_path("runs/abc-r0.h5", MarkerKind::failed), "runs/abc-r0.FAILED");
   EXPECT_EQ(marker_path("runs/abc-r0", MarkerKind::done), "runs/abc-r0.DONE");
