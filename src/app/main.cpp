@@ -1,5 +1,5 @@
 // trainscale: the driver. Dispatches subcommands and is the only place that turns errors
-// into exit codes (0 ok, 1 failed, 2 usage/config error, 3 diverged).
+// into exit codes (0 ok, 1 failed, 2 usage/config error, 3 diverged, 4 preempted).
 #include <boost/program_options/errors.hpp>
 
 #include <cstdio>
@@ -22,7 +22,8 @@ commands:
   predict   analytical roofline + alpha-beta model                     (not in this build yet)
 
 `trainscale <command> --help` describes each command.
-exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss)
+exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss),
+            4 preempted (SIGTERM/SIGUSR1: checkpoint written, continue with `run --resume`)
 )";
 
 }  // namespace
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
     std::cerr << "trainscale " << command << ": usage error: " << e.what() << " (see trainscale " << command
               << " --help)\n";
     return ts::kExitUsage;
+  } catch (const ts::PreemptedError& e) {
+    std::cerr << "trainscale " << command << ": preempted: " << e.what() << "\n";
+    return ts::kExitPreempted;
   } catch (const ts::RuntimeError& e) {
     std::cerr << "trainscale " << command << ": error: " << e.what() << "\n";
     return ts::kExitFailed;

@@ -62,6 +62,18 @@ void check_ranges(const ResolvedConfig& cfg, const KeyTexts& text) {
     throw ConfigError(where("eval.target_accuracy") + ": must be in [0, 1], got " + text.at("eval.target_accuracy"));
 }
 
+// checkpoint.*: >= 0 (0 is off), and bounded so that a typo cannot ask for nonsense.
+void check_checkpoint(const ResolvedConfig& cfg, const KeyTexts& text) {
+  const CheckpointConfig& c = cfg.run.checkpoint;
+  auto refuse = [&](const char* key, const std::string& accepted) {
+    throw ConfigError(cfg.locate(key) + ": " + accepted + ", got " + text.at(key));
+  };
+  if (text.count("checkpoint.every_steps") && c.every_steps < 0)
+    refuse("checkpoint.every_steps", "must be >= 0 (0 turns step-based checkpoints off)");
+  if (text.count("checkpoint.every_minutes") && !(c.every_minutes >= 0 && c.every_minutes <= 525600))
+    refuse("checkpoint.every_minutes", "must be in [0, 525600] (0 turns time-based checkpoints off; 525600 is a year)");
+}
+
 void check_exclusive(const ResolvedConfig& cfg, const std::vector<std::string>& keys) {
   std::vector<std::string> given;
   for (const auto& k : keys)
@@ -125,6 +137,7 @@ void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_exclusive(cfg, {"batch_per_worker", "global_batch"});
   check_exclusive(cfg, {"epochs", "steps", "train_samples"});
   check_ranges(cfg, texts);
+  check_checkpoint(cfg, texts);
   check_combinations(cfg, texts);  // after the ranges: workers > 0 divides global_batch
   check_gpu_against_backend(cfg);
 }

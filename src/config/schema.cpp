@@ -67,6 +67,9 @@ const std::vector<KeySpec>& run_config_schema() {
       {"eval.every_epochs", T::number, "1", {}, "evaluation period in epochs (0 = never)"},
       {"eval.target_accuracy", T::number, "0.9", {}, "accuracy for time_to_target"},
       {"eval.batch", T::integer, "0", {}, "evaluation minibatch (0 = the training batch per worker)"},
+      {"checkpoint.every_steps", T::integer, "", {}, "checkpoint every N steps (unset or 0: off)"},
+      {"checkpoint.every_minutes", T::number, "", {}, "checkpoint every N minutes (unset or 0: off)"},
+      {"checkpoint.keep", T::boolean, "", {}, "keep the checkpoints when the run completes (unset: false)"},
       {"seed", T::integer, "1", {}, "random seed"},
       {"log_every", T::integer, "20", {}, "progress line period in steps"},
   };

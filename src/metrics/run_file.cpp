@@ -104,6 +104,8 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("threads", r.threads);
   file.set_attr("precision", r.precision);
   file.set_attr("seed", r.seed);
+  file.set_attr("attempt", r.attempt);
+  file.set_attr("resumed_from_step", r.resumed_from_step);
 }
 
 void write_contents(h5::File& file, const RunResult& r) {
@@ -145,6 +147,7 @@ void write_contents(h5::File& file, const RunResult& r) {
       summary.set_attr(key, value);
     }
     summary.set_attr("diverged", static_cast<int64_t>(r.diverged ? 1 : 0));
+    if (!r.params_sha256.empty()) summary.set_attr("params_sha256", r.params_sha256);
   }
   {
     h5::Group model = file.create_group("model");

@@ -33,7 +33,7 @@ void open_splits(const RunConfig& r, RunData& d) {
 }  // namespace
 
 std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, int rank, int world,
-                                     SlotAllocator slots) {
+                                     SlotAllocator slots, int64_t first_batch) {
   const RunConfig& r = cfg.run;
   auto d = std::make_unique<RunData>();
   open_splits(r, *d);
@@ -50,6 +50,7 @@ std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, i
   train.rank = rank;
   train.world = world;
   train.drop_last = true;
+  train.first_batch = first_batch;
   train.allocate = std::move(slots);
   d->train_loader = std::make_unique<Loader>(*d->splits.train, train);
   // Evaluation batches are bounded by eval.batch (the training batch unless set), so evaluation
@@ -58,6 +59,7 @@ std::unique_ptr<RunData> set_up_data(const ResolvedConfig& cfg, int64_t batch, i
   eval.batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(d->test_count / world, 1));
   eval.shuffle = false;
   eval.drop_last = false;
+  eval.first_batch = 0;  // every evaluation pass starts at the beginning of the test split
   d->eval_loader = std::make_unique<Loader>(*d->splits.test, eval);
   return d;
 }

@@ -23,7 +23,8 @@ struct RunData {
 // batch exceeds the training split; RuntimeError naming the file for unreadable data.
 // `slots`: the memory of the loaders' batch slots (empty: aligned host memory; page-locked
 // memory from the backend for devices the host cannot address, so batches copy asynchronously).
+// `first_batch`: the training loader's first batch (a resumed run's steps so far).
 std::unique_ptr<RunData> set_up_data(const ResolvedConfig& config, int64_t batch, int rank, int world,
-                                     SlotAllocator slots = {});
+                                     SlotAllocator slots = {}, int64_t first_batch = 0);
 
 }  // namespace ts

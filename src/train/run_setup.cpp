@@ -62,7 +62,7 @@ std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options
   return exchange;
 }
 
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm) {
+std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm, int64_t first_step) {
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
   try {
@@ -83,7 +83,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
       return std::shared_ptr<void>(buffer, buffer->data());
     };
   }
-  s->data = set_up_data(cfg, r.batch_for(comm.size()), comm.rank(), comm.size(), std::move(slots));
+  s->data = set_up_data(cfg, r.batch_for(comm.size()), comm.rank(), comm.size(), std::move(slots), first_step);
   s->plan = plan_of(r, *s->data->train_loader, comm.size());
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
   s->net->set_batch(s->plan.batch);
