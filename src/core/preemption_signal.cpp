@@ -1,10 +1,13 @@
 // Recording SIGTERM / SIGUSR1 for the trainer (see preemption_signal.h).
 #include "core/preemption_signal.h"
 
+#include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "core/error.h"
 
@@ -14,18 +17,69 @@ namespace {
 std::atomic<int> g_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only store to a lock-free atomic");
 
-extern "C" void record_preemption_signal(int signal) { g_signal.store(signal, std::memory_order_relaxed); }
+// The handlers that were there before ours (an MPI library may count SIGUSR1 as its notice of a
+// failed process, MPICH's ch4 does): ours calls them too, so they keep working.
+struct sigaction g_previous_term, g_previous_usr1;
+
+void chain(const struct sigaction& previous, int signal, siginfo_t* info, void* context) {
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction) previous.sa_sigaction(signal, info, context);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN && previous.sa_handler) {
+    previous.sa_handler(signal);
+  }
+}
+
+extern "C" void record_preemption_signal(int signal, siginfo_t* info, void* context) {
+  g_signal.store(signal, std::memory_order_relaxed);
+  chain(signal == SIGUSR1 ? g_previous_usr1 : g_previous_term, signal, info, context);
+}
+
+sigset_t preemption_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  return set;
+}
+
+// The handler, for threads that do not block the signals (the MPI library's progress threads,
+// started before us).
+void install_recording_handler() {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_sigaction = record_preemption_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART | SA_SIGINFO;
+  for (int signal : {SIGTERM, SIGUSR1}) {
+    struct sigaction& previous = signal == SIGUSR1 ? g_previous_usr1 : g_previous_term;
+    TS_CHECK(sigaction(signal, &action, &previous) == 0, "sigaction(" + signal_name(signal) + ") failed");
+  }
+}
+
+// Takes the signals synchronously where no other thread may take them.
+void watch_preemption_signals() {
+  const sigset_t set = preemption_set();
+  for (;;) {
+    int signal = 0;
+    if (sigwait(&set, &signal) == 0) g_signal.store(signal, std::memory_order_relaxed);
+  }
+}
 
 }  // namespace
 
+// The signals are blocked in the calling thread and so in every thread it starts later
+// (compute, loader, communication, OpenMP): a handler that interrupted oneDNN's JIT-compiled
+// kernels was seen to corrupt the heap (a crash instead of a checkpoint, in about one signal of
+// four), so the signal is taken where no kernel runs: by the MPI library's own progress
+// threads (the handler) or by the watcher thread (sigwait).
 void install_preemption_handlers() {
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
-  action.sa_handler = record_preemption_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  for (int signal : {SIGTERM, SIGUSR1})
-    TS_CHECK(sigaction(signal, &action, nullptr) == 0, "sigaction(" + signal_name(signal) + ") failed");
+  static std::once_flag once;
+  std::call_once(once, [] {
+    install_recording_handler();
+    const sigset_t set = preemption_set();
+    TS_CHECK(pthread_sigmask(SIG_BLOCK, &set, nullptr) == 0, "pthread_sigmask(SIG_BLOCK, SIGTERM SIGUSR1) failed");
+    std::thread(watch_preemption_signals).detach();
+  });
 }
 
 int preemption_signal() { return g_signal.load(std::memory_order_relaxed); }
