@@ -56,22 +56,25 @@ void install_recording_handler() {
   }
 }
 
-// Takes the signals synchronously where no other thread may take them.
+// Takes the signals synchronously where no other thread may take them, and gives them to the
+// handler that was there before ours as a handler would have.
 void watch_preemption_signals() {
   const sigset_t set = preemption_set();
   for (;;) {
-    int signal = 0;
-    if (sigwait(&set, &signal) == 0) g_signal.store(signal, std::memory_order_relaxed);
+    siginfo_t info;
+    std::memset(&info, 0, sizeof info);
+    const int signal = sigwaitinfo(&set, &info);
+    if (signal > 0) record_preemption_signal(signal, &info, nullptr);
   }
 }
 
 }  // namespace
 
 // The signals are blocked in the calling thread and so in every thread it starts later
-// (compute, loader, communication, OpenMP): a handler that interrupted oneDNN's JIT-compiled
-// kernels was seen to corrupt the heap (a crash instead of a checkpoint, in about one signal of
-// four), so the signal is taken where no kernel runs: by the MPI library's own progress
-// threads (the handler) or by the watcher thread (sigwait).
+// (compute, loader, communication, OpenMP): with a handler free to interrupt any thread, about
+// one signal in four ended in a corrupted heap (detected inside oneDNN calls) instead of a
+// checkpoint, so the signal is taken where no computation runs: by the MPI library's own
+// progress threads (the handler) or by the watcher thread (sigwait).
 void install_preemption_handlers() {
   static std::once_flag once;
   std::call_once(once, [] {
