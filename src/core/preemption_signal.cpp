@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -29,9 +30,26 @@ void chain(const struct sigaction& previous, int signal, siginfo_t* info, void* 
   }
 }
 
+// A second preemption signal: the run did not reach a step boundary since the first (a long
+// evaluation, a hang), and whoever sends it wants the process gone: it ends by SIGTERM now, as
+// it would have without our handling. Async-signal-safe calls only.
+[[noreturn]] void terminate_now() {
+  struct sigaction default_action;
+  std::memset(&default_action, 0, sizeof default_action);
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(SIGTERM, &default_action, nullptr);
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &term, nullptr);
+  raise(SIGTERM);
+  _exit(128 + SIGTERM);  // not reached: SIGTERM's default action ends the process
+}
+
 extern "C" void record_preemption_signal(int signal, siginfo_t* info, void* context) {
-  g_signal.store(signal, std::memory_order_relaxed);
   chain(signal == SIGUSR1 ? g_previous_usr1 : g_previous_term, signal, info, context);
+  if (g_signal.exchange(signal, std::memory_order_relaxed) != 0) terminate_now();
 }
 
 sigset_t preemption_set() {
@@ -87,7 +105,6 @@ void install_preemption_handlers() {
 
 int preemption_signal() { return g_signal.load(std::memory_order_relaxed); }
 
-void clear_preemption_signal() { g_signal.store(0, std::memory_order_relaxed); }
 
 std::string signal_name(int signal) {
   switch (signal) {

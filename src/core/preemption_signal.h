@@ -17,6 +17,8 @@ namespace ts {
 // starts a watcher thread that takes them with sigwait, and installs a recording handler for
 // the threads started before (the MPI library's progress threads); a handler that was there
 // before (an MPI library's) is called after ours, the default action (terminate) is not.
+// A second preemption signal ends the process at once (by SIGTERM), as without this handling:
+// the first asks for a checkpoint at the next step boundary, the second for the process to go.
 // Processes started afterwards inherit the blocked signals (none are). Idempotent.
 // `trainscale run` calls it once MPI is up.
 void install_preemption_handlers();
@@ -24,7 +26,5 @@ void install_preemption_handlers();
 int preemption_signal();
 // "SIGTERM", "SIGUSR1", or "signal N".
 std::string signal_name(int signal);
-// Forgets a recorded signal (tests).
-void clear_preemption_signal();
 
 }  // namespace ts

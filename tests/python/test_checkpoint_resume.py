@@ -139,6 +139,20 @@ def test_a_preemption_signal_checkpoints_exits_4_and_resumes_bit_exact(tmp_path,
     assert not list(out.glob("*.PREEMPTED")), "the finished attempt takes over the marker"
 
 
+def test_a_second_signal_ends_the_run_at_once(tmp_path, lenet):
+    """The first signal asks for a checkpoint at the next step boundary; a second one (the
+    sender gave up waiting: a hang, a long evaluation) ends the process by SIGTERM at once."""
+    cfg, _ = lenet
+    out = tmp_path / "out"
+    proc = start(["run", "--config", cfg, "--out", out])
+    wait_for_checkpoint(proc, out)
+    proc.send_signal(signal.SIGUSR1)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGTERM, stdout + stderr
+    assert not list(out.glob("*.h5")) and checkpoints(out), "the checkpoint written before stays"
+
+
 def test_a_truncated_newest_checkpoint_is_skipped_for_the_older_one(tmp_path, lenet):
     cfg, _ = lenet
     kept = write_config(tmp_path / "kept.yaml", cfg.read_text().replace("checkpoint: {every_steps: 10}",
