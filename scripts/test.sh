@@ -14,5 +14,5 @@ if compgen -G "tests/python/test_*.py" >/dev/null; then
 fi
 ctest --test-dir build-mpich --output-on-failure -j 2 || status=1
 TRAINSCALE_BINARY=build-mpich/bin/trainscale .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py tests/python/test_failures_ranks.py \
-  tests/python/test_dist_equivalence.py || status=1
+  tests/python/test_dist_equivalence.py tests/python/test_checkpoint_mpi.py || status=1
 exit $status

@@ -20,6 +20,7 @@
 #include "config/run_config.h"
 #include "core/host_info.h"
 #include "core/names.h"
+#include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
 #include "sweep/campaign.h"
@@ -56,8 +57,10 @@ class TeeBuf : public std::streambuf {
   std::streambuf* b_;
 };
 
-// Runs single-rank on errors of other ranks: report and take the whole job down.
+// Runs single-rank on errors of other ranks: report and take the whole job down. A preemption
+// is no error: every rank stops at the same step (train/step_boundary.h) and exits with 4.
 int fail_collectively(Communicator& comm, const std::exception& e) {
+  if (dynamic_cast<const PreemptedError*>(&e)) return kExitPreempted;
   if (comm.size() > 1 && dynamic_cast<const ConfigError*>(&e) == nullptr) {
     const bool known = dynamic_cast<const RuntimeError*>(&e) != nullptr;
     std::cerr << "trainscale run: rank " << comm.rank() << " on " << comm.host() << ": "
@@ -92,6 +95,10 @@ class Attempt {
     log_.flush();
   }
   std::ostream& log() { return log_; }
+  int number() const { return number_; }
+
+  // The trainer wrote the PREEMPTED marker (with the checkpoint); the attempt ends here.
+  void preempted(const PreemptedError& e) { end("preempted", e.what()); }
 
   void finished(int exit_code, double stage_in_s) {
     RunMarker done = stamped();
@@ -236,6 +243,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
   int argc = 0;
   char** argv = nullptr;
   MpiSession mpi(&argc, &argv);
+  install_preemption_handlers();  // after MPI's own: SIGTERM / SIGUSR1 stop at a step boundary
   auto comm = Communicator::world();
   const bool root = comm->rank() == 0;
   std::optional<TaskClaim> claim;  // rank 0 holds the task's lock until the attempt ends
@@ -256,11 +264,17 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
     ResolvedConfig cfg = parse_run_config(run.config_yaml, campaign.manifest_path, {});
     const std::optional<double> stage_in_s = stage_in(campaign, cfg, *comm, root ? attempt->log() : discard);
     if (!stage_in_s) return kExitFailed;  // rank 0 reports it
-    RunIdentity id{run.run_id, run.config_id, campaign.name};
+    RunIdentity id{run.run_id, run.config_id, campaign.name, root ? attempt->number() : 0};
     const std::string runs_dir = (fs::path(dir) / "runs").string();
-    RunOutcome out = train(cfg, id, runs_dir, *comm, root ? log : static_cast<std::ostream&>(discard));
+    // A task continues from its checkpoint by itself (a requeued or resubmitted task).
+    RunOutcome out = train(cfg, id, runs_dir, *comm, root ? log : static_cast<std::ostream&>(discard),
+                           ResumeMode::automatic);
     if (root) attempt->finished(out.exit_code, *stage_in_s);
     return out.exit_code;
+  } catch (const PreemptedError& e) {
+    if (root) attempt->preempted(e);
+    if (root) throw;
+    return kExitPreempted;
   } catch (const std::exception& e) {
     if (attempt) attempt->failed(e);
     const int rc = fail_collectively(*comm, e);
@@ -274,6 +288,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
 int command_run(const std::vector<std::string>& args) {
   po::options_description opts(
       "usage: trainscale run --config FILE.yaml [--set key=value ...] [--out DIR]\n"
+      "       trainscale run --config FILE.yaml [--set ...] [--out DIR] --resume\n"
       "       trainscale run --manifest CAMPAIGN_DIR --index I\n\n"
       "Trains one run configuration (keys: docs/config.md) and writes <out>/<run_id>.h5 (schema\n"
       "trainscale-run/1, docs/hdf5-schema.md); run_id = <config file stem>-<config_id> (the stem\n"
@@ -282,16 +297,22 @@ int command_run(const std::vector<std::string>& args) {
       "It refuses a manifest whose hash changed, skips a run that has a DONE marker and a complete\n"
       "run file, and skips (exit 0) a run whose runs/<run_id>.lock another process holds; it holds\n"
       "that lock for the attempt, logs it to CAMPAIGN_DIR/logs/<run_id>.attempt<N>.log and ends\n"
-      "with runs/<run_id>.DONE (status ok or diverged) or runs/<run_id>.FAILED (the reason).\n"
+      "with runs/<run_id>.DONE (status ok or diverged) or runs/<run_id>.FAILED (the reason); a task\n"
+      "continues from its checkpoint by itself.\n"
       "Under MPI (mpirun -np N trainscale run ...) N must equal the config's `workers`; a rank that\n"
       "waits longer than dist.timeout_s for the others (one died or stopped) ends the job (exit 1).\n"
       "A run that cannot fit in the memory a rank may use (cgroup, ulimit, Slurm, MemAvailable,\n"
       "TRAINSCALE_MEMORY_LIMIT) is refused before it allocates (exit 2; docs/reliability.md).\n"
-      "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss).\n\noptions");
+      "Checkpoints (checkpoint.every_steps / every_minutes) go to <out>/<run_id>.checkpoint.<step>.hdf5;\n"
+      "SIGTERM or SIGUSR1 stops every rank at the next step with a checkpoint and <run_id>.PREEMPTED\n"
+      "(exit code 4); --resume continues from the newest valid checkpoint, bit-identical to an\n"
+      "uninterrupted run (docs/reliability.md).\n"
+      "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss), 4 preempted.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("config", po::value<std::string>(), "run config YAML file")
       ("set", po::value<std::vector<std::string>>()->composing(), "override a key: --set dist.allreduce=mpi (repeatable)")
       ("out", po::value<std::string>()->default_value("runs"), "directory for the run file")
+      ("resume", "continue from the newest valid checkpoint in --out (none: start at step 0, with a note)")
       ("manifest", po::value<std::string>(), "campaign directory (sweep runs)")
       ("index", po::value<int64_t>(), "manifest index (sweep runs)")
       ("restart-count", po::value<int>()->default_value(0),
@@ -309,6 +330,8 @@ int command_run(const std::vector<std::string>& args) {
       throw ConfigError("--manifest CAMPAIGN_DIR and --index I go together (see trainscale run --help)");
     if (vm.count("config") || vm.count("set"))
       throw ConfigError("--manifest runs take their config from the manifest; drop --config/--set");
+    if (vm.count("resume"))
+      throw ConfigError("--resume: --manifest runs continue from their checkpoint by themselves; drop --resume");
     return run_manifest_entry(vm["manifest"].as<std::string>(), vm["index"].as<int64_t>(), vm["restart-count"].as<int>());
   }
   if (!vm.count("config")) throw ConfigError("--config FILE.yaml is required (see trainscale run --help)");
@@ -328,10 +351,12 @@ int command_run(const std::vector<std::string>& args) {
   int argc = 0;
   char** argv = nullptr;
   MpiSession mpi(&argc, &argv);
+  install_preemption_handlers();  // after MPI's own: SIGTERM / SIGUSR1 stop at a step boundary
   auto comm = Communicator::world();
   try {
     std::ostringstream discard;
-    RunOutcome out = train(cfg, id, vm["out"].as<std::string>(), *comm, comm->rank() == 0 ? std::cout : discard);
+    RunOutcome out = train(cfg, id, vm["out"].as<std::string>(), *comm, comm->rank() == 0 ? std::cout : discard,
+                           vm.count("resume") ? ResumeMode::requested : ResumeMode::off);
     return out.exit_code;
   } catch (const std::exception& e) {
     const int rc = fail_collectively(*comm, e);

@@ -25,7 +25,8 @@ commands:
   calibrate measure this machine into a cluster file (configs/clusters/local.yaml)
 
 `trainscale <command> --help` describes each command.
-exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss)
+exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss),
+            4 preempted (SIGTERM/SIGUSR1: checkpoint written, continue with `run --resume`)
 )";
 
 }  // namespace
@@ -65,6 +66,9 @@ int main(int argc, char** argv) {
     std::cerr << "trainscale " << command << ": usage error: " << e.what() << " (see trainscale " << command
               << " --help)\n";
     return ts::kExitUsage;
+  } catch (const ts::PreemptedError& e) {
+    std::cerr << "trainscale " << command << ": preempted: " << e.what() << "\n";
+    return ts::kExitPreempted;
   } catch (const ts::RuntimeError& e) {
     std::cerr << "trainscale " << command << ": error: " << e.what() << "\n";
     return ts::kExitFailed;

@@ -159,6 +159,9 @@ RunConfig typed_config(const KeyTexts& t) {
   r.gpu = enum_from_name(all_gpu_generations(), gpu_generation_name, str("gpu"), "gpu");
   r.mpi_flavor = enum_from_name(all_mpi_flavors(), mpi_flavor_name, str("mpi_flavor"), "mpi_flavor");
   r.eval = {f64("eval.every_epochs"), f64("eval.target_accuracy"), i64("eval.batch")};
+  if (has("checkpoint.every_steps")) r.checkpoint.every_steps = i64("checkpoint.every_steps");
+  if (has("checkpoint.every_minutes")) r.checkpoint.every_minutes = f64("checkpoint.every_minutes");
+  if (has("checkpoint.keep")) r.checkpoint.keep = flag("checkpoint.keep");
   r.seed = static_cast<uint64_t>(i64("seed"));
   r.log_every = i64("log_every");
   return r;

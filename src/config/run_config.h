@@ -76,6 +76,15 @@ struct EvalConfig {
   int64_t batch = 0;  // resolved: > 0 (0 or unset in the file = the training batch per worker)
 };
 
+// Checkpoints (docs/reliability.md "Checkpoint and resume"). Unset keys stay out of the
+// resolved config, so a run without checkpoints keeps the config_id it always had.
+struct CheckpointConfig {
+  int64_t every_steps = 0;    // 0: off
+  double every_minutes = 0;   // 0: off
+  bool keep = false;          // keep the checkpoints once the run has completed
+  bool enabled() const { return every_steps > 0 || every_minutes > 0; }
+};
+
 struct RunConfig {
   std::string model = "lenet";  // a name of the model registry (nn/models.h)
   DatasetConfig dataset;
@@ -94,13 +103,14 @@ struct RunConfig {
   LossScaleConfig loss_scale;
   BackendKind backend = BackendKind::cpu;
   bool cuda_graphs = false;
-  int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)  // cuda: the training forward recorded once as a CUDA graph and replayed
+  int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)
   int threads = 2;
   int workers = 1;
   DistConfig dist;
   GpuGeneration gpu = GpuGeneration::none;
   MpiFlavor mpi_flavor = MpiFlavor::any;
   EvalConfig eval;
+  CheckpointConfig checkpoint;
   uint64_t seed = 1;
   int64_t log_every = 20;
 

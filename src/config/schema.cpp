@@ -114,6 +114,9 @@ const std::vector<KeySpec>& run_config_schema() {
       {"eval.every_epochs", T::number, "1", {}, "evaluation period in epochs (0 = never)", closed(0, 1e5)},
       {"eval.target_accuracy", T::number, "0.9", {}, "accuracy for time_to_target", closed(0, 1)},
       {"eval.batch", T::integer, "0", {}, "evaluation minibatch (0 = the training batch per worker)", closed(0, kMega)},
+      {"checkpoint.every_steps", T::integer, "", {}, "checkpoint every N steps (unset or 0: off)", closed(0, 1e9)},
+      {"checkpoint.every_minutes", T::number, "", {}, "checkpoint every N minutes (unset or 0: off; 525600 is a year)", closed(0, 525600)},
+      {"checkpoint.keep", T::boolean, "", {}, "keep the checkpoints when the run completes (unset: false)"},
       {"seed", T::integer, "1", {}, "random seed", closed(0, 9007199254740992.0)},
       {"log_every", T::integer, "20", {}, "progress line period in steps", positive(1e9)},
   };

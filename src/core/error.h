@@ -31,6 +31,13 @@ class RuntimeError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A run stopped by a preemption signal (SIGTERM / SIGUSR1) after it wrote a checkpoint and the
+// PREEMPTED marker: not a failure; main exits with kExitPreempted, `--resume` continues the run.
+class PreemptedError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // "file.cpp:123" for messages about library calls.
 std::string source_location_string(const char* file, int line);
 

@@ -1,6 +1,7 @@
 #include "core/rng.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace ts {
 namespace {
@@ -51,6 +52,18 @@ double Rng::normal() {
   spare_ = r * std::sin(2.0 * M_PI * u2);
   has_spare_ = true;
   return r * std::cos(2.0 * M_PI * u2);
+}
+
+std::array<uint64_t, Rng::kStateWords> Rng::state() const {
+  uint64_t spare_bits = 0;
+  std::memcpy(&spare_bits, &spare_, sizeof spare_bits);
+  return {s_[0], s_[1], s_[2], s_[3], has_spare_ ? 1u : 0u, spare_bits};
+}
+
+void Rng::set_state(const std::array<uint64_t, kStateWords>& words) {
+  for (size_t i = 0; i < 4; ++i) s_[i] = words[i];
+  has_spare_ = words[4] != 0;
+  std::memcpy(&spare_, &words[5], sizeof spare_);
 }
 
 uint64_t seed_mix(uint64_t a, uint64_t b, uint64_t c) {

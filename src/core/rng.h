@@ -3,6 +3,8 @@
 // versions (std::*_distribution is implementation-defined).
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace ts {
@@ -17,6 +19,12 @@ class Rng {
   uint64_t below(uint64_t n);
   // Standard normal (Box-Muller).
   double normal();
+
+  // The whole state as words (xoshiro's four, the Box-Muller spare flag and value), so that a
+  // checkpoint can continue a stream exactly where it stopped.
+  static constexpr size_t kStateWords = 6;
+  std::array<uint64_t, kStateWords> state() const;
+  void set_state(const std::array<uint64_t, kStateWords>& words);
 
  private:
   uint64_t s_[4];

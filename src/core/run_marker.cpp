@@ -50,6 +50,9 @@ std::string marker_text(const RunMarker& m) {
   if (m.stage_in_s) out << "stage_in_s: " << *m.stage_in_s << "\n";
   field("start", m.start);
   field("end", m.end);
+  field("signal", m.signal);
+  if (m.step > 0) out << "step: " << m.step << "\n";
+  field("checkpoint", m.checkpoint);
   return out.str();
 }
 
@@ -76,6 +79,9 @@ RunMarker parse_marker(const std::string& text) {
     else if (key == "stage_in_s") m.stage_in_s = std::strtod(value.c_str(), nullptr);
     else if (key == "start") m.start = value;
     else if (key == "end") m.end = value;
+    else if (key == "signal") m.signal = value;
+    else if (key == "step") number(m.step);
+    else if (key == "checkpoint") m.checkpoint = value;
     else used = false;
     known = known || used;
   }

@@ -3,7 +3,7 @@
 // (an attempt in progress), <run>.PREEMPTED (stopped by a signal after a checkpoint; resumable). One format for all three, written and read only here: "key: value"
 // lines in a fixed key order, each value on one line (newlines become spaces), written
 // atomically (core/file_io.h). Writers: the trainer (FAILED of a single run), `trainscale run
-// --manifest` (RUNNING, DONE, FAILED) and the local executor (FAILED of a launcher that died);
+// --manifest` (RUNNING, DONE, FAILED), the trainer again (PREEMPTED) and the local executor (FAILED of a launcher that died);
 // readers: `sweep status`, the local executor and the analysis package.
 #pragma once
 
@@ -28,6 +28,11 @@ struct RunMarker {
   long pid = 0;          // RUNNING: the process of the attempt
   std::optional<double> stage_in_s;  // DONE: seconds spent staging the data set in
   std::string start, end;            // ISO 8601 (UTC)
+  // PREEMPTED: the signal that stopped the run, the last step it finished and the checkpoint it
+  // wrote there (a file name in the run's directory; "" when none could be written).
+  std::string signal;
+  long step = 0;
+  std::string checkpoint;
 };
 
 std::string marker_text(const RunMarker& marker);

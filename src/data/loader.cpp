@@ -189,6 +189,9 @@ Loader::Loader(const SampleSource& source, LoaderOptions options)
     : impl_(std::make_unique<Impl>(source, std::move(options))) {
   Impl& m = *impl_;
   const LoaderOptions& o = m.opt;
+  if (o.first_batch < 0 || (o.first_batch > 0 && !o.drop_last))
+    throw ConfigError("loader: first_batch " + std::to_string(o.first_batch) +
+                      " is only for training loaders (drop_last) and must be >= 0");
   if (o.batch < 1 || o.threads < 1 || o.prefetch < 1 || o.world < 1 || o.rank < 0 ||
       o.rank >= o.world)
     throw ConfigError("loader: need batch >= 1, threads >= 1, prefetch >= 1 and 0 <= rank < "
@@ -226,6 +229,7 @@ Loader::Loader(const SampleSource& source, LoaderOptions options)
   // Training workers start at once; evaluation reads start with a pass's first next(), so they
   // never compete with the training steps between evaluations.
   m.limit = m.eval_mode ? 0 : std::numeric_limits<int64_t>::max();
+  m.next_claim = m.next_consume = o.first_batch;  // workers fill from there (0 unless resumed)
 
   // An evaluation pass never has more batches ahead than it holds: more slots would stay unused.
   const int64_t ahead = m.eval_mode ? std::min<int64_t>(o.prefetch, m.batches_per_epoch) : o.prefetch;
@@ -298,5 +302,10 @@ double Loader::last_wait_seconds() const {
 }
 
 int64_t Loader::batches_per_epoch() const { return impl_->batches_per_epoch; }
+
+int64_t Loader::position() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->next_consume;
+}
 
 }  // namespace ts

@@ -29,6 +29,10 @@ struct LoaderOptions {
   // Evaluation: this rank takes the contiguous block [rank*n/world, (rank+1)*n/world).
   int rank = 0, world = 1;
   bool drop_last = true;    // drop the last partial batch of an epoch (training)
+  // Training: the sequence number of the first batch (batches the run took before it stopped;
+  // a resumed run continues with exactly the batches the uninterrupted run would have seen).
+  // Evaluation loaders start every pass from the beginning: must be 0.
+  int64_t first_batch = 0;
   SlotAllocator allocate;   // memory of the batch slots (empty: aligned host memory)
 };
 
@@ -64,6 +68,9 @@ class Loader {
   double last_wait_seconds() const;
   // Batches per epoch on this rank (training: the same on every rank).
   int64_t batches_per_epoch() const;
+  // The sequence number of the batch the next next() returns (training: first_batch plus the
+  // batches handed out so far), what a checkpoint records as the loader's position.
+  int64_t position() const;
 
  private:
   struct Impl;

@@ -133,6 +133,46 @@ std::vector<std::string> Communicator::gather_strings_to_root(const std::string&
   return out;
 }
 
+namespace {
+constexpr int kBlobTag = 0x7c4b;
+
+void send_blob(const std::string& blob, int dest, MPI_Comm comm) {
+  const int64_t size = static_cast<int64_t>(blob.size());
+  TS_MPI(MPI_Send(&size, 1, MPI_INT64_T, dest, kBlobTag, comm));
+  for (int64_t off = 0; off < size; off += kMaxChunk)
+    TS_MPI(MPI_Send(blob.data() + off, static_cast<int>(std::min(kMaxChunk, size - off)), MPI_CHAR, dest, kBlobTag, comm));
+}
+
+std::string receive_blob(int source, MPI_Comm comm) {
+  int64_t size = 0;
+  TS_MPI(MPI_Recv(&size, 1, MPI_INT64_T, source, kBlobTag, comm, MPI_STATUS_IGNORE));
+  TS_CHECK(size >= 0, "receive_blob: a negative size from rank " + std::to_string(source));
+  std::string blob(static_cast<size_t>(size), '\0');
+  for (int64_t off = 0; off < size; off += kMaxChunk)
+    TS_MPI(MPI_Recv(blob.data() + off, static_cast<int>(std::min(kMaxChunk, size - off)), MPI_CHAR, source, kBlobTag,
+                    comm, MPI_STATUS_IGNORE));
+  return blob;
+}
+}  // namespace
+
+std::vector<std::string> Communicator::gather_blobs_to_root(const std::string& local) {
+  if (rank_ != 0) {
+    send_blob(local, 0, impl_->comm);
+    return {};
+  }
+  std::vector<std::string> all{local};
+  for (int r = 1; r < size_; ++r) all.push_back(receive_blob(r, impl_->comm));
+  return all;
+}
+
+std::string Communicator::scatter_blobs_from_root(const std::vector<std::string>& all) {
+  if (rank_ != 0) return receive_blob(0, impl_->comm);
+  TS_CHECK(all.size() == static_cast<size_t>(size_), "scatter_blobs_from_root: " + std::to_string(all.size()) +
+                                                         " messages for " + std::to_string(size_) + " ranks");
+  for (int r = 1; r < size_; ++r) send_blob(all[static_cast<size_t>(r)], r, impl_->comm);
+  return all.front();
+}
+
 void Communicator::gather_to_root(const float* local, int64_t count, float* all) {
   ExchangeGuard guard(impl_->watchdog.get(), "MPI_Gather to rank 0");
   TS_CHECK(count >= 0 && count * size_ < kMaxChunk, "gather_to_root: " + std::to_string(count) +

@@ -76,6 +76,12 @@ class Communicator {
   std::vector<float> gather_to_root(const std::vector<float>& local);
   // Every rank's string, on rank 0 only.
   std::vector<std::string> gather_strings_to_root(const std::string& local);
+  // Large messages of any size, rank by rank (point to point, in chunks below MPI's int
+  // counts): a checkpoint's state of every rank, which can hold a whole model each.
+  // gather: every rank's `local`, on rank 0 only (in rank order). scatter: rank r gets all[r]
+  // of rank 0's `all` (size() strings there; ignored elsewhere).
+  std::vector<std::string> gather_blobs_to_root(const std::string& local);
+  std::string scatter_blobs_from_root(const std::vector<std::string>& all);
   // `count` floats of every rank, concatenated in rank order into `all` (size() * count
   // floats) on rank 0; `all` is not touched (may be null) elsewhere. Rank 0's own block is
   // copied locally.

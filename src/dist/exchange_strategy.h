@@ -127,6 +127,16 @@ class ExchangeStrategy {
   virtual void average_state() = 0;
   // The ranges the strategy exchanges, in the order it does (for logs and tests).
   virtual const std::vector<Bucket>& buckets() const = 0;
+
+  // Checkpoints (train/checkpoint.h). True when, between steps, every rank that uses them holds
+  // rank 0's parameters and optimizer state (sync: identical updates; the parameter server:
+  // rank 0's weights broadcast, only rank 0 steps the optimizer), so one copy restores every
+  // rank; false (the default, always exact) makes a checkpoint keep every rank's.
+  virtual bool replicas_identical() const { return false; }
+  // What the strategy itself carries from one step to the next (weight_avg: the non-finite
+  // losses since the last average), and taking it back in a resumed run.
+  virtual std::vector<float> checkpoint_state() const { return {}; }
+  virtual void restore_checkpoint_state(const std::vector<float>& state) { (void)state; }
 };
 
 // The strategy for `options` (sync + ps -> the parameter server; sync + nccl -> NCCL on device

@@ -30,6 +30,7 @@ class ParameterServerExchange : public ExchangeStrategy {
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
   const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
+  bool replicas_identical() const override { return true; }
 
  private:
   void gather_bucket(size_t index);  // the communication thread's job (or inline)

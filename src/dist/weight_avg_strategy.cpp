@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "core/timer.h"
 
 namespace ts {
@@ -93,6 +94,12 @@ StepVerdict WeightAveragingExchange::finish_step(bool average_weights_now) {
 void WeightAveragingExchange::average_state() {
   link_->average(comm_, algorithm_, Arena::state, 0, arenas_.state_count, link_->now_mark());
   link_->order_compute_after_pushes();
+}
+
+void WeightAveragingExchange::restore_checkpoint_state(const std::vector<float>& state) {
+  TS_CHECK(state.size() == 1, "weight_avg: a checkpoint holds " + std::to_string(state.size()) +
+                                  " strategy values, 1 expected (the non-finite count)");
+  nonfinite_since_average_ = state[0];
 }
 
 }  // namespace ts

@@ -27,6 +27,8 @@ class WeightAveragingExchange : public ExchangeStrategy {
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
   const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
+  std::vector<float> checkpoint_state() const override { return {nonfinite_since_average_}; }
+  void restore_checkpoint_state(const std::vector<float>& state) override;
 
  private:
   void average_weights();

@@ -167,7 +167,9 @@ size_t Column::rows() const {
 Group Group::create_group(const std::string& name) {
   const std::string path = child_path(name);
   hid_t g = H5_CALL(H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path);
-  return Group(g, Kind::group, file_path_, path);
+  Group group(g, Kind::group, file_path_, path);
+  group.options_ = options_;
+  return group;
 }
 
 Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>& dims,
@@ -193,7 +195,8 @@ Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>
   Temp space(H5_CALL(H5Screate_simple(rank, cur, max), path), H5Sclose);
   Temp dcpl(H5_CALL(H5Pcreate(H5P_DATASET_CREATE), path), H5Pclose);
   H5_CALL(H5Pset_chunk(dcpl, rank, chunk), path);
-  H5_CALL(H5Pset_deflate(dcpl, 4), path);
+  if (options_.checksum) H5_CALL(H5Pset_fletcher32(dcpl), path);
+  if (options_.deflate) H5_CALL(H5Pset_deflate(dcpl, 4), path);
   hid_t d = H5_CALL(H5Dcreate2(id_, name.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), path);
   Dataset out(d, Kind::dataset, file_path_, path);
   const hsize_t n = rank == 1 ? cur[0] : cur[0] * cur[1];
@@ -209,6 +212,10 @@ Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, 
 }
 Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const double* data) {
   return write_numeric(name, dims, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, sizeof(double), data);
+}
+
+Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const uint64_t* data) {
+  return write_numeric(name, dims, H5T_NATIVE_UINT64, H5T_STD_U64LE, sizeof(uint64_t), data);
 }
 
 Dataset Group::write_table(const std::string& name, const std::vector<Column>& columns) {
@@ -260,7 +267,7 @@ Dataset Group::write_table(const std::string& name, const std::vector<Column>& c
 
 File::File(int64_t id, std::string path) : Group(id, Kind::file, std::move(path), "/") {}
 
-File File::create(const std::string& path) {
+File File::create(const std::string& path, DatasetOptions options) {
   // Errors become exceptions with the library's message; stop HDF5 printing its own stack.
   H5E_auto2_t func = nullptr;
   void* data = nullptr;
@@ -280,6 +287,7 @@ File File::create(const std::string& path) {
                        ")");
   }
   File f(id, path);
+  f.options_ = options;
   f.saved_func_ = reinterpret_cast<void (*)()>(func);
   f.saved_data_ = data;
   f.saved_ = true;

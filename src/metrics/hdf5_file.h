@@ -1,6 +1,7 @@
 // A small RAII wrapper over the HDF5 C API for the writers in metrics/ (run files, all-reduce
-// benchmark files): create a file, groups, scalar string/int64/float64 attributes, 1-D and
-// 2-D chunked + deflate-compressed datasets, and compound tables. Every HDF5 call is checked;
+// benchmark files, checkpoints): create a file, groups, scalar string/int64/float64 attributes,
+// 1-D and 2-D chunked datasets (deflate-compressed, and/or Fletcher-32 checksummed so that a
+// reader detects damaged chunks), and compound tables. Every HDF5 call is checked;
 // a failure throws RuntimeError naming the call, the file, the object and file:line.
 // This header does not include <hdf5.h>: ids are int64_t (hid_t in HDF5 >= 1.10).
 #pragma once
@@ -73,6 +74,13 @@ struct Column {
   size_t rows() const;
 };
 
+// How the datasets of a file are stored: run files are compressed; checkpoints are written
+// fast (no deflate) and checksummed (Fletcher-32 per chunk: HDF5 refuses to read a damaged one).
+struct DatasetOptions {
+  bool deflate = true;
+  bool checksum = false;
+};
+
 // A group (the file's root group included) that can hold groups, datasets and tables.
 class Group : public Object {
  public:
@@ -85,10 +93,12 @@ class Group : public Object {
   Dataset write(const std::string& name, const std::vector<int64_t>& dims, const int64_t* data);
   Dataset write(const std::string& name, const std::vector<int64_t>& dims, const float* data);
   Dataset write(const std::string& name, const std::vector<int64_t>& dims, const double* data);
+  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const uint64_t* data);
   // 1-D conveniences: shape (v.size()).
   Dataset write(const std::string& name, const std::vector<int64_t>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
   Dataset write(const std::string& name, const std::vector<float>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
   Dataset write(const std::string& name, const std::vector<double>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
+  Dataset write(const std::string& name, const std::vector<uint64_t>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
 
   // A 1-D dataset of a compound type with one field per column, in column order (strings are
   // variable-length UTF-8, integers int64, reals float64); all columns must have equal length.
@@ -101,6 +111,8 @@ class Group : public Object {
  private:
   Dataset write_numeric(const std::string& name, const std::vector<int64_t>& dims,
                         int64_t mem_type, int64_t file_type, size_t elem_size, const void* data);
+
+  DatasetOptions options_;  // the file's, handed to every group created in it
 };
 
 // An HDF5 file created (truncated) for writing; it is also its root group "/".
@@ -114,7 +126,7 @@ class Group : public Object {
 // error path) is discarded: nothing reaches the disk.
 class File : public Group {
  public:
-  static File create(const std::string& path);
+  static File create(const std::string& path, DatasetOptions options = {});
   File() = default;
   // Closes every object of the file, takes its image and writes it to its path (RuntimeError
   // naming the path and the system's reason, e.g. "No space left on device").

@@ -111,6 +111,8 @@ void write_record(h5::File& file, const RunRecord& r) {
     file.set_attr("sim_cluster", r.sim_cluster);
     file.set_attr("sim_platform", r.sim_platform);
   }
+  file.set_attr("attempt", r.attempt);
+  file.set_attr("resumed_from_step", r.resumed_from_step);
 }
 
 void write_contents(h5::File& file, const RunResult& r) {
@@ -152,6 +154,7 @@ void write_contents(h5::File& file, const RunResult& r) {
       summary.set_attr(key, value);
     }
     summary.set_attr("diverged", static_cast<int64_t>(r.diverged ? 1 : 0));
+    if (!r.params_sha256.empty()) summary.set_attr("params_sha256", r.params_sha256);
   }
   if (!r.memory.empty()) {
     h5::Group memory = file.create_group("memory");

@@ -49,6 +49,11 @@ struct RunRecord {
   // (YAML) and the platform and simulator settings (one line), both "" in measured runs.
   int64_t simulated = 0;                    // int64
   std::string sim_cluster, sim_platform;    // written only when simulated
+  // Checkpoint and resume (docs/reliability.md): which attempt finished the run (1 for the
+  // first; SLURM_RESTART_COUNT + 1 under Slurm) and the step of the checkpoint it resumed from
+  // (0: it ran from the start).
+  int64_t attempt = 1;                      // int64
+  int64_t resumed_from_step = 0;            // int64
 };
 
 struct RunResult {
@@ -69,6 +74,9 @@ struct RunResult {
 
   // /summary attrs (float64, NaN where not applicable) and the diverged flag.
   std::map<std::string, double> summary;
+  // /summary attribute params_sha256 (string): SHA-256 of the final parameters as IEEE-754
+  // binary32 little-endian in arena order (core/sha256.h); "" leaves it out.
+  std::string params_sha256;
   bool diverged = false;
 
   // /model

@@ -82,6 +82,10 @@ class Layer {
   // can apply that ReLU inside its own forward (conv, batch norm, add) does so from now on and
   // returns true. Such a layer's backward must not read its own dst (it then holds relu(dst)).
   virtual bool fuse_relu() { return false; }
+  // The layer's random stream (dropout's masks) as words, for checkpoints: a layer given back
+  // these words draws what the original would have drawn next. Empty for layers without one.
+  virtual std::vector<uint64_t> rng_state() const { return {}; }
+  virtual void set_rng_state(const std::vector<uint64_t>& words) {}
 
   const std::vector<Shape>& src_shapes() const { return src_shapes_; }
   const Shape& dst_shape() const { return dst_shape_; }

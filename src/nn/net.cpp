@@ -463,6 +463,30 @@ std::vector<LayerInfo> Net::layer_table() const {
   return rows;
 }
 
+std::vector<uint64_t> Net::rng_states() const {
+  std::vector<uint64_t> words;
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    const std::vector<uint64_t> layer_words = nodes_[i]->layer->rng_state();
+    words.insert(words.end(), layer_words.begin(), layer_words.end());
+  }
+  return words;
+}
+
+void Net::set_rng_states(const std::vector<uint64_t>& words) {
+  size_t used = 0;
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    Layer& layer = *nodes_[i]->layer;
+    const size_t n = layer.rng_state().size();
+    if (used + n > words.size()) break;
+    layer.set_rng_state(std::vector<uint64_t>(words.begin() + static_cast<std::ptrdiff_t>(used),
+                                              words.begin() + static_cast<std::ptrdiff_t>(used + n)));
+    used += n;
+  }
+  if (used != words.size() || rng_states().size() != words.size())
+    throw ConfigError("the net's random streams take " + std::to_string(rng_states().size()) + " words, " +
+                      std::to_string(words.size()) + " were given (a checkpoint of another model?)");
+}
+
 int64_t Net::flops_per_sample() const {
   int64_t total = 0;
   for (size_t i = 1; i < nodes_.size(); ++i) total += nodes_[i]->layer->info().flops;

@@ -122,6 +122,11 @@ class Net {
   int64_t state_count() const { return state_count_; }
   // One row per layer (the loss included), in node order.
   std::vector<LayerInfo> layer_table() const;
+  // Every layer's random stream (Layer::rng_state), concatenated in node order: what a
+  // checkpoint keeps so that dropout masks continue exactly. set_rng_states takes what
+  // rng_states gave (ConfigError when the length does not fit this net).
+  std::vector<uint64_t> rng_states() const;
+  void set_rng_states(const std::vector<uint64_t>& words);
   int64_t flops_per_sample() const;
   Backend& backend() { return backend_; }
   // Per-layer timing (`trainscale calibrate`): when on, forward and backward synchronise the

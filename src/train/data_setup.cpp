@@ -43,7 +43,8 @@ std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch,
   return d;
 }
 
-void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int rank, int world, SlotAllocator slots) {
+void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int rank, int world, SlotAllocator slots,
+                   int64_t first_batch) {
   const RunConfig& r = cfg.run;
   RunData* d = &data;
   LoaderOptions train;
@@ -55,6 +56,7 @@ void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int 
   train.rank = rank;
   train.world = world;
   train.drop_last = true;
+  train.first_batch = first_batch;
   train.allocate = std::move(slots);
   d->train_loader = std::make_unique<Loader>(*d->splits.train, train);
   // Evaluation batches are bounded by eval.batch (the training batch unless set), so evaluation
@@ -63,6 +65,7 @@ void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int 
   eval.batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(d->test_count / world, 1));
   eval.shuffle = false;
   eval.drop_last = false;
+  eval.first_batch = 0;  // every evaluation pass starts at the beginning of the test split
   d->eval_loader = std::make_unique<Loader>(*d->splits.test, eval);
 }
 

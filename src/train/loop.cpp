@@ -2,10 +2,12 @@
 #include "train/loop.h"
 
 #include <cmath>
+#include <cstdio>
 #include <ostream>
 
 #include "train/evaluate.h"
 #include "train/progress.h"
+#include "train/step_boundary.h"
 #include "train/train_step.h"
 
 namespace ts {
@@ -42,15 +44,35 @@ void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostre
   if (comm.rank() == 0) log_eval(log, rec.step.back(), rec.epoch.back(), e.loss, e.accuracy, rec.train_clock);
 }
 
+// Between step `step` and the next: a checkpoint when one is due, and the stop of a preemption.
+// True when the loop must stop.
+bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRecording& rec, RunSetup& s,
+                   Communicator& comm, std::ostream& log, const CheckpointTarget* checkpoints) {
+  const BoundaryDecision d = boundary.after_step(step, sync_point, comm);
+  if (d.checkpoint && checkpoints) {
+    const double before = rec.checkpoint_seconds;
+    const std::string path = save_checkpoint(*checkpoints, step, rec, s, comm);
+    boundary.checkpoint_written();
+    if (comm.rank() == 0) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.3f", rec.checkpoint_seconds - before);
+      log << "checkpoint: step " << step << " -> " << path << " (" << seconds << " s)\n";
+    }
+  }
+  rec.preempted_by = d.preempt_signal;
+  return d.preempt_signal != 0;
+}
+
 }  // namespace
 
-RunRecording run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream& log) {
+void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream& log, RunRecording& rec,
+              const CheckpointTarget* checkpoints) {
   const RunPlan& plan = s.plan;
   const bool root = comm.rank() == 0;
-  RunRecording rec;
-  rec.reserve(plan.total_steps);
+  StepBoundary boundary(r.checkpoint);
   TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader, s.scaler.get(), s.staged.get()};
-  for (int64_t step = 1; step <= plan.total_steps; ++step) {
+  state.step = rec.steps();
+  for (int64_t step = rec.steps() + 1; step <= plan.total_steps; ++step) {
     const double lr = s.lr->at(step - 1);
     const bool last = step == plan.total_steps;
     const bool eval_now = plan.eval_period > 0 && (step % plan.eval_period == 0 || last);
@@ -67,8 +89,9 @@ RunRecording run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::
     }
     if (root && (step % r.log_every == 0 || last)) log_progress(log, rec, plan, res.verdict.loss, res.verdict.exchanged);
     if (eval_now) evaluate_now(rec, s, comm, log);
+    // The ranks synchronise anyway where the strategy averages (every step but with weight_avg).
+    if (!last && between_steps(step, average_now, boundary, rec, s, comm, log, checkpoints)) break;
   }
-  return rec;
 }
 
 }  // namespace ts

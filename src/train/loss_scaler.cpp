@@ -33,4 +33,13 @@ void LossScaler::update(bool finite) {
   }
 }
 
+void LossScaler::restore(double scale, int64_t good_steps, int64_t skipped_steps) {
+  TS_CHECK(scale > 0 && good_steps >= 0 && skipped_steps >= 0, "LossScaler::restore: a checkpoint holds scale " +
+                                                                   std::to_string(scale) + ", good steps " +
+                                                                   std::to_string(good_steps));
+  scale_ = scale;
+  good_steps_ = good_steps;
+  skipped_ = skipped_steps;
+}
+
 }  // namespace ts

@@ -26,6 +26,10 @@ class LossScaler {
   // is counted as skipped and (dynamic) halves the scale.
   void update(bool finite);
   int64_t skipped_steps() const { return skipped_; }
+  int64_t good_steps() const { return good_steps_; }
+  double exact_scale() const { return scale_; }  // scale() before its rounding to float
+  // Continues where a checkpointed scaler stopped (scale, good steps in a row, skipped steps).
+  void restore(double scale, int64_t good_steps, int64_t skipped_steps);
 
  private:
   LossScaleMode mode_;

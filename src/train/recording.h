@@ -23,6 +23,11 @@ struct RunRecording {
   bool diverged = false;
   std::string message;     // why it diverged
   double train_clock = 0;  // training time so far, evaluation excluded
+  // Checkpoints of this attempt (outside the training clock) and a preemption.
+  int64_t checkpoints = 0;
+  double checkpoint_seconds = 0;
+  std::string last_checkpoint;  // rank 0: path of the newest checkpoint written ("" if none)
+  int preempted_by = 0;         // the signal that stopped the loop early (0: it ran to the end)
 
   void reserve(int64_t steps);
   int64_t steps() const { return static_cast<int64_t>(step.size()); }

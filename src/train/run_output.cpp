@@ -7,6 +7,7 @@
 #include "core/build_info.h"
 #include "core/host_info.h"
 #include "core/memory_limits.h"
+#include "core/sha256.h"
 #include "core/strings.h"
 #include "core/timer.h"
 #include "train/summary.h"
@@ -82,6 +83,14 @@ std::map<std::string, double> summary_of(const RunResult& res, const RunRecordin
   return compute_summary(in);
 }
 
+// SHA-256 of the final parameters (rank 0's; every rank holds the same after the last step).
+std::string final_params_sha256(RunSetup& setup) {
+  Net& net = *setup.net;
+  std::vector<float> params(static_cast<size_t>(net.param_count()));
+  if (!params.empty()) setup.backend->copy_to_host(params.data(), net.params(), params.size() * sizeof(float));
+  return sha256_hex_of_floats(params.data(), net.param_count());
+}
+
 }  // namespace
 
 RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm) {
@@ -108,8 +117,11 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator
 }
 
 void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedConfig& cfg, const RunIdentity& id,
-                      const RunSetup& setup, const std::string& start_time, const std::string& run_path) {
+                      RunSetup& setup, const std::string& start_time, const std::string& run_path,
+                      int64_t resumed_from_step) {
   fill_record(res.record, rec, cfg, id, setup, start_time);
+  res.record.attempt = id.attempt;
+  res.record.resumed_from_step = resumed_from_step;
   res.config = cfg.flat;
   res.step = rec.step;
   res.epoch = rec.epoch;
@@ -124,6 +136,9 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary = summary_of(res, rec, cfg, setup.plan);
   res.summary["skipped_steps"] = static_cast<double>(setup.scaler->skipped_steps());
   res.summary["loss_scale_final"] = static_cast<double>(setup.scaler->scale());
+  res.summary["checkpoints"] = static_cast<double>(rec.checkpoints);
+  res.summary["checkpoint_seconds"] = rec.checkpoint_seconds;
+  res.params_sha256 = final_params_sha256(setup);
   res.diverged = rec.diverged;
   res.memory = setup.memory.named();
   res.memory["limit_bytes"] = setup.memory_bound.bytes;

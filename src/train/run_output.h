@@ -18,8 +18,11 @@ namespace ts {
 // result.record.hosts; elsewhere an empty result.
 RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm);
 
-// Rank 0: summary, root attributes, /config, /model, then the file (atomically).
+// Rank 0: summary (with the final parameters' SHA-256), root attributes (id.attempt, and
+// `resumed_from_step`: the checkpoint's step a resumed run continued from, else 0), /config,
+// /model, then the file (atomically).
 void write_run_output(RunResult& result, const RunRecording& rec, const ResolvedConfig& cfg, const RunIdentity& id,
-                      const RunSetup& setup, const std::string& start_time, const std::string& run_path);
+                      RunSetup& setup, const std::string& start_time, const std::string& run_path,
+                      int64_t resumed_from_step);
 
 }  // namespace ts

@@ -106,7 +106,7 @@ std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options
   return exchange;
 }
 
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm) {
+std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm, int64_t first_step) {
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
   try {
@@ -126,7 +126,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->memory_bound = memory_bound(cfg, comm.local_size());
   check_memory(cfg, s->memory, s->memory_bound, comm);
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
-  start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend));
+  start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend), first_step);
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {
     try {

@@ -39,14 +39,15 @@ struct RunSetup {
   std::unique_ptr<ExchangeStrategy> exchange;  // every rank holds rank 0's initial model
   std::unique_ptr<LearningRate> lr;
   std::unique_ptr<LossScaler> scaler;
-  std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)  // loss scaling (fp16 by default; disabled otherwise)
+  std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)
   RunPlan plan;
   MemoryEstimate memory;     // this rank's estimated peak, checked against...
   MemoryBound memory_bound;  // ... the memory it may use (both recorded in the run file)
 };
 
 // ConfigError for what this build, world or device cannot do; RuntimeError for failures.
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm);
+// `first_step`: steps already taken (a resumed run): the training loader starts at that batch.
+std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm, int64_t first_step = 0);
 
 // The exchange options of the run's dist settings (bucket_mb -> floats per bucket).
 ExchangeOptions exchange_options_of(const DistConfig& dist);

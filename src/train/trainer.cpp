@@ -1,21 +1,27 @@
-// A run as a sequence of named phases (see trainer.h): check, set up, loop, gather, write.
+// A run as a sequence of named phases (see trainer.h): check, resume point, set up (and the
+// checkpoint's state put back), loop, gather, write; or the stop of a preemption.
 #include "train/trainer.h"
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <new>
+#include <optional>
 #include <ostream>
 
 #include "core/error.h"
 #include "core/host_info.h"
+#include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
 #include "train/capabilities.h"
+#include "train/checkpoint.h"
 #include "train/loop.h"
 #include "train/progress.h"
 #include "train/resources.h"
+#include "train/resume.h"
 #include "train/run_output.h"
 #include "train/run_setup.h"
 
@@ -35,17 +41,105 @@ void prepare_out_dir(const std::string& out_dir) {
   std::filesystem::remove(probe, ec);
 }
 
-RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& run_path,
-                         Communicator& comm, std::ostream& log) {
+// checkpoint.* and --resume where this run cannot be restored exactly (train/checkpoint.h).
+void check_checkpointing(const ResolvedConfig& cfg, ResumeMode resume) {
+  const std::string why = checkpoint_refusal(cfg.run);
+  if (why.empty()) return;
+  const CheckpointConfig& c = cfg.run.checkpoint;
+  if (c.enabled()) throw ConfigError(cfg.locate(c.every_steps > 0 ? "checkpoint.every_steps" : "checkpoint.every_minutes") + ": " + why);
+  if (resume == ResumeMode::requested) throw ConfigError("--resume: " + why);
+}
+
+// Rank 0 looks for the checkpoint to continue from; every rank learns whether it may go on.
+std::optional<Checkpoint> find_resume_point(const CheckpointTarget& target, ResumeMode resume, Communicator& comm,
+                                            std::ostream& log) {
+  std::optional<Checkpoint> ckpt;
+  std::string refusal;
+  if (comm.rank() == 0 && resume != ResumeMode::off) {
+    try {
+      ckpt = newest_valid_checkpoint(target, comm.size(), log);
+    } catch (const ConfigError& e) {
+      refusal = e.what();
+    }
+    if (refusal.empty() && !ckpt && resume == ResumeMode::requested)
+      log << "note: --resume: no valid checkpoint of run " << target.run_id << " in " << target.out_dir
+          << "; starting from step 0\n";
+  } else if (comm.rank() == 0) {
+    const auto existing = list_checkpoints(target.out_dir, target.run_id);
+    if (!existing.empty())
+      log << "note: " << existing.size() << " checkpoint(s) of this run exist (newest: step " << existing.front().first
+          << "); this run starts from step 0 (--resume continues from a checkpoint)\n";
+  }
+  double ok = refusal.empty() ? 1 : 0;
+  comm.broadcast(&ok, 1, 0);
+  if (ok == 0) throw ConfigError(comm.rank() == 0 ? refusal : "rank 0 refused the checkpoint to resume from");
+  return ckpt;
+}
+
+// The run file's `attempt` (trainer.h RunIdentity::attempt).
+int attempt_number(const RunIdentity& id, const std::optional<Checkpoint>& ckpt) {
+  if (id.attempt > 0) return id.attempt;
+  if (const char* restarts = std::getenv("SLURM_RESTART_COUNT")) {
+    char* end = nullptr;
+    const long n = std::strtol(restarts, &end, 10);
+    if (end != restarts && *end == '\0' && n >= 0 && n < 1000000) return static_cast<int>(n) + 1;
+  }
+  return ckpt ? static_cast<int>(ckpt->attempt) + 1 : 1;
+}
+
+// A preemption: rank 0 leaves the PREEMPTED marker; no rank exits before it is on disk (a
+// launcher may kill the rest of the job when the first rank exits).
+[[noreturn]] void stop_preempted(const RunRecording& rec, int attempt, const std::string& run_path,
+                                 Communicator& comm, std::ostream& log) {
+  const std::string signal = signal_name(rec.preempted_by);
+  const std::string checkpoint = std::filesystem::path(rec.last_checkpoint).filename().string();
+  const std::string what = signal + " after step " + std::to_string(rec.steps()) +
+                           (checkpoint.empty() ? ", no checkpoint (this run cannot be checkpointed)"
+                                               : "; checkpoint " + checkpoint + "; continue with trainscale run --resume");
+  if (comm.rank() == 0) {
+    RunMarker marker;
+    marker.reason = "preempted by " + what;
+    marker.signal = signal;
+    marker.step = static_cast<long>(rec.steps());
+    marker.checkpoint = checkpoint;
+    marker.attempt = attempt;
+    marker.host = host_name();
+    marker.end = utc_timestamp();
+    write_marker(marker_path(run_path, MarkerKind::preempted), marker);
+    log << "preempted: " << what << "\n";
+    log.flush();
+  }
+  comm.barrier();
+  throw PreemptedError(what);
+}
+
+RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir,
+                         const std::string& run_path, ResumeMode resume, Communicator& comm, std::ostream& log) {
   const bool root = comm.rank() == 0;
   const std::string start_time = utc_timestamp();
-  std::unique_ptr<RunSetup> setup = set_up_run(cfg, comm);
+  CheckpointTarget target{out_dir, id.run_id, id.config_id, 1};
+  std::optional<Checkpoint> ckpt = find_resume_point(target, resume, comm, log);
+  const ResumeState resumed = distribute_checkpoint(ckpt, comm);
+  target.attempt = attempt_number(id, ckpt);
+  std::unique_ptr<RunSetup> setup = set_up_run(cfg, comm, resumed.mine.loader_position);
+  RunRecording rec;
+  apply_checkpoint(resumed, ckpt, *setup, rec, comm);
+  if (root && ckpt)
+    log << "resuming after step " << resumed.step << " from " << checkpoint_path(out_dir, id.run_id, resumed.step)
+        << " (attempt " << target.attempt << ")\n";
+  ckpt.reset();  // the parameters are on the device now
+  rec.reserve(setup->plan.total_steps);
   if (root) log_run_start(log, id.run_id, cfg.run, *setup, comm.size());
-  const RunRecording rec = run_loop(cfg.run, *setup, comm, log);
+  const bool can_checkpoint = checkpoint_refusal(cfg.run).empty();
+  run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
+  if (rec.preempted_by != 0) stop_preempted(rec, target.attempt, run_path, comm, log);
   RunResult result = gather_recording(rec, setup->exchange->times_ps_phases(), comm);
   const int exit_code = rec.diverged ? kExitDiverged : kExitOk;
   if (!root) return {exit_code, ""};
-  write_run_output(result, rec, cfg, id, *setup, start_time, run_path);
+  RunIdentity attempt_id = id;
+  attempt_id.attempt = target.attempt;
+  write_run_output(result, rec, cfg, attempt_id, *setup, start_time, run_path, resumed.step);
+  if (!cfg.run.checkpoint.keep) remove_checkpoints(out_dir, id.run_id);
   log_summary(log, rec, result.summary, cfg.run.eval.target_accuracy, run_path);
   return {exit_code, run_path};
 }
@@ -68,18 +162,23 @@ void record_timeouts_in(const std::string& failed_marker, Communicator& comm) {
 }  // namespace
 
 RunOutcome train(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir, Communicator& comm,
-                 std::ostream& log) {
+                 std::ostream& log, ResumeMode resume) {
   check_run_capabilities(cfg, comm.size());
+  check_checkpointing(cfg, resume);
   const std::string run_path = out_dir + "/" + id.run_id + ".h5";
   // From here on, no wait for another rank lasts longer than dist.timeout_s.
   record_timeouts_in(marker_path(run_path, MarkerKind::failed), comm);
   comm.arm_watchdog(cfg.run.dist.timeout_s);
   if (comm.rank() == 0 && comm.size() > 1) log << "ranks (host:pid): " << comm.rank_processes() << "\n";
   check_host_threads(cfg, comm);
-  if (comm.rank() == 0) prepare_out_dir(out_dir);
+  if (comm.rank() == 0) {
+    prepare_out_dir(out_dir);
+    std::error_code ec;  // an earlier attempt's PREEMPTED marker: this attempt takes over
+    std::filesystem::remove(marker_path(run_path, MarkerKind::preempted), ec);
+  }
   try {
     try {
-      const RunOutcome outcome = train_checked(cfg, id, run_path, comm, log);
+      const RunOutcome outcome = train_checked(cfg, id, out_dir, run_path, resume, comm, log);
       comm.barrier();  // the other ranks wait (bounded) until rank 0 has written the run file
       return outcome;
     } catch (const std::bad_alloc& e) {  // what the memory estimate (train/memory_estimate.h) did not foresee

@@ -136,6 +136,19 @@ TEST_F(CoreFiles, MarkersRoundTrip) {
   ASSERT_TRUE(d.stage_in_s.has_value());
   EXPECT_DOUBLE_EQ(*d.stage_in_s, 0.25);
   EXPECT_TRUE(d.reason.empty());
+
+  // PREEMPTED: the signal, the step and the checkpoint written there.
+  EXPECT_EQ(marker_path("runs/abc-r0.h5", MarkerKind::preempted), "runs/abc-r0.PREEMPTED");
+  RunMarker preempted;
+  preempted.signal = "SIGUSR1";
+  preempted.step = 120;
+  preempted.checkpoint = "abc-r0.checkpoint.120.hdf5";
+  preempted.attempt = 3;
+  const RunMarker p = parse_marker(marker_text(preempted));
+  EXPECT_EQ(p.signal, "SIGUSR1");
+  EXPECT_EQ(p.step, 120);
+  EXPECT_EQ(p.checkpoint, "abc-r0.checkpoint.120.hdf5");
+  EXPECT_EQ(p.attempt, 3);
 }
 
 TEST(RunMarkerText, PlainTextIsTheReason) {

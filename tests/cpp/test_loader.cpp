@@ -183,6 +183,32 @@ TEST(Loader, DeterministicAcrossThreadCounts) {
   EXPECT_EQ(one, run(3, 6));
 }
 
+// A resumed run's loader (first_batch = the steps taken) hands out exactly the batches the
+// uninterrupted loader hands out from there on, across an epoch boundary, on every rank and
+// with any number of read-ahead threads; position() is what a checkpoint records.
+TEST(Loader, FirstBatchContinuesTheSequenceExactly) {
+  IndexedSource d(103);
+  for (int rank = 0; rank < 2; ++rank) {
+    ts::Loader whole(d, {.batch = 5, .seed = 7, .threads = 1, .prefetch = 1, .rank = rank, .world = 2});
+    EXPECT_EQ(whole.position(), 0);
+    take(whole, 13);  // 10 batches per epoch: into the second epoch
+    EXPECT_EQ(whole.position(), 13);
+    std::vector<int64_t> epochs_whole, epochs_resumed;
+    const auto rest = take(whole, 15, &epochs_whole);
+    for (int threads : {1, 3}) {
+      ts::Loader resumed(d, {.batch = 5, .seed = 7, .threads = threads, .prefetch = 4, .rank = rank, .world = 2,
+                             .first_batch = 13});
+      EXPECT_EQ(resumed.position(), 13);
+      epochs_resumed.clear();
+      EXPECT_EQ(take(resumed, 15, &epochs_resumed), rest) << "rank " << rank << ", " << threads << " thread(s)";
+      EXPECT_EQ(epochs_resumed, epochs_whole);
+      EXPECT_EQ(resumed.position(), 28);
+    }
+  }
+  EXPECT_THROW(ts::Loader(d, {.batch = 2, .first_batch = -1}), ts::ConfigError);
+  EXPECT_THROW(ts::Loader(d, {.batch = 2, .drop_last = false, .first_batch = 3}), ts::ConfigError);
+}
+
 TEST(Loader, EvalPassReturnsPartialBatchThenFalse) {
   IndexedSource d(10);
   ts::Loader loader(d, {.batch = 4, .shuffle = false, .threads = 2, .drop_last = false});

@@ -88,6 +88,28 @@ TEST(Communicator, Broadcast) {
   EXPECT_EQ(v[1], -1.0);
 }
 
+// Blobs (a checkpoint's per-rank state): rank r's bytes of different lengths (one empty, one
+// with every byte value) reach rank 0 in rank order, and rank 0's r-th string reaches rank r.
+TEST(Communicator, BlobsGoToAndComeFromRankZero) {
+  auto comm = Communicator::world();
+  auto blob_of = [](int rank, char salt) {
+    std::string b;
+    for (int i = 0; i < rank * 300; ++i) b.push_back(static_cast<char>((i * 7 + rank + salt) & 0xff));
+    return b;
+  };
+  const std::vector<std::string> gathered = comm->gather_blobs_to_root(blob_of(comm->rank(), 'g'));
+  if (comm->rank() == 0) {
+    ASSERT_EQ(gathered.size(), static_cast<size_t>(comm->size()));
+    for (int r = 0; r < comm->size(); ++r) EXPECT_EQ(gathered[static_cast<size_t>(r)], blob_of(r, 'g')) << "rank " << r;
+  } else {
+    EXPECT_TRUE(gathered.empty());
+  }
+  std::vector<std::string> all;
+  if (comm->rank() == 0)
+    for (int r = 0; r < comm->size(); ++r) all.push_back(blob_of(r, 's'));
+  EXPECT_EQ(comm->scatter_blobs_from_root(all), blob_of(comm->rank(), 's'));
+}
+
 TEST(Communicator, FloatGatherBroadcastSelfAndThreadLevel) {
   auto comm = Communicator::world();
   const int n = comm->size(), r = comm->rank();

@@ -249,3 +249,25 @@ TEST(RunConfig, ShippedConfigsParse) {
     EXPECT_NO_THROW(load_run_config(entry.path().string(), {})) << entry.path();
   }
 }
+
+// checkpoint.*: unset, they stay out of the resolved config (a config without checkpoints keeps
+// its config_id); set, they are typed, part of the config_id, and checked.
+TEST(RunConfig, CheckpointKeys) {
+  const auto plain = parse_run_config("model: lenet\n", "cfg.yaml", {});
+  EXPECT_EQ(plain.yaml.find("checkpoint"), std::string::npos);
+  EXPECT_FALSE(plain.run.checkpoint.enabled());
+  EXPECT_FALSE(plain.run.checkpoint.keep);
+  const auto set = parse_run_config("model: lenet\ncheckpoint: {every_steps: 50, every_minutes: 2.5, keep: true}\n",
+                                    "cfg.yaml", {});
+  EXPECT_EQ(set.run.checkpoint.every_steps, 50);
+  EXPECT_EQ(set.run.checkpoint.every_minutes, 2.5);
+  EXPECT_TRUE(set.run.checkpoint.keep);
+  EXPECT_TRUE(set.run.checkpoint.enabled());
+  EXPECT_NE(set.yaml.find("checkpoint:"), std::string::npos);
+  EXPECT_NE(config_id_of(set.yaml), config_id_of(plain.yaml));
+  EXPECT_EQ(set.flat.at("checkpoint.every_steps"), "50");
+  EXPECT_NE(error_of("checkpoint: {every_steps: -1}\n").find("key 'checkpoint.every_steps'"), std::string::npos);
+  EXPECT_NE(error_of("checkpoint: {every_minutes: -2}\n").find("must be >= 0"), std::string::npos);
+  EXPECT_NE(error_of("", {"checkpoint.keep=maybe"}).find("checkpoint.keep"), std::string::npos);
+  EXPECT_NE(error_of("checkpoint: {every_step: 5}\n").find("did you mean"), std::string::npos);
+}

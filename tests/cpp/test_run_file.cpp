@@ -79,6 +79,8 @@ ts::RunResult sample_result() {
   a.world_size = 2;
   a.threads = 4;
   a.seed = 17;
+  a.attempt = 3;
+  a.resumed_from_step = 2;
   r.config = {{"model", "lenet"}, {"dataset.name", "fashion_mnist"}, {"lr", "0.05"}};
   r.step = {1, 2, 3};
   r.samples = {128, 256, 384};
@@ -95,6 +97,7 @@ ts::RunResult sample_result() {
   r.eval_accuracy = {0.8, 0.85};
   r.summary = {{"images_per_s", 1234.5}, {"best_accuracy", 0.85}};
   r.diverged = false;
+  r.params_sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
   r.model_name = "lenet";
   r.model_parameters = 1663370;
   r.model_flops_per_sample = 4'000'000;
@@ -219,7 +222,9 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   EXPECT_EQ(int_attr(f, "/", "device_memory_bytes"), int64_t{24} << 30);
   EXPECT_EQ(int_attr(f, "/", "device_workspace_bytes"), a.device_workspace_bytes);
   EXPECT_EQ(int_attr(f, "/", "simulated"), 0);  // measured: no sim_cluster / sim_platform
-  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 6);
+  EXPECT_EQ(int_attr(f, "/", "attempt"), 3);
+  EXPECT_EQ(int_attr(f, "/", "resumed_from_step"), 2);
+  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 8);
 
   // /config
   EXPECT_EQ(string_attr(f, "/config", "dataset.name"), "fashion_mnist");
@@ -255,7 +260,8 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
                         "final_train_loss", "min_train_loss", "final_accuracy", "time_to_target"})
     EXPECT_TRUE(std::isnan(double_attr(f, "/summary", k))) << k;
   EXPECT_EQ(int_attr(f, "/summary", "diverged"), 0);
-  EXPECT_EQ(attr_count(f, "/summary"), 11);
+  EXPECT_EQ(string_attr(f, "/summary", "params_sha256"), r.params_sha256);
+  EXPECT_EQ(attr_count(f, "/summary"), 12);
 
   // /model attrs and the compound layer table.
   EXPECT_EQ(string_attr(f, "/model", "name"), "lenet");

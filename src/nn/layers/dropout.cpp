@@ -2,6 +2,7 @@
 #include "nn/layers/dropout.h"
 
 #include <algorithm>
+#include <array>
 
 namespace ts {
 
@@ -16,6 +17,20 @@ Shape Dropout::setup(const std::vector<Shape>& src_shapes) {
 }
 
 void Dropout::init(Rng& rng, float*, float*) { rng_ = Rng(rng.next_u64()); }
+
+std::vector<uint64_t> Dropout::rng_state() const {
+  const auto words = rng_.state();
+  return {words.begin(), words.end()};
+}
+
+void Dropout::set_rng_state(const std::vector<uint64_t>& words) {
+  if (words.size() != Rng::kStateWords)
+    fail("a random stream of " + std::to_string(words.size()) + " words was given, " +
+         std::to_string(Rng::kStateWords) + " expected");
+  std::array<uint64_t, Rng::kStateWords> state;
+  std::copy(words.begin(), words.end(), state.begin());
+  rng_.set_state(state);
+}
 
 TensorDesc Dropout::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
   plan_batch(mb);

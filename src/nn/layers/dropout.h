@@ -23,6 +23,8 @@ class Dropout : public Layer {
                 const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
   LayerInfo info() const override;
   const uint8_t* mask() const { return mask_.data(); }
+  std::vector<uint64_t> rng_state() const override;
+  void set_rng_state(const std::vector<uint64_t>& words) override;
 
  private:
   double p_;

@@ -1,0 +1,268 @@
+// Checkpoint files (see checkpoint_file.h; layout in docs/hdf5-schema.md "Checkpoint files").
+#include "metrics/checkpoint_file.h"
+
+#include <functional>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/sha256.h"
+#include "metrics/hdf5_file.h"
+#include "metrics/hdf5_reader.h"
+
+namespace ts {
+namespace {
+
+[[noreturn]] void damaged(const std::string& path, const std::string& what) {
+  throw RuntimeError("checkpoint " + path + ": " + what);
+}
+
+// Every rank's vector `field` of equal length K, stacked into [R, K] rows.
+template <typename T>
+std::vector<T> stack(const std::vector<RankCheckpoint>& ranks, const std::function<const std::vector<T>&(const RankCheckpoint&)>& field,
+                     const std::string& path, const char* name, int64_t& width) {
+  width = ranks.empty() ? 0 : static_cast<int64_t>(field(ranks.front()).size());
+  std::vector<T> out;
+  out.reserve(ranks.size() * static_cast<size_t>(width));
+  for (const RankCheckpoint& r : ranks) {
+    const std::vector<T>& v = field(r);
+    if (static_cast<int64_t>(v.size()) != width)
+      damaged(path, std::string("not written: the ranks' ") + name + " differ in length (" + std::to_string(v.size()) +
+                        " vs " + std::to_string(width) + ")");
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<T> column(const std::vector<RankCheckpoint>& ranks, const std::function<T(const RankCheckpoint&)>& field) {
+  std::vector<T> out;
+  for (const RankCheckpoint& r : ranks) out.push_back(field(r));
+  return out;
+}
+
+void write_root(h5::File& file, const Checkpoint& c) {
+  file.set_attr("schema", kCheckpointSchema);
+  file.set_attr("run_id", c.run_id);
+  file.set_attr("config_id", c.config_id);
+  file.set_attr("step", c.step);
+  file.set_attr("world_size", c.world_size);
+  file.set_attr("attempt", c.attempt);
+  file.set_attr("written", c.written);
+  file.set_attr("params_sha256", c.params_sha256);
+  file.set_attr("params_per_rank", static_cast<int64_t>(c.params_per_rank ? 1 : 0));
+}
+
+void write_model_and_ranks(h5::File& file, const Checkpoint& c, const std::string& path) {
+  const int64_t R = static_cast<int64_t>(c.ranks.size());
+  int64_t width = 0;
+  {
+    h5::Group model = file.create_group("model");
+    if (c.params_per_rank) {
+      const auto params = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.params; }, path, "params", width);
+      model.write("params", {R, width}, params.data());
+      const auto velocity = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.velocity; }, path, "velocities", width);
+      model.write("velocity", {R, width}, velocity.data());
+    } else {
+      model.write("params", c.params);
+      model.write("velocity", c.velocity);
+    }
+  }
+  h5::Group ranks = file.create_group("ranks");
+  ranks.write("loader_position", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.loader_position; }));
+  const auto rng = stack<uint64_t>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.rng; }, path, "RNG states", width);
+  ranks.write("rng", {R, width}, rng.data());
+  const auto state = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.state; }, path, "states", width);
+  ranks.write("state", {R, width}, state.data());
+  const auto strategy = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.strategy; }, path, "strategy states", width);
+  ranks.write("strategy", {R, width}, strategy.data());
+  ranks.write("loss_scale", column<double>(c.ranks, [](const RankCheckpoint& r) { return r.loss_scale; }));
+  ranks.write("loss_scale_good_steps", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.loss_scale_good_steps; }));
+  ranks.write("skipped_steps", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.skipped_steps; }));
+  ranks.write("train_clock", column<double>(c.ranks, [](const RankCheckpoint& r) { return r.train_clock; }));
+}
+
+// [R][S] per rank -> [S, R] (the run file's layout), checking every rank has S values.
+std::vector<float> step_major(const std::vector<RankCheckpoint>& ranks, const std::function<const std::vector<float>&(const RankCheckpoint&)>& field,
+                              size_t S, const std::string& path, const std::string& name) {
+  const size_t R = ranks.size();
+  std::vector<float> out(S * R);
+  for (size_t r = 0; r < R; ++r) {
+    const std::vector<float>& v = field(ranks[r]);
+    if (v.size() != S)
+      damaged(path, "not written: rank " + std::to_string(r) + " has " + std::to_string(v.size()) + " " + name +
+                        " values for " + std::to_string(S) + " steps");
+    for (size_t s = 0; s < S; ++s) out[s * R + r] = v[s];
+  }
+  return out;
+}
+
+void write_series(h5::File& file, const Checkpoint& c, const std::string& path) {
+  const size_t S = c.steps.size();
+  const int64_t R = static_cast<int64_t>(c.ranks.size());
+  for (size_t n : {c.samples.size(), c.epoch.size(), c.time.size(), c.lr.size()})
+    if (n != S) damaged(path, "not written: the /train series differ in length");
+  {
+    h5::Group train = file.create_group("train");
+    train.write("step", c.steps);
+    train.write("samples", c.samples);
+    train.write("epoch", c.epoch);
+    train.write("time", c.time);
+    train.write("lr", c.lr);
+    const auto loss = step_major(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.loss; }, S, path, "loss");
+    train.write("loss", {static_cast<int64_t>(S), R}, loss.data());
+  }
+  {
+    h5::Group timing = file.create_group("timing");
+    for (const auto& [phase, unused] : c.ranks.front().seconds) {
+      const auto seconds = step_major(
+          c.ranks,
+          [&phase = phase, &path](const RankCheckpoint& r) -> const std::vector<float>& {
+            auto it = r.seconds.find(phase);
+            if (it == r.seconds.end()) damaged(path, "not written: a rank lacks the timing phase " + phase);
+            return it->second;
+          },
+          S, path, phase + " seconds");
+      timing.write(phase, {static_cast<int64_t>(S), R}, seconds.data());
+    }
+  }
+  h5::Group eval = file.create_group("eval");
+  eval.write("step", c.eval_step);
+  eval.write("epoch", c.eval_epoch);
+  eval.write("time", c.eval_time);
+  eval.write("loss", c.eval_loss);
+  eval.write("accuracy", c.eval_accuracy);
+}
+
+}  // namespace
+
+void write_checkpoint_file(const std::string& path, const Checkpoint& ckpt) {
+  if (ckpt.ranks.empty() || static_cast<int64_t>(ckpt.ranks.size()) != ckpt.world_size)
+    damaged(path, "not written: " + std::to_string(ckpt.ranks.size()) + " rank states for a world of " +
+                      std::to_string(ckpt.world_size));
+  AtomicFile out(path);  // removes its temporary file if anything below throws
+  h5::File file = h5::File::create(out.temp_path(), h5::DatasetOptions{false, true});
+  write_root(file, ckpt);
+  write_model_and_ranks(file, ckpt, path);
+  write_series(file, ckpt, path);
+  file.close();
+  out.commit();
+}
+
+namespace {
+
+// Rows of an [R, K] dataset (K may be 0) -> each rank's vector.
+template <typename T>
+void unstack(const h5::Array<T>& a, std::vector<RankCheckpoint>& ranks, const std::function<std::vector<T>&(RankCheckpoint&)>& field,
+             const std::string& path, const std::string& name) {
+  const int64_t R = static_cast<int64_t>(ranks.size());
+  if (a.dims.size() != 2 || a.dims[0] != R) damaged(path, name + " is not a [ranks, n] array of " + std::to_string(R) + " rows");
+  const size_t K = static_cast<size_t>(a.dims[1]);
+  for (size_t r = 0; r < ranks.size(); ++r) field(ranks[r]).assign(a.values.begin() + r * K, a.values.begin() + (r + 1) * K);
+}
+
+template <typename T>
+std::vector<T> per_rank(const h5::Array<T>& a, int64_t R, const std::string& path, const std::string& name) {
+  if (a.dims.size() != 1 || a.dims[0] != R) damaged(path, name + " does not hold one value per rank (" + std::to_string(R) + ")");
+  return a.values;
+}
+
+// [S, R] -> rank r's [S].
+void unstack_steps(const h5::Array<float>& a, size_t S, std::vector<RankCheckpoint>& ranks,
+                   const std::function<std::vector<float>&(RankCheckpoint&)>& field, const std::string& path, const std::string& name) {
+  const size_t R = ranks.size();
+  if (a.dims.size() != 2 || a.dims[0] != static_cast<int64_t>(S) || a.dims[1] != static_cast<int64_t>(R))
+    damaged(path, name + " is not a [steps, ranks] array of " + std::to_string(S) + " x " + std::to_string(R));
+  for (size_t r = 0; r < R; ++r) {
+    std::vector<float>& v = field(ranks[r]);
+    v.resize(S);
+    for (size_t s = 0; s < S; ++s) v[s] = a.values[s * R + r];
+  }
+}
+
+void read_model(const h5::ReadFile& f, Checkpoint& c) {
+  const std::string& path = f.path();
+  if (c.params_per_rank) {
+    unstack<float>(f.floats("/model/params"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.params; }, path, "/model/params");
+    unstack<float>(f.floats("/model/velocity"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.velocity; }, path, "/model/velocity");
+  } else {
+    c.params = f.floats("/model/params").values;
+    c.velocity = f.floats("/model/velocity").values;
+    if (c.velocity.size() != c.params.size()) damaged(path, "/model/velocity and /model/params differ in length");
+  }
+  const std::vector<float>& params = c.params_per_rank ? c.ranks.front().params : c.params;
+  const std::string sha = sha256_hex_of_floats(params.data(), static_cast<int64_t>(params.size()));
+  if (sha != c.params_sha256)
+    damaged(path, "the parameters' SHA-256 is " + sha + ", the file says " + c.params_sha256 + " (damaged)");
+}
+
+void read_ranks(const h5::ReadFile& f, Checkpoint& c) {
+  const std::string& path = f.path();
+  const int64_t R = c.world_size;
+  const auto positions = per_rank(f.int64s("/ranks/loader_position"), R, path, "/ranks/loader_position");
+  const auto scales = per_rank(f.doubles("/ranks/loss_scale"), R, path, "/ranks/loss_scale");
+  const auto good = per_rank(f.int64s("/ranks/loss_scale_good_steps"), R, path, "/ranks/loss_scale_good_steps");
+  const auto skipped = per_rank(f.int64s("/ranks/skipped_steps"), R, path, "/ranks/skipped_steps");
+  const auto clocks = per_rank(f.doubles("/ranks/train_clock"), R, path, "/ranks/train_clock");
+  for (int64_t r = 0; r < R; ++r) {
+    RankCheckpoint& rank = c.ranks[static_cast<size_t>(r)];
+    rank.loader_position = positions[static_cast<size_t>(r)];
+    rank.loss_scale = scales[static_cast<size_t>(r)];
+    rank.loss_scale_good_steps = good[static_cast<size_t>(r)];
+    rank.skipped_steps = skipped[static_cast<size_t>(r)];
+    rank.train_clock = clocks[static_cast<size_t>(r)];
+  }
+  unstack<uint64_t>(f.uint64s("/ranks/rng"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.rng; }, path, "/ranks/rng");
+  unstack<float>(f.floats("/ranks/state"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.state; }, path, "/ranks/state");
+  unstack<float>(f.floats("/ranks/strategy"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.strategy; }, path, "/ranks/strategy");
+}
+
+void read_series(const h5::ReadFile& f, Checkpoint& c) {
+  const std::string& path = f.path();
+  c.steps = f.int64s("/train/step").values;
+  c.samples = f.int64s("/train/samples").values;
+  c.epoch = f.doubles("/train/epoch").values;
+  c.time = f.doubles("/train/time").values;
+  c.lr = f.floats("/train/lr").values;
+  const size_t S = c.steps.size();
+  for (size_t n : {c.samples.size(), c.epoch.size(), c.time.size(), c.lr.size()})
+    if (n != S) damaged(path, "the /train series differ in length");
+  if (S != static_cast<size_t>(c.step)) damaged(path, "/train/step holds " + std::to_string(S) + " steps, the file says " + std::to_string(c.step));
+  unstack_steps(f.floats("/train/loss"), S, c.ranks, [](RankCheckpoint& r) -> auto& { return r.loss; }, path, "/train/loss");
+  for (const std::string& phase : f.members("/timing"))
+    unstack_steps(f.floats("/timing/" + phase), S, c.ranks, [&phase](RankCheckpoint& r) -> auto& { return r.seconds[phase]; },
+                  path, "/timing/" + phase);
+  c.eval_step = f.int64s("/eval/step").values;
+  c.eval_epoch = f.doubles("/eval/epoch").values;
+  c.eval_time = f.doubles("/eval/time").values;
+  c.eval_loss = f.doubles("/eval/loss").values;
+  c.eval_accuracy = f.doubles("/eval/accuracy").values;
+  for (size_t n : {c.eval_epoch.size(), c.eval_time.size(), c.eval_loss.size(), c.eval_accuracy.size()})
+    if (n != c.eval_step.size()) damaged(path, "the /eval series differ in length");
+}
+
+}  // namespace
+
+Checkpoint read_checkpoint_file(const std::string& path) {
+  const h5::ReadFile f = h5::ReadFile::open(path);
+  const std::string schema = f.string_attr("/", "schema");
+  if (schema != kCheckpointSchema)
+    damaged(path, "schema '" + schema + "' is not " + kCheckpointSchema + " (a file of another kind or version)");
+  Checkpoint c;
+  c.run_id = f.string_attr("/", "run_id");
+  c.config_id = f.string_attr("/", "config_id");
+  c.step = f.int_attr("/", "step");
+  c.world_size = f.int_attr("/", "world_size");
+  c.attempt = f.int_attr("/", "attempt");
+  c.written = f.string_attr("/", "written");
+  c.params_sha256 = f.string_attr("/", "params_sha256");
+  c.params_per_rank = f.int_attr("/", "params_per_rank") != 0;
+  if (c.world_size < 1 || c.world_size > (1 << 20) || c.step < 0)
+    damaged(path, "world_size " + std::to_string(c.world_size) + " / step " + std::to_string(c.step) + " out of range");
+  c.ranks.resize(static_cast<size_t>(c.world_size));
+  read_ranks(f, c);
+  read_model(f, c);
+  read_series(f, c);
+  return c;
+}
+
+}  // namespace ts

@@ -1,0 +1,60 @@
+// A run's checkpoint: everything a run holds between two steps, on every rank, so that a new
+// process continues it bit for bit (docs/hdf5-schema.md "Checkpoint files", schema
+// trainscale-checkpoint/1). Written atomically (core/file_io.h), datasets checksummed
+// (Fletcher-32) and the parameters' SHA-256 recorded, so a reader refuses a damaged file
+// instead of resuming from it. The train module fills and applies it (train/checkpoint.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+inline constexpr const char* kCheckpointSchema = "trainscale-checkpoint/1";
+
+// What one rank holds beyond what all ranks share.
+struct RankCheckpoint {
+  int64_t loader_position = 0;        // the next training batch (sequence number) of its loader
+  std::vector<uint64_t> rng;          // the net's random streams (dropout), Net::rng_states()
+  std::vector<float> state;           // non-trainable state: BN running statistics (per worker)
+  std::vector<float> params;          // only when the replicas differ (weight_avg), else empty
+  std::vector<float> velocity;        // the optimizer's momentum buffer, likewise
+  std::vector<float> strategy;        // the exchange strategy's own state (weight_avg: non-finite count)
+  double loss_scale = 1;              // the loss scaler: scale, good steps in a row, skipped steps
+  int64_t loss_scale_good_steps = 0;
+  int64_t skipped_steps = 0;
+  double train_clock = 0;             // its training time so far (evaluation excluded)
+  std::vector<float> loss;            // [S] its own loss per step
+  std::map<std::string, std::vector<float>> seconds;  // phase -> [S] its seconds per step
+};
+
+struct Checkpoint {
+  std::string run_id, config_id;
+  int64_t step = 0;                   // steps finished
+  int64_t world_size = 1;
+  int64_t attempt = 1;                // the attempt that wrote it
+  std::string written;                // ISO 8601 (UTC)
+  std::string params_sha256;          // of `params` (or rank 0's), core/sha256.h byte order
+  bool params_per_rank = false;       // params/velocity live in `ranks` (weight_avg)
+  std::vector<float> params, velocity;  // shared by every rank when !params_per_rank
+  // Rank 0's series so far (/train, /eval of the run file): [S] and [E].
+  std::vector<int64_t> steps, samples;
+  std::vector<double> epoch, time;
+  std::vector<float> lr;
+  std::vector<int64_t> eval_step;
+  std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;
+  std::vector<RankCheckpoint> ranks;  // [world_size]
+};
+
+// Writes `ckpt` to `path` atomically. RuntimeError (naming the file) on failure, or when the
+// per-rank arrays disagree in length (nothing is written then).
+void write_checkpoint_file(const std::string& path, const Checkpoint& ckpt);
+
+// Reads and verifies a whole checkpoint: RuntimeError naming the file and what is wrong for a
+// missing, truncated or damaged file (HDF5 checksums, shapes, the parameters' SHA-256) or one of
+// another schema.
+Checkpoint read_checkpoint_file(const std::string& path);
+
+}  // namespace ts

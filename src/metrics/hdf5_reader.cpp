@@ -1,0 +1,247 @@
+// Checked reads of HDF5 files (see hdf5_reader.h).
+#include "metrics/hdf5_reader.h"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "core/error.h"
+
+namespace ts::h5 {
+namespace {
+
+// Walks the HDF5 error stack: "H5Dread: can't read data; H5D__read: ...".
+herr_t collect_error(unsigned n, const H5E_error2_t* err, void* out) {
+  auto* msg = static_cast<std::string*>(out);
+  if (n >= 3) return 0;
+  if (!msg->empty()) *msg += "; ";
+  *msg += std::string(err->func_name ? err->func_name : "?") + ": " + (err->desc ? err->desc : "?");
+  return 0;
+}
+
+[[noreturn]] void fail(const std::string& file, const std::string& what) {
+  std::string detail;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &detail);
+  H5Eclear2(H5E_DEFAULT);
+  throw RuntimeError("HDF5 file " + file + ": " + what + (detail.empty() ? "" : " (" + detail + ")"));
+}
+
+// HDF5 prints its error stack to stderr unless told not to; errors here become exceptions.
+class QuietErrors {
+ public:
+  QuietErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+// An id closed on scope exit.
+class Held {
+ public:
+  Held(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
+  ~Held() {
+    if (id_ >= 0) closer_(id_);
+  }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+  operator hid_t() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  hid_t id_;
+  herr_t (*closer_)(hid_t);
+};
+
+// Deflate cannot expand data by more than about 1032:1: a dataset that claims more than that
+// from the file's bytes has a damaged header, and is refused before anything is allocated.
+constexpr uint64_t kMaxExpansion = 1100;
+
+}  // namespace
+
+ReadFile ReadFile::open(const std::string& path) {
+  QuietErrors quiet;
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) fail(path, "cannot be opened as HDF5 (missing, not HDF5, or truncated)");
+  return ReadFile(id, path);
+}
+
+ReadFile::~ReadFile() {
+  if (id_ >= 0) H5Fclose(id_);
+}
+
+ReadFile::ReadFile(ReadFile&& other) noexcept : id_(std::exchange(other.id_, -1)), path_(std::move(other.path_)) {}
+
+ReadFile& ReadFile::operator=(ReadFile&& other) noexcept {
+  if (this != &other) {
+    if (id_ >= 0) H5Fclose(id_);
+    id_ = std::exchange(other.id_, -1);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+bool ReadFile::exists(const std::string& object) const {
+  if (object == "/") return true;
+  QuietErrors quiet;
+  std::string prefix;
+  size_t start = object[0] == '/' ? 1 : 0;
+  while (start <= object.size()) {  // every link on the path, from the top
+    const size_t slash = object.find('/', start);
+    prefix = object.substr(0, slash);
+    if (H5Lexists(id_, prefix.c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return true;
+}
+
+namespace {
+
+hid_t open_attr(hid_t file, const std::string& path, const std::string& object, const std::string& name) {
+  if (H5Aexists_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
+    fail(path, "attribute '" + name + "' of " + object + " is missing");
+  const hid_t attr = H5Aopen_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT);
+  if (attr < 0) fail(path, "attribute '" + name + "' of " + object + " cannot be opened");
+  return attr;
+}
+
+void expect_class(hid_t attr, H5T_class_t expected, const std::string& path, const std::string& what) {
+  Held type(H5Aget_type(attr), H5Tclose);
+  if (!type.ok() || H5Tget_class(type) != expected) fail(path, what + " has another type than expected");
+}
+
+}  // namespace
+
+std::string ReadFile::string_attr(const std::string& object, const std::string& name) const {
+  QuietErrors quiet;
+  const std::string what = "attribute '" + name + "' of " + object;
+  Held attr(open_attr(id_, path_, object, name), H5Aclose);
+  expect_class(attr, H5T_STRING, path_, what);
+  Held type(H5Aget_type(attr), H5Tclose);
+  if (H5Tis_variable_str(type) > 0) {
+    Held mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(mem, H5T_VARIABLE);
+    H5Tset_cset(mem, H5Tget_cset(type));  // UTF-8 and ASCII do not convert into each other
+    char* text = nullptr;
+    if (H5Aread(attr, mem, &text) < 0 || text == nullptr) fail(path_, what + " cannot be read");
+    std::string value(text);
+    H5free_memory(text);
+    return value;
+  }
+  const size_t size = H5Tget_size(type);
+  if (size == 0 || size > (size_t{1} << 24)) fail(path_, what + " has an impossible string size");
+  std::string value(size, '\0');
+  Held mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(mem, size);
+  H5Tset_cset(mem, H5Tget_cset(type));
+  if (H5Aread(attr, mem, value.data()) < 0) fail(path_, what + " cannot be read");
+  value.resize(std::strlen(value.c_str()));
+  return value;
+}
+
+int64_t ReadFile::int_attr(const std::string& object, const std::string& name) const {
+  QuietErrors quiet;
+  const std::string what = "attribute '" + name + "' of " + object;
+  Held attr(open_attr(id_, path_, object, name), H5Aclose);
+  expect_class(attr, H5T_INTEGER, path_, what);
+  int64_t value = 0;
+  if (H5Aread(attr, H5T_NATIVE_INT64, &value) < 0) fail(path_, what + " cannot be read");
+  return value;
+}
+
+double ReadFile::real_attr(const std::string& object, const std::string& name) const {
+  QuietErrors quiet;
+  const std::string what = "attribute '" + name + "' of " + object;
+  Held attr(open_attr(id_, path_, object, name), H5Aclose);
+  expect_class(attr, H5T_FLOAT, path_, what);
+  double value = 0;
+  if (H5Aread(attr, H5T_NATIVE_DOUBLE, &value) < 0) fail(path_, what + " cannot be read");
+  return value;
+}
+
+std::vector<std::string> ReadFile::members(const std::string& group) const {
+  QuietErrors quiet;
+  Held g(H5Gopen2(id_, group.c_str(), H5P_DEFAULT), H5Gclose);
+  if (!g.ok()) fail(path_, "group " + group + " is missing");
+  H5G_info_t info;
+  if (H5Gget_info(g, &info) < 0) fail(path_, "group " + group + " cannot be listed");
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {  // by index: the same call in HDF5 1.10 and 1.12+
+    const ssize_t len = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (len < 0) fail(path_, "group " + group + " cannot be listed");
+    std::string name(static_cast<size_t>(len) + 1, '\0');
+    H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
+    name.resize(static_cast<size_t>(len));
+    names.push_back(std::move(name));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void ReadFile::read_dataset(const std::string& dataset, int64_t mem_type, bool integer, size_t elem_size,
+                            std::vector<int64_t>& dims, std::vector<unsigned char>& bytes) const {
+  QuietErrors quiet;
+  Held d(H5Dopen2(id_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!d.ok()) fail(path_, "dataset " + dataset + " is missing");
+  Held type(H5Dget_type(d), H5Tclose);
+  const H5T_class_t cls = type.ok() ? H5Tget_class(type) : H5T_NO_CLASS;
+  if (cls != (integer ? H5T_INTEGER : H5T_FLOAT))
+    fail(path_, "dataset " + dataset + " holds " + (cls == H5T_INTEGER ? "integers" : "another type") + ", expected " +
+                    (integer ? "integers" : "floating-point numbers"));
+  Held space(H5Dget_space(d), H5Sclose);
+  const int rank = space.ok() ? H5Sget_simple_extent_ndims(space) : -1;
+  if (rank < 1 || rank > 2) fail(path_, "dataset " + dataset + " has " + std::to_string(rank) + " dims, expected 1 or 2");
+  hsize_t extent[2] = {0, 0};
+  H5Sget_simple_extent_dims(space, extent, nullptr);
+  uint64_t count = 1;
+  dims.clear();
+  for (int i = 0; i < rank; ++i) {
+    dims.push_back(static_cast<int64_t>(extent[i]));
+    count *= extent[i];
+  }
+  hsize_t file_bytes = 0;
+  H5Fget_filesize(id_, &file_bytes);
+  if (count > (file_bytes * kMaxExpansion + (uint64_t{1} << 20)) / elem_size)
+    fail(path_, "dataset " + dataset + " claims " + std::to_string(count) + " elements, more than the file's " +
+                    std::to_string(file_bytes) + " bytes can hold (damaged header)");
+  bytes.assign(static_cast<size_t>(count) * elem_size, 0);
+  if (count > 0 && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()) < 0)
+    fail(path_, "dataset " + dataset + " cannot be read (damaged: a checksum or decompression failed)");
+}
+
+template <typename T>
+Array<T> ReadFile::read_array(const std::string& dataset, int64_t mem_type, bool integer) const {
+  Array<T> out;
+  std::vector<unsigned char> bytes;
+  read_dataset(dataset, mem_type, integer, sizeof(T), out.dims, bytes);
+  out.values.resize(bytes.size() / sizeof(T));
+  if (!bytes.empty()) std::memcpy(out.values.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+Array<float> ReadFile::floats(const std::string& dataset) const {
+  return read_array<float>(dataset, H5T_NATIVE_FLOAT, false);
+}
+Array<double> ReadFile::doubles(const std::string& dataset) const {
+  return read_array<double>(dataset, H5T_NATIVE_DOUBLE, false);
+}
+Array<int64_t> ReadFile::int64s(const std::string& dataset) const {
+  return read_array<int64_t>(dataset, H5T_NATIVE_INT64, true);
+}
+Array<uint64_t> ReadFile::uint64s(const std::string& dataset) const {
+  return read_array<uint64_t>(dataset, H5T_NATIVE_UINT64, true);
+}
+
+}  // namespace ts::h5

@@ -1,0 +1,60 @@
+// Reading HDF5 files that metrics/ wrote (checkpoints): open read-only, scalar attributes,
+// whole 1-D/2-D numeric datasets. Every call is checked, and every value's type and shape are
+// checked against what the caller expects, so a damaged or foreign file is a RuntimeError that
+// names the file, the object and what was wrong, never a crash or a silent garbage value.
+// Datasets written with checksums (DatasetOptions::checksum) are verified by HDF5 while read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ts::h5 {
+
+// A numeric dataset read whole: its dims (1 or 2 of them) and its values, row-major.
+template <typename T>
+struct Array {
+  std::vector<int64_t> dims;
+  std::vector<T> values;
+};
+
+class ReadFile {
+ public:
+  // RuntimeError naming the file when it is missing, not HDF5, or truncated.
+  static ReadFile open(const std::string& path);
+  ReadFile() = default;
+  ~ReadFile();
+  ReadFile(ReadFile&& other) noexcept;
+  ReadFile& operator=(ReadFile&& other) noexcept;
+  ReadFile(const ReadFile&) = delete;
+  ReadFile& operator=(const ReadFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  // True when `object` ("/train/step", "/timing") exists (every group on its path too).
+  bool exists(const std::string& object) const;
+  // The scalar attribute `name` of `object` ("/" for the root); RuntimeError when it is missing
+  // or of another type (strings: any HDF5 string; integers: any integer type; reals: floats).
+  std::string string_attr(const std::string& object, const std::string& name) const;
+  int64_t int_attr(const std::string& object, const std::string& name) const;
+  double real_attr(const std::string& object, const std::string& name) const;
+  // The names in a group, sorted.
+  std::vector<std::string> members(const std::string& group) const;
+  // The whole dataset converted to T (HDF5 converts between numeric types; a dataset of
+  // another class, or of more than 2 dims, is a RuntimeError).
+  Array<float> floats(const std::string& dataset) const;
+  Array<double> doubles(const std::string& dataset) const;
+  Array<int64_t> int64s(const std::string& dataset) const;
+  Array<uint64_t> uint64s(const std::string& dataset) const;
+
+ private:
+  ReadFile(int64_t id, std::string path) : id_(id), path_(std::move(path)) {}
+  void read_dataset(const std::string& dataset, int64_t mem_type, bool integer, size_t elem_size,
+                    std::vector<int64_t>& dims, std::vector<unsigned char>& bytes) const;
+  template <typename T>
+  Array<T> read_array(const std::string& dataset, int64_t mem_type, bool integer) const;
+
+  int64_t id_ = -1;
+  std::string path_;
+};
+
+}  // namespace ts::h5

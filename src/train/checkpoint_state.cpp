@@ -1,0 +1,162 @@
+// One rank's checkpoint state (see checkpoint_state.h).
+#include "train/checkpoint_state.h"
+
+#include "core/error.h"
+
+namespace ts {
+namespace {
+
+std::vector<float> device_floats(Backend& backend, const float* src, int64_t count) {
+  std::vector<float> host(static_cast<size_t>(count));
+  if (count > 0) backend.copy_to_host(host.data(), src, host.size() * sizeof(float));  // waits for the queue
+  return host;
+}
+
+void put_device_floats(Backend& backend, float* dst, const std::vector<float>& values, int64_t count,
+                       const char* what) {
+  TS_CHECK(static_cast<int64_t>(values.size()) == count,
+           std::string("checkpoint: ") + what + " holds " + std::to_string(values.size()) + " values, the model " +
+               std::to_string(count) + " (a checkpoint of another model?)");
+  if (count > 0) backend.copy_from_host(dst, values.data(), values.size() * sizeof(float));
+}
+
+}  // namespace
+
+RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& s, bool with_params) {
+  RankCheckpoint r;
+  Backend& backend = *s.backend;
+  Net& net = *s.net;
+  // The staged input (devices the host cannot address) holds the next batch already: the
+  // trainer's position is one behind the loader's.
+  r.loader_position = s.data->train_loader->position() - (s.staged ? 1 : 0);
+  r.rng = net.rng_states();
+  r.state = device_floats(backend, net.state(), net.state_count());
+  if (with_params) {
+    r.params = device_floats(backend, net.params(), net.param_count());
+    r.velocity = device_floats(backend, s.sgd->velocity(), net.param_count());
+  }
+  r.strategy = s.exchange->checkpoint_state();
+  r.loss_scale = s.scaler->exact_scale();
+  r.loss_scale_good_steps = s.scaler->good_steps();
+  r.skipped_steps = s.scaler->skipped_steps();
+  r.train_clock = rec.train_clock;
+  r.loss = rec.local_loss;
+  for (size_t p = 0; p < kPhaseCount; ++p) r.seconds[phase_name(static_cast<Phase>(p))] = rec.seconds[p];
+  return r;
+}
+
+void restore_rank_state(const RankCheckpoint& r, RunSetup& s) {
+  Backend& backend = *s.backend;
+  Net& net = *s.net;
+  TS_CHECK(r.loader_position == s.data->train_loader->position(),
+           "checkpoint: the loader position " + std::to_string(r.loader_position) + " was not set up (" +
+               std::to_string(s.data->train_loader->position()) + ")");
+  put_device_floats(backend, net.state(), r.state, net.state_count(), "the non-trainable state");
+  if (!r.params.empty() || !r.velocity.empty()) {
+    put_device_floats(backend, net.params(), r.params, net.param_count(), "the parameters");
+    put_device_floats(backend, s.sgd->velocity(), r.velocity, net.param_count(), "the momentum");
+  }
+  try {
+    net.set_rng_states(r.rng);
+  } catch (const ConfigError& e) {
+    throw RuntimeError(std::string("checkpoint: ") + e.what());
+  }
+  s.exchange->restore_checkpoint_state(r.strategy);
+  s.scaler->restore(r.loss_scale, r.loss_scale_good_steps, r.skipped_steps);
+  backend.synchronize();
+}
+
+void restore_recording(const Checkpoint& series, const RankCheckpoint& r, RunRecording& rec) {
+  rec.step = series.steps;
+  rec.samples = series.samples;
+  rec.epoch = series.epoch;
+  rec.time = series.time;
+  rec.lr = series.lr;
+  rec.eval_step = series.eval_step;
+  rec.eval_epoch = series.eval_epoch;
+  rec.eval_time = series.eval_time;
+  rec.eval_loss = series.eval_loss;
+  rec.eval_accuracy = series.eval_accuracy;
+  rec.local_loss = r.loss;
+  rec.train_clock = r.train_clock;
+  const size_t S = rec.step.size();
+  TS_CHECK(rec.local_loss.size() == S, "checkpoint: " + std::to_string(rec.local_loss.size()) + " losses for " +
+                                           std::to_string(S) + " steps");
+  for (size_t p = 0; p < kPhaseCount; ++p) {
+    const char* name = phase_name(static_cast<Phase>(p));
+    auto it = r.seconds.find(name);
+    TS_CHECK(it != r.seconds.end() && it->second.size() == S,
+             std::string("checkpoint: the timing phase ") + name + " is missing or of another length");
+    rec.seconds[p] = it->second;
+  }
+}
+
+void pack_rank_state(ByteWriter& out, const RankCheckpoint& r) {
+  out.put(r.loader_position);
+  out.put(r.rng);
+  out.put(r.state);
+  out.put(r.params);
+  out.put(r.velocity);
+  out.put(r.strategy);
+  out.put(r.loss_scale);
+  out.put(r.loss_scale_good_steps);
+  out.put(r.skipped_steps);
+  out.put(r.train_clock);
+  out.put(r.loss);
+  out.put(static_cast<uint64_t>(r.seconds.size()));
+  for (const auto& [phase, seconds] : r.seconds) {
+    out.put(std::vector<char>(phase.begin(), phase.end()));
+    out.put(seconds);
+  }
+}
+
+RankCheckpoint unpack_rank_state(ByteReader& in) {
+  RankCheckpoint r;
+  r.loader_position = in.get<int64_t>();
+  r.rng = in.get_vector<uint64_t>();
+  r.state = in.get_vector<float>();
+  r.params = in.get_vector<float>();
+  r.velocity = in.get_vector<float>();
+  r.strategy = in.get_vector<float>();
+  r.loss_scale = in.get<double>();
+  r.loss_scale_good_steps = in.get<int64_t>();
+  r.skipped_steps = in.get<int64_t>();
+  r.train_clock = in.get<double>();
+  r.loss = in.get_vector<float>();
+  const uint64_t phases = in.get<uint64_t>();
+  for (uint64_t p = 0; p < phases; ++p) {
+    const std::vector<char> name = in.get_vector<char>();
+    r.seconds[std::string(name.begin(), name.end())] = in.get_vector<float>();
+  }
+  return r;
+}
+
+void pack_series(ByteWriter& out, const Checkpoint& c) {
+  out.put(c.step);
+  out.put(c.steps);
+  out.put(c.samples);
+  out.put(c.epoch);
+  out.put(c.time);
+  out.put(c.lr);
+  out.put(c.eval_step);
+  out.put(c.eval_epoch);
+  out.put(c.eval_time);
+  out.put(c.eval_loss);
+  out.put(c.eval_accuracy);
+}
+
+void unpack_series(ByteReader& in, Checkpoint& c) {
+  c.step = in.get<int64_t>();
+  c.steps = in.get_vector<int64_t>();
+  c.samples = in.get_vector<int64_t>();
+  c.epoch = in.get_vector<double>();
+  c.time = in.get_vector<double>();
+  c.lr = in.get_vector<float>();
+  c.eval_step = in.get_vector<int64_t>();
+  c.eval_epoch = in.get_vector<double>();
+  c.eval_time = in.get_vector<double>();
+  c.eval_loss = in.get_vector<double>();
+  c.eval_accuracy = in.get_vector<double>();
+}
+
+}  // namespace ts

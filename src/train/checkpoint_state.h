@@ -1,0 +1,29 @@
+// train-internal: one rank's part of a checkpoint (RankCheckpoint, metrics/checkpoint_file.h):
+// taken from the running pieces of a run, put back into them, and its byte form for the trip
+// between a rank and rank 0 (core/byte_stream.h).
+#pragma once
+
+#include <string>
+
+#include "core/byte_stream.h"
+#include "metrics/checkpoint_file.h"
+#include "train/recording.h"
+#include "train/run_setup.h"
+
+namespace ts {
+
+// This rank's state after the steps in `rec`; parameters and momentum only `with_params`.
+RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& setup, bool with_params);
+// Puts back BN statistics, RNG streams, loss scaler and strategy state, and parameters and
+// momentum where `state` holds them. RuntimeError when a length does not fit the set-up model.
+void restore_rank_state(const RankCheckpoint& state, RunSetup& setup);
+// The recording so far: rank 0's series from `series`, this rank's losses and timings.
+void restore_recording(const Checkpoint& series, const RankCheckpoint& state, RunRecording& rec);
+
+void pack_rank_state(ByteWriter& out, const RankCheckpoint& state);
+RankCheckpoint unpack_rank_state(ByteReader& in);
+// The run's series of a checkpoint (steps .. eval_accuracy) and its step.
+void pack_series(ByteWriter& out, const Checkpoint& ckpt);
+void unpack_series(ByteReader& in, Checkpoint& ckpt);
+
+}  // namespace ts

@@ -1,0 +1,33 @@
+// Checkpoints and preemption between steps (see step_boundary.h).
+#include "train/step_boundary.h"
+
+#include <signal.h>
+
+#include "core/preemption_signal.h"
+#include "core/timer.h"
+
+namespace ts {
+
+StepBoundary::StepBoundary(const CheckpointConfig& config) : config_(config), last_checkpoint_(now_seconds()) {}
+
+void StepBoundary::checkpoint_written() { last_checkpoint_ = now_seconds(); }
+
+BoundaryDecision StepBoundary::after_step(int64_t step, bool sync_point, Communicator& comm) {
+  BoundaryDecision d;
+  // Step-based checkpoints fall on the same step everywhere: no agreement needed.
+  d.checkpoint = config_.every_steps > 0 && step % config_.every_steps == 0;
+  if (comm.size() > 1 && !sync_point) return d;
+  const int signal = preemption_signal();
+  const bool minutes_due =
+      config_.every_minutes > 0 && now_seconds() - last_checkpoint_ >= config_.every_minutes * 60.0;
+  // Per rank: got SIGUSR1, got another preemption signal (SIGTERM), its time-based checkpoint is due.
+  double flags[3] = {signal == SIGUSR1 ? 1.0 : 0.0, signal != 0 && signal != SIGUSR1 ? 1.0 : 0.0,
+                     minutes_due ? 1.0 : 0.0};
+  if (comm.size() > 1) comm.allreduce_sum(flags, 3);
+  if (flags[0] > 0) d.preempt_signal = SIGUSR1;
+  else if (flags[1] > 0) d.preempt_signal = signal != 0 ? signal : SIGTERM;
+  d.checkpoint = d.checkpoint || flags[2] > 0 || d.preempt_signal != 0;
+  return d;
+}
+
+}  // namespace ts

@@ -1,0 +1,38 @@
+// train-internal: what happens between two steps besides evaluation: a checkpoint that is due
+// (every checkpoint.every_steps steps, or checkpoint.every_minutes since the last one) and a
+// preemption (SIGTERM / SIGUSR1 recorded by core/preemption_signal.h). A signal reaches one
+// rank or all of them at different moments, and a rank's clock is its own, so the ranks agree
+// before they act: at a sync point each rank contributes its flags to one small all-reduce
+// (three doubles), and every rank then takes the same decision at the same step.
+// Sync points are the steps where the ranks synchronise anyway (sync and the parameter
+// server: every step; weight_avg: the steps that average), so the agreement adds no waiting
+// of its own; it runs outside the timed step. One rank alone decides every step, locally.
+#pragma once
+
+#include <cstdint>
+
+#include "config/run_config.h"
+#include "dist/communicator.h"
+
+namespace ts {
+
+struct BoundaryDecision {
+  bool checkpoint = false;  // write one now (every rank)
+  int preempt_signal = 0;   // stop after the checkpoint: the signal (SIGUSR1 if any rank got it, else SIGTERM)
+};
+
+class StepBoundary {
+ public:
+  explicit StepBoundary(const CheckpointConfig& config);
+  // After step `step` (never the last one: a run that is about to finish just finishes).
+  // Collective when the world has several ranks and `sync_point` holds.
+  BoundaryDecision after_step(int64_t step, bool sync_point, Communicator& comm);
+  // A checkpoint was written: the minutes count from now.
+  void checkpoint_written();
+
+ private:
+  CheckpointConfig config_;
+  double last_checkpoint_ = 0;  // now_seconds() of the start or of the last checkpoint
+};
+
+}  // namespace ts

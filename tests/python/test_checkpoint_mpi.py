@@ -1,0 +1,172 @@
+"""Checkpoint and resume, and preemption, on 2 ranks under the binary's own MPI launcher (Open
+MPI's mpirun or MPICH's mpiexec; scripts/test.sh runs this file against both builds), with
+real faults (docs/reliability.md): every rank killed with SIGKILL after a checkpoint, or
+SIGTERM sent to every rank, or SIGUSR1 to one rank only (the ranks agree and all stop at the
+same step), then `--resume`d under the launcher: the run ends with the uninterrupted run's
+summary/params_sha256. The weight_avg case keeps every rank's own parameters and momentum.
+The processes signalled are this test's launcher's descendants only."""
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+
+import h5py
+import pytest
+
+from test_cli_mpi import mpi_flavor, mpirun
+from trainscale_cli import REPO, env, require_binary, write_config
+
+SYNC = """model: lenet
+dataset: {name: synthetic, synthetic_samples: 2048}
+batch_per_worker: 8
+dropout: 0.3
+lr: 0.01
+steps: 24
+threads: 1
+workers: 2
+dist: {strategy: sync, allreduce: ring, overlap: true}
+eval: {every_epochs: 0.1}
+log_every: 10
+checkpoint: {every_steps: 8}
+"""
+WEIGHT_AVG = SYNC.replace("dist: {strategy: sync, allreduce: ring, overlap: true}",
+                          "dist: {strategy: weight_avg, period: 3, allreduce: mpi}")
+
+
+def launch(args):
+    """Starts 2 ranks under the flavor's launcher without waiting."""
+    if mpi_flavor() == "mpich":
+        cmd = [shutil.which("mpiexec.mpich"), "-n", "2"]
+    else:
+        cmd = [shutil.which("mpirun.openmpi") or shutil.which("mpirun"), "-np", "2", "--oversubscribe"]
+    cmd += [str(require_binary())] + [str(a) for a in args]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
+
+
+def ranks_of(launcher_pid):
+    """The trainscale processes below `launcher_pid` (walks /proc: ppid links)."""
+    children = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append((int(entry.name), comm))
+    found, todo = [], [launcher_pid]
+    while todo:
+        for pid, comm in children.get(todo.pop(), []):
+            todo.append(pid)
+            if comm == "trainscale":
+                found.append(pid)
+    return found
+
+
+def wait_for_ranks_and_checkpoint(proc, out, timeout=300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if list(out.glob("*.checkpoint.*.hdf5")):
+            ranks = ranks_of(proc.pid)
+            assert len(ranks) == 2, f"expected 2 ranks below the launcher, found {ranks}"
+            return ranks
+        if proc.poll() is not None:
+            stdout, stderr = proc.communicate()
+            raise AssertionError(f"the run ended (rc {proc.returncode}) before its first checkpoint:\n{stdout}{stderr}")
+        time.sleep(0.005)
+    proc.kill()
+    raise AssertionError("no checkpoint appeared")
+
+
+def final(out):
+    (path,) = out.glob("*.h5")
+    with h5py.File(path) as f:
+        return (f["summary"].attrs["params_sha256"], int(f.attrs["attempt"]), int(f.attrs["resumed_from_step"]),
+                f["timing/step"].shape)
+
+
+def reference(tmp_path_factory, name, text):
+    base = tmp_path_factory.mktemp(name)
+    cfg = write_config(base / f"{name}.yaml", text)
+    proc = mpirun(2, ["run", "--config", cfg, "--out", base / "out"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sha, attempt, resumed_from, shape = final(base / "out")
+    assert attempt == 1 and resumed_from == 0 and shape == (24, 2)
+    assert not list((base / "out").glob("*.checkpoint.*")), "a completed run removes its checkpoints"
+    return cfg, sha
+
+
+@pytest.fixture(scope="module")
+def sync_run(tmp_path_factory):
+    return reference(tmp_path_factory, "sync", SYNC)
+
+
+@pytest.fixture(scope="module")
+def weight_avg_run(tmp_path_factory):
+    return reference(tmp_path_factory, "wavg", WEIGHT_AVG)
+
+
+def resume_and_check(cfg, out, expected_sha, resumed_from=None):
+    proc = mpirun(2, ["run", "--config", cfg, "--out", out, "--resume"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("resuming after step") == 1, "rank 0 alone reports"
+    sha, attempt, step, shape = final(out)
+    assert sha == expected_sha, "the resumed 2-rank run must end with the uninterrupted run's parameters"
+    assert attempt == 2 and shape == (24, 2)
+    if resumed_from is not None:
+        assert step == resumed_from
+    assert not list(out.glob("*.checkpoint.*")) and not list(out.glob("*.PREEMPTED"))
+
+
+def test_sigkill_of_every_rank_then_resume_is_bit_exact(tmp_path, sync_run):
+    cfg, expected = sync_run
+    out = tmp_path / "out"
+    proc = launch(["run", "--config", cfg, "--out", out])
+    for pid in wait_for_ranks_and_checkpoint(proc, out):
+        os.kill(pid, signal.SIGKILL)
+    proc.communicate(timeout=300)
+    assert proc.returncode != 0
+    assert not list(out.glob("*.h5"))
+    resume_and_check(cfg, out, expected)
+
+
+def preempted_marker(out, signal_name):
+    (marker,) = out.glob("*.PREEMPTED")
+    fields = dict(line.split(": ", 1) for line in marker.read_text().splitlines())
+    assert fields["signal"] == signal_name
+    step = int(fields["step"])
+    assert (out / fields["checkpoint"]).exists() and fields["checkpoint"].endswith(f".checkpoint.{step}.hdf5")
+    return step
+
+
+def test_sigterm_to_every_rank_stops_with_exit_4_and_resumes_bit_exact(tmp_path, sync_run):
+    cfg, expected = sync_run
+    out = tmp_path / "out"
+    proc = launch(["run", "--config", cfg, "--out", out])
+    for pid in wait_for_ranks_and_checkpoint(proc, out):
+        os.kill(pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 4, stdout + stderr
+    assert stdout.count("preempted: SIGTERM") == 1, "rank 0 alone reports"
+    step = preempted_marker(out, "SIGTERM")
+    assert not list(out.glob("*.h5")) and not list(out.glob("*.FAILED"))
+    resume_and_check(cfg, out, expected, resumed_from=step)
+
+
+def test_sigusr1_to_one_rank_stops_both_and_weight_avg_resumes_bit_exact(tmp_path, weight_avg_run):
+    cfg, expected = weight_avg_run
+    out = tmp_path / "out"
+    proc = launch(["run", "--config", cfg, "--out", out])
+    ranks = wait_for_ranks_and_checkpoint(proc, out)
+    os.kill(max(ranks), signal.SIGUSR1)  # one rank only: the other learns it at the next average
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 4, stdout + stderr
+    step = preempted_marker(out, "SIGUSR1")
+    with h5py.File(out / next(out.glob("*.PREEMPTED")).read_text().split("checkpoint: ")[1].strip()) as f:
+        assert f.attrs["params_per_rank"] == 1, "weight_avg keeps every rank's own parameters"
+        assert f["model/params"].shape[0] == 2
+    resume_and_check(cfg, out, expected, resumed_from=step)
