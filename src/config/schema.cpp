@@ -93,7 +93,7 @@ const std::vector<KeySpec>& run_config_schema() {
       {"train_samples", T::integer, "", {}, "training length in samples (all workers)", positive(1e12)},
       {"precision", T::string, "fp32", accepted_precision_names, "compute precision"},
       {"loss_scale.mode", T::string, "auto", accepted_loss_scale_modes, "loss scaling (auto: dynamic for fp16)"},
-      {"loss_scale.init", T::number, "65536", {}, "static scale, or the dynamic scale's start", positive(4294967296.0)},
+      {"loss_scale.init", T::number, "65536", {}, "static scale, or the dynamic scale's start", positive(kFloatMax)},
       {"loss_scale.growth_interval", T::integer, "2000", {}, "dynamic: good steps before the scale doubles", positive(1e9)},
       {"cuda.workspace_mb", T::integer, "512", {}, "cuda: most workspace one op's algorithm may use (MiB)", closed(0, kMega)},
       {"cuda.graphs", T::boolean, "false", {}, "cuda: record the training forward once as a CUDA graph, replay it"},

@@ -105,8 +105,11 @@ SiteNode local_machine_node() {
 }
 
 SiteNode effective_node(const Site& site, const std::string& scheduler) {
-  if (scheduler == "local") return site.scheduler == "local" && site.node.declared() ? site.node : local_machine_node();
-  return site.node;
+  if (scheduler != "local") return site.node;
+  if (site.scheduler == "local" && site.node.declared()) return site.node;
+  SiteNode node = local_machine_node();  // `node: {oversubscribe: true}` alone: this machine, oversubscribed
+  node.oversubscribe = site.scheduler == "local" && site.node.oversubscribe;
+  return node;
 }
 
 std::optional<double> memory_bytes(const std::string& text) {

@@ -176,7 +176,7 @@ def test_campaign_with_scheduler_simulate(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = run(["sweep", "submit", camp])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "4 of 4 runs finished" in proc.stdout
+    assert "4 runs finished" in proc.stdout
     files = sorted((camp / "runs").glob("*.h5"))
     assert len(files) == 4 and len(list((camp / "runs").glob("*.DONE"))) == 4
     flavors = set()

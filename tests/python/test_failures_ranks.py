@@ -196,7 +196,8 @@ def site_for_this_flavor(tmp_path):
     entry = ({"launcher": "mpiexec", "launcher_command": "mpiexec.mpich"} if flavor == "mpich"
              else {"launcher": "mpirun", "launcher_args": ["--oversubscribe", "--bind-to", "none"]})
     entry["binary"] = str(require_binary())
-    site = {"name": "failures", "scheduler": "local", "limits": {"throttle": 1},
+    # 3 ranks on this 2-core machine: oversubscribed cores are what these tests need.
+    site = {"name": "failures", "scheduler": "local", "limits": {"throttle": 1}, "node": {"oversubscribe": True},
             "env": {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                     "OMPI_MCA_btl_vader_single_copy_mechanism": "none"},
             "mpi_default": flavor, "mpi": {flavor: entry}, "storage": {"local": {}}}
