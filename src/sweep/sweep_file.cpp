@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -221,7 +222,9 @@ std::string read_resources(const SweepParser& p, const YAML::Node& r) {
     }
     const std::string value = p.scalar(kv.second, "resources key '" + key + "'");
     if (key == "cpus_per_worker" || key == "workers_per_node") {
-      const bool ok = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos && std::stol(value) >= 1;
+      long v = 0;  // from_chars: no exception for 20 digits (std::stol threw std::out_of_range)
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      const bool ok = !value.empty() && ec == std::errc() && end == value.data() + value.size() && v >= 1;
       if (!ok) p.fail(kv.second, "resources key '" + key + "': '" + value + "' is not an integer >= 1");
     }
   }
