@@ -30,9 +30,10 @@ MODULES = {
     "dist": ["core"],
     "metrics": ["core"],
     "config": ["nn", "backend", "data", "dist", "core"],
-    "sweep": ["config", "core"],
+    "sweep": ["config", "metrics", "core"],
+    "perfmodel": ["config", "nn", "backend", "backend/factory", "dist", "core"],
     "train": ["config", "nn", "backend", "backend/factory", "data", "dist", "metrics", "core"],
-    "app": ["train", "sweep", "config", "nn", "backend", "backend/factory", "data", "dist",
+    "app": ["train", "sweep", "perfmodel", "config", "nn", "backend", "backend/factory", "data", "dist",
             "metrics", "core"],
 }
 # Files of src/backend/ that are the factory on top of the concrete backends.

@@ -1,4 +1,4 @@
-"""Command line: python3 -m trainscale_analysis report|compare ... (see docs/analysis.md).
+"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study ... (see docs/analysis.md).
 
 Exit codes follow the driver's: 0 ok, 1 failed, 2 usage or input error (bad campaign
 directory, unknown schema version).
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compare, load, report
+from . import compare, load, predict, report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +35,26 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("b", metavar="CAMPAIGN_B")
     c.add_argument("-o", "--out", required=True, metavar="reports/NAME.html")
     c.add_argument("--title", default=None)
+    pr = sub.add_parser("predict", help="predicted vs simulated vs measured step times (Markdown)")
+    pr.add_argument("predictions", nargs="+", metavar="PREDICT.h5", help="trainscale predict --out files")
+    pr.add_argument("--runs", action="append", default=[], metavar="DIR_OR_FILE",
+                    help="run files or directories of them, measured or simulated (repeatable)")
+    pr.add_argument("-o", "--out", required=True, metavar="reports/model/NAME.md")
+    pr.add_argument("--title", default=None)
+    ps = sub.add_parser("predict-study", help="run a study file (configs/studies/*.yaml) through trainscale "
+                                              "predict and write its report")
+    ps.add_argument("study", metavar="STUDY.yaml")
+    ps.add_argument("--binary", default="build/bin/trainscale")
+    ps.add_argument("--out", required=True, metavar="reports/model/NAME")
     args = p.parse_args(argv)
     try:
+        if args.command == "predict":
+            print(predict.comparison_report(args.predictions, args.runs, args.out, args.title))
+            return 0
+        if args.command == "predict-study":
+            variants = predict.run_study(args.study, args.binary, args.out)
+            print(predict.study_report(variants, args.out, args.study))
+            return 0
         if args.command == "report":
             html, md = report.build_report(
                 args.campaigns, args.out, threshold=args.loss_threshold,

@@ -2,13 +2,17 @@
 
 A campaign is a directory with an optional `manifest.yaml` (written by `trainscale sweep
 expand`: a top-level `runs:` list of {index, run_id, config_id, config}) and `runs/`, holding
-one `<run_id>.h5` per finished run plus `<run_id>.DONE` / `<run_id>.FAILED` markers. A
+one `<run_id>.h5` per finished run plus `<run_id>.DONE` / `<run_id>.FAILED` /
+`<run_id>.PREEMPTED` markers. A
 directory with neither but with `*.h5` files at its top (the `--out DIR` of single
 `trainscale run`s) is read as a campaign too. Every
 run the campaign knows about becomes one row of the DataFrame `load_campaigns` returns:
 finished runs (status ok or diverged, read from the file), failed runs (a FAILED marker and
-no file; the marker's text is the message) and runs the manifest lists that have neither
-(status missing). Nothing is dropped silently.
+no file; the marker's text is the message), preempted runs (a PREEMPTED marker and no file: a
+signal stopped them after a checkpoint; `sweep resubmit --preempted` resumes them), runs the
+manifest lists that have none of these (status missing) and run files that cannot be read
+(status unreadable: garbage or truncated bytes, or no /summary group; the message names the file
+and the reason, and the other runs are loaded as usual). Nothing is dropped silently.
 
 Attributes are read tolerantly (bytes or str, numpy scalars or Python ones) because the C++
 writer and h5py may store strings either way.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -46,7 +51,7 @@ SUMMARY_KEYS = (
 # Timing phases in the order they happen in a step; `step` is the whole step.
 PHASES = ("data_wait", "forward", "backward", "comm", "comm_wait", "optimizer",
           "gather", "average", "broadcast")
-STATUSES = ("ok", "diverged", "failed", "missing")
+STATUSES = ("ok", "diverged", "failed", "missing", "unreadable")
 
 # Columns that identify a run rather than configure it.
 ID_COLUMNS = ("campaign", "campaign_dir", "run_id", "config_id", "repetition", "index",
@@ -138,12 +143,41 @@ def check_schema(path: Path, schema: str | None) -> None:
             f"driver that writes {SCHEMA}")
 
 
+class UnreadableRunError(ValueError):
+    """A run file whose bytes cannot be read as a run (corrupt, truncated, no /summary)."""
+
+
 def read_run(path: str | os.PathLike) -> dict[str, Any]:
-    """One run file as a flat dict: ids, status, config (dotted keys), summary, env, model."""
+    """One run file as a flat dict: ids, status, config (dotted keys), summary, env, model.
+
+    Raises SchemaError for an unknown schema version and UnreadableRunError for a file that
+    is not readable HDF5 (garbage, truncated) or has no /summary (never counted as ok)."""
     path = Path(path)
+    try:
+        return _read_run_file(path)
+    except SchemaError:
+        raise
+    except UnreadableRunError:
+        raise
+    # h5py reports corrupt and truncated files as OSError, and damaged objects inside an
+    # opened file as KeyError, RuntimeError, ValueError or TypeError.
+    except (OSError, KeyError, RuntimeError, ValueError, TypeError) as e:
+        raise UnreadableRunError(f"{path}: {type(e).__name__}: {e}") from e
+
+
+def unreadable_row(path: Path, reason: str) -> dict[str, Any]:
+    """The row of a run file that could not be read: status unreadable, the reason as message."""
+    return {"run_id": path.stem, "path": str(path), "status": "unreadable", "message": reason}
+
+
+def _read_run_file(path: Path) -> dict[str, Any]:
     with h5py.File(path, "r") as f:
         root = {k: scalar(v) for k, v in f.attrs.items()}
         check_schema(path, root.get("schema"))
+        if "summary" not in f:
+            raise UnreadableRunError(
+                f"{path}: no /summary group, so the run's result is incomplete (a file written "
+                f"by a run that did not finish, or edited); it is not counted as ok")
         row: dict[str, Any] = {
             "run_id": root.get("run_id", path.stem),
             "config_id": root.get("config_id"),
@@ -166,11 +200,10 @@ def read_run(path: str | os.PathLike) -> dict[str, Any]:
         for key in ENV_ATTRS:
             if key in root:
                 row[f"env.{key}"] = root[key]
-        if "summary" in f:
-            for key, value in f["summary"].attrs.items():
-                value = scalar(value)
-                name = key if key not in row else f"summary.{key}"
-                row[name] = value
+        for key, value in f["summary"].attrs.items():
+            value = scalar(value)
+            name = key if key not in row else f"summary.{key}"
+            row[name] = value
         if "model" in f:
             for key, value in f["model"].attrs.items():
                 row[f"model.{key}"] = scalar(value)
@@ -259,6 +292,7 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
                             f"campaign directory (trainscale sweep expand --out DIR)?")
     files = {p.stem: p for p in sorted(runs_dir.glob("*.h5"))} if runs_dir.is_dir() else {}
     failed = {p.stem: p for p in sorted(runs_dir.glob("*.FAILED"))} if runs_dir.is_dir() else {}
+    preempted = {p.stem: p for p in sorted(runs_dir.glob("*.PREEMPTED"))} if runs_dir.is_dir() else {}
     by_id = {e.run_id: e for e in entries}
     campaign = manifest_name or cdir.resolve().name
 
@@ -268,10 +302,19 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
     for run_id in ordered:
         entry = by_id.get(run_id)
         if run_id in files:
-            row = read_run(files[run_id])
+            try:
+                row = read_run(files[run_id])
+            except UnreadableRunError as e:
+                row = unreadable_row(files[run_id], str(e))
+                print(f"trainscale_analysis: unreadable run file {e}; reported with status "
+                      f"unreadable and left out of the metrics", file=sys.stderr)
         else:
             row = {"run_id": run_id, "path": None}
-            if run_id in failed:
+            if run_id in preempted and not (run_id in failed and
+                                            failed[run_id].stat().st_mtime > preempted[run_id].stat().st_mtime):
+                row["status"] = "preempted"
+                row["message"] = failed_reason(preempted[run_id]) or "stopped by a signal after a checkpoint"
+            elif run_id in failed:
                 row["status"] = "failed"
                 row["message"] = failed_reason(failed[run_id])
             else:

@@ -38,7 +38,7 @@ table{border-collapse:collapse;font-size:13px;margin:.5em 0}
 td,th{border:1px solid #ccc;padding:3px 7px;text-align:left}th{background:#f0f3f8}
 tr:nth-child(even) td{background:#fafafa}
 .status-ok{color:#2e7d32}.status-diverged{color:#e65100;font-weight:bold}
-.status-failed,.status-missing{color:#c62828;font-weight:bold}
+.status-failed,.status-missing,.status-unreadable{color:#c62828;font-weight:bold}.status-preempted{color:#e65100}
 .note{color:#555;font-style:italic}img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 figure{margin:1em 0}figcaption{font-size:13px;color:#444}
 """
@@ -205,8 +205,8 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
     rep.table(df[cols].sort_values([c for c in ("workers", "run_id") if c in cols]))
     bad = df[df["status"] != "ok"]
     if len(bad):
-        rep.para(f"{len(bad)} run(s) did not finish normally (status diverged, failed or "
-                 f"missing); they are listed above with their message and left out of "
+        rep.para(f"{len(bad)} run(s) did not finish normally (status diverged, failed, preempted, "
+                 f"missing or unreadable); they are listed above with their message and left out of "
                  f"medians, scaling and winners.", note=True)
 
     # --- scaling -----------------------------------------------------------------------

@@ -19,10 +19,12 @@
 #include "config/config_id.h"
 #include "config/run_config.h"
 #include "core/host_info.h"
+#include "core/names.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
 #include "sweep/campaign.h"
 #include "sweep/site.h"
+#include "sweep/task_claim.h"
 #include "train/trainer.h"
 
 namespace po = boost::program_options;
@@ -162,14 +164,34 @@ std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Co
   return staged.seconds;
 }
 
-int run_manifest_entry(const std::string& dir, int64_t index) {
+// Rank 0 claims the task (sweep/task_claim.h) and every rank learns whether to run it: nullopt
+// to run (rank 0 then holds the claim in `claim`), else the exit code of a skipped task.
+std::optional<int> claim_for_all(const std::string& dir, const ManifestRun& run, Communicator& comm,
+                                 std::optional<TaskClaim>& claim) {
+  double verdict = 0.0;
+  if (comm.rank() == 0) {
+    claim = claim_task(dir, run);
+    verdict = static_cast<double>(claim->verdict);
+  }
+  comm.broadcast(&verdict, 1, 0);
+  const auto v = static_cast<TaskClaim::Verdict>(static_cast<int>(verdict));
+  if (v == TaskClaim::Verdict::run) return std::nullopt;
+  if (comm.rank() == 0)
+    std::cout << "run " << run.run_id << " (index " << run.index << "): "
+              << (v == TaskClaim::Verdict::done ? "already done; skipped"
+                                                : "skipped: another process holds " + claim->lock.path() + " (it runs the task now)")
+              << "\n";
+  return kExitOk;
+}
+
+int run_manifest_entry(const std::string& dir, int64_t index, int restart_count) {
   // Everything that can be refused is checked before MPI starts.
   const Campaign campaign = load_campaign(dir);  // refuses a manifest whose hash changed
   if (index < 0 || index >= static_cast<int64_t>(campaign.runs.size()))
     throw ConfigError("--index " + std::to_string(index) + ": " + campaign.manifest_path + " has runs 0.." +
                       std::to_string(campaign.runs.size() - 1));
   const ManifestRun& run = campaign.runs[index];
-  if (fs::exists(run_files(dir, run.run_id).done)) {
+  if (check_done(run_files(dir, run.run_id)).valid()) {
     std::cout << "run " << run.run_id << " (index " << index << "): already done (" << run_files(dir, run.run_id).done
               << "); skipped\n";
     return kExitOk;
@@ -179,7 +201,13 @@ int run_manifest_entry(const std::string& dir, int64_t index) {
   MpiSession mpi(&argc, &argv);
   auto comm = Communicator::world();
   const bool root = comm->rank() == 0;
+  std::optional<TaskClaim> claim;  // rank 0 holds the task's lock until the attempt ends
+  if (const std::optional<int> skipped = claim_for_all(dir, run, *comm, claim)) return *skipped;
   std::unique_ptr<Attempt> attempt = root ? std::make_unique<Attempt>(dir, run, campaign, comm->size()) : nullptr;
+  if (root) {
+    attempt->log() << "scheduler_restarts: " << restart_count << "\n";
+    if (!claim->note.empty()) attempt->log() << claim->note << "\n";
+  }
   std::ostringstream discard;
   TeeBuf tee(std::cout.rdbuf(), root ? attempt->log().rdbuf() : discard.rdbuf());
   std::ostream log(&tee);
@@ -208,11 +236,13 @@ int command_run(const std::vector<std::string>& args) {
       "usage: trainscale run --config FILE.yaml [--set key=value ...] [--out DIR]\n"
       "       trainscale run --manifest CAMPAIGN_DIR --index I\n\n"
       "Trains one run configuration (keys: docs/config.md) and writes <out>/<run_id>.h5 (schema\n"
-      "trainscale-run/1, docs/hdf5-schema.md); run_id = <config file stem>-<config_id>.\n"
+      "trainscale-run/1, docs/hdf5-schema.md); run_id = <config file stem>-<config_id> (the stem\n"
+      "must be a name: letters, digits and . _ + -, docs/sweeps.md \"Names\").\n"
       "With --manifest: run I of a campaign frozen by `trainscale sweep expand` (docs/sweeps.md).\n"
-      "It refuses a manifest whose hash changed, skips a run that has a DONE marker, logs the\n"
-      "attempt to CAMPAIGN_DIR/logs/<run_id>.attempt<N>.log and ends with runs/<run_id>.DONE\n"
-      "(status ok or diverged) or runs/<run_id>.FAILED (the reason).\n"
+      "It refuses a manifest whose hash changed, skips a run that has a DONE marker and a complete\n"
+      "run file, and skips (exit 0) a run whose runs/<run_id>.lock another process holds; it holds\n"
+      "that lock for the attempt, logs it to CAMPAIGN_DIR/logs/<run_id>.attempt<N>.log and ends\n"
+      "with runs/<run_id>.DONE (status ok or diverged) or runs/<run_id>.FAILED (the reason).\n"
       "Under MPI (mpirun -np N trainscale run ...) N must equal the config's `workers`.\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss).\n\noptions");
   opts.add_options()("help,h", "show this help")
@@ -220,7 +250,10 @@ int command_run(const std::vector<std::string>& args) {
       ("set", po::value<std::vector<std::string>>()->composing(), "override a key: --set dist.allreduce=mpi (repeatable)")
       ("out", po::value<std::string>()->default_value("runs"), "directory for the run file")
       ("manifest", po::value<std::string>(), "campaign directory (sweep runs)")
-      ("index", po::value<int64_t>(), "manifest index (sweep runs)");
+      ("index", po::value<int64_t>(), "manifest index (sweep runs)")
+      ("restart-count", po::value<int>()->default_value(0),
+       "sweep runs: how often the scheduler restarted this task (Slurm job scripts pass SLURM_RESTART_COUNT); "
+       "recorded in the attempt log");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(opts).run(), vm);
   po::notify(vm);
@@ -233,7 +266,7 @@ int command_run(const std::vector<std::string>& args) {
       throw ConfigError("--manifest CAMPAIGN_DIR and --index I go together (see trainscale run --help)");
     if (vm.count("config") || vm.count("set"))
       throw ConfigError("--manifest runs take their config from the manifest; drop --config/--set");
-    return run_manifest_entry(vm["manifest"].as<std::string>(), vm["index"].as<int64_t>());
+    return run_manifest_entry(vm["manifest"].as<std::string>(), vm["index"].as<int64_t>(), vm["restart-count"].as<int>());
   }
   if (!vm.count("config")) throw ConfigError("--config FILE.yaml is required (see trainscale run --help)");
   const std::string path = vm["config"].as<std::string>();
@@ -244,7 +277,10 @@ int command_run(const std::vector<std::string>& args) {
   ResolvedConfig cfg = load_run_config(path, overrides);
   RunIdentity id;
   id.config_id = config_id_of(cfg.yaml);
-  id.run_id = std::filesystem::path(path).stem().string() + "-" + id.config_id;
+  // The run id names the run file: the config file's stem must be a valid name (core/names.h).
+  const std::string stem = std::filesystem::path(path).stem().string();
+  check_name(stem, "run id prefix (the config file's name without its extension; rename the file)", "--config " + path, "");
+  id.run_id = stem + "-" + id.config_id;
 
   int argc = 0;
   char** argv = nullptr;

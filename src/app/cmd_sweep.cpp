@@ -15,6 +15,8 @@
 #include "core/host_info.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
+#include "sweep/local_executor.h"
+#include "sweep/shape_check.h"
 #include "sweep/site.h"
 #include "sweep/submit.h"
 #include "sweep/sweep_file.h"
@@ -27,10 +29,10 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSweepUsage =
-    "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--dry-run]\n"
+    "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--max-runs N] [--dry-run]\n"
     "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
     "       trainscale sweep status CAMPAIGN_DIR [--format text|json]\n"
-    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
+    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n"
     "`trainscale sweep <subcommand> --help` describes each; docs/sweeps.md has the file formats.\n";
 
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts, const char* positional) {
@@ -44,17 +46,21 @@ po::variables_map parse(const std::vector<std::string>& args, const po::options_
 
 int sweep_expand(const std::vector<std::string>& args) {
   po::options_description opts(
-      std::string("usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--dry-run]\n\n"
+      std::string("usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--max-runs N] [--dry-run]\n\n"
                   "Expands a sweep file (docs/sweeps.md) into its runs, validates every run config and\n"
                   "freezes the campaign: CAMPAIGN_DIR/manifest.yaml (runs: index, run_id, config_id,\n"
                   "repetition, config), manifest.hash, sweep.yaml, site.yaml (with --site) and runs/.\n"
                   "With --site, a run naming a gpu, mpi_flavor or dataset.storage that the site lacks is\n"
                   "an error. Expanding the same files again gives a byte-identical manifest; a directory\n"
-                  "holding a different manifest is refused. Exit codes: 0 ok, 2 sweep/site/config error.\n\noptions"));
+                  "holding a different manifest is refused. A sweep of more than --max-runs runs (default\n"
+                  "10000) is refused before anything is expanded.\n"
+                  "Exit codes: 0 ok, 2 sweep/site/config error.\n\noptions"));
   opts.add_options()("help,h", "show this help")
       ("sweep", po::value<std::string>(), "sweep YAML file (positional)")
       ("site", po::value<std::string>(), "site YAML file (configs/sites/; copied into the campaign)")
       ("out", po::value<std::string>(), "campaign directory to write")
+      ("max-runs", po::value<int64_t>()->default_value(kDefaultMaxRuns),
+       "refuse a sweep of more runs than this (counted from the list lengths before anything is expanded)")
       ("dry-run", "print the runs as a table and the count per resource shape; write nothing");
   po::variables_map vm = parse(args, opts, "sweep");
   if (vm.count("help")) {
@@ -68,7 +74,9 @@ int sweep_expand(const std::vector<std::string>& args) {
   const SweepFile sweep = load_sweep_file(vm["sweep"].as<std::string>());
   const std::string site_path = vm.count("site") ? vm["site"].as<std::string>() : "";
   const Site site = site_path.empty() ? default_local_site() : load_site_file(site_path);
-  const Expansion expansion = expand_sweep(sweep);
+  const int64_t max_runs = vm["max-runs"].as<int64_t>();
+  if (max_runs < 1) throw ConfigError("--max-runs: expected an integer >= 1, got " + std::to_string(max_runs));
+  const Expansion expansion = expand_sweep(sweep, max_runs);
   check_expansion_against_site(expansion, site);
   if (dry_run) {
     std::cout << dry_run_table(expansion);
@@ -92,7 +100,23 @@ int sweep_expand(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-// Submits `indices` of `campaign` with `scheduler`; shared by submit and resubmit.
+// The local executor's closing line and exit code: 1 when a run failed, 4 when it was
+// interrupted or a run ended preempted (resubmit continues), else 0.
+int report_local_run(const Campaign& campaign, const LocalRunSummary& sum) {
+  std::cout << "campaign " << campaign.name << ": " << sum.finished - sum.failed - sum.preempted - sum.skipped
+            << " runs finished (done or diverged), " << sum.failed << " failed, " << sum.preempted << " preempted, "
+            << sum.skipped << " skipped";
+  if (sum.interrupted_by) std::cout << ", " << sum.not_started << " not started (interrupted)";
+  if (sum.failed > 0 || sum.preempted > 0 || sum.not_started > 0)
+    std::cout << "; see trainscale sweep status " << campaign.dir << ", continue with trainscale sweep resubmit "
+              << campaign.dir << " --failed --preempted --missing";
+  std::cout << "\n";
+  if (sum.failed > 0) return kExitFailed;
+  return sum.interrupted_by || sum.preempted > 0 ? kExitPreempted : kExitOk;
+}
+
+// Submits `indices` of `campaign` with `scheduler`; shared by submit and resubmit. Every shape
+// is checked against the node first (exit 2 before anything is written or submitted).
 int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices, const std::string& scheduler, int throttle,
                    bool dry_run, const std::string& tag) {
   if (indices.empty()) {
@@ -100,6 +124,7 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
     return kExitOk;
   }
   const auto groups = group_by_shape(campaign, indices);
+  check_shapes(campaign, groups, scheduler);
   if (scheduler == "local") {
     if (dry_run) {
       for (const auto& g : groups) {
@@ -125,12 +150,7 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
     write_file_atomically(rec.index_file, lines);
     record_submissions(campaign.dir, {rec});
     std::cout << "campaign " << campaign.name << ": running " << indices.size() << " runs locally, " << k << " at a time\n";
-    const int64_t failures = run_local(campaign, indices, k, std::cout);
-    std::cout << "campaign " << campaign.name << ": " << indices.size() - failures << " of " << indices.size()
-              << " runs finished (done or diverged), " << failures << " failed";
-    if (failures > 0) std::cout << "; see trainscale sweep status " << campaign.dir << " and logs/";
-    std::cout << "\n";
-    return failures > 0 ? kExitFailed : kExitOk;
+    return report_local_run(campaign, run_local(campaign, indices, k, std::cout));
   }
   const int k = throttle > 0 ? throttle : campaign.site.throttle;
   const auto scripts = write_job_scripts(campaign, scheduler, groups, k, tag);
@@ -165,12 +185,19 @@ std::string scheduler_option(const po::variables_map& vm, const std::string& fal
 int sweep_submit(const std::vector<std::string>& args) {
   po::options_description opts(
       "usage: trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
-      "Submits the runs of a campaign that have no DONE marker. slurm/pbs: one job-array script per\n"
-      "resource shape (split over the site's max array size) in CAMPAIGN_DIR/jobs/, submitted with\n"
-      "sbatch --parsable / qsub; job ids go to jobs/submissions.yaml. local: runs them on this\n"
-      "machine K at a time through the site's launcher, one progress line per finished run.\n"
+      "Submits the runs of a campaign that are not done (a DONE marker and a complete run file),\n"
+      "running or queued. Every resource shape is first checked against the site's node (this\n"
+      "machine for local): a shape that can never be scheduled is refused, nothing submitted.\n"
+      "slurm/pbs: one job-array script per resource shape (split over the site's max array size)\n"
+      "in CAMPAIGN_DIR/jobs/, submitted with sbatch --parsable / qsub; job ids go to\n"
+      "jobs/submissions.yaml. local: runs them on this machine K at a time through the site's\n"
+      "launcher, one progress line per finished run; each task holds runs/<run_id>.lock, so a\n"
+      "second submit never runs a task twice. Ctrl-C / SIGTERM: the running tasks get SIGUSR1\n"
+      "(checkpoint and stop: PREEMPTED), what is left after the site's signal_seconds (60) or a\n"
+      "second Ctrl-C is killed (FAILED \"interrupted\").\n"
       "The scheduler defaults to the campaign site's (local without a site).\n"
-      "Exit codes: 0 ok, 1 some local runs failed or the scheduler refused, 2 usage/config error.\n\noptions");
+      "Exit codes: 0 ok, 1 some local runs failed or the scheduler refused, 2 usage/config error\n"
+      "(a shape that does not fit included), 4 local: interrupted or a run preempted.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("scheduler", po::value<std::string>(), "local | slurm | pbs")
@@ -186,23 +213,33 @@ int sweep_submit(const std::vector<std::string>& args) {
   const std::string scheduler = scheduler_option(vm, campaign.site.scheduler);
   const int throttle = vm.count("throttle") ? vm["throttle"].as<int>() : 0;
   if (throttle < 0) throw ConfigError("--throttle: expected an integer >= 1");
+  std::vector<std::string> notes;
+  const CampaignStatus st = campaign_status(campaign, query_scheduler(campaign, &notes));
+  for (const auto& n : notes) std::cerr << "trainscale sweep submit: note: " << n << "\n";
   std::vector<int64_t> todo;
-  int64_t already = 0;
-  for (const auto& r : campaign.runs) {
-    if (fs::exists(run_files(campaign.dir, r.run_id).done)) ++already;
+  int64_t already = 0, elsewhere = 0;
+  for (const auto& r : st.runs) {
+    if (r.state == RunState::done || r.state == RunState::diverged) ++already;
+    else if (r.state == RunState::running || r.state == RunState::pending) ++elsewhere;
     else todo.push_back(r.index);
   }
   if (already > 0) std::cout << "campaign " << campaign.name << ": " << already << " runs already done, skipped\n";
+  if (elsewhere > 0)
+    std::cout << "campaign " << campaign.name << ": " << elsewhere << " runs running or queued (trainscale sweep status "
+              << campaign.dir << "), skipped\n";
   return submit_indices(campaign, todo, scheduler, throttle, vm.count("dry-run") > 0, "");
 }
 
 int sweep_status(const std::vector<std::string>& args) {
   po::options_description opts(
       "usage: trainscale sweep status CAMPAIGN_DIR [--format text|json]\n\n"
-      "Counts the campaign's runs: total, done, diverged, failed (with reasons), running, pending\n"
-      "(asked from the scheduler when the campaign was submitted to one) and missing.\n"
-      "json: one object with exactly the keys total, done, diverged, failed, running, pending,\n"
-      "missing; `failed` is a list of {index, run_id, reason}, the others are counts.\n\noptions");
+      "Counts the campaign's runs: total, done, diverged, failed (with reasons), preempted,\n"
+      "running, pending (asked from the scheduler when the campaign was submitted to one, with\n"
+      "its reason: squeue %r, qstat comment) and missing. A DONE marker counts only when its run\n"
+      "file opens and has a complete /summary; otherwise the run is failed, saying why.\n"
+      "json: one object with exactly the keys total, done, diverged, failed, preempted, running,\n"
+      "pending, pending_reasons, missing; failed, preempted and pending_reasons are lists of\n"
+      "{index, run_id, reason}, the others are counts.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("format", po::value<std::string>()->default_value("text"), "text | json");
@@ -230,13 +267,16 @@ int sweep_status(const std::vector<std::string>& args) {
 
 int sweep_resubmit(const std::vector<std::string>& args) {
   po::options_description opts(
-      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
-      "Resubmits exactly the failed runs (--failed), the missing ones (--missing: no run file, no\n"
-      "marker, not queued) or both, against the same manifest, as new array scripts\n"
-      "jobs/resubmit<N>-*. The scheduler defaults to the last submission's.\n\noptions");
+      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs] [--throttle K] [--dry-run]\n\n"
+      "Resubmits exactly the runs `sweep status` calls failed (--failed; a DONE marker whose run\n"
+      "file is missing or broken included), preempted (--preempted: they resume from their\n"
+      "checkpoint), missing (--missing: no run file, no marker, not queued), or any union of them,\n"
+      "against the same manifest, as new array scripts jobs/resubmit<N>-*. The scheduler defaults\n"
+      "to the last submission's.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("failed", "resubmit the failed runs")
+      ("preempted", "resubmit the preempted runs (not the failed ones)")
       ("missing", "resubmit the missing runs")
       ("scheduler", po::value<std::string>(), "local | slurm | pbs")
       ("throttle", po::value<int>(), "runs at a time")
@@ -247,7 +287,8 @@ int sweep_resubmit(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep resubmit CAMPAIGN_DIR --failed");
-  if (!vm.count("failed") && !vm.count("missing")) throw ConfigError("say what to resubmit: --failed, --missing or both");
+  if (!vm.count("failed") && !vm.count("preempted") && !vm.count("missing"))
+    throw ConfigError("say what to resubmit: --failed, --preempted, --missing or several of them");
   const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
   const auto subs = read_submissions(campaign.dir);
   const std::string scheduler = scheduler_option(vm, subs.empty() ? campaign.site.scheduler : subs.back().scheduler);
@@ -256,7 +297,8 @@ int sweep_resubmit(const std::vector<std::string>& args) {
   for (const auto& n : notes) std::cerr << "trainscale sweep resubmit: note: " << n << "\n";
   std::vector<int64_t> indices;
   for (const auto& r : st.runs)
-    if ((vm.count("failed") && r.state == RunState::failed) || (vm.count("missing") && r.state == RunState::missing))
+    if ((vm.count("failed") && r.state == RunState::failed) || (vm.count("preempted") && r.state == RunState::preempted) ||
+        (vm.count("missing") && r.state == RunState::missing))
       indices.push_back(r.index);
   std::cout << "campaign " << campaign.name << ": resubmitting " << indices.size() << " runs";
   for (size_t i = 0; i < indices.size() && i < 20; ++i) std::cout << (i ? "," : " (indices ") << indices[i];

@@ -19,7 +19,8 @@ commands:
   info      build options, backends, oneDNN version and ISA, MPI library, threads
   sweep     experiment campaigns: sweep expand, submit (slurm, pbs, local), status, resubmit
   bench     collective benchmarks: bench allreduce (mpi, ring, tree, ps, shm)
-  predict   analytical roofline + alpha-beta model                     (not in this build yet)
+  predict   the analytical performance model of a run on a cluster file (docs/model.md)
+  calibrate measure this machine into a cluster file (configs/clusters/local.yaml)
 
 `trainscale <command> --help` describes each command.
 exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss)
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
     if (command == "info") return ts::command_info(args);
     if (command == "sweep") return ts::command_sweep(args);
     if (command == "bench") return ts::command_bench(args);
-    if (command == "predict") return ts::command_not_built(command, args);
+    if (command == "predict") return ts::command_predict(args);
+    if (command == "calibrate") return ts::command_calibrate(args);
     std::cerr << "trainscale: unknown command '" << command << "'\n\n" << kUsage;
     return ts::kExitUsage;
   } catch (const ts::ConfigError& e) {

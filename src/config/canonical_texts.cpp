@@ -9,6 +9,7 @@
 #include "config/resolve_steps.h"
 #include "config/schema.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "core/strings.h"
 
 namespace ts {
@@ -38,20 +39,38 @@ std::string format_number(double v) {
   return std::string(buf, res.ptr);
 }
 
+// "must be at most 1024, got 5000 (accepted: 1..1024, docs/config.md)" when `value` lies outside
+// the key's range, else "".
+std::string out_of_range(const KeySpec& spec, const std::string& text, double value) {
+  const std::string problem = range_problem(spec.range, value);
+  if (problem.empty()) return "";
+  return problem + ", got " + text + " (accepted: " + range_text(spec.type, spec.range) + ", docs/config.md)";
+}
+
 // The canonical text of one given value, or a ConfigError naming where it came from.
 std::string canonical_text(const KeySpec& spec, const RawValue& raw) {
   auto bad = [&](const std::string& what) -> std::string {
     throw ConfigError(raw.where + ": key '" + spec.key + "': " + what);
   };
+  if (const std::string control = control_character_problem(raw.text); !control.empty())
+    bad("the value contains " + control + "; values are one line of text");
   switch (spec.type) {
     case ValueType::integer: {
       int64_t v;
-      return parse_int(raw.text, v) ? std::to_string(v)
-                                    : bad("'" + raw.text + "' is not an integer; expected " + value_type_name(spec.type));
+      if (!parse_int(raw.text, v)) {
+        double d;  // a whole number too large for 64 bits still gets its range in the message
+        if (parse_double(raw.text, d) && d == std::floor(d) && !range_problem(spec.range, d).empty())
+          bad(out_of_range(spec, raw.text, d));
+        bad("'" + raw.text + "' is not an integer; expected " + value_type_name(spec.type));
+      }
+      if (const std::string e = out_of_range(spec, raw.text, static_cast<double>(v)); !e.empty()) bad(e);
+      return std::to_string(v);
     }
     case ValueType::number: {
       double v;
-      return parse_double(raw.text, v) ? format_number(v) : bad("'" + raw.text + "' is not a finite number");
+      if (!parse_double(raw.text, v)) bad("'" + raw.text + "' is not a finite number");
+      if (const std::string e = out_of_range(spec, raw.text, v); !e.empty()) bad(e);
+      return format_number(v);
     }
     case ValueType::boolean: {
       bool v;

@@ -1,4 +1,5 @@
-// Value ranges and impossible combinations of a run config (see resolve_steps.h). What a
+// Impossible combinations of a run config (see resolve_steps.h); each value's range was
+// checked when it was read (config/schema.h ValueRange, canonical_texts.cpp). What a
 // particular binary or MPI world cannot honour (a backend not built, the world size) is checked
 // when the run starts (train/capabilities.cpp), so configs stay valid on every machine.
 #include <algorithm>
@@ -10,57 +11,6 @@
 
 namespace ts {
 namespace {
-
-void check_ranges(const ResolvedConfig& cfg, const KeyTexts& text) {
-  const RunConfig& r = cfg.run;
-  auto where = [&](const std::string& k) { return cfg.locate(k); };
-  auto positive = [&](const std::string& k, double v) {
-    if (text.count(k) && !(v > 0)) throw ConfigError(where(k) + ": must be > 0, got " + text.at(k));
-  };
-  auto non_negative = [&](const std::string& k, double v) {
-    if (!(v >= 0)) throw ConfigError(where(k) + ": must be >= 0, got " + text.at(k));
-  };
-  auto at_most = [&](const std::string& k, double v, double hi) {
-    if (v > hi) throw ConfigError(where(k) + ": must be at most " + std::to_string(static_cast<int64_t>(hi)) + ", got " + text.at(k));
-  };
-  positive("batch_per_worker", static_cast<double>(r.batch_per_worker));
-  positive("global_batch", static_cast<double>(r.global_batch));
-  positive("lr", r.lr);
-  positive("epochs", r.epochs);
-  positive("steps", static_cast<double>(r.steps));
-  positive("train_samples", static_cast<double>(r.train_samples));
-  positive("threads", r.threads);
-  positive("workers", r.workers);
-  positive("dataset.synthetic_samples", static_cast<double>(r.dataset.synthetic_samples));
-  positive("dataset.loader_threads", r.dataset.loader_threads);
-  positive("dataset.prefetch", r.dataset.prefetch);
-  positive("dist.bucket_mb", r.dist.bucket_mb);
-  positive("dist.period", static_cast<double>(r.dist.period));
-  positive("dist.shm_chunk_kb", static_cast<double>(r.dist.shm_chunk_kb));
-  positive("dist.shm_buffers", static_cast<double>(r.dist.shm_buffers));
-  at_most("dist.shm_chunk_kb", static_cast<double>(r.dist.shm_chunk_kb), 65536);  // 64 MiB
-  at_most("dist.shm_buffers", static_cast<double>(r.dist.shm_buffers), 1024);
-  positive("log_every", static_cast<double>(r.log_every));
-  positive("loss_scale.init", r.loss_scale.init);
-  non_negative("cuda.workspace_mb", static_cast<double>(r.cuda_workspace_mb));
-  at_most("cuda.workspace_mb", static_cast<double>(r.cuda_workspace_mb), 1 << 20);
-  positive("loss_scale.growth_interval", static_cast<double>(r.loss_scale.growth_interval));
-  positive("lr_schedule.step_epochs", r.lr_schedule.step_epochs);
-  positive("lr_schedule.gamma", r.lr_schedule.gamma);
-  non_negative("momentum", r.momentum);
-  non_negative("weight_decay", r.weight_decay);
-  non_negative("lr_schedule.warmup_epochs", r.lr_schedule.warmup_epochs);
-  non_negative("lr_schedule.final_lr_fraction", r.lr_schedule.final_lr_fraction);
-  at_most("lr_schedule.final_lr_fraction", r.lr_schedule.final_lr_fraction, 1);
-  non_negative("lr_schedule.base_batch", static_cast<double>(r.lr_schedule.base_batch));
-  non_negative("eval.every_epochs", r.eval.every_epochs);
-  non_negative("eval.batch", static_cast<double>(r.eval.batch));
-  if (r.momentum >= 1) throw ConfigError(where("momentum") + ": must be in [0, 1), got " + text.at("momentum"));
-  if (r.dropout >= 1 || r.dropout < 0)
-    throw ConfigError(where("dropout") + ": must be in [0, 1), got " + text.at("dropout"));
-  if (r.eval.target_accuracy < 0 || r.eval.target_accuracy > 1)
-    throw ConfigError(where("eval.target_accuracy") + ": must be in [0, 1], got " + text.at("eval.target_accuracy"));
-}
 
 void check_exclusive(const ResolvedConfig& cfg, const std::vector<std::string>& keys) {
   std::vector<std::string> given;
@@ -124,8 +74,7 @@ void check_gpu_against_backend(const ResolvedConfig& cfg) {
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_exclusive(cfg, {"batch_per_worker", "global_batch"});
   check_exclusive(cfg, {"epochs", "steps", "train_samples"});
-  check_ranges(cfg, texts);
-  check_combinations(cfg, texts);  // after the ranges: workers > 0 divides global_batch
+  check_combinations(cfg, texts);  // ranges were checked with each value: workers > 0 divides global_batch
   check_gpu_against_backend(cfg);
 }
 

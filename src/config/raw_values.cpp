@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "config/schema.h"
+#include "config/strict_yaml.h"
 #include "core/error.h"
+#include "core/names.h"
 #include "core/strings.h"
 
 namespace ts {
@@ -60,21 +62,16 @@ void walk(const YAML::Node& node, const std::string& prefix, const std::string& 
 }  // namespace
 
 RawValues read_yaml_values(const std::string& yaml_text, const std::string& origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(origin + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_strictly(yaml_text, origin);  // duplicate keys, documents, aliases
   RawValues values;
-  if (!root.IsDefined() || root.IsNull()) return values;
+  if (yaml_is_empty(root)) return values;
   if (!root.IsMap()) throw ConfigError(origin + ": a run config must be a YAML mapping of keys (see docs/config.md)");
   walk(root, "", origin, values);
   return values;
 }
 
 void apply_override(RawValues& values, const std::string& assignment) {
-  const std::string where = "--set " + assignment;
+  const std::string where = "--set " + one_line(assignment);  // messages stay one line
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     fail(where, "expected key=value with a dotted key, e.g. --set dist.allreduce=tree");

@@ -1,9 +1,10 @@
 // config-internal: the steps of resolving a run config (run_config.cpp runs them in order):
-//   canonical_texts   each given value type-checked and spelled canonically; defaults filled;
+//   canonical_texts   each given value type- and range-checked and spelled canonically;
+//                     defaults filled;
 //   derive_defaults   the exclusive groups' documented defaults, dataset.format from the data set,
 //                     gpu from the backend (any for cuda, else none);
 //   typed_config      texts -> RunConfig (enum-like keys become enums);
-//   check_run_config  value ranges and impossible combinations;
+//   check_run_config  impossible combinations (each value's range: canonical_texts);
 //   resolve_eval_batch eval.batch 0 -> the training batch per worker;
 //   canonical_yaml    the texts as nested YAML in schema order (hashed into the config_id).
 #pragma once

@@ -2,14 +2,18 @@
 // resolve_steps.h).
 #include "config/run_config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "config/raw_values.h"
 #include "config/resolve_steps.h"
+#include "config/strict_yaml.h"
 #include "core/error.h"
 
 namespace ts {
+
+namespace fs = std::filesystem;
 
 std::string ResolvedConfig::locate(const std::string& key) const {
   auto it = where.find(key);
@@ -34,10 +38,16 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
 }
 
 ResolvedConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  if (fs::is_directory(path))
+    throw ConfigError(path + ": is a directory, not a run config file; give --config the YAML file (configs/*.yaml)");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open the run config file; check the path given to --config");
   std::stringstream ss;
   ss << in.rdbuf();
+  // An empty file is a careless mistake far more often than a wish for all defaults; `{}` says that.
+  if (yaml_is_empty(load_yaml_strictly(ss.str(), path)))
+    throw ConfigError(path + ": the run config is empty (no keys); write the keys (docs/config.md), or `{}` for "
+                      "every default");
   return parse_run_config(ss.str(), path, overrides);
 }
 

@@ -1,6 +1,10 @@
 // The run-config schema table (see schema.h and docs/config.md).
 #include "config/schema.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "config/registries.h"
 #include "core/strings.h"
 
@@ -16,6 +20,48 @@ const char* value_type_name(ValueType type) {
   return "?";
 }
 
+namespace {
+
+constexpr double kMega = 1 << 20;               // 1048576
+constexpr double kGiga = 1 << 30;               // 1073741824
+constexpr double kFloatMax = 3e38;  // about the largest fp32 (3.4e38): the learning rate is applied in fp32
+
+ValueRange positive(double hi) { return {0, hi, true, false, true}; }   // (0, hi]
+ValueRange closed(double lo, double hi) { return {lo, hi, false, false, true}; }
+ValueRange below(double lo, double hi) { return {lo, hi, false, true, true}; }  // [lo, hi)
+
+// Whole numbers as digits ("1048576"), others in their shortest spelling ("0.5", "3.4e+38").
+std::string bound_text(double v) {
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e16) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+}  // namespace
+
+std::string range_text(ValueType type, const ValueRange& r) {
+  if (!r.bounded) return "";
+  if (type == ValueType::integer) {
+    const double lo = r.lo_open ? r.lo + 1 : r.lo, hi = r.hi_open ? r.hi - 1 : r.hi;
+    return bound_text(lo) + ".." + bound_text(hi);
+  }
+  return std::string(r.lo_open ? "(" : "[") + bound_text(r.lo) + ", " + bound_text(r.hi) + (r.hi_open ? ")" : "]");
+}
+
+std::string range_problem(const ValueRange& r, double v) {
+  if (!r.bounded) return "";
+  if (r.lo_open ? !(v > r.lo) : !(v >= r.lo)) return std::string("must be ") + (r.lo_open ? "> " : ">= ") + bound_text(r.lo);
+  if (r.hi_open ? !(v < r.hi) : !(v <= r.hi)) return std::string("must be ") + (r.hi_open ? "< " : "at most ") + bound_text(r.hi);
+  return "";
+}
+
 const std::vector<KeySpec>& run_config_schema() {
   using T = ValueType;
   static const std::vector<KeySpec> specs = {
@@ -24,51 +70,51 @@ const std::vector<KeySpec>& run_config_schema() {
       {"dataset.format", T::string, "", accepted_dataset_formats, "on-disk format (default: the data set's own)"},
       {"dataset.root", T::string, "/usr/share/datasets/fashion-mnist", {}, "data directory"},
       {"dataset.storage", T::string, "local", {}, "storage name (sites map it to a path)"},
-      {"dataset.synthetic_samples", T::integer, "8192", {}, "samples of synthetic data"},
-      {"dataset.loader_threads", T::integer, "1", {}, "loader worker threads per rank"},
-      {"dataset.prefetch", T::integer, "2", {}, "batches prepared ahead"},
+      {"dataset.synthetic_samples", T::integer, "8192", {}, "samples of synthetic data", positive(1 << 24)},
+      {"dataset.loader_threads", T::integer, "1", {}, "loader worker threads per rank", positive(256)},
+      {"dataset.prefetch", T::integer, "2", {}, "batches prepared ahead", positive(1024)},
       {"dataset.shuffle", T::boolean, "true", {}, "reshuffle every epoch"},
-      {"batch_per_worker", T::integer, "", {}, "minibatch per worker (or global_batch)"},
-      {"global_batch", T::integer, "", {}, "minibatch over all workers (or batch_per_worker)"},
-      {"lr", T::number, "0.05", {}, "learning rate"},
+      {"batch_per_worker", T::integer, "", {}, "minibatch per worker (or global_batch)", positive(kMega)},
+      {"global_batch", T::integer, "", {}, "minibatch over all workers (or batch_per_worker)", positive(kGiga)},
+      {"lr", T::number, "0.05", {}, "learning rate", positive(kFloatMax)},
       {"lr_schedule.kind", T::string, "constant", accepted_lr_schedule_kinds, "LR schedule"},
-      {"lr_schedule.warmup_epochs", T::number, "0", {}, "linear warm-up length"},
-      {"lr_schedule.step_epochs", T::number, "1", {}, "step: decay period in epochs"},
-      {"lr_schedule.gamma", T::number, "0.1", {}, "step: decay factor"},
-      {"lr_schedule.final_lr_fraction", T::number, "0", {}, "cosine: final lr / lr"},
+      {"lr_schedule.warmup_epochs", T::number, "0", {}, "linear warm-up length", closed(0, 1e5)},
+      {"lr_schedule.step_epochs", T::number, "1", {}, "step: decay period in epochs", positive(1e5)},
+      {"lr_schedule.gamma", T::number, "0.1", {}, "step: decay factor", positive(1)},
+      {"lr_schedule.final_lr_fraction", T::number, "0", {}, "cosine: final lr / lr", closed(0, 1)},
       {"lr_schedule.scale", T::string, "none", accepted_lr_scales, "LR scaling with batch"},
-      {"lr_schedule.base_batch", T::integer, "0", {}, "batch that lr is tuned for"},
-      {"momentum", T::number, "0.9", {}, "SGD momentum"},
+      {"lr_schedule.base_batch", T::integer, "0", {}, "batch that lr is tuned for", closed(0, kGiga)},
+      {"momentum", T::number, "0.9", {}, "SGD momentum", below(0, 1)},
       {"nesterov", T::boolean, "false", {}, "Nesterov momentum"},
-      {"weight_decay", T::number, "0", {}, "L2 weight decay"},
-      {"dropout", T::number, "0", {}, "dropout probability at the model's dropout sites"},
-      {"epochs", T::number, "", {}, "training length in epochs (or steps / train_samples)"},
-      {"steps", T::integer, "", {}, "training length in steps"},
-      {"train_samples", T::integer, "", {}, "training length in samples (all workers)"},
+      {"weight_decay", T::number, "0", {}, "L2 weight decay", closed(0, 1)},
+      {"dropout", T::number, "0", {}, "dropout probability at the model's dropout sites", below(0, 1)},
+      {"epochs", T::number, "", {}, "training length in epochs (or steps / train_samples)", positive(1e5)},
+      {"steps", T::integer, "", {}, "training length in steps", positive(1e9)},
+      {"train_samples", T::integer, "", {}, "training length in samples (all workers)", positive(1e12)},
       {"precision", T::string, "fp32", accepted_precision_names, "compute precision"},
       {"loss_scale.mode", T::string, "auto", accepted_loss_scale_modes, "loss scaling (auto: dynamic for fp16)"},
-      {"loss_scale.init", T::number, "65536", {}, "static scale, or the dynamic scale's start"},
-      {"loss_scale.growth_interval", T::integer, "2000", {}, "dynamic: good steps before the scale doubles"},
-      {"cuda.workspace_mb", T::integer, "512", {}, "cuda: most workspace one op's algorithm may use (MiB)"},
+      {"loss_scale.init", T::number, "65536", {}, "static scale, or the dynamic scale's start", positive(4294967296.0)},
+      {"loss_scale.growth_interval", T::integer, "2000", {}, "dynamic: good steps before the scale doubles", positive(1e9)},
+      {"cuda.workspace_mb", T::integer, "512", {}, "cuda: most workspace one op's algorithm may use (MiB)", closed(0, kMega)},
       {"cuda.graphs", T::boolean, "false", {}, "cuda: record the training forward once as a CUDA graph, replay it"},
       {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},
-      {"threads", T::integer, "2", {}, "compute threads per worker"},
-      {"workers", T::integer, "1", {}, "expected MPI world size"},
+      {"threads", T::integer, "2", {}, "compute threads per worker", positive(1024)},
+      {"workers", T::integer, "1", {}, "expected MPI world size", positive(1e6)},
       {"dist.strategy", T::string, "sync", accepted_strategy_names, "gradient exchange"},
       {"dist.allreduce", T::string, "ring", accepted_allreduce_names, "all-reduce algorithm"},
-      {"dist.bucket_mb", T::number, "25", {}, "gradient bucket size in MiB"},
+      {"dist.bucket_mb", T::number, "25", {}, "gradient bucket size in MiB", positive(65536)},
       {"dist.overlap", T::boolean, "true", {}, "overlap all-reduce with backward"},
-      {"dist.period", T::integer, "1", {}, "weight_avg: steps between averages"},
-      {"dist.shm_chunk_kb", T::integer, "32", {}, "shm: KiB per pipeline buffer"},
-      {"dist.shm_buffers", T::integer, "64", {}, "shm: pipeline buffers per rank"},
+      {"dist.period", T::integer, "1", {}, "weight_avg: steps between averages", positive(1e9)},
+      {"dist.shm_chunk_kb", T::integer, "32", {}, "shm: KiB per pipeline buffer", positive(65536)},
+      {"dist.shm_buffers", T::integer, "64", {}, "shm: pipeline buffers per rank", positive(1024)},
       {"gpu", T::string, "", accepted_gpu_generations,
        "expected GPU generation (default: any for backend cuda, else none)"},
       {"mpi_flavor", T::string, "any", accepted_mpi_flavors, "expected MPI library"},
-      {"eval.every_epochs", T::number, "1", {}, "evaluation period in epochs (0 = never)"},
-      {"eval.target_accuracy", T::number, "0.9", {}, "accuracy for time_to_target"},
-      {"eval.batch", T::integer, "0", {}, "evaluation minibatch (0 = the training batch per worker)"},
-      {"seed", T::integer, "1", {}, "random seed"},
-      {"log_every", T::integer, "20", {}, "progress line period in steps"},
+      {"eval.every_epochs", T::number, "1", {}, "evaluation period in epochs (0 = never)", closed(0, 1e5)},
+      {"eval.target_accuracy", T::number, "0.9", {}, "accuracy for time_to_target", closed(0, 1)},
+      {"eval.batch", T::integer, "0", {}, "evaluation minibatch (0 = the training batch per worker)", closed(0, kMega)},
+      {"seed", T::integer, "1", {}, "random seed", closed(0, 9007199254740992.0)},
+      {"log_every", T::integer, "20", {}, "progress line period in steps", positive(1e9)},
   };
   return specs;
 }

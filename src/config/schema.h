@@ -15,6 +15,19 @@ enum class ValueType { integer, number, boolean, string };
 // "an integer", "a number", "true or false", "a string" (for messages).
 const char* value_type_name(ValueType type);
 
+// The values a numeric key accepts: lo..hi, each end open or closed. Every numeric key has one
+// (docs/config.md lists them): beyond it a value is refused when the config is read, so no
+// count, size or product of them can overflow, and no run allocates for an absurd value.
+struct ValueRange {
+  double lo = 0, hi = 0;
+  bool lo_open = false, hi_open = false;
+  bool bounded = false;  // false: any value (keys that are not numbers)
+};
+// "1..1024" (integers), "(0, 1e+06]" (numbers); "" for an unbounded range.
+std::string range_text(ValueType type, const ValueRange& range);
+// "" when `value` lies in `range`, else "must be > 0" / "must be at most 1024" / ...
+std::string range_problem(const ValueRange& range, double value);
+
 struct KeySpec {
   std::string key;
   ValueType type;
@@ -25,6 +38,7 @@ struct KeySpec {
   // Accepted values of an enum-like key (asked when a value is checked); empty: any value.
   std::function<std::vector<std::string>()> accepted;
   std::string help;
+  ValueRange range;  // numeric keys: the accepted values
 };
 
 // Every key, in documentation order (the canonical YAML's order too).

@@ -8,12 +8,14 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <string>
 
 #include "core/error.h"
 #include "core/file_io.h"
 #include "metrics/hdf5_file.h"
+#include "metrics/run_file_check.h"
 #include "metrics/run_result.h"
 
 namespace ts {
@@ -177,6 +179,15 @@ const char* run_status_name(RunStatus status) {
     case RunStatus::failed: return "failed";
   }
   return "?";
+}
+
+const std::vector<std::string>& run_file_summary_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k(std::begin(kSummaryKeys), std::end(kSummaryKeys));
+    k.push_back("diverged");
+    return k;
+  }();
+  return keys;
 }
 
 void write_run_file(const std::string& path, const RunResult& result) {

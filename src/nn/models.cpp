@@ -203,8 +203,8 @@ std::vector<std::string> model_names() {
 
 ModelInput model_expected_input(const std::string& name) { return find_model(name).input; }
 
-std::unique_ptr<Net> build_model(const std::string& name, Backend& backend, const ModelInput& input,
-                                 uint64_t seed, double dropout) {
+std::unique_ptr<Net> build_model_graph(const std::string& name, Backend& backend, const ModelInput& input,
+                                       double dropout) {
   const ModelEntry& entry = find_model(name);
   if (entry.any_input) {
     if (input.sample.rank() < 1 || input.sample.numel() < 1 || input.outputs < 1)
@@ -218,6 +218,12 @@ std::unique_ptr<Net> build_model(const std::string& name, Backend& backend, cons
   if (!entry.has_dropout) no_dropout(name, dropout);
   auto net = std::make_unique<Net>(backend);
   entry.build(*net, input, dropout);
+  return net;
+}
+
+std::unique_ptr<Net> build_model(const std::string& name, Backend& backend, const ModelInput& input,
+                                 uint64_t seed, double dropout) {
+  std::unique_ptr<Net> net = build_model_graph(name, backend, input, dropout);
   net->finalize(seed);
   return net;
 }

@@ -24,5 +24,11 @@ ModelInput model_expected_input(const std::string& name);
 // known ones) or an input that does not fit.
 std::unique_ptr<Net> build_model(const std::string& name, Backend& backend, const ModelInput& input,
                                  uint64_t seed, double dropout = 0.0);
+// The same model's layers set up (shapes, descriptors, parameter counts) but not finalized: no
+// arenas, no initial values, no fusion. For readers of the layer table that never run the net
+// (the performance model, src/perfmodel/): vgg16's 138 M parameters cost nothing here. The
+// backend is only held by the net, never called.
+std::unique_ptr<Net> build_model_graph(const std::string& name, Backend& backend, const ModelInput& input,
+                                       double dropout = 0.0);
 
 }  // namespace ts

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace ts {
 
@@ -30,6 +31,7 @@ struct Net::Node {
   Tensor dst_t, diff_t;
   std::vector<Tensor> diff_srcs, diff_targets;
   std::vector<size_t> accumulate_slots;  // backward: inputs whose gradient went to scratch
+  double forward_s = 0, backward_s = 0;  // set_layer_timing's sums
 };
 
 Net::Net(Backend& backend) : backend_(backend) {}
@@ -50,6 +52,8 @@ void Net::set_fusion(bool enabled) {
   if (finalized_) throw ConfigError("Net::set_fusion after Net::finalize");
   fusion_ = enabled;
 }
+
+const std::vector<int>& Net::node_inputs(int id) const { return nodes_.at(static_cast<size_t>(id))->inputs; }
 
 bool Net::fused(int id) const { return nodes_.at(static_cast<size_t>(id))->alias >= 0; }
 
@@ -323,8 +327,22 @@ void Net::run_layers(Mode mode) {
   for (size_t i = 1; i < last; ++i) {
     Node& n = *nodes_[i];
     if (n.alias >= 0) continue;  // a fused ReLU: its input's forward computed it
+    const double start = layer_timing_ ? now_seconds() : 0.0;
     n.layer->forward(backend_, n.srcs, n.dst_t, mode);
+    if (layer_timing_) {
+      backend_.synchronize();
+      n.forward_s += now_seconds() - start;
+    }
   }
+}
+
+std::pair<double, double> Net::layer_seconds(int id) const {
+  const Node& n = *nodes_.at(static_cast<size_t>(id));
+  return {n.forward_s, n.backward_s};
+}
+
+void Net::reset_layer_seconds() {
+  for (auto& n : nodes_) n->forward_s = n->backward_s = 0;
 }
 
 // Layers and their libraries may allocate or choose at their first forward after a plan: that
@@ -389,6 +407,7 @@ void Net::backward_node(size_t i, const std::function<void(ParamRange)>& on_laye
   // Inputs whose gradient an earlier consumer (or an earlier slot of this node) already wrote
   // get this layer's gradient in scratch, added after the layer's backward.
   n.accumulate_slots.clear();
+  const double start = layer_timing_ ? now_seconds() : 0.0;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     Node& in = node(n.inputs[k]);
     n.diff_targets[k].data = n.diff_srcs[k].data;
@@ -407,6 +426,10 @@ void Net::backward_node(size_t i, const std::function<void(ParamRange)>& on_laye
   }
   for (int in : n.inputs)
     if (node(in).needs_grad) node(in).diff_written = true;
+  if (layer_timing_) {
+    backend_.synchronize();
+    n.backward_s += now_seconds() - start;
+  }
   if (n.params.count > 0 && on_layer_grads) on_layer_grads(n.params);
 }
 

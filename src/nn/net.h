@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -50,6 +51,8 @@ class Net {
   // Per-sample output shape of a node (the input node's shape for the input).
   Shape node_shape(int node) const;
   int node_count() const { return static_cast<int>(nodes_.size()); }
+  // The nodes a node reads, in input order (empty for the input node).
+  const std::vector<int>& node_inputs(int node) const;
   // The layer of a node (null for the input node).
   Layer* layer(int node);
   // Fusion of a ReLU into the node it reads (conv, batch norm, add), decided at finalize; on by
@@ -121,6 +124,12 @@ class Net {
   std::vector<LayerInfo> layer_table() const;
   int64_t flops_per_sample() const;
   Backend& backend() { return backend_; }
+  // Per-layer timing (`trainscale calibrate`): when on, forward and backward synchronise the
+  // backend around every layer and add its seconds to layer_seconds(node) = {forward,
+  // backward}; a fused ReLU's forward is its input's. Off by default: runs never pay for it.
+  void set_layer_timing(bool on) { layer_timing_ = on; }
+  std::pair<double, double> layer_seconds(int node) const;
+  void reset_layer_seconds();
 
  private:
   struct Node;
@@ -159,6 +168,7 @@ class Net {
   bool finalized_ = false;
   bool fusion_ = true;
   bool last_forward_train_ = false;
+  bool layer_timing_ = false;
 };
 
 }  // namespace ts

@@ -1,5 +1,5 @@
-// Campaign directory: manifest loading with the hash check, run files and markers, run states
-// and the status report (see campaign.h).
+// Campaign directory: manifest loading with the hash check, run files and markers, the DONE
+// check against the run file, run states and the status report (see campaign.h).
 #include "sweep/campaign.h"
 
 #include <yaml-cpp/yaml.h>
@@ -13,11 +13,14 @@
 
 #include <unistd.h>
 
+#include "config/strict_yaml.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
+#include "core/names.h"
 #include "core/run_marker.h"
 #include "core/strings.h"
+#include "metrics/run_file_check.h"
 #include "sweep/expand.h"
 #include "sweep/sweep_file.h"
 
@@ -26,7 +29,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+// `a` exists and was written after `b` (a FAILED attempt after a PREEMPTED one).
+bool written_after(const std::string& a, const std::string& b) {
+  std::error_code ea, eb;
+  const auto ta = fs::last_write_time(a, ea), tb = fs::last_write_time(b, eb);
+  return !ea && !eb && ta > tb;
+}
 
 }  // namespace
 
@@ -46,15 +54,13 @@ Campaign load_campaign(const std::string& dir) {
   if (actual != c.hash)
     throw ConfigError(c.manifest_path + ": the manifest's hash is " + actual + " but manifest.hash says " + c.hash +
                       "; the manifest changed after it was frozen. Runs refuse a changed manifest: expand the sweep into a new campaign directory");
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(c.manifest_path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_strictly(text, c.manifest_path);
   if (!root.IsMap() || !root["runs"] || !root["runs"].IsSequence())
     throw ConfigError(c.manifest_path + ": expected a mapping with a `runs:` list (written by trainscale sweep expand)");
   c.name = root["campaign"] ? root["campaign"].Scalar() : fs::path(dir).filename().string();
+  // Names become file and job names: checked where they are read, not only where they were made.
+  check_name(c.name, "campaign name", root["campaign"] ? c.manifest_path + ":" + std::to_string(root["campaign"].Mark().line + 1)
+                                                        : c.manifest_path, "campaign");
   {
     YAML::Emitter em;
     em << YAML::Flow;
@@ -77,6 +83,9 @@ Campaign load_campaign(const std::string& dir) {
       throw ConfigError(where + ": key 'index': " + std::to_string(r.index) + " out of order (expected " + std::to_string(c.runs.size()) + ")");
     r.run_id = e["run_id"].Scalar();
     r.config_id = e["config_id"].Scalar();
+    // A run id names the task's files under runs/ and logs/: one with '/' or '..' would write elsewhere.
+    check_name(r.run_id, "run id", c.manifest_path + ":" + std::to_string(e["run_id"].Mark().line + 1), "run_id");
+    check_name(r.config_id, "config id", c.manifest_path + ":" + std::to_string(e["config_id"].Mark().line + 1), "config_id");
     // The config re-emitted in block style has one key per line like the manifest, so leading
     // newlines make the run-config parser's line numbers the manifest's line numbers.
     YAML::Emitter em;
@@ -97,8 +106,33 @@ Campaign load_campaign(const std::string& dir) {
 
 RunFiles run_files(const std::string& campaign_dir, const std::string& run_id) {
   const std::string run_file = (fs::path(campaign_dir) / "runs" / (run_id + ".h5")).string();
-  return {run_file, marker_path(run_file, MarkerKind::done), marker_path(run_file, MarkerKind::failed),
-          marker_path(run_file, MarkerKind::running)};
+  return {run_file,
+          marker_path(run_file, MarkerKind::done),
+          marker_path(run_file, MarkerKind::failed),
+          marker_path(run_file, MarkerKind::running),
+          marker_path(run_file, MarkerKind::preempted),
+          (fs::path(campaign_dir) / "runs" / (run_id + ".lock")).string()};
+}
+
+bool process_alive(long pid) {
+  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return true;  // no /proc: trust kill()
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
+DoneCheck check_done(const RunFiles& files) {
+  DoneCheck check;
+  check.marker = read_marker_if_present(files.done);
+  if (!check.marker) return check;
+  const RunFileCheck file = check_run_file(files.run_file);
+  const std::string name = "runs/" + fs::path(files.run_file).filename().string();
+  if (file.state != RunFileState::complete)
+    check.problem = "run file " + std::string(run_file_state_name(file.state)) + " behind DONE (" + name +
+                    (file.state == RunFileState::missing ? "" : ": " + file.detail) + ")";
+  return check;
 }
 
 std::string campaign_logs_dir(const std::string& campaign_dir) { return (fs::path(campaign_dir) / "logs").string(); }
@@ -119,6 +153,7 @@ const char* run_state_name(RunState s) {
     case RunState::done: return "done";
     case RunState::diverged: return "diverged";
     case RunState::failed: return "failed";
+    case RunState::preempted: return "preempted";
     case RunState::running: return "running";
     case RunState::pending: return "pending";
     case RunState::missing: return "missing";
@@ -128,41 +163,67 @@ const char* run_state_name(RunState s) {
 
 namespace {
 
-// A run's state from its markers and the scheduler, first match wins (campaign.h).
-RunStatus run_status(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler,
-                     const std::string& host) {
+// "preempted by SIGTERM at step 120 [attempt 2, log: logs/x.attempt2.log]": a PREEMPTED
+// marker's reason with its attempt and log, for status lines.
+std::string preempted_summary(const RunMarker& m) {
+  RunMarker with_reason = m;
+  if (with_reason.reason.empty()) with_reason.reason = "stopped by a signal after a checkpoint";
+  return failure_summary(with_reason);
+}
+
+// What a RUNNING marker says: a live attempt (or one on another host, which cannot be checked)
+// or the leftover of a process that died.
+struct RunningMarker {
+  std::optional<RunMarker> marker;
+  bool live = false;
+  std::string note;
+};
+
+RunningMarker read_running(const RunFiles& f, const std::string& run_id, const std::string& host) {
+  RunningMarker r;
+  r.marker = read_marker_if_present(f.running);
+  if (!r.marker) return r;
+  const std::string attempt = r.marker->attempt > 0 ? std::to_string(r.marker->attempt) : "?";
+  r.live = r.marker->host != host || process_alive(r.marker->pid);
+  r.note = "attempt " + attempt + " on " + r.marker->host;
+  if (!r.live)
+    r.note += " (pid " + std::to_string(r.marker->pid) + ") ended without a result (killed?); see logs/" + run_id +
+              ".attempt" + attempt + ".log";
+  return r;
+}
+
+// A run's state from its markers, its run file and the scheduler, first match wins (campaign.h).
+RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler,
+                       const std::string& host) {
   RunStatus rs;
   rs.index = run.index;
   rs.run_id = run.run_id;
   const RunFiles f = run_files(campaign.dir, run.run_id);
   const auto sched = scheduler.find(run.index);
-  // A RUNNING marker: live (or on another host, where it cannot be checked) or dead.
-  const std::optional<RunMarker> running = read_marker_if_present(f.running);
-  bool live = false;
-  std::string running_note;
-  if (running) {
-    const std::string attempt = running->attempt > 0 ? std::to_string(running->attempt) : "?";
-    live = running->host != host || process_alive(running->pid);
-    running_note = "attempt " + attempt + " on " + running->host;
-    if (!live)
-      running_note += " (pid " + std::to_string(running->pid) + ") ended without a result (killed?); see logs/" +
-                      run.run_id + ".attempt" + attempt + ".log";
-  }
+  const bool scheduled = sched != scheduler.end();
+  const DoneCheck done = check_done(f);
+  const RunningMarker running = read_running(f, run.run_id, host);
   std::optional<RunMarker> marker;
-  if ((marker = read_marker_if_present(f.done))) {
-    rs.state = marker->status == "diverged" ? RunState::diverged : RunState::done;
-  } else if (sched != scheduler.end() && sched->second == "running") {
+  if (done.valid()) {
+    rs.state = done.marker->status == "diverged" ? RunState::diverged : RunState::done;
+  } else if (scheduled && sched->second.state == "running") {
     rs.state = RunState::running;
     rs.reason = "scheduler: running";
-  } else if (running && live) {
+  } else if (running.marker && running.live) {
     rs.state = RunState::running;
-    rs.reason = running_note;
-  } else if (sched != scheduler.end()) {
+    rs.reason = running.note;
+  } else if (scheduled) {
     rs.state = RunState::pending;
-    rs.reason = "scheduler: pending";
-  } else if (running) {
+    rs.reason = sched->second.reason;
+  } else if ((marker = read_marker_if_present(f.preempted)) && !written_after(f.failed, f.preempted)) {
+    rs.state = RunState::preempted;
+    rs.reason = preempted_summary(*marker);
+  } else if (done.marker) {
     rs.state = RunState::failed;
-    rs.reason = running_note;
+    rs.reason = done.problem;
+  } else if (running.marker) {
+    rs.state = RunState::failed;
+    rs.reason = running.note;
   } else if ((marker = read_marker_if_present(f.failed))) {
     rs.state = RunState::failed;
     rs.reason = failure_summary(*marker);
@@ -172,15 +233,20 @@ RunStatus run_status(const Campaign& campaign, const ManifestRun& run, const Sch
 
 }  // namespace
 
+RunStatus run_status(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler) {
+  return classify_run(campaign, run, scheduler, host_name());
+}
+
 CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& scheduler) {
   CampaignStatus st;
   const std::string host = host_name();
   for (const auto& run : campaign.runs) {
-    RunStatus rs = run_status(campaign, run, scheduler, host);
+    RunStatus rs = classify_run(campaign, run, scheduler, host);
     switch (rs.state) {
       case RunState::done: ++st.done; break;
       case RunState::diverged: ++st.diverged; break;
       case RunState::failed: ++st.failed; break;
+      case RunState::preempted: ++st.preempted; break;
       case RunState::running: ++st.running; break;
       case RunState::pending: ++st.pending; break;
       case RunState::missing: ++st.missing; break;
@@ -191,30 +257,60 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
   return st;
 }
 
+namespace {
+
+// Pending runs grouped by the scheduler's reason, in order of first appearance.
+std::vector<std::pair<std::string, std::vector<const RunStatus*>>> pending_by_reason(const CampaignStatus& st) {
+  std::vector<std::pair<std::string, std::vector<const RunStatus*>>> groups;
+  for (const auto& r : st.runs) {
+    if (r.state != RunState::pending) continue;
+    const std::string reason = r.reason.empty() ? "no reason given" : r.reason;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == reason; });
+    if (it == groups.end()) groups.push_back({reason, {&r}});
+    else it->second.push_back(&r);
+  }
+  return groups;
+}
+
+// A JSON list of {index, run_id, reason} for the runs in `state`.
+std::string json_runs(const CampaignStatus& st, RunState state) {
+  std::string out = "[";
+  for (const auto& r : st.runs) {
+    if (r.state != state) continue;
+    out += (out.size() > 1 ? ", " : "") + std::string("{\"index\": ") + std::to_string(r.index) +
+           ", \"run_id\": " + json_quote(r.run_id) + ", \"reason\": " + json_quote(r.reason) + "}";
+  }
+  return out + "]";
+}
+
+}  // namespace
+
 std::string status_text(const Campaign& campaign, const CampaignStatus& st) {
   std::ostringstream out;
   out << "campaign " << campaign.name << " (" << campaign.dir << "): " << st.total << " runs\n"
-      << "  done " << st.done << ", diverged " << st.diverged << ", failed " << st.failed << ", running " << st.running
-      << ", pending " << st.pending << ", missing " << st.missing << "\n";
+      << "  done " << st.done << ", diverged " << st.diverged << ", failed " << st.failed << ", preempted " << st.preempted
+      << ", running " << st.running << ", pending " << st.pending << ", missing " << st.missing << "\n";
   for (const auto& r : st.runs)
     if (r.state == RunState::failed) out << "  failed  " << r.index << "  " << r.run_id << ": " << r.reason << "\n";
   for (const auto& r : st.runs)
+    if (r.state == RunState::preempted) out << "  preempted " << r.index << "  " << r.run_id << ": " << r.reason << "\n";
+  for (const auto& r : st.runs)
     if (r.state == RunState::running) out << "  running " << r.index << "  " << r.run_id << " (" << r.reason << ")\n";
+  for (const auto& [reason, runs] : pending_by_reason(st)) {
+    out << "  pending " << runs.size() << " (" << reason << "): indices ";
+    for (size_t i = 0; i < runs.size() && i < 20; ++i) out << (i ? "," : "") << runs[i]->index;
+    out << (runs.size() > 20 ? ",...\n" : "\n");
+  }
   for (const auto& n : st.notes) out << "  note: " << n << "\n";
   return out.str();
 }
 
 std::string status_json(const CampaignStatus& st) {
   std::ostringstream out;
-  out << "{\"total\": " << st.total << ", \"done\": " << st.done << ", \"diverged\": " << st.diverged << ", \"failed\": [";
-  bool first = true;
-  for (const auto& r : st.runs) {
-    if (r.state != RunState::failed) continue;
-    out << (first ? "" : ", ") << "{\"index\": " << r.index << ", \"run_id\": " << json_quote(r.run_id)
-        << ", \"reason\": " << json_quote(r.reason) << "}";
-    first = false;
-  }
-  out << "], \"running\": " << st.running << ", \"pending\": " << st.pending << ", \"missing\": " << st.missing << "}\n";
+  out << "{\"total\": " << st.total << ", \"done\": " << st.done << ", \"diverged\": " << st.diverged
+      << ", \"failed\": " << json_runs(st, RunState::failed) << ", \"preempted\": " << json_runs(st, RunState::preempted)
+      << ", \"running\": " << st.running << ", \"pending\": " << st.pending
+      << ", \"pending_reasons\": " << json_runs(st, RunState::pending) << ", \"missing\": " << st.missing << "}\n";
   return out.str();
 }
 

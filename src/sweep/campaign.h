@@ -1,21 +1,26 @@
 // A frozen campaign directory (docs/sweeps.md "Campaign directory"): the manifest read back
 // and checked against its hash, the paths of every run's files and markers, and the state of
-// each run (done / diverged / failed / running / pending / missing) for `sweep status`.
+// each run (done / diverged / failed / preempted / running / pending / missing) for `sweep
+// status`. A DONE marker counts only when its run file is complete (metrics/run_file_check.h).
 //
 //   CAMPAIGN_DIR/manifest.yaml, manifest.hash, sweep.yaml, site.yaml
 //   runs/<run_id>.h5          the run file (written by the trainer, temp name + rename)
 //   runs/<run_id>.DONE        markers (core/run_marker.h): status ok|diverged, attempt, ...
 //   runs/<run_id>.FAILED      the reason of the last failed attempt, attempt, log
+//   runs/<run_id>.PREEMPTED   a signal stopped the attempt after a checkpoint (resumable)
 //   runs/<run_id>.RUNNING     host, pid, attempt of an attempt in progress
+//   runs/<run_id>.lock        flock(2)ed by the task runner for the whole attempt
 //   logs/<run_id>.attempt<N>.log   one log per attempt
 //   jobs/                     array scripts, index files, submissions.yaml
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/run_marker.h"
 #include "sweep/site.h"
 
 namespace ts {
@@ -45,7 +50,7 @@ struct Campaign {
 Campaign load_campaign(const std::string& dir);
 
 struct RunFiles {
-  std::string run_file, done, failed, running;
+  std::string run_file, done, failed, running, preempted, lock;
 };
 RunFiles run_files(const std::string& campaign_dir, const std::string& run_id);
 std::string campaign_logs_dir(const std::string& campaign_dir);
@@ -55,34 +60,63 @@ std::string attempt_log_path(const std::string& campaign_dir, const std::string&
 // 1 + the number of attempt logs already there.
 int next_attempt(const std::string& campaign_dir, const std::string& run_id);
 
-enum class RunState { done, diverged, failed, running, pending, missing };
+// A DONE marker checked against the run file behind it. `problem` says what is wrong with the
+// file ("run file missing behind DONE (runs/x.h5)", "... unreadable ...", "... incomplete ...")
+// when there is a marker but the file is not a complete result; "" otherwise.
+struct DoneCheck {
+  std::optional<RunMarker> marker;
+  std::string problem;
+  bool valid() const { return marker.has_value() && problem.empty(); }
+};
+DoneCheck check_done(const RunFiles& files);
+
+// A process of this host that exists and is not a zombie (an init that does not reap, as in
+// some containers, keeps dead ranks as zombies): is a RUNNING marker's attempt alive?
+bool process_alive(long pid);
+
+enum class RunState { done, diverged, failed, preempted, running, pending, missing };
 const char* run_state_name(RunState s);
 
 struct RunStatus {
   int64_t index = 0;
   std::string run_id;
   RunState state = RunState::missing;
-  std::string reason;  // failed: the reason (core/run_marker.h failure_summary); running: where; else ""
+  // failed: the reason (core/run_marker.h failure_summary, or what is wrong behind DONE);
+  // preempted: the marker's reason with attempt and log; running: where; pending: the
+  // scheduler's reason (squeue %r, qstat comment) where it gives one; else "".
+  std::string reason;
 };
 
 struct CampaignStatus {
-  int64_t total = 0, done = 0, diverged = 0, failed = 0, running = 0, pending = 0, missing = 0;
+  int64_t total = 0, done = 0, diverged = 0, failed = 0, preempted = 0, running = 0, pending = 0, missing = 0;
   std::vector<RunStatus> runs;  // manifest order
   std::vector<std::string> notes;  // e.g. "squeue not found: pending not asked from Slurm"
 };
 
-// What a scheduler says about manifest indices: index -> "running" | "pending".
-using SchedulerStates = std::map<int64_t, std::string>;
+// What a scheduler says about one manifest index: state "running" | "pending", and for pending
+// tasks why they wait (Slurm's reason code such as Priority, Resources or JobHeldUser; PBS's
+// comment), "" when it gives none.
+struct SchedulerTask {
+  std::string state;
+  std::string reason;
+};
+using SchedulerStates = std::map<int64_t, SchedulerTask>;
 
-// Classifies every run, first match wins: a DONE marker -> done/diverged; the scheduler says
-// running, or a RUNNING marker of a live attempt (on another host: trusted) -> running; the
-// scheduler says pending -> pending; a RUNNING marker of a dead process on this host -> failed;
+// Classifies every run, first match wins: a DONE marker whose run file is complete ->
+// done/diverged; the scheduler says running, or a RUNNING marker of a live attempt (on another
+// host: trusted) -> running; the scheduler says pending -> pending (with its reason); a
+// PREEMPTED marker -> preempted; a DONE marker whose run file is missing, unreadable or
+// incomplete -> failed (saying so); a RUNNING marker of a dead process on this host -> failed;
 // a FAILED marker -> failed (its text is the reason); else missing.
 CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& scheduler);
+// One run's state by the same rule.
+RunStatus run_status(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler);
 
-// "text": a summary plus one line per failed run; "json": one object with exactly the keys
-// total, done, diverged, failed, running, pending, missing (failed: a list of
-// {index, run_id, reason}; the others: counts).
+// "text": the counts, one line per failed and preempted run, running runs, pending runs by
+// reason and notes. "json": one object with exactly the keys total, done, diverged, failed,
+// preempted, running, pending, pending_reasons, missing: failed and preempted are lists of
+// {index, run_id, reason}, pending_reasons a list of {index, run_id, reason} for every pending
+// run, the others counts.
 std::string status_text(const Campaign& campaign, const CampaignStatus& status);
 std::string status_json(const CampaignStatus& status);
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -15,6 +16,7 @@
 #include "config/config_id.h"
 #include "config/run_config.h"
 #include "core/file_io.h"
+#include "core/names.h"
 
 namespace ts {
 namespace {
@@ -47,7 +49,7 @@ std::string canonical_value(const std::string& t) {
 
 std::string describe(const SweepAssignments& point) {
   std::string s = "{";
-  for (size_t i = 0; i < point.size(); ++i) s += (i ? ", " : "") + point[i].first + ": " + point[i].second;
+  for (size_t i = 0; i < point.size(); ++i) s += (i ? ", " : "") + point[i].first + ": " + one_line(point[i].second);
   return s + "}";
 }
 
@@ -93,15 +95,23 @@ std::vector<Point> kept_points(const SweepFile& sweep, const ResolvedConfig& bas
     return it != base.flat.end() ? it->second : std::string();
   };
   std::vector<Point> kept;
+  std::vector<bool> matched(sweep.exclude.size(), false);
   for (auto& p : points) {
     bool excluded = false;
-    for (const auto& e : sweep.exclude) {
+    for (size_t i = 0; i < sweep.exclude.size(); ++i) {
       bool all = true;
-      for (const auto& kv : e.values) all = all && canonical_value(value_of(p, kv.first)) == canonical_value(kv.second);
+      for (const auto& kv : sweep.exclude[i].values)
+        all = all && canonical_value(value_of(p, kv.first)) == canonical_value(kv.second);
+      matched[i] = matched[i] || all;
       excluded = excluded || all;
     }
     if (!excluded) kept.push_back(std::move(p));
   }
+  for (size_t i = 0; i < sweep.exclude.size(); ++i)
+    if (!matched[i])
+      throw ConfigError(sweep.exclude[i].where + ": exclude[" + std::to_string(i) + "] " + describe(sweep.exclude[i].values) +
+                        " matches none of the " + std::to_string(points.size()) +
+                        " points of the matrix (a typo in a value, or a value no dimension takes?); fix or remove it");
   if (kept.empty() && sweep.include.empty())
     throw ConfigError(sweep.path + ": `exclude` removes all " + std::to_string(points.size()) +
                       " points of the matrix; loosen the exclude entries or add `include` points");
@@ -149,7 +159,28 @@ void expand_point(const SweepFile& sweep, const Point& p, std::set<std::string>&
 
 }  // namespace
 
-Expansion expand_sweep(const SweepFile& sweep) {
+int64_t planned_run_count(const SweepFile& sweep) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  auto times = [&](int64_t a, int64_t b) { return b != 0 && a > kMax / b ? kMax : a * b; };
+  int64_t points = 1;
+  for (const auto& dim : sweep.dimensions) points = times(points, static_cast<int64_t>(dim.values.size()));
+  const auto includes = static_cast<int64_t>(sweep.include.size());
+  points = points > kMax - includes ? kMax : points + includes;
+  return times(points, sweep.repetitions);
+}
+
+Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs) {
+  if (const int64_t planned = planned_run_count(sweep); planned > max_runs) {
+    std::string product;
+    for (const auto& dim : sweep.dimensions) product += (product.empty() ? "" : " x ") + std::to_string(dim.values.size());
+    throw ConfigError(sweep.path + ": the sweep expands to " +
+                      (planned == std::numeric_limits<int64_t>::max() ? std::string("more than 9e18")
+                                                                       : "up to " + std::to_string(planned)) +
+                      " runs ((" + (product.empty() ? std::string("1") : product) + " points + " +
+                      std::to_string(sweep.include.size()) + " includes) x " + std::to_string(sweep.repetitions) +
+                      " repetitions, before exclusion), more than --max-runs " + std::to_string(max_runs) +
+                      "; split the sweep into smaller campaigns, or raise --max-runs if you mean it");
+  }
   Expansion ex;
   ex.campaign = sweep.campaign;
   ex.sweep_path = sweep.path;

@@ -35,8 +35,19 @@ struct Expansion {
 // The seed of repetition `k` of `config_id`: FNV-1a 64 of "<config_id>-r<k>", masked to 31 bits.
 uint64_t derive_seed(const std::string& config_id, int repetition);
 
+// The default of `sweep expand --max-runs`: a campaign larger than this is refused.
+constexpr int64_t kDefaultMaxRuns = 10000;
+
+// The most runs `sweep` can expand to, computed from the list lengths alone (nothing is
+// materialised): (product of the dimensions' lengths + includes) x repetitions, before
+// exclusion and de-duplication; saturates at INT64_MAX.
+int64_t planned_run_count(const SweepFile& sweep);
+
 // Expands and validates every point (ConfigError naming the sweep file, the point and the key).
-Expansion expand_sweep(const SweepFile& sweep);
+// Refused before anything is materialised: planned_run_count above `max_runs`. Refused after
+// the product: an exclude entry that matches no point (a typo in it would silently keep
+// points the author meant to drop).
+Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs = kDefaultMaxRuns);
 
 // Checks every run's gpu, mpi_flavor and dataset.storage against the site: a name the site
 // lacks is a ConfigError naming the sweep file, the run (index, run_id, swept values) and the key.

@@ -11,9 +11,12 @@
 #include <unistd.h>
 
 #include "config/registries.h"
+#include "config/strict_yaml.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/names.h"
 #include "core/strings.h"
+#include "sweep/scheduler_values.h"
 
 namespace ts {
 namespace {
@@ -36,10 +39,32 @@ struct SiteParser {
   }
   [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { throw ConfigError(at(n) + ": " + msg); }
 
+  // Every value of a site file is one line: a newline would end a line of a job script.
   std::string scalar(const YAML::Node& n, const std::string& key) const {
     if (n.IsNull()) return "";
     if (!n.IsScalar()) fail(n, "key '" + key + "': expected a single value (a scalar)");
+    const std::string control = control_character_problem(n.Scalar());
+    if (!control.empty()) fail(n, "key '" + key + "': the value contains " + control + "; values are one line of text");
     return n.Scalar();
+  }
+  // A value that a job script's header carries (sweep/scheduler_values.h): `problem` of it.
+  std::string header_value(const YAML::Node& n, const std::string& key, std::string (*problem)(const std::string&)) const {
+    const std::string value = scalar(n, key);
+    const std::string why = problem(value);
+    if (!why.empty()) fail(n, "key '" + key + "': " + why);
+    return value;
+  }
+  std::string directive(const YAML::Node& n, const std::string& key, DirectiveKind kind) const {
+    const std::string value = scalar(n, key);
+    const std::string why = directive_value_problem(value, kind);
+    if (!why.empty()) fail(n, "key '" + key + "': '" + one_line(value) + "': " + why);
+    return value;
+  }
+  // An entry name (mpi, storage): it appears in shape labels and job-script comments.
+  std::string entry_name(const YAML::Node& n, const std::string& section) const {
+    const std::string name = scalar(n, section);
+    check_name(name, section + " entry name", at(n), section);
+    return name;
   }
   int64_t integer(const YAML::Node& n, const std::string& key, int64_t lo) const {
     std::string t = scalar(n, key);
@@ -51,9 +76,25 @@ struct SiteParser {
     }
     fail(n, "key '" + key + "': '" + t + "' is not an integer >= " + std::to_string(lo));
   }
+  bool boolean(const YAML::Node& n, const std::string& key) const {
+    const std::string t = scalar(n, key);
+    if (t == "true" || t == "yes" || t == "on") return true;
+    if (t == "false" || t == "no" || t == "off") return false;
+    fail(n, "key '" + key + "': '" + t + "' is not accepted; accepted: true, false");
+  }
+  double positive_number(const YAML::Node& n, const std::string& key) const {
+    const std::string t = scalar(n, key);
+    try {
+      size_t used = 0;
+      const double v = std::stod(t, &used);
+      if (used == t.size() && v > 0 && v < 1e9) return v;
+    } catch (const std::exception&) {
+    }
+    fail(n, "key '" + key + "': '" + t + "' is not a number > 0 (e.g. 256 or 0.5)");
+  }
   std::vector<std::string> strings(const YAML::Node& n, const std::string& key) const {
     if (n.IsNull()) return {};
-    if (n.IsScalar()) return {n.Scalar()};
+    if (n.IsScalar()) return {scalar(n, key)};
     if (!n.IsSequence()) fail(n, "key '" + key + "': expected a list of strings, e.g. [openmpi/4.1]");
     std::vector<std::string> out;
     for (const auto& v : n) out.push_back(scalar(v, key));
@@ -72,6 +113,15 @@ struct SiteParser {
     }
   }
 };
+
+std::string partition_problem(const std::string& name) {
+  const std::string why = scheduler_name_problem(name);
+  return why.empty() ? "" : "'" + one_line(name) + "' is not a partition / queue name: " + why;
+}
+std::string account_problem(const std::string& name) {
+  const std::string why = scheduler_name_problem(name);
+  return why.empty() ? "" : "'" + one_line(name) + "' is not an account name: " + why;
+}
 
 // The entry names `gpu:` accepts: every GPU generation and `any` (not `none`: runs without a
 // GPU ask for no GPU).
@@ -99,7 +149,16 @@ void check_select(const SiteParser& p, const YAML::Node& n, const std::string& k
   }
 }
 
-// gpu: generation (or any) -> {partition, gres, constraint, select, gpus_per_node, modules, binary}.
+// node: {cores, gpus, memory_gb, oversubscribe}: what one compute node offers.
+void read_node(const SiteParser& p, const YAML::Node& n, const std::string& section, SiteNode& node) {
+  p.check_keys(n, section, {"cores", "gpus", "memory_gb", "oversubscribe"});
+  if (n["cores"]) node.cores = static_cast<int>(p.integer(n["cores"], section + ".cores", 1));
+  if (n["gpus"]) node.gpus = static_cast<int>(p.integer(n["gpus"], section + ".gpus", 0));
+  if (n["memory_gb"]) node.memory_gb = p.positive_number(n["memory_gb"], section + ".memory_gb");
+  if (n["oversubscribe"]) node.oversubscribe = p.boolean(n["oversubscribe"], section + ".oversubscribe");
+}
+
+// gpu: generation (or any) -> {partition, gres, constraint, select, gpus_per_node, modules, binary, node}.
 void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
   if (!n.IsMap())
     p.fail(n, "gpu: expected a mapping of GPU generations to {partition, gres, constraint, select, gpus_per_node, modules, "
@@ -116,18 +175,19 @@ void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
                            "constraint or select)");
     }
     const std::string sec = "gpu." + name;
-    p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "select", "gpus_per_node", "modules", "binary"});
+    p.check_keys(kv.second, sec, {"partition", "gres", "constraint", "select", "gpus_per_node", "modules", "binary", "node"});
     SiteGpu g;
-    if (kv.second["partition"]) g.partition = p.scalar(kv.second["partition"], sec + ".partition");
-    if (kv.second["gres"]) g.gres = p.scalar(kv.second["gres"], sec + ".gres");
-    if (kv.second["constraint"]) g.constraint = p.scalar(kv.second["constraint"], sec + ".constraint");
+    if (kv.second["partition"]) g.partition = p.header_value(kv.second["partition"], sec + ".partition", partition_problem);
+    if (kv.second["gres"]) g.gres = p.directive(kv.second["gres"], sec + ".gres", DirectiveKind::gres);
+    if (kv.second["constraint"]) g.constraint = p.directive(kv.second["constraint"], sec + ".constraint", DirectiveKind::constraint);
     if (kv.second["select"]) {
-      g.select = p.scalar(kv.second["select"], sec + ".select");
+      g.select = p.directive(kv.second["select"], sec + ".select", DirectiveKind::select);
       check_select(p, kv.second["select"], sec + ".select", g.select);
     }
     if (kv.second["gpus_per_node"]) g.gpus_per_node = static_cast<int>(p.integer(kv.second["gpus_per_node"], sec + ".gpus_per_node", 1));
     if (kv.second["modules"]) g.modules = p.strings(kv.second["modules"], sec + ".modules");
     if (kv.second["binary"]) g.binary = p.scalar(kv.second["binary"], sec + ".binary");
+    if (kv.second["node"]) read_node(p, kv.second["node"], sec + ".node", g.node);
     s.gpu[name] = g;
   }
 }
@@ -136,7 +196,7 @@ void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
 void read_mpis(const SiteParser& p, const YAML::Node& n, Site& s) {
   if (!n.IsMap()) p.fail(n, "mpi: expected a mapping of MPI flavors to {modules, launcher, launcher_command, srun_mpi, launcher_args, binary}");
   for (const auto& kv : n) {
-    const std::string name = p.scalar(kv.first, "mpi");
+    const std::string name = p.entry_name(kv.first, "mpi");
     const std::string sec = "mpi." + name;
     const YAML::Node e = kv.second.IsNull() ? YAML::Node(YAML::NodeType::Map) : kv.second;
     p.check_keys(e, sec, {"modules", "launcher", "launcher_command", "srun_mpi", "launcher_args", "binary"});
@@ -154,11 +214,25 @@ void read_mpis(const SiteParser& p, const YAML::Node& n, Site& s) {
   }
 }
 
+// requeue and signal_seconds (docs/reliability.md "Preemption").
+void read_preemption(const SiteParser& p, const YAML::Node& root, Site& s) {
+  if (root["requeue"]) s.requeue = p.boolean(root["requeue"], "requeue");
+  if (!root["signal_seconds"]) return;
+  const int64_t seconds = p.integer(root["signal_seconds"], "signal_seconds", 0);
+  if (seconds > 65535) p.fail(root["signal_seconds"], "key 'signal_seconds': " + std::to_string(seconds) +
+                                                          " is out of range; accepted: 0 ... 65535 (sbatch --signal)");
+  if (s.scheduler == "pbs")
+    p.fail(root["signal_seconds"], "key 'signal_seconds': PBS has no signal ahead of the walltime (sbatch --signal is "
+                                   "Slurm's); PBS sends SIGTERM kill_delay seconds before the kill, which the job "
+                                   "script forwards anyway: remove the key");
+  s.signal_seconds = static_cast<int>(seconds);
+}
+
 }  // namespace
 
 std::vector<std::string> site_file_keys() {
-  return {"name", "scheduler", "account", "partition", "limits", "defaults", "templates",
-          "setup", "env", "mpi_default", "gpu", "mpi", "storage"};
+  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "requeue", "signal_seconds",
+          "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage"};
 }
 
 Site load_site_file(const std::string& path) {
@@ -168,12 +242,7 @@ Site load_site_file(const std::string& path) {
 
 Site parse_site_file(const std::string& text, const std::string& path) {
   SiteParser p{path};
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_strictly(text, path);  // duplicate keys, documents, aliases
   if (!root.IsMap()) throw ConfigError(path + ": a site file must be a YAML mapping with at least `scheduler` (see docs/sweeps.md)");
   p.check_keys(root, "site", site_file_keys());
 
@@ -185,8 +254,8 @@ Site parse_site_file(const std::string& text, const std::string& path) {
   s.scheduler = p.scalar(root["scheduler"], "scheduler");
   if (s.scheduler != "slurm" && s.scheduler != "pbs" && s.scheduler != "local")
     p.fail(root["scheduler"], "key 'scheduler': '" + s.scheduler + "' is not accepted; accepted: slurm, pbs, local");
-  if (root["account"]) s.account = p.scalar(root["account"], "account");
-  if (root["partition"]) s.partition = p.scalar(root["partition"], "partition");
+  if (root["account"]) s.account = p.header_value(root["account"], "account", account_problem);
+  if (root["partition"]) s.partition = p.header_value(root["partition"], "partition", partition_problem);
   if (root["templates"]) s.templates = p.scalar(root["templates"], "templates");
   if (root["setup"]) s.setup = p.strings(root["setup"], "setup");
   if (const YAML::Node n = root["limits"]) {
@@ -196,12 +265,17 @@ Site parse_site_file(const std::string& text, const std::string& path) {
   }
   if (const YAML::Node n = root["defaults"]) {
     p.check_keys(n, "defaults", {"walltime", "workers_per_node"});
-    if (n["walltime"]) s.walltime = p.scalar(n["walltime"], "defaults.walltime");
+    if (n["walltime"]) s.walltime = p.header_value(n["walltime"], "defaults.walltime", walltime_problem);
     if (n["workers_per_node"]) s.workers_per_node = static_cast<int>(p.integer(n["workers_per_node"], "defaults.workers_per_node", 1));
   }
+  if (const YAML::Node n = root["node"]) read_node(p, n, "node", s.node);
+  read_preemption(p, root, s);
   if (const YAML::Node n = root["env"]) {
     if (!n.IsMap()) p.fail(n, "env: expected a mapping NAME: value");
-    for (const auto& kv : n) s.env[p.scalar(kv.first, "env")] = p.scalar(kv.second, "env." + kv.first.Scalar());
+    for (const auto& kv : n) {
+      const std::string name = p.header_value(kv.first, "env", env_name_problem);  // `export NAME=...` lines
+      s.env[name] = p.scalar(kv.second, "env." + name);
+    }
   }
   if (const YAML::Node n = root["gpu"]) read_gpus(p, n, s);
   if (const YAML::Node n = root["mpi"]) read_mpis(p, n, s);
@@ -213,7 +287,7 @@ Site parse_site_file(const std::string& text, const std::string& path) {
   if (const YAML::Node n = root["storage"]) {
     if (!n.IsMap()) p.fail(n, "storage: expected a mapping of storage names to {path, stage_from}");
     for (const auto& kv : n) {
-      const std::string name = p.scalar(kv.first, "storage");
+      const std::string name = p.entry_name(kv.first, "storage");
       const std::string sec = "storage." + name;
       const YAML::Node e = kv.second.IsNull() ? YAML::Node(YAML::NodeType::Map) : kv.second;
       p.check_keys(e, sec, {"path", "stage_from"});

@@ -7,10 +7,22 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ts {
+
+// `node:` what one compute node offers, for `sweep submit`'s shape check (sweep/shape_check.h).
+// Unset values are unknown and not checked. The local executor's node is this machine unless a
+// local site declares one; a `gpu.<generation>.node` describes that generation's nodes.
+struct SiteNode {
+  std::optional<int> cores;        // CPU cores of one node
+  std::optional<int> gpus;         // GPUs of one node
+  std::optional<double> memory_gb; // memory of one node in GiB (2^30 bytes: Slurm's G, PBS's gb)
+  bool oversubscribe = false;      // accept shapes that need more cores than a node has
+  bool declared() const { return cores || gpus || memory_gb; }
+};
 
 // One `gpu:` entry: what an array of runs with `gpu: <generation>` asks the scheduler for.
 // Entries are named by generation (k80 ... h200, backend/gpu_generation.h) or `any` (runs
@@ -26,6 +38,8 @@ struct SiteGpu {
   // trainscale built for these GPUs ("" = the MPI entry's binary): CUDA 13 compiles for compute
   // capability 7.5 and newer only, so K80/P40/P100/V100 nodes need a build with an older toolkit.
   std::string binary;
+  // The nodes of this generation where they differ from the site's `node` (set values win).
+  SiteNode node;
 };
 
 struct SiteMpi {
@@ -53,6 +67,14 @@ struct Site {
   std::string walltime = "01:00:00";  // default when the sweep's resources give none
   int workers_per_node = 0;  // CPU runs: MPI ranks per node (0 = all ranks on one node)
   std::string templates;     // directory of the job templates ("" = <source>/jobs)
+  SiteNode node;             // `node:` (cores, gpus, memory_gb, oversubscribe)
+  // Preemption (docs/reliability.md "Preemption"): Slurm `#SBATCH --requeue` (PBS `#PBS -r y`),
+  // and a task that ends preempted requeues itself (scontrol requeue).
+  bool requeue = false;
+  // Slurm `#SBATCH --signal=B:USR1@<n>`: the batch shell gets SIGUSR1 n seconds before the
+  // walltime and forwards it to the ranks. The local executor waits this long after forwarding
+  // an interrupt before it kills what is left (0 = 60 s there).
+  int signal_seconds = 0;
   std::vector<std::string> setup;              // extra shell lines run before the launcher
   std::map<std::string, std::string> env;      // exported in job scripts and the local executor
   std::string mpi_default;                     // the mpi entry for runs with mpi_flavor: any

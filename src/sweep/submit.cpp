@@ -1,4 +1,4 @@
-// Job-array scripts, submission, scheduler queries and the local executor (see submit.h).
+// Job-array scripts, submission and scheduler queries (see submit.h).
 #include "sweep/submit.h"
 
 #include <yaml-cpp/yaml.h>
@@ -27,8 +27,10 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
+#include "core/names.h"
 #include "core/run_marker.h"
 #include "core/strings.h"
+#include "sweep/scheduler_values.h"
 
 namespace ts {
 namespace {
@@ -54,15 +56,6 @@ std::pair<int, std::string> capture(const std::string& cmd) {
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   int rc = ::pclose(p);
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
-
-bool on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::istringstream in(path ? path : "");
-  std::string dir;
-  while (std::getline(in, dir, ':'))
-    if (!dir.empty() && ::access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
-  return false;
 }
 
 std::string templates_dir(const Site& site) {
@@ -121,19 +114,9 @@ std::vector<int64_t> read_index_file(const std::string& path) {
   return out;
 }
 
-std::string seconds_text(double s) {
-  if (!std::isfinite(s)) return "?";
-  long t = std::lround(s);
-  char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-  else if (t >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%lds", t);
-  return buf;
-}
-
 // A live `trainscale sweep submit|resubmit` process (not another process that reuses the pid).
 bool local_executor_alive(long pid) {
-  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+  if (!process_alive(pid)) return false;
   std::string cmdline;
   try {
     cmdline = read_text_file("/proc/" + std::to_string(pid) + "/cmdline");
@@ -147,6 +130,15 @@ bool local_executor_alive(long pid) {
 
 }  // namespace
 
+bool program_on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::istringstream in(path ? path : "");
+  std::string dir;
+  while (std::getline(in, dir, ':'))
+    if (!dir.empty() && ::access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
 std::string JobShape::label() const {
   return "workers=" + std::to_string(workers) + " nodes=" + std::to_string(nodes) + " cpus=" + std::to_string(cpus_per_task) +
          " gpus=" + std::to_string(gpus_per_node) + (gpu.empty() ? "" : " gpu=" + gpu) + " partition=" + (partition.empty() ? "-" : partition) +
@@ -157,11 +149,11 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
   const Site& site = c.site;
   const YAML::Node res = YAML::Load(c.resources_yaml);
   const std::string where = c.manifest_path + ": resources";
-  static const std::vector<std::string> accepted = {"walltime", "cpus_per_worker", "workers_per_node", "partition", "mem"};
-  if (res.IsMap())
+  if (res.IsMap())  // checked when the sweep was read; again here, for a manifest edited by hand
     for (const auto& kv : res)
-      if (std::find(accepted.begin(), accepted.end(), kv.first.Scalar()) == accepted.end())
-        throw ConfigError(where + ": unknown key '" + kv.first.Scalar() + "'; accepted: " + join(accepted, ", "));
+      if (const std::string why = resource_value_problem(kv.first.Scalar(), kv.second.IsScalar() ? kv.second.Scalar() : "");
+          !why.empty())
+        throw ConfigError(where + ": key '" + one_line(kv.first.Scalar()) + "': " + why);
 
   std::vector<int64_t> all = indices;
   if (all.empty())
@@ -244,6 +236,45 @@ std::vector<std::string> launch_command(const SiteMpi& mpi, int workers) {
   return cmd;
 }
 
+namespace {
+
+// What a job script does with a preempted task (exit 4, a checkpoint written).
+std::string on_preempted(const std::string& scheduler, bool requeue) {
+  if (!requeue)
+    return "# A preempted task (exit 4) waits for `trainscale sweep resubmit CAMPAIGN --preempted` (site: requeue: false).";
+  if (scheduler == "pbs")
+    return "# requeue: true (#PBS -r y): PBS reruns the task after a node failure or preemption; it resumes from its checkpoint.";
+  return "# requeue: true: a preempted task (exit 4) goes back to the queue and resumes from its checkpoint.\n"
+         "if [ \"$rc\" -eq 4 ] && [ -n \"${SLURM_JOB_ID:-}\" ]; then scontrol requeue \"$SLURM_JOB_ID\" && rc=0; fi";
+}
+
+// Every value a script's header carries, checked once more where the script is made (the site,
+// sweep and manifest readers checked them first): nothing that fails here reaches a `#SBATCH` /
+// `#PBS` line, where bash quoting does not apply and a newline would end the header.
+void check_header_values(const Campaign& c, const JobShape& shape, const std::string& job_name, const std::string& log_dir) {
+  auto check = [&](const std::string& what, const std::string& value, const std::string& why) {
+    if (!why.empty())
+      throw ConfigError(c.manifest_path + ": " + what + " '" + one_line(value) + "' cannot go into a job script: " + why);
+  };
+  check("campaign name", c.name, name_problem(c.name));
+  check("job name", job_name, name_problem(job_name));
+  check("mpi entry", shape.mpi, name_problem(shape.mpi));
+  if (!shape.gpu.empty()) check("gpu", shape.gpu, name_problem(shape.gpu));
+  check("walltime", shape.walltime, walltime_problem(shape.walltime));
+  if (!shape.mem.empty()) check("mem", shape.mem, memory_problem(shape.mem));
+  if (!shape.partition.empty()) check("partition", shape.partition, scheduler_name_problem(shape.partition));
+  if (!c.site.account.empty()) check("account", c.site.account, scheduler_name_problem(c.site.account));
+  if (!shape.gres.empty()) check("gres", shape.gres, directive_value_problem(shape.gres, DirectiveKind::gres));
+  if (!shape.constraint.empty())
+    check("constraint", shape.constraint, directive_value_problem(shape.constraint, DirectiveKind::constraint));
+  if (!shape.select.empty()) check("select", shape.select, directive_value_problem(shape.select, DirectiveKind::select));
+  if (shell_quote(log_dir) != log_dir)
+    check("campaign directory", log_dir,
+          "a #SBATCH/#PBS line cannot quote it; use a path of letters, digits and _ - . / = : , + @ % only");
+}
+
+}  // namespace
+
 std::string render_job_script(const Campaign& c, const std::string& scheduler, const JobShape& shape,
                               const std::string& job_name, const std::string& index_file, int64_t count, int throttle) {
   const Site& site = c.site;
@@ -253,6 +284,7 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   const std::string tpl = read_text_file(tpl_path);
   const SiteMpi mpi = shape_mpi(site, shape);
   const std::string campaign_dir = fs::absolute(c.dir).lexically_normal().string();
+  check_header_values(c, shape, job_name, campaign_dir + "/logs");
 
   std::vector<std::string> launch;
   for (const auto& a : launch_command(mpi, shape.workers)) launch.push_back(shell_quote(a));
@@ -274,7 +306,7 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   v["TASKS_PER_NODE"] = std::to_string(shape.tasks_per_node);
   v["CPUS_PER_TASK"] = std::to_string(shape.cpus_per_task);
   v["NCPUS_PER_NODE"] = std::to_string(shape.tasks_per_node * shape.cpus_per_task);
-  v["WALLTIME"] = shape.walltime;
+  v["WALLTIME"] = scheduler == "slurm" ? shape.walltime : pbs_walltime(shape.walltime);
   v["LOG_DIR"] = shell_quote(campaign_dir + "/logs");
   v["CAMPAIGN_DIR"] = shell_quote(campaign_dir);
   v["INDEX_FILE"] = shell_quote(index_file);
@@ -287,7 +319,9 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
     if (!site.account.empty()) directives.push_back("#SBATCH --account=" + site.account);
     if (!shape.gres.empty()) directives.push_back("#SBATCH --gres=" + shape.gres);
     if (!shape.constraint.empty()) directives.push_back("#SBATCH --constraint=" + shape.constraint);
-    if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + shape.mem);
+    if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + slurm_memory(shape.mem));
+    if (site.requeue) directives.push_back("#SBATCH --requeue");
+    if (site.signal_seconds > 0) directives.push_back("#SBATCH --signal=B:USR1@" + std::to_string(site.signal_seconds));
   } else {
     if (count > 1) {
       v["ARRAY_DIRECTIVE"] = "#PBS -J 0-" + std::to_string(count - 1) +
@@ -299,13 +333,15 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
     }
     v["GPU_SELECT"] = shape.gpus_per_node > 0 ? ":ngpus=" + std::to_string(shape.gpus_per_node) : "";
     if (!shape.select.empty()) v["GPU_SELECT"] += ":" + shape.select;  // e.g. :gpu_model=a100
-    if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + shape.mem;
+    if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + pbs_memory(shape.mem);
     if (!shape.partition.empty()) directives.push_back("#PBS -q " + shape.partition);
     if (!site.account.empty()) directives.push_back("#PBS -A " + site.account);
     if (!shape.constraint.empty())
       directives.push_back("# constraint " + shape.constraint + " is a Slurm node feature; PBS resources go in the site's gpu." +
                            shape.gpu + ".select");
+    if (site.requeue) directives.push_back("#PBS -r y");
   }
+  v["ON_PREEMPTED"] = on_preempted(scheduler, site.requeue);
   v["DIRECTIVES"] = directives.empty() ? "# (no partition, account, gres or constraint)" : join(directives, "\n");
   return fill_template(tpl, v, tpl_path);
 }
@@ -347,7 +383,7 @@ std::vector<JobScript> write_job_scripts(const Campaign& c, const std::string& s
 
 std::string submit_job_script(const JobScript& job) {
   const std::string program = job.scheduler == "slurm" ? "sbatch" : "qsub";
-  if (!on_path(program))
+  if (!program_on_path(program))
     throw RuntimeError(program + " not found on PATH: --scheduler " + job.scheduler + " needs the " + job.scheduler +
                        " client commands (run on a login node, or use --dry-run to write the scripts only)");
   const std::string cmd = job.scheduler == "slurm" ? "sbatch --parsable " + shell_quote(job.script) : "qsub " + shell_quote(job.script);
@@ -419,181 +455,120 @@ std::string next_resubmit_tag(const std::string& dir) {
   }
 }
 
+namespace {
+
+// Job id (numeric part) -> index file, of one scheduler's recorded submissions.
+using RecordedJobs = std::map<std::string, std::string>;
+
+// Records what the scheduler says about array task `task` of `job` under its manifest index.
+void mark_task(SchedulerStates& states, const RecordedJobs& jobs, const std::string& job, const std::string& task,
+               const SchedulerTask& what) {
+  auto it = jobs.find(job);
+  if (it == jobs.end()) return;
+  const auto idx = read_index_file(it->second);
+  int64_t t = 0;
+  try {
+    t = task.empty() || task == "N/A" ? 0 : std::stoll(task);
+  } catch (const std::exception&) {
+    return;
+  }
+  if (t >= 0 && t < static_cast<int64_t>(idx.size())) states[idx[t]] = what;
+}
+
+// squeue: one line per array task (-r), "<array job id> <task id> <state> <reason>".
+void ask_slurm(const RecordedJobs& jobs, SchedulerStates& states, std::vector<std::string>* notes) {
+  if (!program_on_path("squeue")) {
+    notes->push_back("squeue not found on PATH: running/pending not asked from Slurm");
+    return;
+  }
+  std::string ids;
+  for (const auto& [id, f] : jobs) ids += (ids.empty() ? "" : ",") + id;
+  auto [rc, out] = capture("squeue -h -r -o '%F %K %t %r' -j " + ids);
+  if (rc != 0 && out.find("Invalid job id") == std::string::npos) {
+    notes->push_back("squeue failed (exit " + std::to_string(rc) + "): " + out);
+    return;
+  }
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string job, task, st, reason;
+    if (!(fields >> job >> task >> st)) continue;
+    std::getline(fields >> std::ws, reason);
+    const bool pending = st == "PD";
+    mark_task(states, jobs, job, task, {pending ? "pending" : "running", pending && reason != "None" ? reason : ""});
+  }
+}
+
+// One subjob of `qstat -f -t`: its id, job_state and comment (continuation lines joined).
+struct PbsSubjob {
+  std::string job, task, state, comment;
+};
+
+std::vector<PbsSubjob> parse_qstat_full(const std::string& out) {
+  std::vector<PbsSubjob> jobs;
+  const std::regex id(R"(^Job Id:\s*(\d+)\[(\d+)\])");
+  std::string* last_value = nullptr;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (line.rfind("Job Id:", 0) == 0) {
+      last_value = nullptr;
+      if (std::regex_search(line, m, id)) jobs.push_back({m[1], m[2], "", ""});
+      else jobs.push_back({"", "", "", ""});  // a plain job or the array itself (123[]): not a subjob
+      continue;
+    }
+    if (jobs.empty()) continue;
+    if (!line.empty() && line[0] == '\t' && last_value) {  // qstat wraps long values anywhere, mid-word too
+      *last_value += line.substr(1);
+      continue;
+    }
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, eq));
+    last_value = key == "job_state" ? &jobs.back().state : key == "comment" ? &jobs.back().comment : nullptr;
+    if (last_value) *last_value = line.substr(eq + 3);
+  }
+  for (auto& j : jobs) {
+    j.state = trim(j.state);
+    j.comment = trim(j.comment);
+  }
+  return jobs;
+}
+
+// qstat -f -t: subjobs queued (Q, H, W) are pending with their comment; R, E, B are running.
+void ask_pbs(const RecordedJobs& jobs, SchedulerStates& states, std::vector<std::string>* notes) {
+  if (!program_on_path("qstat")) {
+    notes->push_back("qstat not found on PATH: running/pending not asked from PBS");
+    return;
+  }
+  std::string ids;
+  for (const auto& [id, f] : jobs) ids += " " + id + "[]";
+  auto [rc, out] = capture("qstat -f -t" + ids);
+  for (const auto& j : parse_qstat_full(out)) {
+    if (j.job.empty()) continue;
+    if (j.state == "Q" || j.state == "H" || j.state == "W") mark_task(states, jobs, j.job, j.task, {"pending", j.comment});
+    else if (j.state == "R" || j.state == "E" || j.state == "B") mark_task(states, jobs, j.job, j.task, {"running", ""});
+  }
+}
+
+}  // namespace
+
 SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* notes) {
   SchedulerStates states;
-  const auto subs = read_submissions(c.dir);
-  // Job id (numeric part) -> index file, per scheduler.
-  std::map<std::string, std::string> slurm_jobs, pbs_jobs;
-  for (const auto& s : subs) {
+  RecordedJobs slurm_jobs, pbs_jobs;
+  for (const auto& s : read_submissions(c.dir)) {
     const std::string id = s.job_id.substr(0, s.job_id.find_first_not_of("0123456789"));
     if (s.scheduler == "slurm") slurm_jobs[id] = s.index_file;
     if (s.scheduler == "pbs") pbs_jobs[id] = s.index_file;
     if (s.scheduler == "local" && s.host == host_name() && local_executor_alive(s.pid)) {
       // A live local executor: its queued runs without a marker are pending.
-      for (int64_t i : read_index_file(s.index_file)) states.emplace(i, "pending");
+      for (int64_t i : read_index_file(s.index_file))
+        states.emplace(i, SchedulerTask{"pending", "queued by the local executor (pid " + std::to_string(s.pid) + ")"});
     }
   }
-  auto mark = [&](const std::map<std::string, std::string>& jobs, const std::string& job, const std::string& task,
-                  const std::string& state) {
-    auto it = jobs.find(job);
-    if (it == jobs.end()) return;
-    const auto idx = read_index_file(it->second);
-    int64_t t = 0;
-    try {
-      t = task.empty() || task == "N/A" ? 0 : std::stoll(task);
-    } catch (const std::exception&) {
-      return;
-    }
-    if (t >= 0 && t < static_cast<int64_t>(idx.size())) states[idx[t]] = state;
-  };
-  if (!slurm_jobs.empty()) {
-    if (!on_path("squeue")) {
-      notes->push_back("squeue not found on PATH: running/pending not asked from Slurm");
-    } else {
-      std::string ids;
-      for (const auto& [id, f] : slurm_jobs) ids += (ids.empty() ? "" : ",") + id;
-      // One line per array task (-r): "<array job id> <task id> <state>".
-      auto [rc, out] = capture("squeue -h -r -o '%F %K %t' -j " + ids);
-      if (rc != 0 && out.find("Invalid job id") == std::string::npos) {
-        notes->push_back("squeue failed (exit " + std::to_string(rc) + "): " + out);
-      } else {
-        std::istringstream in(out);
-        std::string job, task, st;
-        while (in >> job >> task >> st) mark(slurm_jobs, job, task, st == "PD" ? "pending" : "running");
-      }
-    }
-  }
-  if (!pbs_jobs.empty()) {
-    if (!on_path("qstat")) {
-      notes->push_back("qstat not found on PATH: running/pending not asked from PBS");
-    } else {
-      std::string ids;
-      for (const auto& [id, f] : pbs_jobs) ids += " " + id + "[]";
-      auto [rc, out] = capture("qstat -t" + ids);
-      std::istringstream in(out);
-      std::string line;
-      const std::regex sub(R"(^(\d+)\[(\d+)\]\S*\s+\S+\s+\S+\s+\S+\s+(\w)\s)");
-      while (std::getline(in, line)) {
-        std::smatch m;
-        if (std::regex_search(line, m, sub)) {
-          const std::string s = m[3];
-          if (s == "Q" || s == "H" || s == "W") mark(pbs_jobs, m[1], m[2], "pending");
-          else if (s == "R" || s == "E" || s == "B") mark(pbs_jobs, m[1], m[2], "running");
-        }
-      }
-    }
-  }
+  if (!slurm_jobs.empty()) ask_slurm(slurm_jobs, states, notes);
+  if (!pbs_jobs.empty()) ask_pbs(pbs_jobs, states, notes);
   return states;
-}
-
-namespace {
-
-// The launcher command of every run in `indices`, checked to be runnable here.
-std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign& c, const std::vector<int64_t>& indices) {
-  std::map<int64_t, std::vector<std::string>> argv_of;
-  for (const auto& g : group_by_shape(c, indices))  // validates gpu/mpi/storage against the site
-    for (int64_t i : g.indices) {
-      auto cmd = launch_command(shape_mpi(c.site, g.shape), g.shape.workers);
-      if (::access(cmd.back().c_str(), X_OK) != 0)
-        throw ConfigError("site " + c.site.path + ": " +
-                          (!g.shape.gpu.empty() && !c.site.gpu.at(g.shape.gpu).binary.empty() ? "gpu." + g.shape.gpu
-                                                                                             : "mpi." + g.shape.mpi) +
-                          ".binary: " + cmd.back() +
-                          " is not an executable here; build it (scripts/build.sh) or fix `binary` in the site file");
-      if (!on_path(cmd.front()))
-        throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ": the launcher '" + cmd.front() +
-                          "' is not on PATH; install it or set launcher_command");
-      for (const char* a : {"run", "--manifest"}) cmd.push_back(a);
-      cmd.push_back(c.dir);
-      cmd.push_back("--index");
-      cmd.push_back(std::to_string(i));
-      argv_of[i] = cmd;
-    }
-  return argv_of;
-}
-
-// Starts one run's launcher with the site's environment, its output in logs/<run_id>.launcher.log.
-pid_t start_local_run(const Campaign& c, const ManifestRun& run, std::vector<std::string> args) {
-  const std::string out_path = campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log";
-  const pid_t pid = ::fork();
-  if (pid < 0) throw RuntimeError("fork failed while starting run " + run.run_id);
-  if (pid > 0) return pid;
-  for (const auto& [k, v] : c.site.env) ::setenv(k.c_str(), v.c_str(), 1);
-  const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd >= 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::close(fd);
-  }
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  ::execvp(cargv[0], cargv.data());
-  std::fprintf(stderr, "trainscale sweep submit: cannot start %s: %s\n", cargv[0], std::strerror(errno));
-  ::_exit(127);
-}
-
-// "done", "diverged" or "failed: <reason>" of a finished launcher; a launcher that left no
-// marker gets a FAILED marker saying so.
-std::string local_outcome(const Campaign& c, const ManifestRun& run, int wstatus, bool* failed) {
-  const RunFiles f = run_files(c.dir, run.run_id);
-  if (const auto done = read_marker_if_present(f.done)) {
-    *failed = false;
-    return done->status == "diverged" ? "diverged" : "done";
-  }
-  *failed = true;
-  std::optional<RunMarker> marker = read_marker_if_present(f.failed);
-  if (!marker) {
-    marker = RunMarker{};
-    marker->reason = (WIFEXITED(wstatus) ? "the launcher exited with code " + std::to_string(WEXITSTATUS(wstatus))
-                                         : "the launcher was killed by signal " + std::to_string(WTERMSIG(wstatus))) +
-                     " without a result; see logs/" + run.run_id + ".launcher.log";
-    marker->host = host_name();
-    write_marker(f.failed, *marker);
-    std::error_code ec;
-    fs::remove(f.running, ec);
-  }
-  return "failed: " + marker->reason;
-}
-
-}  // namespace
-
-int64_t run_local(const Campaign& c, const std::vector<int64_t>& indices, int throttle, std::ostream& progress) {
-  const int64_t n = static_cast<int64_t>(indices.size());
-  throttle = std::max(1, throttle);
-  const auto argv_of = local_launch_commands(c, indices);
-  std::error_code ec;
-  fs::create_directories(campaign_logs_dir(c.dir), ec);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::map<pid_t, int64_t> live;
-  size_t next = 0;
-  int64_t finished = 0, failures = 0;
-  while (next < indices.size() || !live.empty()) {
-    while (next < indices.size() && static_cast<int>(live.size()) < throttle) {
-      const int64_t index = indices[next++];
-      live[start_local_run(c, c.runs[index], argv_of.at(index))] = index;
-    }
-    int wstatus = 0;
-    const pid_t pid = ::waitpid(-1, &wstatus, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    auto it = live.find(pid);
-    if (it == live.end()) continue;
-    const int64_t index = it->second;
-    live.erase(it);
-    bool failed = false;
-    const std::string outcome = local_outcome(c, c.runs[index], wstatus, &failed);
-    failures += failed ? 1 : 0;
-    ++finished;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double eta = elapsed / static_cast<double>(finished) * static_cast<double>(n - finished);
-    progress << "[" << finished << "/" << n << "] index " << index << " " << c.runs[index].run_id << ": " << outcome
-             << " | failures " << failures << " | elapsed " << seconds_text(elapsed) << " | ETA "
-             << (finished == n ? std::string("0s") : seconds_text(eta)) << std::endl;
-  }
-  return failures;
 }
 
 }  // namespace ts

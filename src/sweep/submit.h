@@ -2,7 +2,8 @@
 // job-array script per shape (and per part when a shape exceeds the site's max array size)
 // rendered from jobs/{slurm,pbs}.sh.in, an index file per script mapping array task -> manifest
 // index, submission with sbatch --parsable / qsub, the record in jobs/submissions.yaml, the
-// scheduler queried for running/pending tasks, and the local executor.
+// scheduler queried for running/pending tasks and why they wait. The local executor is
+// sweep/local_executor.h.
 // Every run is started by the same launcher logic: the site's MPI entry for the run's
 // mpi_flavor gives mpirun -np W | srun --mpi=<pmi> -n W | mpiexec -n W and the binary.
 #pragma once
@@ -95,13 +96,11 @@ std::vector<SubmissionRecord> read_submissions(const std::string& campaign_dir);
 std::string next_resubmit_tag(const std::string& campaign_dir);
 
 // Asks the scheduler(s) of the recorded submissions which manifest indices are running or
-// pending (squeue / qstat; a live local executor's queued indices are pending). Notes say what
-// could not be asked.
+// pending, and why pending ones wait (squeue %r; qstat -f comment; a live local executor's
+// queued indices are pending). Notes say what could not be asked.
 SchedulerStates query_scheduler(const Campaign& campaign, std::vector<std::string>* notes);
 
-// Runs `indices` on this machine, `throttle` at a time, each through the launcher, with one
-// progress line per finished run (k/N, failures so far, ETA) on `progress`. Returns the number
-// of runs that ended failed.
-int64_t run_local(const Campaign& campaign, const std::vector<int64_t>& indices, int throttle, std::ostream& progress);
+// Whether `program` is an executable in a directory of $PATH.
+bool program_on_path(const std::string& program);
 
 }  // namespace ts

@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -12,8 +11,11 @@
 
 #include "core/error.h"
 #include "config/schema.h"
+#include "config/strict_yaml.h"
 #include "core/file_io.h"
+#include "core/names.h"
 #include "core/strings.h"
+#include "sweep/scheduler_values.h"
 
 namespace ts {
 namespace {
@@ -153,6 +155,9 @@ void read_base(const SweepParser& p, const YAML::Node& node, SweepFile& sweep) {
   }
   sweep.base_path = base_path.lexically_normal().string();
   sweep.base_text = read_text_file(sweep.base_path);
+  if (yaml_is_empty(load_yaml_strictly(sweep.base_text, sweep.base_path)))
+    p.fail(node, "base: run config '" + sweep.base_path + "' is empty (no keys); write its keys (docs/config.md), or `{}` "
+                 "for every default");
 }
 
 void read_matrix(const SweepParser& p, const YAML::Node& m, std::set<std::string>& swept, SweepFile& sweep) {
@@ -221,12 +226,8 @@ std::string read_resources(const SweepParser& p, const YAML::Node& r) {
       p.fail(kv.first, msg + "; accepted: " + join(accepted));
     }
     const std::string value = p.scalar(kv.second, "resources key '" + key + "'");
-    if (key == "cpus_per_worker" || key == "workers_per_node") {
-      long v = 0;  // from_chars: no exception for 20 digits (std::stol threw std::out_of_range)
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-      const bool ok = !value.empty() && ec == std::errc() && end == value.data() + value.size() && v >= 1;
-      if (!ok) p.fail(kv.second, "resources key '" + key + "': '" + value + "' is not an integer >= 1");
-    }
+    const std::string problem = resource_value_problem(key, value);
+    if (!problem.empty()) p.fail(kv.second, "resources key '" + key + "': " + problem);
   }
   YAML::Emitter em;
   emit_yaml_node(em, r);
@@ -237,12 +238,7 @@ std::string read_resources(const SweepParser& p, const YAML::Node& r) {
 
 SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
   SweepParser p{path};
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
+  const YAML::Node root = load_yaml_strictly(text, path);  // duplicate keys (two `matrix:`), documents, aliases
   if (!root.IsMap()) throw ConfigError(path + ": a sweep file must be a YAML mapping with at least `base` (see docs/sweeps.md)");
   const std::set<std::string> seen = top_level_keys(p, root);
 
@@ -251,8 +247,9 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
   sweep.campaign = fs::path(path).stem().string();
   if (seen.count("campaign")) {
     sweep.campaign = p.scalar(root["campaign"], "campaign");
-    if (sweep.campaign.empty() || sweep.campaign.find_first_of("/\\ \t") != std::string::npos)
-      p.fail(root["campaign"], "campaign: '" + sweep.campaign + "' must be a non-empty name without '/' or spaces");
+    check_name(sweep.campaign, "campaign name", p.at(root["campaign"]), "campaign");
+  } else {
+    check_name(sweep.campaign, "campaign name (the sweep file's stem; set `campaign:` to choose one)", path, "campaign");
   }
   if (!seen.count("base")) throw ConfigError(path + ": missing `base` (the run config the sweep varies), e.g. base: ../runs/lenet_fmnist.yaml");
   read_base(p, root["base"], sweep);

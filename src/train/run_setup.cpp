@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/backend_factory.h"
+#include "config/schema.h"
 #include "dist/allreduce.h"
 #include "nn/models.h"
 #include "train/capabilities.h"
@@ -27,6 +28,19 @@ RunPlan plan_of(const RunConfig& r, const Loader& train_loader, int world) {
                       : 0;
   p.average_period = r.dist.period;
   return p;
+}
+
+// The steps that `epochs` or `train_samples` come to obey the bound of `steps` (config/schema.cpp):
+// the per-step records of the run are sized from the step count.
+void check_total_steps(const ResolvedConfig& cfg, const RunPlan& plan) {
+  const double most = find_key_spec("steps")->range.hi;
+  if (static_cast<double>(plan.total_steps) <= most) return;
+  const RunConfig& r = cfg.run;
+  const std::string key = r.epochs > 0 ? "epochs" : "train_samples";
+  throw ConfigError(cfg.locate(key) + ": the run would take " + std::to_string(plan.total_steps) + " steps (" +
+                    std::to_string(plan.steps_per_epoch) + " per epoch at a global batch of " +
+                    std::to_string(plan.global_batch) + "), more than the " + std::to_string(static_cast<int64_t>(most)) +
+                    " a run may take (the range of `steps`, docs/config.md); train shorter or with a larger batch");
 }
 
 }  // namespace
@@ -85,6 +99,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   }
   s->data = set_up_data(cfg, r.batch_for(comm.size()), comm.rank(), comm.size(), std::move(slots));
   s->plan = plan_of(r, *s->data->train_loader, comm.size());
+  check_total_steps(cfg, s->plan);
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {

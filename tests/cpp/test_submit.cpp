@@ -4,6 +4,7 @@
 // Set TRAINSCALE_UPDATE_GOLDEN=1 to rewrite the golden files after an intended change.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,8 @@
 #include "core/error.h"
 #include "core/host_info.h"
 #include "core/run_marker.h"
+#include "metrics/hdf5_file.h"
+#include "metrics/run_file_check.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
 #include "sweep/site.h"
@@ -329,9 +332,25 @@ TEST_F(Submit, RunsMissingFromTheSiteAreRefused) {
   }
 }
 
+// A complete run file as metrics/run_file_check.h sees it: the schema and every summary key
+// (tests/python/test_campaign_state.py uses real run files of real runs).
+void write_complete_run_file(const std::string& path, const std::string& run_id) {
+  h5::File f = h5::File::create(path);
+  f.set_attr("schema", "trainscale-run/1");
+  f.set_attr("run_id", run_id);
+  {
+    h5::Group summary = f.create_group("summary");
+    for (const auto& key : run_file_summary_keys()) summary.set_attr(key, 1.0);
+  }
+  f.close();
+}
+
 TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
-  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08]}\n", "");
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1]}\n", "");
   auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
+  fs::create_directories(dir / "campaign" / "runs");
+  write_complete_run_file(files(0).run_file, c.runs[0].run_id);
+  write_complete_run_file(files(1).run_file, c.runs[1].run_id);
   std::ofstream(files(0).done) << "status: ok\n";
   std::ofstream(files(1).done) << "status: diverged\n";
   RunMarker failed;  // the one marker format (core/run_marker.h)
@@ -346,23 +365,54 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   // 6: nothing -> missing
   // 7: queued by a live local executor and started: its live RUNNING marker wins over pending
   std::ofstream(files(7).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\nattempt: 1\n";
-  CampaignStatus st = campaign_status(c, {{5, "pending"}, {7, "pending"}});
-  EXPECT_EQ(st.total, 8);
+  // 8: a DONE marker in front of garbage is no result: failed, saying so
+  std::ofstream(files(8).run_file) << "not an HDF5 file";
+  std::ofstream(files(8).done) << "status: ok\n";
+  // 9: preempted by a signal after a checkpoint (its RUNNING marker left by the dead process)
+  RunMarker preempted;
+  preempted.reason = "SIGTERM at step 40; checkpoint at step 40";
+  preempted.attempt = 1;
+  write_marker(files(9).preempted, preempted);
+  std::ofstream(files(9).running) << "host: " << host_name() << "\npid: 999999999\nattempt: 1\n";
+  CampaignStatus st = campaign_status(c, {{5, {"pending", "JobHeldUser"}}, {7, {"pending", ""}}});
+  EXPECT_EQ(st.total, 10);
   EXPECT_EQ(st.done, 1);
   EXPECT_EQ(st.diverged, 1);
-  EXPECT_EQ(st.failed, 2);
+  EXPECT_EQ(st.failed, 3);
+  EXPECT_EQ(st.preempted, 1);
   EXPECT_EQ(st.running, 2);
   EXPECT_EQ(st.pending, 1);
   EXPECT_EQ(st.runs[7].state, RunState::running);
   EXPECT_EQ(st.missing, 1);
   EXPECT_EQ(st.runs[2].reason, "out of memory \"conv1\" [attempt 2, log: logs/x.attempt2.log]");
   EXPECT_NE(st.runs[4].reason.find("ended without a result"), std::string::npos) << st.runs[4].reason;
+  EXPECT_EQ(st.runs[5].reason, "JobHeldUser");
+  EXPECT_EQ(st.runs[8].state, RunState::failed);
+  EXPECT_NE(st.runs[8].reason.find("run file unreadable behind DONE (runs/" + c.runs[8].run_id + ".h5"), std::string::npos)
+      << st.runs[8].reason;
+  EXPECT_EQ(st.runs[9].state, RunState::preempted);
+  EXPECT_EQ(st.runs[9].reason, "SIGTERM at step 40; checkpoint at step 40 [attempt 1]");
   const std::string json = status_json(st);
-  EXPECT_EQ(json, "{\"total\": 8, \"done\": 1, \"diverged\": 1, \"failed\": [{\"index\": 2, \"run_id\": \"" + c.runs[2].run_id +
-                      "\", \"reason\": \"out of memory \\\"conv1\\\" [attempt 2, log: logs/x.attempt2.log]\"}, {\"index\": 4, \"run_id\": \"" + c.runs[4].run_id +
-                      "\", \"reason\": \"" + st.runs[4].reason + "\"}], \"running\": 2, \"pending\": 1, \"missing\": 1}\n");
+  auto entry = [&](int i) {
+    return "{\"index\": " + std::to_string(i) + ", \"run_id\": \"" + c.runs[i].run_id + "\", \"reason\": \"" + st.runs[i].reason + "\"}";
+  };
+  EXPECT_EQ(json, "{\"total\": 10, \"done\": 1, \"diverged\": 1, \"failed\": [{\"index\": 2, \"run_id\": \"" + c.runs[2].run_id +
+                      "\", \"reason\": \"out of memory \\\"conv1\\\" [attempt 2, log: logs/x.attempt2.log]\"}, " + entry(4) + ", " + entry(8) +
+                      "], \"preempted\": [" + entry(9) + "], \"running\": 2, \"pending\": 1, \"pending_reasons\": [" + entry(5) +
+                      "], \"missing\": 1}\n");
   const std::string text = status_text(c, st);
-  EXPECT_NE(text.find("done 1, diverged 1, failed 2, running 2, pending 1, missing 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("done 1, diverged 1, failed 3, preempted 1, running 2, pending 1, missing 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("  pending 1 (JobHeldUser): indices 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  preempted 9  " + c.runs[9].run_id + ": SIGTERM at step 40"), std::string::npos) << text;
+
+  // A later FAILED attempt wins over an earlier PREEMPTED one.
+  RunMarker later;
+  later.reason = "resumed attempt failed";
+  std::ofstream(files(9).failed) << "";
+  fs::last_write_time(files(9).preempted, fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  write_marker(files(9).failed, later);
+  fs::remove(files(9).running);
+  EXPECT_EQ(campaign_status(c, {}).runs[9].state, RunState::failed);
 }
 
 TEST_F(Submit, SubmissionsAreRecorded) {

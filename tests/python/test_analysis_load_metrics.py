@@ -1,5 +1,6 @@
 """trainscale_analysis: loading campaigns and the metrics, against known answers (conftest)."""
 import math
+import os
 
 import numpy as np
 import pandas as pd
@@ -238,3 +239,24 @@ def test_scaling_folds_dimensions_stepped_with_workers_and_borrows_the_one_worke
     assert two.loc["ring", "efficiency"] == pytest.approx(0.95)
     base = sc[(sc["workers"] == 1) & (sc["dist.allreduce"] == "ring")]
     assert len(base) == 1 and base["images_per_s"].iloc[0] == pytest.approx(1000.0)
+
+
+def test_preempted_runs_are_their_own_status(tmp_path):
+    """A PREEMPTED marker without a run file is `preempted` (resumable), not missing; a FAILED
+    marker written after it (the resumed attempt failed) wins."""
+    (tmp_path / "manifest.yaml").write_text(
+        "campaign: p\nruns:\n"
+        "  - {index: 0, run_id: a-r0, config_id: a, config: {workers: 1}}\n"
+        "  - {index: 1, run_id: b-r0, config_id: b, config: {workers: 2}}\n"
+        "  - {index: 2, run_id: c-r0, config_id: c, config: {workers: 4}}\n")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "a-r0.PREEMPTED").write_text("reason: SIGUSR1 at step 40; checkpoint at step 40\nattempt: 1\n")
+    (runs / "b-r0.PREEMPTED").write_text("reason: SIGTERM at step 3\n")
+    (runs / "b-r0.FAILED").write_text("reason: out of memory\n")
+    os.utime(runs / "b-r0.PREEMPTED", (1, 1))
+    df = load_campaigns([tmp_path]).set_index("run_id")
+    assert df.loc["a-r0", "status"] == "preempted"
+    assert df.loc["a-r0", "message"] == "SIGUSR1 at step 40; checkpoint at step 40"
+    assert (df.loc["b-r0", "status"], df.loc["b-r0", "message"]) == ("failed", "out of memory")
+    assert df.loc["c-r0", "status"] == "missing"

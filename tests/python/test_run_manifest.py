@@ -78,7 +78,8 @@ def test_done_diverged_failed_and_idempotent(tmp_path):
     res = run(["sweep", "status", camp, "--format", "json"])
     assert res.returncode == 0, res.stderr
     st = json.loads(res.stdout)
-    assert list(st) == ["total", "done", "diverged", "failed", "running", "pending", "missing"]
+    assert list(st) == ["total", "done", "diverged", "failed", "preempted", "running", "pending", "pending_reasons",
+                        "missing"]
     assert (st["total"], st["done"], st["diverged"], st["running"], st["pending"], st["missing"]) == (3, 1, 1, 0, 0, 0)
     assert [(f["index"], f["run_id"]) for f in st["failed"]] == [(2, bad)]
     assert "/nonexistent/fmnist" in st["failed"][0]["reason"]

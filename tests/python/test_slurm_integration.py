@@ -1,11 +1,14 @@
 """A campaign as real Slurm job arrays on this machine. The test writes a slurm.conf for a
 one-node cluster (this host, partition `debug`, no accounting, proctrack/linuxproc, task/none,
-select/cons_tres, state and spool in a temp dir, SlurmUser=root), makes a munge key and starts
+select/cons_tres, state and spool in a temp dir, SlurmUser=root, credentials that expire after 5 s so
+that a requeued job restarts after 6 s instead of 121), makes a munge key and starts
 munged on a private socket, slurmctld and slurmd; waits until the node is idle; expands a small
 campaign with configs/sites/localhost-slurm.yaml (1- and 2-rank runs; 2-rank runs started by
 `srun --mpi=pmix`, one more 2-rank run by mpirun inside the allocation through a site variant;
 one diverging and one failing run), submits it with `sweep submit --scheduler slurm`, polls
-`sweep status --format json`, checks every run file, resubmits the failed run, and stops the
+`sweep status --format json`, checks every run file, resubmits the failed run; submits a campaign
+held and reads Slurm's pending reason (JobHeldUser) from `sweep status`; signals a task's batch
+shell as --signal=B:USR1 does and follows it through preempted, requeued and done; and stops the
 daemons. It needs root and Debian's slurm-wlm and munge (scripts/setup.sh installs them); without
 them it FAILS saying what is missing."""
 import json
@@ -20,7 +23,7 @@ import h5py
 import pytest
 import yaml
 
-from trainscale_cli import REPO, run, write_config
+from trainscale_cli import BINARY, REPO, run, write_config
 
 BASE = """model: lenet
 dataset: {name: fashion_mnist, format: idx, root: /usr/share/datasets/fashion-mnist}
@@ -64,7 +67,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket={d}/munge/munge.sock
+AuthInfo=socket={d}/munge/munge.sock,cred_expire=5
 StateSaveLocation={d}/state
 SlurmdSpoolDir={d}/spool
 SlurmctldPidFile={d}/slurmctld.pid
@@ -235,3 +238,84 @@ def test_campaign_as_slurm_job_arrays(slurm, tmp_path):
     assert [f["index"] for f in st[camp]["failed"]] == [5]
     assert (camp / "logs" / f"{runs[5]['run_id']}.attempt2.log").exists()
     assert len(yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())) == 3
+
+
+def test_pending_tasks_show_slurms_reason(slurm, tmp_path):
+    """Tasks submitted held (an sbatch on PATH that adds --hold and runs the real one) are pending
+    in `sweep status` with Slurm's reason, JobHeldUser; a second submit does not queue them again."""
+    camp, runs = expand(tmp_path, "held", "campaign: held\nbase: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n",
+                        REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    wrapper = write_config(bindir / "sbatch", f"#!/bin/bash\nexec {shutil.which('sbatch')} --hold \"$@\"\n")
+    wrapper.chmod(0o755)
+    e = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+    res = subprocess.run([str(BINARY), "sweep", "submit", str(camp), "--scheduler", "slurm"], capture_output=True, text=True,
+                         env=e, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    job = yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())[0]["job_id"]
+    try:
+        res = run(["sweep", "status", camp, "--format", "json"])
+        assert res.returncode == 0, res.stderr
+        st = json.loads(res.stdout)
+        assert (st["pending"], st["running"], st["missing"]) == (2, 0, 0), st
+        assert [(p["index"], p["reason"]) for p in st["pending_reasons"]] == [(0, "JobHeldUser"), (1, "JobHeldUser")], st
+        text = run(["sweep", "status", camp]).stdout
+        assert "  pending 2 (JobHeldUser): indices 0,1\n" in text, text
+        res = run(["sweep", "submit", camp, "--scheduler", "slurm"])
+        assert res.returncode == 0 and "2 runs running or queued" in res.stdout and "nothing to submit" in res.stdout, \
+            res.stdout + res.stderr
+        assert len(yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())) == 1
+    finally:
+        subprocess.run(["scancel", job], capture_output=True)
+
+
+# Stands in for the trainer on the first start of its task: on SIGUSR1 it ends preempted as the
+# trainer does (a PREEMPTED marker after its checkpoint, exit 4). Restarted by Slurm
+# (--restart-count >= 1), it hands over to the real trainscale, which finishes the task.
+FAKE_TRAINER = """#!/bin/bash
+# argv: run --manifest DIR --index I --restart-count N
+if [ "${{7:-0}}" -ge 1 ]; then exec {binary} "$@"; fi
+trap 'printf "reason: SIGUSR1 at step 7; checkpoint at step 5\\\\n" > "$3/runs/$FAKE_RUN_ID.PREEMPTED"; exit 4' USR1
+touch "$3/runs/$FAKE_RUN_ID.started"
+while true; do sleep 0.1; done
+"""
+
+
+def test_signalled_task_ends_preempted_and_requeues_itself(slurm, tmp_path):
+    """requeue: true and signal_seconds on a real Slurm: the batch shell gets SIGUSR1 (sent here
+    with `scancel --batch --signal=USR1`, what --signal=B:USR1@N does before the walltime), the
+    job script forwards it to the launcher, the task ends preempted (exit 4), the script requeues
+    it, and its restart (SLURM_RESTART_COUNT 1) finishes the run."""
+    camp, runs = expand(tmp_path, "requeue", "campaign: requeue\nbase: base.yaml\nmatrix: {lr: [0.01]}\n",
+                        REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    rid = runs[0]["run_id"]
+    fake = write_config(tmp_path / "fake-trainscale", FAKE_TRAINER.format(binary=BINARY))
+    fake.chmod(0o755)
+    site = (camp / "site.yaml").read_text()
+    site = site.replace("launcher: srun\n    srun_mpi: pmix", f"launcher: mpirun\n    launcher_args: [--oversubscribe]\n"
+                                                             f"    binary: {fake}")
+    site = site.replace("env:\n", f"requeue: true\nsignal_seconds: 60\nenv:\n  FAKE_RUN_ID: {rid}\n")
+    (camp / "site.yaml").write_text(site)
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    script = (camp / "jobs" / "s0.slurm").read_text()
+    assert "#SBATCH --requeue\n" in script and "#SBATCH --signal=B:USR1@60\n" in script
+    job = yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())[0]["job_id"]
+    deadline = time.time() + 60
+    while not (camp / "runs" / f"{rid}.started").exists():
+        assert time.time() < deadline, "the task did not start\n" + logs(slurm)
+        time.sleep(0.2)
+    res = subprocess.run(["scancel", "--batch", "--signal=USR1", f"{job}_0"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    deadline = time.time() + 120
+    while True:
+        st = json.loads(run(["sweep", "status", camp, "--format", "json"]).stdout)
+        if st["done"] == 1:
+            break
+        assert time.time() < deadline, f"not done after the requeue: {st}\n" + \
+            subprocess.run(["squeue"], capture_output=True, text=True).stdout + logs(slurm)
+        time.sleep(1)  # a requeued job waits cred_expire + 1 s (5 + 1 here, 120 + 1 by default) to restart
+    assert (camp / "runs" / f"{rid}.PREEMPTED").exists()  # from the first start
+    log = (camp / "logs" / f"{rid}.attempt1.log").read_text()
+    assert "scheduler_restarts: 1" in log and "result: done" in log, log

@@ -82,7 +82,8 @@ def test_local_executor_status_and_resubmit(tmp_path):
     assert "running 5 runs locally, 2 at a time" in res.stdout
 
     st = status(camp)
-    assert list(st) == ["total", "done", "diverged", "failed", "running", "pending", "missing"]
+    assert list(st) == ["total", "done", "diverged", "failed", "preempted", "running", "pending", "pending_reasons",
+                        "missing"]
     assert (st["total"], st["done"], st["diverged"], st["running"], st["pending"], st["missing"]) == (5, 4, 0, 0, 0, 0)
     assert [f["index"] for f in st["failed"]] == [4]
     assert "/nonexistent/fmnist" in st["failed"][0]["reason"]
@@ -91,7 +92,7 @@ def test_local_executor_status_and_resubmit(tmp_path):
             assert f.attrs["status"] == "ok"
             assert int(f.attrs["world_size"]) == r["config"]["workers"]
     text = run(["sweep", "status", camp]).stdout
-    assert "done 4, diverged 0, failed 1, running 0, pending 0, missing 0" in text
+    assert "done 4, diverged 0, failed 1, preempted 0, running 0, pending 0, missing 0" in text
     assert f"failed  4  {runs[4]['run_id']}: " in text
 
     # Resubmitting the failed runs runs index 4 only (a second attempt), nothing else.
@@ -188,7 +189,7 @@ def test_submit_errors_exit_2(tmp_path):
     res = run(["sweep", "submit", camp, "--scheduler", "lsf"])
     assert res.returncode == 2 and "accepted: local, slurm, pbs" in res.stderr
     res = run(["sweep", "resubmit", camp])
-    assert res.returncode == 2 and "--failed, --missing" in res.stderr
+    assert res.returncode == 2 and "--failed, --preempted, --missing" in res.stderr
     res = run(["sweep", "status", tmp_path / "nope"])
     assert res.returncode == 2 and "no manifest.yaml" in res.stderr
     res = run(["sweep", "status", camp, "--format", "xml"])

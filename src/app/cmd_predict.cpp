@@ -1,0 +1,207 @@
+// `trainscale predict`: the analytical model (src/perfmodel/, docs/model.md) of a run config on
+// a cluster file, per worker count: the step split into compute / communication / exposed
+// communication / data, throughput, scaling efficiency and each layer's bound, printed as
+// tables and (with --out) written as an HDF5 prediction file (docs/hdf5-schema.md).
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "app/commands.h"
+#include "config/config_id.h"
+#include "config/run_config.h"
+#include "core/build_info.h"
+#include "core/error.h"
+#include "core/strings.h"
+#include "core/timer.h"
+#include "metrics/predict_file.h"
+#include "perfmodel/cluster.h"
+#include "perfmodel/predict.h"
+
+namespace po = boost::program_options;
+
+namespace ts {
+namespace {
+
+// "1,2,4" or "1..1024" (powers of two from the first to the last) or a mix: "1,3,8..64".
+std::vector<int64_t> parse_worker_list(const std::string& text) {
+  std::vector<int64_t> out;
+  auto number = [&](const std::string& t) {
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != t.size() || v < 1)
+      throw ConfigError("--workers " + text + ": '" + t + "' is not a worker count >= 1; give e.g. 1,2,4 or 1..1024 "
+                        "(powers of two)");
+    return static_cast<int64_t>(v);
+  };
+  for (const std::string& item : split(text, ',')) {
+    const size_t dots = item.find("..");
+    if (dots == std::string::npos) {
+      out.push_back(number(trim(item)));
+      continue;
+    }
+    const int64_t lo = number(trim(item.substr(0, dots))), hi = number(trim(item.substr(dots + 2)));
+    if (hi < lo) throw ConfigError("--workers " + text + ": range " + item + " runs backwards");
+    for (int64_t w = lo; w <= hi; w *= 2) out.push_back(w);
+  }
+  return out;
+}
+
+std::string fmt(const char* format, double v) {
+  char t[48];
+  std::snprintf(t, sizeof t, format, v);
+  return t;
+}
+
+PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, bool gemm_only) {
+  PredictResult r;
+  r.config_yaml = cfg.yaml;
+  r.config_id = config_id_of(cfg.yaml);
+  r.cluster_yaml = perf::cluster_yaml(cluster);
+  r.cluster_name = cluster.name;
+  r.cluster_path = cluster.path;
+  r.model = p.model;
+  r.precision = p.precision;
+  r.version = TRAINSCALE_VERSION;
+  r.git_sha = TRAINSCALE_GIT_SHA;
+  r.created = utc_timestamp();
+  r.gemm_only = gemm_only ? 1 : 0;
+  r.batch_per_worker = p.points.front().batch_per_worker;
+  for (const perf::LayerWork& l : p.layers) {
+    PredictLayerRow row{l.name, l.kind, l.descriptor, l.parameters};
+    for (int k = 0; k < perf::kPasses; ++k) {
+      const perf::PassWork& w = l.pass[static_cast<size_t>(k)];
+      row.flops[k] = w.flops;
+      row.bytes[k] = w.bytes;
+      row.intensity[k] = w.intensity_gemm;
+      row.intensity_blocked[k] = w.intensity_blocked;
+    }
+    r.layers.push_back(row);
+  }
+  for (const perf::WorkerPoint& pt : p.points) {
+    const perf::StepPrediction& s = pt.step;
+    r.workers.push_back(pt.workers);
+    r.nodes.push_back(pt.placement.nodes);
+    r.ranks_per_node.push_back(pt.placement.ranks_per_node);
+    r.batch.push_back(pt.batch_per_worker);
+    r.step_time.push_back(s.step);
+    r.compute.push_back(s.compute);
+    r.comm.push_back(s.comm);
+    r.exposed_comm.push_back(s.exposed_comm);
+    r.data.push_back(s.data);
+    r.forward.push_back(s.forward);
+    r.backward.push_back(s.backward);
+    r.update.push_back(s.update);
+    r.throughput.push_back(pt.throughput);
+    r.scaling_efficiency.push_back(pt.scaling_efficiency);
+    r.allreduce.push_back(std::to_string(pt.workers) + ": " + pt.allreduce);
+    for (const perf::LayerTime& t : s.layers) {
+      r.layer_fp.push_back(t.seconds[0]);
+      r.layer_bp_gc.push_back(t.seconds[1]);
+      r.layer_bp_wu.push_back(t.seconds[2]);
+      r.layer_comm.push_back(t.comm);
+      r.layer_bound.push_back(static_cast<int64_t>(t.layer_bound));
+    }
+  }
+  return r;
+}
+
+void print_points(std::ostream& os, const perf::Prediction& p) {
+  os << "workers  nodes  batch   step_ms  compute_ms   comm_ms  exposed_ms   data_ms  samples/s  efficiency  "
+        "layers c/m/n\n";
+  for (const perf::WorkerPoint& pt : p.points) {
+    const perf::StepPrediction& s = pt.step;
+    int bounds[3] = {0, 0, 0};
+    for (const perf::LayerTime& t : s.layers) bounds[static_cast<int>(t.layer_bound)]++;
+    os << fmt("%7.0f", static_cast<double>(pt.workers)) << fmt("%7.0f", static_cast<double>(pt.placement.nodes))
+       << fmt("%7.0f", static_cast<double>(pt.batch_per_worker)) << fmt("%10.3f", s.step * 1e3)
+       << fmt("%12.3f", s.compute * 1e3) << fmt("%10.3f", s.comm * 1e3) << fmt("%12.3f", s.exposed_comm * 1e3)
+       << fmt("%10.3f", s.data * 1e3) << fmt("%11.1f", pt.throughput) << fmt("%12.3f", pt.scaling_efficiency) << "  "
+       << bounds[0] << "/" << bounds[1] << "/" << bounds[2] << (pt.placement.oversubscribed ? "  (oversubscribed)" : "")
+       << "\n";
+  }
+}
+
+// Layers with work, at the first and the last worker count.
+void print_layers(std::ostream& os, const perf::Prediction& p) {
+  const perf::WorkerPoint& first = p.points.front();
+  const perf::WorkerPoint& last = p.points.back();
+  os << "\nlayer            kind     fp_ms  bp_gc_ms  bp_wu_ms  I_gemm  I_block  comm_ms@" << last.workers << "  bound@"
+     << first.workers << "  bound@" << last.workers << "\n";
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    const perf::LayerWork& l = p.layers[i];
+    const perf::LayerTime& a = first.step.layers[i];
+    const perf::LayerTime& b = last.step.layers[i];
+    if (a.total() <= 0 && b.comm <= 0) continue;
+    char name[20];
+    std::snprintf(name, sizeof name, "%-16.16s", l.name.c_str());
+    char kind[10];
+    std::snprintf(kind, sizeof kind, "%-6.6s", l.kind.c_str());
+    os << name << " " << kind << fmt("%8.3f", a.seconds[0] * 1e3) << fmt("%10.3f", a.seconds[1] * 1e3)
+       << fmt("%10.3f", a.seconds[2] * 1e3) << fmt("%8.1f", l.pass[0].intensity_gemm)
+       << fmt("%9.1f", l.pass[0].intensity_blocked) << fmt("%11.3f", b.comm * 1e3) << "  " << perf::bound_name(a.layer_bound) << "  " << perf::bound_name(b.layer_bound) << "\n";
+  }
+}
+
+}  // namespace
+
+int command_predict(const std::vector<std::string>& args) {
+  po::options_description opts(
+      "usage: trainscale predict --config RUN.yaml --cluster configs/clusters/NAME.yaml [--workers 1,2,4 | 1..1024]\n"
+      "                          [--set key=value ...] [--cluster-set key=value ...] [--gemm-only] [--out FILE.h5]\n\n"
+      "The analytical performance model (docs/model.md): the run's model, layer by layer (FP, BP-GC, BP-WU as\n"
+      "GEMMs), on the cluster's nodes (roofline with the blocked-GEMM intensity, calibrated efficiencies) and\n"
+      "network (the run's dist.allreduce as an alpha-beta cost, buckets, overlap). Per worker count it prints\n"
+      "and writes the step time split into compute / communication / exposed communication / data, the\n"
+      "throughput, the scaling efficiency against one worker, and each layer's bound (compute, memory,\n"
+      "network). Nothing is trained; no MPI is started.\n"
+      "Exit codes: 0 ok, 2 usage/config error (a config or cluster key, a worker count).\n\noptions");
+  opts.add_options()("help,h", "show this help")
+      ("config", po::value<std::string>(), "run config YAML file (docs/config.md)")
+      ("cluster", po::value<std::string>(), "cluster file (configs/clusters/*.yaml, docs/model.md)")
+      ("workers", po::value<std::string>(), "worker counts: 1,2,4 or 1..1024 (powers of two); default: the config's workers")
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a run-config key (repeatable)")
+      ("cluster-set", po::value<std::vector<std::string>>()->composing(),
+       "override a cluster-file key: interconnect.topology=mesh, interconnect.dims=[32,32] (repeatable)")
+      ("gemm-only", "only conv and fc layers cost time (the material's node model)")
+      ("out", po::value<std::string>(), "write the prediction file (HDF5, schema trainscale-predict/1)");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(opts).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return kExitOk;
+  }
+  if (!vm.count("config") || !vm.count("cluster"))
+    throw ConfigError("--config RUN.yaml and --cluster CLUSTER.yaml are required (see trainscale predict --help)");
+  const std::vector<std::string> sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const std::vector<std::string> cluster_sets =
+      vm.count("cluster-set") ? vm["cluster-set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const ResolvedConfig cfg = load_run_config(vm["config"].as<std::string>(), sets);
+  const perf::ClusterSpec cluster = perf::load_cluster_file(vm["cluster"].as<std::string>(), cluster_sets);
+  const std::vector<int64_t> workers =
+      vm.count("workers") ? parse_worker_list(vm["workers"].as<std::string>()) : std::vector<int64_t>{cfg.run.workers};
+  perf::PredictOptions options;
+  options.gemm_only = vm.count("gemm-only") > 0;
+  const perf::Prediction p = perf::predict(cfg.run, cluster, workers, options);
+
+  std::cout << "model " << p.model << " (" << p.precision << ") on " << cluster.name << " (" << cluster.path << ")"
+            << (options.gemm_only ? ", conv and fc only" : "") << "\n"
+            << "all-reduce at " << p.points.back().workers << " workers: " << p.points.back().allreduce << "\n\n";
+  print_points(std::cout, p);
+  print_layers(std::cout, p);
+  if (vm.count("out")) {
+    const std::string out = vm["out"].as<std::string>();
+    write_predict_file(out, to_record(p, cfg, cluster, options.gemm_only));
+    std::cout << "\nwrote " << out << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace ts

@@ -1,0 +1,91 @@
+// See predict_file.h.
+#include "metrics/predict_file.h"
+
+#include "core/file_io.h"
+#include "core/strings.h"
+#include "metrics/hdf5_file.h"
+
+namespace ts {
+namespace {
+
+void write_layer_table(h5::Group& top, const PredictResult& r) {
+  std::vector<std::string> names, kinds, descriptors;
+  std::vector<int64_t> parameters;
+  static const char* kPass[3] = {"fp", "bp_gc", "bp_wu"};
+  std::vector<double> flops[3], bytes[3], intensity[3], blocked[3];
+  for (const PredictLayerRow& l : r.layers) {
+    names.push_back(l.name);
+    kinds.push_back(l.kind);
+    descriptors.push_back(l.descriptor);
+    parameters.push_back(l.parameters);
+    for (int p = 0; p < 3; ++p) {
+      flops[p].push_back(l.flops[p]);
+      bytes[p].push_back(l.bytes[p]);
+      intensity[p].push_back(l.intensity[p]);
+      blocked[p].push_back(l.intensity_blocked[p]);
+    }
+  }
+  std::vector<h5::Column> cols = {h5::Column::of("name", names), h5::Column::of("kind", kinds),
+                                  h5::Column::of("descriptor", descriptors), h5::Column::of("parameters", parameters)};
+  for (int p = 0; p < 3; ++p) {
+    const std::string pass = kPass[p];
+    cols.push_back(h5::Column::of(pass + "_flops", flops[p]));
+    cols.push_back(h5::Column::of(pass + "_bytes", bytes[p]));
+    cols.push_back(h5::Column::of(pass + "_intensity", intensity[p]));
+    cols.push_back(h5::Column::of(pass + "_intensity_blocked", blocked[p]));
+  }
+  h5::Dataset table = top.write_table("layers", cols);
+  table.set_attr("units", "flops, bytes, flops per byte; for one worker's minibatch (batch_per_worker)");
+  table.set_attr("batch_per_worker", r.batch_per_worker);
+}
+
+void write_per_layer(h5::Group& top, const PredictResult& r) {
+  const std::vector<int64_t> dims = {static_cast<int64_t>(r.workers.size()), static_cast<int64_t>(r.layers.size())};
+  top.write("layer_fp", dims, r.layer_fp.data()).set_attr("units", "seconds");
+  top.write("layer_bp_gc", dims, r.layer_bp_gc.data()).set_attr("units", "seconds");
+  top.write("layer_bp_wu", dims, r.layer_bp_wu.data()).set_attr("units", "seconds");
+  top.write("layer_comm", dims, r.layer_comm.data()).set_attr("units", "seconds");
+  h5::Dataset bound = top.write("layer_bound", dims, r.layer_bound.data());
+  bound.set_attr("units", "code");
+  bound.set_attr("codes", "0 compute, 1 memory, 2 network");
+}
+
+}  // namespace
+
+void write_predict_file(const std::string& path, const PredictResult& r) {
+  AtomicFile out(path);  // removes its temporary file if anything below throws
+  {
+    h5::File file = h5::File::create(out.temp_path());
+    file.set_attr("schema", "trainscale-predict/1");
+    file.set_attr("config", r.config_yaml);
+    file.set_attr("config_id", r.config_id);
+    file.set_attr("cluster", r.cluster_yaml);
+    file.set_attr("cluster_name", r.cluster_name);
+    file.set_attr("cluster_path", r.cluster_path);
+    file.set_attr("model", r.model);
+    file.set_attr("precision", r.precision);
+    file.set_attr("version", r.version);
+    file.set_attr("git_sha", r.git_sha);
+    file.set_attr("created", r.created);
+    file.set_attr("gemm_only", r.gemm_only);
+    h5::Group top = file.create_group("predict");
+    top.set_attr("allreduce", join(r.allreduce, "\n"));
+    top.write("workers", r.workers).set_attr("units", "workers");
+    top.write("nodes", r.nodes).set_attr("units", "nodes");
+    top.write("ranks_per_node", r.ranks_per_node).set_attr("units", "ranks");
+    top.write("batch_per_worker", r.batch).set_attr("units", "samples");
+    const std::pair<const char*, const std::vector<double>*> seconds[] = {
+        {"step_time", &r.step_time}, {"compute", &r.compute}, {"comm", &r.comm}, {"exposed_comm", &r.exposed_comm},
+        {"data", &r.data},           {"forward", &r.forward}, {"backward", &r.backward}, {"update", &r.update}};
+    for (const auto& [name, values] : seconds) top.write(name, *values).set_attr("units", "seconds");
+    top.write("throughput", r.throughput).set_attr("units", "samples/s");
+    top.write("scaling_efficiency", r.scaling_efficiency).set_attr("units", "fraction");
+    write_layer_table(top, r);
+    write_per_layer(top, r);
+    top.close();
+    file.close();
+  }
+  out.commit();
+}
+
+}  // namespace ts

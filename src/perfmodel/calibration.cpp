@@ -1,0 +1,157 @@
+// See calibration.h: the all-reduce fit and the whole calibration in order.
+#include "perfmodel/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "core/host_info.h"
+#include "dist/allreduce.h"
+#include "dist/allreduce_bench.h"
+#include "perfmodel/allreduce_model.h"
+
+namespace ts::perf {
+namespace {
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&t));
+  return text;
+}
+
+std::string fixed(double v, const char* format = "%.1f") {
+  char t[32];
+  std::snprintf(t, sizeof t, format, v);
+  return t;
+}
+
+// Message sizes from 4 KiB to max_bytes by factors of 4: latency and bandwidth both show.
+std::vector<int64_t> fit_sizes(int64_t max_bytes) {
+  std::vector<int64_t> sizes;
+  for (int64_t b = 4096; b <= std::max<int64_t>(4096, max_bytes); b *= 4) sizes.push_back(b);
+  return sizes;
+}
+
+// Every host algorithm at each size; time_avg of rank 0's view, fitted per algorithm.
+void calibrate_allreduce(Communicator& comm, const CalibrateOptions& o, const ClusterSpec& spec, Calibration& c,
+                         std::ostream& log) {
+  if (comm.size() < 2) {
+    log << "all-reduce: skipped on one rank (run `mpirun -np 2 trainscale calibrate ...` to fit alpha and beta)\n";
+    return;
+  }
+  const std::vector<int64_t> sizes = fit_sizes(o.max_allreduce_bytes);
+  float* shared = allocate_shared_floats(comm, sizes.back() / 4);
+  for (AllreduceAlgorithm a : all_allreduce_algorithms()) {
+    std::vector<double> bytes, seconds;
+    for (int64_t b : sizes) {
+      // The best of two rounds: on a shared machine a round may lose its core to another job.
+      const int iters = b >= (int64_t{4} << 20) ? 2 : 10;
+      double best = 1e30;
+      for (int round = 0; round < 2; ++round)
+        best = std::min(best, bench_allreduce(comm, {a, b / 4, iters, 1, false, shared}).time_avg);
+      bytes.push_back(static_cast<double>(b));
+      seconds.push_back(best);
+    }
+    if (comm.rank() != 0) continue;
+    const std::string name = allreduce_algorithm_name(a);
+    const std::string formula = name == "mpi" ? spec.mpi.allreduce : name;
+    const AllreduceFit f = fit_allreduce(formula, comm.size(), bytes, seconds);
+    c.allreduce[name] = f;
+    log << "all-reduce " << name << ": " << fixed(f.latency_s * 1e6) << " us + " << fixed(f.s_per_byte * 1e9, "%.3f")
+        << " ns/byte at " << comm.size() << " ranks -> alpha " << fixed(f.alpha_s * 1e6, "%.2f") << " us, beta "
+        << fixed(f.beta_s_per_byte * 1e9, "%.3f") << " ns/byte\n";
+  }
+}
+
+// Per-layer efficiencies with `threads` threads, into `set`.
+void calibrate_layers(const CalibrateOptions& o, int threads, double budget_s, const ClusterSpec& spec, LayerEfficiency& set,
+                      std::ostream& log) {
+  const double each = budget_s / static_cast<double>(std::max<size_t>(1, o.models.size()));
+  for (const std::string& model : o.models) {
+    set.layers[model] = measure_layer_efficiency(model, o.batch, threads, spec, each);
+    log << "layers of " << model << " (batch " << o.batch << ", " << threads << " threads):";
+    for (const auto& [layer, e] : set.layers[model]) log << " " << layer << " " << fixed(e.fp, "%.2f") << "/" << fixed(e.bp, "%.2f");
+    log << "\n";
+  }
+  set.kinds = kind_medians(set.layers);
+}
+
+}  // namespace
+
+AllreduceFit fit_allreduce(const std::string& formula, int64_t ranks, const std::vector<double>& bytes,
+                           const std::vector<double>& seconds) {
+  // Least squares of T = a + b m.
+  const double n = static_cast<double>(bytes.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    sx += bytes[i];
+    sy += seconds[i];
+    sxx += bytes[i] * bytes[i];
+    sxy += bytes[i] * seconds[i];
+  }
+  AllreduceFit f;
+  f.ranks = ranks;
+  const double denominator = n * sxx - sx * sx;
+  f.s_per_byte = denominator > 0 ? std::max(0.0, (n * sxy - sx * sy) / denominator) : 0.0;
+  // The intercept: the smallest residual a - over the sizes (least squares would let the large
+  // messages decide it, and one slow small message on a shared machine would inflate it).
+  double intercept = bytes.empty() ? 0.0 : 1e30;
+  for (size_t i = 0; i < bytes.size(); ++i) intercept = std::min(intercept, seconds[i] - f.s_per_byte * bytes[i]);
+  f.latency_s = std::max(0.0, intercept);
+  // The formula's own terms at these ranks: latency count at the smallest message, byte
+  // coefficient per message byte.
+  const std::vector<std::string> formulas = formula_names();
+  const bool own = std::find(formulas.begin(), formulas.end(), formula) != formulas.end();
+  const std::string terms_of = own ? formula : "ring";
+  const double m = 1 << 20;
+  const CostTerms small = formula_terms(terms_of, ranks, bytes.empty() ? 4.0 : bytes.front(), {ranks});
+  const CostTerms big = formula_terms(terms_of, ranks, m, {ranks});
+  f.alpha_s = small.latency > 0 ? f.latency_s / small.latency : f.latency_s;
+  f.beta_s_per_byte = big.bytes > 0 ? f.s_per_byte / (big.bytes / m) : f.s_per_byte;
+  return f;
+}
+
+ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std::ostream& log) {
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max<int64_t>(1, host_hardware_threads()));
+  ClusterSpec spec;
+  spec.name = o.name;
+  spec.nodes = 1;
+  spec.node.cores = host_hardware_threads();
+  spec.node.memory_gb = static_cast<double>(host_memory_bytes()) / 1e9;
+  spec.interconnect.levels.push_back(LinkLevel{"shared_memory", Topology::star, {}, 1.0, 100.0});
+  spec.mpi.allreduce = mpi_library().flavor == "mpich" ? "mpich" : "ompi";
+  spec.calibration.machine = host_cpu_model();
+  spec.calibration.date = today();
+  spec.calibration.threads = threads;
+  spec.calibration.layer_batch = o.batch;
+  // The all-reduce fits first, on every rank; then rank 0 measures the node alone while the
+  // others have finished (a rank waiting in a barrier would poll a core away from it).
+  calibrate_allreduce(comm, o, spec, spec.calibration, log);
+  if (comm.rank() == 0) {
+    const double gemm_s = 0.1 * o.budget_s, triad_s = 0.1 * o.budget_s, layers_s = 0.5 * o.budget_s;
+    for (const char* precision : {"fp32", "bf16"}) {
+      const double gflops = measure_gemm_gflops(precision, threads, 1024, gemm_s / 2);
+      if (gflops > 0) spec.node.peak_gflops[precision] = gflops;
+      log << "gemm " << precision << ": " << (gflops > 0 ? fixed(gflops) + " GFLOP/s" : "not supported") << "\n";
+    }
+    spec.node.memory_bandwidth_gbs = measure_triad_gbs(threads, int64_t{64} << 20, triad_s);
+    log << "memory (triad): " << fixed(spec.node.memory_bandwidth_gbs) << " GB/s\n";
+    // The shared-memory link: a copy through memory moves each byte in and out.
+    spec.interconnect.levels[0].bandwidth_gbps = spec.node.memory_bandwidth_gbs * 8.0 / 2.0;
+    // At the run's thread count, and on one core (a worker of a run with more ranks than cores / threads).
+    LayerEfficiency main;
+    calibrate_layers(o, threads, threads > 1 ? layers_s / 2 : layers_s, spec, main, log);
+    spec.calibration.kinds = main.kinds;
+    spec.calibration.layers = main.layers;
+    if (threads > 1) calibrate_layers(o, 1, layers_s / 2, spec, spec.calibration.at_threads[1], log);
+  }
+  spec.source = "trainscale calibrate on " + host_name() + " (" + spec.calibration.machine + "), " + spec.calibration.date +
+                ": gemm peak, triad bandwidth, layer efficiency (batch " + std::to_string(o.batch) + ", " +
+                std::to_string(threads) + " threads)" + (comm.size() > 1 ? ", all-reduce fits at " +
+                std::to_string(comm.size()) + " ranks" : "");
+  return spec;
+}
+
+}  // namespace ts::perf

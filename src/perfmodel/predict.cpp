@@ -1,0 +1,89 @@
+// See predict.h.
+#include "perfmodel/predict.h"
+
+#include "core/error.h"
+#include "nn/models.h"
+
+namespace ts::perf {
+namespace {
+
+int64_t batch_at(const RunConfig& c, int64_t workers) {
+  if (c.batch_per_worker > 0) return c.batch_per_worker;
+  if (c.global_batch % workers != 0)
+    throw ConfigError("global_batch " + std::to_string(c.global_batch) + " does not divide by " + std::to_string(workers) +
+                      " workers; give worker counts that divide it, or batch_per_worker");
+  return c.global_batch / workers;
+}
+
+ModelWorkRequest work_request(const RunConfig& c, const ClusterSpec& cluster, int64_t batch) {
+  ModelWorkRequest r;
+  r.model = c.model;
+  r.batch = batch;
+  r.delta = precision_bytes(precision_name(c.precision));
+  r.blocking = cluster.node.gemm_blocking;
+  r.dropout = c.dropout;
+  return r;
+}
+
+StepOptions step_options(const RunConfig& c, int64_t batch) {
+  StepOptions o;
+  o.overlap = c.dist.overlap;
+  o.bucket_mb = c.dist.bucket_mb;
+  o.weight_average = c.dist.strategy == DistStrategy::weight_avg;
+  o.period = c.dist.period;
+  o.model = c.model;
+  o.data_bytes = 4.0 * static_cast<double>(model_expected_input(c.model).sample.numel()) * static_cast<double>(batch);
+  return o;
+}
+
+WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t workers, const std::vector<LayerWork>& layers,
+                      const PredictOptions& options) {
+  WorkerPoint pt;
+  pt.workers = workers;
+  pt.batch_per_worker = batch_at(c, workers);
+  pt.placement = place_workers(cluster, workers, c.threads);
+  pt.rate = worker_rate(cluster, pt.placement, precision_name(c.precision));
+  const AllreduceModel allreduce(cluster, allreduce_algorithm_name(c.dist.allreduce), pt.placement);
+  pt.allreduce = allreduce.describe();
+  StepOptions o = step_options(c, pt.batch_per_worker);
+  o.gemm_only = options.gemm_only;
+  o.worker_cores = cluster.node.gpus > 0 ? 0.0 : pt.placement.cores_per_worker;
+  pt.step = predict_step(layers, pt.rate, allreduce, cluster.calibration, o);
+  pt.throughput = pt.step.step > 0 ? static_cast<double>(workers * pt.batch_per_worker) / pt.step.step : 0.0;
+  return pt;
+}
+
+}  // namespace
+
+WorkerPoint predict_point(const RunConfig& config, const ClusterSpec& cluster, int64_t workers, const PredictOptions& options) {
+  const std::vector<LayerWork> layers = model_work(work_request(config, cluster, batch_at(config, workers)));
+  return point_for(config, cluster, workers, layers, options);
+}
+
+Prediction predict(const RunConfig& config, const ClusterSpec& cluster, const std::vector<int64_t>& workers,
+                   const PredictOptions& options) {
+  if (workers.empty()) throw ConfigError("predict needs at least one worker count (--workers 1,2,4)");
+  Prediction out;
+  out.model = config.model;
+  out.precision = precision_name(config.precision);
+  // With a fixed batch per worker the layers are the same at every count: build them once.
+  std::vector<LayerWork> fixed;
+  if (config.batch_per_worker > 0) fixed = model_work(work_request(config, cluster, config.batch_per_worker));
+  auto layers_for = [&](int64_t w) {
+    return config.batch_per_worker > 0 ? fixed : model_work(work_request(config, cluster, batch_at(config, w)));
+  };
+  for (int64_t w : workers) {
+    if (w < 1) throw ConfigError("--workers: worker counts must be >= 1 (got " + std::to_string(w) + ")");
+    const std::vector<LayerWork> layers = layers_for(w);
+    out.points.push_back(point_for(config, cluster, w, layers, options));
+    if (out.layers.empty()) out.layers = layers;
+  }
+  // Scaling efficiency against one worker (predicted even when 1 is not in the list).
+  const double single = workers.front() == 1 ? out.points.front().throughput
+                                             : point_for(config, cluster, 1, layers_for(1), options).throughput;
+  for (WorkerPoint& pt : out.points)
+    pt.scaling_efficiency = single > 0 ? pt.throughput / (static_cast<double>(pt.workers) * single) : 0.0;
+  return out;
+}
+
+}  // namespace ts::perf

@@ -1,0 +1,47 @@
+// `trainscale predict`'s computation: a resolved run config on a cluster, for a list of worker
+// counts: the step split into compute / communication / exposed communication / data, the
+// throughput, the scaling efficiency and each layer's bound (docs/model.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/run_config.h"
+#include "perfmodel/allreduce_model.h"
+#include "perfmodel/cluster.h"
+#include "perfmodel/layer_costs.h"
+#include "perfmodel/step_model.h"
+
+namespace ts::perf {
+
+struct PredictOptions {
+  bool gemm_only = false;  // only conv and fc layers cost time (the material's node model)
+};
+
+struct WorkerPoint {
+  int64_t workers = 1;
+  int64_t batch_per_worker = 1;
+  Placement placement;
+  WorkerRate rate;
+  std::string allreduce;        // AllreduceModel::describe()
+  StepPrediction step;
+  double throughput = 0;        // samples per second over all workers
+  double scaling_efficiency = 0;  // throughput / (workers x throughput at 1 worker)
+};
+
+struct Prediction {
+  std::string model, precision;
+  std::vector<LayerWork> layers;  // at the first point's batch per worker
+  std::vector<WorkerPoint> points;
+};
+
+// The steps of `config` on `cluster` at each worker count (its `workers` key is replaced; a
+// global_batch is split over each count and must divide by it).
+Prediction predict(const RunConfig& config, const ClusterSpec& cluster, const std::vector<int64_t>& workers,
+                   const PredictOptions& options = {});
+
+// One worker count (what the simulator calls per rank count).
+WorkerPoint predict_point(const RunConfig& config, const ClusterSpec& cluster, int64_t workers, const PredictOptions& options = {});
+
+}  // namespace ts::perf

@@ -1,0 +1,58 @@
+// One data-parallel training step in the model (docs/model.md "Step model"): per-layer pass
+// times from the roofline (times a calibrated efficiency), the gradient arena cut into the
+// trainer's buckets (dist/bucket_plan.h), and the buckets' all-reduces either after backward
+// or overlapped with it, one after another on the communication thread as the trainer does.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "perfmodel/allreduce_model.h"
+#include "perfmodel/cluster.h"
+#include "perfmodel/layer_costs.h"
+
+namespace ts::perf {
+
+struct LayerTime {
+  std::array<double, kPasses> seconds{};  // fp, bp_gc, bp_wu
+  std::array<Bound, kPasses> bound{};
+  double comm = 0;                        // all-reduce of this layer's gradients alone
+  Bound layer_bound = Bound::compute;     // network when comm exceeds fp + bp, else the slowest pass's
+  double total() const { return seconds[0] + seconds[1] + seconds[2]; }
+};
+
+struct StepOptions {
+  bool overlap = true;          // dist.overlap
+  double bucket_mb = 25;        // dist.bucket_mb (MiB)
+  bool gemm_only = false;       // only conv and fc layers cost time (the material's model)
+  bool weight_average = false;  // dist.strategy weight_avg: weights averaged after the update
+  int64_t period = 1;           // weight_avg: every `period` steps
+  std::string model;            // for calibrated per-layer efficiencies
+  double data_bytes = 0;        // input bytes of one minibatch (copied into the net per step)
+  double worker_cores = 0;      // cores one worker computes on (picks the calibrated efficiencies)
+};
+
+struct StepPrediction {
+  std::vector<LayerTime> layers;  // as model_work's layers
+  double forward = 0, backward = 0, update = 0;
+  double compute = 0;             // forward + backward + update
+  double comm = 0;                // all-reduce time of the step's buckets, overlapped or not
+  double exposed_comm = 0;        // the part of comm that backward does not hide
+  double data = 0;                // copying the minibatch in
+  double step = 0;                // compute + exposed_comm + data
+  std::vector<double> bucket_ready, bucket_done;  // seconds after backward starts
+};
+
+// Time of each pass of each layer for one worker at `rate` (efficiencies from the cluster's
+// calibration measured at the worker's `worker_cores` threads, or at the calibration's own
+// when 0 or not measured: the model's layer by name, else its kind, else 1).
+std::vector<LayerTime> layer_times(const std::vector<LayerWork>& layers, const WorkerRate& rate, const Calibration& calibration,
+                                   const std::string& model, bool gemm_only, double worker_cores = 0);
+
+// The step: `layers` from model_work, `allreduce` for the gradient buckets.
+StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRate& rate, const AllreduceModel& allreduce,
+                            const Calibration& calibration, const StepOptions& options);
+
+}  // namespace ts::perf

@@ -1,0 +1,354 @@
+// The local executor (see local_executor.h).
+#include "sweep/local_executor.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/host_info.h"
+#include "core/run_marker.h"
+#include "core/timer.h"
+#include "sweep/submit.h"
+
+namespace ts {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The signal handler can only set flags: the latest interrupting signal and how many arrived.
+// (A handler has no other way to reach the loop; these are the executor's only globals.)
+volatile std::sig_atomic_t g_interrupt_signal = 0;
+volatile std::sig_atomic_t g_interrupt_count = 0;
+
+extern "C" void note_interrupt(int sig) {
+  g_interrupt_signal = sig;
+  g_interrupt_count = g_interrupt_count + 1;
+}
+
+// Catches the interrupting signals while the executor runs; restores what was there before.
+class InterruptWatch {
+ public:
+  InterruptWatch() {
+    g_interrupt_signal = 0;
+    g_interrupt_count = 0;
+    struct sigaction sa {};
+    sa.sa_handler = note_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;  // output and file I/O carry on; the loop polls the flags
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &saved_[i]);
+  }
+  ~InterruptWatch() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &saved_[i], nullptr);
+  }
+  InterruptWatch(const InterruptWatch&) = delete;
+  InterruptWatch& operator=(const InterruptWatch&) = delete;
+
+  int signal() const { return g_interrupt_signal; }
+  int count() const { return g_interrupt_count; }
+
+ private:
+  static constexpr std::array<int, 4> kSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
+  std::array<struct sigaction, 4> saved_{};
+};
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGKILL: return "SIGKILL";
+  }
+  return "signal " + std::to_string(sig);
+}
+
+std::string seconds_text(double s) {
+  if (!std::isfinite(s)) return "?";
+  long t = std::lround(s);
+  char buf[32];
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else if (t >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  else std::snprintf(buf, sizeof buf, "%lds", t);
+  return buf;
+}
+
+// The live processes of session `sid` (from /proc/<pid>/stat: state, then the session 3 fields
+// on, after the command name in parentheses); zombies are dead and left out.
+std::vector<pid_t> session_members(pid_t sid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0, session = 0;
+    if (fields >> state >> ppid >> pgrp >> session && session == sid && state != "Z" && state != "X")
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// SIGKILL to every process left in session `sid`, until none is alive (a killed process takes
+// a moment to die; 5 s at most).
+void kill_session(pid_t sid) {
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  for (auto members = session_members(sid); !members.empty() && Clock::now() < give_up; members = session_members(sid)) {
+    for (pid_t p : members) ::kill(p, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// The launcher command of every run in `indices`, checked to be runnable here.
+std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign& c, const std::vector<int64_t>& indices) {
+  std::map<int64_t, std::vector<std::string>> argv_of;
+  for (const auto& g : group_by_shape(c, indices))  // validates gpu/mpi/storage against the site
+    for (int64_t i : g.indices) {
+      auto cmd = launch_command(shape_mpi(c.site, g.shape), g.shape.workers);
+      if (::access(cmd.back().c_str(), X_OK) != 0)
+        throw ConfigError("site " + c.site.path + ": " +
+                          (!g.shape.gpu.empty() && !c.site.gpu.at(g.shape.gpu).binary.empty() ? "gpu." + g.shape.gpu
+                                                                                             : "mpi." + g.shape.mpi) +
+                          ".binary: " + cmd.back() +
+                          " is not an executable here; build it (scripts/build.sh) or fix `binary` in the site file");
+      if (!program_on_path(cmd.front()))
+        throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ": the launcher '" + cmd.front() +
+                          "' is not on PATH; install it or set launcher_command");
+      for (const char* a : {"run", "--manifest"}) cmd.push_back(a);
+      cmd.push_back(c.dir);
+      cmd.push_back("--index");
+      cmd.push_back(std::to_string(i));
+      argv_of[i] = cmd;
+    }
+  return argv_of;
+}
+
+// Starts one run's launcher in a new session (its own process group, away from the terminal's
+// Ctrl-C) with the site's environment, its output in logs/<run_id>.launcher.log.
+pid_t start_local_run(const Campaign& c, const ManifestRun& run, std::vector<std::string> args) {
+  const std::string out_path = campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log";
+  const pid_t pid = ::fork();
+  if (pid < 0) throw RuntimeError("fork failed while starting run " + run.run_id + ": " + std::strerror(errno));
+  if (pid > 0) return pid;
+  ::setsid();
+  for (const auto& [k, v] : c.site.env) ::setenv(k.c_str(), v.c_str(), 1);
+  const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  std::vector<char*> cargv;
+  for (auto& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  ::execvp(cargv[0], cargv.data());
+  std::fprintf(stderr, "trainscale sweep submit: cannot start %s: %s\n", cargv[0], std::strerror(errno));
+  ::_exit(127);
+}
+
+enum class Outcome { done, diverged, failed, preempted, skipped };
+
+struct TaskResult {
+  Outcome outcome = Outcome::failed;
+  std::string text;  // "done", "failed: <reason>", ...
+};
+
+// A marker written since `since` (markers of earlier attempts do not describe this one).
+std::optional<RunMarker> fresh_marker(const std::string& path, fs::file_time_type since) {
+  std::error_code ec;
+  const auto written = fs::last_write_time(path, ec);
+  if (ec || written < since) return std::nullopt;
+  return read_marker_if_present(path);
+}
+
+// A RUNNING marker whose process on this host is gone describes nothing any more.
+void remove_dead_running(const RunFiles& f) {
+  const auto running = read_marker_if_present(f.running);
+  if (!running || running->host != host_name()) return;
+  if (process_alive(running->pid)) return;
+  std::error_code ec;
+  fs::remove(f.running, ec);
+}
+
+// What a finished launcher left: a complete result, a skip (exit 0 without a result: the task
+// runner found the task's lock held), a fresh PREEMPTED or FAILED marker, or nothing, in
+// which case this writes a FAILED marker saying what happened.
+TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, fs::file_time_type started,
+                       int interrupted_by) {
+  const RunFiles f = run_files(c.dir, run.run_id);
+  const DoneCheck done = check_done(f);
+  if (done.valid())
+    return done.marker->status == "diverged" ? TaskResult{Outcome::diverged, "diverged"} : TaskResult{Outcome::done, "done"};
+  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+    return {Outcome::skipped, "skipped: another process holds its lock (runs/" + run.run_id + ".lock): it runs elsewhere"};
+  remove_dead_running(f);
+  if (const auto preempted = fresh_marker(f.preempted, started))
+    return {Outcome::preempted, "preempted: " + (preempted->reason.empty() ? std::string("checkpoint written") : preempted->reason)};
+  if (const auto failed = fresh_marker(f.failed, started)) return {Outcome::failed, "failed: " + failed->reason};
+  RunMarker marker;
+  const std::string log = "see logs/" + run.run_id + ".launcher.log";
+  if (interrupted_by != 0)
+    marker.reason = "interrupted by " + signal_name(interrupted_by) +
+                    ": the local executor stopped the task before it wrote a result or a checkpoint; " + log;
+  else
+    marker.reason = (WIFEXITED(wstatus) ? "the launcher exited with code " + std::to_string(WEXITSTATUS(wstatus))
+                                        : "the launcher was killed by " + signal_name(WTERMSIG(wstatus))) +
+                    " without a result; " + log;
+  marker.host = host_name();
+  marker.end = utc_timestamp();
+  write_marker(f.failed, marker);
+  return {Outcome::failed, "failed: " + marker.reason};
+}
+
+// Why a queued task must not start now ("" = start it): already done, or an attempt that is
+// alive (this host: its process; another host: trusted).
+std::string reason_not_to_start(const Campaign& c, const ManifestRun& run) {
+  const RunStatus st = run_status(c, run, {});
+  if (st.state == RunState::done || st.state == RunState::diverged) return "skipped: already done";
+  if (st.state == RunState::running) return "skipped: running elsewhere (" + st.reason + ")";
+  return "";
+}
+
+struct LiveTask {
+  int64_t index = 0;
+  fs::file_time_type started;
+};
+
+}  // namespace
+
+namespace {
+
+// One run of the executor: starts tasks, reaps launchers, handles interrupts, reports.
+class Executor {
+ public:
+  Executor(const Campaign& c, const std::vector<int64_t>& indices, int throttle, std::ostream& progress)
+      : c_(c), indices_(indices), throttle_(std::max(1, throttle)), progress_(progress),
+        argv_of_(local_launch_commands(c, indices)),
+        grace_(std::chrono::seconds(c.site.signal_seconds > 0 ? c.site.signal_seconds : 60)) {}
+
+  LocalRunSummary run() {
+    std::error_code ec;
+    fs::create_directories(campaign_logs_dir(c_.dir), ec);
+    InterruptWatch watch;
+    while (true) {
+      if (watch.count() > 0) interrupt(watch);
+      if (!sum_.interrupted_by) start_ready();
+      reap();
+      if (live_.empty() && (sum_.interrupted_by || next_ >= indices_.size())) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (sum_.interrupted_by) sum_.not_started = static_cast<int64_t>(indices_.size() - next_);
+    return sum_;
+  }
+
+ private:
+  void start_ready() {
+    while (next_ < indices_.size() && static_cast<int>(live_.size()) < throttle_) {
+      const int64_t index = indices_[next_++];
+      const std::string reason = reason_not_to_start(c_, c_.runs[index]);
+      if (!reason.empty()) {
+        ++sum_.skipped;
+        report(index, reason);
+        continue;
+      }
+      LiveTask task{index, fs::file_time_type::clock::now() - std::chrono::seconds(1)};  // file times are coarse
+      live_[start_local_run(c_, c_.runs[index], argv_of_.at(index))] = task;
+    }
+  }
+
+  // The first interrupt: SIGUSR1 to every launcher (they forward it to their ranks) and a
+  // deadline; at the deadline or a second interrupt: every process of their sessions killed.
+  void interrupt(const InterruptWatch& watch) {
+    if (!sum_.interrupted_by) {
+      sum_.interrupted_by = watch.signal();
+      deadline_ = Clock::now() + grace_;
+      for (const auto& [pid, task] : live_)
+        if (::kill(-pid, SIGUSR1) != 0) ::kill(pid, SIGUSR1);  // not yet its own group: the launcher itself
+      progress_ << "interrupted by " << signal_name(sum_.interrupted_by) << ": no new runs start; " << live_.size()
+                << " running got SIGUSR1 (checkpoint and stop); killed in "
+                << std::chrono::duration_cast<std::chrono::seconds>(grace_).count() << " s or at a second interrupt"
+                << std::endl;
+    }
+    if (!killed_ && (watch.count() > 1 || Clock::now() >= deadline_)) {
+      killed_ = true;
+      for (const auto& [pid, task] : live_) {
+        ::kill(pid, SIGKILL);
+        kill_session(pid);
+      }
+      if (!live_.empty()) progress_ << "killed " << live_.size() << " run(s) that were still running" << std::endl;
+    }
+  }
+
+  void reap() {
+    int wstatus = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &wstatus, WNOHANG)) > 0) {
+      auto it = live_.find(pid);
+      if (it == live_.end()) continue;
+      const LiveTask task = it->second;
+      live_.erase(it);
+      kill_session(pid);  // nothing of a task outlives it (ranks whose mpirun died)
+      const TaskResult r = task_result(c_, c_.runs[task.index], wstatus, task.started, sum_.interrupted_by);
+      if (r.outcome == Outcome::failed) ++sum_.failed;
+      if (r.outcome == Outcome::preempted) ++sum_.preempted;
+      if (r.outcome == Outcome::skipped) ++sum_.skipped;
+      report(task.index, r.text);
+    }
+  }
+
+  void report(int64_t index, const std::string& outcome) {
+    ++sum_.finished;
+    const int64_t n = static_cast<int64_t>(indices_.size());
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
+    const double eta = elapsed / static_cast<double>(sum_.finished) * static_cast<double>(n - sum_.finished);
+    progress_ << "[" << sum_.finished << "/" << n << "] index " << index << " " << c_.runs[index].run_id << ": " << outcome
+              << " | failures " << sum_.failed << " | elapsed " << seconds_text(elapsed) << " | ETA "
+              << (sum_.finished == n ? std::string("0s") : seconds_text(eta)) << std::endl;
+  }
+
+  const Campaign& c_;
+  const std::vector<int64_t>& indices_;
+  const int throttle_;
+  std::ostream& progress_;
+  const std::map<int64_t, std::vector<std::string>> argv_of_;
+  const Clock::duration grace_;
+  const Clock::time_point t0_ = Clock::now();
+  std::map<pid_t, LiveTask> live_;
+  size_t next_ = 0;
+  Clock::time_point deadline_;
+  bool killed_ = false;
+  LocalRunSummary sum_;
+};
+
+}  // namespace
+
+LocalRunSummary run_local(const Campaign& campaign, const std::vector<int64_t>& indices, int throttle, std::ostream& progress) {
+  return Executor(campaign, indices, throttle, progress).run();
+}
+
+}  // namespace ts

@@ -1,0 +1,64 @@
+"""trainscale_analysis with damaged run files (docs/reliability.md "Hostile input"): one file of
+garbage bytes, one cut in half and one without /summary among good ones are each reported with
+status `unreadable` (the file's name and the reason), never `ok`, and the loading, the metrics,
+the report and the CLI go on with the rest."""
+import shutil
+import subprocess
+import sys
+
+import h5py
+
+import conftest as fx
+from trainscale_analysis import load_campaigns
+from trainscale_analysis.report import build_report
+
+
+def damaged_copy(grid_dir, tmp_path):
+    """A copy of the grid campaign with three of its ok runs damaged for real: returns the
+    campaign directory and {run_id: how it was damaged}."""
+    camp = tmp_path / "grid"
+    shutil.copytree(grid_dir, camp)
+    ok = [p for p in sorted((camp / "runs").glob("*.h5"))
+          if h5py.File(p, "r").attrs["status"] in (b"ok", "ok")]
+    garbage, truncated, no_summary = ok[0], ok[1], ok[2]
+    garbage.write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(range(256)) * 40)  # a signature, then noise
+    data = truncated.read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    with h5py.File(no_summary, "a") as f:
+        del f["summary"]
+    return camp, {garbage.stem: "garbage", truncated.stem: "truncated", no_summary.stem: "no_summary"}
+
+
+def test_damaged_files_are_unreadable_and_the_rest_loads(grid_dir, tmp_path, capsys):
+    camp, damaged = damaged_copy(grid_dir, tmp_path)
+    df = load_campaigns([camp])
+    assert len(df) == len(fx.GRID), "every manifest entry is still a row"
+    bad = df[df.status == "unreadable"].set_index("run_id")
+    assert set(bad.index) == set(damaged)
+    for run_id, how in damaged.items():
+        message = bad.loc[run_id, "message"]
+        assert f"{run_id}.h5" in message, message  # names the file
+        if how == "no_summary":
+            assert "no /summary" in message
+        else:
+            assert "OSError" in message, message  # h5py's reason, e.g. "file signature not found"
+        assert bad.loc[run_id, "workers"] in (1, 2, 4), "the config still comes from the manifest"
+    assert "no /summary" in capsys.readouterr().err
+    expected_ok = sum(1 for v in fx.GRID.values() if v[2] == "ok") - len(damaged)
+    assert (df.status == "ok").sum() == expected_ok
+    assert df[df.status == "ok"]["images_per_s"].notna().all()
+
+
+def test_report_and_cli_go_on(grid_dir, tmp_path):
+    camp, damaged = damaged_copy(grid_dir, tmp_path)
+    html, md = build_report([camp], tmp_path / "r.html", threshold=fx.THRESHOLD)
+    text = html.read_text()
+    assert "3 unreadable" in text
+    for run_id in damaged:
+        assert run_id in text
+    r = subprocess.run([sys.executable, "-m", "trainscale_analysis", "report", str(camp), "-o",
+                        str(tmp_path / "cli.html")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "cli.html").exists()
+    for run_id in damaged:
+        assert f"{run_id}.h5" in r.stderr, r.stderr  # each damaged file is named on stderr

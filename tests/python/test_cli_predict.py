@@ -1,0 +1,157 @@
+"""`trainscale predict` and `trainscale calibrate` (docs/model.md): the printed table, every
+dataset and attribute of the prediction file (schema trainscale-predict/1) and how they add up,
+overlap against no overlap, the material's Skylake cluster as a star and as a mesh up to 1,024
+workers, errors that name the file, line and key (exit 2), and a calibration with a tiny budget
+on 1 and 2 ranks whose cluster file `predict` then reads."""
+import shutil
+import subprocess
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from trainscale_cli import REPO, env, require_binary, run, write_config
+
+MPIRUN = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
+SKYLAKE = REPO / "configs" / "clusters" / "skylake-8180m.yaml"
+LOCAL = REPO / "configs" / "clusters" / "local.yaml"
+LENET = "model: lenet\ndataset: {name: synthetic}\nbatch_per_worker: 32\nsteps: 10\nthreads: 1\n"
+PER_COUNT = ["workers", "nodes", "ranks_per_node", "batch_per_worker", "step_time", "compute", "comm",
+             "exposed_comm", "data", "forward", "backward", "update", "throughput", "scaling_efficiency"]
+
+
+def predict(tmp_path, config_text, cluster, *extra):
+    cfg = write_config(tmp_path / "run.yaml", config_text)
+    out = tmp_path / "predict.h5"
+    proc = run(["predict", "--config", cfg, "--cluster", cluster, "--out", out] + list(extra))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, h5py.File(out, "r")
+
+
+def test_file_and_table(tmp_path):
+    proc, f = predict(tmp_path, LENET, LOCAL, "--workers", "1,2")
+    with f:
+        assert f.attrs["schema"] == "trainscale-predict/1"
+        assert yaml.safe_load(f.attrs["config"])["model"] == "lenet"
+        assert yaml.safe_load(f.attrs["cluster"])["name"] == "local"
+        assert f.attrs["model"] == "lenet" and f.attrs["precision"] == "fp32"
+        p = f["predict"]
+        for name in PER_COUNT:
+            assert p[name].shape == (2,), name
+            assert "units" in p[name].attrs, name
+        assert list(p["workers"][:]) == [1, 2]
+        step, compute, comm, exposed, data = (p[k][:] for k in ("step_time", "compute", "comm", "exposed_comm", "data"))
+        np.testing.assert_allclose(step, compute + exposed + data, rtol=1e-12)
+        np.testing.assert_allclose(compute, p["forward"][:] + p["backward"][:] + p["update"][:], rtol=1e-12)
+        assert comm[0] == 0 and comm[1] > 0 and 0 <= exposed[1] <= comm[1] * (1 + 1e-12)
+        assert p["scaling_efficiency"][0] == pytest.approx(1.0)
+        np.testing.assert_allclose(p["throughput"][:], p["workers"][:] * 32 / step, rtol=1e-12)
+        layers = p["layers"][:]
+        names = [n.decode() for n in layers["name"]]
+        assert names[:3] == ["conv1", "relu1", "pool1"] and len(names) == 10
+        conv1 = layers[0]
+        assert conv1["fp_flops"] == pytest.approx(2 * 32 * 784 * 32 * 25) and conv1["bp_gc_flops"] == 0
+        for name in ("layer_fp", "layer_bp_gc", "layer_bp_wu", "layer_comm", "layer_bound"):
+            assert p[name].shape == (2, 10), name
+        assert set(np.unique(p["layer_bound"][:])) <= {0, 1, 2}
+        # The per-layer times add up to forward and backward.
+        np.testing.assert_allclose(p["layer_fp"][:].sum(axis=1), p["forward"][:], rtol=1e-9)
+        np.testing.assert_allclose((p["layer_bp_gc"][:] + p["layer_bp_wu"][:]).sum(axis=1), p["backward"][:], rtol=1e-9)
+    rows = [line.split() for line in proc.stdout.splitlines() if line.split() and line.split()[0] in ("1", "2")]
+    assert len(rows) == 2, proc.stdout
+    assert float(rows[0][3]) == pytest.approx(step[0] * 1e3, rel=1e-3)
+    assert "conv1" in proc.stdout and "bound@" in proc.stdout
+
+
+def test_overlap_hides_communication(tmp_path):
+    text = LENET + "dist: {bucket_mb: 0.5}\n"
+    _, f = predict(tmp_path, text + "", LOCAL, "--workers", "2", "--set", "dist.overlap=false")
+    with f:
+        after = {k: f["predict"][k][0] for k in ("comm", "exposed_comm", "step_time")}
+    _, f = predict(tmp_path, text, LOCAL, "--workers", "2", "--set", "dist.overlap=true")
+    with f:
+        overlapped = {k: f["predict"][k][0] for k in ("comm", "exposed_comm", "step_time")}
+    assert after["exposed_comm"] == pytest.approx(after["comm"])
+    assert overlapped["comm"] == pytest.approx(after["comm"])
+    assert overlapped["exposed_comm"] < after["exposed_comm"]
+    assert overlapped["step_time"] < after["step_time"]
+
+
+def test_skylake_star_and_mesh_to_1024(tmp_path):
+    text = "model: resnet50\ndataset: {name: synthetic}\nbatch_per_worker: 60\nthreads: 56\ndist: {allreduce: mpi}\n"
+    _, f = predict(tmp_path, text, SKYLAKE, "--workers", "1..1024", "--gemm-only")
+    with f:
+        star = f["predict"]
+        workers = star["workers"][:]
+        assert list(workers) == [2**k for k in range(11)]
+        assert list(star["nodes"][:]) == [min(w, 1000) for w in workers]  # one 56-thread worker per node
+        star_comm = star["comm"][:]
+        assert np.all(np.diff(star_comm[1:]) > 0), star_comm  # BKT's latency term grows with p
+        compute = star["compute"][:]
+        np.testing.assert_allclose(compute[:-1], compute[0], rtol=1e-12)  # weak scaling: same work per node
+        assert f.attrs["gemm_only"] == 1
+        kinds = {n.decode() for n, b in zip(star["layers"]["kind"], star["layer_fp"][0]) if b > 0}
+        assert kinds <= {"conv", "fc"}
+    _, f = predict(tmp_path, text, SKYLAKE, "--workers", "1..1024", "--gemm-only",
+                   "--cluster-set", "interconnect.topology=mesh", "--cluster-set", "interconnect.dims=[32,32]")
+    with f:
+        mesh_comm = f["predict"]["comm"][:]
+        assert "topology: mesh" in f.attrs["cluster"]
+    # A mesh runs BKT dimension by dimension: fewer messages than the star's ring of 1,024.
+    assert mesh_comm[-1] < star_comm[-1]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--workers", "0"], "--workers"),
+    (["--set", "precision=bf16"], "node.peak_gflops.bf16"),
+    (["--cluster-set", "interconnect.topology=ring"], "star | mesh | torus | fat_tree"),
+    (["--set", "dist.allreduce=nccl", "--cluster-set", "nodez=3"], "did you mean 'nodes'"),
+])
+def test_errors_exit_2(tmp_path, args, expected):
+    cfg = write_config(tmp_path / "run.yaml", LENET)
+    proc = run(["predict", "--config", cfg, "--cluster", SKYLAKE] + args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert expected in proc.stderr, proc.stderr
+
+
+def test_bad_cluster_file_names_file_line_and_key(tmp_path):
+    cfg = write_config(tmp_path / "run.yaml", LENET)
+    bad = write_config(tmp_path / "bad.yaml", SKYLAKE.read_text().replace("alpha_us: 0.5", "alpha_us: fast"))
+    proc = run(["predict", "--config", cfg, "--cluster", bad])
+    assert proc.returncode == 2
+    assert "bad.yaml:" in proc.stderr and "interconnect.alpha_us" in proc.stderr, proc.stderr
+    proc = run(["predict", "--config", cfg])
+    assert proc.returncode == 2 and "--cluster" in proc.stderr
+
+
+def test_calibrate_one_rank_then_predict(tmp_path):
+    out = tmp_path / "here.yaml"
+    proc = run(["calibrate", "--out", out, "--budget-s", "1", "--models", "lenet", "--batch", "8"], timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "skipped on one rank" in proc.stdout
+    spec = yaml.safe_load(out.read_text())
+    assert spec["node"]["peak_gflops"]["fp32"] > 0 and spec["node"]["memory_bandwidth_gbs"] > 0
+    assert set(spec["calibration"]["layers"]["lenet"]) >= {"conv1", "conv2", "fc1", "fc2"}
+    assert "conv" in spec["calibration"]["kinds"]
+    _, f = predict(tmp_path, LENET, out, "--workers", "1")
+    with f:
+        assert f["predict"]["step_time"][0] > 0
+    proc = run(["calibrate", "--out", out, "--models", "lenet,nosuchnet"])
+    assert proc.returncode == 2 and "nosuchnet" in proc.stderr
+
+
+def test_calibrate_two_ranks_fits_every_algorithm(tmp_path):
+    assert MPIRUN, "mpirun not found: scripts/setup.sh installs openmpi-bin"
+    out = tmp_path / "two.yaml"
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe", str(require_binary()), "calibrate", "--out", str(out),
+           "--budget-s", "1", "--models", "lenet", "--batch", "8", "--max-bytes", "65536"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=300, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fits = yaml.safe_load(out.read_text())["calibration"]["allreduce"]
+    assert set(fits) == {"mpi", "ring", "tree", "ps", "shm"}
+    for fit in fits.values():
+        assert fit["ranks"] == 2 and fit["alpha_us"] >= 0 and fit["beta_ns_per_byte"] >= 0
+    _, f = predict(tmp_path, LENET + "dist: {allreduce: ring}\n", out, "--workers", "2")
+    with f:
+        assert "calibrated" in f["predict"].attrs["allreduce"]
