@@ -1,10 +1,15 @@
 // The YAML fuzz targets (see fuzz_targets.h): run configs, sweep files and site files, through
 // the functions `trainscale run`, `sweep expand` and `sweep submit` call on file contents.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "config/run_config.h"
 #include "core/error.h"
 #include "fuzz_targets.h"
+#include "sweep/campaign.h"
 #include "sweep/expand.h"
 #include "sweep/site.h"
 #include "sweep/sweep_file.h"
@@ -26,6 +31,22 @@ size_t planned_runs(const SweepFile& sweep) {
     if (points > kMaxExpandedRuns) return points;
   }
   return (points + sweep.include.size()) * static_cast<size_t>(sweep.repetitions);
+}
+
+// A campaign directory of this process for the manifest target, removed at exit.
+struct ScratchCampaign {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ts_fuzz_campaign_" + std::to_string(::getpid()));
+  ScratchCampaign() { std::filesystem::create_directories(dir); }
+  ~ScratchCampaign() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
 }
 
 }  // namespace
@@ -70,6 +91,20 @@ void site_file(const uint8_t* data, size_t size) {
   try {
     const Site site = parse_site_file(text_of(data, size), "fuzz-site.yaml");
     site_mpi_for(site, "any", "fuzz");
+  } catch (const ConfigError&) {
+  } catch (const RuntimeError&) {
+  }
+}
+
+void manifest(const uint8_t* data, size_t size) {
+  static const ScratchCampaign scratch;
+  const std::string text = text_of(data, size);
+  // A matching manifest.hash, as someone who edits a manifest would write: the parser is the target.
+  write_file(scratch.dir / "manifest.yaml", text);
+  write_file(scratch.dir / "manifest.hash", manifest_hash(text) + "\n");
+  try {
+    const Campaign campaign = load_campaign(scratch.dir.string());
+    status_text(campaign, campaign_status(campaign, {}));
   } catch (const ConfigError&) {
   } catch (const RuntimeError&) {
   }

@@ -6,7 +6,7 @@ namespace ts::fuzz {
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"run_config", run_config}, {"sweep_file", sweep_file}, {"site_file", site_file},
-      {"idx", idx},               {"cifar", cifar},
+      {"manifest", manifest},     {"idx", idx},               {"cifar", cifar},
   };
   return all;
 }

@@ -30,6 +30,9 @@ void run_config(const uint8_t* data, size_t size);
 void sweep_file(const uint8_t* data, size_t size);
 // Site file YAML -> parse_site_file and the mpi entry for `any`.
 void site_file(const uint8_t* data, size_t size);
+// A campaign's manifest.yaml (with a matching manifest.hash, in a scratch campaign directory)
+// -> load_campaign, then campaign_status and its text.
+void manifest(const uint8_t* data, size_t size);
 // An IDX split (images and labels files, each raw or gzip; layout in fuzz_data_files.cpp) ->
 // open_idx_source over an in-memory Storage, then every sample read.
 void idx(const uint8_t* data, size_t size);

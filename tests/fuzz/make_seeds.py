@@ -3,11 +3,15 @@
 configs, sweeps and sites, and small data files cut from the real Fashion-MNIST test split
 (/usr/share/datasets/fashion-mnist) or made here (CIFAR-10: no copy is installed). Inputs a
 fuzzer found bugs with are kept beside them as crash-*, timeout-*, oom-* or leak-* (never
-rewritten by this script). Usage: tests/fuzz/make_seeds.py (from anywhere)."""
+rewritten by this script). Manifests come from `trainscale sweep expand` of two seed sweeps.
+Usage: tests/fuzz/make_seeds.py [TRAINSCALE_BINARY]   (default build-dev/bin/trainscale)."""
 import gzip
 import pathlib
 import shutil
 import struct
+import subprocess
+import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "tests" / "fuzz"
@@ -47,6 +51,22 @@ def yaml_seeds():
         shutil.copy(f, d / ("seed-" + f.name))
 
 
+def manifest_seeds(binary):
+    d = reset("manifest")
+    for sweep in ("seed-small.yaml", "seed-quickstart.yaml"):
+        with tempfile.TemporaryDirectory() as tmp:
+            # expand resolves `base` beside the sweep file, as the sweep_file target does.
+            src = ROOT / "configs" / "sweeps" / ("fuzzseed-" + sweep)
+            shutil.copy(FUZZ / "sweep_file" / sweep, src)
+            try:
+                subprocess.run([binary, "sweep", "expand", str(src), "--out", tmp + "/c"], check=True,
+                               stdout=subprocess.DEVNULL)
+            finally:
+                src.unlink()
+            text = pathlib.Path(tmp + "/c/manifest.yaml").read_text().replace(str(ROOT) + "/", "")
+            (d / sweep).write_text(text)
+
+
 def idx_input(images, labels, gz_images=False, gz_labels=False):
     if gz_images:
         images = gzip.compress(images, mtime=0)
@@ -83,5 +103,6 @@ def cifar_seeds():
 
 if __name__ == "__main__":
     yaml_seeds()
+    manifest_seeds(sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "build-dev" / "bin" / "trainscale"))
     idx_seeds()
     cifar_seeds()
