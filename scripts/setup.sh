@@ -21,6 +21,7 @@ APT_PACKAGES=(
   dataset-fashion-mnist
   python3 python3-venv python3-pip
   chromium
+  clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
 )
 
 quiet() {  # run a command, show its output only if it fails

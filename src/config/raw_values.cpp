@@ -38,10 +38,13 @@ std::string unknown_key_message(const std::string& key, const std::string& scope
 
 void walk(const YAML::Node& node, const std::string& prefix, const std::string& origin, RawValues& values) {
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string name = it->first.as<std::string>();
-    const std::string key = prefix.empty() ? name : prefix + "." + name;
     const std::string where = origin + ":" + std::to_string(it->first.Mark().line + 1);
-    const YAML::Node& value = it->second;
+    if (!it->first.IsScalar())
+      fail(where, "a key must be a name (e.g. lr or dist), not a list or mapping" +
+                      (prefix.empty() ? std::string() : " (under '" + prefix + "')"));
+    const std::string name = it->first.Scalar();
+    const std::string key = prefix.empty() ? name : prefix + "." + name;
+    const YAML::Node value = it->second;  // a copy: it-> yields a temporary proxy, a reference would dangle
     if (is_key_group(key)) {
       if (!value.IsMap()) fail(where, "key '" + key + "' must be a mapping of sub-keys, e.g. " + key + ": {...}");
       walk(value, key, origin, values);

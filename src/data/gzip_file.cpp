@@ -1,5 +1,5 @@
-// inflate_gzip (see gzip_file.h): the compressed bytes are read through the storage in
-// chunks and inflated with zlib into one in-memory file.
+// inflate_gzip and read_gzip_head (see gzip_file.h): the compressed bytes are read through the
+// storage in chunks and inflated with zlib into one in-memory file (or its first bytes).
 #include "data/gzip_file.h"
 
 #include <zlib.h>
@@ -37,35 +37,37 @@ class MemoryFile final : public RandomAccessFile {
   std::vector<uint8_t> bytes_;
 };
 
-// gzip's trailer ends with the inflated size mod 2^32 (of the last member): a capacity hint,
-// trusted only when it is plausible (deflate expands at most ~1032x).
-size_t size_hint(const RandomAccessFile& f) {
+constexpr int64_t kMaxDeflateRatio = 1032;  // deflate's most inflated bytes per compressed byte
+constexpr int64_t kMaxHintRatio = 8;        // reserve no more than this many times the file
+
+// gzip's trailer ends with the inflated size mod 2^32 (of the last member): a capacity hint
+// only. A forged or damaged trailer can claim 4 GiB, so the reservation is also capped by the
+// caller's limit and by a small multiple of the compressed size (beyond it, the vector grows
+// with the bytes that really arrive).
+size_t size_hint(const RandomAccessFile& f, int64_t limit) {
   if (f.size() < 18) return 0;
   uint8_t t[4];
   f.read_at(f.size() - 4, 4, t);
-  const uint64_t isize = uint64_t{t[0]} | uint64_t{t[1]} << 8 | uint64_t{t[2]} << 16 | uint64_t{t[3]} << 24;
-  return isize <= static_cast<uint64_t>(f.size()) * 1032 ? static_cast<size_t>(isize) : 0;
+  int64_t isize = int64_t{t[0]} | int64_t{t[1]} << 8 | int64_t{t[2]} << 16 | int64_t{t[3]} << 24;
+  isize = std::min(isize, kMaxHintRatio * f.size() + kChunkBytes);
+  if (limit >= 0) isize = std::min(isize, limit);
+  return static_cast<size_t>(isize);
 }
 
-}  // namespace
-
-bool is_gzip_path(const std::string& path) {
-  return path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-}
-
-std::unique_ptr<RandomAccessFile> inflate_gzip(const RandomAccessFile& compressed) {
-  const std::string& path = compressed.path();
+// Inflates `compressed` into `out` until the stream ends or `out` holds at least `stop_after`
+// bytes (stop_after < 0: no stop). Returns "" or what is wrong with the stream; a stop before
+// the end is not an error (the caller decides).
+std::string inflate_into(const RandomAccessFile& compressed, int64_t stop_after, std::vector<uint8_t>& out) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)  // 16: expect a gzip header
-    throw RuntimeError("data file " + path + ": zlib could not start inflating (out of memory?)");
-  std::vector<uint8_t> out, in(static_cast<size_t>(std::min(kChunkBytes, compressed.size())));
-  out.reserve(size_hint(compressed));
+    return "zlib could not start inflating (out of memory?)";
+  std::vector<uint8_t> in(static_cast<size_t>(std::min(kChunkBytes, compressed.size())));
   std::vector<uint8_t> window(static_cast<size_t>(kChunkBytes));
   int64_t offset = 0;
   int status = Z_OK;
   bool pending = false;  // the last inflate filled the window, so it may hold more output
   std::string error;
-  while (error.empty()) {
+  while (error.empty() && (stop_after < 0 || static_cast<int64_t>(out.size()) < stop_after)) {
     if (zs.avail_in == 0 && offset < compressed.size()) {  // next chunk of compressed bytes
       const int64_t n = std::min<int64_t>(kChunkBytes, compressed.size() - offset);
       compressed.read_at(offset, n, in.data());
@@ -89,8 +91,41 @@ std::unique_ptr<RandomAccessFile> inflate_gzip(const RandomAccessFile& compresse
       error = std::string("corrupt compressed data (zlib: ") + (zs.msg ? zs.msg : zError(status)) + ")";
   }
   inflateEnd(&zs);
-  if (!error.empty()) throw RuntimeError("data file " + path + ": " + error + "; " + kCorruptHint);
-  return std::make_unique<MemoryFile>(path, std::move(out));
+  return error;
+}
+
+RuntimeError gzip_error(const std::string& path, const std::string& what) {
+  return RuntimeError("data file " + path + ": " + what + "; " + kCorruptHint);
+}
+
+}  // namespace
+
+bool is_gzip_path(const std::string& path) {
+  return path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+}
+
+int64_t gzip_max_inflated_bytes(int64_t compressed_bytes) { return kMaxDeflateRatio * compressed_bytes; }
+
+std::unique_ptr<RandomAccessFile> inflate_gzip(const RandomAccessFile& compressed, int64_t max_inflated_bytes) {
+  std::vector<uint8_t> out;
+  out.reserve(size_hint(compressed, max_inflated_bytes));
+  // One byte past the limit is enough to know the stream holds more than it may.
+  const int64_t stop_after = max_inflated_bytes < 0 ? -1 : max_inflated_bytes + 1;
+  const std::string error = inflate_into(compressed, stop_after, out);
+  if (!error.empty()) throw gzip_error(compressed.path(), error);
+  if (max_inflated_bytes >= 0 && static_cast<int64_t>(out.size()) > max_inflated_bytes)
+    throw gzip_error(compressed.path(), "unexpected bytes: it inflates to more than the " +
+                                            std::to_string(max_inflated_bytes) + " bytes expected (from its header)");
+  return std::make_unique<MemoryFile>(compressed.path(), std::move(out));
+}
+
+std::vector<uint8_t> read_gzip_head(const RandomAccessFile& compressed, int64_t bytes) {
+  std::vector<uint8_t> out;
+  const std::string error = inflate_into(compressed, bytes, out);
+  // An error after the head was inflated is left to inflate_gzip, which reads the rest.
+  if (!error.empty() && static_cast<int64_t>(out.size()) < bytes) throw gzip_error(compressed.path(), error);
+  if (static_cast<int64_t>(out.size()) > bytes) out.resize(static_cast<size_t>(bytes));
+  return out;
 }
 
 }  // namespace ts

@@ -1,7 +1,9 @@
-// IdxSource (see idx_source.h): headers parsed and checked once at open, then every read()
-// fetches one image and one label byte from the files through the storage.
+// IdxSource (see idx_source.h): headers parsed and checked once at open (a .gz file's header
+// before the file is inflated), then every read() fetches one image and one label byte from the
+// files through the storage.
 #include "data/idx_source.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -37,19 +39,22 @@ std::string locate(const Storage& storage, const std::string& root, const std::s
   throw RuntimeError("data file " + gz + " (or " + raw + ") not found" + why + "; " + kInstallHint);
 }
 
-// The file on storage, or its inflated bytes for a .gz file.
-std::unique_ptr<RandomAccessFile> open_idx_file(const Storage& storage, const std::string& path) {
-  auto file = storage.open(path);
-  return is_gzip_path(path) ? inflate_gzip(*file) : std::move(file);
+// The first `bytes` bytes of the file (of its inflated bytes for a .gz file), fewer if it is
+// shorter: enough for the header, without inflating the rest.
+std::vector<uint8_t> file_head(const RandomAccessFile& f, int64_t bytes) {
+  if (is_gzip_path(f.path())) return read_gzip_head(f, bytes);
+  std::vector<uint8_t> head(static_cast<size_t>(std::min(bytes, f.size())));
+  f.read_at(0, static_cast<int64_t>(head.size()), head.data());
+  return head;
 }
 
 // Big-endian uint32 words [0, n) of the file's header; `kind` names the expected file kind.
 std::vector<int64_t> read_header(const RandomAccessFile& f, int n, uint32_t magic, const char* kind) {
-  if (f.size() < 4 * n)
-    throw corrupt(f.path(), "truncated: " + std::to_string(f.size()) + " bytes, shorter than the " +
+  const std::vector<uint8_t> b = file_head(f, 4 * n);
+  if (static_cast<int64_t>(b.size()) < 4 * n)
+    throw corrupt(f.path(), "truncated: " + std::to_string(b.size()) + " bytes" +
+                                (is_gzip_path(f.path()) ? " inflated" : "") + ", shorter than the " +
                                 std::to_string(4 * n) + "-byte header of an IDX " + kind);
-  std::vector<uint8_t> b(static_cast<size_t>(4 * n));
-  f.read_at(0, 4 * n, b.data());
   std::vector<int64_t> words(static_cast<size_t>(n));
   for (size_t i = 0; i < words.size(); ++i)
     words[i] = int64_t{b[4 * i]} << 24 | int64_t{b[4 * i + 1]} << 16 | int64_t{b[4 * i + 2]} << 8 | b[4 * i + 3];
@@ -59,6 +64,21 @@ std::vector<int64_t> read_header(const RandomAccessFile& f, int n, uint32_t magi
     throw corrupt(f.path(), std::string("wrong magic number ") + buf + " (an IDX " + kind + ")");
   }
   return words;
+}
+
+// The bytes the source reads: the raw file as it is, or a .gz file inflated into memory once
+// its header has said how many bytes to expect. A header claiming more than the compressed
+// size can hold fails before anything is inflated, and inflating stops past the expected size,
+// so a damaged count never allocates more than the data that is really there.
+std::unique_ptr<RandomAccessFile> file_contents(std::unique_ptr<RandomAccessFile> f, int64_t expected,
+                                                const std::string& what) {
+  if (!is_gzip_path(f->path())) return f;
+  const int64_t most = gzip_max_inflated_bytes(f->size());
+  if (expected > most)
+    throw corrupt(f->path(), "truncated: the header describes " + what + " (" + std::to_string(expected) +
+                                 " bytes with the header), more than its " + std::to_string(f->size()) +
+                                 " compressed bytes can inflate to (at most " + std::to_string(most) + ")");
+  return inflate_gzip(*f, expected);
 }
 
 // The file holds exactly header + payload bytes.
@@ -76,31 +96,40 @@ struct IdxLayout {
   int64_t count = 0, rows = 0, cols = 0;
 };
 
+struct IdxFiles {
+  std::unique_ptr<RandomAccessFile> images, labels;
+  IdxLayout layout;
+};
+
 // Checks both files' headers, sizes and labels (every label once, 1 byte per sample, so a bad
-// file fails before training starts); returns the images' layout.
-IdxLayout check_idx_files(const RandomAccessFile& images, const RandomAccessFile& labels) {
-  const auto dims = read_header(images, 4, kImagesMagic, "image file, idx3-ubyte");
+// file fails before training starts); returns the files' contents and the images' layout.
+IdxFiles check_idx_files(std::unique_ptr<RandomAccessFile> images, std::unique_ptr<RandomAccessFile> labels) {
+  const auto dims = read_header(*images, 4, kImagesMagic, "image file, idx3-ubyte");
   const IdxLayout l{dims[1], dims[2], dims[3]};
   if (l.count <= 0 || l.rows <= 0 || l.cols <= 0 || l.rows > 4096 || l.cols > 4096)
-    throw corrupt(images.path(), "implausible dimensions (" + std::to_string(l.count) + " images of " +
-                                     std::to_string(l.rows) + "x" + std::to_string(l.cols) + ")");
-  check_size(images, kImagesHeader, l.count * l.rows * l.cols,
-             std::to_string(l.count) + " images of " + std::to_string(l.rows) + "x" + std::to_string(l.cols));
-  const int64_t label_count = read_header(labels, 2, kLabelsMagic, "label file, idx1-ubyte")[1];
-  if (label_count <= 0) throw corrupt(labels.path(), "header says it holds no labels");
-  check_size(labels, kLabelsHeader, label_count, std::to_string(label_count) + " labels");
+    throw corrupt(images->path(), "implausible dimensions (" + std::to_string(l.count) + " images of " +
+                                      std::to_string(l.rows) + "x" + std::to_string(l.cols) + ")");
+  const std::string images_what =
+      std::to_string(l.count) + " images of " + std::to_string(l.rows) + "x" + std::to_string(l.cols);
+  images = file_contents(std::move(images), kImagesHeader + l.count * l.rows * l.cols, images_what);
+  check_size(*images, kImagesHeader, l.count * l.rows * l.cols, images_what);
+  const int64_t label_count = read_header(*labels, 2, kLabelsMagic, "label file, idx1-ubyte")[1];
+  if (label_count <= 0) throw corrupt(labels->path(), "header says it holds no labels");
+  const std::string labels_what = std::to_string(label_count) + " labels";
+  labels = file_contents(std::move(labels), kLabelsHeader + label_count, labels_what);
+  check_size(*labels, kLabelsHeader, label_count, labels_what);
   if (label_count != l.count)
-    throw RuntimeError("data files " + images.path() + " and " + labels.path() + " disagree: " +
+    throw RuntimeError("data files " + images->path() + " and " + labels->path() + " disagree: " +
                        std::to_string(l.count) + " images but " + std::to_string(label_count) +
                        " labels; both files must come from the same split of the same data set "
                        "(reinstall it with scripts/setup.sh or fix dataset.root)");
   std::vector<uint8_t> all(static_cast<size_t>(l.count));
-  labels.read_at(kLabelsHeader, l.count, all.data());
+  labels->read_at(kLabelsHeader, l.count, all.data());
   for (size_t i = 0; i < all.size(); ++i)
     if (all[i] >= kClasses)
-      throw corrupt(labels.path(), "label " + std::to_string(all[i]) + " at index " + std::to_string(i) +
-                                       " is out of range 0.." + std::to_string(kClasses - 1));
-  return l;
+      throw corrupt(labels->path(), "label " + std::to_string(all[i]) + " at index " + std::to_string(i) +
+                                        " is out of range 0.." + std::to_string(kClasses - 1));
+  return {std::move(images), std::move(labels), l};
 }
 
 class IdxSource final : public SampleSource {
@@ -149,10 +178,8 @@ std::unique_ptr<SampleSource> open_idx_source(const Storage& storage, const std:
   const std::string prefix = split == Split::train ? "train" : "t10k";
   const std::string images_path = locate(storage, root, prefix + "-images-idx3-ubyte");
   const std::string labels_path = locate(storage, root, prefix + "-labels-idx1-ubyte");
-  auto images = open_idx_file(storage, images_path);
-  auto labels = open_idx_file(storage, labels_path);
-  const IdxLayout layout = check_idx_files(*images, *labels);
-  return std::make_unique<IdxSource>(std::move(images), std::move(labels), layout, name, stats);
+  IdxFiles files = check_idx_files(storage.open(images_path), storage.open(labels_path));
+  return std::make_unique<IdxSource>(std::move(files.images), std::move(files.labels), files.layout, name, stats);
 }
 
 }  // namespace ts

@@ -257,8 +257,9 @@ void wait_a_little(const ShmState& s, Idle& idle) {
 
 // The build targets baseline x86-64 (SSE2); the sum loops are also compiled for AVX2 and
 // AVX-512 and the best one the CPU has is picked at load time (GCC function multi-versioning),
-// so cache-resident chunks are summed 8 or 16 floats at a time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// so cache-resident chunks are summed 8 or 16 floats at a time. Not under TSan: the dynamic
+// loader runs the clones' (instrumented) resolver before the TSan runtime is up, a SIGSEGV.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define TS_SUM_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define TS_SUM_LOOP

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/, clang with ASan + UBSan, in build-fuzz/) and runs
+# each for SECONDS (default 60): the run-config, sweep-file, site-file and manifest parsers and
+# the IDX and CIFAR-10 readers. Each target starts from its seed corpus tests/fuzz/<target>/ (read-only
+# here) and keeps what it discovers in build-fuzz/corpus/<target>/. A crash, leak, timeout or
+# out-of-memory input is written to build-fuzz/artifacts/<target>/ and fails the script: fix the
+# bug, then copy the input into tests/fuzz/<target>/ so every build replays it
+# (tests/cpp/test_fuzz_corpus.cpp). docs/reliability.md "Fuzzing and sanitizers".
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]    (FUZZ_JOBS: build jobs, default nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(run_config sweep_file site_file manifest idx cifar)
+CC=${FUZZ_CC:-clang-14}
+CXX=${FUZZ_CXX:-clang++-14}
+command -v "$CXX" >/dev/null || { echo "fuzz.sh: $CXX not found (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
+log=build-fuzz/build.log
+mkdir -p build-fuzz
+if [[ ! -f build-fuzz/CMakeCache.txt ]]; then
+  cmake -S . -B build-fuzz -DCMAKE_C_COMPILER="$CC" -DCMAKE_CXX_COMPILER="$CXX" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTRAINSCALE_FUZZ=ON -DTRAINSCALE_TESTS=OFF -DTRAINSCALE_CUDA=OFF >"$log" 2>&1 \
+    || { cat "$log" >&2; echo "fuzz.sh: configure of build-fuzz/ failed" >&2; exit 1; }
+fi
+binaries=()
+for t in "${targets[@]}"; do binaries+=(--target "fuzz_$t"); done
+cmake --build build-fuzz -j "$jobs" "${binaries[@]}" >>"$log" 2>&1 \
+  || { tail -n 40 "$log" >&2; echo "fuzz.sh: build failed (log: $log)" >&2; exit 1; }
+
+# Leaks and UBSan findings are failures; libFuzzer's -timeout catches hangs.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+status=0
+for t in "${targets[@]}"; do
+  corpus=build-fuzz/corpus/$t artifacts=build-fuzz/artifacts/$t
+  mkdir -p "$corpus" "$artifacts"
+  dict=()
+  [[ -f tests/fuzz/$t.dict ]] && dict=(-dict="tests/fuzz/$t.dict")
+  echo "fuzz.sh: $t for ${seconds}s"
+  if ! build-fuzz/bin/fuzz_"$t" "$corpus" "tests/fuzz/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=10 \
+       -rss_limit_mb=2048 -artifact_prefix="$artifacts/" -print_final_stats=1 >"build-fuzz/$t.log" 2>&1; then
+    status=1
+    grep -E "ERROR|SUMMARY|Test unit written|==[0-9]+==" "build-fuzz/$t.log" | head -20 >&2
+    echo "fuzz.sh: $t FAILED (log: build-fuzz/$t.log); reproduce with build-fuzz/bin/fuzz_$t <input>," \
+         "fix, then keep the input in tests/fuzz/$t/" >&2
+  else
+    grep -E "stat::number_of_executed_units|cov:" "build-fuzz/$t.log" | tail -2 | sed "s/^/  /"
+  fi
+done
+exit $status

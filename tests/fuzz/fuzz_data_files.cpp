@@ -1,0 +1,62 @@
+// The data-reader fuzz targets (see fuzz_targets.h): IDX and CIFAR-10 files opened through the
+// sample sources the trainer uses, over an in-memory Storage, then every sample read.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "data/cifar_source.h"
+#include "data/idx_source.h"
+#include "fuzz_targets.h"
+#include "memory_storage.h"
+
+namespace ts::fuzz {
+namespace {
+
+constexpr const char* kRoot = "/fuzz";
+
+void read_every_sample(const SampleSource& source) {
+  const SampleSpec& spec = source.spec();
+  std::vector<float> image(static_cast<size_t>(spec.sample.numel()));
+  std::vector<float> targets(static_cast<size_t>(std::max<int64_t>(spec.outputs, 1)));
+  int32_t label = 0;
+  for (int64_t i = 0; i < source.count(); ++i) source.read(i, image.data(), &label, targets.data());
+}
+
+}  // namespace
+
+// Input layout: byte 0 flags (bit 0: the images file is .gz, bit 1: the labels file is .gz),
+// bytes 1..4 the images file's length n (little-endian, clamped to what is left), then n bytes
+// of the images file, then the labels file (the rest).
+void idx(const uint8_t* data, size_t size) {
+  if (size < 5) return;
+  const uint8_t flags = data[0];
+  size_t images_size = size_t{data[1]} | size_t{data[2]} << 8 | size_t{data[3]} << 16 | size_t{data[4]} << 24;
+  images_size = std::min(images_size, size - 5);
+  const uint8_t* images = data + 5;
+  const uint8_t* labels = images + images_size;
+  MemoryStorage storage;
+  storage.add(std::string(kRoot) + "/t10k-images-idx3-ubyte" + (flags & 1 ? ".gz" : ""),
+              std::vector<uint8_t>(images, images + images_size));
+  storage.add(std::string(kRoot) + "/t10k-labels-idx1-ubyte" + (flags & 2 ? ".gz" : ""),
+              std::vector<uint8_t>(labels, data + size));
+  try {
+    read_every_sample(*open_idx_source(storage, kRoot, Split::test, "fashion_mnist", {{0.2860f}, {0.3530f}}));
+  } catch (const ConfigError&) {
+  } catch (const RuntimeError&) {
+  }
+}
+
+void cifar(const uint8_t* data, size_t size) {
+  MemoryStorage storage;
+  storage.add(std::string(kRoot) + "/test_batch.bin", std::vector<uint8_t>(data, data + size));
+  try {
+    read_every_sample(*open_cifar10_source(storage, kRoot, Split::test,
+                                           {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}));
+  } catch (const ConfigError&) {
+  } catch (const RuntimeError&) {
+  }
+}
+
+}  // namespace ts::fuzz

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (tests/fuzz/<target>/seed-*): the project's own
+configs, sweeps and sites, and small data files cut from the real Fashion-MNIST test split
+(/usr/share/datasets/fashion-mnist) or made here (CIFAR-10: no copy is installed). Inputs a
+fuzzer found bugs with are kept beside them as crash-*, timeout-*, oom-* or leak-* (never
+rewritten by this script). Manifests come from `trainscale sweep expand` of two seed sweeps.
+Usage: tests/fuzz/make_seeds.py [TRAINSCALE_BINARY]   (default build-dev/bin/trainscale)."""
+import gzip
+import pathlib
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FUZZ = ROOT / "tests" / "fuzz"
+FASHION = pathlib.Path("/usr/share/datasets/fashion-mnist")
+
+
+def reset(target):
+    d = FUZZ / target
+    d.mkdir(exist_ok=True)
+    for old in d.glob("seed-*"):
+        old.unlink()
+    return d
+
+
+def yaml_seeds():
+    d = reset("run_config")
+    for f in sorted((ROOT / "configs" / "runs").glob("*.yaml")):
+        shutil.copy(f, d / ("seed-" + f.name))
+    (d / "seed-anchors.yaml").write_text(
+        "model: lenet\ndataset: &ds {name: synthetic}\nlr: &lr 0.05\nlr_schedule: {kind: constant}\n"
+        "epochs: 1\nseed: 7\n")
+    (d / "seed-flow.yaml").write_text("{model: mlp, dataset: {name: neuron}, workers: 2, precision: bf16, "
+                                      "dist: {strategy: sync, allreduce: ring, overlap: true}}\n")
+    d = reset("sweep_file")
+    for f in sorted((ROOT / "configs" / "sweeps").glob("*.yaml")):
+        if not f.name.endswith("_base.yaml"):
+            shutil.copy(f, d / ("seed-" + f.name))
+    # The fuzz target anchors `base` in configs/sweeps/, so the quickstart's base moves up one.
+    quick = (ROOT / "configs" / "quickstart.yaml").read_text().replace("base: runs/", "base: ../runs/")
+    (d / "seed-quickstart.yaml").write_text(quick)
+    (d / "seed-small.yaml").write_text(
+        "campaign: small\nbase: example_base.yaml\nmatrix:\n  workers: [1, 2]\nzip:\n"
+        "  bl: {batch_per_worker: [16, 32], lr: [0.01, 0.02]}\nexclude:\n  - {workers: 2, lr: 0.01}\n"
+        "include:\n  - {workers: 1, lr: 0.5}\nrepetitions: 2\nresources: {walltime: \"00:05:00\", mem: 4G}\n")
+    d = reset("site_file")
+    for f in sorted((ROOT / "configs" / "sites").glob("*.yaml")):
+        shutil.copy(f, d / ("seed-" + f.name))
+
+
+def manifest_seeds(binary):
+    d = reset("manifest")
+    for sweep in ("seed-small.yaml", "seed-quickstart.yaml"):
+        with tempfile.TemporaryDirectory() as tmp:
+            # expand resolves `base` beside the sweep file, as the sweep_file target does.
+            src = ROOT / "configs" / "sweeps" / ("fuzzseed-" + sweep)
+            shutil.copy(FUZZ / "sweep_file" / sweep, src)
+            try:
+                subprocess.run([binary, "sweep", "expand", str(src), "--out", tmp + "/c"], check=True,
+                               stdout=subprocess.DEVNULL)
+            finally:
+                src.unlink()
+            text = pathlib.Path(tmp + "/c/manifest.yaml").read_text().replace(str(ROOT) + "/", "")
+            (d / sweep).write_text(text)
+
+
+def idx_input(images, labels, gz_images=False, gz_labels=False):
+    if gz_images:
+        images = gzip.compress(images, mtime=0)
+    if gz_labels:
+        labels = gzip.compress(labels, mtime=0)
+    flags = (1 if gz_images else 0) | (2 if gz_labels else 0)
+    return bytes([flags]) + struct.pack("<I", len(images)) + images + labels
+
+
+def idx_seeds():
+    d = reset("idx")
+    with gzip.open(FASHION / "t10k-images-idx3-ubyte.gz") as f:
+        head, pixels = f.read(16), f.read(3 * 28 * 28)
+    with gzip.open(FASHION / "t10k-labels-idx1-ubyte.gz") as f:
+        lhead, labels = f.read(8), f.read(3)
+    images = head[:4] + struct.pack(">I", 3) + head[8:16] + pixels  # the first 3 samples
+    labels = lhead[:4] + struct.pack(">I", 3) + labels
+    (d / "seed-raw").write_bytes(idx_input(images, labels))
+    (d / "seed-gzip").write_bytes(idx_input(images, labels, True, True))
+    (d / "seed-gzip-images").write_bytes(idx_input(images, labels, True, False))
+    (d / "seed-truncated").write_bytes(idx_input(images[:-100], labels))
+    (d / "seed-count-too-large").write_bytes(idx_input(images[:4] + struct.pack(">I", 0xFFFFFFF0) + images[8:], labels))
+    tiny = struct.pack(">IIII", 0x803, 2, 4, 3) + bytes(range(24))
+    (d / "seed-tiny").write_bytes(idx_input(tiny, struct.pack(">II", 0x801, 2) + bytes([3, 9])))
+
+
+def cifar_seeds():
+    d = reset("cifar")
+    record = lambda label, base: bytes([label]) + bytes((base + i) % 256 for i in range(3072))
+    (d / "seed-two-records").write_bytes(record(3, 0) + record(9, 7))
+    (d / "seed-bad-label").write_bytes(record(3, 0) + record(10, 7))
+    (d / "seed-truncated").write_bytes((record(1, 5) + record(2, 6))[:-1])
+
+
+if __name__ == "__main__":
+    yaml_seeds()
+    manifest_seeds(sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "build-dev" / "bin" / "trainscale"))
+    idx_seeds()
+    cifar_seeds()
