@@ -48,7 +48,15 @@ if(TS_BUILD_SIM AND sim_srcs)
   add_executable(trainscale-sim ${sim_srcs} ${CMAKE_SOURCE_DIR}/src/train/phases.cpp
                  ${CMAKE_SOURCE_DIR}/src/train/summary.cpp)
   target_compile_options(trainscale-sim PRIVATE ${TS_WARNINGS} -Wno-dangling-pointer)
-  set(ts_sim_archives ts_perfmodel ts_sweep ts_config ts_backend ts_backend_cpu ts_nn ts_backend_ref ts_backend_api
+  # A CUDA build's backend factory can make a CudaBackend (never in the simulator): its archive
+  # and the CUDA libraries resolve the factory's references.
+  set(ts_sim_backends ts_backend_cpu)
+  set(ts_sim_cuda_libraries)
+  if(TRAINSCALE_CUDA)
+    list(APPEND ts_sim_backends ts_backend_cuda)
+    set(ts_sim_cuda_libraries CUDA::cudart CUDA::cublas CUDA::cublasLt ${CUDNN_LIBRARY})
+  endif()
+  set(ts_sim_archives ts_perfmodel ts_sweep ts_config ts_backend ${ts_sim_backends} ts_nn ts_backend_ref ts_backend_api
       ts_data ts_metrics ts_core)
   add_dependencies(trainscale-sim ${ts_sim_archives})
   foreach(lib ${ts_sim_archives})
@@ -57,5 +65,5 @@ if(TS_BUILD_SIM AND sim_srcs)
   # Archive order: each after those that call it; ts_dist_smpi gives config its dist names.
   target_link_libraries(trainscale-sim PRIVATE ${ts_sim_archive_files} ts_dist_smpi $<TARGET_FILE:ts_core>
                         yaml-cpp HDF5::HDF5 ZLIB::ZLIB DNNL::dnnl OpenMP::OpenMP_CXX Boost::program_options
-                        Threads::Threads)
+                        Threads::Threads ${ts_sim_cuda_libraries})
 endif()
