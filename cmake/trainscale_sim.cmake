@@ -54,7 +54,7 @@ if(TS_BUILD_SIM AND sim_srcs)
   set(ts_sim_cuda_libraries)
   if(TRAINSCALE_CUDA)
     list(APPEND ts_sim_backends ts_backend_cuda)
-    set(ts_sim_cuda_libraries CUDA::cudart CUDA::cublas CUDA::cublasLt ${CUDNN_LIBRARY})
+    set(ts_sim_cuda_libraries CUDA::cudart CUDA::cublas CUDA::cublasLt ${CUDNN_LIBRARY} ${NCCL_LIBRARY})
   endif()
   set(ts_sim_archives ts_perfmodel ts_sweep ts_config ts_backend ${ts_sim_backends} ts_nn ts_backend_ref ts_backend_api
       ts_data ts_metrics ts_core)
