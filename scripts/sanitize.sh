@@ -4,8 +4,9 @@
 #         CTest (the MPI tests on 2, 3 and 4 ranks); any ASan, UBSan or LeakSanitizer finding
 #         fails its test.
 #   tsan  build-tsan/ (-DTRAINSCALE_SANITIZE=thread, gcc): the tests whose threads share memory
-#         (tsan_tests below): the loader's workers, concurrent storage and IDX reads, the staged
-#         input, and the exchange strategies' communication thread and bucket pipeline on 2 ranks.
+#         (tsan_tests below): the loader's workers, concurrent storage, IDX and synthetic reads,
+#         the staged input, and the exchange strategies' communication thread and bucket pipeline
+#         on 2 ranks.
 # Libraries that are not instrumented (Open MPI, oneDNN, libgomp, HDF5) are covered by the
 # suppression files in tests/sanitizers/, one commented entry per reason.
 # Usage: scripts/sanitize.sh [asan] [tsan]    (default: both; SANITIZE_JOBS: build jobs)
@@ -33,7 +34,7 @@ configure_and_build() {
     || { tail -n 40 "$log" >&2; echo "sanitize.sh: build of $dir failed (log: $log)" >&2; exit 1; }
 }
 
-tsan_tests=(test_loader test_storage test_idx_source test_train_staged_input)  # + test_mpi_train_equivalence
+tsan_tests=(test_loader test_storage test_idx_source test_synthetic_source test_train_staged_input)  # + test_mpi_train_equivalence
 status=0
 for mode in "${modes[@]}"; do
   case $mode in

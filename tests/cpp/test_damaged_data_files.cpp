@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "data/idx_source.h"
 #include "data/posix_storage.h"
+#include "sanitizers.h"
 
 namespace fs = std::filesystem;
 
@@ -29,18 +30,6 @@ namespace {
 const fs::path kFashionRoot = "/usr/share/datasets/fashion-mnist";
 const char* const kImages = "t10k-images-idx3-ubyte.gz";
 const char* const kLabels = "t10k-labels-idx1-ubyte.gz";
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // their shadow memory makes an address-space limit meaningless
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 std::vector<uint8_t> read_bytes(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
@@ -166,7 +155,7 @@ class DamagedFashionMnist : public ::testing::Test {
 
   // Expects the same, from a child that may allocate at most 256 MiB more than it holds now.
   void expect_error_within_memory(const std::string& file, const std::string& what) const {
-    if (kSanitized) GTEST_SKIP() << "an address-space limit is meaningless under a sanitizer's shadow memory";
+    if (ts::testing_support::kUnderSanitizer) GTEST_SKIP() << ts::testing_support::kUnderSanitizerReason;
     const std::string msg = outcome_with_memory_limit([this] { open(); }, rlim_t{256} << 20);
     EXPECT_NE(msg.find((dir_ / file).string()), std::string::npos) << msg;
     EXPECT_NE(msg.find(what), std::string::npos) << msg;

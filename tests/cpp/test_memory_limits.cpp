@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/memory_limits.h"
+#include "sanitizers.h"
 
 using namespace ts;
 
@@ -36,6 +37,7 @@ TEST(MemoryLimits, SizesParseAndPrint) {
 }
 
 TEST(MemoryLimits, TheProcessAndItsHeapAreMeasured) {
+  if (ts::testing_support::kUnderSanitizer) GTEST_SKIP() << ts::testing_support::kUnderSanitizerReason;
   const ProcessMemory before = process_memory();
   EXPECT_GT(before.rss, 0);
   EXPECT_GE(before.peak_rss, before.rss);
@@ -48,6 +50,7 @@ TEST(MemoryLimits, TheProcessAndItsHeapAreMeasured) {
 }
 
 TEST(MemoryLimits, AnAddressSpaceLimitIsFound) {
+  if (ts::testing_support::kUnderSanitizer) GTEST_SKIP() << ts::testing_support::kUnderSanitizerReason;
   struct rlimit saved {};
   ASSERT_EQ(::getrlimit(RLIMIT_AS, &saved), 0);
   struct rlimit lowered = saved;
