@@ -6,6 +6,9 @@
 # out-of-memory input is written to build-fuzz/artifacts/<target>/ and fails the script: fix the
 # bug, then copy the input into tests/fuzz/<target>/ so every build replays it
 # (tests/cpp/test_fuzz_corpus.cpp). docs/reliability.md "Fuzzing and sanitizers".
+# FUZZ_RUNS=N instead runs each target for exactly N inputs from seed 1: the same inputs on
+# every machine, so a CI run replays a fixed exploration and a new crash is found by a longer
+# run by hand (or nightly), not by chance in somebody's CI.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]    (FUZZ_JOBS: build jobs, default nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +41,10 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   dict=()
   [[ -f tests/fuzz/$t.dict ]] && dict=(-dict="tests/fuzz/$t.dict")
-  echo "fuzz.sh: $t for ${seconds}s"
-  if ! build-fuzz/bin/fuzz_"$t" "$corpus" "tests/fuzz/$t" "${dict[@]}" -max_total_time="$seconds" -timeout=10 \
+  budget=(-max_total_time="$seconds")
+  [[ -n ${FUZZ_RUNS:-} ]] && budget=(-runs="$FUZZ_RUNS" -seed=1)
+  echo "fuzz.sh: $t for ${FUZZ_RUNS:+$FUZZ_RUNS inputs from seed 1}${FUZZ_RUNS:-${seconds}s}"
+  if ! build-fuzz/bin/fuzz_"$t" "$corpus" "tests/fuzz/$t" "${dict[@]}" "${budget[@]}" -timeout=10 \
        -rss_limit_mb=2048 -artifact_prefix="$artifacts/" -print_final_stats=1 >"build-fuzz/$t.log" 2>&1; then
     status=1
     grep -E "ERROR|SUMMARY|Test unit written|==[0-9]+==" "build-fuzz/$t.log" | head -20 >&2

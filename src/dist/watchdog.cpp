@@ -1,6 +1,7 @@
 // The exchange watchdog (see watchdog.h).
 #include "dist/watchdog.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -170,6 +171,23 @@ ExchangeTimeout ExchangeWatchdog::describe(const char* what, double waited) cons
   return result;
 }
 
+namespace {
+
+void exit_failed(int) { _exit(kExitFailed); }
+
+// MPICH's MPI_Abort tells hydra, then calls exit(): its handlers tear down the transport (UCX)
+// while the main thread is still blocked inside it, and that can crash (SIGSEGV in
+// ucs_handle_error, seen in CI). The abort is already on its way, so a crash from here on ends
+// this rank with the watchdog's exit code instead of replacing it with a signal's.
+void exit_on_teardown_crash() {
+  struct sigaction action = {};
+  action.sa_handler = exit_failed;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) sigaction(sig, &action, nullptr);
+}
+
+}  // namespace
+
 void ExchangeWatchdog::fire(const char* what, double waited) {
   const ExchangeTimeout timeout = describe(what, waited);
   std::cerr << "trainscale run: " << timeout.reason << std::endl;
@@ -185,6 +203,7 @@ void ExchangeWatchdog::fire(const char* what, double waited) {
       std::cerr << "trainscale run: rank " << rank_ << ": the failure could not be recorded: " << e.what() << std::endl;
     }
   }
+  exit_on_teardown_crash();
   // If MPI_Abort hangs (another thread is inside MPI), this rank still ends.
   std::thread([] {
     std::this_thread::sleep_for(std::chrono::duration<double>(kAbortGraceSeconds));

@@ -29,7 +29,8 @@ std::vector<std::string> simulate_command(const Campaign& c, int64_t index) {
                       " is not an executable here; build trainscale-sim (scripts/build.sh, with libsimgrid-dev "
                       "installed) or set simulate.binary");
   const fs::path cluster = fs::absolute(fs::path(sim.cluster)).lexically_normal();
-  if (!fs::is_regular_file(cluster))
+  std::error_code not_a_path;  // a site file's text may name anything (too long a path): no throw
+  if (!fs::is_regular_file(cluster, not_a_path))
     throw ConfigError("site " + c.site.path + ": simulate.cluster: " + cluster.string() +
                       " is not a file; name a cluster file (configs/clusters/*.yaml)");
   std::vector<std::string> cmd{binary, "run", "--manifest", c.dir, "--index", std::to_string(index),

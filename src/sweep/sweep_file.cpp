@@ -140,17 +140,23 @@ std::set<std::string> top_level_keys(const SweepParser& p, const YAML::Node& roo
   return seen;
 }
 
+// A path from the file's text may be anything (too long, a component too long): no throw.
+bool is_file(const fs::path& path) {
+  std::error_code ignored;
+  return fs::is_regular_file(path, ignored);
+}
+
 // base: relative to the sweep file's directory, else to the current directory.
 void read_base(const SweepParser& p, const YAML::Node& node, SweepFile& sweep) {
   const std::string base = p.scalar(node, "base");
   fs::path base_path(base);
   if (base_path.is_relative()) {
     const fs::path beside = fs::path(sweep.path).parent_path() / base_path;
-    if (fs::is_regular_file(beside)) base_path = beside;
-    else if (!fs::is_regular_file(base_path))
+    if (is_file(beside)) base_path = beside;
+    else if (!is_file(base_path))
       p.fail(node, "base: run config '" + base + "' not found (looked at '" + beside.string() + "' beside the sweep file and '" +
                        (fs::current_path() / base_path).string() + "')");
-  } else if (!fs::is_regular_file(base_path)) {
+  } else if (!is_file(base_path)) {
     p.fail(node, "base: run config '" + base + "' not found");
   }
   sweep.base_path = base_path.lexically_normal().string();
