@@ -22,6 +22,8 @@ APT_PACKAGES=(
   python3 python3-venv python3-pip
   chromium
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
+  libturbojpeg0-dev libcurl4-openssl-dev  # jpeg_dir and JPEG records; blob storage (HTTP, S3)
+  nginx openssh-server sshfs fuse3  # the tests' real servers on 127.0.0.1: HTTP, and an sshfs mount as nfs
 )
 
 quiet() {  # run a command, show its output only if it fails

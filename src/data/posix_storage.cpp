@@ -1,12 +1,15 @@
 // PosixStorage and its file (see posix_storage.h).
 #include "data/posix_storage.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
@@ -72,6 +75,26 @@ std::unique_ptr<RandomAccessFile> PosixStorage::open(const std::string& path) co
     throw RuntimeError("data file " + path + ": cannot read it as a file (" + why + ")");
   }
   return std::make_unique<PosixFile>(path, fd, static_cast<int64_t>(st.st_size));
+}
+
+std::vector<StorageEntry> PosixStorage::list(const std::string& dir) const {
+  std::unique_ptr<DIR, int (*)(DIR*)> handle(::opendir(dir.c_str()), ::closedir);
+  if (!handle) throw RuntimeError("data directory " + dir + ": cannot list it (" + os_error(errno) + ")");
+  std::vector<StorageEntry> entries;
+  for (;;) {
+    errno = 0;  // readdir returns null both at the end and on an error; errno tells them apart
+    const dirent* d = ::readdir(handle.get());
+    if (!d) break;
+    const std::string name = d->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    const std::string path = join_storage_path(dir, name);
+    if (::stat(path.c_str(), &st) != 0) continue;  // removed while listing, or a dangling link
+    entries.push_back({name, S_ISDIR(st.st_mode), S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : 0});
+  }
+  if (errno != 0) throw RuntimeError("data directory " + dir + ": listing it failed (" + os_error(errno) + ")");
+  std::sort(entries.begin(), entries.end(), [](const StorageEntry& a, const StorageEntry& b) { return a.name < b.name; });
+  return entries;
 }
 
 }  // namespace ts

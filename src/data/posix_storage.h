@@ -14,6 +14,7 @@ class PosixStorage final : public Storage {
   std::string name() const override { return "local"; }
   bool exists(const std::string& path) const override;
   std::unique_ptr<RandomAccessFile> open(const std::string& path) const override;
+  std::vector<StorageEntry> list(const std::string& dir) const override;
 };
 
 }  // namespace ts

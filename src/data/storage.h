@@ -24,6 +24,13 @@ class RandomAccessFile {
   virtual void read_at(int64_t offset, int64_t bytes, void* dst) const = 0;
 };
 
+// One entry of a directory listing.
+struct StorageEntry {
+  std::string name;        // the entry's name inside the directory (no '/')
+  bool directory = false;  // a directory (object storage: a common prefix)
+  int64_t size = 0;        // bytes of a file; 0 for a directory
+};
+
 // A place that holds data files, e.g. the local POSIX file system.
 class Storage {
  public:
@@ -35,6 +42,9 @@ class Storage {
   // Opens an existing file; throws RuntimeError naming the path and the OS error. The file
   // stays usable after the Storage object is gone.
   virtual std::unique_ptr<RandomAccessFile> open(const std::string& path) const = 0;
+  // The entries directly inside directory `dir`, sorted by name (byte order), without "." and
+  // "..". Throws RuntimeError naming the directory if it cannot be listed.
+  virtual std::vector<StorageEntry> list(const std::string& dir) const = 0;
 };
 
 // "dir/name" with exactly one '/' between them (storage paths are POSIX-style or URL paths).

@@ -131,6 +131,24 @@ TEST_F(Storage, FileThatShrankAfterOpening) {
   EXPECT_NE(msg.find("shrank"), std::string::npos) << msg;
 }
 
+TEST_F(Storage, ListsEntriesSortedWithKinds) {
+  write_pattern("b.bin", 7);
+  write_pattern("a.bin", 3);
+  fs::create_directories(dir_ / "class_0");
+  const auto entries = storage_.list(dir_.string());
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].name, "a.bin");
+  EXPECT_FALSE(entries[0].directory);
+  EXPECT_EQ(entries[0].size, 3);
+  EXPECT_EQ(entries[1].name, "b.bin");
+  EXPECT_EQ(entries[1].size, 7);
+  EXPECT_EQ(entries[2].name, "class_0");
+  EXPECT_TRUE(entries[2].directory);
+  const std::string absent = (dir_ / "absent").string();
+  const std::string msg = runtime_error_of([&] { storage_.list(absent); });
+  EXPECT_NE(msg.find(absent), std::string::npos) << msg;
+}
+
 TEST(StorageRegistry, LocalOnly) {
   EXPECT_EQ(ts::storage_names(), (std::vector<std::string>{"local"}));
   EXPECT_EQ(ts::make_storage("local")->name(), "local");

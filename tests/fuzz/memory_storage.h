@@ -30,6 +30,22 @@ class MemoryStorage final : public Storage {
     if (it == files_.end()) throw RuntimeError("data file " + path + ": cannot open it (not in memory)");
     return std::make_unique<File>(path, it->second);
   }
+  std::vector<StorageEntry> list(const std::string& dir) const override {
+    std::map<std::string, StorageEntry> entries;  // sorted by name
+    const std::string prefix = dir + "/";
+    for (const auto& kv : files_) {
+      if (kv.first.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string rest = kv.first.substr(prefix.size());
+      const size_t slash = rest.find('/');
+      if (slash == std::string::npos)
+        entries[rest] = {rest, false, static_cast<int64_t>(kv.second.size())};
+      else
+        entries[rest.substr(0, slash)] = {rest.substr(0, slash), true, 0};
+    }
+    std::vector<StorageEntry> out;
+    for (auto& kv : entries) out.push_back(kv.second);
+    return out;
+  }
 
  private:
   class File final : public RandomAccessFile {

@@ -1,0 +1,86 @@
+// JPEG through TurboJPEG (see jpeg_codec.h).
+#include "data/jpeg_codec.h"
+
+#include <turbojpeg.h>
+
+#include <memory>
+
+#include "core/error.h"
+
+namespace ts {
+namespace {
+
+struct HandleDeleter {
+  void operator()(void* handle) const { tjDestroy(handle); }
+};
+using Handle = std::unique_ptr<void, HandleDeleter>;
+
+tjhandle thread_compressor() {
+  thread_local Handle handle(tjInitCompress());
+  if (!handle) throw RuntimeError("libjpeg-turbo: tjInitCompress failed (" + std::string(tjGetErrorStr2(nullptr)) + ")");
+  return handle.get();
+}
+
+tjhandle thread_decompressor() {
+  thread_local Handle handle(tjInitDecompress());
+  if (!handle) throw RuntimeError("libjpeg-turbo: tjInitDecompress failed (" + std::string(tjGetErrorStr2(nullptr)) + ")");
+  return handle.get();
+}
+
+int pixel_format(int channels) {
+  if (channels == 1) return TJPF_GRAY;
+  if (channels == 3) return TJPF_RGB;
+  throw RuntimeError("JPEG images have 1 (grey) or 3 (RGB) channels, not " + std::to_string(channels));
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_jpeg(const Image8& image, int quality) {
+  const int format = pixel_format(image.channels);
+  if (image.width < 1 || image.height < 1 ||
+      image.pixels.size() != static_cast<size_t>(image.width) * image.height * image.channels)
+    throw RuntimeError("encode_jpeg: an image of " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                       "x" + std::to_string(image.channels) + " holds " + std::to_string(image.pixels.size()) + " bytes");
+  if (quality < 1 || quality > 100)
+    throw RuntimeError("encode_jpeg: quality " + std::to_string(quality) + " is outside [1, 100]");
+  tjhandle handle = thread_compressor();
+  unsigned char* jpeg = nullptr;
+  unsigned long jpeg_size_bytes = 0;
+  const int subsampling = image.channels == 1 ? TJSAMP_GRAY : TJSAMP_420;
+  if (tjCompress2(handle, image.pixels.data(), image.width, 0, image.height, format, &jpeg, &jpeg_size_bytes,
+                  subsampling, quality, 0) != 0) {
+    if (jpeg) tjFree(jpeg);
+    throw RuntimeError("libjpeg-turbo could not encode a " + std::to_string(image.width) + "x" +
+                       std::to_string(image.height) + " image: " + tjGetErrorStr2(handle));
+  }
+  std::vector<uint8_t> out(jpeg, jpeg + jpeg_size_bytes);
+  tjFree(jpeg);
+  return out;
+}
+
+JpegSize jpeg_size(const uint8_t* bytes, size_t size, const std::string& where) {
+  tjhandle handle = thread_decompressor();
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(handle, bytes, static_cast<unsigned long>(size), &width, &height, &subsampling,
+                          &colorspace) != 0)
+    throw RuntimeError(where + ": not a JPEG libjpeg-turbo can read (" + tjGetErrorStr2(handle) + ")");
+  return {width, height};
+}
+
+Image8 decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::string& where) {
+  const int format = pixel_format(channels);
+  const JpegSize dims = jpeg_size(bytes, size, where);
+  tjhandle handle = thread_decompressor();
+  Image8 image;
+  image.width = dims.width;
+  image.height = dims.height;
+  image.channels = channels;
+  image.pixels.resize(static_cast<size_t>(dims.width) * dims.height * channels);
+  // TJFLAG_STOPONWARNING: a truncated or damaged JPEG is an error, not a grey-filled image.
+  if (tjDecompress2(handle, bytes, static_cast<unsigned long>(size), image.pixels.data(), dims.width, 0,
+                    dims.height, format, TJFLAG_STOPONWARNING) != 0)
+    throw RuntimeError(where + ": the JPEG does not decode (" + std::string(tjGetErrorStr2(handle)) + ")");
+  return image;
+}
+
+}  // namespace ts

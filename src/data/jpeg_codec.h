@@ -1,0 +1,35 @@
+// JPEG encoding and decoding through libjpeg-turbo's TurboJPEG API, for the jpeg_dir format,
+// JPEG record payloads and `trainscale data convert`. Images are 8-bit, interleaved (H,W,C),
+// C = 1 (grey) or 3 (RGB). Each thread keeps its own TurboJPEG handles (a handle is not
+// thread-safe; making one per image would cost more than decoding a small one).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ts {
+
+// An 8-bit image: pixels holds height x width x channels bytes, row-major, channels interleaved.
+struct Image8 {
+  int width = 0, height = 0, channels = 0;
+  std::vector<uint8_t> pixels;
+};
+
+// The JPEG (baseline, 4:2:0 chroma subsampling for RGB, none for grey) of `image` at `quality`
+// in [1, 100]. Throws RuntimeError with libjpeg-turbo's message.
+std::vector<uint8_t> encode_jpeg(const Image8& image, int quality);
+
+// Width and height of a JPEG from its header alone. `where` names the file (and record) in errors.
+struct JpegSize {
+  int width = 0, height = 0;
+};
+JpegSize jpeg_size(const uint8_t* bytes, size_t size, const std::string& where);
+
+// Decodes a JPEG into `channels` (1: grey, 3: RGB) whatever its own colour space. Throws
+// RuntimeError naming `where` when the bytes are not a JPEG libjpeg-turbo can decode
+// (truncated data decodes with a warning and is an error here too).
+Image8 decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::string& where);
+
+}  // namespace ts
