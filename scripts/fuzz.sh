@@ -41,9 +41,9 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   dict=()
   [[ -f tests/fuzz/$t.dict ]] && dict=(-dict="tests/fuzz/$t.dict")
-  budget=(-max_total_time="$seconds")
-  [[ -n ${FUZZ_RUNS:-} ]] && budget=(-runs="$FUZZ_RUNS" -seed=1)
-  echo "fuzz.sh: $t for ${FUZZ_RUNS:+$FUZZ_RUNS inputs from seed 1}${FUZZ_RUNS:-${seconds}s}"
+  budget=(-max_total_time="$seconds") amount="${seconds}s"
+  if [[ -n ${FUZZ_RUNS:-} ]]; then budget=(-runs="$FUZZ_RUNS" -seed=1) amount="$FUZZ_RUNS inputs from seed 1"; fi
+  echo "fuzz.sh: $t for $amount"
   if ! build-fuzz/bin/fuzz_"$t" "$corpus" "tests/fuzz/$t" "${dict[@]}" "${budget[@]}" -timeout=10 \
        -rss_limit_mb=2048 -artifact_prefix="$artifacts/" -print_final_stats=1 >"build-fuzz/$t.log" 2>&1; then
     status=1

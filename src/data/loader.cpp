@@ -143,9 +143,10 @@ struct Loader::Impl {
     if (source.prefers_sequential())
       std::sort(visit.begin(), visit.end(), [&](int64_t a, int64_t b) { return picked[a] < picked[b]; });
     for (int64_t b : visit)
-      source.read(picked[b], slot.image_data() + b * sample_numel,  // (sample)
-                  classes > 0 ? slot.label_data() + b : nullptr,
-                  outputs > 0 ? slot.target_data() + b * outputs : nullptr);  // (outputs)
+      source.read_augmented(picked[b], seed_mix(opt.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(picked[b])),
+                            slot.image_data() + b * sample_numel,  // (sample)
+                            classes > 0 ? slot.label_data() + b : nullptr,
+                            outputs > 0 ? slot.target_data() + b * outputs : nullptr);  // (outputs)
     // A partial (evaluation) batch: the rest of the slot is zero, not stale or uninitialised.
     const int64_t rest = opt.batch - size;
     std::fill_n(slot.image_data() + size * sample_numel, rest * sample_numel, 0.0f);

@@ -37,6 +37,15 @@ class SampleSource {
   //   targets (outputs) floats, written when classes == 0 (may be null otherwise)
   // Thread-safe; throws RuntimeError naming the file for an I/O or format error.
   virtual void read(int64_t index, float* image, int32_t* label, float* targets) const = 0;
+  // As read(), for sources with random training augmentation (jpeg_dir: random-resized crop and
+  // flip), which draw it from `augment_seed`. The loader derives it from (loader seed, epoch,
+  // index): a sample gets the same augmentation in the same epoch whichever rank or thread reads
+  // it, and a resumed run the same as the uninterrupted one. Other sources ignore it.
+  virtual void read_augmented(int64_t index, uint64_t augment_seed, float* image, int32_t* label,
+                              float* targets) const {
+    (void)augment_seed;
+    read(index, image, label, targets);
+  }
 };
 
 }  // namespace ts
