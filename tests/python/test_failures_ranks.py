@@ -243,7 +243,7 @@ def test_campaign_task_is_failed_with_the_reason(tmp_path, workers, victim, faul
         # It names the first rank the launcher saw end: the victim, or (MPICH) a peer whose
         # transport aborted on the lost connection before hydra reaped the victim.
         assert "the launcher exited with code" in reason, reason
-        assert any(f"process rank {r}" in reason or f"PID {p}" in reason for r, p in enumerate(ranks)), reason
+        assert any(f"process rank {r}" in reason or f"PID {p}" in reason for r, p in ranks.items()), reason
         assert f"{victim} " in (camp / "logs" / f"{run_id}.attempt1.log").read_text()
     else:
         assert f"Rank {victim} (pid {pid}, this host) is stopped" in reason, reason
