@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "app/command_errors.h"
 #include "app/commands.h"
 #include "core/error.h"
 #include "dist/communicator.h"
