@@ -19,7 +19,7 @@ stage build scripts/build.sh
 source scripts/env.sh
 stage ctest ctest --test-dir build --output-on-failure -j 2
 if compgen -G "tests/python/test_*.py" >/dev/null; then
-  stage pytest .venv/bin/python -m pytest -q tests/python
+  stage pytest .venv/bin/python -m pytest -q --durations=15 tests/python
 fi
 stage ctest-mpich ctest --test-dir build-mpich --output-on-failure -j 2
 TRAINSCALE_BINARY=build-mpich/bin/trainscale stage pytest-mpich .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py \
