@@ -37,22 +37,27 @@ std::vector<int64_t> shares_by_speed(const std::vector<double>& samples_per_s, i
     speed[r] = std::isfinite(v) && v > 0 ? v : (slowest > 0 ? slowest : 1.0);
   }
   const double total = std::accumulate(speed.begin(), speed.end(), 0.0);
-  // In quanta: every rank keeps one, the rest is shared out by speed (largest remainders first,
-  // ties to the lower rank, so every rank computes the same result).
-  const int64_t units = global_batch / quantum, spare = units - world;
+  // In quanta: the ideal shares rounded down, at least one each; what is left goes to the
+  // largest remainders (ties to the lower rank, so every rank computes the same result); a
+  // rank raised to its one quantum is paid for by the largest shares.
+  const int64_t units = global_batch / quantum;
   std::vector<int64_t> whole(speed.size());
   std::vector<std::pair<double, int64_t>> remainders;
   int64_t given = 0;
   for (int64_t r = 0; r < world; ++r) {
-    const double ideal = static_cast<double>(spare) * speed[static_cast<size_t>(r)] / total;
-    whole[static_cast<size_t>(r)] = std::min<int64_t>(spare, static_cast<int64_t>(std::floor(ideal)));
+    const double ideal = static_cast<double>(units) * speed[static_cast<size_t>(r)] / total;
+    whole[static_cast<size_t>(r)] = std::max<int64_t>(1, std::min<int64_t>(units, static_cast<int64_t>(std::floor(ideal))));
     given += whole[static_cast<size_t>(r)];
     remainders.emplace_back(-(ideal - std::floor(ideal)), r);
   }
   std::sort(remainders.begin(), remainders.end());
-  for (size_t i = 0; given < spare; i = (i + 1) % remainders.size(), ++given) ++whole[static_cast<size_t>(remainders[i].second)];
+  for (size_t i = 0; given < units; i = (i + 1) % remainders.size(), ++given) ++whole[static_cast<size_t>(remainders[i].second)];
+  while (given > units) {
+    --*std::max_element(whole.begin(), whole.end());
+    --given;
+  }
   std::vector<int64_t> shares(speed.size());
-  for (size_t r = 0; r < shares.size(); ++r) shares[r] = (whole[r] + 1) * quantum;
+  for (size_t r = 0; r < shares.size(); ++r) shares[r] = whole[r] * quantum;
   return shares;
 }
 
