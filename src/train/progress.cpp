@@ -30,10 +30,10 @@ void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig
       << s.data->test_count << " samples, " << world << " worker(s) x batch "
       << (s.shares->active() ? std::string(partition_kind_name(r.dist.partition)) + " shares " + shares_text(s.shares->shares())
                              : std::to_string(s.plan.batch))
-      << (r.dist.emulate_slowdown_rank >= 0 ? " (rank " + std::to_string(r.dist.emulate_slowdown_rank) +
-                                                  " slowed down x" + std::to_string(r.dist.emulate_slowdown_factor) + ")"
-                                            : std::string())
-      << ", "
+      << (r.dist.emulate_slowdown_rank >= 0 ? " (rank " + std::to_string(r.dist.emulate_slowdown_rank) + " slowed down x"
+                                            : std::string());
+  if (r.dist.emulate_slowdown_rank >= 0) log << r.dist.emulate_slowdown_factor << ")";
+  log << ", "
       << s.plan.total_steps << " steps (" << s.plan.steps_per_epoch << "/epoch), backend "
       << backend_kind_name(r.backend) << " " << precision_name(r.precision) << ", " << r.threads
       << " thread(s), dist " << dist_strategy_name(r.dist.strategy)
