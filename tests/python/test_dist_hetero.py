@@ -103,7 +103,7 @@ def test_measured_shares_follow_the_speeds_and_the_trajectory(measured_run):
 
 def test_adaptive_shares_record_every_change_and_keep_the_trajectory(tmp_path):
     ref, _ = train(tmp_path, "ref", 1, 14)
-    path, log = train(tmp_path, "adaptive", 2, 14, ", partition: adaptive, calibration_steps: 2, rebalance_steps: 3, "
+    path, log = train(tmp_path, "adaptive", 2, 14, ", partition: adaptive, calibration_steps: 3, rebalance_steps: 3, "
                                                    "emulate_slowdown: {rank: 1, factor: 8}")
     p = check_partition_consistent(path, 14)
     assert len(p["change_step"]) >= 2, log
