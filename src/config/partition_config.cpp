@@ -11,14 +11,17 @@
 namespace ts {
 namespace {
 
-// "96,32" -> {96, 32}; false for anything but comma-separated positive integers.
+// The most samples one share may hold: the range of global_batch (so no sum of shares overflows).
+constexpr int64_t kMostShare = int64_t{1} << 30;
+
+// "96,32" -> {96, 32}; false for anything but comma-separated integers in 1..kMostShare.
 bool parse_shares(const std::string& text, std::vector<int64_t>& shares) {
   shares.clear();
   for (const std::string& item : split(text, ',')) {
     const std::string t = trim(item);
     int64_t v = 0;
     const auto res = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (t.empty() || res.ec != std::errc() || res.ptr != t.data() + t.size() || v < 1) return false;
+    if (t.empty() || res.ec != std::errc() || res.ptr != t.data() + t.size() || v < 1 || v > kMostShare) return false;
     shares.push_back(v);
   }
   return !shares.empty();
@@ -50,7 +53,7 @@ void check_static_shares(const ResolvedConfig& cfg, const KeyTexts& texts, int64
   std::vector<int64_t> shares;
   if (!parse_shares(texts.at("dist.shares"), shares))
     throw ConfigError(cfg.locate("dist.shares") + ": '" + texts.at("dist.shares") +
-                      "' is not a list of positive integers; write e.g. dist.shares: [96, 32]");
+                      "' is not a list of integers in 1.." + std::to_string(kMostShare) + "; write e.g. dist.shares: [96, 32]");
   if (static_cast<int64_t>(shares.size()) != cfg.run.workers)
     throw ConfigError(cfg.locate("dist.shares") + ": " + std::to_string(shares.size()) + " shares for " +
                       std::to_string(cfg.run.workers) + " workers; give one share per rank (workers: " +
