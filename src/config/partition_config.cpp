@@ -45,7 +45,6 @@ void check_only_for(const ResolvedConfig& cfg, const char* key, std::initializer
 }
 
 void check_static_shares(const ResolvedConfig& cfg, const KeyTexts& texts, int64_t global_batch) {
-  const DistConfig& d = cfg.run.dist;
   if (!cfg.where.count("dist.shares"))
     throw ConfigError(cfg.locate("dist.partition") + ": static needs dist.shares, each rank's samples per step "
                       "summing to the global batch (" + std::to_string(global_batch) + "), e.g. dist.shares: [" +
@@ -63,7 +62,6 @@ void check_static_shares(const ResolvedConfig& cfg, const KeyTexts& texts, int64
     throw ConfigError(cfg.locate("dist.shares") + ": the shares " + shares_text(shares) + " sum to " +
                       std::to_string(sum) + ", not to the global batch " + std::to_string(global_batch) +
                       "; make them sum to it (or change global_batch)");
-  (void)d;
 }
 
 }  // namespace
