@@ -44,7 +44,7 @@ std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch,
 }
 
 void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int rank, int world, SlotAllocator slots,
-                   int64_t first_batch) {
+                   int64_t first_batch, TrainShare share) {
   const RunConfig& r = cfg.run;
   RunData* d = &data;
   LoaderOptions train;
@@ -58,10 +58,14 @@ void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int 
   train.drop_last = true;
   train.first_batch = first_batch;
   train.allocate = std::move(slots);
+  train.global_batch = share.global_batch;
+  train.share_offset = share.offset;
+  train.max_batch = share.max_batch;
   d->train_loader = std::make_unique<Loader>(*d->splits.train, train);
   // Evaluation batches are bounded by eval.batch (the training batch unless set), so evaluation
   // needs no more activation memory than training.
   LoaderOptions eval = train;
+  eval.global_batch = eval.share_offset = eval.max_batch = 0;
   eval.batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(d->test_count / world, 1));
   eval.shuffle = false;
   eval.drop_last = false;
