@@ -57,10 +57,11 @@ void add_class_files(const Storage& storage, const std::string& dir, int32_t lab
 }
 
 // ROOT/{train,test|val}/<class>/*.jpg: classes from the training folder, for both splits.
-SplitFiles split_layout_files(const Storage& storage, const std::string& root, Split split) {
+SplitFiles split_layout_files(const Storage& storage, const std::string& root, Split split,
+                              const std::vector<std::string>& class_names) {
   SplitFiles s;
   const std::string train_dir = join_storage_path(root, "train");
-  s.classes = subfolders(storage, train_dir);
+  s.classes = class_names.empty() ? subfolders(storage, train_dir) : class_names;
   if (s.classes.empty())
     throw RuntimeError("jpeg_dir " + train_dir + ": no class subfolders; " + kLayoutHint);
   std::string dir = train_dir;
@@ -75,7 +76,9 @@ SplitFiles split_layout_files(const Storage& storage, const std::string& root, S
     const auto at = std::find(s.classes.begin(), s.classes.end(), c);
     if (at == s.classes.end())
       throw RuntimeError("jpeg_dir " + join_storage_path(dir, c) + ": class '" + c + "' is not a class of " +
-                         train_dir + " (the training split defines the classes); remove it or add it there");
+                         (class_names.empty() ? train_dir + " (the training split defines the classes)"
+                                              : "the data set (" + std::to_string(class_names.size()) + " named classes)") +
+                         "; remove the folder or fix dataset.root");
     add_class_files(storage, join_storage_path(dir, c), static_cast<int32_t>(at - s.classes.begin()),
                     [](const std::string&) { return true; }, s);
   }
@@ -83,13 +86,20 @@ SplitFiles split_layout_files(const Storage& storage, const std::string& root, S
 }
 
 // ROOT/<class>/*.jpg: a fixed share of each class's files is the test split.
-SplitFiles flat_layout_files(const Storage& storage, const std::string& root, Split split, double test_fraction) {
+SplitFiles flat_layout_files(const Storage& storage, const std::string& root, Split split, double test_fraction,
+                             const std::vector<std::string>& class_names) {
   SplitFiles s;
   s.where = root + (split == Split::train ? " (training files)" : " (held-out test files)");
   s.classes = subfolders(storage, root);
   if (s.classes.empty()) throw RuntimeError("jpeg_dir " + root + ": no class subfolders; " + kLayoutHint);
-  for (size_t c = 0; c < s.classes.size(); ++c) {
-    const std::string& name = s.classes[c];
+  for (const std::string& c : s.classes)
+    if (!class_names.empty() && std::find(class_names.begin(), class_names.end(), c) == class_names.end())
+      throw RuntimeError("jpeg_dir " + join_storage_path(root, c) + ": class '" + c + "' is not a class of the data set (" +
+                         std::to_string(class_names.size()) + " named classes); remove the folder or fix dataset.root");
+  const std::vector<std::string> present = s.classes;
+  if (!class_names.empty()) s.classes = class_names;
+  for (const std::string& name : present) {
+    const size_t c = static_cast<size_t>(std::find(s.classes.begin(), s.classes.end(), name) - s.classes.begin());
     add_class_files(storage, join_storage_path(root, name), static_cast<int32_t>(c),
                     [&](const std::string& file) {
                       return jpeg_dir_holds_out(name, file, test_fraction) == (split == Split::test);
@@ -164,8 +174,9 @@ std::unique_ptr<SampleSource> open_jpeg_dir_source(std::shared_ptr<const Storage
   const std::string& root = options.root;
   if (!storage->exists(root))
     throw RuntimeError("jpeg_dir " + root + ": no such directory on storage '" + storage->name() + "'; " + kLayoutHint);
-  SplitFiles files = is_directory(*storage, root, "train") ? split_layout_files(*storage, root, split)
-                                                             : flat_layout_files(*storage, root, split, options.test_fraction);
+  SplitFiles files = is_directory(*storage, root, "train")
+                         ? split_layout_files(*storage, root, split, options.class_names)
+                         : flat_layout_files(*storage, root, split, options.test_fraction, options.class_names);
   if (files.paths.empty())
     throw RuntimeError("jpeg_dir " + files.where + ": no .jpg/.jpeg files in its class subfolders; " + kLayoutHint);
   ImageTransform transform(split == Split::train ? options.train_transform : options.test_transform,

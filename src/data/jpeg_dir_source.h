@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "data/image_transform.h"
 #include "data/sample_source.h"
@@ -26,6 +27,9 @@ struct JpegDirOptions {
   ImageTransformKind train_transform = ImageTransformKind::random_crop_flip;
   ImageTransformKind test_transform = ImageTransformKind::centre_crop;
   double test_fraction = 0.1;       // ROOT/<class> layout only: the share held out as test, in (0, 1)
+  // The classes in label order, for a data set with its own (Fashion-MNIST's as `data convert`
+  // names them); empty: the sorted subfolder names. A subfolder not named here is an error.
+  std::vector<std::string> class_names;
 };
 
 // Opens one split; the source keeps `storage` for its per-sample reads. Throws ConfigError for

@@ -94,3 +94,15 @@ TEST(JpegCodec, RefusesBadImagesAndQualities) {
 }
 
 }  // namespace
+
+// libjpeg-turbo 2.1 leaves a handle whose header read failed mid-file unusable ("Invalid
+// argument" on every later decode in that thread); the codec replaces it after an error.
+TEST(JpegCodec, DecodesAgainAfterADamagedJpeg) {
+  const std::vector<uint8_t> good = ts::encode_jpeg(gradient(8, 8, 1), 95);
+  std::vector<uint8_t> cut = ts::encode_jpeg(gradient(64, 64, 3), 90);
+  cut.resize(cut.size() / 2);  // the header read fails: "missing SOS marker"
+  for (const auto& bad : {cut, std::vector<uint8_t>(300, 0x5a)}) {
+    EXPECT_THROW(ts::decode_jpeg(bad.data(), bad.size(), 1, "bad"), ts::RuntimeError);
+    EXPECT_EQ(ts::decode_jpeg(good.data(), good.size(), 1, "good").pixels.size(), 64u);
+  }
+}

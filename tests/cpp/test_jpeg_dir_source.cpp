@@ -142,6 +142,33 @@ TEST_F(JpegDirTest, DamagedJpegIsAnErrorNamingTheFile) {
   }
 }
 
+// A data set's own class order (Fashion-MNIST's names) instead of the sorted folder names.
+TEST_F(JpegDirTest, NamedClassesSetTheLabels) {
+  write_jpeg("train/a/0.jpg", 8, 8, 1, 1);
+  write_jpeg("train/b/0.jpg", 8, 8, 1, 1);
+  write_jpeg("test/a/0.jpg", 8, 8, 1, 1);
+  ts::JpegDirOptions o;
+  o.root = dir_.string();
+  o.sample = ts::Shape{1, 8, 8};
+  o.class_names = {"b", "a", "unused"};
+  const auto storage = std::make_shared<ts::PosixStorage>();
+  const auto train = ts::open_jpeg_dir_source(storage, o, ts::Split::train);
+  EXPECT_EQ(train->spec().classes, 3);
+  std::vector<float> image(64);
+  int32_t label = -1;
+  train->read(0, image.data(), &label, nullptr);  // train/a/0.jpg
+  EXPECT_EQ(label, 1);
+  train->read(1, image.data(), &label, nullptr);  // train/b/0.jpg
+  EXPECT_EQ(label, 0);
+  o.class_names = {"b"};
+  try {
+    ts::open_jpeg_dir_source(storage, o, ts::Split::train);
+    ADD_FAILURE() << "folder a accepted";
+  } catch (const ts::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("class 'a'"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(JpegDirTest, BadLayoutsAreClearErrors) {
   EXPECT_NE(error_of(ts::Split::train).find("no class subfolders"), std::string::npos);
   write_jpeg("train/a/0.jpg", 8, 8, 1, 1);
