@@ -158,7 +158,8 @@ def main():
     ratio = med["trainscale"] / med["torch"] if len(med) == 2 else None
     result = {
         "benchmark": "io_peer", "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu": cpu_model(), "cpus_online": os.cpu_count(), "host": platform.node()},
+        "machine": {"cpu": cpu_model(), "cpus_online": os.cpu_count(), "host": platform.node(),
+                    "loadavg_at_end": os.getloadavg()},
         "versions": versions(), "command": sys.argv, "data": {"root": args.data, "files": files, "bytes": nbytes,
                                                               "made": made},
         "settings": {k: getattr(args, k) for k in ("workers", "batch", "batches", "size", "repeats")},
