@@ -84,6 +84,11 @@ JpegSize jpeg_size(const uint8_t* bytes, size_t size, const std::string& where) 
 Image8 decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::string& where) {
   const int format = pixel_format(channels);
   const JpegSize dims = jpeg_size(bytes, size, where);
+  // A header may claim up to 65535x65535 from a few hundred bytes: refuse before allocating.
+  if (static_cast<int64_t>(dims.width) * dims.height > kMaxJpegPixels)
+    throw RuntimeError(where + ": the JPEG header claims " + std::to_string(dims.width) + "x" +
+                       std::to_string(dims.height) + " pixels, more than the " + std::to_string(kMaxJpegPixels) +
+                       " a sample may have (a damaged or hostile file; shrink the image if it is real)");
   tjhandle handle = thread_decompressor();
   Image8 image;
   image.width = dims.width;
