@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <cstdio>
 #include <vector>
 
 #include "core/error.h"
