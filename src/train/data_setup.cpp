@@ -22,6 +22,8 @@ void open_splits(const RunConfig& r, RunData& d) {
   options.seed = r.seed;
   options.synthetic_samples = c.synthetic_samples;
   options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
+  options.image_shape = model.sample;  // jpeg_dir transforms every image to the model's input
+  options.test_fraction = c.test_fraction;
   d.splits = open_dataset(options);
   const SampleSpec& spec = d.splits.train->spec();
   d.input.sample = spec.sample;
