@@ -35,11 +35,14 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& options, Split split
 
 // Data set names (dataset.name): fashion_mnist, mnist, cifar10, synthetic, neuron.
 std::vector<std::string> dataset_names();
-// Every format some data set accepts (dataset.format): idx, cifar_bin, synthetic.
+// Every format some data set accepts (dataset.format): idx, records, hdf5, cifar_bin, synthetic.
 std::vector<std::string> dataset_format_names();
 // The formats data set `name` can be read from, its default first; ConfigError for an unknown name.
 std::vector<std::string> dataset_formats(const std::string& name);
 // fashion_mnist, mnist -> idx; cifar10 -> cifar_bin; synthetic, neuron -> synthetic.
 std::string default_format(const std::string& name);
+// The class names of a labelled data set of stored images (label i is names[i]), as directory
+// names (jpeg_dir); empty for generated data sets. ConfigError for an unknown name.
+std::vector<std::string> dataset_class_names(const std::string& name);
 
 }  // namespace ts

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/error.h"
 #include "core/shape.h"
 
 namespace ts {
@@ -45,6 +46,14 @@ class SampleSource {
                               float* targets) const {
     (void)augment_seed;
     read(index, image, label, targets);
+  }
+  // The sample's stored pixels before normalisation, for `trainscale data convert` and the
+  // format-equivalence tests: sample.numel() uint8 in (C,H,W) order, and its label. Sources of
+  // stored uint8 images (idx, cifar_bin, records, hdf5) implement it; the others throw.
+  virtual void read_pixels(int64_t index, uint8_t* pixels, int32_t* label) const {
+    (void)index, (void)pixels, (void)label;
+    throw RuntimeError(describe() + ": this source has no stored uint8 pixels to convert (it generates or "
+                       "decodes its samples); convert from an idx, cifar_bin, records or hdf5 source");
   }
 };
 
