@@ -38,6 +38,8 @@ std::string string_attribute(hid_t object, const char* name, const std::string& 
   Id type(check(H5Aget_type(attr), "H5Aget_type", file, where), H5Tclose);
   if (H5Tget_class(type) != H5T_STRING) throw bad_dataset(file, where, std::string("attribute ") + name + " is not a string");
   Id mem(check(H5Tcopy(H5T_C_S1), "H5Tcopy", file, where), H5Tclose);
+  const H5T_cset_t cset = H5Tget_cset(type);  // h5py writes UTF-8; ASCII and UTF-8 do not convert
+  check(H5Tset_cset(mem, cset == H5T_CSET_ERROR ? H5T_CSET_ASCII : cset), "H5Tset_cset", file, where);
   if (check(H5Tis_variable_str(type), "H5Tis_variable_str", file, where) > 0) {
     check(H5Tset_size(mem, H5T_VARIABLE), "H5Tset_size", file, where);
     char* text = nullptr;
