@@ -38,6 +38,11 @@ void manifest(const uint8_t* data, size_t size);
 void idx(const uint8_t* data, size_t size);
 // A CIFAR-10 test_batch.bin -> open_cifar10_source over an in-memory Storage, every sample read.
 void cifar(const uint8_t* data, size_t size);
+// A records shard (and its index; layout in fuzz_data_files.cpp) -> open_records_source over an
+// in-memory Storage, then every sample read.
+void records(const uint8_t* data, size_t size);
+// An HDF5 file image -> open_hdf5_image (HDF5's core driver), then the first samples read.
+void hdf5(const uint8_t* data, size_t size);
 
 struct Target {
   const char* name;  // also the corpus directory tests/fuzz/<name>/
