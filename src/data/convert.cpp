@@ -28,12 +28,15 @@ std::string jpeg_name(int64_t index, int64_t count) {
   return buf;
 }
 
-// ROOT/<split>/<class_name>/<index>.jpg, one JPEG of (H,W,C) per sample.
-void write_jpeg_dir_split(const std::string& dir, const SampleSource& source, int64_t count,
+// ROOT/<split>/<class_name>/<index>.jpg, one JPEG of (H,W,C) per sample. The tree is written as
+// <split>.partial and renamed when complete (one rename instead of an fsync per image).
+void write_jpeg_dir_split(const std::string& final_dir, const SampleSource& source, int64_t count,
                           const std::vector<std::string>& class_names, int quality) {
   const Shape chw = source.spec().sample;
   if (chw[0] != 1 && chw[0] != 3)
     throw ConfigError("--format jpeg_dir needs 1- or 3-channel images, the data set has " + chw.str());
+  const std::string dir = final_dir + ".partial";
+  std::filesystem::remove_all(dir);
   for (const std::string& name : class_names) std::filesystem::create_directories(dir + "/" + name);
   std::vector<uint8_t> pixels(static_cast<size_t>(chw.numel()));
   Image8 hwc{static_cast<int>(chw[2]), static_cast<int>(chw[1]), static_cast<int>(chw[0]), {}};
@@ -45,9 +48,14 @@ void write_jpeg_dir_split(const std::string& dir, const SampleSource& source, in
     for (int64_t c = 0; c < chw[0]; ++c)
       for (int64_t p = 0; p < plane; ++p) hwc.pixels[static_cast<size_t>(p * chw[0] + c)] = pixels[c * plane + p];
     const std::vector<uint8_t> jpeg = encode_jpeg(hwc, quality);
-    write_file_atomically(dir + "/" + class_names.at(static_cast<size_t>(label)) + "/" + jpeg_name(i, count),
-                          std::string_view(reinterpret_cast<const char*>(jpeg.data()), jpeg.size()));
+    if (label < 0 || label >= static_cast<int32_t>(class_names.size()))
+      throw RuntimeError(source.describe() + ": label " + std::to_string(label) + " of sample " + std::to_string(i) +
+                         " has no class name");
+    write_whole_file(dir + "/" + class_names[static_cast<size_t>(label)] + "/" + jpeg_name(i, count),
+                     std::string_view(reinterpret_cast<const char*>(jpeg.data()), jpeg.size()));
   }
+  std::filesystem::remove_all(final_dir);
+  std::filesystem::rename(dir, final_dir);
 }
 
 void check_options(const ConvertOptions& o) {

@@ -42,6 +42,7 @@ void write_int_attribute(hid_t object, const char* name, int64_t value, const st
 Id image_plist(const hsize_t chunk[4], const std::string& compression, const std::string& file) {
   Id plist(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", file, "/images"), H5Pclose);
   check(H5Pset_chunk(plist, 4, chunk), "H5Pset_chunk", file, "/images");
+  check(H5Pset_obj_track_times(plist, 0), "H5Pset_obj_track_times", file, "/images");  // same bytes every time
   if (compression == "gzip") check(H5Pset_deflate(plist, kGzipLevel), "H5Pset_deflate", file, "/images");
   if (compression == "lz4")
     check(H5Pset_filter(plist, kLz4Filter, H5Z_FLAG_MANDATORY, 0, nullptr), "H5Pset_filter", file, "/images");
@@ -107,7 +108,9 @@ void write_hdf5_split(const std::string& path, const SampleSource& source, int64
     const std::vector<int32_t> labels = write_images(images, source, count, chunk_rows, tmp);
     const hsize_t n[1] = {static_cast<hsize_t>(count)};
     Id label_space(check(H5Screate_simple(1, n, nullptr), "H5Screate_simple", tmp, "/labels"), H5Sclose);
-    Id label_set(check(H5Dcreate2(file, "labels", H5T_STD_I32LE, label_space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+    Id label_plist(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", tmp, "/labels"), H5Pclose);
+    check(H5Pset_obj_track_times(label_plist, 0), "H5Pset_obj_track_times", tmp, "/labels");
+    Id label_set(check(H5Dcreate2(file, "labels", H5T_STD_I32LE, label_space, H5P_DEFAULT, label_plist, H5P_DEFAULT),
                        "H5Dcreate2", tmp, "/labels"),
                  H5Dclose);
     check(H5Dwrite(label_set, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()), "H5Dwrite", tmp, "/labels");
