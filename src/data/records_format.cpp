@@ -136,11 +136,17 @@ void decode_sample_payload(const uint8_t* payload, int64_t bytes, const Shape& e
     std::memcpy(pixels, image, static_cast<size_t>(expected.numel()));
     return;
   }
-  const Image8 hwc = decode_jpeg(image, static_cast<size_t>(bytes - kPayloadHeader), static_cast<int>(expected[0]), where);
-  if (hwc.height != expected[1] || hwc.width != expected[2])
-    throw bad_payload(where, "JPEG of " + std::to_string(hwc.width) + "x" + std::to_string(hwc.height) +
-                                 " pixels, the header says " + std::to_string(expected[2]) + "x" +
+  // The JPEG's own size first: a damaged header must not make the decoder allocate for it.
+  const size_t jpeg_bytes = static_cast<size_t>(bytes - kPayloadHeader);
+  const JpegSize size = jpeg_size(image, jpeg_bytes, where);
+  if (size.height != expected[1] || size.width != expected[2])
+    throw bad_payload(where, "JPEG of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
+                                 " pixels, the sample header says " + std::to_string(expected[2]) + "x" +
                                  std::to_string(expected[1]));
+  const Image8 hwc = decode_jpeg(image, jpeg_bytes, static_cast<int>(expected[0]), where);
+  if (hwc.height != expected[1] || hwc.width != expected[2] ||
+      hwc.pixels.size() != static_cast<size_t>(expected.numel()))
+    throw bad_payload(where, "JPEG decoded to another size than its header says");
   const int64_t channels = expected[0], plane = expected[1] * expected[2];
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t p = 0; p < plane; ++p) pixels[c * plane + p] = hwc.pixels[static_cast<size_t>(p * channels + c)];

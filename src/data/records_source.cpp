@@ -11,6 +11,8 @@
 namespace ts {
 namespace {
 
+constexpr int64_t kMaxFrameBytes = int64_t{1} << 30;  // 1 GiB; payloads are at most 256 MiB of pixels
+
 struct Shard {
   std::unique_ptr<RandomAccessFile> file;
   std::vector<int64_t> offsets;  // of each record's frame
@@ -156,6 +158,11 @@ class RecordsSource final : public SampleSource {
     const Shard& shard = shards_[s];
     const size_t r = static_cast<size_t>(record);
     const int64_t end = r + 1 < shard.offsets.size() ? shard.offsets[r + 1] : shard.file->size();
+    if (end - shard.offsets[r] > kMaxFrameBytes)  // no sample is this large: the index is wrong
+      throw RuntimeError(record_where(shard.file->path(), record) + ": the index gives it " +
+                         std::to_string(end - shard.offsets[r]) + " bytes, more than any sample frame (" +
+                         std::to_string(kMaxFrameBytes) + "): the index disagrees with its shard; convert the data "
+                         "set again, or delete the .idx files to read the shards without them");
     std::vector<uint8_t> frame(static_cast<size_t>(end - shard.offsets[r]));
     shard.file->read_at(shard.offsets[r], static_cast<int64_t>(frame.size()), frame.data());
     check_frame(frame.data(), static_cast<int64_t>(frame.size()), record_where(shard.file->path(), record));
