@@ -41,6 +41,7 @@ struct DatasetConfig {
   int loader_threads = 1;              // loader worker threads per rank
   int prefetch = 2;                    // batches prepared ahead
   bool shuffle = true;
+  int64_t shuffle_buffer = 0;          // records: epoch order through a shuffle buffer (0: full shuffle)
 };
 
 struct LrScheduleConfig {

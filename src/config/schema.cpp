@@ -74,6 +74,8 @@ const std::vector<KeySpec>& run_config_schema() {
       {"dataset.loader_threads", T::integer, "1", {}, "loader worker threads per rank", positive(256)},
       {"dataset.prefetch", T::integer, "2", {}, "batches prepared ahead", positive(1024)},
       {"dataset.shuffle", T::boolean, "true", {}, "reshuffle every epoch"},
+      {"dataset.shuffle_buffer", T::integer, "0", {}, "records: shuffle-buffer order of this many samples (0: full shuffle)",
+       closed(0, 1 << 24)},
       {"batch_per_worker", T::integer, "", {}, "minibatch per worker (or global_batch)", positive(kMega)},
       {"global_batch", T::integer, "", {}, "minibatch over all workers (or batch_per_worker)", positive(kGiga)},
       {"lr", T::number, "0.05", {}, "learning rate", positive(kFloatMax)},

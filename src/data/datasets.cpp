@@ -64,12 +64,16 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
   if (std::find(e.formats.begin(), e.formats.end(), format) == e.formats.end())
     throw ConfigError("dataset.format '" + format + "' does not fit data set '" + o.name + "'; it accepts: " +
                       joined(e.formats));
+  if (o.shuffle_buffer > 0 && format != "records")
+    throw ConfigError("dataset.shuffle_buffer " + std::to_string(o.shuffle_buffer) + " is for dataset.format records; "
+                      "format '" + format + "' is shuffled in full: leave dataset.shuffle_buffer out (0)");
   if (format == "synthetic") return open_generated(o, split);
   auto storage = make_storage(o.storage);
   if (format == "idx") return open_idx_source(*storage, o.root, split, o.name, e.stats);
   if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
   const int64_t classes = static_cast<int64_t>(dataset_class_names(o.name).size());
-  if (format == "records") return open_records_source(*storage, o.root, split, o.name, classes, e.stats);
+  if (format == "records")
+    return open_records_source(*storage, o.root, split, o.name, classes, e.stats, o.shuffle_buffer);
   if (format == "hdf5") return open_hdf5_source(*storage, o.root, split, o.name, classes, e.stats);
   throw RuntimeError("data set '" + o.name + "': the registry lists format '" + format +
                      "' but open_split has no reader for it (src/data/datasets.cpp)");

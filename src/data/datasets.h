@@ -21,6 +21,7 @@ struct DataOptions {
   uint64_t seed = 1;                   // the run seed; generated data sets derive their splits' seeds
   int64_t synthetic_samples = 8192;    // synthetic/neuron training samples; test: min(this, 1024)
   SampleSpec synthetic;                // synthetic: the model's input shape and classes (or outputs)
+  int64_t shuffle_buffer = 0;          // records: shuffled order through a buffer of this many samples (0: full)
 };
 
 struct DataSplits {

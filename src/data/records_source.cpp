@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "data/records_format.h"
 
 namespace ts {
@@ -110,8 +111,9 @@ Shard open_shard(const Storage& storage, const std::string& path) {
 
 class RecordsSource final : public SampleSource {
  public:
-  RecordsSource(std::vector<Shard> shards, const std::string& name, int64_t classes, const Normalisation& stats)
-      : shards_(std::move(shards)), name_(name) {
+  RecordsSource(std::vector<Shard> shards, const std::string& name, int64_t classes, const Normalisation& stats,
+                int64_t shuffle_buffer)
+      : shards_(std::move(shards)), name_(name), shuffle_buffer_(shuffle_buffer) {
     for (const Shard& s : shards_) {
       first_.push_back(count_);
       count_ += static_cast<int64_t>(s.offsets.size());
@@ -130,8 +132,17 @@ class RecordsSource final : public SampleSource {
   std::string describe() const override {
     const bool indexed = std::all_of(shards_.begin(), shards_.end(), [](const Shard& s) { return s.indexed; });
     return "records " + name_ + " " + shards_.front().file->path() + " (" + std::to_string(shards_.size()) +
-           " shards, " + (indexed ? "indexed" : "offsets found by a header walk") + "), " + std::to_string(count_) +
-           " samples of " + spec_.sample.str();
+           " shards, " + (indexed ? "indexed" : "offsets found by a header walk") +
+           (shuffle_buffer_ > 0 ? ", shuffle buffer of " + std::to_string(shuffle_buffer_) + " samples" : "") + "), " +
+           std::to_string(count_) + " samples of " + spec_.sample.str();
+  }
+
+  bool shuffled_order(uint64_t seed, int64_t epoch, std::vector<int64_t>& order) const override {
+    if (shuffle_buffer_ <= 0) return false;
+    std::vector<int64_t> sizes;
+    for (const Shard& s : shards_) sizes.push_back(static_cast<int64_t>(s.offsets.size()));
+    order = shuffle_buffer_order(sizes, shuffle_buffer_, seed, epoch);
+    return true;
   }
 
   void read(int64_t index, float* image, int32_t* label, float*) const override {
@@ -173,21 +184,56 @@ class RecordsSource final : public SampleSource {
   std::vector<int64_t> first_;  // first sample index of each shard
   int64_t count_ = 0;
   std::string name_;
+  int64_t shuffle_buffer_ = 0;
   SampleSpec spec_;
   std::unique_ptr<PixelNormaliser> normaliser_;
 };
 
 }  // namespace
 
+std::vector<int64_t> shuffle_buffer_order(const std::vector<int64_t>& shard_sizes, int64_t shuffle_buffer,
+                                          uint64_t seed, int64_t epoch) {
+  Rng rng(seed_mix(seed, static_cast<uint64_t>(epoch), 0x5b0ff3e));
+  std::vector<int64_t> first(shard_sizes.size(), 0), shard_order(shard_sizes.size());
+  int64_t total = 0;
+  for (size_t s = 0; s < shard_sizes.size(); ++s) {
+    first[s] = total;
+    total += shard_sizes[s];
+    shard_order[s] = static_cast<int64_t>(s);
+  }
+  for (size_t i = shard_order.size(); i > 1; --i)  // the shards' order: Fisher-Yates
+    std::swap(shard_order[i - 1], shard_order[static_cast<size_t>(rng.below(i))]);
+  std::vector<int64_t> order, buffer;
+  order.reserve(static_cast<size_t>(total));
+  buffer.reserve(static_cast<size_t>(std::min(shuffle_buffer, total)));
+  for (int64_t s : shard_order)
+    for (int64_t r = first[static_cast<size_t>(s)]; r < first[static_cast<size_t>(s)] + shard_sizes[static_cast<size_t>(s)]; ++r) {
+      if (static_cast<int64_t>(buffer.size()) < shuffle_buffer) {
+        buffer.push_back(r);
+        continue;
+      }
+      int64_t& slot = buffer[static_cast<size_t>(rng.below(buffer.size()))];
+      order.push_back(slot);
+      slot = r;
+    }
+  while (!buffer.empty()) {  // the rest, in random order
+    const size_t j = static_cast<size_t>(rng.below(buffer.size()));
+    order.push_back(buffer[j]);
+    buffer[j] = buffer.back();
+    buffer.pop_back();
+  }
+  return order;
+}
+
 std::string split_file_stem(Split split) { return split == Split::train ? "train" : "test"; }
 
 std::unique_ptr<SampleSource> open_records_source(const Storage& storage, const std::string& root, Split split,
                                                   const std::string& name, int64_t classes,
-                                                  const Normalisation& stats) {
+                                                  const Normalisation& stats, int64_t shuffle_buffer) {
   std::vector<Shard> shards;
   for (const std::string& path : find_shards(storage, root, split_file_stem(split)))
     shards.push_back(open_shard(storage, path));
-  return std::make_unique<RecordsSource>(std::move(shards), name, classes, stats);
+  return std::make_unique<RecordsSource>(std::move(shards), name, classes, stats, shuffle_buffer);
 }
 
 }  // namespace ts

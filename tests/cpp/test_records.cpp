@@ -1,11 +1,15 @@
 // Tests for the records format: CRC-32C against the RFC 3720 check values, a TFRecord frame
 // checked byte for byte against one computed by an independent bitwise CRC (Python, by hand),
 // sample payloads (raw and JPEG), index files and shard names, and the writer and reader
-// together over a small in-memory source (with and without index, damaged on purpose).
+// together over a small in-memory source (with and without index, damaged on purpose); the
+// shuffle-buffer order and the loader reading it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -14,6 +18,7 @@
 
 #include "core/error.h"
 #include "data/crc32c.h"
+#include "data/loader.h"
 #include "data/posix_storage.h"
 #include "data/records_format.h"
 #include "data/records_source.h"
@@ -235,5 +240,61 @@ TEST(RecordsSource, DamageIsNamedWithFileAndRecord) {
               s->read_pixels(4, px.data(), &label);
             }).find("record 4: label 4 is out of range 0..2"),
             std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(RecordsShuffleBuffer, OrderIsAPermutationNearTheStream) {
+  const std::vector<int64_t> sizes = {40, 25, 35};
+  for (int64_t buffer : {1, 8, 1000}) {
+    const auto a = ts::shuffle_buffer_order(sizes, buffer, 7, 0);
+    EXPECT_EQ(a, ts::shuffle_buffer_order(sizes, buffer, 7, 0));  // deterministic
+    std::vector<int64_t> sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int64_t> all(100);
+    std::iota(all.begin(), all.end(), int64_t{0});
+    ASSERT_EQ(sorted, all) << "buffer " << buffer;
+    EXPECT_NE(a, ts::shuffle_buffer_order(sizes, buffer, 7, 1));  // another epoch, another order
+    // The stream: the shards in some order, each in record order. Position p holds a record among
+    // the first p + buffer of it, and a buffer of 1 is the stream itself.
+    if (buffer == 1) {
+      for (size_t p = 1; p < 100; ++p) {
+        const bool same_shard_next = a[p] == a[p - 1] + 1;
+        const bool shard_start = a[p] == 0 || a[p] == 40 || a[p] == 65;
+        EXPECT_TRUE(same_shard_next || shard_start) << p;
+      }
+    }
+  }
+  // Locality with a buffer of 8: derive the stream from the shard order the first records reveal.
+  const auto order = ts::shuffle_buffer_order(sizes, 8, 3, 2);
+  const auto stream = ts::shuffle_buffer_order(sizes, 1, 3, 2);  // same seed and epoch: same shard order
+  std::vector<int64_t> position_in_stream(100);
+  for (size_t p = 0; p < 100; ++p) position_in_stream[static_cast<size_t>(stream[p])] = static_cast<int64_t>(p);
+  for (size_t p = 0; p < 100; ++p) EXPECT_LT(position_in_stream[static_cast<size_t>(order[p])], static_cast<int64_t>(p) + 8);
+}
+
+TEST(RecordsShuffleBuffer, LoaderReadsTheSourcesOrder) {
+  const fs::path dir = fresh_dir("shuffle_buffer");
+  const PatternSource pattern(ts::Shape{1, 5, 4}, 60);
+  ts::RecordsWriteOptions w;
+  w.shards = 3;
+  ts::write_records_split(dir, ts::Split::train, pattern, 60, w);
+  ts::PosixStorage storage;
+  auto source = ts::open_records_source(storage, dir, ts::Split::train, "pattern", 10, {}, 6);
+  EXPECT_NE(source->describe().find("shuffle buffer of 6 samples"), std::string::npos);
+  ts::LoaderOptions o;
+  o.batch = 10;
+  o.seed = 5;
+  o.threads = 2;
+  ts::Loader loader(*source, o);
+  const auto expected = ts::shuffle_buffer_order({20, 20, 20}, 6, 5, 0);
+  for (int step = 0; step < 6; ++step) {
+    ts::Batch b;
+    ASSERT_TRUE(loader.next(b));
+    for (int s = 0; s < 10; ++s) {
+      // pixel 0 of sample i is (i * 31) % 256 (/ 255 with empty statistics): i from it.
+      const int64_t i = (static_cast<int64_t>(std::lround(b.images[s * 20] * 255.0f)) * 223) % 256;  // 31 * 223 = 1 mod 256
+      EXPECT_EQ(i, expected[static_cast<size_t>(step * 10 + s)]) << step << " " << s;
+    }
+  }
   fs::remove_all(dir);
 }

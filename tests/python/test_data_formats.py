@@ -69,6 +69,22 @@ def test_records_without_index_read_the_same(tmp_path, converted):
     np.testing.assert_array_equal(loss_rec, loss_bare)
 
 
+def test_shuffle_buffer_order_trains_and_is_recorded(tmp_path, converted):
+    """dataset.shuffle_buffer gives records its own epoch order: a run trains, the key is in the run
+    file's config, the trajectory differs from the full shuffle; other formats refuse the key."""
+    cfg = write_config(tmp_path / "sb.yaml", RUN.format(fmt="records", root=converted / "records"))
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "sb", "--set", "dataset.shuffle_buffer=2048"])
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(sorted((tmp_path / "sb").glob("*.h5"))[0]) as f:
+        loss_buffered = f["train/loss"][:]
+        assert "shuffle_buffer: 2048" in f.attrs["config"]
+    loss_full, _, _ = train(tmp_path, "full", "records", converted / "records")
+    assert np.all(np.isfinite(loss_buffered)) and not np.array_equal(loss_buffered, loss_full)
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "x", "--set", "dataset.format=idx",
+                "--set", f"dataset.root={FMNIST}", "--set", "dataset.shuffle_buffer=64"])
+    assert proc.returncode == 2 and "dataset.shuffle_buffer" in proc.stderr and "records" in proc.stderr, proc.stderr
+
+
 def test_inspect_reports_format_samples_and_checksums(converted):
     proc = run(["data", "inspect", converted / "records"])
     assert proc.returncode == 0, proc.stderr
