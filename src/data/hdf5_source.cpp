@@ -37,21 +37,20 @@ std::string string_attribute(hid_t object, const char* name, const std::string& 
   Id attr(check(H5Aopen(object, name, H5P_DEFAULT), "H5Aopen", file, where), H5Aclose);
   Id type(check(H5Aget_type(attr), "H5Aget_type", file, where), H5Tclose);
   if (H5Tget_class(type) != H5T_STRING) throw bad_dataset(file, where, std::string("attribute ") + name + " is not a string");
+  // Variable-length strings live in the file's global heap, whose reader in libhdf5 1.10 loops
+  // forever on some damaged heaps (found by the hdf5 fuzz target): only fixed-length ones are read.
+  if (check(H5Tis_variable_str(type), "H5Tis_variable_str", file, where) > 0)
+    throw bad_dataset(file, where, std::string("attribute ") + name + " is a variable-length string; write it as a "
+                      "fixed-length one (h5py: attrs['" + name + "'] = numpy.bytes_('NHWC'))");
   Id mem(check(H5Tcopy(H5T_C_S1), "H5Tcopy", file, where), H5Tclose);
-  const H5T_cset_t cset = H5Tget_cset(type);  // h5py writes UTF-8; ASCII and UTF-8 do not convert
+  const H5T_cset_t cset = H5Tget_cset(type);  // ASCII and UTF-8 strings do not convert into each other
   check(H5Tset_cset(mem, cset == H5T_CSET_ERROR ? H5T_CSET_ASCII : cset), "H5Tset_cset", file, where);
-  if (check(H5Tis_variable_str(type), "H5Tis_variable_str", file, where) > 0) {
-    check(H5Tset_size(mem, H5T_VARIABLE), "H5Tset_size", file, where);
-    char* text = nullptr;
-    check(H5Aread(attr, mem, &text), "H5Aread", file, where);
-    std::string value = text ? text : "";
-    H5free_memory(text);
-    return value;
-  }
   const size_t size = H5Tget_size(type);
   if (size == 0 || size > 256) throw bad_dataset(file, where, std::string("attribute ") + name + " has an odd size");
-  check(H5Tset_size(mem, size), "H5Tset_size", file, where);
-  std::string value(size, '\0');
+  // One byte more than stored: a null-padded string of `size` characters (h5py's numpy.bytes_)
+  // then converts to a null-terminated one without losing its last character.
+  check(H5Tset_size(mem, size + 1), "H5Tset_size", file, where);
+  std::string value(size + 1, '\0');
   check(H5Aread(attr, mem, value.data()), "H5Aread", file, where);
   return value.substr(0, value.find('\0'));
 }

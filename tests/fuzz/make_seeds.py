@@ -160,7 +160,7 @@ def hdf5_seeds():
         with h5py.File(path, "w", libver="earliest") as f:
             f.create_dataset("images", data=data, **kwargs)
             if layout:
-                f["images"].attrs["layout"] = layout
+                f["images"].attrs["layout"] = np.bytes_(layout)  # fixed-length: the reader refuses vlen
             f["labels"] = np.arange(6, dtype=np.int32) % 10
 
 

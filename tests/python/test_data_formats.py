@@ -169,7 +169,7 @@ def test_hdf5_nhwc_layout_reads_as_nchw(tmp_path):
         for split in ("train", "test"):
             with h5py.File(root / f"{split}.h5", "w") as f:
                 f.create_dataset("images", data=images, chunks=(16,) + images.shape[1:])
-                f["images"].attrs["layout"] = layout
+                f["images"].attrs["layout"] = np.bytes_(layout)  # fixed-length (docs/data.md)
                 f["labels"] = labels
         proc = run(["data", "inspect", root / "test.h5"])
         assert proc.returncode == 0, proc.stderr
@@ -181,6 +181,11 @@ def test_hdf5_nhwc_layout_reads_as_nchw(tmp_path):
                     "--format", "records", "--out", dst])
         assert proc.returncode == 0, proc.stderr
     assert (out_nchw / "test-00000-of-00001.rec").read_bytes() == (out_nhwc / "test-00000-of-00001.rec").read_bytes()
+    # A variable-length string attribute (h5py's default for str) is refused with what to write.
+    with h5py.File(tmp_path / "NHWC" / "test.h5", "a") as f:
+        f["images"].attrs["layout"] = "NHWC"
+    proc = run(["data", "inspect", tmp_path / "NHWC" / "test.h5"])
+    assert proc.returncode == 1 and "attribute layout is a variable-length string" in proc.stderr, proc.stderr
 
 
 def test_data_help_and_usage_errors(tmp_path):
