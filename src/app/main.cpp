@@ -20,7 +20,8 @@ commands:
   bench     collective benchmarks: bench allreduce (mpi, ring, tree, ps, shm)
   predict   the analytical performance model of a run on a cluster file (docs/model.md)
   calibrate measure this machine into a cluster file (configs/clusters/local.yaml)
-  data      data sets: data make-synthetic-jpeg (an ImageNet-shaped JPEG folder)
+  data      data sets: data convert (records, hdf5, jpeg_dir), data inspect (checksums, corruption),
+            data make-synthetic-jpeg (an ImageNet-shaped JPEG folder)
 
 `trainscale <command> --help` describes each command.
 exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss),
@@ -44,8 +45,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return ts::command_bench(args);
     if (command == "predict") return ts::command_predict(args);
     if (command == "calibrate") return ts::command_calibrate(args);
-    if (command == "data" && !args.empty() && args[0] == "make-synthetic-jpeg")
-      return ts::command_make_synthetic_jpeg(std::vector<std::string>(args.begin() + 1, args.end()));
+    if (command == "data") return ts::command_data(args);
     std::cerr << "trainscale: unknown command '" << command << "'\n\n" << kUsage;
     return ts::kExitUsage;
   });

@@ -126,10 +126,18 @@ RunConfig typed_config(const KeyTexts& t) {
   auto str = [&](const char* k) { return t.at(k); };
   RunConfig r;
   r.model = str("model");
-  r.dataset = {str("dataset.name"), str("dataset.format"), str("dataset.root"), str("dataset.storage"),
-               i64("dataset.synthetic_samples"), static_cast<int>(i64("dataset.loader_threads")),
-               static_cast<int>(i64("dataset.prefetch")), flag("dataset.shuffle")};
-  r.dataset.test_fraction = f64("dataset.test_fraction");
+  // Field by field, not by position: DatasetConfig grows with every format and storage.
+  DatasetConfig& d = r.dataset;
+  d.name = str("dataset.name");
+  d.format = str("dataset.format");
+  d.root = str("dataset.root");
+  d.storage = str("dataset.storage");
+  d.synthetic_samples = i64("dataset.synthetic_samples");
+  d.loader_threads = static_cast<int>(i64("dataset.loader_threads"));
+  d.prefetch = static_cast<int>(i64("dataset.prefetch"));
+  d.shuffle = flag("dataset.shuffle");
+  d.shuffle_buffer = i64("dataset.shuffle_buffer");
+  d.test_fraction = f64("dataset.test_fraction");
   if (has("batch_per_worker")) r.batch_per_worker = i64("batch_per_worker");
   if (has("global_batch")) r.global_batch = i64("global_batch");
   r.lr = f64("lr");

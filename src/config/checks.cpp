@@ -50,6 +50,9 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
                       "; data set '" + r.dataset.name + "' accepts: " + join(ok) +
                       " (leave dataset.format out for its own format)");
   }
+  if (r.dataset.shuffle_buffer > 0 && r.dataset.format != "records")
+    throw ConfigError(cfg.locate("dataset.shuffle_buffer") + ": a shuffle buffer is for dataset.format records; '" +
+                      r.dataset.format + "' is shuffled in full (leave dataset.shuffle_buffer out)");
 }
 
 // `gpu` against the backend: a CPU backend computes on no GPU, and a GPU backend on some GPU

@@ -42,6 +42,7 @@ struct DatasetConfig {
   int loader_threads = 1;              // loader worker threads per rank
   int prefetch = 2;                    // batches prepared ahead
   bool shuffle = true;
+  int64_t shuffle_buffer = 0;          // records: epoch order through a shuffle buffer (0: full shuffle)
   double test_fraction = 0.1;          // jpeg_dir, ROOT/<class> layout: the share of files held out as test
 };
 

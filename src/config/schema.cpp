@@ -76,6 +76,8 @@ const std::vector<KeySpec>& run_config_schema() {
       {"dataset.shuffle", T::boolean, "true", {}, "reshuffle every epoch"},
       {"dataset.test_fraction", T::number, "0.1", {}, "jpeg_dir ROOT/<class> layout: files held out as test",
        {0, 1, true, true, true}},
+      {"dataset.shuffle_buffer", T::integer, "0", {}, "records: shuffle-buffer order of this many samples (0: full shuffle)",
+       closed(0, 1 << 24)},
       {"batch_per_worker", T::integer, "", {}, "minibatch per worker (or global_batch)", positive(kMega)},
       {"global_batch", T::integer, "", {}, "minibatch over all workers (or batch_per_worker)", positive(kGiga)},
       {"lr", T::number, "0.05", {}, "learning rate", positive(kFloatMax)},

@@ -70,6 +70,12 @@ class Cifar10Source final : public SampleSource {
   }
 
   void read(int64_t index, float* image, int32_t* label, float*) const override {
+    std::vector<uint8_t> pixels(static_cast<size_t>(kImageBytes));  // (3, 32, 32)
+    read_pixels(index, pixels.data(), label);
+    normaliser_.apply(pixels.data(), image);
+  }
+
+  void read_pixels(int64_t index, uint8_t* pixels, int32_t* label) const override {
     // The last file whose first sample is <= index holds it.
     const size_t f = static_cast<size_t>(std::upper_bound(first_.begin(), first_.end(), index) - first_.begin()) - 1;
     const int64_t record = index - first_[f];
@@ -77,7 +83,7 @@ class Cifar10Source final : public SampleSource {
     files_[f]->read_at(record * kRecordBytes, kRecordBytes, bytes.data());
     if (bytes[0] >= kClasses) throw bad_label(files_[f]->path(), bytes[0], record);  // changed since open
     *label = bytes[0];
-    normaliser_.apply(bytes.data() + 1, image);
+    std::copy(bytes.begin() + 1, bytes.end(), pixels);
   }
 
  private:

@@ -7,9 +7,11 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/cifar_source.h"
+#include "data/hdf5_source.h"
 #include "data/idx_source.h"
 #include "data/jpeg_dir_source.h"
 #include "data/pixel_normaliser.h"
+#include "data/records_source.h"
 #include "data/storage.h"
 #include "data/synthetic_source.h"
 
@@ -25,9 +27,9 @@ struct DatasetEntry {
 // The test split of a data set is normalised with its training statistics, as usual.
 const std::vector<DatasetEntry>& registry() {
   static const std::vector<DatasetEntry> entries = {
-      {"fashion_mnist", {"idx", "jpeg_dir"}, {{0.2860f}, {0.3530f}}},
-      {"mnist", {"idx"}, {{0.1307f}, {0.3081f}}},
-      {"cifar10", {"cifar_bin"}, {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}},
+      {"fashion_mnist", {"idx", "records", "hdf5", "jpeg_dir"}, {{0.2860f}, {0.3530f}}},
+      {"mnist", {"idx", "records", "hdf5"}, {{0.1307f}, {0.3081f}}},
+      {"cifar10", {"cifar_bin", "records", "hdf5"}, {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}},
       {"synthetic", {"synthetic"}, {}},
       {"neuron", {"synthetic"}, {}},
       {"imagefolder", {"jpeg_dir"}, {}},  // statistics by channel count: jpeg_dir_stats
@@ -71,6 +73,7 @@ std::unique_ptr<SampleSource> open_jpeg_dir(const DataOptions& o, const DatasetE
     j.stats = rgb ? Normalisation{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}} : Normalisation{{0.5f}, {0.5f}};
   } else {
     j.stats = e.stats;
+    j.class_names = dataset_class_names(o.name);  // labels as idx has them, not sorted folder names
     j.train_transform = j.test_transform = ImageTransformKind::resize;
   }
   return open_jpeg_dir_source(std::move(storage), j, split);
@@ -84,11 +87,18 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
   if (std::find(e.formats.begin(), e.formats.end(), format) == e.formats.end())
     throw ConfigError("dataset.format '" + format + "' does not fit data set '" + o.name + "'; it accepts: " +
                       joined(e.formats));
+  if (o.shuffle_buffer > 0 && format != "records")
+    throw ConfigError("dataset.shuffle_buffer " + std::to_string(o.shuffle_buffer) + " is for dataset.format records; "
+                      "format '" + format + "' is shuffled in full: leave dataset.shuffle_buffer out (0)");
   if (format == "synthetic") return open_generated(o, split);
   auto storage = make_storage(o.storage);
   if (format == "idx") return open_idx_source(*storage, o.root, split, o.name, e.stats);
   if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
   if (format == "jpeg_dir") return open_jpeg_dir(o, e, split, std::move(storage));
+  const int64_t classes = static_cast<int64_t>(dataset_class_names(o.name).size());
+  if (format == "records")
+    return open_records_source(*storage, o.root, split, o.name, classes, e.stats, o.shuffle_buffer);
+  if (format == "hdf5") return open_hdf5_source(*storage, o.root, split, o.name, classes, e.stats);
   throw RuntimeError("data set '" + o.name + "': the registry lists format '" + format +
                      "' but open_split has no reader for it (src/data/datasets.cpp)");
 }
@@ -117,5 +127,19 @@ std::vector<std::string> dataset_format_names() {
 std::vector<std::string> dataset_formats(const std::string& name) { return entry(name).formats; }
 
 std::string default_format(const std::string& name) { return entry(name).formats.front(); }
+
+std::vector<std::string> dataset_class_names(const std::string& name) {
+  // Names safe as directory names (the jpeg_dir layout): '/' and ' ' become '_'.
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> names = {
+      {"fashion_mnist",
+       {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle_boot"}},
+      {"mnist", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+      {"cifar10", {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"}},
+  };
+  entry(name);  // ConfigError for an unknown name
+  for (const auto& [dataset, classes] : names)
+    if (dataset == name) return classes;
+  return {};
+}
 
 }  // namespace ts

@@ -23,6 +23,7 @@ struct DataOptions {
   SampleSpec synthetic;                // synthetic: the model's input shape and classes (or outputs)
   Shape image_shape;                   // jpeg_dir: the model's input (C,H,W) images are transformed to
   double test_fraction = 0.1;          // jpeg_dir, ROOT/<class> layout: the share held out as test
+  int64_t shuffle_buffer = 0;          // records: shuffled order through a buffer of this many samples (0: full)
 };
 
 struct DataSplits {
@@ -37,12 +38,15 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& options, Split split
 
 // Data set names (dataset.name): fashion_mnist, mnist, cifar10, synthetic, neuron, imagefolder.
 std::vector<std::string> dataset_names();
-// Every format some data set accepts (dataset.format): idx, jpeg_dir, cifar_bin, synthetic.
+// Every format some data set accepts (dataset.format): idx, records, hdf5, jpeg_dir, cifar_bin, synthetic.
 std::vector<std::string> dataset_format_names();
 // The formats data set `name` can be read from, its default first; ConfigError for an unknown name.
 std::vector<std::string> dataset_formats(const std::string& name);
 // fashion_mnist, mnist -> idx; cifar10 -> cifar_bin; synthetic, neuron -> synthetic;
 // imagefolder -> jpeg_dir.
 std::string default_format(const std::string& name);
+// The class names of a labelled data set of stored images (label i is names[i]), as directory
+// names (jpeg_dir); empty for generated data sets. ConfigError for an unknown name.
+std::vector<std::string> dataset_class_names(const std::string& name);
 
 }  // namespace ts

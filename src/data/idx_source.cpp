@@ -153,8 +153,12 @@ class IdxSource final : public SampleSource {
 
   void read(int64_t index, float* image, int32_t* label, float*) const override {
     std::vector<uint8_t> pixels(static_cast<size_t>(plane_));  // (1, rows, cols)
-    images_->read_at(kImagesHeader + index * plane_, plane_, pixels.data());
+    read_pixels(index, pixels.data(), label);
     normaliser_.apply(pixels.data(), image);
+  }
+
+  void read_pixels(int64_t index, uint8_t* pixels, int32_t* label) const override {
+    images_->read_at(kImagesHeader + index * plane_, plane_, pixels);
     uint8_t l = 0;
     labels_->read_at(kLabelsHeader + index, 1, &l);
     if (l >= kClasses)  // checked at open: the file changed since

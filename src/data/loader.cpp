@@ -118,8 +118,9 @@ struct Loader::Impl {
     if (it != orders.end()) return it->second;
     std::vector<int64_t> perm(static_cast<size_t>(count));
     std::iota(perm.begin(), perm.end(), int64_t{0});
-    if (opt.shuffle) {
-      // Fisher-Yates from (seed, epoch): every rank computes the same epoch order.
+    // A source may define its own shuffled order (records with a shuffle buffer); else
+    // Fisher-Yates from (seed, epoch): every rank computes the same epoch order.
+    if (opt.shuffle && !source.shuffled_order(opt.seed, epoch, perm)) {
       Rng rng(seed_mix(opt.seed, static_cast<uint64_t>(epoch), 0x5a4ff1e));
       for (int64_t i = count - 1; i > 0; --i) {
         int64_t j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)));

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/error.h"
 #include "core/shape.h"
 
 namespace ts {
@@ -45,6 +47,22 @@ class SampleSource {
                               float* targets) const {
     (void)augment_seed;
     read(index, image, label, targets);
+  }
+  // The epoch's shuffled order for sources that define their own (records with a shuffle buffer:
+  // an order that keeps reads near the stream position); `order` holds count() indices in
+  // increasing order on entry. The same (seed, epoch) gives the same order on every rank.
+  // Returns false to let the loader shuffle (Fisher-Yates from seed and epoch).
+  virtual bool shuffled_order(uint64_t seed, int64_t epoch, std::vector<int64_t>& order) const {
+    (void)seed, (void)epoch, (void)order;
+    return false;
+  }
+  // The sample's stored pixels before normalisation, for `trainscale data convert` and the
+  // format-equivalence tests: sample.numel() uint8 in (C,H,W) order, and its label. Sources of
+  // stored uint8 images (idx, cifar_bin, records, hdf5) implement it; the others throw.
+  virtual void read_pixels(int64_t index, uint8_t* pixels, int32_t* label) const {
+    (void)index, (void)pixels, (void)label;
+    throw RuntimeError(describe() + ": this source has no stored uint8 pixels to convert (it generates or "
+                       "decodes its samples); convert from an idx, cifar_bin, records or hdf5 source");
   }
 };
 

@@ -21,6 +21,7 @@ void open_splits(const RunConfig& r, RunData& d) {
   options.storage = c.storage;
   options.seed = r.seed;
   options.synthetic_samples = c.synthetic_samples;
+  options.shuffle_buffer = c.shuffle_buffer;
   options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
   options.image_shape = model.sample;  // jpeg_dir transforms every image to the model's input
   options.test_fraction = c.test_fraction;

@@ -115,7 +115,7 @@ TEST(RunConfig, ImpossibleValues) {
   EXPECT_NE(error_of("global_batch: 100\nworkers: 3\n").find("does not divide evenly"), std::string::npos);
   EXPECT_NE(error_of("nesterov: true\nmomentum: 0\n").find("Nesterov"), std::string::npos);
   EXPECT_NE(error_of("dataset: {name: cifar10, format: idx}\n").find("accepts: cifar_bin"), std::string::npos);
-  EXPECT_NE(error_of("dataset: {name: fashion_mnist, format: records}\n").find("not implemented in this build"),
+  EXPECT_NE(error_of("dataset: {name: synthetic, format: records}\n").find("does not fit data set 'synthetic'"),
             std::string::npos);
 }
 

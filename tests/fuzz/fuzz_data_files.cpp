@@ -1,14 +1,18 @@
-// The data-reader fuzz targets (see fuzz_targets.h): IDX, CIFAR-10 and JPEG files opened through the
-// sample sources the trainer uses, over an in-memory Storage, then every sample read.
+// The data-reader fuzz targets (see fuzz_targets.h): IDX, CIFAR-10, records, HDF5 and JPEG
+// files opened through the sample sources the trainer uses, over an in-memory Storage (HDF5: a
+// file image in HDF5's core driver), then every sample read.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "data/cifar_source.h"
+#include "data/hdf5_source.h"
 #include "data/idx_source.h"
 #include "data/jpeg_dir_source.h"
+#include "data/records_source.h"
 #include "fuzz_targets.h"
 #include "memory_storage.h"
 
@@ -17,12 +21,13 @@ namespace {
 
 constexpr const char* kRoot = "/fuzz";
 
-void read_every_sample(const SampleSource& source) {
+// Reads samples [0, min(count, most)).
+void read_every_sample(const SampleSource& source, int64_t most = INT64_MAX) {
   const SampleSpec& spec = source.spec();
   std::vector<float> image(static_cast<size_t>(spec.sample.numel()));
   std::vector<float> targets(static_cast<size_t>(std::max<int64_t>(spec.outputs, 1)));
   int32_t label = 0;
-  for (int64_t i = 0; i < source.count(); ++i) source.read(i, image.data(), &label, targets.data());
+  for (int64_t i = 0; i < std::min(source.count(), most); ++i) source.read(i, image.data(), &label, targets.data());
 }
 
 }  // namespace
@@ -78,6 +83,37 @@ void jpeg_dir(const uint8_t* data, size_t size) {
     for (uint64_t seed = 0; seed < 4; ++seed) train->read_augmented(0, seed, image.data(), &label, nullptr);
     options.sample = Shape{1, 7, 5};
     read_every_sample(*open_jpeg_dir_source(storage, options, Split::test));
+  } catch (const ConfigError&) {
+  } catch (const RuntimeError&) {
+  }
+}
+
+// Input layout: byte 0 flags (bit 0: an index file exists), bytes 1..4 the shard's length n
+// (little-endian, clamped to what is left), then n bytes of the shard
+// /fuzz/test-00000-of-00001.rec, then its index (the rest).
+void records(const uint8_t* data, size_t size) {
+  if (size < 5) return;
+  size_t shard_size = size_t{data[1]} | size_t{data[2]} << 8 | size_t{data[3]} << 16 | size_t{data[4]} << 24;
+  shard_size = std::min(shard_size, size - 5);
+  const uint8_t* shard = data + 5;
+  MemoryStorage storage;
+  const std::string path = std::string(kRoot) + "/test-00000-of-00001.rec";
+  storage.add(path, std::vector<uint8_t>(shard, shard + shard_size));
+  if (data[0] & 1) storage.add(path + ".idx", std::vector<uint8_t>(shard + shard_size, data + size));
+  try {
+    read_every_sample(*open_records_source(storage, kRoot, Split::test, "fashion_mnist", 10, {{0.2860f}, {0.3530f}}));
+  } catch (const ConfigError&) {
+  } catch (const RuntimeError&) {
+  }
+}
+
+// The whole input is the file; a valid file may declare millions of (fill-value) samples, so
+// only the first 64 are read (every chunk path is reached with small chunks).
+void hdf5(const uint8_t* data, size_t size) {
+  try {
+    read_every_sample(*open_hdf5_image(std::vector<uint8_t>(data, data + size), "/fuzz/test.h5", 10,
+                                       {{0.2860f}, {0.3530f}}),
+                      64);
   } catch (const ConfigError&) {
   } catch (const RuntimeError&) {
   }

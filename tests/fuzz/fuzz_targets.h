@@ -41,6 +41,11 @@ void cifar(const uint8_t* data, size_t size);
 // One JPEG file of a jpeg_dir tree -> open_jpeg_dir_source over an in-memory Storage, decoded
 // and transformed (training crops and flips, evaluation centre crop).
 void jpeg_dir(const uint8_t* data, size_t size);
+// A records shard (and its index; layout in fuzz_data_files.cpp) -> open_records_source over an
+// in-memory Storage, then every sample read.
+void records(const uint8_t* data, size_t size);
+// An HDF5 file image -> open_hdf5_image (HDF5's core driver), then the first samples read.
+void hdf5(const uint8_t* data, size_t size);
 
 struct Target {
   const char* name;  // also the corpus directory tests/fuzz/<name>/

@@ -101,8 +101,73 @@ def cifar_seeds():
     (d / "seed-truncated").write_bytes((record(1, 5) + record(2, 6))[:-1])
 
 
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc(data):
+    crc = crc32c(data)
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def frame(payload):
+    length = struct.pack("<Q", len(payload))
+    return length + struct.pack("<I", masked_crc(length)) + payload + struct.pack("<I", masked_crc(payload))
+
+
+def records_input(frames, index=None):
+    """The records target's layout: flags, shard length, shard, index (docs in fuzz_data_files.cpp)."""
+    shard = b"".join(frames)
+    tail = b""
+    if index is not None:
+        tail = b"TSRIDX1\0" + struct.pack("<Q", len(index)) + b"".join(struct.pack("<Q", o) for o in index)
+    return bytes([1 if index is not None else 0]) + struct.pack("<I", len(shard)) + shard + tail
+
+
+def records_seeds():
+    d = reset("records")
+    payload = lambda label, c, h, w, enc=0: (b"TSR1" + bytes([enc, 0, 0, 0]) + struct.pack("<iHHHH", label, c, h, w, 0)
+                                             + bytes((label * 31 + i) % 256 for i in range(c * h * w)))
+    frames = [frame(payload(label, 1, 4, 3)) for label in (3, 9, 0)]
+    offsets = [0, len(frames[0]), len(frames[0]) + len(frames[1])]
+    (d / "seed-indexed").write_bytes(records_input(frames, offsets))
+    (d / "seed-unindexed").write_bytes(records_input(frames))
+    (d / "seed-truncated").write_bytes(records_input(frames)[:-3])
+    (d / "seed-bad-index").write_bytes(records_input(frames, [0, 7, offsets[2]]))
+    bad_crc = bytearray(frames[1])
+    bad_crc[20] ^= 1
+    (d / "seed-bad-crc").write_bytes(records_input([frames[0], bytes(bad_crc)]))
+    (d / "seed-jpeg-garbage").write_bytes(records_input([frame(b"TSR1" + bytes([1, 0, 0, 0]) + struct.pack("<iHHHH", 1, 1, 2, 2, 0)
+                                                             + b"\xff\xd8\xff\xe0garbage")]))
+
+
+def hdf5_seeds():
+    import h5py  # the project's venv has it (analysis/)
+    d = reset("hdf5")
+    images = bytes((i * 7) % 256 for i in range(6 * 1 * 4 * 3))
+    import numpy as np
+    nchw = np.frombuffer(images, np.uint8).reshape(6, 1, 4, 3)
+    for name, kwargs, data, layout in [("seed-chunked", {"chunks": (2, 1, 4, 3)}, nchw, None),
+                                       ("seed-gzip", {"chunks": (4, 1, 4, 3), "compression": "gzip"}, nchw, None),
+                                       ("seed-nhwc", {"chunks": (3, 4, 3, 1)}, nchw.transpose(0, 2, 3, 1), "NHWC"),
+                                       ("seed-contiguous", {}, nchw, "NCHW")]:
+        path = d / name
+        with h5py.File(path, "w", libver="earliest") as f:
+            f.create_dataset("images", data=data, **kwargs)
+            if layout:
+                f["images"].attrs["layout"] = np.bytes_(layout)  # fixed-length: the reader refuses vlen
+            f["labels"] = np.arange(6, dtype=np.int32) % 10
+
+
 if __name__ == "__main__":
     yaml_seeds()
     manifest_seeds(sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "build-dev" / "bin" / "trainscale"))
     idx_seeds()
     cifar_seeds()
+    records_seeds()
+    hdf5_seeds()

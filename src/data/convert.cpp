@@ -1,0 +1,108 @@
+// Data-set conversion (see convert.h): the source's splits are read sample by sample through
+// read_pixels and handed to the format's writer.
+#include "data/convert.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "data/datasets.h"
+#include "data/hdf5_writer.h"
+#include "data/jpeg_codec.h"
+#include "data/records_source.h"
+#include "data/records_writer.h"
+#include "data/storage.h"
+
+namespace ts {
+namespace {
+
+constexpr int kDefaultJpegQuality = 90;
+
+// "00042.jpg" padded to the digits of `count`, so that names sort in sample order.
+std::string jpeg_name(int64_t index, int64_t count) {
+  const int digits = std::max<int>(5, static_cast<int>(std::to_string(count).size()));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%0*lld.jpg", digits, static_cast<long long>(index));
+  return buf;
+}
+
+// ROOT/<split>/<class_name>/<index>.jpg, one JPEG of (H,W,C) per sample. The tree is written as
+// <split>.partial and renamed when complete (one rename instead of an fsync per image).
+void write_jpeg_dir_split(const std::string& final_dir, const SampleSource& source, int64_t count,
+                          const std::vector<std::string>& class_names, int quality) {
+  const Shape chw = source.spec().sample;
+  if (chw[0] != 1 && chw[0] != 3)
+    throw ConfigError("--format jpeg_dir needs 1- or 3-channel images, the data set has " + chw.str());
+  const std::string dir = final_dir + ".partial";
+  std::filesystem::remove_all(dir);
+  for (const std::string& name : class_names) std::filesystem::create_directories(dir + "/" + name);
+  std::vector<uint8_t> pixels(static_cast<size_t>(chw.numel()));
+  Image8 hwc{static_cast<int>(chw[2]), static_cast<int>(chw[1]), static_cast<int>(chw[0]), {}};
+  hwc.pixels.resize(pixels.size());
+  const int64_t plane = chw[1] * chw[2];
+  for (int64_t i = 0; i < count; ++i) {
+    int32_t label = 0;
+    source.read_pixels(i, pixels.data(), &label);
+    for (int64_t c = 0; c < chw[0]; ++c)
+      for (int64_t p = 0; p < plane; ++p) hwc.pixels[static_cast<size_t>(p * chw[0] + c)] = pixels[c * plane + p];
+    const std::vector<uint8_t> jpeg = encode_jpeg(hwc, quality);
+    if (label < 0 || label >= static_cast<int32_t>(class_names.size()))
+      throw RuntimeError(source.describe() + ": label " + std::to_string(label) + " of sample " + std::to_string(i) +
+                         " has no class name");
+    write_whole_file(dir + "/" + class_names[static_cast<size_t>(label)] + "/" + jpeg_name(i, count),
+                     std::string_view(reinterpret_cast<const char*>(jpeg.data()), jpeg.size()));
+  }
+  std::filesystem::remove_all(final_dir);
+  std::filesystem::rename(dir, final_dir);
+}
+
+void check_options(const ConvertOptions& o) {
+  const std::vector<std::string> formats = {"records", "hdf5", "jpeg_dir"};
+  if (std::find(formats.begin(), formats.end(), o.format) == formats.end())
+    throw ConfigError("--format '" + o.format + "' is not one convert writes; accepted: records, hdf5, jpeg_dir");
+  if (o.from.empty() || o.out.empty()) throw ConfigError("--from DIR and --out DIR are required");
+  if (dataset_class_names(o.dataset).empty())
+    throw ConfigError("--dataset " + o.dataset + " is generated, not stored: there is nothing to convert; "
+                      "accepted: fashion_mnist, mnist, cifar10");
+  if (o.jpeg_quality < 0 || o.jpeg_quality > 100) throw ConfigError("--jpeg-quality must be in [1, 100]");
+  if (o.limit < 0) throw ConfigError("--limit must be >= 0 (0: every sample)");
+}
+
+}  // namespace
+
+std::vector<ConvertedSplit> convert_dataset(const ConvertOptions& o) {
+  check_options(o);
+  DataOptions data;
+  data.name = o.dataset;
+  data.format = o.from_format;
+  data.root = o.from;
+  std::filesystem::create_directories(o.out);
+  const std::vector<std::string> class_names = dataset_class_names(o.dataset);
+  std::vector<ConvertedSplit> done;
+  for (Split split : {Split::train, Split::test}) {
+    const auto source = open_split(data, split);
+    ConvertedSplit c{split_file_stem(split), o.limit > 0 ? std::min(o.limit, source->count()) : source->count(), {}};
+    if (o.format == "records") {
+      RecordsWriteOptions w;
+      w.shards = o.shards;
+      w.encoding = o.jpeg_quality > 0 ? PayloadEncoding::jpeg : PayloadEncoding::raw;
+      w.jpeg_quality = o.jpeg_quality > 0 ? o.jpeg_quality : kDefaultJpegQuality;
+      c.files = write_records_split(o.out, split, *source, c.samples, w);
+    } else if (o.format == "hdf5") {
+      Hdf5WriteOptions w;
+      w.compression = o.compression;
+      c.files.push_back(join_storage_path(o.out, c.split + ".h5"));
+      write_hdf5_split(c.files.back(), *source, c.samples, w);
+    } else {
+      c.files.push_back(join_storage_path(o.out, c.split));
+      write_jpeg_dir_split(c.files.back(), *source, c.samples, class_names,
+                           o.jpeg_quality > 0 ? o.jpeg_quality : kDefaultJpegQuality);
+    }
+    done.push_back(c);
+  }
+  return done;
+}
+
+}  // namespace ts
