@@ -41,6 +41,9 @@ struct DatasetConfig {
   int loader_threads = 1;              // loader worker threads per rank
   int prefetch = 2;                    // batches prepared ahead
   bool shuffle = true;
+  std::string stage = "none";          // none | node_local (data/node_stage.h)
+  std::string stage_dir;               // node-local scratch ("": $TMPDIR or /tmp)
+  std::string cache = "warm";          // warm | cold (data/page_cache.h)
 };
 
 struct LrScheduleConfig {

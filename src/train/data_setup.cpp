@@ -2,6 +2,7 @@
 #include "train/data_setup.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -17,8 +18,8 @@ void open_splits(const RunConfig& r, RunData& d) {
   DataOptions options;
   options.name = c.name;
   options.format = c.format;
-  options.root = c.root;
-  options.storage = c.storage;
+  options.root = d.prepared.root;
+  options.storage = d.prepared.storage;
   options.seed = r.seed;
   options.synthetic_samples = c.synthetic_samples;
   options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
@@ -32,9 +33,10 @@ void open_splits(const RunConfig& r, RunData& d) {
 
 }  // namespace
 
-std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch, int world) {
+std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch, int world, InputPreparation prepared) {
   const RunConfig& r = cfg.run;
   auto d = std::make_unique<RunData>();
+  d->prepared = std::move(prepared);
   open_splits(r, *d);
   if (d->train_count < batch * world)
     throw ConfigError(cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") +

@@ -22,6 +22,8 @@ void record_step(RunRecording& rec, const StepResult& res, int64_t step, const R
   rec.lr.push_back(static_cast<float>(lr));
   rec.local_loss.push_back(res.local_loss);
   for (size_t p = 0; p < kPhaseCount; ++p) rec.seconds[p].push_back(static_cast<float>(res.seconds[p]));
+  rec.read_bytes.push_back(res.reads.bytes);
+  rec.read_seconds.push_back(static_cast<float>(res.reads.seconds));
 }
 
 std::string divergence_message(const StepVerdict& v, int64_t step) {

@@ -12,6 +12,8 @@ void RunRecording::reserve(int64_t steps) {
   lr.reserve(n);
   local_loss.reserve(n);
   for (auto& column : seconds) column.reserve(n);
+  read_bytes.reserve(n);
+  read_seconds.reserve(n);
 }
 
 }  // namespace ts

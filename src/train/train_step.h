@@ -33,6 +33,7 @@ struct StepResult {
   StepVerdict verdict;    // the exchange's: mean loss over ranks (when exchanged), diverged
   PhaseSeconds seconds{};  // this rank's time per phase
   bool skipped = false;    // loss scaling found a non-finite gradient: no update this step
+  ReadCounts reads;        // storage reads of the batch fetched in this step (/io/read_*)
 };
 
 // Takes one step with learning rate `lr`. `average_weights`: a strategy that averages weights
