@@ -13,17 +13,7 @@ namespace {
 // The data set of the config as two sample sources, read per batch by the loaders; synthetic
 // data is shaped for the model.
 void open_splits(const RunConfig& r, RunData& d) {
-  const DatasetConfig& c = r.dataset;
-  const ModelInput model = model_expected_input(r.model);
-  DataOptions options;
-  options.name = c.name;
-  options.format = c.format;
-  options.root = d.prepared.root;
-  options.storage = d.prepared.storage;
-  options.seed = r.seed;
-  options.synthetic_samples = c.synthetic_samples;
-  options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
-  d.splits = open_dataset(options);
+  d.splits = open_dataset(data_options_of(r, d.prepared));
   const SampleSpec& spec = d.splits.train->spec();
   d.input.sample = spec.sample;
   d.input.outputs = spec.classes > 0 ? spec.classes : spec.outputs;
@@ -32,6 +22,20 @@ void open_splits(const RunConfig& r, RunData& d) {
 }
 
 }  // namespace
+
+DataOptions data_options_of(const RunConfig& r, const InputPreparation& prepared) {
+  const DatasetConfig& c = r.dataset;
+  const ModelInput model = model_expected_input(r.model);
+  DataOptions options;
+  options.name = c.name;
+  options.format = c.format;
+  options.root = prepared.root;
+  options.storage = prepared.storage;
+  options.seed = r.seed;
+  options.synthetic_samples = c.synthetic_samples;
+  options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
+  return options;
+}
 
 std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch, int world, InputPreparation prepared) {
   const RunConfig& r = cfg.run;

@@ -24,6 +24,10 @@ struct RunData {
 // The data set opened (no loaders yet: the memory check comes first, train/memory_estimate.h).
 // `batch`: the per-worker training batch. ConfigError (naming the batch key) when the global
 // batch exceeds the training split; RuntimeError naming the file for unreadable data.
+// The data options of the run's dataset.* keys, reading where `prepared` says (synthetic data
+// shaped for the model).
+DataOptions data_options_of(const RunConfig& run, const InputPreparation& prepared);
+
 // `prepared`: where to read (prepare_input: dataset.root, or its staged copy).
 std::unique_ptr<RunData> open_run_data(const ResolvedConfig& config, int64_t batch, int world, InputPreparation prepared);
 
