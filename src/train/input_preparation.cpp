@@ -25,6 +25,10 @@ void prepare_on_node(const DatasetConfig& d, InputPreparation& p) {
     p.numbers["stage_bytes"] = static_cast<double>(staged.bytes);
   }
   const auto storage = make_storage(p.storage);
+  if (!storage->exists(p.root)) {  // opening the data set says what is missing and what to do
+    p.text["cache_result"] = "not applicable: " + p.root + " does not exist";
+    return;
+  }
   const std::vector<TreeFile> files = list_tree(*storage, p.root);
   CacheResult cache;
   if (d.cache == "warm")
@@ -40,7 +44,7 @@ void prepare_on_node(const DatasetConfig& d, InputPreparation& p) {
 
 // The file system of a POSIX storage's root; warns when nfs names a local directory.
 void check_file_system(const DatasetConfig& d, InputPreparation& p) {
-  if (!is_posix_storage(d.storage)) return;
+  if (!is_posix_storage(d.storage) || !make_storage(d.storage)->exists(d.root)) return;
   const FileSystemType fs = file_system_type(d.root);
   p.text["file_system"] = fs.name;
   p.numbers["file_system_network"] = fs.network ? 1.0 : 0.0;
