@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
                         "(repeatable; default: the first value in sort order, the oldest "
                         "generation)")
     r.add_argument("--title", default=None)
+    r.add_argument("--io", action="append", default=[], metavar="FILE_OR_DIR",
+                   help="trainscale bench io files (or directories of them) for the data format and storage views")
     c = sub.add_parser("compare", help="two campaigns side by side with ratios B / A")
     c.add_argument("a", metavar="CAMPAIGN_A")
     c.add_argument("b", metavar="CAMPAIGN_B")
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             html, md = report.build_report(
                 args.campaigns, args.out, threshold=args.loss_threshold,
                 baseline_workers=args.baseline_workers,
-                baselines=report.parse_baselines(args.baseline), title=args.title)
+                baselines=report.parse_baselines(args.baseline), title=args.title, io_paths=args.io)
         else:
             html, md = compare.build_compare_report(args.a, args.b, args.out, args.title)
     except (load.SchemaError, load.CampaignError, ValueError, KeyError) as e:

@@ -296,3 +296,32 @@ def plot_rank_variability(run: pd.Series, out, phases: Sequence[str] = ("step", 
     fig.suptitle(f"per-rank variability, run {run['run_id']} ({int(run['workers'])} workers)")
     fig.tight_layout()
     return save(fig, out)
+
+
+def plot_io_relative(rel: pd.DataFrame, out, dim: str, metric: str = "samples_per_s") -> Path:
+    """Horizontal bars: each value of `dim` (data format or storage) relative to the fastest
+    (1.0), one bar per cache mode (and per combination of other varying settings), the ratio
+    written on each bar; the published "relative performance across storage" / "data format
+    performance" charts."""
+    group_keys = [c for c in rel.columns if c not in (dim, metric, "min", "max", "passes", "relative")]
+    labels = list(dict.fromkeys(rel[dim].astype(str)))
+    groups = list(rel.groupby(group_keys, sort=True)) if group_keys else [("", rel)]
+    height = 0.8 / max(len(groups), 1)
+    cmap = plt.get_cmap("tab10")
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(labels) * max(len(groups), 1) + 1.5))
+    for j, (key, g) in enumerate(groups):
+        name = ", ".join(fmt(v) for v in (key if isinstance(key, tuple) else (key,)))
+        y = [labels.index(str(v)) + j * height for v in g[dim]]
+        ax.barh(y, g["relative"], height=height, color=cmap(j % 10), label=name or None)
+        for yi, v in zip(y, g["relative"]):
+            ax.text(v, yi, f" {v:.2f}", va="center", fontsize=8)
+    ax.set_yticks([i + height * (len(groups) - 1) / 2 for i in range(len(labels))], labels)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="k", ls="--", lw=1)
+    ax.set_xlim(0, 1.15)
+    ax.set_xlabel(f"{metric.replace('_', ' ')} relative to the fastest {dim}")
+    ax.set_title(f"{dim}: relative input throughput")
+    if len(groups) > 1 or groups[0][0] != "":
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return save(fig, out)

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import hetero, load, metrics, plots
+from . import hetero, io_bench, load, metrics, plots
 
 # Dimensions the scaling and loss-area sections handle themselves; every other varying config
 # key (storage, data format, precision, MPI flavor, algorithm, ...) gets relative bars, except
@@ -159,9 +159,11 @@ def choose_baseline(df: pd.DataFrame, dim: str, baselines: dict[str, Any]):
 def build_report(paths: Sequence[str | Path], out_html: str | Path,
                  threshold: float | None = None, baseline_workers: int | None = None,
                  baselines: dict[str, Any] | None = None, title: str | None = None,
-                 df: pd.DataFrame | None = None) -> tuple[Path, Path]:
+                 df: pd.DataFrame | None = None,
+                 io_paths: Sequence[str | Path] = ()) -> tuple[Path, Path]:
     """Load `paths`, write the HTML report to `out_html` and the Markdown summary beside it.
-    Returns (html path, markdown path)."""
+    `io_paths`: `trainscale bench io` files (or directories holding them) for the data format
+    and storage views. Returns (html path, markdown path)."""
     out_html = Path(out_html)
     df = load.load_campaigns(paths) if df is None else df
     baselines = dict(baselines or {})
@@ -294,6 +296,7 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                    f"all other configuration keys (bars span min-max over the matches).")
         rep.table(rel[[dim, "relative", "relative_min", "relative_max", "matched"]], None)
 
+    io_sections(rep, df, io_paths, fig_dir)
     generations_section(rep, df, fig_dir, baselines.get("generation"))
 
     rep.section("Per-rank variability")
@@ -336,6 +339,31 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                              "values": ", ".join(fmt(v) for v in vals)})
         rep.table(pd.DataFrame(rows), None)
     return rep.write(out_html)
+
+
+def io_sections(rep: Report, df: pd.DataFrame, io_paths: Sequence[str | Path], fig_dir: Path) -> None:
+    """The "data format" and "storage" views: input-pipeline throughput (bench io files) per
+    format and per storage relative to the fastest, cold and warm page cache; the storage read
+    rates of the runs (/io) below them."""
+    io = io_bench.load_io_bench(io_paths) if io_paths else io_bench.load_io_bench([])
+    reads = io_bench.run_read_rates(df) if "path" in df.columns else pd.DataFrame()
+    for dim, title in (("format", "Data format"), ("storage", "Storage")):
+        rep.section(f"{title}: input pipeline throughput")
+        if io.empty or io[dim].nunique() < 2:
+            seen = ", ".join(sorted(io[dim].astype(str).unique())) if not io.empty else ""
+            rep.para(f"No bench io files compare two values of {dim}"
+                     f"{' (only ' + seen + ')' if seen else ''}; make them with `trainscale bench io "
+                     f"--config FILE --set dataset.{dim}=... --out FILE.h5` and pass them with --io.", note=True)
+        else:
+            rel = io_bench.relative_throughput(io, dim)
+            rep.figure(plots.plot_io_relative(rel, fig_dir / f"io_{dim}", dim),
+                       f"Input pipeline samples/s (no training; `trainscale bench io`) per {dim}, relative to "
+                       f"the fastest {dim} (1.0), page cache dropped (cold) or warm; median of the passes.")
+            rep.table(rel, None)
+        if not reads.empty and reads[dim].nunique() > 1:
+            rep.para(f"Storage read rate of the training runs per {dim} (/io/read_bytes over /io/read_seconds: "
+                     f"the seconds the loader threads spent in reads).")
+            rep.table(reads.groupby([dim, "cache"], dropna=False)["read_mb_per_s"].median().reset_index(), None)
 
 
 def generations_section(rep: Report, df: pd.DataFrame, fig_dir: Path, baseline) -> None:

@@ -30,7 +30,8 @@ namespace ts {
 namespace {
 
 const char* kBenchUsage =
-    "usage: trainscale bench allreduce [options]      (under mpirun -np N for N ranks)\n";
+    "usage: trainscale bench allreduce [options]      (under mpirun -np N for N ranks)\n"
+    "       trainscale bench io --config FILE.yaml [--set ...] --out FILE.h5 [--repeats N] [--steps N]\n";
 
 // "4096", "64K", "16M", "1G" (binary multiples) -> bytes.
 int64_t parse_bytes(const std::string& flag, const std::string& text) {
@@ -269,12 +270,14 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
 
 int command_bench(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << kBenchUsage << "\nbenchmarks:\n  allreduce   all-reduce algorithms (trainscale bench allreduce --help)\n";
-    if (args.empty()) throw ConfigError("which benchmark? accepted: allreduce (e.g. trainscale bench allreduce --help)");
+    std::cout << kBenchUsage << "\nbenchmarks:\n  allreduce   all-reduce algorithms (trainscale bench allreduce --help)\n"
+              << "  io          the input pipeline alone, cold and warm (trainscale bench io --help)\n";
+    if (args.empty()) throw ConfigError("which benchmark? accepted: allreduce, io (e.g. trainscale bench allreduce --help)");
     return kExitOk;
   }
+  if (args[0] == "io") return bench_io_command(std::vector<std::string>(args.begin() + 1, args.end()));
   if (args[0] != "allreduce")
-    throw ConfigError("unknown benchmark '" + args[0] + "'; accepted: allreduce (see trainscale bench --help)");
+    throw ConfigError("unknown benchmark '" + args[0] + "'; accepted: allreduce, io (see trainscale bench --help)");
   return bench_allreduce_command(std::vector<std::string>(args.begin() + 1, args.end()));
 }
 

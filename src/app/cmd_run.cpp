@@ -24,6 +24,7 @@
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
+#include "data/storage.h"
 #include "sweep/campaign.h"
 #include "sweep/site.h"
 #include "sweep/task_claim.h"
@@ -185,7 +186,9 @@ std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Co
   }
   if (comm.rank() != 0) staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root, false);
   cfg.run.dataset.root = staged.root;
-  cfg.run.dataset.storage = "local";
+  if (cfg.run.dataset.stage_dir.empty()) cfg.run.dataset.stage_dir = campaign.site.scratch;  // dataset.stage
+  const std::vector<std::string> direct = storage_names();  // nfs stays nfs (its mount is checked)
+  if (std::find(direct.begin(), direct.end(), cfg.run.dataset.storage) == direct.end()) cfg.run.dataset.storage = "local";
   return staged.seconds;
 }
 

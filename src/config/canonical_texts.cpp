@@ -138,6 +138,9 @@ RunConfig typed_config(const KeyTexts& t) {
   d.shuffle = flag("dataset.shuffle");
   d.shuffle_buffer = i64("dataset.shuffle_buffer");
   d.test_fraction = f64("dataset.test_fraction");
+  d.stage = str("dataset.stage");
+  d.stage_dir = has("dataset.stage_dir") ? str("dataset.stage_dir") : "";
+  d.cache = str("dataset.cache");
   if (has("batch_per_worker")) r.batch_per_worker = i64("batch_per_worker");
   if (has("global_batch")) r.global_batch = i64("global_batch");
   r.lr = f64("lr");

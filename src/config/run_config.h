@@ -44,6 +44,9 @@ struct DatasetConfig {
   bool shuffle = true;
   int64_t shuffle_buffer = 0;          // records: epoch order through a shuffle buffer (0: full shuffle)
   double test_fraction = 0.1;          // jpeg_dir, ROOT/<class> layout: the share of files held out as test
+  std::string stage = "none";          // none | node_local (data/node_stage.h)
+  std::string stage_dir;               // node-local scratch ("": $TMPDIR or /tmp)
+  std::string cache = "warm";          // warm | cold (data/page_cache.h)
 };
 
 struct LrScheduleConfig {

@@ -33,6 +33,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "data/counting_storage.h"
 
 namespace ts {
 
@@ -68,6 +69,7 @@ struct Slot {
   std::shared_ptr<void> labels;   // int32 (batch), or null without classes
   std::shared_ptr<void> targets;  // float (batch, outputs), or null without targets
   std::exception_ptr error;
+  ReadCounts reads;  // storage reads of this batch (its fill runs in one worker thread)
 
   float* image_data() const { return static_cast<float*>(images.get()); }
   int32_t* label_data() const { return static_cast<int32_t*>(labels.get()); }
@@ -106,6 +108,7 @@ struct Loader::Impl {
   std::vector<Share> shares;
   int64_t step_samples = 0;        // training: samples of one global step
   double last_wait = 0.0;
+  ReadCounts last_reads;           // storage reads of the batch the last next() returned
   // Epoch orders (shared with workers; old epochs are pruned).
   std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> orders;
 
@@ -191,7 +194,10 @@ struct Loader::Impl {
         share = eval_mode ? Share{0, opt.batch, 0} : share_of(seq);
       }
       try {
+        const ReadCounts before = thread_read_counts();
         fill(*slot, seq, share);
+        const ReadCounts after = thread_read_counts();
+        slot->reads = {after.bytes - before.bytes, after.seconds - before.seconds};
       } catch (...) {
         slot->error = std::current_exception();
       }
@@ -293,6 +299,7 @@ bool Loader::next(Batch& batch) {
       m.pass_open = false;
       batch = Batch{};
       m.last_wait = 0.0;
+      m.last_reads = {};
       return false;
     }
     if (!m.pass_open) {  // a new pass starts: let the workers fill it
@@ -315,6 +322,7 @@ bool Loader::next(Batch& batch) {
     slot.error = nullptr;
     std::rethrow_exception(e);
   }
+  m.last_reads = slot.reads;
   batch.size = slot.size;
   batch.epoch = slot.epoch;
   batch.images = slot.image_data();
@@ -326,6 +334,11 @@ bool Loader::next(Batch& batch) {
 double Loader::last_wait_seconds() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->last_wait;
+}
+
+ReadCounts Loader::last_read_counts() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->last_reads;
 }
 
 int64_t Loader::batches_per_epoch() const { return impl_->batches_per_epoch; }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "data/counting_storage.h"
 #include "data/sample_source.h"
 
 namespace ts {
@@ -72,6 +73,9 @@ class Loader {
   bool next(Batch& batch);
   // Seconds the last next() call waited for a worker (the trainer's data_wait).
   double last_wait_seconds() const;
+  // Storage reads of the batch the last next() returned: bytes and seconds inside read_at
+  // (counted through a counting storage, data/counting_storage.h; zero for data in memory).
+  ReadCounts last_read_counts() const;
   // Batches per epoch on this rank (training: the same on every rank).
   int64_t batches_per_epoch() const;
   // The sequence number of the batch the next next() returns (training: first_batch plus the

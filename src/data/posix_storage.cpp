@@ -90,7 +90,8 @@ std::vector<StorageEntry> PosixStorage::list(const std::string& dir) const {
     struct stat st {};
     const std::string path = join_storage_path(dir, name);
     if (::stat(path.c_str(), &st) != 0) continue;  // removed while listing, or a dangling link
-    entries.push_back({name, S_ISDIR(st.st_mode), S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : 0});
+    const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    entries.push_back({name, S_ISDIR(st.st_mode), S_ISREG(st.st_mode) ? static_cast<int64_t>(st.st_size) : 0, mtime_ns});
   }
   if (errno != 0) throw RuntimeError("data directory " + dir + ": listing it failed (" + os_error(errno) + ")");
   std::sort(entries.begin(), entries.end(), [](const StorageEntry& a, const StorageEntry& b) { return a.name < b.name; });

@@ -12,13 +12,14 @@ std::string join_storage_path(const std::string& dir, const std::string& name) {
   return dir.back() == '/' ? dir + name : dir + "/" + name;
 }
 
-std::vector<std::string> storage_names() { return {"local"}; }
+std::vector<std::string> storage_names() { return {"local", "nfs"}; }
 
 std::unique_ptr<Storage> make_storage(const std::string& name) {
   if (name == "local") return std::make_unique<PosixStorage>();
+  if (name == "nfs") return std::make_unique<PosixStorage>("nfs");
   throw ConfigError("dataset.storage '" + name +
                     "' is not a storage this build can read; accepted: local (the POSIX file "
-                    "system; dataset.root is a path on it)");
+                    "system; dataset.root is a path on it), nfs (a path on a network mount)");
 }
 
 }  // namespace ts

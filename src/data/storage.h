@@ -29,6 +29,7 @@ struct StorageEntry {
   std::string name;        // the entry's name inside the directory (no '/')
   bool directory = false;  // a directory (object storage: a common prefix)
   int64_t size = 0;        // bytes of a file; 0 for a directory
+  int64_t mtime_ns = 0;    // last modification (ns since the epoch); 0 where the storage has none
 };
 
 // A place that holds data files, e.g. the local POSIX file system.
@@ -50,7 +51,8 @@ class Storage {
 // "dir/name" with exactly one '/' between them (storage paths are POSIX-style or URL paths).
 std::string join_storage_path(const std::string& dir, const std::string& name);
 
-// Storage names this build can open (dataset.storage): "local".
+// Storage names this build can open (dataset.storage): "local", "nfs" (a POSIX path on a
+// network file system; checked and recorded by the trainer, data/file_system_type.h).
 std::vector<std::string> storage_names();
 // The storage called `name`; throws ConfigError listing storage_names() for any other name.
 std::unique_ptr<Storage> make_storage(const std::string& name);

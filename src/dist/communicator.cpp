@@ -64,11 +64,11 @@ std::unique_ptr<Communicator> CommunicatorAccess::duplicate(MPI_Comm base) {
   MPI_Comm_set_errhandler(c->impl_->comm, MPI_ERRORS_RETURN);
   TS_MPI(MPI_Comm_rank(c->impl_->comm, &c->rank_));
   TS_MPI(MPI_Comm_size(c->impl_->comm, &c->size_));
-  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm& node = c->impl_->node;
   TS_MPI(MPI_Comm_split_type(c->impl_->comm, MPI_COMM_TYPE_SHARED, c->rank_, MPI_INFO_NULL, &node));
+  MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
   TS_MPI(MPI_Comm_rank(node, &c->local_rank_));
   TS_MPI(MPI_Comm_size(node, &c->local_size_));
-  TS_MPI(MPI_Comm_free(&node));
   if (c->size_ > 1) c->impl_->watchdog = std::make_unique<ExchangeWatchdog>(c->impl_->comm, c->rank_);
   return c;
 }
@@ -81,6 +81,7 @@ Communicator::~Communicator() {
   if (impl_) impl_->watchdog.reset();  // its thread may name the communicator in MPI_Abort
   int finalized = 0;
   MPI_Finalized(&finalized);
+  if (impl_ && impl_->node != MPI_COMM_NULL && !finalized) MPI_Comm_free(&impl_->node);
   if (impl_ && impl_->comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&impl_->comm);
 }
 
@@ -203,6 +204,11 @@ void Communicator::broadcast(float* data, int64_t count, int root) {
 void Communicator::barrier() {
   ExchangeGuard guard(impl_->watchdog.get(), "MPI_Barrier");
   TS_MPI(MPI_Barrier(impl_->comm));
+}
+
+void Communicator::node_barrier() {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Barrier of the node's ranks");
+  TS_MPI(MPI_Barrier(impl_->node));
 }
 
 void Communicator::arm_watchdog(double timeout_s) {

@@ -89,6 +89,9 @@ class Communicator {
   void broadcast(double* data, int64_t count, int root);
   void broadcast(float* data, int64_t count, int root);
   void barrier();
+  // MPI_Barrier over the ranks of this rank's node only (local_rank() 0 .. local_size() - 1),
+  // bounded by the watchdog like the others: e.g. while the node's first rank stages data.
+  void node_barrier();
   // Ends every rank of the job with `exit_code` (MPI_Abort): for a failure on one rank while
   // others may be blocked in a collective.
   [[noreturn]] void abort_all(int exit_code);

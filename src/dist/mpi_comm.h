@@ -26,6 +26,7 @@ class NcclCommunicator;  // dist/cuda/nccl_comm.h (CUDA builds)
 
 struct Communicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm node = MPI_COMM_NULL;  // the ranks of this rank's node (MPI_COMM_TYPE_SHARED)
   // Reusable receive buffer of the hand-written collectives (grown, never shrunk), so a timed
   // loop does not allocate.
   ScratchFloats scratch;

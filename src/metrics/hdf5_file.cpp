@@ -263,6 +263,19 @@ Dataset Group::write_table(const std::string& name, const std::vector<Column>& c
   return out;
 }
 
+Dataset Group::write_strings(const std::string& name, const std::vector<std::string>& v) {
+  const std::string path = child_path(name);
+  Temp str_type(vlen_string_type(file_path_, path), H5Tclose);
+  std::vector<const char*> pointers;
+  for (const std::string& s : v) pointers.push_back(s.c_str());
+  hsize_t dims[1] = {v.size()};
+  Temp space(H5_CALL(H5Screate_simple(1, dims, nullptr), path), H5Sclose);
+  hid_t d = H5_CALL(H5Dcreate2(id_, name.c_str(), str_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path);
+  Dataset out(d, Kind::dataset, file_path_, path);
+  if (!v.empty()) H5_CALL(H5Dwrite(d, str_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()), path);
+  return out;
+}
+
 // ---- File ----------------------------------------------------------------------------------
 
 File::File(int64_t id, std::string path) : Group(id, Kind::file, std::move(path), "/") {}

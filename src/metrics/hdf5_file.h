@@ -100,6 +100,9 @@ class Group : public Object {
   Dataset write(const std::string& name, const std::vector<double>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
   Dataset write(const std::string& name, const std::vector<uint64_t>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
 
+  // A 1-D dataset of variable-length UTF-8 strings (h5py: .asstr()[:] or bytes to decode).
+  Dataset write_strings(const std::string& name, const std::vector<std::string>& v);
+
   // A 1-D dataset of a compound type with one field per column, in column order (strings are
   // variable-length UTF-8, integers int64, reals float64); all columns must have equal length.
   Dataset write_table(const std::string& name, const std::vector<Column>& columns);

@@ -62,6 +62,10 @@ void validate(const std::string& path, const RunResult& r) {
       bad_result(path, "the /partition arrays are not steps x ranks (" + std::to_string(S) + " x " + std::to_string(R) +
                            ") and changes x ranks");
   }
+  for (size_t n : {r.read_bytes.size(), r.read_seconds.size()})
+    if (n != 0 && n != S * static_cast<size_t>(R))
+      bad_result(path, "/io/read_bytes or /io/read_seconds has " + std::to_string(n) +
+                           " entries, expected steps x ranks = " + std::to_string(S) + " x " + std::to_string(R));
   const size_t E = r.eval_step.size();
   for (size_t n : {r.eval_epoch.size(), r.eval_time.size(), r.eval_loss.size(), r.eval_accuracy.size()})
     if (n != E)
@@ -178,6 +182,14 @@ void write_contents(h5::File& file, const RunResult& r) {
     }
     summary.set_attr("diverged", static_cast<int64_t>(r.diverged ? 1 : 0));
     if (!r.params_sha256.empty()) summary.set_attr("params_sha256", r.params_sha256);
+  }
+  if (!r.read_bytes.empty() || !r.io_text.empty() || !r.io_numbers.empty()) {
+    h5::Group io = file.create_group("io");
+    if (!r.read_bytes.empty()) io.write("read_bytes", {S, r.record.world_size}, r.read_bytes.data()).set_attr("units", "bytes");
+    if (!r.read_seconds.empty())
+      io.write("read_seconds", {S, r.record.world_size}, r.read_seconds.data()).set_attr("units", "seconds");
+    for (const auto& [key, text] : r.io_text) io.set_attr(key, text);
+    for (const auto& [key, value] : r.io_numbers) io.set_attr(key, value);
   }
   if (!r.memory.empty()) {
     h5::Group memory = file.create_group("memory");

@@ -109,6 +109,15 @@ struct RunResult {
   // found) and the measured peak (peak_rss_bytes), all of rank 0; written when not empty.
   std::map<std::string, int64_t> memory;
   std::string memory_limit_source;  // /memory attr limit_source
+
+  // /io (docs/hdf5-schema.md "/io"): the input pipeline's storage reads per step and rank
+  // ([S, R] step-major, like /timing; -1 / NaN for steps of an earlier attempt of a resumed run)
+  // and how the data was prepared (attributes: storage, file_system, stage, cache, ...).
+  // Written when any part is set.
+  std::vector<int64_t> read_bytes;
+  std::vector<float> read_seconds;
+  std::map<std::string, std::string> io_text;   // string attributes of /io
+  std::map<std::string, double> io_numbers;     // float64 attributes of /io
 };
 
 // Writes `result` to `path` atomically (core/file_io.h AtomicFile: "<path>.tmp-<pid>", fsync,

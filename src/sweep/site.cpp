@@ -243,7 +243,7 @@ void read_simulate(const SiteParser& p, const YAML::Node& n, Site& s) {
 
 std::vector<std::string> site_file_keys() {
   return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "requeue", "signal_seconds",
-          "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage", "simulate"};
+          "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage", "scratch", "simulate"};
 }
 
 Site load_site_file(const std::string& path) {
@@ -271,6 +271,7 @@ Site parse_site_file(const std::string& text, const std::string& path) {
   if (root["account"]) s.account = p.header_value(root["account"], "account", account_problem);
   if (root["partition"]) s.partition = p.header_value(root["partition"], "partition", partition_problem);
   if (root["templates"]) s.templates = p.scalar(root["templates"], "templates");
+  if (root["scratch"]) s.scratch = p.scalar(root["scratch"], "scratch");
   if (root["setup"]) s.setup = p.strings(root["setup"], "setup");
   if (const YAML::Node n = root["limits"]) {
     p.check_keys(n, "limits", {"max_array_size", "throttle"});

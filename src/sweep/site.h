@@ -93,6 +93,9 @@ struct Site {
   std::map<std::string, SiteMpi> mpi;
   std::vector<std::string> mpi_order;          // mpi entry names in file order
   std::map<std::string, SiteStorage> storage;
+  // Node-local scratch directory: dataset.stage: node_local copies there when the run's
+  // dataset.stage_dir is unset ("" = the run's own default, $TMPDIR or /tmp).
+  std::string scratch;
   SiteSimulate simulate;                       // scheduler: simulate
 };
 

@@ -2,6 +2,7 @@
 #include "train/data_setup.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -12,20 +13,7 @@ namespace {
 // The data set of the config as two sample sources, read per batch by the loaders; synthetic
 // data is shaped for the model.
 void open_splits(const RunConfig& r, RunData& d) {
-  const DatasetConfig& c = r.dataset;
-  const ModelInput model = model_expected_input(r.model);
-  DataOptions options;
-  options.name = c.name;
-  options.format = c.format;
-  options.root = c.root;
-  options.storage = c.storage;
-  options.seed = r.seed;
-  options.synthetic_samples = c.synthetic_samples;
-  options.shuffle_buffer = c.shuffle_buffer;
-  options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
-  options.image_shape = model.sample;  // jpeg_dir transforms every image to the model's input
-  options.test_fraction = c.test_fraction;
-  d.splits = open_dataset(options);
+  d.splits = open_dataset(data_options_of(r, d.prepared));
   const SampleSpec& spec = d.splits.train->spec();
   d.input.sample = spec.sample;
   d.input.outputs = spec.classes > 0 ? spec.classes : spec.outputs;
@@ -35,9 +23,27 @@ void open_splits(const RunConfig& r, RunData& d) {
 
 }  // namespace
 
-std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch, int world) {
+DataOptions data_options_of(const RunConfig& r, const InputPreparation& prepared) {
+  const DatasetConfig& c = r.dataset;
+  const ModelInput model = model_expected_input(r.model);
+  DataOptions options;
+  options.name = c.name;
+  options.format = c.format;
+  options.root = prepared.root;
+  options.storage = prepared.storage;
+  options.seed = r.seed;
+  options.synthetic_samples = c.synthetic_samples;
+  options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
+  options.shuffle_buffer = c.shuffle_buffer;
+  options.image_shape = model.sample;  // jpeg_dir transforms every image to the model's input
+  options.test_fraction = c.test_fraction;
+  return options;
+}
+
+std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch, int world, InputPreparation prepared) {
   const RunConfig& r = cfg.run;
   auto d = std::make_unique<RunData>();
+  d->prepared = std::move(prepared);
   open_splits(r, *d);
   if (d->train_count < batch * world)
     throw ConfigError(cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") +

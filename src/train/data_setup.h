@@ -9,6 +9,7 @@
 #include "data/datasets.h"
 #include "data/loader.h"
 #include "nn/models.h"
+#include "train/input_preparation.h"
 
 namespace ts {
 
@@ -17,12 +18,18 @@ struct RunData {
   ModelInput input;     // what the data gives the model: per-sample shape, classes / outputs
   std::unique_ptr<Loader> train_loader, eval_loader;
   int64_t train_count = 0, test_count = 0;  // samples per split (logs, batch checks)
+  InputPreparation prepared;  // where the sources read, staging and cache (the run file's /io)
 };
 
 // The data set opened (no loaders yet: the memory check comes first, train/memory_estimate.h).
 // `batch`: the per-worker training batch. ConfigError (naming the batch key) when the global
 // batch exceeds the training split; RuntimeError naming the file for unreadable data.
-std::unique_ptr<RunData> open_run_data(const ResolvedConfig& config, int64_t batch, int world);
+// The data options of the run's dataset.* keys, reading where `prepared` says (synthetic data
+// shaped for the model).
+DataOptions data_options_of(const RunConfig& run, const InputPreparation& prepared);
+
+// `prepared`: where to read (prepare_input: dataset.root, or its staged copy).
+std::unique_ptr<RunData> open_run_data(const ResolvedConfig& config, int64_t batch, int world, InputPreparation prepared);
 
 // This rank's part of each global training batch when the ranks' shares differ
 // (docs/distributed.md "Heterogeneous workers"); global_batch 0: the equal split.

@@ -24,6 +24,8 @@ void record_step(RunRecording& rec, const StepResult& res, int64_t step, const R
   for (size_t p = 0; p < kPhaseCount; ++p) rec.seconds[p].push_back(static_cast<float>(res.seconds[p]));
   rec.share.push_back(static_cast<float>(res.batch));
   rec.compute.push_back(static_cast<float>(res.compute));
+  rec.read_bytes.push_back(res.reads.bytes);
+  rec.read_seconds.push_back(static_cast<float>(res.reads.seconds));
 }
 
 std::string divergence_message(const StepVerdict& v, int64_t step) {

@@ -41,6 +41,12 @@ void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig
       << allreduce_algorithm_name(r.dist.allreduce) << (r.dist.overlap && !weight_avg ? " overlap" : "") << " ("
       << s.exchange->buckets().size() << " bucket(s), transport " << arena_transport_name(s.exchange->transport())
       << ")\n";
+  const InputPreparation& in = s.data->prepared;
+  log << "data: " << r.dataset.format << " on storage " << r.dataset.storage
+      << (in.text.count("file_system") ? " (" + in.text.at("file_system") + ")" : std::string()) << ", stage "
+      << r.dataset.stage << (in.text.count("stage_result") ? " (" + in.text.at("stage_result") + ")" : std::string())
+      << ", cache " << r.dataset.cache << " (" << (in.text.count("cache_result") ? in.text.at("cache_result") : "") << ")\n";
+  for (const std::string& warning : in.warnings) log << "warning: " << warning << "\n";
   log.flush();
 }
 

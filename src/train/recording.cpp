@@ -14,6 +14,8 @@ void RunRecording::reserve(int64_t steps) {
   share.reserve(n);
   compute.reserve(n);
   for (auto& column : seconds) column.reserve(n);
+  read_bytes.reserve(n);
+  read_seconds.reserve(n);
 }
 
 }  // namespace ts

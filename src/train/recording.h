@@ -19,6 +19,10 @@ struct RunRecording {
   std::array<std::vector<float>, kPhaseCount> seconds;  // [phase][S], this rank
   // Heterogeneous workers (/partition): this rank's samples and compute seconds per step [S].
   std::vector<float> share, compute;
+  // Storage reads of this rank's batches (/io/read_*), for the steps of this attempt only (a
+  // resumed run's earlier steps are not in its checkpoint: the file marks them -1 / NaN).
+  std::vector<int64_t> read_bytes;
+  std::vector<float> read_seconds;
   // Per evaluation [E].
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;

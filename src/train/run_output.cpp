@@ -2,6 +2,8 @@
 #include "train/run_output.h"
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <set>
 
 #include "core/build_info.h"
@@ -103,6 +105,30 @@ std::string final_params_sha256(RunSetup& setup) {
   return sha256_hex_of_floats(params.data(), net.param_count());
 }
 
+// /io/read_bytes and /io/read_seconds [S, R]: every rank's counts (int64 through the blob
+// gather: byte counts exceed float precision). A resumed run's recording lacks the steps of
+// the earlier attempts: they are -1 / NaN ("not measured").
+void gather_reads(const RunRecording& rec, RunResult& res, Communicator& comm) {
+  const int world = comm.size();
+  const int64_t S = rec.steps();
+  const std::string mine(reinterpret_cast<const char*>(rec.read_bytes.data()), rec.read_bytes.size() * sizeof(int64_t));
+  const std::vector<std::string> bytes = comm.gather_blobs_to_root(mine);
+  const std::vector<float> seconds = comm.gather_to_root(rec.read_seconds);
+  if (comm.rank() != 0) return;
+  const int64_t measured = static_cast<int64_t>(rec.read_seconds.size());
+  const int64_t first = S - measured;  // earlier attempts' steps
+  res.read_bytes.assign(static_cast<size_t>(S * world), -1);
+  res.read_seconds.assign(static_cast<size_t>(S * world), std::numeric_limits<float>::quiet_NaN());
+  for (int rk = 0; rk < world; ++rk) {
+    const auto* counts = reinterpret_cast<const int64_t*>(bytes[static_cast<size_t>(rk)].data());
+    for (int64_t s = 0; s < measured; ++s) {
+      const size_t at_sr = static_cast<size_t>((first + s) * world + rk);
+      std::memcpy(&res.read_bytes[at_sr], counts + s, sizeof(int64_t));
+      res.read_seconds[at_sr] = seconds[static_cast<size_t>(rk * measured + s)];
+    }
+  }
+}
+
 // /partition's per-step arrays [S, R] from every rank's shares and compute seconds: idle is
 // the slowest rank's compute less the rank's own (what it waits before the all-reduce).
 void gather_partition(PartitionRecord& p, const RunRecording& rec, Communicator& comm) {
@@ -132,6 +158,7 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator
     const std::vector<float> all = comm.gather_to_root(rec.seconds[p]);
     if (comm.rank() == 0) res.timing[phase_name(static_cast<Phase>(p))] = step_major(all, world, S);
   }
+  gather_reads(rec, res, comm);
   const std::vector<float> losses = comm.gather_to_root(rec.local_loss);
   const std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
   if (partition) gather_partition(res.partition, rec, comm);
@@ -178,6 +205,12 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary["loss_scale_final"] = static_cast<double>(setup.scaler->scale());
   res.summary["checkpoints"] = static_cast<double>(rec.checkpoints);
   res.summary["checkpoint_seconds"] = rec.checkpoint_seconds;
+  // Staging is outside the step times but inside the run's total (the MLPerf HPC rule).
+  const InputPreparation& prepared = setup.data->prepared;
+  res.summary["stage_seconds"] = prepared.stage_seconds;
+  res.summary["total_seconds"] = prepared.stage_seconds + (rec.time.empty() ? 0.0 : rec.time.back());
+  res.io_text = prepared.text;
+  res.io_numbers = prepared.numbers;
   res.params_sha256 = final_params_sha256(setup);
   if (setup.shares->active()) fill_partition(res.partition, cfg.run.dist, *setup.shares, rec.steps());
   res.diverged = rec.diverged;

@@ -121,7 +121,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->backend->set_precision(r.precision);
   s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
   const bool device_memory = !s->backend->describe().host_accessible;
-  s->data = open_run_data(cfg, r.batch_for(comm.size()), comm.size());
+  s->data = open_run_data(cfg, r.batch_for(comm.size()), comm.size(), prepare_input(r, comm));
   s->plan = plan_of(cfg, s->data->train_count, comm.size());
   // The memory check (collective) before anything large is allocated.
   s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());

@@ -78,6 +78,7 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
     t1 = now_seconds();
     out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
   }
+  out.reads = st.loader.last_read_counts();
   const double t2 = now_seconds();
   // Backward hands each layer's finished gradients to the exchange, which reduces them in
   // buckets (overlapped with the rest of backward when it has a communication thread). The

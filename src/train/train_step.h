@@ -42,6 +42,7 @@ struct StepResult {
   bool skipped = false;    // loss scaling found a non-finite gradient: no update this step
   int64_t batch = 0;       // samples this rank took
   double compute = 0;      // forward + backward (+ the emulated slowdown), seconds
+  ReadCounts reads;        // storage reads of the batch fetched in this step (/io/read_*)
 };
 
 // Takes one step with learning rate `lr`. A batch of another size than the net's re-plans the

@@ -194,6 +194,11 @@ TEST(Site, StorageMappingAndStageIn) {
   fs::remove_all(dir);
 }
 
+TEST(Site, ScratchIsTheNodeLocalStagingDirectory) {
+  EXPECT_EQ(parse_site_file("scheduler: local\n", "site.yaml").scratch, "");
+  EXPECT_EQ(parse_site_file("scheduler: local\nscratch: /local/scratch\n", "site.yaml").scratch, "/local/scratch");
+}
+
 TEST(Site, ShellQuote) {
   EXPECT_EQ(shell_quote("/opt/x/bin/trainscale"), "/opt/x/bin/trainscale");
   EXPECT_EQ(shell_quote("--mpi=pmix"), "--mpi=pmix");

@@ -110,6 +110,9 @@ def test_sigkill_after_a_checkpoint_then_resume_is_bit_exact(tmp_path, lenet):
     assert sha == reference, "the resumed run must end with the uninterrupted run's parameters"
     assert attempt == 2 and resumed_from in (10, 20) and steps == 30
     assert not checkpoints(out) and not list(out.glob("*.tmp-*"))
+    with h5py.File(run_file(out)) as f:  # /io reads: the earlier attempt's steps are not measured (-1)
+        read_bytes = f["io/read_bytes"][:]
+        assert read_bytes.shape == (30, 1) and (read_bytes[:resumed_from] == -1).all() and (read_bytes[resumed_from:] >= 0).all()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])

@@ -1,0 +1,40 @@
+// See io_bench_file.h.
+#include "metrics/io_bench_file.h"
+
+#include "core/error.h"
+#include "core/file_io.h"
+#include "metrics/hdf5_file.h"
+
+namespace ts {
+
+void write_io_bench_file(const std::string& path, const IoBenchResult& r) {
+  const size_t n = r.cache.size();
+  for (size_t m : {r.samples_per_s.size(), r.mb_per_s.size(), r.seconds.size(), r.read_seconds.size(),
+                   r.open_seconds.size(), r.read_bytes.size()})
+    if (m != n)
+      throw RuntimeError("io bench file " + path + ": the /io arrays differ in length (" + std::to_string(n) +
+                         " repeats in /io/cache)");
+  AtomicFile out(path);  // removes its temporary file if anything below throws
+  {
+    h5::File file = h5::File::create(out.temp_path());
+    file.set_attr("schema", "trainscale-io/1");
+    for (const auto& [key, text] : r.text) file.set_attr(key, text);
+    for (const auto& [key, count] : r.counts) file.set_attr(key, count);
+    h5::Group config = file.create_group("config");
+    for (const auto& [key, value] : r.config) config.set_attr(key, value);
+    config.close();
+    h5::Group io = file.create_group("io");
+    io.write_strings("cache", r.cache);
+    io.write("samples_per_s", r.samples_per_s).set_attr("units", "samples/s");
+    io.write("mb_per_s", r.mb_per_s).set_attr("units", "MB/s (1e6 bytes/s read from storage)");
+    io.write("seconds", r.seconds).set_attr("units", "seconds");
+    io.write("read_bytes", r.read_bytes).set_attr("units", "bytes");
+    io.write("read_seconds", r.read_seconds).set_attr("units", "seconds (summed over loader threads)");
+    io.write("open_seconds", r.open_seconds).set_attr("units", "seconds");
+    io.close();
+    file.close();
+  }
+  out.commit();
+}
+
+}  // namespace ts

@@ -1,0 +1,104 @@
+// Staging, page cache and file system of the run's data (see input_preparation.h).
+#include "train/input_preparation.h"
+
+#include <cstdlib>
+#include <exception>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "data/file_system_type.h"
+#include "data/node_stage.h"
+#include "data/page_cache.h"
+#include "data/storage.h"
+
+namespace ts {
+namespace {
+
+bool is_posix_storage(const std::string& name) { return name == "local" || name == "nfs"; }
+
+// What the node's first rank does before the others may read: stage, then drop or warm.
+void prepare_on_node(const DatasetConfig& d, InputPreparation& p) {
+  if (d.stage == "node_local") {
+    const StageResult staged = stage_tree(*make_storage(d.storage), d.root, stage_dir_of(d));
+    p.text["stage_result"] = std::string(staged.reused ? "reused" : "copied") + " " + std::to_string(staged.files) +
+                             " files (" + std::to_string(staged.bytes) + " bytes)";
+    p.numbers["stage_bytes"] = static_cast<double>(staged.bytes);
+  }
+  const auto storage = make_storage(p.storage);
+  if (!storage->exists(p.root)) {  // opening the data set says what is missing and what to do
+    p.text["cache_result"] = "not applicable: " + p.root + " does not exist";
+    return;
+  }
+  const std::vector<TreeFile> files = list_tree(*storage, p.root);
+  CacheResult cache;
+  if (d.cache == "warm")
+    cache = warm_page_cache(*storage, files);
+  else if (is_posix_storage(p.storage))
+    cache = drop_page_cache(files);
+  else
+    cache = {0, 0, false, "not applicable: storage " + p.storage + " has no page cache on this node"};
+  p.text["cache_result"] = cache.note;
+  p.numbers["cache_ok"] = cache.ok ? 1.0 : 0.0;
+  if (!cache.ok) p.warnings.push_back("dataset.cache cold: the page cache was not dropped (" + cache.note + ")");
+}
+
+// The file system of a POSIX storage's root; warns when nfs names a local directory.
+void check_file_system(const DatasetConfig& d, InputPreparation& p) {
+  if (!is_posix_storage(d.storage) || !make_storage(d.storage)->exists(d.root)) return;
+  const FileSystemType fs = file_system_type(d.root);
+  p.text["file_system"] = fs.name;
+  p.numbers["file_system_network"] = fs.network ? 1.0 : 0.0;
+  if (d.storage == "nfs" && !fs.network)
+    p.warnings.push_back("dataset.storage nfs: dataset.root " + d.root + " is on a " + fs.name +
+                         " file system, not a network mount; the run reads local storage under the name nfs");
+}
+
+}  // namespace
+
+std::string stage_dir_of(const DatasetConfig& dataset) {
+  if (!dataset.stage_dir.empty()) return dataset.stage_dir;
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir && *tmpdir ? tmpdir : "/tmp";
+}
+
+InputPreparation prepare_input(const RunConfig& run, Communicator& comm) {
+  const DatasetConfig& d = run.dataset;
+  InputPreparation p;
+  p.root = d.root;
+  p.storage = d.storage;
+  p.text["storage"] = d.storage;
+  p.text["stage"] = d.stage;
+  p.text["cache"] = d.cache;
+  if (d.format == "synthetic") {  // generated in memory: nothing to stage or cache
+    p.text["cache_result"] = "not applicable: synthetic data has no files";
+    return p;
+  }
+  check_file_system(d, p);
+  if (d.stage == "node_local") {
+    p.root = staged_root(d.storage, d.root, stage_dir_of(d));
+    p.storage = "local";
+    p.text["stage_dir"] = stage_dir_of(d);
+    p.text["staged_root"] = p.root;
+  }
+  const double t0 = now_seconds();
+  std::string error;
+  if (comm.local_rank() == 0) {
+    try {
+      prepare_on_node(d, p);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  comm.node_barrier();  // the node's other ranks wait until its first rank is done
+  double failed = error.empty() ? 0.0 : 1.0;
+  comm.allreduce_sum(&failed, 1);
+  if (!error.empty()) throw RuntimeError(error);
+  if (failed > 0)
+    throw RuntimeError("preparing the data set (dataset.stage / dataset.cache) failed on " +
+                       std::to_string(static_cast<int>(failed)) + " node(s); their first rank's log names the file");
+  if (d.stage == "node_local") p.stage_seconds = now_seconds() - t0;
+  p.numbers["stage_seconds"] = p.stage_seconds;
+  return p;
+}
+
+}  // namespace ts
