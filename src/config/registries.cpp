@@ -15,6 +15,10 @@ std::vector<std::string> accepted_model_names() { return model_names(); }
 std::vector<std::string> accepted_backend_names() { return known_backends(); }
 std::vector<std::string> accepted_precision_names() { return enum_names(all_precisions(), precision_name); }
 std::vector<std::string> accepted_strategy_names() { return enum_names(all_dist_strategies(), dist_strategy_name); }
+std::vector<std::string> accepted_compression_names() { return enum_names(all_compression_kinds(), compression_kind_name); }
+std::vector<std::string> accepted_error_feedback_modes() {
+  return enum_names(all_error_feedback_modes(), error_feedback_mode_name);
+}
 std::vector<std::string> accepted_allreduce_names() {
   return enum_names(known_allreduce_algorithms(), allreduce_algorithm_name);
 }

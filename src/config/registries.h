@@ -14,6 +14,8 @@ std::vector<std::string> accepted_model_names();
 std::vector<std::string> accepted_backend_names();    // every backend the project knows, built or not
 std::vector<std::string> accepted_precision_names();
 std::vector<std::string> accepted_strategy_names();
+std::vector<std::string> accepted_compression_names();
+std::vector<std::string> accepted_error_feedback_modes();
 std::vector<std::string> accepted_allreduce_names();  // every algorithm, built or not (nccl: cuda)
 std::vector<std::string> accepted_lr_schedule_kinds();
 std::vector<std::string> accepted_lr_scales();

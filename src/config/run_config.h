@@ -68,6 +68,10 @@ struct DistConfig {
   int64_t shm_chunk_kb = 32;  // shm: bytes per pipeline buffer, in KiB
   int64_t shm_buffers = 64;   // shm: pipeline buffers per rank
   double timeout_s = 600.0;   // a wait for the other ranks longer than this ends the job (0: unbounded)
+  // Gradient compression of sync (dist/compression_options.h; keys unset unless given, so
+  // configs without them keep their config_id). The arena's matrices and the seed are added
+  // when the exchange is set up.
+  CompressionOptions compression;
 };
 
 struct EvalConfig {

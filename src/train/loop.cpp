@@ -22,6 +22,7 @@ void record_step(RunRecording& rec, const StepResult& res, int64_t step, const R
   rec.lr.push_back(static_cast<float>(lr));
   rec.local_loss.push_back(res.local_loss);
   for (size_t p = 0; p < kPhaseCount; ++p) rec.seconds[p].push_back(static_cast<float>(res.seconds[p]));
+  rec.wire_bytes.push_back(static_cast<float>(res.verdict.times.wire_bytes));
 }
 
 std::string divergence_message(const StepVerdict& v, int64_t step) {

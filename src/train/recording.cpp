@@ -11,6 +11,7 @@ void RunRecording::reserve(int64_t steps) {
   time.reserve(n);
   lr.reserve(n);
   local_loss.reserve(n);
+  wire_bytes.reserve(n);
   for (auto& column : seconds) column.reserve(n);
 }
 

@@ -17,6 +17,7 @@ struct RunRecording {
   std::vector<double> epoch, time;
   std::vector<float> lr, local_loss;
   std::array<std::vector<float>, kPhaseCount> seconds;  // [phase][S], this rank
+  std::vector<float> wire_bytes;  // [S] bytes of this rank's gradient contributions (compressed runs)
   // Per evaluation [E].
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;

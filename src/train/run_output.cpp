@@ -2,6 +2,7 @@
 #include "train/run_output.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "core/build_info.h"
@@ -93,14 +94,17 @@ std::string final_params_sha256(RunSetup& setup) {
 
 }  // namespace
 
-RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm) {
+RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compression, Communicator& comm) {
   const int world = comm.size();
   const int64_t S = rec.steps();
   RunResult res;
-  const size_t phases = ps_phases ? kPhaseCount : kCommonPhaseCount;
-  for (size_t p = 0; p < phases; ++p) {
-    const std::vector<float> all = comm.gather_to_root(rec.seconds[p]);
-    if (comm.rank() == 0) res.timing[phase_name(static_cast<Phase>(p))] = step_major(all, world, S);
+  for (Phase p : recorded_phases(ps_phases, compression)) {
+    const std::vector<float> all = comm.gather_to_root(rec.seconds[static_cast<size_t>(p)]);
+    if (comm.rank() == 0) res.timing[phase_name(p)] = step_major(all, world, S);
+  }
+  if (compression) {
+    const std::vector<float> all = comm.gather_to_root(rec.wire_bytes);
+    if (comm.rank() == 0) res.compression["wire_bytes"] = step_major(all, world, S);
   }
   const std::vector<float> losses = comm.gather_to_root(rec.local_loss);
   const std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
@@ -138,6 +142,13 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary["loss_scale_final"] = static_cast<double>(setup.scaler->scale());
   res.summary["checkpoints"] = static_cast<double>(rec.checkpoints);
   res.summary["checkpoint_seconds"] = rec.checkpoint_seconds;
+  if (res.compression.count("wire_bytes")) {  // fp32 bytes of every rank's buckets / the bytes sent
+    double sent = 0;
+    for (float b : res.compression.at("wire_bytes")) sent += static_cast<double>(b);
+    const double fp32 = 4.0 * static_cast<double>(setup.net->param_count()) *
+                        static_cast<double>(res.compression.at("wire_bytes").size());
+    res.summary["compression_ratio"] = sent > 0 ? fp32 / sent : std::numeric_limits<double>::quiet_NaN();
+  }
   res.params_sha256 = final_params_sha256(setup);
   res.diverged = rec.diverged;
   res.memory = setup.memory.named();

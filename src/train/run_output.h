@@ -16,7 +16,7 @@ namespace ts {
 
 // Collective. On rank 0: the per-step series and timings of every rank, and the hosts in
 // result.record.hosts; elsewhere an empty result.
-RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm);
+RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compression, Communicator& comm);
 
 // Rank 0: summary (with the final parameters' SHA-256), root attributes (id.attempt, and
 // `resumed_from_step`: the checkpoint's step a resumed run continued from, else 0), /config,
