@@ -10,10 +10,12 @@
 #include <cstring>
 #include <vector>
 
+#include "config/run_config.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "dist/compressor.h"
 #include "dist/error_feedback.h"
+#include "dist/exchange_strategy.h"
 #include "dist/half_codec.h"
 #include "dist/powersgd_compressor.h"
 #include "dist/qsgd_compressor.h"
@@ -261,4 +263,60 @@ TEST(Compression, NamesAndDefaults) {
   EXPECT_FALSE(options.error_feedback_on());
   options.kind = CompressionKind::none;
   EXPECT_THROW(make_compressor(options, AllreduceAlgorithm::mpi, 0), RuntimeError);
+}
+
+namespace {
+
+std::string config_error(const std::string& yaml) {
+  try {
+    parse_run_config(yaml, "cfg.yaml", {});
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+// The dist.compression keys: typed, defaulted when unset (configs without them keep their
+// config_id), and refused where they cannot apply, naming the key.
+TEST(CompressionConfig, KeysParseAndImpossibleCombinationsAreRefused) {
+  const ResolvedConfig plain = parse_run_config("model: lenet\n", "cfg.yaml", {});
+  EXPECT_EQ(plain.run.dist.compression.kind, CompressionKind::none);
+  EXPECT_EQ(plain.flat.count("dist.compression"), 0u);
+  const ResolvedConfig c = parse_run_config(
+      "dist: {compression: powersgd, powersgd_rank: 2, powersgd_warm_start: false, error_feedback: off, "
+      "compression_warmup_steps: 10}\n", "cfg.yaml", {});
+  EXPECT_EQ(c.run.dist.compression.kind, CompressionKind::powersgd);
+  EXPECT_EQ(c.run.dist.compression.powersgd_rank, 2);
+  EXPECT_FALSE(c.run.dist.compression.powersgd_warm_start);
+  EXPECT_EQ(c.run.dist.compression.error_feedback, ErrorFeedbackMode::off);
+  EXPECT_EQ(c.run.dist.compression.warmup_steps, 10);
+  EXPECT_NE(config_error("dist: {compression: gzip}\n").find("topk"), std::string::npos);
+  EXPECT_NE(config_error("dist: {compression: qsgd, qsgd_bits: 9}\n").find("dist.qsgd_bits"), std::string::npos);
+  EXPECT_NE(config_error("dist: {compression: topk, topk_ratio: 0}\n").find("dist.topk_ratio"), std::string::npos);
+  EXPECT_NE(config_error("dist: {compression: topk, qsgd_bits: 4}\n").find("applies to dist.compression qsgd"),
+            std::string::npos);
+  EXPECT_NE(config_error("dist: {error_feedback: on}\n").find("dist.compression is none"), std::string::npos);
+  EXPECT_NE(config_error("dist: {strategy: weight_avg, compression: fp16}\n").find("dist.strategy sync"),
+            std::string::npos);
+  EXPECT_NE(config_error("dist: {compression: topk}\ncheckpoint: {every_steps: 10}\n").find("error-feedback"),
+            std::string::npos);
+}
+
+// The factory refuses what the bucket path does not implement (the run's check at start-up).
+TEST(CompressionConfig, StrategiesWithoutCompressionRefuseIt) {
+  auto comm = Communicator::self();
+  std::vector<float> params(8), grads(8);
+  ExchangeOptions options;
+  options.compression.kind = CompressionKind::topk;
+  options.algorithm = AllreduceAlgorithm::ps;
+  options.overlap = false;
+  const ModelArenas arenas{params.data(), grads.data(), 8, nullptr, 0, {}};
+  EXPECT_THROW(make_exchange_strategy(*comm, arenas, options), ConfigError);
+  options.algorithm = AllreduceAlgorithm::ring;
+  options.strategy = DistStrategy::weight_avg;
+  EXPECT_THROW(make_exchange_strategy(*comm, arenas, options), ConfigError);
+  options.strategy = DistStrategy::sync;
+  EXPECT_TRUE(make_exchange_strategy(*comm, arenas, options)->records_compression());
 }
