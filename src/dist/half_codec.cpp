@@ -29,10 +29,16 @@ uint16_t fp16_from_float(float value) {
     return static_cast<uint16_t>(sign | 0x7c00u | (magnitude > 0x7f800000u ? 0x200u : 0u));
   if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: rounds to inf
   if (magnitude < 0x38800000u) {
-    // Below 2^-14: a subnormal half m * 2^-24. |value| * 2^24 < 1024 is exact in fp32, and
-    // nearbyint rounds it to the nearest even integer (the default rounding mode).
-    const float scaled = std::fabs(value) * 16777216.0f;
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(scaled)));
+    // Below 2^-14: a subnormal half m * 2^-24, m = |value| * 2^24 = significand * 2^(e - 126)
+    // rounded to nearest even (integer arithmetic: gradients live here, and libm's nearbyint
+    // costs more than the rest of the conversion).
+    const uint32_t exponent = magnitude >> 23;
+    const uint32_t shift = 126u - exponent;  // >= 14
+    if (shift > 24) return static_cast<uint16_t>(sign);  // below 2^-25: rounds to zero
+    const uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+    const uint32_t kept = significand >> shift, rest = significand & ((1u << shift) - 1u), half = 1u << (shift - 1);
+    const uint32_t rounded = kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+    return static_cast<uint16_t>(sign | rounded);
   }
   // Normal: rebias the exponent (127 -> 15) and round the 13 dropped mantissa bits to even; a
   // carry into the exponent is the right result.

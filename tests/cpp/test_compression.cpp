@@ -59,6 +59,18 @@ TEST(HalfCodec, Fp16RoundsToNearestEven) {
   }
 }
 
+// fp16's subnormal range (where small gradients land) against |x| * 2^24 rounded by the FPU.
+TEST(HalfCodec, Fp16SubnormalsRoundLikeTheFpu) {
+  Rng rng(3);
+  for (int i = 0; i < 200000; ++i) {
+    const float x = static_cast<float>((rng.uniform() * 2 - 1) * std::ldexp(1.0, -14) * (i % 2 ? 1.0 : 1e-3));
+    const float want = std::nearbyint(std::fabs(x) * 16777216.0f);
+    ASSERT_EQ(fp16_from_float(x) & 0x7fff, static_cast<uint32_t>(want)) << x;
+    ASSERT_EQ(fp16_from_float(x) & 0x8000, std::signbit(x) ? 0x8000u : 0u) << x;
+  }
+  EXPECT_EQ(fp16_from_float(float_of_bits(1)), 0);  // an fp32 subnormal
+}
+
 TEST(HalfCodec, Bf16RoundsToNearestEven) {
   EXPECT_EQ(bf16_from_float(1.0f), 0x3f80);
   EXPECT_EQ(bf16_from_float(float_of_bits(0x3f808000)), 0x3f80);  // tie -> even (down)
