@@ -163,6 +163,17 @@ TEST(Topk, KeepsTheLargestEntriesExactly) {
   uint32_t first_index = 0;
   std::memcpy(&first_index, wire.data(), 4);
   EXPECT_EQ(first_index, 1u);  // pairs in index order
+  // All equal: the lowest indices. A NaN counts as the largest (no undefined selection).
+  const std::vector<float> same = {0.5f, -0.5f, 0.5f, 0.5f};
+  std::vector<float> kept(4, 0.0f);
+  topk_encode(same.data(), 4, 2, wire.data());
+  topk_decode_add(wire.data(), 2, kept.data());
+  EXPECT_EQ(kept, (std::vector<float>{0.5f, -0.5f, 0, 0}));
+  const std::vector<float> with_nan = {1.0f, NAN, -2.0f};
+  std::vector<float> kept_nan(3, 0.0f);
+  topk_encode(with_nan.data(), 3, 1, wire.data());
+  topk_decode_add(wire.data(), 1, kept_nan.data());
+  EXPECT_TRUE(std::isnan(kept_nan[1]));
 }
 
 TEST(PowerSgd, OrthonormalisesColumns) {
