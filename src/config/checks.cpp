@@ -94,6 +94,10 @@ void check_compression(const ResolvedConfig& cfg, const KeyTexts& text) {
   if (cfg.run.dist.strategy != DistStrategy::sync)
     throw ConfigError(cfg.locate("dist.compression") + ": " + kind + " compresses the gradients of dist.strategy sync, not " +
                       text.at("dist.strategy") + "; set dist.compression: none or dist.strategy: sync");
+  if (cfg.run.dist.allreduce == AllreduceAlgorithm::ps || cfg.run.dist.allreduce == AllreduceAlgorithm::nccl)
+    throw ConfigError(cfg.locate("dist.compression") + ": " + kind + " is not implemented with dist.allreduce " +
+                      text.at("dist.allreduce") + " (" + cfg.locate("dist.allreduce") +
+                      "); use dist.allreduce mpi, ring, tree or shm, or dist.compression: none");
   if (cfg.run.checkpoint.enabled())
     throw ConfigError(cfg.locate("dist.compression") + ": checkpoints do not keep the error-feedback memory and "
                       "PowerSGD's Q yet, so a resumed compressed run would not continue exactly; leave out "

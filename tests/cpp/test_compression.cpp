@@ -325,6 +325,7 @@ TEST(CompressionConfig, KeysParseAndImpossibleCombinationsAreRefused) {
             std::string::npos);
   EXPECT_NE(config_error("dist: {compression: topk}\ncheckpoint: {every_steps: 10}\n").find("error-feedback"),
             std::string::npos);
+  EXPECT_NE(config_error("dist: {compression: topk, allreduce: ps}\n").find("dist.allreduce ps"), std::string::npos);
 }
 
 // The factory refuses what the bucket path does not implement (the run's check at start-up).
