@@ -1,4 +1,4 @@
-"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study ... (see docs/analysis.md).
+"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|compression ... (see docs/analysis.md).
 
 Exit codes follow the driver's: 0 ok, 1 failed, 2 usage or input error (bad campaign
 directory, unknown schema version).
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compare, load, predict, report
+from . import compare, compression, load, predict, report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     ps.add_argument("study", metavar="STUDY.yaml")
     ps.add_argument("--binary", default="build/bin/trainscale")
     ps.add_argument("--out", required=True, metavar="reports/model/NAME")
+    z = sub.add_parser("compression", help="accuracy vs bytes on the wire vs time per compressor (Markdown + PNG)")
+    z.add_argument("runs", nargs="+", metavar="RUN_FILE_OR_DIR")
+    z.add_argument("-o", "--out", required=True, metavar="reports/NAME.md")
+    z.add_argument("--title", default=None)
     args = p.parse_args(argv)
     try:
         if args.command == "predict":
@@ -56,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "predict-study":
             variants = predict.run_study(args.study, args.binary, args.out)
             print(predict.study_report(variants, args.out, args.study))
+            return 0
+        if args.command == "compression":
+            print(compression.compression_report(args.runs, args.out, args.title))
             return 0
         if args.command == "report":
             html, md = report.build_report(

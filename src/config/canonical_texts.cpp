@@ -169,6 +169,18 @@ RunConfig typed_config(const KeyTexts& t) {
             f64("dist.bucket_mb"), flag("dist.overlap"), i64("dist.period"), i64("dist.shm_chunk_kb"),
             i64("dist.shm_buffers"), f64("dist.timeout_s")};
   read_partition_config(t, r.dist);
+  CompressionOptions& c = r.dist.compression;
+  if (has("dist.compression"))
+    c.kind = enum_from_name(all_compression_kinds(), compression_kind_name, str("dist.compression"), "dist.compression");
+  if (has("dist.qsgd_bits")) c.qsgd_bits = static_cast<int>(i64("dist.qsgd_bits"));
+  if (has("dist.qsgd_bucket")) c.qsgd_bucket = i64("dist.qsgd_bucket");
+  if (has("dist.topk_ratio")) c.topk_ratio = f64("dist.topk_ratio");
+  if (has("dist.powersgd_rank")) c.powersgd_rank = static_cast<int>(i64("dist.powersgd_rank"));
+  if (has("dist.powersgd_warm_start")) c.powersgd_warm_start = flag("dist.powersgd_warm_start");
+  if (has("dist.error_feedback"))
+    c.error_feedback = enum_from_name(all_error_feedback_modes(), error_feedback_mode_name, str("dist.error_feedback"),
+                                      "dist.error_feedback");
+  if (has("dist.compression_warmup_steps")) c.warmup_steps = i64("dist.compression_warmup_steps");
   r.gpu = enum_from_name(all_gpu_generations(), gpu_generation_name, str("gpu"), "gpu");
   r.mpi_flavor = enum_from_name(all_mpi_flavors(), mpi_flavor_name, str("mpi_flavor"), "mpi_flavor");
   r.eval = {f64("eval.every_epochs"), f64("eval.target_accuracy"), i64("eval.batch")};

@@ -75,6 +75,41 @@ void check_gpu_against_backend(const ResolvedConfig& cfg) {
                       join(gpus, " | ") + "; leaving gpu out means any)");
 }
 
+// A compressor's parameters apply to that compressor only, and compression to sync only
+// (dist/exchange_strategy.cpp refuses the algorithms it does not run with). The error-feedback
+// memory is not in checkpoints yet, so a resumed run could not continue exactly: refused.
+void check_compression(const ResolvedConfig& cfg, const KeyTexts& text) {
+  const CompressionOptions& c = cfg.run.dist.compression;
+  const std::string kind = compression_kind_name(c.kind);
+  const std::vector<std::pair<const char*, CompressionKind>> owners = {
+      {"dist.qsgd_bits", CompressionKind::qsgd},    {"dist.qsgd_bucket", CompressionKind::qsgd},
+      {"dist.topk_ratio", CompressionKind::topk},   {"dist.powersgd_rank", CompressionKind::powersgd},
+      {"dist.powersgd_warm_start", CompressionKind::powersgd}};
+  for (const auto& [key, owner] : owners)
+    if (cfg.where.count(key) && c.kind != owner)
+      throw ConfigError(cfg.locate(key) + ": applies to dist.compression " + compression_kind_name(owner) + ", and " +
+                        "this run compresses with " + kind + "; remove it or set dist.compression: " +
+                        compression_kind_name(owner));
+  if (!c.enabled()) {
+    for (const char* key : {"dist.error_feedback", "dist.compression_warmup_steps"})
+      if (cfg.where.count(key))
+        throw ConfigError(cfg.locate(key) + ": applies to compressed exchanges, and dist.compression is none; remove "
+                          "it or set dist.compression (fp16, bf16, qsgd, topk, powersgd)");
+    return;
+  }
+  if (cfg.run.dist.strategy != DistStrategy::sync)
+    throw ConfigError(cfg.locate("dist.compression") + ": " + kind + " compresses the gradients of dist.strategy sync, not " +
+                      text.at("dist.strategy") + "; set dist.compression: none or dist.strategy: sync");
+  if (cfg.run.dist.allreduce == AllreduceAlgorithm::ps || cfg.run.dist.allreduce == AllreduceAlgorithm::nccl)
+    throw ConfigError(cfg.locate("dist.compression") + ": " + kind + " is not implemented with dist.allreduce " +
+                      text.at("dist.allreduce") + " (" + cfg.locate("dist.allreduce") +
+                      "); use dist.allreduce mpi, ring, tree or shm, or dist.compression: none");
+  if (cfg.run.checkpoint.enabled())
+    throw ConfigError(cfg.locate("dist.compression") + ": checkpoints do not keep the error-feedback memory and "
+                      "PowerSGD's Q yet, so a resumed compressed run would not continue exactly; leave out "
+                      "checkpoint.every_steps / checkpoint.every_minutes, or dist.compression");
+}
+
 }  // namespace
 
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
@@ -83,6 +118,7 @@ void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_combinations(cfg, texts);  // ranges were checked with each value: workers > 0 divides global_batch
   check_gpu_against_backend(cfg);
   check_partition_config(cfg, texts);
+  check_compression(cfg, texts);
 }
 
 }  // namespace ts

@@ -18,6 +18,10 @@ std::vector<std::string> accepted_precision_names() { return enum_names(all_prec
 std::vector<std::string> accepted_strategy_names() { return enum_names(all_dist_strategies(), dist_strategy_name); }
 std::vector<std::string> accepted_partition_names() { return enum_names(all_partition_kinds(), partition_kind_name); }
 std::vector<std::string> accepted_hetero_allreduce_names() { return {"host", "device"}; }
+std::vector<std::string> accepted_compression_names() { return enum_names(all_compression_kinds(), compression_kind_name); }
+std::vector<std::string> accepted_error_feedback_modes() {
+  return enum_names(all_error_feedback_modes(), error_feedback_mode_name);
+}
 std::vector<std::string> accepted_allreduce_names() {
   return enum_names(known_allreduce_algorithms(), allreduce_algorithm_name);
 }

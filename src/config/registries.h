@@ -16,6 +16,8 @@ std::vector<std::string> accepted_precision_names();
 std::vector<std::string> accepted_strategy_names();
 std::vector<std::string> accepted_partition_names();        // dist.partition
 std::vector<std::string> accepted_hetero_allreduce_names();  // dist.hetero_allreduce
+std::vector<std::string> accepted_compression_names();
+std::vector<std::string> accepted_error_feedback_modes();
 std::vector<std::string> accepted_allreduce_names();  // every algorithm, built or not (nccl: cuda)
 std::vector<std::string> accepted_lr_schedule_kinds();
 std::vector<std::string> accepted_lr_scales();

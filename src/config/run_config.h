@@ -84,6 +84,10 @@ struct DistConfig {
   double emulate_slowdown_factor = 2.0;
   bool hetero_allreduce_device = false;  // dist.hetero_allreduce: device (needs CUDA; host otherwise)
   bool heterogeneous() const { return partition != PartitionKind::equal || emulate_slowdown_rank >= 0; }
+  // Gradient compression of sync (dist/compression_options.h; keys unset unless given, so
+  // configs without them keep their config_id). The arena's matrices and the seed are added
+  // when the exchange is set up.
+  CompressionOptions compression;
 };
 
 struct EvalConfig {

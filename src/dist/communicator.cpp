@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "dist/half_codec.h"
 #include "dist/mpi_comm.h"
 
 namespace ts {
@@ -106,6 +107,49 @@ void Communicator::allreduce_sum(double* data, int64_t count) {
     int n = static_cast<int>(std::min(kMaxChunk, count - off));
     TS_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, n, MPI_DOUBLE, MPI_SUM, impl_->comm));
   }
+}
+
+namespace {
+
+// MPI user operations: inout[i] = round(in[i] + inout[i]), the sum taken in fp32.
+template <uint16_t (*Encode)(float), float (*Decode)(uint16_t)>
+void sum_halves(void* in, void* inout, int* len, MPI_Datatype* /*uint16*/) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = Encode(Decode(a[i]) + Decode(b[i]));
+}
+
+// Created once per process (after MPI_Init, on first use); freed by MPI_Finalize.
+MPI_Op half_sum_op(HalfFormat format) {
+  static const MPI_Op fp16_op = [] {
+    MPI_Op op = MPI_OP_NULL;
+    TS_MPI(MPI_Op_create(&sum_halves<fp16_from_float, float_from_fp16>, 1, &op));
+    return op;
+  }();
+  static const MPI_Op bf16_op = [] {
+    MPI_Op op = MPI_OP_NULL;
+    TS_MPI(MPI_Op_create(&sum_halves<bf16_from_float, float_from_bf16>, 1, &op));
+    return op;
+  }();
+  return format == HalfFormat::fp16 ? fp16_op : bf16_op;
+}
+
+}  // namespace
+
+void Communicator::allreduce_sum_half(uint16_t* data, int64_t count, HalfFormat format) {
+  const MPI_Op op = half_sum_op(format);
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Allreduce (16-bit float sum)");
+  for (int64_t off = 0; off < count; off += kMaxChunk) {
+    int n = static_cast<int>(std::min(kMaxChunk, count - off));
+    TS_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, n, MPI_UINT16_T, op, impl_->comm));
+  }
+}
+
+void Communicator::allgather_bytes(const void* local, int64_t bytes, void* all) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Allgather (compressed gradients)");
+  TS_CHECK(bytes >= 0 && bytes < kMaxChunk, "allgather_bytes: " + std::to_string(bytes) +
+                                                " bytes per rank exceed MPI's count limit; use smaller dist.bucket_mb");
+  TS_MPI(MPI_Allgather(local, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE, impl_->comm));
 }
 
 std::vector<float> Communicator::gather_to_root(const std::vector<float>& local) {

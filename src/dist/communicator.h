@@ -11,6 +11,9 @@
 
 namespace ts {
 
+// The 16-bit float formats of Communicator::allreduce_sum_half (dist/half_codec.h).
+enum class HalfFormat { fp16, bf16 };
+
 // The MPI library this binary is linked against.
 struct MpiLibrary {
   std::string flavor;   // "openmpi" | "mpich" | "unknown"
@@ -71,6 +74,12 @@ class Communicator {
   // In-place element-wise sum over all ranks (MPI_Allreduce).
   void allreduce_sum(float* data, int64_t count);
   void allreduce_sum(double* data, int64_t count);
+  // In-place sum of 16-bit floats over all ranks (MPI_Allreduce with a user operation that adds
+  // two values in fp32 and rounds the sum back to `format`; the gradient compressors fp16/bf16).
+  void allreduce_sum_half(uint16_t* data, int64_t count, HalfFormat format);
+  // Every rank's `bytes` bytes from `local` (the same count on all ranks), concatenated in rank
+  // order into `all` (size() * bytes) on every rank (MPI_Allgather; qsgd and topk).
+  void allgather_bytes(const void* local, int64_t bytes, void* all);
   // Every rank's `local` (same length on all ranks) concatenated in rank order, on rank 0
   // only (other ranks get an empty vector).
   std::vector<float> gather_to_root(const std::vector<float>& local);

@@ -46,6 +46,19 @@ void check_nccl_arenas(const ModelArenas& arenas, const ExchangeOptions& options
                       " on GPUs averages through an MPI algorithm (mpi, ring, tree, ps, shm: staged through host memory)");
 }
 
+// Compression is part of sync's bucket path; the parameter server and weight averaging have none.
+void check_compression(const ExchangeOptions& options) {
+  if (!options.compression.enabled()) return;
+  const std::string kind = compression_kind_name(options.compression.kind);
+  if (options.strategy != DistStrategy::sync)
+    throw ConfigError("dist.compression: " + kind + " compresses the gradients of dist.strategy sync, not " +
+                      dist_strategy_name(options.strategy) + "; set dist.compression: none or dist.strategy: sync");
+  if (options.algorithm == AllreduceAlgorithm::ps || options.algorithm == AllreduceAlgorithm::nccl)
+    throw ConfigError("dist.compression: " + kind + " is not implemented with dist.allreduce " +
+                      allreduce_algorithm_name(options.algorithm) +
+                      "; use dist.allreduce mpi, ring, tree or shm, or dist.compression: none");
+}
+
 }  // namespace
 
 std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, ModelArenas arenas,
@@ -53,6 +66,7 @@ std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, Mod
   TS_CHECK(arenas.param_count >= 0 && arenas.state_count >= 0, "exchange strategy: negative arena size");
   if (!allreduce_algorithm_built(options.algorithm))
     throw ConfigError("dist.allreduce: " + allreduce_algorithm_missing_reason(options.algorithm));
+  check_compression(options);
   if (options.algorithm == AllreduceAlgorithm::nccl) {
     check_nccl_arenas(arenas, options);
 #ifdef TRAINSCALE_HAVE_NCCL

@@ -23,6 +23,7 @@
 
 #include "dist/allreduce.h"
 #include "dist/communicator.h"
+#include "dist/compression_options.h"
 
 namespace ts {
 
@@ -42,6 +43,9 @@ struct ExchangeOptions {
   // Device arenas with a CUDA-aware MPI library (MpiLibrary::cuda_aware): algorithm mpi passes
   // device pointers to MPI. false: always stage through pinned host memory.
   bool cuda_aware_mpi = true;
+  // sync: gradient buckets exchanged compressed (docs/distributed.md "Gradient compression");
+  // none keeps today's fp32 path untouched.
+  CompressionOptions compression;
 };
 
 // The optimizer step over elements [offset, offset + count) of the arenas (this step's LR).
@@ -85,6 +89,10 @@ struct ExchangeTimes {
   double comm_wait = 0;  // the calling thread blocked on communication after backward
   double optimizer = 0;  // in the update callback
   double gather = 0, average = 0, broadcast = 0;  // parameter-server phases (ps only)
+  // Compressed exchanges (records_compression): encoding and decoding seconds (parts of comm),
+  // and the bytes of this rank's contributions (fp32 buckets count 4 bytes an element).
+  double compress = 0, decompress = 0;
+  double wire_bytes = 0;
 };
 
 struct StepVerdict {
@@ -107,6 +115,8 @@ class ExchangeStrategy {
   virtual ArenaTransport transport() const = 0;
   // True when the step times include the parameter-server phases gather, average, broadcast.
   virtual bool times_ps_phases() const = 0;
+  // True when the step times include compress and decompress, and wire_bytes is measured.
+  virtual bool records_compression() const { return false; }
   // Every rank takes rank 0's parameters and state (once, at set-up).
   virtual void broadcast_model() = 0;
 

@@ -1,6 +1,7 @@
 // `sync` gradient averaging (see sync_strategy.h).
 #include "dist/sync_strategy.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/timer.h"
@@ -15,7 +16,17 @@ SyncExchange::SyncExchange(Communicator& comm, ModelArenas arenas, const Exchang
       link_(make_arena_link(arenas, options, plan_.buckets.size())),
       staging_(plan_.tail()),
       pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
-                [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {}
+                [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
+  const CompressionOptions& compression = options.compression;
+  if (!compression.enabled()) return;
+  compressor_ = make_compressor(compression, algorithm_, comm.rank());
+  if (compression.error_feedback_on()) feedback_ = std::make_unique<ErrorFeedback>(arenas.param_count);
+  int64_t largest = 0;
+  for (const Bucket& b : plan_.buckets) largest = std::max(largest, b.second);
+  input_.resize(static_cast<size_t>(largest));
+  sent_.resize(static_cast<size_t>(largest));
+  warmup_steps_ = compression.warmup_steps;
+}
 
 void SyncExchange::broadcast_model() {
   const size_t now = link_->now_mark();
@@ -28,6 +39,7 @@ void SyncExchange::begin_step(float local_loss, RangeUpdate update) {
   local_loss_ = local_loss;
   update_ = std::move(update);
   times_ = ExchangeTimes{};
+  ++step_;
   pipeline_.begin_step();
 }
 
@@ -45,7 +57,9 @@ void SyncExchange::reduce_bucket(size_t i) {
   }
   link_->wait(i);  // device arenas: backward up to this bucket is compute, not communication
   const double t0 = now_seconds();
-  if (i + 1 < plan_.buckets.size()) {
+  if (compressor_ && step_ >= warmup_steps_) {
+    compress_bucket(i);
+  } else if (i + 1 < plan_.buckets.size()) {
     link_->average(comm_, algorithm_, Arena::grads, offset, count, i);
   } else {
     link_->pull(Arena::grads, offset, count, i);
@@ -57,7 +71,31 @@ void SyncExchange::reduce_bucket(size_t i) {
     copy_floats(grads, staging_.data(), count);
     link_->push(Arena::grads, offset, count);
   }
+  if (!compressor_ || step_ < warmup_steps_) times_.wire_bytes += static_cast<double>(count) * sizeof(float);
   times_.comm += now_seconds() - t0;
+}
+
+// One bucket through the compressor, with error feedback: the rank sends g + e and keeps what
+// the compressed form left out. The tail's loss and verdict go in an all-reduce of their own.
+void SyncExchange::compress_bucket(size_t i) {
+  const auto [offset, count] = plan_.buckets[i];
+  link_->pull(Arena::grads, offset, count, i);
+  float* grads = link_->host(Arena::grads) + offset;
+  if (feedback_) {
+    feedback_->add_memory(offset, grads, count);
+    copy_floats(input_.data(), grads, count);
+  }
+  CompressionCost cost;
+  compressor_->exchange(comm_, {offset, count, i, step_}, grads, feedback_ ? sent_.data() : nullptr, cost);
+  if (feedback_) feedback_->keep_residual(offset, input_.data(), sent_.data(), count);
+  link_->push(Arena::grads, offset, count);
+  if (i + 1 == plan_.buckets.size()) {
+    staging_.set_extras(local_loss_, std::isfinite(local_loss_) ? 0.0f : 1.0f);
+    allreduce_sum(comm_, algorithm_, staging_.data() + count, staging_.size() - count);
+  }
+  times_.compress += cost.compress_s;
+  times_.decompress += cost.decompress_s;
+  times_.wire_bytes += static_cast<double>(cost.wire_bytes);
 }
 
 StepVerdict SyncExchange::finish_step(bool /*average_weights: every step exchanges*/) {

@@ -3,7 +3,9 @@
 // it (overlap: on the communication thread while backward goes on), then scaled by 1/N; every
 // rank applies the same update to all weights, so weights and velocities stay identical.
 // Device arenas are reached through an ArenaLink (staged through pinned host memory, or a
-// CUDA-aware MPI); `sync` with nccl is dist/cuda/nccl_sync_strategy.h.
+// CUDA-aware MPI); `sync` with nccl is dist/cuda/nccl_sync_strategy.h. With dist.compression,
+// each bucket (the tail too: its loss and verdict then travel in an all-reduce of their own) is
+// exchanged by a Compressor, with error feedback, after the uncompressed warm-up steps.
 #pragma once
 
 #include <memory>
@@ -11,6 +13,8 @@
 #include "dist/arena_link.h"
 #include "dist/bucket_pipeline.h"
 #include "dist/bucket_plan.h"
+#include "dist/compressor.h"
+#include "dist/error_feedback.h"
 #include "dist/exchange_strategy.h"
 
 namespace ts {
@@ -22,6 +26,7 @@ class SyncExchange : public ExchangeStrategy {
   const char* name() const override { return "sync"; }
   ArenaTransport transport() const override { return link_->transport(); }
   bool times_ps_phases() const override { return false; }
+  bool records_compression() const override { return compressor_ != nullptr; }
   void broadcast_model() override;
   void begin_step(float local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override;
@@ -32,6 +37,7 @@ class SyncExchange : public ExchangeStrategy {
 
  private:
   void reduce_bucket(size_t index);  // the communication thread's job (or inline)
+  void compress_bucket(size_t index);
 
   Communicator& comm_;
   const ModelArenas arenas_;
@@ -44,6 +50,12 @@ class SyncExchange : public ExchangeStrategy {
   float local_loss_ = 0;
   RangeUpdate update_;
   ExchangeTimes times_;
+  // Compression (null / empty without it).
+  std::unique_ptr<Compressor> compressor_;
+  std::unique_ptr<ErrorFeedback> feedback_;
+  std::vector<float> input_, sent_;  // one bucket: this rank's gradient + feedback, what it sent
+  int64_t warmup_steps_ = 0;
+  int64_t step_ = -1;                // steps begun by this strategy
 };
 
 }  // namespace ts

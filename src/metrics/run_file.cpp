@@ -66,6 +66,10 @@ void validate(const std::string& path, const RunResult& r) {
     if (n != 0 && n != S * static_cast<size_t>(R))
       bad_result(path, "/io/read_bytes or /io/read_seconds has " + std::to_string(n) +
                            " entries, expected steps x ranks = " + std::to_string(S) + " x " + std::to_string(R));
+  for (const auto& [name, v] : r.compression)
+    if (v.size() != S * static_cast<size_t>(R))
+      bad_result(path, "/compression/" + name + " has " + std::to_string(v.size()) +
+                           " entries, expected steps x ranks = " + std::to_string(S) + " x " + std::to_string(R));
   const size_t E = r.eval_step.size();
   for (size_t n : {r.eval_epoch.size(), r.eval_time.size(), r.eval_loss.size(), r.eval_accuracy.size()})
     if (n != E)
@@ -163,6 +167,11 @@ void write_contents(h5::File& file, const RunResult& r) {
     for (const auto& [phase, v] : r.timing)
       timing.write(phase, {S, r.record.world_size}, v.data()).set_attr("units", "seconds");
     if (!r.partition.kind.empty()) write_partition(file, r.partition, S, r.record.world_size);
+  }
+  if (!r.compression.empty()) {
+    h5::Group compression = file.create_group("compression");
+    for (const auto& [name, v] : r.compression)
+      compression.write(name, {S, r.record.world_size}, v.data()).set_attr("units", "bytes");
   }
   {
     h5::Group eval = file.create_group("eval");

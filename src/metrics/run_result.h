@@ -82,6 +82,8 @@ struct RunResult {
   // /timing/<phase> [S, R], row-major (step-major): timing[phase][s * R + r]
   std::map<std::string, std::vector<float>> timing;
   PartitionRecord partition;  // /partition, heterogeneous workers only
+  // /compression/<name> [S, R], row-major like timing (compressed runs only): wire_bytes.
+  std::map<std::string, std::vector<float>> compression;
 
   // /eval/* [E]
   std::vector<int64_t> eval_step;

@@ -52,9 +52,9 @@ void fill_record(RunRecord& a, const SimulatedRun& run) {
 
 // /timing/<phase> [S, R] from the ranks' [phase][S] records.
 void fill_timing(RunResult& res, const RankJob& job, int64_t steps) {
-  const size_t phases = job.ps_phases ? kPhaseCount : kCommonPhaseCount;
   const int64_t world = static_cast<int64_t>(job.records.size());
-  for (size_t p = 0; p < phases; ++p) {
+  for (Phase phase : recorded_phases(job.ps_phases, false)) {
+    const size_t p = static_cast<size_t>(phase);
     std::vector<float> sr(static_cast<size_t>(steps * world));
     for (int64_t rk = 0; rk < world; ++rk)
       for (int64_t s = 0; s < steps; ++s)

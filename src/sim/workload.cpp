@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "backend/backend_factory.h"
+#include "core/error.h"
 #include "nn/models.h"
 
 namespace ts::sim {
@@ -24,6 +25,11 @@ void read_graph(const RunConfig& r, Workload& w) {
 }  // namespace
 
 ExchangeOptions exchange_options_for(const DistConfig& dist) {
+  // The simulated ranks move no real gradients, and the model has no compressor costs yet.
+  if (dist.compression.enabled())
+    throw ConfigError(std::string("dist.compression: trainscale-sim does not model ") +
+                      compression_kind_name(dist.compression.kind) +
+                      " yet; simulate the run with dist.compression: none, or measure it with trainscale run");
   ExchangeOptions options;
   options.strategy = dist.strategy;
   options.algorithm = dist.allreduce;

@@ -26,6 +26,7 @@ void record_step(RunRecording& rec, const StepResult& res, int64_t step, const R
   rec.compute.push_back(static_cast<float>(res.compute));
   rec.read_bytes.push_back(res.reads.bytes);
   rec.read_seconds.push_back(static_cast<float>(res.reads.seconds));
+  rec.wire_bytes.push_back(static_cast<float>(res.verdict.times.wire_bytes));
 }
 
 std::string divergence_message(const StepVerdict& v, int64_t step) {

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <vector>
 
 namespace ts {
 
@@ -19,11 +20,16 @@ enum class Phase : size_t {
   gather,     // parameter-server phases: only for strategies that time them
   average,
   broadcast,
+  compress,    // compressed exchanges: encoding (part of comm)
+  decompress,  // compressed exchanges: decoding (part of comm)
 };
-inline constexpr size_t kPhaseCount = 10;
+inline constexpr size_t kPhaseCount = 12;
 inline constexpr size_t kCommonPhaseCount = 7;  // data_wait .. step: every run has these
 
 const char* phase_name(Phase phase);
+// The phases a run file holds: the common ones, the parameter-server phases when the strategy
+// times them, compress and decompress when it compresses.
+std::vector<Phase> recorded_phases(bool ps_phases, bool compression);
 
 // Seconds of one step per phase (zeros for phases a strategy does not time).
 using PhaseSeconds = std::array<double, kPhaseCount>;

@@ -38,7 +38,11 @@ void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig
       << backend_kind_name(r.backend) << " " << precision_name(r.precision) << ", " << r.threads
       << " thread(s), dist " << dist_strategy_name(r.dist.strategy)
       << (weight_avg ? " period " + std::to_string(r.dist.period) : std::string()) << " "
-      << allreduce_algorithm_name(r.dist.allreduce) << (r.dist.overlap && !weight_avg ? " overlap" : "") << " ("
+      << allreduce_algorithm_name(r.dist.allreduce) << (r.dist.overlap && !weight_avg ? " overlap" : "")
+      << (r.dist.compression.enabled() ? std::string(" compression ") + compression_kind_name(r.dist.compression.kind) +
+                                             (r.dist.compression.error_feedback_on() ? " + error feedback" : "")
+                                       : std::string())
+      << " ("
       << s.exchange->buckets().size() << " bucket(s), transport " << arena_transport_name(s.exchange->transport())
       << ")\n";
   const InputPreparation& in = s.data->prepared;

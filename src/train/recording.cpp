@@ -13,6 +13,7 @@ void RunRecording::reserve(int64_t steps) {
   local_loss.reserve(n);
   share.reserve(n);
   compute.reserve(n);
+  wire_bytes.reserve(n);
   for (auto& column : seconds) column.reserve(n);
   read_bytes.reserve(n);
   read_seconds.reserve(n);

@@ -23,6 +23,7 @@ struct RunRecording {
   // resumed run's earlier steps are not in its checkpoint: the file marks them -1 / NaN).
   std::vector<int64_t> read_bytes;
   std::vector<float> read_seconds;
+  std::vector<float> wire_bytes;  // [S] bytes of this rank's gradient contributions (compressed runs)
   // Per evaluation [E].
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;

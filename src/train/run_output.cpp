@@ -149,14 +149,18 @@ void gather_partition(PartitionRecord& p, const RunRecording& rec, Communicator&
 
 }  // namespace
 
-RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm, bool partition) {
+RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compression, Communicator& comm,
+                           bool partition) {
   const int world = comm.size();
   const int64_t S = rec.steps();
   RunResult res;
-  const size_t phases = ps_phases ? kPhaseCount : kCommonPhaseCount;
-  for (size_t p = 0; p < phases; ++p) {
-    const std::vector<float> all = comm.gather_to_root(rec.seconds[p]);
-    if (comm.rank() == 0) res.timing[phase_name(static_cast<Phase>(p))] = step_major(all, world, S);
+  for (Phase p : recorded_phases(ps_phases, compression)) {
+    const std::vector<float> all = comm.gather_to_root(rec.seconds[static_cast<size_t>(p)]);
+    if (comm.rank() == 0) res.timing[phase_name(p)] = step_major(all, world, S);
+  }
+  if (compression) {
+    const std::vector<float> all = comm.gather_to_root(rec.wire_bytes);
+    if (comm.rank() == 0) res.compression["wire_bytes"] = step_major(all, world, S);
   }
   gather_reads(rec, res, comm);
   const std::vector<float> losses = comm.gather_to_root(rec.local_loss);
@@ -211,6 +215,13 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary["total_seconds"] = prepared.stage_seconds + (rec.time.empty() ? 0.0 : rec.time.back());
   res.io_text = prepared.text;
   res.io_numbers = prepared.numbers;
+  if (res.compression.count("wire_bytes")) {  // fp32 bytes of every rank's buckets / the bytes sent
+    double sent = 0;
+    for (float b : res.compression.at("wire_bytes")) sent += static_cast<double>(b);
+    const double fp32 = 4.0 * static_cast<double>(setup.net->param_count()) *
+                        static_cast<double>(res.compression.at("wire_bytes").size());
+    res.summary["compression_ratio"] = sent > 0 ? fp32 / sent : std::numeric_limits<double>::quiet_NaN();
+  }
   res.params_sha256 = final_params_sha256(setup);
   if (setup.shares->active()) fill_partition(res.partition, cfg.run.dist, *setup.shares, rec.steps());
   res.diverged = rec.diverged;

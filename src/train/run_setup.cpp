@@ -10,6 +10,8 @@
 #include "config/schema.h"
 #include "dist/allreduce.h"
 #include "core/memory_limits.h"
+#include "nn/layers/conv2d.h"
+#include "nn/layers/fully_connected.h"
 #include "nn/models.h"
 #include "train/capabilities.h"
 
@@ -83,6 +85,7 @@ ExchangeOptions exchange_options_of(const DistConfig& dist) {
   options.algorithm = dist.allreduce;
   options.bucket_elements = std::max<int64_t>(1, static_cast<int64_t>(dist.bucket_mb * 1024.0 * 1024.0 / sizeof(float)));
   options.overlap = dist.overlap;
+  options.compression = dist.compression;
   return options;
 }
 
@@ -97,7 +100,25 @@ ArenaDevice arena_device_of(Backend& backend) {
   return device;
 }
 
-std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options, Net& net, Communicator& comm) {
+std::vector<WeightMatrix> weight_matrices_of(Net& net) {
+  std::vector<WeightMatrix> matrices;
+  for (int node = 0; node < net.node_count(); ++node) {
+    const ParamRange range = net.param_range(node);
+    if (range.count == 0) continue;
+    // Weights come first in a layer's parameters, row-major (outputs, inputs...).
+    if (const auto* conv = dynamic_cast<const Conv2d*>(net.layer(node))) {
+      const ConvDesc& d = conv->desc();
+      matrices.push_back({range.offset, d.oc, d.weight_count() / d.oc});
+    } else if (const auto* fc = dynamic_cast<const FullyConnected*>(net.layer(node))) {
+      matrices.push_back({range.offset, fc->desc().oc, fc->desc().ic});
+    }
+  }
+  return matrices;
+}
+
+std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& given, Net& net, Communicator& comm) {
+  ExchangeOptions options = given;
+  if (options.compression.kind == CompressionKind::powersgd) options.compression.matrices = weight_matrices_of(net);
   const ArenaDevice device = arena_device_of(net.backend());
   if (comm.size() > 1 && options.algorithm == AllreduceAlgorithm::shm && options.strategy == DistStrategy::sync &&
       device.host_accessible)
@@ -154,7 +175,9 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   // Collective: the last step, after every local check. The shm window is set before the
   // communicator's first shm call (allocate_shared_floats sets it up).
   set_shm_window_options({r.dist.shm_chunk_kb * 1024, static_cast<int>(r.dist.shm_buffers)});
-  s->exchange = set_up_exchange(exchange_options_of(r.dist), *s->net, comm);
+  ExchangeOptions exchange_options = exchange_options_of(r.dist);
+  exchange_options.compression.seed = r.seed;
+  s->exchange = set_up_exchange(exchange_options, *s->net, comm);
   return s;
 }
 

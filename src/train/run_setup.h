@@ -53,6 +53,8 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator&
 
 // The exchange options of the run's dist settings (bucket_mb -> floats per bucket).
 ExchangeOptions exchange_options_of(const DistConfig& dist);
+// The conv and fully connected weight matrices of the net's parameter arena (PowerSGD's).
+std::vector<WeightMatrix> weight_matrices_of(Net& net);
 // Where `backend` keeps a net's arenas, for the exchange strategy: host memory, or (cuda) the
 // device and the stream the backend computes on.
 ArenaDevice arena_device_of(Backend& backend);
@@ -60,7 +62,7 @@ ArenaDevice arena_device_of(Backend& backend);
 // ranks and sync on host arenas, the gradient arena moves into node shared memory, where shm
 // sums the buckets in place (no copy into its pipeline: what meets the busbw bar,
 // docs/distributed.md); device arenas (backend cuda) go with the backend's device and stream;
-// every rank then takes rank 0's model. Collective.
+// every rank then takes rank 0's model; PowerSGD gets the net's weight matrices. Collective.
 std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options, Net& net, Communicator& comm);
 
 }  // namespace ts

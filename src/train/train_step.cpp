@@ -104,6 +104,8 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   at(s, Phase::gather) = x.gather;
   at(s, Phase::average) = x.average;
   at(s, Phase::broadcast) = x.broadcast;
+  at(s, Phase::compress) = x.compress;
+  at(s, Phase::decompress) = x.decompress;
   return out;
 }
 

@@ -1,0 +1,59 @@
+// Compression names and the compressor factory (see compression_options.h, compressor.h).
+#include "dist/compressor.h"
+
+#include "core/error.h"
+#include "dist/half_compressor.h"
+#include "dist/powersgd_compressor.h"
+#include "dist/qsgd_compressor.h"
+#include "dist/topk_compressor.h"
+
+namespace ts {
+
+const char* compression_kind_name(CompressionKind kind) {
+  switch (kind) {
+    case CompressionKind::none: return "none";
+    case CompressionKind::fp16: return "fp16";
+    case CompressionKind::bf16: return "bf16";
+    case CompressionKind::qsgd: return "qsgd";
+    case CompressionKind::topk: return "topk";
+    case CompressionKind::powersgd: return "powersgd";
+  }
+  return "?";
+}
+
+std::vector<CompressionKind> all_compression_kinds() {
+  return {CompressionKind::none, CompressionKind::fp16, CompressionKind::bf16,
+          CompressionKind::qsgd, CompressionKind::topk, CompressionKind::powersgd};
+}
+
+bool compression_is_biased(CompressionKind kind) {
+  return kind == CompressionKind::topk || kind == CompressionKind::powersgd;
+}
+
+const char* error_feedback_mode_name(ErrorFeedbackMode mode) {
+  switch (mode) {
+    case ErrorFeedbackMode::auto_: return "auto";
+    case ErrorFeedbackMode::on: return "on";
+    case ErrorFeedbackMode::off: return "off";
+  }
+  return "?";
+}
+
+std::vector<ErrorFeedbackMode> all_error_feedback_modes() {
+  return {ErrorFeedbackMode::auto_, ErrorFeedbackMode::on, ErrorFeedbackMode::off};
+}
+
+std::unique_ptr<Compressor> make_compressor(const CompressionOptions& options, AllreduceAlgorithm algorithm, int rank) {
+  switch (options.kind) {
+    case CompressionKind::fp16: return std::make_unique<HalfCompressor>(HalfFormat::fp16);
+    case CompressionKind::bf16: return std::make_unique<HalfCompressor>(HalfFormat::bf16);
+    case CompressionKind::qsgd:
+      return std::make_unique<QsgdCompressor>(options.qsgd_bits, options.qsgd_bucket, options.seed, rank);
+    case CompressionKind::topk: return std::make_unique<TopkCompressor>(options.topk_ratio);
+    case CompressionKind::powersgd: return std::make_unique<PowerSgdCompressor>(options, algorithm);
+    case CompressionKind::none: break;
+  }
+  throw RuntimeError("make_compressor: dist.compression none has no compressor");
+}
+
+}  // namespace ts

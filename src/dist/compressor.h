@@ -1,0 +1,48 @@
+// dist-internal: the gradient compressor interface of the `sync` strategy (docs/distributed.md
+// "Gradient compression"). A compressor exchanges one gradient bucket in compressed form: it
+// encodes this rank's bucket into a wire buffer, moves the buffers (all-reduce for the linear
+// ones: fp16, bf16, PowerSGD's P and Q; all-gather for qsgd and topk), and decodes the mean over
+// the ranks back into the bucket. The codecs themselves are free functions in each
+// compressor's header, so tests check them on known vectors without MPI.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "dist/allreduce.h"
+#include "dist/communicator.h"
+#include "dist/compression_options.h"
+
+namespace ts {
+
+// What one exchange cost on this rank.
+struct CompressionCost {
+  int64_t wire_bytes = 0;  // bytes of this rank's compressed contribution (docs: the bytes formula)
+  double compress_s = 0;   // encoding (and PowerSGD's products and orthogonalisation)
+  double decompress_s = 0; // decoding and summing the received buffers
+};
+
+// One bucket to exchange: `count` floats at arena offset `offset`, bucket `index` of the plan,
+// in step `step` (seeds the stochastic compressors, so runs repeat exactly).
+struct BucketSlot {
+  int64_t offset = 0, count = 0;
+  size_t index = 0;
+  int64_t step = 0;
+};
+
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  virtual CompressionKind kind() const = 0;
+  // Replaces data[0, count) (this rank's gradients, error feedback already added) with the mean
+  // over the ranks of what their compressed buckets decode to, the same bits on every rank.
+  // `sent` (count floats) receives what this rank's own contribution decodes to (PowerSGD: the
+  // decoded mean, as in the paper), for error feedback. Collective, in plan order.
+  virtual void exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent, CompressionCost& cost) = 0;
+};
+
+// The compressor of `options` (kind != none). `algorithm` sums PowerSGD's P and Q and its
+// uncompressed parameters; `rank` seeds qsgd's stochastic rounding per rank.
+std::unique_ptr<Compressor> make_compressor(const CompressionOptions& options, AllreduceAlgorithm algorithm, int rank);
+
+}  // namespace ts
