@@ -68,6 +68,8 @@ struct DistConfig {
   int64_t shm_chunk_kb = 32;  // shm: bytes per pipeline buffer, in KiB
   int64_t shm_buffers = 64;   // shm: pipeline buffers per rank
   double timeout_s = 600.0;   // a wait for the other ranks longer than this ends the job (0: unbounded)
+  int servers = 1;            // async_ps: parameter-server ranks beyond the workers
+  int64_t staleness = 0;      // async_ps: steps the fastest worker may run ahead of the slowest
 };
 
 struct EvalConfig {

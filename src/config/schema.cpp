@@ -108,6 +108,8 @@ const std::vector<KeySpec>& run_config_schema() {
       {"dist.shm_chunk_kb", T::integer, "32", {}, "shm: KiB per pipeline buffer", positive(65536)},
       {"dist.shm_buffers", T::integer, "64", {}, "shm: pipeline buffers per rank", positive(1024)},
       {"dist.timeout_s", T::number, "600", {}, "seconds any exchange may wait for the other ranks (0: unbounded)", closed(0, 1e6)},
+      {"dist.servers", T::integer, "", {}, "async_ps: parameter-server ranks beyond the workers (unset: 1)", positive(1024)},
+      {"dist.staleness", T::integer, "", {}, "async_ps: steps the fastest worker may lead the slowest (unset: 0)", closed(0, 1000)},
       {"gpu", T::string, "", accepted_gpu_generations,
        "expected GPU generation (default: any for backend cuda, else none)"},
       {"mpi_flavor", T::string, "any", accepted_mpi_flavors, "expected MPI library"},

@@ -8,6 +8,9 @@
 //               buckets, averages them, steps the optimizer and broadcasts the weights;
 //   weight_avg  (dist/weight_avg_strategy.h) every rank steps on its own gradients; weights and
 //               non-trainable state averaged when the caller says (every `period` steps).
+//   async_ps    (dist/async_ps_worker.h) workers push gradients to parameter servers on ranks of
+//               their own and pull fresh weights, within a staleness bound; the servers run
+//               train/ps_server_loop.h, outside this protocol.
 // The pieces they share are composed, not inherited: the bucket plan and the staged tail that
 // carries the loss (dist/bucket_plan.h), the bucket pipeline with its communication thread
 // (dist/bucket_pipeline.h). A new strategy (asynchronous, compressed, heterogeneous) is one more
@@ -26,9 +29,18 @@
 
 namespace ts {
 
-enum class DistStrategy { sync, weight_avg };
-const char* dist_strategy_name(DistStrategy strategy);  // "sync" | "weight_avg"
+enum class DistStrategy { sync, weight_avg, async_ps };
+const char* dist_strategy_name(DistStrategy strategy);  // "sync" | "weight_avg" | "async_ps"
 std::vector<DistStrategy> all_dist_strategies();
+
+// async_ps (dist/async_ps_worker.h): the servers beyond the workers' communicator, the bound,
+// and what rank 0 tells the servers so they can follow the run's learning-rate schedule.
+struct AsyncPsOptions {
+  Communicator* world = nullptr;  // workers + servers (workers first); outlives the strategy
+  int servers = 1;
+  int64_t staleness = 0;  // the fastest worker runs at most this many steps ahead of the slowest
+  int64_t total_steps = 0, global_batch = 0, steps_per_epoch = 0;
+};
 
 struct ExchangeOptions {
   DistStrategy strategy = DistStrategy::sync;
@@ -42,6 +54,7 @@ struct ExchangeOptions {
   // Device arenas with a CUDA-aware MPI library (MpiLibrary::cuda_aware): algorithm mpi passes
   // device pointers to MPI. false: always stage through pinned host memory.
   bool cuda_aware_mpi = true;
+  AsyncPsOptions async_ps;  // async_ps only
 };
 
 // The optimizer step over elements [offset, offset + count) of the arenas (this step's LR).
@@ -137,6 +150,10 @@ class ExchangeStrategy {
   // losses since the last average), and taking it back in a resumed run.
   virtual std::vector<float> checkpoint_state() const { return {}; }
   virtual void restore_checkpoint_state(const std::vector<float>& state) { (void)state; }
+
+  // After the last step (or a stop: divergence, preemption), once per rank: a strategy with
+  // peers outside the collective protocol (async_ps: its servers) tells them it is gone.
+  virtual void leave() {}
 };
 
 // The strategy for `options` (sync + ps -> the parameter server; sync + nccl -> NCCL on device

@@ -156,6 +156,16 @@ void write_contents(h5::File& file, const RunResult& r) {
     summary.set_attr("diverged", static_cast<int64_t>(r.diverged ? 1 : 0));
     if (!r.params_sha256.empty()) summary.set_attr("params_sha256", r.params_sha256);
   }
+  if (r.async_ps.workers > 0) {
+    const RunResult::AsyncPsRecord& a = r.async_ps;
+    h5::Group async = file.create_group("async_ps");
+    async.set_attr("servers", a.servers);
+    async.set_attr("staleness", a.staleness);
+    async.write("staleness_histogram", {a.workers, a.staleness + 1}, a.staleness_histogram.data())
+        .set_attr("units", "gradients");
+    async.write("bound_wait", a.bound_wait_s).set_attr("units", "seconds");
+    async.write("pull_wait", a.pull_wait_s).set_attr("units", "seconds");
+  }
   if (!r.memory.empty()) {
     h5::Group memory = file.create_group("memory");
     for (const auto& [key, bytes] : r.memory) memory.set_attr(key, bytes);

@@ -94,6 +94,16 @@ struct RunResult {
   // found) and the measured peak (peak_rss_bytes), all of rank 0; written when not empty.
   std::map<std::string, int64_t> memory;
   std::string memory_limit_source;  // /memory attr limit_source
+
+  // /async_ps (dist.strategy async_ps; written when workers > 0): per worker, how stale its
+  // applied gradients were (counts, [workers, staleness + 1] row-major) and the seconds it spent
+  // waiting: the servers holding its replies for the bound, and blocked on push + pull in all.
+  struct AsyncPsRecord {
+    int64_t workers = 0, servers = 0, staleness = 0;
+    std::vector<int64_t> staleness_histogram;
+    std::vector<double> bound_wait_s, pull_wait_s;
+  };
+  AsyncPsRecord async_ps;
 };
 
 // Writes `result` to `path` atomically (core/file_io.h AtomicFile: "<path>.tmp-<pid>", fsync,

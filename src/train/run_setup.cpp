@@ -106,7 +106,8 @@ std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options
   return exchange;
 }
 
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm, int64_t first_step) {
+std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm, int64_t first_step,
+                                     Communicator* ps_world) {
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
   try {
@@ -146,7 +147,10 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   // Collective: the last step, after every local check. The shm window is set before the
   // communicator's first shm call (allocate_shared_floats sets it up).
   set_shm_window_options({r.dist.shm_chunk_kb * 1024, static_cast<int>(r.dist.shm_buffers)});
-  s->exchange = set_up_exchange(exchange_options_of(r.dist), *s->net, comm);
+  ExchangeOptions options = exchange_options_of(r.dist);
+  options.async_ps = {ps_world, r.dist.servers, r.dist.staleness, s->plan.total_steps, s->plan.global_batch,
+                      s->plan.steps_per_epoch};
+  s->exchange = set_up_exchange(options, *s->net, comm);
   return s;
 }
 

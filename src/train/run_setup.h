@@ -47,7 +47,9 @@ struct RunSetup {
 
 // ConfigError for what this build, world or device cannot do; RuntimeError for failures.
 // `first_step`: steps already taken (a resumed run): the training loader starts at that batch.
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm, int64_t first_step = 0);
+// async_ps: `comm` holds the workers and `ps_world` the workers and servers.
+std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm, int64_t first_step = 0,
+                                     Communicator* ps_world = nullptr);
 
 // The exchange options of the run's dist settings (bucket_mb -> floats per bucket).
 ExchangeOptions exchange_options_of(const DistConfig& dist);
