@@ -28,6 +28,15 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
     throw ConfigError(cfg.locate("dist.period") + ": " + text.at("dist.period") +
                       " applies to dist.strategy weight_avg only (" + text.at("dist.strategy") +
                       " exchanges gradients every step); remove it or set dist.strategy: weight_avg");
+  for (const char* key : {"dist.servers", "dist.staleness"})
+    if (r.dist.strategy != DistStrategy::async_ps && cfg.where.count(key))
+      throw ConfigError(cfg.locate(key) + ": applies to dist.strategy async_ps only (the parameter servers and their "
+                        "staleness bound; this run's strategy is " + text.at("dist.strategy") +
+                        "); remove it or set dist.strategy: async_ps");
+  if (r.dist.strategy == DistStrategy::async_ps && r.effective_loss_scale() != LossScaleMode::off)
+    throw ConfigError(cfg.locate(cfg.where.count("loss_scale.mode") ? "loss_scale.mode" : "precision") +
+                      ": async_ps applies the gradients on the servers, which do not unscale them; use "
+                      "loss_scale.mode: off (and a precision other than fp16)");
   if (r.global_batch > 0 && r.global_batch % r.workers != 0)
     throw ConfigError(cfg.locate("global_batch") + ": " + text.at("global_batch") + " does not divide evenly over " +
                       std::to_string(r.workers) + " workers; use a multiple of workers or batch_per_worker");

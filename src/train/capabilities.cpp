@@ -33,11 +33,6 @@ void check_async_ps(const ResolvedConfig& cfg, int world_size) {
   if (r.backend == BackendKind::cuda)
     throw ConfigError(cfg.locate("dist.strategy") + ": async_ps keeps the weights in the servers' host memory and "
                       "pushes host gradients; use backend cpu or ref");
-  const LossScaleMode m = r.loss_scale.mode;
-  if (m == LossScaleMode::static_ || m == LossScaleMode::dynamic ||
-      (m == LossScaleMode::auto_ && r.precision == Precision::fp16))
-    throw ConfigError(cfg.locate("loss_scale.mode") + ": async_ps applies the gradients on the servers, which do not "
-                      "unscale them; use loss_scale.mode off (and a precision other than fp16)");
 }
 
 }  // namespace
@@ -45,6 +40,7 @@ void check_async_ps(const ResolvedConfig& cfg, int world_size) {
 void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
   const RunConfig& r = cfg.run;
   if (r.dist.strategy == DistStrategy::async_ps) check_async_ps(cfg, world_size);
+
   else if (r.workers != world_size)
     throw ConfigError(cfg.locate("workers") + ": the config expects " + std::to_string(r.workers) +
                       " workers but this MPI world has " + std::to_string(world_size) +
