@@ -33,9 +33,16 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
       throw ConfigError(cfg.locate(key) + ": applies to dist.strategy async_ps only (the parameter servers and their "
                         "staleness bound; this run's strategy is " + text.at("dist.strategy") +
                         "); remove it or set dist.strategy: async_ps");
-  if (r.dist.strategy == DistStrategy::async_ps && r.effective_loss_scale() != LossScaleMode::off)
-    throw ConfigError(cfg.locate(cfg.where.count("loss_scale.mode") ? "loss_scale.mode" : "precision") +
-                      ": async_ps applies the gradients on the servers, which do not unscale them; use "
+  if (r.dist.strategy != DistStrategy::hogwild && cfg.where.count("dist.threads_per_worker"))
+    throw ConfigError(cfg.locate("dist.threads_per_worker") + ": applies to dist.strategy hogwild only (this run's "
+                      "strategy is " + text.at("dist.strategy") + "); remove it or set dist.strategy: hogwild");
+  if (r.dist.strategy == DistStrategy::hogwild && r.workers != 1)
+    throw ConfigError(cfg.locate("workers") + ": dist.strategy hogwild runs its replicas as threads of one process "
+                      "(dist.threads_per_worker); multi-rank hogwild is not implemented; set workers: 1");
+  if ((r.dist.strategy == DistStrategy::async_ps || r.dist.strategy == DistStrategy::hogwild) &&
+      r.effective_loss_scale() != LossScaleMode::off)
+    throw ConfigError(cfg.locate(cfg.where.count("loss_scale.mode") ? "loss_scale.mode" : "precision") + ": " +
+                      text.at("dist.strategy") + " applies gradients without unscaling them; use "
                       "loss_scale.mode: off (and a precision other than fp16)");
   if (r.global_batch > 0 && r.global_batch % r.workers != 0)
     throw ConfigError(cfg.locate("global_batch") + ": " + text.at("global_batch") + " does not divide evenly over " +

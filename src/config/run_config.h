@@ -70,6 +70,7 @@ struct DistConfig {
   double timeout_s = 600.0;   // a wait for the other ranks longer than this ends the job (0: unbounded)
   int servers = 1;            // async_ps: parameter-server ranks beyond the workers
   int64_t staleness = 0;      // async_ps: steps the fastest worker may run ahead of the slowest
+  int64_t threads_per_worker = 1;  // hogwild: replicas (threads) sharing one weight arena
 };
 
 struct EvalConfig {

@@ -110,6 +110,7 @@ const std::vector<KeySpec>& run_config_schema() {
       {"dist.timeout_s", T::number, "600", {}, "seconds any exchange may wait for the other ranks (0: unbounded)", closed(0, 1e6)},
       {"dist.servers", T::integer, "", {}, "async_ps: parameter-server ranks beyond the workers (unset: 1)", positive(1024)},
       {"dist.staleness", T::integer, "", {}, "async_ps: steps the fastest worker may lead the slowest (unset: 0)", closed(0, 1000)},
+      {"dist.threads_per_worker", T::integer, "", {}, "hogwild: threads sharing one weight arena (unset: 1)", positive(256)},
       {"gpu", T::string, "", accepted_gpu_generations,
        "expected GPU generation (default: any for backend cuda, else none)"},
       {"mpi_flavor", T::string, "any", accepted_mpi_flavors, "expected MPI library"},

@@ -8,6 +8,8 @@
 //               buckets, averages them, steps the optimizer and broadcasts the weights;
 //   weight_avg  (dist/weight_avg_strategy.h) every rank steps on its own gradients; weights and
 //               non-trainable state averaged when the caller says (every `period` steps).
+//   hogwild     (dist/hogwild_strategy.h) threads of one process share one weight arena, each
+//               updating it without locks; the main thread's replica runs this protocol;
 //   async_ps    (dist/async_ps_worker.h) workers push gradients to parameter servers on ranks of
 //               their own and pull fresh weights, within a staleness bound; the servers run
 //               train/ps_server_loop.h, outside this protocol.
@@ -29,8 +31,9 @@
 
 namespace ts {
 
-enum class DistStrategy { sync, weight_avg, async_ps };
-const char* dist_strategy_name(DistStrategy strategy);  // "sync" | "weight_avg" | "async_ps"
+enum class DistStrategy { sync, weight_avg, async_ps, hogwild };
+// "sync" | "weight_avg" | "async_ps" | "hogwild"
+const char* dist_strategy_name(DistStrategy strategy);
 std::vector<DistStrategy> all_dist_strategies();
 
 // async_ps (dist/async_ps_worker.h): the servers beyond the workers' communicator, the bound,
@@ -40,6 +43,13 @@ struct AsyncPsOptions {
   int servers = 1;
   int64_t staleness = 0;  // the fastest worker runs at most this many steps ahead of the slowest
   int64_t total_steps = 0, global_batch = 0, steps_per_epoch = 0;
+};
+
+// hogwild (dist/hogwild_strategy.h): the run's steps, and what ends the other replicas after
+// the last one (the trainer's threads, train/hogwild_crew.h).
+struct HogwildOptions {
+  int64_t total_steps = 0;
+  std::function<void()> after_last_step;
 };
 
 struct ExchangeOptions {
@@ -55,6 +65,7 @@ struct ExchangeOptions {
   // device pointers to MPI. false: always stage through pinned host memory.
   bool cuda_aware_mpi = true;
   AsyncPsOptions async_ps;  // async_ps only
+  HogwildOptions hogwild;   // hogwild only
 };
 
 // The optimizer step over elements [offset, offset + count) of the arenas (this step's LR).

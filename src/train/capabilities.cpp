@@ -39,6 +39,9 @@ void check_async_ps(const ResolvedConfig& cfg, int world_size) {
 
 void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
   const RunConfig& r = cfg.run;
+  if (r.dist.strategy == DistStrategy::hogwild && r.backend == BackendKind::cuda)
+    throw ConfigError(cfg.locate("dist.strategy") + ": hogwild shares one host weight arena between threads; use "
+                      "backend cpu or ref");
   if (r.dist.strategy == DistStrategy::async_ps) check_async_ps(cfg, world_size);
 
   else if (r.workers != world_size)

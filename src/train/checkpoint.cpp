@@ -89,6 +89,9 @@ std::string checkpoint_refusal(const RunConfig& run) {
     return "backend cuda is not checkpointed: a new process may autotune other cuDNN algorithms, so a resumed run "
            "would not be bit-identical to the uninterrupted one (and this path is untested on GPUs); use backend "
            "cpu or ref, or run without checkpoints";
+  if (run.dist.strategy == DistStrategy::hogwild)
+    return "dist.strategy hogwild is not checkpointed: its replicas race on the shared weights, so no resumed run "
+           "could repeat the uninterrupted one; run without checkpoints";
   if (run.dist.strategy == DistStrategy::async_ps)
     return "dist.strategy async_ps is not checkpointed: the weights and optimizer state live on the server ranks, "
            "which a checkpoint does not capture; run without checkpoints";

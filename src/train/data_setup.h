@@ -27,8 +27,9 @@ std::unique_ptr<RunData> open_run_data(const ResolvedConfig& config, int64_t bat
 // This rank's training and evaluation loaders over `data`'s splits. `slots`: the memory of the
 // loaders' batch slots (empty: aligned host memory; page-locked memory from the backend for
 // devices the host cannot address, so batches copy asynchronously). `first_batch`: the training
-// loader's first batch (a resumed run's steps so far).
+// loader's first batch (a resumed run's steps so far). `whole_test_split`: the evaluation loader
+// reads all of the test split, not shard `rank` of `world` (hogwild: the shards are threads).
 void start_loaders(const ResolvedConfig& config, RunData& data, int64_t batch, int rank, int world,
-                   SlotAllocator slots = {}, int64_t first_batch = 0);
+                   SlotAllocator slots = {}, int64_t first_batch = 0, bool whole_test_split = false);
 
 }  // namespace ts

@@ -120,14 +120,18 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->backend->set_precision(r.precision);
   s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
   const bool device_memory = !s->backend->describe().host_accessible;
-  s->data = open_run_data(cfg, r.batch_for(comm.size()), comm.size());
-  s->plan = plan_of(cfg, s->data->train_count, comm.size());
+  // hogwild: the replicas are the workers of the batch split and the shards of the data.
+  const bool hogwild = r.dist.strategy == DistStrategy::hogwild;
+  const int replicas = hogwild ? static_cast<int>(r.dist.threads_per_worker) : comm.size();
+  s->data = open_run_data(cfg, r.batch_for(replicas), replicas);
+  s->plan = plan_of(cfg, s->data->train_count, replicas);
   // The memory check (collective) before anything large is allocated.
   s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
   s->memory_bound = memory_bound(cfg, comm.local_size());
   check_memory(cfg, s->memory, s->memory_bound, comm);
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
-  start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend), first_step);
+  start_loaders(cfg, *s->data, s->plan.batch, hogwild ? 0 : comm.rank(), replicas, slot_allocator(*s->backend),
+                first_step, hogwild);
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {
     try {
@@ -150,7 +154,14 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   ExchangeOptions options = exchange_options_of(r.dist);
   options.async_ps = {ps_world, r.dist.servers, r.dist.staleness, s->plan.total_steps, s->plan.global_batch,
                       s->plan.steps_per_epoch};
+  RunSetup* setup = s.get();
+  options.hogwild = {s->plan.total_steps, [setup] {
+                       if (setup->hogwild) setup->hogwild->join();
+                     }};
   s->exchange = set_up_exchange(options, *s->net, comm);
+  if (hogwild)
+    s->hogwild = std::make_unique<HogwildCrew>(cfg, s->net->params(), s->net->param_count(), s->plan.batch,
+                                               s->plan.total_steps, *s->lr);
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include "nn/net.h"
 #include "nn/optimizer.h"
 #include "train/data_setup.h"
+#include "train/hogwild_crew.h"
 #include "train/learning_rate.h"
 #include "train/loss_scaler.h"
 #include "train/memory_estimate.h"
@@ -40,6 +41,7 @@ struct RunSetup {
   std::unique_ptr<LearningRate> lr;
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)
+  std::unique_ptr<HogwildCrew> hogwild;  // hogwild: the replicas beyond the main thread's (last: stopped first)
   RunPlan plan;
   MemoryEstimate memory;     // this rank's estimated peak, checked against...
   MemoryBound memory_bound;  // ... the memory it may use (both recorded in the run file)

@@ -82,7 +82,20 @@ TEST(DistConfig, AsyncPsServersAndStaleness) {
   EXPECT_NE(error_of("dist: {strategy: async_ps, servers: 0}\n").find("must be > 0"), std::string::npos);
   EXPECT_NE(error_of("dist: {strategy: async_ps, staleness: 1001}\n").find("at most 1000"), std::string::npos);
   e = error_of("dist: {strategy: async_ps}\nloss_scale: {mode: static}\n");
-  EXPECT_NE(e.find("do not unscale"), std::string::npos) << e;
+  EXPECT_NE(e.find("without unscaling"), std::string::npos) << e;
+}
+
+TEST(DistConfig, HogwildThreadsPerWorker) {
+  auto c = parse_run_config("dist: {strategy: hogwild, threads_per_worker: 4}\n", "dist.yaml", {});
+  EXPECT_EQ(c.run.dist.strategy, DistStrategy::hogwild);
+  EXPECT_EQ(c.run.dist.threads_per_worker, 4);
+  EXPECT_EQ(c.flat.at("dist.threads_per_worker"), "4");
+  EXPECT_EQ(parse_run_config("dist: {strategy: hogwild}\n", "dist.yaml", {}).run.dist.threads_per_worker, 1);
+  std::string e = error_of("dist: {strategy: sync, threads_per_worker: 2}\n");
+  EXPECT_NE(e.find("hogwild only"), std::string::npos) << e;
+  e = error_of("workers: 2\ndist: {strategy: hogwild, threads_per_worker: 2}\n");
+  EXPECT_NE(e.find("multi-rank hogwild is not implemented"), std::string::npos) << e;
+  EXPECT_NE(error_of("dist: {strategy: hogwild, threads_per_worker: 0}\n").find("must be > 0"), std::string::npos);
 }
 
 TEST(DistConfig, GlobalBatchSplitsOverWorkers) {
