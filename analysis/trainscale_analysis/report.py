@@ -295,6 +295,7 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
         rep.table(rel[[dim, "relative", "relative_min", "relative_max", "matched"]], None)
 
     generations_section(rep, df, fig_dir, baselines.get("generation"))
+    strategy_budget_section(rep, df)
 
     rep.section("Per-rank variability")
     multi = with_files[with_files["workers"] > 1] if "workers" in with_files.columns else \
@@ -334,6 +335,38 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                              "values": ", ".join(fmt(v) for v in vals)})
         rep.table(pd.DataFrame(rows), None)
     return rep.write(out_html)
+
+
+# The keys that tell asynchronous runs apart (docs/distributed.md "Asynchronous SGD and Hogwild").
+STRATEGY_KEYS = ("dist.strategy", "dist.staleness", "dist.servers", "dist.threads_per_worker")
+
+
+def strategy_budget_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Final and best test accuracy per exchange strategy (and its staleness bound or thread
+    count) of the finished runs, with the samples and wall time they took: synchronous vs
+    asynchronous SGD and Hogwild at the same sample budget. Empty when one strategy ran."""
+    if "dist.strategy" not in df.columns or "final_accuracy" not in df.columns:
+        return pd.DataFrame()
+    done = metrics.finished(df)
+    if done.empty or done["dist.strategy"].nunique() < 2:
+        return pd.DataFrame()
+    keys = [k for k in STRATEGY_KEYS if k in done.columns]
+    done = done.assign(**{k: done[k].astype(object).fillna("-") for k in keys[1:]})
+    cols = {"final_accuracy": "mean", "best_accuracy": "max", "run_id": "count"}
+    extra = [c for c in ("train_samples", "epochs", "global_batch") if c in done.columns]
+    table = done.groupby(keys, dropna=False).agg({**cols, **{c: "first" for c in extra}}).reset_index()
+    return table.rename(columns={"run_id": "runs"}).sort_values("final_accuracy", ascending=False)
+
+
+def strategy_budget_section(rep: Report, df: pd.DataFrame) -> None:
+    table = strategy_budget_table(df)
+    if table.empty:
+        return
+    rep.section("Strategies at a fixed sample budget")
+    rep.para("Test accuracy of each exchange strategy (sync, async_ps at each staleness bound, "
+             "hogwild at each thread count) over the same runs' budget: what asynchrony costs "
+             "or saves in accuracy (mean of the final accuracies, best over the runs).")
+    rep.table(table, None)
 
 
 def generations_section(rep: Report, df: pd.DataFrame, fig_dir: Path, baseline) -> None:
