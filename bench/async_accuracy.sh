@@ -6,7 +6,7 @@
 # accuracy, its wall time and (async_ps) the staleness histogram. Builds nothing. Exit 0 when
 # every run completed.
 #
-#   bench/async_accuracy.sh [--model mlp] [--epochs 2] [--batch 32] [--lr 0.05] [--staleness 0,4]
+#   bench/async_accuracy.sh [--model mlp] [--epochs 2] [--batch 32] [--lr 0.02] [--staleness 0,4]
 #                           [--threads-per-worker 2] [--out-dir DIR]
 #
 # --batch: per worker (hogwild: per thread); the global batch is twice it in every run.
@@ -22,7 +22,7 @@ model=mlp
 epochs=2
 staleness=0,4
 batch=32
-lr=0.05
+lr=0.02
 threads_per_worker=2
 out_dir=""
 while [ $# -gt 0 ]; do
@@ -54,6 +54,7 @@ model: $model
 dataset: {name: fashion_mnist, format: idx, root: /usr/share/datasets/fashion-mnist}
 batch_per_worker: $batch
 lr: $lr
+lr_schedule: {kind: cosine}
 momentum: 0.9
 epochs: $epochs
 threads: 1
@@ -87,7 +88,7 @@ print(f"{sys.argv[2]:>14}  accuracy {acc:.4f}  wall {float(sys.argv[4]) - float(
 PY
 }
 
-echo "## $model, $epochs epochs of Fashion-MNIST, batch $batch per worker, lr $lr, momentum 0.9 ($(date -u +%F) UTC, load $(cut -d' ' -f1 /proc/loadavg))"
+echo "## $model, $epochs epochs of Fashion-MNIST, batch $batch per worker, lr $lr with cosine decay, momentum 0.9 ($(date -u +%F) UTC, load $(cut -d' ' -f1 /proc/loadavg))"
 train sync 2 2 "{strategy: sync, allreduce: mpi, overlap: false}"
 for s in ${staleness//,/ }; do
   train "async_ps_s$s" 3 2 "{strategy: async_ps, servers: 1, staleness: $s}"

@@ -57,3 +57,18 @@ def test_hogwild_on_several_ranks_is_refused(tmp_path):
     proc = mpirun(2, ["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "multi-rank hogwild is not implemented" in proc.stderr, proc.stderr
+
+
+def test_two_threads_reach_85_percent_in_two_epochs(tmp_path):
+    """The issue's bar (cosine decay from 0.02: the settings of bench/async_accuracy.sh, which
+    reach about 87%; about 5 s here). The racing updates make the accuracy vary from run to run
+    by a few tenths of a point."""
+    text = BASE.replace("momentum: 0.5", "momentum: 0.9").replace("lr: 0.05", "lr: 0.02\nlr_schedule: {kind: cosine}")
+    text = text.replace("steps: 60", "epochs: 2").replace("every_epochs: 100", "every_epochs: 1").replace("seed: 3", "seed: 1")
+    cfg = write_config(tmp_path / "two_epochs.yaml", text + "dist: {strategy: hogwild, threads_per_worker: 2}\n")
+    out = tmp_path / "two_epochs"
+    proc = run(["run", "--config", cfg, "--out", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path,) = out.glob("*.h5")
+    with h5py.File(path) as f:
+        assert f["eval/accuracy"][-1] >= 0.85, f["eval/accuracy"][:]
