@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 
 #include "backend/backend_factory.h"
+#include "core/error.h"
 #include "nn/models.h"
 
 namespace ts::sim {
@@ -24,6 +26,11 @@ void read_graph(const RunConfig& r, Workload& w) {
 }  // namespace
 
 ExchangeOptions exchange_options_for(const DistConfig& dist) {
+  // async_ps needs server ranks beyond the workers and hogwild threads sharing weights: neither
+  // is a per-step exchange of simulated ranks.
+  if (dist.strategy == DistStrategy::async_ps || dist.strategy == DistStrategy::hogwild)
+    throw ConfigError(std::string("dist.strategy: trainscale-sim simulates sync and weight_avg, not ") +
+                      dist_strategy_name(dist.strategy) + "; run it with trainscale run");
   ExchangeOptions options;
   options.strategy = dist.strategy;
   options.algorithm = dist.allreduce;
