@@ -23,10 +23,10 @@ int mpi_count(int64_t count) {
 AsyncPsWorkerExchange::AsyncPsWorkerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
     : workers_(comm), world_(options.async_ps.world ? *options.async_ps.world : comm), arenas_(arenas),
       options_(options.async_ps) {
-  TS_CHECK(options.async_ps.world != nullptr, "async_ps: no world communicator with the servers was given");
   if (!arenas.device.host_accessible)
     throw ConfigError("dist.strategy: async_ps keeps the weights on the servers' host memory; use a CPU backend "
                       "(cpu or ref)");
+  TS_CHECK(options.async_ps.world != nullptr, "async_ps: no world communicator with the servers was given");
   layout_ = {comm.size(), options_.servers, arenas.param_count};
   TS_CHECK(world_.size() == layout_.workers + layout_.servers,
            "async_ps: the world has " + std::to_string(world_.size()) + " ranks, not workers + servers");
