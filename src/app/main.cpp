@@ -17,7 +17,7 @@ commands:
   run       train one configuration and write its HDF5 run file
   info      build options, backends, oneDNN version and ISA, MPI library, threads
   sweep     experiment campaigns: sweep expand, submit (slurm, pbs, local), status, resubmit
-  bench     collective benchmarks: bench allreduce (mpi, ring, tree, ps, shm)
+  bench     collective benchmarks: bench allreduce (mpi, ring, tree, ps, shm, butterfly)
   predict   the analytical performance model of a run on a cluster file (docs/model.md)
   calibrate measure this machine into a cluster file (configs/clusters/local.yaml)
 
