@@ -298,6 +298,7 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
 
     io_sections(rep, df, io_paths, fig_dir)
     generations_section(rep, df, fig_dir, baselines.get("generation"))
+    strategy_budget_section(rep, df)
 
     rep.section("Per-rank variability")
     multi = with_files[with_files["workers"] > 1] if "workers" in with_files.columns else \
@@ -364,6 +365,38 @@ def io_sections(rep: Report, df: pd.DataFrame, io_paths: Sequence[str | Path], f
             rep.para(f"Storage read rate of the training runs per {dim} (/io/read_bytes over /io/read_seconds: "
                      f"the seconds the loader threads spent in reads).")
             rep.table(reads.groupby([dim, "cache"], dropna=False)["read_mb_per_s"].median().reset_index(), None)
+
+
+# The keys that tell asynchronous runs apart (docs/distributed.md "Asynchronous SGD and Hogwild").
+STRATEGY_KEYS = ("dist.strategy", "dist.staleness", "dist.servers", "dist.threads_per_worker")
+
+
+def strategy_budget_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Final and best test accuracy per exchange strategy (and its staleness bound or thread
+    count) of the finished runs, with the samples and wall time they took: synchronous vs
+    asynchronous SGD and Hogwild at the same sample budget. Empty when one strategy ran."""
+    if "dist.strategy" not in df.columns or "final_accuracy" not in df.columns:
+        return pd.DataFrame()
+    done = metrics.finished(df)
+    if done.empty or done["dist.strategy"].nunique() < 2:
+        return pd.DataFrame()
+    keys = [k for k in STRATEGY_KEYS if k in done.columns]
+    done = done.assign(**{k: done[k].astype(object).fillna("-") for k in keys[1:]})
+    cols = {"final_accuracy": "mean", "best_accuracy": "max", "run_id": "count"}
+    extra = [c for c in ("train_samples", "epochs", "global_batch") if c in done.columns]
+    table = done.groupby(keys, dropna=False).agg({**cols, **{c: "first" for c in extra}}).reset_index()
+    return table.rename(columns={"run_id": "runs"}).sort_values("final_accuracy", ascending=False)
+
+
+def strategy_budget_section(rep: Report, df: pd.DataFrame) -> None:
+    table = strategy_budget_table(df)
+    if table.empty:
+        return
+    rep.section("Strategies at a fixed sample budget")
+    rep.para("Test accuracy of each exchange strategy (sync, async_ps at each staleness bound, "
+             "hogwild at each thread count) over the same runs' budget: what asynchrony costs "
+             "or saves in accuracy (mean of the final accuracies, best over the runs).")
+    rep.table(table, None)
 
 
 def generations_section(rep: Report, df: pd.DataFrame, fig_dir: Path, baseline) -> None:

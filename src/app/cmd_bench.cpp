@@ -66,7 +66,7 @@ std::vector<AllreduceAlgorithm> parse_algorithms(const std::string& list) {
       const std::string why = allreduce_algorithm_unavailable_reason(out.back());
       if (!why.empty()) throw ConfigError("--algorithms " + name + ": " + why);
     }
-  if (out.empty()) throw ConfigError("--algorithms: empty list; accepted: mpi, ring, tree, ps, shm, nccl (comma-separated)");
+  if (out.empty()) throw ConfigError("--algorithms: empty list; accepted: mpi, ring, tree, ps, shm, butterfly, nccl (comma-separated)");
   return out;
 }
 
@@ -102,8 +102,8 @@ po::options_description bench_options() {
       "elements of a checked call after the timed loop. Byte sizes accept K, M, G suffixes.\n"
       "Exit codes: 0 ok, 1 wrong elements or runtime failure, 2 usage error.\n\noptions");
   opts.add_options()("help,h", "show this help")
-      ("algorithms", po::value<std::string>()->default_value("mpi,ring,tree,ps,shm"),
-       "comma-separated: mpi, ring, tree, ps, shm, nccl (nccl: CUDA builds, on a device buffer of "
+      ("algorithms", po::value<std::string>()->default_value("mpi,ring,tree,ps,shm,butterfly"),
+       "comma-separated: mpi, ring, tree, ps, shm, butterfly, nccl (nccl: CUDA builds, on a device buffer of "
        "device local_rank % visible devices, one rank per GPU)")
       ("min-bytes", po::value<std::string>()->default_value("4"), "smallest message in bytes")
       ("max-bytes", po::value<std::string>()->default_value("64M"), "largest message in bytes")

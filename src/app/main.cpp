@@ -17,7 +17,7 @@ commands:
   run       train one configuration and write its HDF5 run file
   info      build options, backends, oneDNN version and ISA, MPI library, threads
   sweep     experiment campaigns: sweep expand, submit (slurm, pbs, local), status, resubmit
-  bench     benchmarks: bench allreduce (mpi, ring, tree, ps, shm), bench io (the input pipeline)
+  bench     benchmarks: bench allreduce (mpi, ring, tree, ps, shm, butterfly), bench io (the input pipeline)
   predict   the analytical performance model of a run on a cluster file (docs/model.md)
   calibrate measure this machine into a cluster file (configs/clusters/local.yaml)
   data      data sets: data convert (records, hdf5, jpeg_dir), data inspect (checksums, corruption),

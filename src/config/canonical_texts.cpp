@@ -181,6 +181,9 @@ RunConfig typed_config(const KeyTexts& t) {
     c.error_feedback = enum_from_name(all_error_feedback_modes(), error_feedback_mode_name, str("dist.error_feedback"),
                                       "dist.error_feedback");
   if (has("dist.compression_warmup_steps")) c.warmup_steps = i64("dist.compression_warmup_steps");
+  if (has("dist.servers")) r.dist.servers = static_cast<int>(i64("dist.servers"));
+  if (has("dist.staleness")) r.dist.staleness = i64("dist.staleness");
+  if (has("dist.threads_per_worker")) r.dist.threads_per_worker = i64("dist.threads_per_worker");
   r.gpu = enum_from_name(all_gpu_generations(), gpu_generation_name, str("gpu"), "gpu");
   r.mpi_flavor = enum_from_name(all_mpi_flavors(), mpi_flavor_name, str("mpi_flavor"), "mpi_flavor");
   r.eval = {f64("eval.every_epochs"), f64("eval.target_accuracy"), i64("eval.batch")};

@@ -28,9 +28,29 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
     throw ConfigError(cfg.locate("dist.period") + ": " + text.at("dist.period") +
                       " applies to dist.strategy weight_avg only (" + text.at("dist.strategy") +
                       " exchanges gradients every step); remove it or set dist.strategy: weight_avg");
+  for (const char* key : {"dist.servers", "dist.staleness"})
+    if (r.dist.strategy != DistStrategy::async_ps && cfg.where.count(key))
+      throw ConfigError(cfg.locate(key) + ": applies to dist.strategy async_ps only (the parameter servers and their "
+                        "staleness bound; this run's strategy is " + text.at("dist.strategy") +
+                        "); remove it or set dist.strategy: async_ps");
+  if (r.dist.strategy != DistStrategy::hogwild && cfg.where.count("dist.threads_per_worker"))
+    throw ConfigError(cfg.locate("dist.threads_per_worker") + ": applies to dist.strategy hogwild only (this run's "
+                      "strategy is " + text.at("dist.strategy") + "); remove it or set dist.strategy: hogwild");
+  if (r.dist.strategy == DistStrategy::hogwild && r.workers != 1)
+    throw ConfigError(cfg.locate("workers") + ": dist.strategy hogwild runs its replicas as threads of one process "
+                      "(dist.threads_per_worker); multi-rank hogwild is not implemented; set workers: 1");
+  if ((r.dist.strategy == DistStrategy::async_ps || r.dist.strategy == DistStrategy::hogwild) &&
+      r.effective_loss_scale() != LossScaleMode::off)
+    throw ConfigError(cfg.locate(cfg.where.count("loss_scale.mode") ? "loss_scale.mode" : "precision") + ": " +
+                      text.at("dist.strategy") + " applies gradients without unscaling them; use "
+                      "loss_scale.mode: off (and a precision other than fp16)");
   if (r.dist.strategy == DistStrategy::weight_avg && r.dist.partition != PartitionKind::equal)
     throw ConfigError(cfg.locate("dist.partition") + ": unequal shares are weighted in the gradient exchange; "
                       "dist.strategy weight_avg averages weights unweighted; use dist.strategy sync or dist.partition equal");
+  if ((r.dist.strategy == DistStrategy::async_ps || r.dist.strategy == DistStrategy::hogwild) && r.dist.heterogeneous())
+    throw ConfigError(cfg.locate(cfg.where.count("dist.partition") ? "dist.partition" : "dist.emulate_slowdown.rank") +
+                      ": unequal shares and the emulated slowdown are for dist.strategy sync; " +
+                      text.at("dist.strategy") + " lets each worker run at its own pace already; remove them");
   if (r.global_batch > 0 && r.dist.partition == PartitionKind::equal && r.global_batch % r.workers != 0)
     throw ConfigError(cfg.locate("global_batch") + ": " + text.at("global_batch") + " does not divide evenly over " +
                       std::to_string(r.workers) + " workers; use a multiple of workers or batch_per_worker");

@@ -88,6 +88,9 @@ struct DistConfig {
   // configs without them keep their config_id). The arena's matrices and the seed are added
   // when the exchange is set up.
   CompressionOptions compression;
+  int servers = 1;            // async_ps: parameter-server ranks beyond the workers
+  int64_t staleness = 0;      // async_ps: steps the fastest worker may run ahead of the slowest
+  int64_t threads_per_worker = 1;  // hogwild: replicas (threads) sharing one weight arena
 };
 
 struct EvalConfig {

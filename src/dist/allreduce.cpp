@@ -16,7 +16,7 @@
 namespace ts {
 namespace {
 
-constexpr int kTagRing = 101, kTagTree = 102;
+constexpr int kTagRing = 101, kTagTree = 102, kTagButterfly = 103;
 
 double now_s() { return MPI_Wtime(); }
 
@@ -81,6 +81,44 @@ void tree_segment(Communicator& comm, float* data, int count) {
     if (r + m < n) TS_MPI(MPI_Send(data, count, MPI_FLOAT, r + m, kTagTree, mc));
 }
 
+// Butterfly (recursive doubling) over the largest power of two p2 <= n ranks. With
+// rem = n - p2, ranks below 2 rem fold first: each even one sends its segment to the odd one
+// above it and sits out. The p2 remaining ranks (index r / 2 below 2 rem, r - rem above) then
+// exchange the whole segment with the partner at index distance 1, 2, 4, ..., p2 / 2 and add
+// it: log2(p2) steps. Finally each odd rank of the fold sends the total back to its even
+// neighbour. Float addition is commutative, so both partners of a step hold the same bits and
+// every rank ends with the same sum.
+void butterfly_segment(Communicator& comm, float* data, int count) {
+  const int n = comm.size(), r = comm.rank();
+  const MPI_Comm mc = mpi_comm(comm);
+  int p2 = 1;
+  while (p2 * 2 <= n) p2 *= 2;
+  const int rem = n - p2;
+  const bool folded_out = r < 2 * rem && r % 2 == 0;
+  float* recv = scratch_of(comm, count);
+  if (r < 2 * rem) {
+    if (folded_out) TS_MPI(MPI_Send(data, count, MPI_FLOAT, r + 1, kTagButterfly, mc));
+    else {
+      TS_MPI(MPI_Recv(recv, count, MPI_FLOAT, r - 1, kTagButterfly, mc, MPI_STATUS_IGNORE));
+      add_into(data, recv, count);
+    }
+  }
+  if (!folded_out) {
+    const int index = r < 2 * rem ? r / 2 : r - rem;
+    auto rank_of = [rem](int i) { return i < rem ? 2 * i + 1 : i + rem; };
+    for (int distance = 1; distance < p2; distance *= 2) {
+      const int partner = rank_of(index ^ distance);
+      TS_MPI(MPI_Sendrecv(data, count, MPI_FLOAT, partner, kTagButterfly, recv, count, MPI_FLOAT, partner,
+                          kTagButterfly, mc, MPI_STATUS_IGNORE));
+      add_into(data, recv, count);
+    }
+  }
+  if (r < 2 * rem) {
+    if (folded_out) TS_MPI(MPI_Recv(data, count, MPI_FLOAT, r + 1, kTagButterfly, mc, MPI_STATUS_IGNORE));
+    else TS_MPI(MPI_Send(data, count, MPI_FLOAT, r - 1, kTagButterfly, mc));
+  }
+}
+
 // Parameter server: rank 0 gathers every rank's segment (n * count floats of scratch on rank
 // 0), sums them in rank order and broadcasts the sum.
 void ps_segment(Communicator& comm, float* data, int count, PsTimings& t) {
@@ -125,6 +163,7 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
     case AllreduceAlgorithm::tree: return "tree";
     case AllreduceAlgorithm::ps: return "ps";
     case AllreduceAlgorithm::shm: return "shm";
+    case AllreduceAlgorithm::butterfly: return "butterfly";
     case AllreduceAlgorithm::nccl: return "nccl";
   }
   return "?";
@@ -132,7 +171,7 @@ const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
 
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
   return {AllreduceAlgorithm::mpi, AllreduceAlgorithm::ring, AllreduceAlgorithm::tree, AllreduceAlgorithm::ps,
-          AllreduceAlgorithm::shm};
+          AllreduceAlgorithm::shm, AllreduceAlgorithm::butterfly};
 }
 
 std::vector<AllreduceAlgorithm> known_allreduce_algorithms() {
@@ -218,6 +257,7 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
           break;
         case AllreduceAlgorithm::tree: tree_segment(comm, seg, n); break;
         case AllreduceAlgorithm::ps: ps_segment(comm, seg, n, t); break;
+        case AllreduceAlgorithm::butterfly: butterfly_segment(comm, seg, n); break;
         case AllreduceAlgorithm::shm:  // handled above
         case AllreduceAlgorithm::nccl: break;  // refused above
       }

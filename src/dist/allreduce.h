@@ -1,5 +1,5 @@
 // All-reduce algorithms over a Communicator (docs/distributed.md has each one's alpha-beta
-// cost): the MPI library's own, three written with point-to-point / rooted MPI calls so they
+// cost): the MPI library's own, four written with point-to-point / rooted MPI calls so they
 // can be compared with it, and one through shared memory. Every algorithm works for any world
 // size and element count.
 #pragma once
@@ -19,6 +19,8 @@ enum class AllreduceAlgorithm {
   ps,    // parameter server: rank 0 gathers everything, sums, broadcasts
   shm,   // reduce-scatter + all-gather through an MPI-3 shared-memory window, pipelined in
          // chunks; across nodes: shm reduce, ring among node leaders, shm broadcast
+  butterfly,  // recursive doubling: log2(n) exchanges of the whole segment with a partner at
+              // distance 1, 2, 4, ...; other world sizes fold the extra ranks in first
   nccl,  // NVIDIA's collectives on GPU memory (CUDA builds): the exchange strategies and the
          // benchmark on device buffers (dist/cuda/), never allreduce_sum's host memory
 };
@@ -28,7 +30,7 @@ enum class AllreduceAlgorithm {
 AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name);
 const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm);
 // Every algorithm that reduces host memory (allreduce_sum), in declaration order (mpi, ring,
-// tree, ps, shm): every binary runs them.
+// tree, ps, shm, butterfly): every binary runs them.
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms();
 // Every algorithm the project knows, built into this binary or not (adds nccl): what a run
 // config may name; a run refuses one that is not built (train/capabilities.cpp).

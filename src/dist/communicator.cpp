@@ -78,6 +78,17 @@ std::unique_ptr<Communicator> Communicator::world() { return CommunicatorAccess:
 
 std::unique_ptr<Communicator> Communicator::self() { return CommunicatorAccess::duplicate(MPI_COMM_SELF); }
 
+std::unique_ptr<Communicator> Communicator::split(int color) {
+  MPI_Comm part = MPI_COMM_NULL;
+  {
+    ExchangeGuard guard(impl_->watchdog.get(), "MPI_Comm_split");
+    TS_MPI(MPI_Comm_split(impl_->comm, color, rank_, &part));
+  }
+  std::unique_ptr<Communicator> c = CommunicatorAccess::duplicate(part);
+  TS_MPI(MPI_Comm_free(&part));
+  return c;
+}
+
 Communicator::~Communicator() {
   if (impl_) impl_->watchdog.reset();  // its thread may name the communicator in MPI_Abort
   int finalized = 0;

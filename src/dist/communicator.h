@@ -60,6 +60,9 @@ class Communicator {
   static std::unique_ptr<Communicator> world();
   // MPI_COMM_SELF (duplicated): a world of one rank, e.g. a reference run inside an MPI job.
   static std::unique_ptr<Communicator> self();
+  // The ranks of this communicator that pass the same `color`, in rank order (MPI_Comm_split):
+  // async_ps's workers and servers. Collective; the result's watchdog is disarmed.
+  std::unique_ptr<Communicator> split(int color);
   ~Communicator();
 
   int rank() const { return rank_; }

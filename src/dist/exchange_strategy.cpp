@@ -3,7 +3,9 @@
 #include "dist/exchange_strategy.h"
 
 #include "core/error.h"
+#include "dist/async_ps_worker.h"
 #include "dist/comm_thread.h"
+#include "dist/hogwild_strategy.h"
 #include "dist/ps_strategy.h"
 #include "dist/sync_strategy.h"
 #include "dist/weight_avg_strategy.h"
@@ -17,11 +19,15 @@ const char* dist_strategy_name(DistStrategy strategy) {
   switch (strategy) {
     case DistStrategy::sync: return "sync";
     case DistStrategy::weight_avg: return "weight_avg";
+    case DistStrategy::async_ps: return "async_ps";
+    case DistStrategy::hogwild: return "hogwild";
   }
   return "?";
 }
 
-std::vector<DistStrategy> all_dist_strategies() { return {DistStrategy::sync, DistStrategy::weight_avg}; }
+std::vector<DistStrategy> all_dist_strategies() {
+  return {DistStrategy::sync, DistStrategy::weight_avg, DistStrategy::async_ps, DistStrategy::hogwild};
+}
 
 const char* arena_transport_name(ArenaTransport transport) {
   switch (transport) {
@@ -77,6 +83,9 @@ std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, Mod
   if (threaded && !CommThread::can_call_mpi())
     throw ConfigError("dist.overlap: the communication thread needs MPI_THREAD_SERIALIZED, which this MPI library "
                       "did not provide; set dist.overlap: false");
+  if (options.strategy == DistStrategy::hogwild)
+    return std::make_unique<HogwildExchange>(arenas, options.hogwild.total_steps, options.hogwild.after_last_step);
+  if (options.strategy == DistStrategy::async_ps) return std::make_unique<AsyncPsWorkerExchange>(comm, arenas, options);
   if (options.strategy == DistStrategy::weight_avg)
     return std::make_unique<WeightAveragingExchange>(comm, arenas, options);
   if (options.algorithm == AllreduceAlgorithm::ps)

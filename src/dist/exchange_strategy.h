@@ -8,6 +8,11 @@
 //               buckets, averages them, steps the optimizer and broadcasts the weights;
 //   weight_avg  (dist/weight_avg_strategy.h) every rank steps on its own gradients; weights and
 //               non-trainable state averaged when the caller says (every `period` steps).
+//   hogwild     (dist/hogwild_strategy.h) threads of one process share one weight arena, each
+//               updating it without locks; the main thread's replica runs this protocol;
+//   async_ps    (dist/async_ps_worker.h) workers push gradients to parameter servers on ranks of
+//               their own and pull fresh weights, within a staleness bound; the servers run
+//               train/ps_server_loop.h, outside this protocol.
 // The pieces they share are composed, not inherited: the bucket plan and the staged tail that
 // carries the loss (dist/bucket_plan.h), the bucket pipeline with its communication thread
 // (dist/bucket_pipeline.h). A new strategy (asynchronous, compressed, heterogeneous) is one more
@@ -27,9 +32,26 @@
 
 namespace ts {
 
-enum class DistStrategy { sync, weight_avg };
-const char* dist_strategy_name(DistStrategy strategy);  // "sync" | "weight_avg"
+enum class DistStrategy { sync, weight_avg, async_ps, hogwild };
+// "sync" | "weight_avg" | "async_ps" | "hogwild"
+const char* dist_strategy_name(DistStrategy strategy);
 std::vector<DistStrategy> all_dist_strategies();
+
+// async_ps (dist/async_ps_worker.h): the servers beyond the workers' communicator, the bound,
+// and what rank 0 tells the servers so they can follow the run's learning-rate schedule.
+struct AsyncPsOptions {
+  Communicator* world = nullptr;  // workers + servers (workers first); outlives the strategy
+  int servers = 1;
+  int64_t staleness = 0;  // the fastest worker runs at most this many steps ahead of the slowest
+  int64_t total_steps = 0, global_batch = 0, steps_per_epoch = 0;
+};
+
+// hogwild (dist/hogwild_strategy.h): the run's steps, and what ends the other replicas after
+// the last one (the trainer's threads, train/hogwild_crew.h).
+struct HogwildOptions {
+  int64_t total_steps = 0;
+  std::function<void()> after_last_step;
+};
 
 struct ExchangeOptions {
   DistStrategy strategy = DistStrategy::sync;
@@ -46,6 +68,8 @@ struct ExchangeOptions {
   // sync: gradient buckets exchanged compressed (docs/distributed.md "Gradient compression");
   // none keeps today's fp32 path untouched.
   CompressionOptions compression;
+  AsyncPsOptions async_ps;  // async_ps only
+  HogwildOptions hogwild;   // hogwild only
 };
 
 // The optimizer step over elements [offset, offset + count) of the arenas (this step's LR).
@@ -147,6 +171,10 @@ class ExchangeStrategy {
   // losses since the last average), and taking it back in a resumed run.
   virtual std::vector<float> checkpoint_state() const { return {}; }
   virtual void restore_checkpoint_state(const std::vector<float>& state) { (void)state; }
+
+  // After the last step (or a stop: divergence, preemption), once per rank: a strategy with
+  // peers outside the collective protocol (async_ps: its servers) tells them it is gone.
+  virtual void leave() {}
 };
 
 // The strategy for `options` (sync + ps -> the parameter server; sync + nccl -> NCCL on device

@@ -200,6 +200,16 @@ void write_contents(h5::File& file, const RunResult& r) {
     for (const auto& [key, text] : r.io_text) io.set_attr(key, text);
     for (const auto& [key, value] : r.io_numbers) io.set_attr(key, value);
   }
+  if (r.async_ps.workers > 0) {
+    const RunResult::AsyncPsRecord& a = r.async_ps;
+    h5::Group async = file.create_group("async_ps");
+    async.set_attr("servers", a.servers);
+    async.set_attr("staleness", a.staleness);
+    async.write("staleness_histogram", {a.workers, a.staleness + 1}, a.staleness_histogram.data())
+        .set_attr("units", "gradients");
+    async.write("bound_wait", a.bound_wait_s).set_attr("units", "seconds");
+    async.write("pull_wait", a.pull_wait_s).set_attr("units", "seconds");
+  }
   if (!r.memory.empty()) {
     h5::Group memory = file.create_group("memory");
     for (const auto& [key, bytes] : r.memory) memory.set_attr(key, bytes);

@@ -120,6 +120,15 @@ struct RunResult {
   std::vector<float> read_seconds;
   std::map<std::string, std::string> io_text;   // string attributes of /io
   std::map<std::string, double> io_numbers;     // float64 attributes of /io
+  // /async_ps (dist.strategy async_ps; written when workers > 0): per worker, how stale its
+  // applied gradients were (counts, [workers, staleness + 1] row-major) and the seconds it spent
+  // waiting: the servers holding its replies for the bound, and blocked on push + pull in all.
+  struct AsyncPsRecord {
+    int64_t workers = 0, servers = 0, staleness = 0;
+    std::vector<int64_t> staleness_histogram;
+    std::vector<double> bound_wait_s, pull_wait_s;
+  };
+  AsyncPsRecord async_ps;
 };
 
 // Writes `result` to `path` atomically (core/file_io.h AtomicFile: "<path>.tmp-<pid>", fsync,

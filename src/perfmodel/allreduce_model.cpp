@@ -89,7 +89,7 @@ WorkerRate worker_rate(const ClusterSpec& cluster, const Placement& pl, const st
 
 AllreduceModel::AllreduceModel(const ClusterSpec& cluster, const std::string& algorithm, const Placement& placement)
     : cluster_(cluster), placement_(placement), algorithm_(algorithm) {
-  static const std::vector<std::string> dist_names = {"mpi", "ring", "tree", "ps", "shm", "nccl"};
+  static const std::vector<std::string> dist_names = {"mpi", "ring", "tree", "ps", "shm", "butterfly", "nccl"};
   const std::vector<std::string> models = formula_names();
   if (algorithm == "mpi") formula_ = cluster.mpi.allreduce;
   else if (algorithm == "nccl") formula_ = "nccl";

@@ -59,8 +59,13 @@ CostTerms ring_allreduce(int64_t p, double m) { return bkt_allreduce({p}, m); }
 CostTerms tree_allreduce(int64_t p, double m) { return mst_allreduce({p}, m); }
 
 CostTerms butterfly_allreduce(int64_t p, double m) {
-  const double steps = ceil_log2(p);
-  return {steps, steps * m, steps * m};
+  int64_t p2 = 1;
+  double steps = 0;
+  for (; p2 * 2 <= p; p2 *= 2) steps += 1;
+  if (p2 == p) return {steps, steps * m, steps * m};
+  // The ranks above the largest power of two fold in first (a message and an addition) and
+  // get the total back after (a message): dist/allreduce.cpp and MPICH do it this way.
+  return {steps + 2, (steps + 2) * m, (steps + 1) * m};
 }
 
 CostTerms rabenseifner_allreduce(int64_t p, double m) {

@@ -41,7 +41,9 @@ CostTerms bkt_allreduce(const std::vector<int64_t>& dims, double m);   // reduce
 // docs/distributed.md's algorithms on p ranks (topology-blind: a 1-D ring, a binomial tree).
 CostTerms ring_allreduce(int64_t p, double m);          // 2(p-1) a + 2(p-1)/p m b + (p-1)/p m g
 CostTerms tree_allreduce(int64_t p, double m);          // 2 ceil(log2 p) (a + m b) + ceil(log2 p) m g
-CostTerms butterfly_allreduce(int64_t p, double m);     // recursive doubling: ceil(log2 p) (a + m b + m g)
+// recursive doubling: log2 p (a + m b + m g) for p a power of two; otherwise, with p2 the largest
+// power of two below p, (log2 p2 + 2)(a + m b) + (log2 p2 + 1) m g (fold in, butterfly, fold out)
+CostTerms butterfly_allreduce(int64_t p, double m);
 CostTerms rabenseifner_allreduce(int64_t p, double m);  // 2 ceil(log2 p) a + 2(p-1)/p m b + (p-1)/p m g
 CostTerms ps_allreduce(int64_t p, double m);            // 2(p-1)(a + m b) + (p-1) m g
 // shm in place on one node: (K + 2) a + 2(p-1)/p m b + (p-1)/p m g with K = ceil(m / step),

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 
 #include "backend/backend_factory.h"
 #include "core/error.h"
@@ -30,6 +31,11 @@ ExchangeOptions exchange_options_for(const DistConfig& dist) {
     throw ConfigError(std::string("dist.compression: trainscale-sim does not model ") +
                       compression_kind_name(dist.compression.kind) +
                       " yet; simulate the run with dist.compression: none, or measure it with trainscale run");
+  // async_ps needs server ranks beyond the workers and hogwild threads sharing weights: neither
+  // is a per-step exchange of simulated ranks.
+  if (dist.strategy == DistStrategy::async_ps || dist.strategy == DistStrategy::hogwild)
+    throw ConfigError(std::string("dist.strategy: trainscale-sim simulates sync and weight_avg, not ") +
+                      dist_strategy_name(dist.strategy) + "; run it with trainscale run");
   ExchangeOptions options;
   options.strategy = dist.strategy;
   options.algorithm = dist.allreduce;

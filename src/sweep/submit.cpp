@@ -174,6 +174,9 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
 
     JobShape s;
     s.workers = std::max(1, std::stoi(scalar_or(cfg, "workers", "1")));
+    // async_ps runs its parameter servers on ranks of their own (docs/distributed.md).
+    if (cfg["dist"] && scalar_or(cfg["dist"], "strategy", "sync") == "async_ps")
+      s.workers += std::max(1, std::stoi(scalar_or(cfg["dist"], "servers", "1")));
     s.cpus_per_task = res["cpus_per_worker"] ? positive_int(res, "cpus_per_worker", where)
                                              : std::max(1, std::stoi(scalar_or(cfg, "threads", "1")));
     s.walltime = scalar_or(res, "walltime", site.walltime);

@@ -20,7 +20,7 @@ namespace ts {
 // The allocation one array task asks for (all runs of an array share it). Runs of different GPU
 // generations never share an array: `gpu` is part of the shape.
 struct JobShape {
-  int workers = 1;          // MPI ranks = the run's `workers`, one per GPU on GPU runs
+  int workers = 1;          // MPI ranks = the run's `workers` (+ dist.servers with async_ps), one per GPU on GPU runs
   int nodes = 1;
   int tasks_per_node = 1;
   int cpus_per_task = 1;    // resources.cpus_per_worker, else the run's `threads`

@@ -22,11 +22,30 @@ std::string built_allreduce_names() {
   return join(names);
 }
 
+// async_ps: the world is the workers plus the servers, on host memory.
+void check_async_ps(const ResolvedConfig& cfg, int world_size) {
+  const RunConfig& r = cfg.run;
+  const int ranks = r.workers + r.dist.servers;
+  if (ranks != world_size)
+    throw ConfigError(cfg.locate("workers") + ": dist.strategy async_ps runs " + std::to_string(r.workers) +
+                      " worker(s) plus " + std::to_string(r.dist.servers) + " server(s) (dist.servers) = " +
+                      std::to_string(ranks) + " ranks, but this MPI world has " + std::to_string(world_size) +
+                      "; launch with `mpirun -np " + std::to_string(ranks) + " trainscale ...`");
+  if (r.backend == BackendKind::cuda)
+    throw ConfigError(cfg.locate("dist.strategy") + ": async_ps keeps the weights in the servers' host memory and "
+                      "pushes host gradients; use backend cpu or ref");
+}
+
 }  // namespace
 
 void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
   const RunConfig& r = cfg.run;
-  if (r.workers != world_size)
+  if (r.dist.strategy == DistStrategy::hogwild && r.backend == BackendKind::cuda)
+    throw ConfigError(cfg.locate("dist.strategy") + ": hogwild shares one host weight arena between threads; use "
+                      "backend cpu or ref");
+  if (r.dist.strategy == DistStrategy::async_ps) check_async_ps(cfg, world_size);
+
+  else if (r.workers != world_size)
     throw ConfigError(cfg.locate("workers") + ": the config expects " + std::to_string(r.workers) +
                       " workers but this MPI world has " + std::to_string(world_size) +
                       " rank(s); launch with `mpirun -np " + std::to_string(r.workers) +

@@ -93,6 +93,12 @@ std::string checkpoint_refusal(const RunConfig& run) {
     return "heterogeneous workers (dist.partition other than equal, dist.emulate_slowdown) are not checkpointed yet: "
            "their per-step shares and compute times (/partition) and measured shares are not in the checkpoint; "
            "run without checkpoints, or with dist.partition equal and no dist.emulate_slowdown";
+  if (run.dist.strategy == DistStrategy::hogwild)
+    return "dist.strategy hogwild is not checkpointed: its replicas race on the shared weights, so no resumed run "
+           "could repeat the uninterrupted one; run without checkpoints";
+  if (run.dist.strategy == DistStrategy::async_ps)
+    return "dist.strategy async_ps is not checkpointed: the weights and optimizer state live on the server ranks, "
+           "which a checkpoint does not capture; run without checkpoints";
   return "";
 }
 

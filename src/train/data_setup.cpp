@@ -53,7 +53,7 @@ std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch,
 }
 
 void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int rank, int world, SlotAllocator slots,
-                   int64_t first_batch, TrainShare share) {
+                   int64_t first_batch, TrainShare share, bool whole_test_split) {
   const RunConfig& r = cfg.run;
   RunData* d = &data;
   LoaderOptions train;
@@ -79,6 +79,11 @@ void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int 
   eval.shuffle = false;
   eval.drop_last = false;
   eval.first_batch = 0;  // every evaluation pass starts at the beginning of the test split
+  if (whole_test_split) {
+    eval.rank = 0;
+    eval.world = 1;
+    eval.batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(d->test_count, 1));
+  }
   d->eval_loader = std::make_unique<Loader>(*d->splits.test, eval);
 }
 

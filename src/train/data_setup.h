@@ -41,8 +41,10 @@ struct TrainShare {
 // loaders' batch slots (empty: aligned host memory; page-locked memory from the backend for
 // devices the host cannot address, so batches copy asynchronously). `first_batch`: the training
 // loader's first batch (a resumed run's steps so far). `share`: this rank's part of
-// each global batch, `batch` samples from share.offset on.
+// each global batch, `batch` samples from share.offset on. `whole_test_split`: the evaluation
+// loader reads all of the test split, not shard `rank` of `world` (hogwild: the shards are threads).
 void start_loaders(const ResolvedConfig& config, RunData& data, int64_t batch, int rank, int world,
-                   SlotAllocator slots = {}, int64_t first_batch = 0, TrainShare share = {});
+                   SlotAllocator slots = {}, int64_t first_batch = 0, TrainShare share = {},
+                   bool whole_test_split = false);
 
 }  // namespace ts

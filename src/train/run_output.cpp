@@ -12,6 +12,7 @@
 #include "core/sha256.h"
 #include "core/strings.h"
 #include "core/timer.h"
+#include "dist/async_ps_worker.h"
 #include "train/summary.h"
 
 namespace ts {
@@ -185,6 +186,30 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compres
   res.record.hosts = join({unique_hosts.begin(), unique_hosts.end()}, ",");
   res.record.world_size = world;
   return res;
+}
+
+void gather_async_ps_record(const ExchangeStrategy& exchange, const DistConfig& dist, Communicator& comm,
+                            RunResult& result) {
+  const auto* worker = dynamic_cast<const AsyncPsWorkerExchange*>(&exchange);
+  if (!worker) return;
+  const AsyncPsRecord& mine = worker->record();
+  // Counts and seconds travel as floats: exact for counts below 2^24 gradients per bin.
+  std::vector<float> local(mine.staleness_histogram.begin(), mine.staleness_histogram.end());
+  local.push_back(static_cast<float>(mine.bound_wait_s));
+  local.push_back(static_cast<float>(mine.pull_wait_s));
+  const std::vector<float> all = comm.gather_to_root(local);
+  if (comm.rank() != 0) return;
+  RunResult::AsyncPsRecord& a = result.async_ps;
+  a.workers = comm.size();
+  a.servers = dist.servers;
+  a.staleness = dist.staleness;
+  const size_t bins = mine.staleness_histogram.size(), row = bins + 2;
+  for (int w = 0; w < comm.size(); ++w) {
+    const float* r = all.data() + static_cast<size_t>(w) * row;
+    for (size_t k = 0; k < bins; ++k) a.staleness_histogram.push_back(static_cast<int64_t>(r[k]));
+    a.bound_wait_s.push_back(r[bins]);
+    a.pull_wait_s.push_back(r[bins + 1]);
+  }
 }
 
 void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedConfig& cfg, const RunIdentity& id,

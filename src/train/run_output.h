@@ -20,6 +20,10 @@ namespace ts {
 // seconds, the idle seconds derived from them, and /train/loss as the share-weighted mean over ranks.
 RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compression, Communicator& comm,
                            bool partition = false);
+// Collective over the workers with dist.strategy async_ps (no-op otherwise): every worker's
+// AsyncPsRecord (dist/async_ps_worker.h) into result.async_ps on rank 0.
+void gather_async_ps_record(const ExchangeStrategy& exchange, const DistConfig& dist, Communicator& comm,
+                            RunResult& result);
 
 // Rank 0: summary (with the final parameters' SHA-256), root attributes (id.attempt, and
 // `resumed_from_step`: the checkpoint's step a resumed run continued from, else 0), /config,

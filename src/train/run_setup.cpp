@@ -129,7 +129,8 @@ std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& given, 
   return exchange;
 }
 
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm, int64_t first_step) {
+std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm, int64_t first_step,
+                                     Communicator* ps_world) {
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
   try {
@@ -142,8 +143,11 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->backend->set_precision(r.precision);
   s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
   const bool device_memory = !s->backend->describe().host_accessible;
-  s->data = open_run_data(cfg, r.batch_for(comm.size()), comm.size(), prepare_input(r, comm));
-  s->plan = plan_of(cfg, s->data->train_count, comm.size());
+  // hogwild: the replicas are the workers of the batch split and the shards of the data.
+  const bool hogwild = r.dist.strategy == DistStrategy::hogwild;
+  const int replicas = hogwild ? static_cast<int>(r.dist.threads_per_worker) : comm.size();
+  s->data = open_run_data(cfg, r.batch_for(replicas), replicas, prepare_input(r, comm));
+  s->plan = plan_of(cfg, s->data->train_count, replicas);
   // The memory check (collective) before anything large is allocated.
   s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
   s->memory_bound = memory_bound(cfg, comm.local_size());
@@ -155,7 +159,8 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
     s->plan.batch = s->shares->my_share();
     share = {s->plan.global_batch, s->shares->my_offset(), s->shares->max_share()};
   }
-  start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend), first_step, share);
+  start_loaders(cfg, *s->data, s->plan.batch, hogwild ? 0 : comm.rank(), replicas, slot_allocator(*s->backend),
+                first_step, share, hogwild);
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {
     try {
@@ -175,9 +180,18 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   // Collective: the last step, after every local check. The shm window is set before the
   // communicator's first shm call (allocate_shared_floats sets it up).
   set_shm_window_options({r.dist.shm_chunk_kb * 1024, static_cast<int>(r.dist.shm_buffers)});
-  ExchangeOptions exchange_options = exchange_options_of(r.dist);
-  exchange_options.compression.seed = r.seed;
-  s->exchange = set_up_exchange(exchange_options, *s->net, comm);
+  ExchangeOptions options = exchange_options_of(r.dist);
+  options.compression.seed = r.seed;
+  options.async_ps = {ps_world, r.dist.servers, r.dist.staleness, s->plan.total_steps, s->plan.global_batch,
+                      s->plan.steps_per_epoch};
+  RunSetup* setup = s.get();
+  options.hogwild = {s->plan.total_steps, [setup] {
+                       if (setup->hogwild) setup->hogwild->join();
+                     }};
+  s->exchange = set_up_exchange(options, *s->net, comm);
+  if (hogwild)
+    s->hogwild = std::make_unique<HogwildCrew>(cfg, s->net->params(), s->net->param_count(), s->plan.batch,
+                                               s->plan.total_steps, *s->lr, s->data->prepared);
   return s;
 }
 

@@ -13,6 +13,7 @@
 #include "nn/net.h"
 #include "nn/optimizer.h"
 #include "train/data_setup.h"
+#include "train/hogwild_crew.h"
 #include "train/learning_rate.h"
 #include "train/loss_scaler.h"
 #include "train/memory_estimate.h"
@@ -42,6 +43,7 @@ struct RunSetup {
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)
   std::unique_ptr<ShareBalancer> shares;  // the ranks' shares of the global batch
+  std::unique_ptr<HogwildCrew> hogwild;  // hogwild: the replicas beyond the main thread's (last: stopped first)
   RunPlan plan;
   MemoryEstimate memory;     // this rank's estimated peak, checked against...
   MemoryBound memory_bound;  // ... the memory it may use (both recorded in the run file)
@@ -49,7 +51,9 @@ struct RunSetup {
 
 // ConfigError for what this build, world or device cannot do; RuntimeError for failures.
 // `first_step`: steps already taken (a resumed run): the training loader starts at that batch.
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm, int64_t first_step = 0);
+// async_ps: `comm` holds the workers and `ps_world` the workers and servers.
+std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm, int64_t first_step = 0,
+                                     Communicator* ps_world = nullptr);
 
 // The exchange options of the run's dist settings (bucket_mb -> floats per bucket).
 ExchangeOptions exchange_options_of(const DistConfig& dist);

@@ -20,6 +20,7 @@
 #include "train/checkpoint.h"
 #include "train/loop.h"
 #include "train/progress.h"
+#include "train/ps_server_loop.h"
 #include "train/resources.h"
 #include "train/resume.h"
 #include "train/run_output.h"
@@ -114,14 +115,15 @@ int attempt_number(const RunIdentity& id, const std::optional<Checkpoint>& ckpt)
 }
 
 RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir,
-                         const std::string& run_path, ResumeMode resume, Communicator& comm, std::ostream& log) {
+                         const std::string& run_path, ResumeMode resume, Communicator& comm, std::ostream& log,
+                         Communicator* ps_world = nullptr) {
   const bool root = comm.rank() == 0;
   const std::string start_time = utc_timestamp();
   CheckpointTarget target{out_dir, id.run_id, id.config_id, 1};
   std::optional<Checkpoint> ckpt = find_resume_point(target, resume, comm, log);
   const ResumeState resumed = distribute_checkpoint(ckpt, comm);
   target.attempt = attempt_number(id, ckpt);
-  std::unique_ptr<RunSetup> setup = set_up_run(cfg, comm, resumed.mine.loader_position);
+  std::unique_ptr<RunSetup> setup = set_up_run(cfg, comm, resumed.mine.loader_position, ps_world);
   RunRecording rec;
   apply_checkpoint(resumed, ckpt, *setup, rec, comm);
   if (root && ckpt)
@@ -132,9 +134,11 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   if (root) log_run_start(log, id.run_id, cfg.run, *setup, comm.size());
   const bool can_checkpoint = checkpoint_refusal(cfg.run).empty();
   run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
+  setup->exchange->leave();
   if (rec.preempted_by != 0) stop_preempted(rec, target.attempt, run_path, comm, log);
   RunResult result = gather_recording(rec, setup->exchange->times_ps_phases(),
                                       setup->exchange->records_compression(), comm, setup->shares->active());
+  gather_async_ps_record(*setup->exchange, cfg.run.dist, comm, result);
   const int exit_code = rec.diverged ? kExitDiverged : kExitOk;
   if (!root) return {exit_code, ""};
   RunIdentity attempt_id = id;
@@ -143,6 +147,20 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   if (!cfg.run.checkpoint.keep) remove_checkpoints(out_dir, id.run_id);
   log_summary(log, rec, result.summary, cfg.run.eval.target_accuracy, run_path);
   return {exit_code, run_path};
+}
+
+// async_ps: the workers train on a communicator of their own (the timed loop, evaluation and
+// the run file are theirs, as in any run); the servers serve them until every worker has left.
+RunOutcome train_async_ps(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir,
+                          const std::string& run_path, ResumeMode resume, Communicator& world, std::ostream& log) {
+  const bool server = world.rank() >= cfg.run.workers;
+  std::unique_ptr<Communicator> role = world.split(server ? 1 : 0);
+  role->arm_watchdog(cfg.run.dist.timeout_s);
+  if (server) {
+    serve_async_ps(cfg, world, log);
+    return {kExitOk, ""};
+  }
+  return train_checked(cfg, id, out_dir, run_path, resume, *role, log, &world);
 }
 
 // Unless the caller records timeouts itself (a campaign attempt), a watchdog timeout writes the
@@ -179,7 +197,9 @@ RunOutcome train(const ResolvedConfig& cfg, const RunIdentity& id, const std::st
   }
   try {
     try {
-      const RunOutcome outcome = train_checked(cfg, id, out_dir, run_path, resume, comm, log);
+      const RunOutcome outcome = cfg.run.dist.strategy == DistStrategy::async_ps
+                                     ? train_async_ps(cfg, id, out_dir, run_path, resume, comm, log)
+                                     : train_checked(cfg, id, out_dir, run_path, resume, comm, log);
       comm.barrier();  // the other ranks wait (bounded) until rank 0 has written the run file
       return outcome;
     } catch (const std::bad_alloc& e) {  // what the memory estimate (train/memory_estimate.h) did not foresee

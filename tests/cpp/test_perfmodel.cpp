@@ -163,6 +163,8 @@ TEST(Collectives, DistributedMdAlgorithms) {
   EXPECT_DOUBLE_EQ(tree_allreduce(4, m).latency, 4);
   EXPECT_DOUBLE_EQ(tree_allreduce(4, m).reduced, 2 * m);
   EXPECT_DOUBLE_EQ(butterfly_allreduce(4, m).bytes, 2 * m);
+  EXPECT_DOUBLE_EQ(butterfly_allreduce(6, m).latency, 4);  // fold in, 2 steps among 4, fold out
+  EXPECT_DOUBLE_EQ(butterfly_allreduce(6, m).reduced, 3 * m);
   EXPECT_DOUBLE_EQ(rabenseifner_allreduce(4, m).latency, 4);
   EXPECT_DOUBLE_EQ(ps_allreduce(4, m).latency, 6);
   EXPECT_DOUBLE_EQ(ps_allreduce(4, m).bytes, 6 * m);

@@ -111,6 +111,15 @@ TEST_F(Submit, ManifestRoundTripsAndAnEditedManifestIsRefused) {
   EXPECT_THROW(load_campaign((dir / "campaign").string()), ConfigError);
 }
 
+TEST_F(Submit, AsyncPsLaunchesItsServersAsRanksToo) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {workers: [2], dist.strategy: [async_ps], dist.servers: [1, 2]}\n",
+                             kSource + "/configs/sites/localhost-slurm.yaml");
+  auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].shape.workers, 3);  // 2 workers + 1 server
+  EXPECT_EQ(groups[1].shape.workers, 4);  // 2 workers + 2 servers
+}
+
 TEST_F(Submit, GroupsByShapeAndSplitsOverTheMaxArraySize) {
   Campaign c = make_campaign("base: base.yaml\nmatrix: {workers: [1, 2], lr: [0.01, 0.02, 0.03]}\n"
                              "resources: {walltime: \"00:05:00\"}\n",

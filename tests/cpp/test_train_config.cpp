@@ -28,9 +28,9 @@ TEST(DistConfig, AlgorithmsOfAllreduceHAndNcclAreAccepted) {
     auto c = parse_run_config("dist: {allreduce: " + name + "}\n", "dist.yaml", {});
     EXPECT_EQ(c.run.dist.allreduce, a) << name;
   }
-  std::string e = error_of("dist: {allreduce: butterfly}\n");
+  std::string e = error_of("dist: {allreduce: hypercube}\n");
   EXPECT_NE(e.find("dist.yaml:1"), std::string::npos) << e;
-  EXPECT_NE(e.find("mpi | ring | tree | ps | shm | nccl"), std::string::npos) << e;
+  EXPECT_NE(e.find("mpi | ring | tree | ps | shm | butterfly | nccl"), std::string::npos) << e;
 }
 
 TEST(DistConfig, StrategyPeriodBucketAndOverlap) {
@@ -63,6 +63,39 @@ TEST(DistConfig, StrategyPeriodBucketAndOverlap) {
   auto shm = parse_run_config("dist: {allreduce: shm, shm_chunk_kb: 64, shm_buffers: 16}\n", "dist.yaml", {});
   EXPECT_EQ(shm.run.dist.shm_chunk_kb, 64);
   EXPECT_EQ(shm.run.dist.shm_buffers, 16);
+}
+
+TEST(DistConfig, AsyncPsServersAndStaleness) {
+  auto c = parse_run_config("workers: 2\ndist: {strategy: async_ps, servers: 2, staleness: 3}\n", "dist.yaml", {});
+  EXPECT_EQ(c.run.dist.strategy, DistStrategy::async_ps);
+  EXPECT_EQ(c.run.dist.servers, 2);
+  EXPECT_EQ(c.run.dist.staleness, 3);
+  EXPECT_EQ(c.flat.at("dist.staleness"), "3");
+  // Unset: one server, bulk synchronous, and out of the resolved config (config ids unchanged).
+  auto d = parse_run_config("dist: {strategy: async_ps}\n", "dist.yaml", {});
+  EXPECT_EQ(d.run.dist.servers, 1);
+  EXPECT_EQ(d.run.dist.staleness, 0);
+  EXPECT_EQ(d.flat.count("dist.servers"), 0u);
+  std::string e = error_of("dist: {strategy: sync, staleness: 2}\n");
+  EXPECT_NE(e.find("dist.staleness"), std::string::npos) << e;
+  EXPECT_NE(e.find("async_ps only"), std::string::npos) << e;
+  EXPECT_NE(error_of("dist: {strategy: async_ps, servers: 0}\n").find("must be > 0"), std::string::npos);
+  EXPECT_NE(error_of("dist: {strategy: async_ps, staleness: 1001}\n").find("at most 1000"), std::string::npos);
+  e = error_of("dist: {strategy: async_ps}\nloss_scale: {mode: static}\n");
+  EXPECT_NE(e.find("without unscaling"), std::string::npos) << e;
+}
+
+TEST(DistConfig, HogwildThreadsPerWorker) {
+  auto c = parse_run_config("dist: {strategy: hogwild, threads_per_worker: 4}\n", "dist.yaml", {});
+  EXPECT_EQ(c.run.dist.strategy, DistStrategy::hogwild);
+  EXPECT_EQ(c.run.dist.threads_per_worker, 4);
+  EXPECT_EQ(c.flat.at("dist.threads_per_worker"), "4");
+  EXPECT_EQ(parse_run_config("dist: {strategy: hogwild}\n", "dist.yaml", {}).run.dist.threads_per_worker, 1);
+  std::string e = error_of("dist: {strategy: sync, threads_per_worker: 2}\n");
+  EXPECT_NE(e.find("hogwild only"), std::string::npos) << e;
+  e = error_of("workers: 2\ndist: {strategy: hogwild, threads_per_worker: 2}\n");
+  EXPECT_NE(e.find("multi-rank hogwild is not implemented"), std::string::npos) << e;
+  EXPECT_NE(error_of("dist: {strategy: hogwild, threads_per_worker: 0}\n").find("must be > 0"), std::string::npos);
 }
 
 TEST(DistConfig, GlobalBatchSplitsOverWorkers) {

@@ -11,7 +11,7 @@ import numpy as np
 from trainscale_cli import REPO, env, require_binary
 
 MPIRUN = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
-ALGORITHMS = ["mpi", "ring", "tree", "ps", "shm"]
+ALGORITHMS = ["mpi", "ring", "tree", "ps", "shm", "butterfly"]
 
 
 def mpirun(np_, args, timeout=300):
@@ -76,9 +76,9 @@ def test_two_ranks_table_and_file(tmp_path):
 
 
 def test_bad_flag_exits_2(tmp_path):
-    proc = mpirun(2, ["bench", "allreduce", "--algorithms", "mpi,butterfly", "--max-bytes", 64])
+    proc = mpirun(2, ["bench", "allreduce", "--algorithms", "mpi,hypercube", "--max-bytes", 64])
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "butterfly" in proc.stderr and "mpi, ring, tree, ps, shm" in proc.stderr
+    assert "hypercube" in proc.stderr and "mpi, ring, tree, ps, shm, butterfly" in proc.stderr
     proc = mpirun(2, ["bench", "allreduce", "--factor", "1"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--factor" in proc.stderr

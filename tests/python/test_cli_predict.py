@@ -149,7 +149,7 @@ def test_calibrate_two_ranks_fits_every_algorithm(tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fits = yaml.safe_load(out.read_text())["calibration"]["allreduce"]
-    assert set(fits) == {"mpi", "ring", "tree", "ps", "shm"}
+    assert set(fits) == {"mpi", "ring", "tree", "ps", "shm", "butterfly"}
     for fit in fits.values():
         assert fit["ranks"] == 2 and fit["alpha_us"] >= 0 and fit["beta_ns_per_byte"] >= 0
     _, f = predict(tmp_path, LENET + "dist: {allreduce: ring}\n", out, "--workers", "2")

@@ -1,0 +1,95 @@
+// async_ps on a server (see async_ps_server.h).
+#include "dist/async_ps_server.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "dist/async_ps_messages.h"
+#include "dist/mpi_comm.h"
+#include "dist/ssp_clock.h"
+
+namespace ts {
+namespace {
+
+// A reply in flight to one worker: its header and a copy of the weights it carries (the
+// shard moves on while the send completes).
+struct PendingReply {
+  PsReplyHeader header;
+  std::vector<float> weights;
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+};
+
+}  // namespace
+
+AsyncPsServer::AsyncPsServer(Communicator& world, int workers, int64_t staleness)
+    : world_(world), staleness_(staleness) {
+  const int servers = world.size() - workers;
+  TS_CHECK(workers >= 1 && servers >= 1 && world.rank() >= workers, "AsyncPsServer: not a server rank");
+  ExchangeGuard guard(watchdog_of(world_), "async_ps: a server waiting for its shard from rank 0");
+  int64_t plan[kPsPlanInts] = {};
+  TS_MPI(MPI_Recv(plan, kPsPlanInts, MPI_INT64_T, 0, kTagPsPlan, mpi_comm(world_), MPI_STATUS_IGNORE));
+  plan_ = {plan[0], plan[1], plan[2], plan[3]};
+  layout_ = {workers, servers, plan_.param_count};
+  const Bucket shard = layout_.shard(layout_.server_of(world.rank()));
+  weights_.resize(static_cast<size_t>(shard.second));
+  TS_MPI(MPI_Recv(weights_.data(), static_cast<int>(shard.second), MPI_FLOAT, 0, kTagPsPlanData, mpi_comm(world_),
+                  MPI_STATUS_IGNORE));
+}
+
+AsyncPsServerStats AsyncPsServer::serve(const PsApply& apply) {
+  const int workers = layout_.workers;
+  const int n = static_cast<int>(weights_.size());
+  const MPI_Comm mc = mpi_comm(world_);
+  SspClock clock(workers, staleness_);
+  std::vector<float> gradient(weights_.size());
+  std::vector<PendingReply> replies(static_cast<size_t>(workers));
+  std::vector<int64_t> staleness(static_cast<size_t>(workers), 0);
+  std::vector<double> applied_at(static_cast<size_t>(workers), 0);
+  bool nonfinite = false;
+  AsyncPsServerStats stats;
+  while (!clock.all_left()) {
+    PsPushHeader push;
+    MPI_Status status;
+    const double t0 = MPI_Wtime();
+    {
+      ExchangeGuard guard(watchdog_of(world_), "async_ps: a server waiting for the next push");
+      TS_MPI(MPI_Recv(&push, kPsPushDoubles, MPI_DOUBLE, MPI_ANY_SOURCE, kTagPsPush, mc, &status));
+      const int w = status.MPI_SOURCE;
+      TS_CHECK(w >= 0 && w < workers, "async_ps: a push from rank " + std::to_string(w) + ", which is no worker");
+      if (push.kind == static_cast<double>(PsMessage::push))
+        TS_MPI(MPI_Recv(gradient.data(), n, MPI_FLOAT, w, kTagPsPushData, mc, MPI_STATUS_IGNORE));
+    }
+    const int w = status.MPI_SOURCE;
+    const double t1 = MPI_Wtime();
+    stats.receive_s += t1 - t0;
+    if (push.kind == static_cast<double>(PsMessage::leave)) {
+      clock.on_leave(w);
+    } else {
+      nonfinite = nonfinite || !std::isfinite(push.loss);
+      staleness[static_cast<size_t>(w)] = clock.on_push(w, push.final != 0);
+      apply(weights_.data(), gradient.data(), static_cast<int64_t>(n), static_cast<int64_t>(push.clock));
+      applied_at[static_cast<size_t>(w)] = MPI_Wtime();
+      stats.apply_s += applied_at[static_cast<size_t>(w)] - t1;
+      ++stats.pushes;
+    }
+    for (int ready : clock.take_ready()) {
+      PendingReply& r = replies[static_cast<size_t>(ready)];
+      {
+        ExchangeGuard guard(watchdog_of(world_), "async_ps: a server's previous reply to a worker");
+        TS_MPI(MPI_Waitall(2, r.requests, MPI_STATUSES_IGNORE));
+      }
+      r.header = {static_cast<double>(staleness[static_cast<size_t>(ready)]),
+                  MPI_Wtime() - applied_at[static_cast<size_t>(ready)], nonfinite ? 1.0 : 0.0};
+      r.weights = weights_;
+      TS_MPI(MPI_Isend(&r.header, kPsReplyDoubles, MPI_DOUBLE, ready, kTagPsReply, mc, &r.requests[0]));
+      TS_MPI(MPI_Isend(r.weights.data(), n, MPI_FLOAT, ready, kTagPsReplyData, mc, &r.requests[1]));
+    }
+  }
+  ExchangeGuard guard(watchdog_of(world_), "async_ps: a server's last replies");
+  for (PendingReply& r : replies) TS_MPI(MPI_Waitall(2, r.requests, MPI_STATUSES_IGNORE));
+  return stats;
+}
+
+}  // namespace ts

@@ -1,0 +1,48 @@
+// `async_ps` on a server rank (docs/distributed.md "Asynchronous SGD and Hogwild"): owns one
+// contiguous shard of the weights (dist/async_ps_layout.h). It receives pushes from any worker
+// (MPI_ANY_SOURCE) one at a time, applies each gradient with the caller's optimizer step at
+// once, and sends a worker
+// its fresh weights when the staleness bound allows (dist/ssp_clock.h). It never waits for a
+// particular worker, only for the next push. train/ps_server_loop.h runs it with the run's Sgd
+// and learning-rate schedule.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "dist/async_ps_layout.h"
+#include "dist/communicator.h"
+
+namespace ts {
+
+// One optimizer step on the shard with one worker's gradient: weights and gradient hold `count`
+// floats; `clock` is the pushing worker's step (0-based), which picks the learning rate.
+using PsApply = std::function<void(float* weights, const float* gradient, int64_t count, int64_t clock)>;
+
+// What one server did (its log line).
+struct AsyncPsServerStats {
+  int64_t pushes = 0;
+  double apply_s = 0;    // in the optimizer step
+  double receive_s = 0;  // waiting for the next push
+};
+
+class AsyncPsServer {
+ public:
+  // Receives the plan and the shard's initial weights from rank 0 (AsyncPsWorkerExchange::broadcast_model).
+  AsyncPsServer(Communicator& world, int workers, int64_t staleness);
+
+  const AsyncPsPlan& plan() const { return plan_; }
+  int64_t shard_count() const { return static_cast<int64_t>(weights_.size()); }
+  // Serves pushes until every worker has left.
+  AsyncPsServerStats serve(const PsApply& apply);
+
+ private:
+  Communicator& world_;
+  AsyncPsLayout layout_;
+  int64_t staleness_;
+  AsyncPsPlan plan_;
+  std::vector<float> weights_;
+};
+
+}  // namespace ts

@@ -1,0 +1,64 @@
+// `async_ps` on a worker (docs/distributed.md "Asynchronous SGD and Hogwild"): after backward,
+// the worker pushes its gradient, one contiguous shard to each parameter server
+// (dist/async_ps_layout.h), and waits for nothing but the servers' replies: each server applies
+// the gradient to its shard at once and sends back its fresh weights as soon as the staleness
+// bound allows (dist/ssp_clock.h), so a worker waits only when it is more than
+// dist.staleness steps ahead of the slowest worker (or, on its last step, for every worker's
+// last gradient, so all workers end with the same weights). The worker never steps its own
+// optimizer: the update callback is unused. Host arenas only. The message protocol is in
+// dist/async_ps_messages.h; the server side in dist/async_ps_server.h.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/async_ps_layout.h"
+#include "dist/exchange_strategy.h"
+
+namespace ts {
+
+// What a worker's pushes met at the servers (the run file's /dist/async, docs/hdf5-schema.md).
+struct AsyncPsRecord {
+  // histogram[k]: this worker's gradients applied k rounds stale (k = 0 .. staleness); a
+  // gradient counts at its stalest shard.
+  std::vector<int64_t> staleness_histogram;
+  double bound_wait_s = 0;  // the servers held this worker's replies for the bound (the most over servers, summed over steps)
+  double pull_wait_s = 0;   // this worker blocked on the push and the replies after backward
+};
+
+class AsyncPsWorkerExchange : public ExchangeStrategy {
+ public:
+  // `comm`: the workers; options.async_ps.world: workers + servers.
+  AsyncPsWorkerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
+
+  const char* name() const override { return "async_ps"; }
+  ArenaTransport transport() const override { return ArenaTransport::host; }
+  bool times_ps_phases() const override { return false; }
+  // Every worker takes rank 0's model; rank 0 sends each server its shard and the run's plan.
+  void broadcast_model() override;
+  void begin_step(float local_loss, RangeUpdate update) override;
+  void gradients_ready(int64_t offset, int64_t count) override;
+  // Push, then wait for the fresh weights. Diverged only on the last step (every worker's
+  // last gradient has reached the servers then, so all workers agree): a non-finite loss on
+  // any worker before it makes the whole run diverged.
+  StepVerdict finish_step(bool average_weights) override;
+  void average_state() override;
+  const std::vector<Bucket>& buckets() const override { return shards_; }
+  void leave() override;
+
+  const AsyncPsRecord& record() const { return record_; }
+
+ private:
+  Communicator& workers_;
+  Communicator& world_;
+  const ModelArenas arenas_;
+  const AsyncPsOptions options_;
+  AsyncPsLayout layout_;
+  std::vector<Bucket> shards_;
+  int64_t clock_ = 0;  // gradients pushed
+  float local_loss_ = 0;
+  bool left_ = false;
+  AsyncPsRecord record_;
+};
+
+}  // namespace ts

@@ -1,0 +1,55 @@
+// hogwild on the main thread (see hogwild_strategy.h).
+#include "dist/hogwild_strategy.h"
+
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "core/error.h"
+
+namespace ts {
+namespace {
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+HogwildExchange::HogwildExchange(ModelArenas arenas, int64_t total_steps, std::function<void()> after_last_step)
+    : arenas_(arenas), total_steps_(total_steps), after_last_step_(std::move(after_last_step)) {
+  if (!arenas.device.host_accessible)
+    throw ConfigError("dist.strategy: hogwild shares one host parameter arena between threads; use a CPU backend "
+                      "(cpu or ref)");
+  buckets_.push_back({0, arenas.param_count});
+}
+
+void HogwildExchange::begin_step(float local_loss, RangeUpdate update) {
+  local_loss_ = local_loss;
+  update_ = std::move(update);
+}
+
+void HogwildExchange::gradients_ready(int64_t offset, int64_t count) { (void)offset, (void)count; }
+
+StepVerdict HogwildExchange::finish_step(bool average_weights) {
+  (void)average_weights;
+  StepVerdict v;
+  v.loss = local_loss_;
+  v.diverged = !std::isfinite(local_loss_);
+  const double t0 = seconds_now();
+  if (!v.diverged) update_(0, arenas_.param_count);  // racing the other replicas' updates, by design
+  const double t1 = seconds_now();
+  v.times.optimizer = t1 - t0;
+  if (++step_ == total_steps_ || v.diverged) leave();
+  v.times.comm_wait = seconds_now() - t1;  // the last step: waiting for the other replicas
+  return v;
+}
+
+void HogwildExchange::leave() {
+  if (!after_last_step_) return;
+  std::function<void()> done = std::move(after_last_step_);
+  after_last_step_ = nullptr;
+  done();
+}
+
+}  // namespace ts

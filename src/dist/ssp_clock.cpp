@@ -1,0 +1,66 @@
+// Stale-synchronous-parallel bookkeeping (see ssp_clock.h).
+#include "dist/ssp_clock.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace ts {
+
+SspClock::SspClock(int workers, int64_t staleness)
+    : staleness_(staleness),
+      clock_(static_cast<size_t>(workers), 0),
+      sent_round_(static_cast<size_t>(workers), 0),
+      awaiting_(static_cast<size_t>(workers), 0),
+      final_(static_cast<size_t>(workers), 0),
+      left_(static_cast<size_t>(workers), 0) {
+  TS_CHECK(workers >= 1 && staleness >= 0, "SspClock: needs >= 1 worker and staleness >= 0");
+}
+
+int64_t SspClock::round() const {
+  int64_t r = std::numeric_limits<int64_t>::max();
+  for (size_t w = 0; w < clock_.size(); ++w)
+    if (!left_[w]) r = std::min(r, clock_[w]);
+  return r;
+}
+
+bool SspClock::all_left() const {
+  return std::all_of(left_.begin(), left_.end(), [](char l) { return l != 0; });
+}
+
+int64_t SspClock::on_push(int worker, bool final) {
+  const size_t w = static_cast<size_t>(worker);
+  TS_CHECK(worker >= 0 && w < clock_.size(), "SspClock: no worker " + std::to_string(worker));
+  TS_CHECK(!awaiting_[w] && !left_[w], "SspClock: worker " + std::to_string(worker) +
+                                           " pushed again before its reply, or after it left");
+  const int64_t stale = round() - sent_round_[w];
+  ++clock_[w];
+  awaiting_[w] = 1;
+  final_[w] = final ? 1 : 0;
+  return stale;
+}
+
+void SspClock::on_leave(int worker) {
+  const size_t w = static_cast<size_t>(worker);
+  TS_CHECK(worker >= 0 && w < clock_.size(), "SspClock: no worker " + std::to_string(worker));
+  left_[w] = 1;
+  awaiting_[w] = 0;
+}
+
+std::vector<int> SspClock::take_ready() {
+  std::vector<int> ready;
+  const int64_t r = round();
+  for (size_t w = 0; w < clock_.size(); ++w) {
+    if (!awaiting_[w]) continue;
+    const int64_t needed = final_[w] ? clock_[w] : clock_[w] - staleness_;
+    if (r < needed) continue;
+    awaiting_[w] = 0;
+    sent_round_[w] = r;
+    ready.push_back(static_cast<int>(w));
+  }
+  return ready;
+}
+
+}  // namespace ts

@@ -1,0 +1,19 @@
+// train-internal: a server rank of `dist.strategy: async_ps` (docs/distributed.md
+// "Asynchronous SGD and Hogwild"). The exchange-strategy step protocol is a worker's; a server
+// trains nothing, so it runs this loop instead of the timed loop: the run's Sgd (momentum,
+// weight decay, Nesterov) over its shard, one step per push with the run's learning rate at the
+// pushing worker's step divided by the number of workers, until every worker has left. The
+// velocity advances once per push: with momentum, N pushes are not one synchronous step. It writes no run file; it logs one line.
+#pragma once
+
+#include <iosfwd>
+
+#include "config/run_config.h"
+#include "dist/communicator.h"
+
+namespace ts {
+
+// `world`: workers + servers; this rank is a server (rank >= cfg.run.workers).
+void serve_async_ps(const ResolvedConfig& cfg, Communicator& world, std::ostream& log);
+
+}  // namespace ts
