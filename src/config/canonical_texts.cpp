@@ -129,6 +129,7 @@ RunConfig typed_config(const KeyTexts& t) {
   r.dataset = {str("dataset.name"), str("dataset.format"), str("dataset.root"), str("dataset.storage"),
                i64("dataset.synthetic_samples"), static_cast<int>(i64("dataset.loader_threads")),
                static_cast<int>(i64("dataset.prefetch")), flag("dataset.shuffle")};
+  if (has("dataset.endpoint")) r.dataset.endpoint = str("dataset.endpoint");
   if (has("batch_per_worker")) r.batch_per_worker = i64("batch_per_worker");
   if (has("global_batch")) r.global_batch = i64("global_batch");
   r.lr = f64("lr");

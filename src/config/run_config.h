@@ -41,6 +41,7 @@ struct DatasetConfig {
   int loader_threads = 1;              // loader worker threads per rank
   int prefetch = 2;                    // batches prepared ahead
   bool shuffle = true;
+  std::string endpoint;                // blob storage: the S3 API's URL; empty: AWS_ENDPOINT_URL
 };
 
 struct LrScheduleConfig {

@@ -63,7 +63,7 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
     throw ConfigError("dataset.format '" + format + "' does not fit data set '" + o.name + "'; it accepts: " +
                       joined(e.formats));
   if (format == "synthetic") return open_generated(o, split);
-  auto storage = make_storage(o.storage);
+  auto storage = make_storage({o.storage, o.endpoint});
   if (format == "idx") return open_idx_source(*storage, o.root, split, o.name, e.stats);
   if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
   throw RuntimeError("data set '" + o.name + "': the registry lists format '" + format +

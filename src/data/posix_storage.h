@@ -11,10 +11,15 @@ namespace ts {
 
 class PosixStorage final : public Storage {
  public:
-  std::string name() const override { return "local"; }
+  // `name`: the dataset.storage name it serves ("local", or "nfs": the same calls on a mount).
+  explicit PosixStorage(std::string name = "local") : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
   bool exists(const std::string& path) const override;
   std::unique_ptr<RandomAccessFile> open(const std::string& path) const override;
   std::vector<StorageEntry> list(const std::string& dir) const override;
+
+ private:
+  std::string name_;
 };
 
 }  // namespace ts

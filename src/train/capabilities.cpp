@@ -8,6 +8,7 @@
 #include "backend/gpu_generation.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "data/storage.h"
 #include "dist/communicator.h"
 #include "dist/exchange_strategy.h"
 
@@ -45,10 +46,11 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
                         "' but this binary is linked with " + lib.flavor + " " + lib.version + "; run the binary built for " +
                         mpi_flavor_name(r.mpi_flavor) + ", set mpi_flavor: any, or simulate it (trainscale-sim run)");
   }
-  if (r.dataset.storage != "local")
+  const auto storages = storage_names();
+  if (std::find(storages.begin(), storages.end(), r.dataset.storage) == storages.end())
     throw ConfigError(cfg.locate("dataset.storage") + ": storage '" + r.dataset.storage +
-                      "' is a site mapping; single runs read dataset.root directly (storage: local). Use a sweep with a "
-                      "site file to map storage names");
+                      "' is a site mapping; single runs read dataset.root directly with one of: " + join(storages) +
+                      ". Use a sweep with a site file to map other storage names");
   if (!allreduce_algorithm_built(r.dist.allreduce))
     throw ConfigError(cfg.locate("dist.allreduce") + ": " + allreduce_algorithm_missing_reason(r.dist.allreduce) +
                       "; accepted here: " + built_allreduce_names());

@@ -19,6 +19,7 @@ void open_splits(const RunConfig& r, RunData& d) {
   options.format = c.format;
   options.root = c.root;
   options.storage = c.storage;
+  options.endpoint = c.endpoint;
   options.seed = r.seed;
   options.synthetic_samples = c.synthetic_samples;
   options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};

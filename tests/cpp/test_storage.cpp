@@ -1,6 +1,6 @@
 // Tests for the storage layer: PosixStorage reads exact byte ranges from files written here,
 // from several threads at once; every error names the path (and the OS error where there is
-// one); the registry accepts "local" only.
+// one); the registry accepts local, nfs and blob and refuses other names.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -149,16 +149,19 @@ TEST_F(Storage, ListsEntriesSortedWithKinds) {
   EXPECT_NE(msg.find(absent), std::string::npos) << msg;
 }
 
-TEST(StorageRegistry, LocalOnly) {
-  EXPECT_EQ(ts::storage_names(), (std::vector<std::string>{"local"}));
-  EXPECT_EQ(ts::make_storage("local")->name(), "local");
+TEST(StorageRegistry, NamesAndRefusal) {
+  EXPECT_EQ(ts::storage_names(), (std::vector<std::string>{"local", "nfs", "blob"}));
+  EXPECT_EQ(ts::make_storage({"local", ""})->name(), "local");
+  EXPECT_EQ(ts::make_storage({"nfs", ""})->name(), "nfs");
+  EXPECT_EQ(ts::make_storage({"blob", "http://127.0.0.1:9"})->name(), "blob");
   try {
-    ts::make_storage("nfs");
+    ts::make_storage({"lustre", ""});
     FAIL() << "expected a ConfigError";
   } catch (const ts::ConfigError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("'nfs'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("accepted: local"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'lustre'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("accepted: local ("), std::string::npos) << msg;
+    EXPECT_NE(msg.find("blob ("), std::string::npos) << msg;
   }
 }
 
