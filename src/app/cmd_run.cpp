@@ -3,6 +3,7 @@
 // a DONE or FAILED marker at the end.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,6 +24,7 @@
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
+#include "data/storage.h"
 #include "sweep/campaign.h"
 #include "sweep/site.h"
 #include "sweep/task_claim.h"
@@ -183,8 +185,13 @@ std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Co
     return std::nullopt;
   }
   if (comm.rank() != 0) staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root, false);
+  // A site storage without a path named like a storage of this build (`blob: {}`, `nfs: {}`)
+  // reads dataset.root as written through that storage; any other is a local path by now.
+  const auto names = storage_names();
+  const bool through_storage = staged.root == cfg.run.dataset.root &&
+                               std::find(names.begin(), names.end(), cfg.run.dataset.storage) != names.end();
   cfg.run.dataset.root = staged.root;
-  cfg.run.dataset.storage = "local";
+  if (!through_storage) cfg.run.dataset.storage = "local";
   return staged.seconds;
 }
 

@@ -30,7 +30,7 @@ std::string xml_unescape(const std::string& text) {
   return out;
 }
 
-// The text of the first <tag>...</tag> in [from, to) of xml, or nullopt-like "" with found=false.
+// The text of the first <tag>...</tag> inside [from, to) of xml into `text`; false if there is none.
 bool xml_element(const std::string& xml, const std::string& tag, size_t from, size_t to, std::string& text) {
   const std::string open = "<" + tag + ">", close = "</" + tag + ">";
   const size_t start = xml.find(open, from);

@@ -119,6 +119,9 @@ std::string s3_error_code(const HttpResponse& r) {
   } else if (r.status == 412) {
     why = "the object changed since it was opened (HTTP 412: its ETag no longer matches); rerun on data that "
           "stays unchanged during a run";
+  } else if (r.status >= 300 && r.status < 400) {
+    why = "a redirect (HTTP " + std::to_string(r.status) + ") to '" + r.header("location") +
+          "'; blob storage does not follow redirects: set dataset.root to the final URL";
   } else if (is_retryable(r)) {
     why = response_summary(r) + " after " + std::to_string(attempts) + " attempt(s) with backoff; check that the "
           "server is up and reachable";
@@ -260,7 +263,8 @@ bool BlobStorage::exists(const std::string& path) const {
   const Target t = target_of(*options_, path);
   const HttpResponse r = send(*options_, *retries_, t, "HEAD", {});
   if (r.status == 200) return true;
-  if (r.status != 404) fail(t, "HEAD", r, std::max(1, options_->retry.attempts));
+  const bool redirect = r.status >= 300 && r.status < 400;  // nginx: "dir" redirects to "dir/"
+  if (r.status != 404 && !(redirect && !t.s3)) fail(t, "HEAD", r, std::max(1, options_->retry.attempts));
   if (t.s3) {  // a "directory": some key under path + "/"
     const BlobUrl url = parse_blob_url(path);
     std::string prefix = url.path.empty() ? "" : url.path.substr(1);

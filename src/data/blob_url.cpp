@@ -8,8 +8,15 @@
 namespace ts {
 namespace {
 
+// `text` with any user information before '@' masked: it may hold a password.
+std::string masked(const std::string& text) {
+  const size_t start = text.find("://"), at = text.find('@');
+  if (start == std::string::npos || at == std::string::npos || at < start) return text;
+  return text.substr(0, start + 3) + "***" + text.substr(at);
+}
+
 [[noreturn]] void refuse(const std::string& key, const std::string& text, const std::string& why) {
-  throw ConfigError(key + " '" + text + "' is not a blob storage URL (" + why +
+  throw ConfigError(key + " '" + masked(text) + "' is not a blob storage URL (" + why +
                     "); accepted: http://HOST[:PORT]/PREFIX, https://HOST[:PORT]/PREFIX or s3://BUCKET/PREFIX "
                     "(credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never from the URL)");
 }

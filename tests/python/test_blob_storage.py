@@ -151,7 +151,8 @@ def moto(subset, tmp_path_factory):
         for f in sorted(subset.iterdir()):
             s3.upload_file(str(f), BUCKET, f"fmnist/{f.name}")
         # From here on every request must be signed by a known key (moto's reset-auth).
-        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset-auth", data=b"0", method="POST"))
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset-auth", data=b"0", method="POST",
+                                                      headers={"Content-Type": "text/plain"}))
         yield {"endpoint": endpoint, "key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
     finally:
         stop(proc)
@@ -280,6 +281,25 @@ def test_http_directory_exists_and_missing_file_names_url(nginx, tmp_path):
     assert "does not exist" not in proc.stderr, proc.stderr  # the directory itself exists
     proc, _ = trainscale_run(tmp_path, f"{nginx['url']}/nothing")
     assert proc.returncode == 1 and f"directory {nginx['url']}/nothing does not exist" in proc.stderr, proc.stderr
+
+
+def test_sweep_site_storage_blob_reads_the_url(nginx, tmp_path):
+    # A site entry `blob: {}` keeps the run's storage: the task reads dataset.root through it.
+    site = write_config(tmp_path / "site.yaml", "scheduler: local\nmpi: {openmpi: {}}\nstorage: {local: {}, blob: {}}\n")
+    write_config(tmp_path / "base.yaml", RUN.format(root=f"{nginx['url']}/fmnist", storage="blob", steps=8, extra=""))
+    sweep = write_config(tmp_path / "sweep.yaml", "campaign: blob\nbase: base.yaml\n")
+    camp = tmp_path / "campaign"
+    binary = str(require_binary())
+    res = subprocess.run([binary, "sweep", "expand", str(sweep), "--site", str(site), "--out", str(camp)],
+                         capture_output=True, text=True, env=blob_env(), cwd=REPO, timeout=60)
+    assert res.returncode == 0, res.stderr
+    access_log = nginx["root"].parent / "access.log"
+    access_log.write_text("")  # nginx appends (O_APPEND): what follows is this run's
+    res = subprocess.run([binary, "run", "--manifest", str(camp), "--index", "0"], capture_output=True, text=True,
+                         env=blob_env(), cwd=REPO, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert losses(camp / "runs")[1] == "blob"  # a derived seed: its own trajectory
+    assert "GET /fmnist/train-images-idx3-ubyte" in access_log.read_text()
 
 
 def test_http_server_killed_mid_run_exit_1_naming_url(subset, tmp_path):
