@@ -8,6 +8,7 @@
 #include "backend/gpu_generation.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "data/blob_url.h"
 #include "data/storage.h"
 #include "dist/communicator.h"
 #include "dist/exchange_strategy.h"
@@ -51,6 +52,12 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
     throw ConfigError(cfg.locate("dataset.storage") + ": storage '" + r.dataset.storage +
                       "' is a site mapping; single runs read dataset.root directly with one of: " + join(storages) +
                       ". Use a sweep with a site file to map other storage names");
+  if ((r.dataset.storage == "blob") != is_blob_url(r.dataset.root) && r.dataset.format != "synthetic")
+    throw ConfigError(cfg.locate(r.dataset.storage == "blob" ? "dataset.root" : "dataset.storage") +
+                      ": dataset.root '" + r.dataset.root + "' " +
+                      (r.dataset.storage == "blob" ? "is not a URL, and storage blob reads URLs (http(s)://HOST[:PORT]/PREFIX "
+                                                     "or s3://BUCKET/PREFIX)"
+                                                   : "is a URL; set dataset.storage: blob to read it over the network"));
   if (!allreduce_algorithm_built(r.dist.allreduce))
     throw ConfigError(cfg.locate("dist.allreduce") + ": " + allreduce_algorithm_missing_reason(r.dist.allreduce) +
                       "; accepted here: " + built_allreduce_names());

@@ -33,7 +33,7 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 RUN = """\
 model: lenet
-dataset: {{name: fashion_mnist, format: idx, root: "{root}", storage: {storage}{extra}}}
+dataset: {{name: fashion_mnist, format: idx, root: "{root}", storage: {storage}, loader_threads: 3{extra}}}
 batch_per_worker: 16
 lr: 0.05
 momentum: 0.9
@@ -281,6 +281,13 @@ def test_http_directory_exists_and_missing_file_names_url(nginx, tmp_path):
     assert "does not exist" not in proc.stderr, proc.stderr  # the directory itself exists
     proc, _ = trainscale_run(tmp_path, f"{nginx['url']}/nothing")
     assert proc.returncode == 1 and f"directory {nginx['url']}/nothing does not exist" in proc.stderr, proc.stderr
+
+
+def test_storage_and_root_must_agree(tmp_path):
+    proc, _ = trainscale_run(tmp_path, "http://127.0.0.1:9/fmnist", storage="local")
+    assert proc.returncode == 2 and "is a URL; set dataset.storage: blob" in proc.stderr, proc.stderr
+    proc, _ = trainscale_run(tmp_path, "/usr/share/datasets/fashion-mnist")
+    assert proc.returncode == 2 and "is not a URL, and storage blob reads URLs" in proc.stderr, proc.stderr
 
 
 def test_sweep_site_storage_blob_reads_the_url(nginx, tmp_path):
