@@ -74,6 +74,8 @@ S3ListPage parse_s3_list_page(const std::string& xml, const std::string& prefix,
     if (key.compare(0, prefix.size(), prefix) != 0) bad_listing(where, "key '" + key + "' lies outside the prefix");
     StorageEntry entry{key.substr(prefix.size()), false, 0};
     if (entry.name.empty()) continue;  // the directory's own marker object ("prefix/")
+    if (entry.name.find('/') != std::string::npos)
+      bad_listing(where, "key '" + key + "' lies below a sub-prefix (the server ignored delimiter '/')");
     if (xml_element(xml, "Size", begin, end, size)) entry.size = std::strtoll(size.c_str(), nullptr, 10);
     page.entries.push_back(entry);
   }
@@ -83,6 +85,7 @@ S3ListPage parse_s3_list_page(const std::string& xml, const std::string& prefix,
       bad_listing(where, "a common prefix outside the listed prefix");
     std::string name = sub.substr(prefix.size());
     if (!name.empty() && name.back() == '/') name.pop_back();
+    if (name.find('/') != std::string::npos) bad_listing(where, "common prefix '" + sub + "' is more than one level deep");
     if (!name.empty()) page.entries.push_back({name, true, 0});
   }
   return page;
