@@ -55,6 +55,14 @@ Target target_of(const BlobOptions& o, const std::string& path, bool listing = f
   return t;
 }
 
+// The key prefix of an s3:// directory path: "" for the bucket, else the key ending in '/'.
+std::string s3_prefix_of(const std::string& path) {
+  const BlobUrl url = parse_blob_url(path);
+  std::string prefix = url.path.empty() ? "" : url.path.substr(1);
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  return prefix;
+}
+
 void add_query(Target& t, std::vector<std::pair<std::string, std::string>> query) {
   t.query = std::move(query);
   std::sort(t.query.begin(), t.query.end());
@@ -261,32 +269,30 @@ std::unique_ptr<RandomAccessFile> BlobStorage::open(const std::string& path) con
 
 bool BlobStorage::exists(const std::string& path) const {
   const Target t = target_of(*options_, path);
-  const HttpResponse r = send(*options_, *retries_, t, "HEAD", {});
-  if (r.status == 200) return true;
-  const bool redirect = r.status >= 300 && r.status < 400;  // nginx: "dir" redirects to "dir/"
-  if (r.status != 404 && !(redirect && !t.s3)) fail(t, "HEAD", r, std::max(1, options_->retry.attempts));
-  if (t.s3) {  // a "directory": some key under path + "/"
-    const BlobUrl url = parse_blob_url(path);
-    std::string prefix = url.path.empty() ? "" : url.path.substr(1);
-    if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  const int attempts = std::max(1, options_->retry.attempts);
+  const std::string prefix = t.s3 ? s3_prefix_of(path) : "";
+  if (!t.s3 || !prefix.empty()) {  // an object (the bucket itself has no key to HEAD)
+    const HttpResponse r = send(*options_, *retries_, t, "HEAD", {});
+    if (r.status == 200) return true;
+    const bool redirect = r.status >= 300 && r.status < 400;  // nginx: "dir" redirects to "dir/"
+    if (r.status != 404 && !(redirect && !t.s3)) fail(t, "HEAD", r, attempts);
+  }
+  if (t.s3) {  // a "directory": some key under the prefix
     Target listing = target_of(*options_, path, true);
     add_query(listing, {{"list-type", "2"}, {"prefix", prefix}, {"delimiter", "/"}, {"max-keys", "1"}});
     const HttpResponse page = send(*options_, *retries_, listing, "GET", {});
-    if (page.status != 200) fail(listing, "ListObjectsV2", page, std::max(1, options_->retry.attempts));
+    if (page.status != 200) fail(listing, "ListObjectsV2", page, attempts);
     return page.body.find("<Contents>") != std::string::npos || page.body.find("<CommonPrefixes>") != std::string::npos;
   }
   const Target dir = target_of(*options_, join_storage_path(path, ""));  // nginx answers a directory at "path/"
-  const HttpResponse d = send(*options_, *retries_, dir, "HEAD", {});
-  return d.status == 200;
+  return send(*options_, *retries_, dir, "HEAD", {}).status == 200;
 }
 
 std::vector<StorageEntry> BlobStorage::list(const std::string& dir) const {
   std::vector<StorageEntry> entries;
   const Target t = target_of(*options_, dir);
   if (t.s3) {
-    const BlobUrl url = parse_blob_url(dir);
-    std::string prefix = url.path.empty() ? "" : url.path.substr(1);
-    if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+    const std::string prefix = s3_prefix_of(dir);
     std::string token;
     do {
       Target listing = target_of(*options_, dir, true);

@@ -39,6 +39,7 @@ class FakeServer final : public HttpTransport {
   bool ignore_range = false;   // answer 200 with the whole object
   int64_t short_by = 0;        // send this many bytes less than asked
   mutable std::deque<int> failures;
+  mutable std::deque<std::string> listing_pages;  // answers to ListObjectsV2 requests, in order
   mutable std::mutex mutex;
   mutable std::vector<HttpRequest> seen;  // every request, as sent (headers included)
 
@@ -53,6 +54,11 @@ class FakeServer final : public HttpTransport {
       return r;
     }
     r.status = 200;
+    if (request.url.find("list-type=2") != std::string::npos) {
+      r.body = listing_pages.empty() ? "" : listing_pages.front();
+      if (!listing_pages.empty()) listing_pages.pop_front();
+      return r;
+    }
     r.headers = {{"etag", etag}};
     if (request.method == "HEAD") {
       r.headers.emplace_back("content-length", std::to_string(object.size()));
@@ -267,6 +273,35 @@ TEST(BlobStorage, SignsS3RequestsWithoutLeakingTheSecret) {
             std::string::npos)
       << headers;
   EXPECT_EQ(headers.find("sEcReT"), std::string::npos);
+}
+
+TEST(BlobStorage, S3ListingFollowsContinuationTokens) {
+  Fixture f;
+  BlobOptions o = f.options();
+  o.endpoint = "http://127.0.0.1:9000";
+  BlobStorage storage(o);
+  const std::string head = "<ListBucketResult><Prefix>d/</Prefix>";
+  f.server->listing_pages = {
+      head + "<IsTruncated>true</IsTruncated><NextContinuationToken>next+1</NextContinuationToken>"
+             "<Contents><Key>d/b.bin</Key><Size>2</Size></Contents></ListBucketResult>",
+      head + "<IsTruncated>false</IsTruncated><Contents><Key>d/a.bin</Key><Size>1</Size></Contents>"
+             "<CommonPrefixes><Prefix>d/c/</Prefix></CommonPrefixes></ListBucketResult>"};
+  const auto entries = storage.list("s3://bucket/d");
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[0].name, "a.bin");  // sorted over both pages
+  EXPECT_EQ(entries[1].name, "b.bin");
+  EXPECT_EQ(entries[2].name, "c");
+  EXPECT_TRUE(entries[2].directory);
+  ASSERT_EQ(f.server->seen.size(), 2u);
+  EXPECT_EQ(f.server->seen[0].url, "http://127.0.0.1:9000/bucket?delimiter=%2F&list-type=2&prefix=d%2F");
+  EXPECT_EQ(f.server->seen[1].url,
+            "http://127.0.0.1:9000/bucket?continuation-token=next%2B1&delimiter=%2F&list-type=2&prefix=d%2F");
+  // The bucket itself: no HEAD of an empty key, one listing of the top level.
+  f.server->seen.clear();
+  f.server->listing_pages = {"<ListBucketResult><Contents><Key>x</Key></Contents></ListBucketResult>"};
+  EXPECT_TRUE(storage.exists("s3://bucket"));
+  ASSERT_EQ(f.server->seen.size(), 1u);
+  EXPECT_EQ(f.server->seen[0].url, "http://127.0.0.1:9000/bucket?delimiter=%2F&list-type=2&max-keys=1&prefix=");
 }
 
 TEST(BlobListing, S3PagesGiveFilesAndDirectories) {

@@ -93,8 +93,9 @@ def subset(tmp_path_factory):
 
 
 def blob_env(**aws):
+    """The environment of a run: no AWS_* but `aws`, and no proxy (libcurl honours them)."""
     e = env()
-    for k in [k for k in e if k.startswith("AWS_")]:
+    for k in [k for k in e if k.startswith("AWS_") or k.lower() in ("http_proxy", "https_proxy", "all_proxy")]:
         del e[k]
     e.update(aws)
     return e
