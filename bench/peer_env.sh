@@ -4,12 +4,16 @@
 # and from Debian's python3-torch (whose torch.mm runs on a reference BLAS). Idempotent and
 # quiet unless something fails; prints nothing when the venv is already as asked.
 #
-#   bench/peer_env.sh [--torch SPEC] [--python PY]
+#   bench/peer_env.sh [--torch SPEC] [--python PY] [--vision SPEC]
 #
 #   --torch SPEC   pip requirement for torch (default: torch==2.15.0, the version the figures
 #                  in docs/benchmarks.md were taken with; `torch` for the newest)
 #   --python PY    interpreter for the venv (default: python3; torch.compile also needs a C++
 #                  compiler on PATH, which scripts/setup.sh installs)
+#   --vision SPEC  also install torchvision (with Pillow) for bench/io_peer.py, e.g.
+#                  torchvision==0.29.2 (the version docs/benchmarks.md's input-pipeline table
+#                  was taken with; PyPI had none built for torch 2.15 then, so its C++ ops may
+#                  warn on import; ImageFolder and the PIL transforms io_peer.py uses are Python)
 #
 # Why the full install: PyPI's Linux torch wheel is built with CUDA and links its libraries
 # (libcudart, libcublas, libcudnn, libnccl, libcufile, ...) at import, so `pip install --no-deps
@@ -21,10 +25,12 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 venv=$repo/bench/.venv-torch
 spec=torch==2.15.0
 py=python3
+vision=
 while [ $# -gt 0 ]; do
   case "$1" in
     --torch) spec=${2:?--torch needs a pip requirement, e.g. torch==2.15.0}; shift 2 ;;
     --python) py=${2:?--python needs an interpreter}; shift 2 ;;
+    --vision) vision=${2:?--vision needs a pip requirement, e.g. torchvision==0.29.2}; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "peer_env.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -42,9 +48,16 @@ quiet() {  # run a command, show its output only if it fails
   rm -f "$log"
 }
 
+install_vision() {  # torchvision + Pillow into the venv, keeping its torch
+  [[ -z $vision ]] && return 0
+  "$venv/bin/python" -c 'import torchvision, PIL' >/dev/null 2>&1 && return 0
+  quiet "$venv/bin/python" -m pip install -q --disable-pip-version-check "$vision" pillow
+}
+
 stamp=$venv/.torch-spec
 if [[ -x $venv/bin/python && -f $stamp && $(cat "$stamp") == "$spec" ]] &&
    "$venv/bin/python" -c 'import torch' >/dev/null 2>&1; then
+  install_vision
   exit 0
 fi
 if ! command -v "$py" >/dev/null 2>&1; then
@@ -62,3 +75,4 @@ if ! "$venv/bin/python" -c 'import torch, sys; sys.exit(0 if torch.backends.mkld
   exit 1
 fi
 echo "$spec" >"$stamp"
+install_vision

@@ -41,12 +41,13 @@ if(TS_BUILD_SIM)
   target_link_libraries(ts_dist_smpi PUBLIC ${SIMGRID_LIBRARY})
   add_dependencies(ts_dist_smpi build_info)
 
-  # The simulator, and the two train/ files it shares with trainscale (timing phases, summary).
+  # The simulator, the two train/ files it shares with trainscale (timing phases, summary) and
+  # app/'s mapping of errors to exit codes.
   file(GLOB sim_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/sim/*.cpp)
 endif()
 if(TS_BUILD_SIM AND sim_srcs)
   add_executable(trainscale-sim ${sim_srcs} ${CMAKE_SOURCE_DIR}/src/train/phases.cpp
-                 ${CMAKE_SOURCE_DIR}/src/train/summary.cpp)
+                 ${CMAKE_SOURCE_DIR}/src/train/summary.cpp ${CMAKE_SOURCE_DIR}/src/app/command_errors.cpp)
   target_compile_options(trainscale-sim PRIVATE ${TS_WARNINGS} -Wno-dangling-pointer)
   # A CUDA build's backend factory can make a CudaBackend (never in the simulator): its archive
   # and the CUDA libraries resolve the factory's references.
@@ -64,6 +65,6 @@ if(TS_BUILD_SIM AND sim_srcs)
   endforeach()
   # Archive order: each after those that call it; ts_dist_smpi gives config its dist names.
   target_link_libraries(trainscale-sim PRIVATE ${ts_sim_archive_files} ts_dist_smpi $<TARGET_FILE:ts_core>
-                        yaml-cpp HDF5::HDF5 ZLIB::ZLIB CURL::libcurl DNNL::dnnl OpenMP::OpenMP_CXX Boost::program_options
+                        yaml-cpp HDF5::HDF5 ZLIB::ZLIB TurboJPEG::turbojpeg CURL::libcurl DNNL::dnnl OpenMP::OpenMP_CXX Boost::program_options
                         Threads::Threads ${ts_sim_cuda_libraries})
 endif()

@@ -33,7 +33,7 @@ MODULES = {
     "sweep": ["config", "metrics", "core"],
     "perfmodel": ["config", "nn", "backend", "backend/factory", "dist", "core"],
     "train": ["config", "nn", "backend", "backend/factory", "data", "dist", "metrics", "core"],
-    "sim": ["perfmodel", "train", "sweep", "config", "nn", "backend", "backend/factory", "data", "dist",
+    "sim": ["app", "perfmodel", "train", "sweep", "config", "nn", "backend", "backend/factory", "data", "dist",
             "metrics", "core"],
     "app": ["train", "sweep", "perfmodel", "config", "nn", "backend", "backend/factory", "data", "dist",
             "metrics", "core"],

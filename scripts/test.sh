@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # Set-up, build, then the whole test suite: CTest (C++ unit + integration) and pytest against
 # the Open MPI build (build/), then the MPI tests again against the MPICH build (build-mpich/):
-# its CTest (test_mpi_* under mpiexec.mpich) and the pytest files that launch ranks.
+# its CTest (test_mpi_* under mpiexec.mpich) and the pytest files that launch ranks; then the
+# C++ suite under ASan + UBSan and TSan, and the fuzz targets on a fixed set of inputs.
+# Each stage prints how long it took (the CI log shows where the minutes go).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh
-source scripts/env.sh
 status=0
-ctest --test-dir build --output-on-failure -j 2 || status=1
+stage() {  # stage NAME COMMAND...: runs it, records a failure, prints its wall time
+  local name=$1 start=$SECONDS
+  shift
+  "$@" || status=1
+  echo "test.sh: $name took $((SECONDS - start)) s"
+}
+stage setup scripts/setup.sh
+stage build scripts/build.sh
+((status == 0)) || exit 1  # nothing to test without the set-up and the builds
+source scripts/env.sh
+stage ctest ctest --test-dir build --output-on-failure -j 2
 if compgen -G "tests/python/test_*.py" >/dev/null; then
-  .venv/bin/python -m pytest -q tests/python || status=1
+  stage pytest .venv/bin/python -m pytest -q --durations=15 tests/python
 fi
-ctest --test-dir build-mpich --output-on-failure -j 2 || status=1
-TRAINSCALE_BINARY=build-mpich/bin/trainscale .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py tests/python/test_failures_ranks.py \
-  tests/python/test_dist_equivalence.py tests/python/test_checkpoint_mpi.py || status=1
-scripts/sanitize.sh || status=1  # ASan + UBSan C++ suite, TSan thread tests (docs/reliability.md)
-FUZZ_RUNS=10000 scripts/fuzz.sh || status=1  # each fuzz target: the same 10000 inputs on every run
+stage ctest-mpich ctest --test-dir build-mpich --output-on-failure -j 2
+TRAINSCALE_BINARY=build-mpich/bin/trainscale stage pytest-mpich .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py \
+  tests/python/test_failures_ranks.py tests/python/test_dist_equivalence.py tests/python/test_checkpoint_mpi.py \
+  tests/python/test_dist_hetero.py
+stage sanitize scripts/sanitize.sh  # ASan + UBSan C++ suite, TSan thread tests (docs/reliability.md)
+FUZZ_RUNS=10000 stage fuzz scripts/fuzz.sh  # each fuzz target: the same 10000 inputs on every run
 exit $status

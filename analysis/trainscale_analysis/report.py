@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import load, metrics, plots
+from . import hetero, load, metrics, plots
 
 # Dimensions the scaling and loss-area sections handle themselves; every other varying config
 # key (storage, data format, precision, MPI flavor, algorithm, ...) gets relative bars, except
@@ -317,6 +317,8 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
         else:
             rep.para("The multi-worker runs recorded no /timing.", note=True)
 
+    heterogeneous_section(rep, with_files)
+
     # --- environment ----------------------------------------------------------------------
     rep.section("Environment")
     env_cols = [c for c in ENV_COLUMNS if c in df.columns]
@@ -360,6 +362,27 @@ def generations_section(rep: Report, df: pd.DataFrame, fig_dir: Path, baseline) 
         rep.para("Rows with no relative value have no run on the baseline generation with the "
                  "same model, precision and other settings; choose another with "
                  "--baseline generation=NAME.", note=True)
+
+
+def heterogeneous_section(rep: Report, runs: pd.DataFrame, batches: int = 12) -> None:
+    """Heterogeneous workers (runs with /partition): per run, the per-batch table (worker x
+    batch: samples, compute and idle seconds) of its first batches, the share changes and the
+    mean idle fraction before the all-reduce; one sentence when no run has /partition."""
+    rep.section("Heterogeneous workers")
+    shown = 0
+    for _, run in runs.iterrows():
+        summary = hetero.idle_summary(run)
+        if not summary:
+            continue
+        shown += 1
+        rep.para(f"Run {run['run_id']}: mean idle fraction before the all-reduce "
+                 f"{fmt(summary['idle_fraction'])} (after the first step); share changes below, then "
+                 f"the first {batches} batches, per worker: samples, compute and idle seconds.")
+        rep.table(hetero.changes_table(run), None)
+        rep.table(hetero.batch_table(run, 1, batches), None)
+    if not shown:
+        rep.para("No finished run had unequal shares or an emulated slowdown (/partition), so there "
+                 "is no per-batch worker table.", note=True)
 
 
 def safe(name: str) -> str:

@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "app/command_errors.h"
 #include "app/commands.h"
 #include "core/error.h"
 #include "dist/communicator.h"
@@ -314,6 +315,10 @@ int command_run(const std::vector<std::string>& args) {
       "SIGTERM or SIGUSR1 stops every rank at the next step with a checkpoint and <run_id>.PREEMPTED\n"
       "(exit code 4); --resume continues from the newest valid checkpoint, bit-identical to an\n"
       "uninterrupted run (docs/reliability.md).\n"
+      "Heterogeneous workers: dist.partition static (dist.shares: [96, 32]), measured or adaptive gives\n"
+      "the ranks unequal shares of global_batch, their gradients weighted by share; dist.emulate_slowdown\n"
+      "(testing) slows one rank down; /partition records shares, compute and idle time per step and rank\n"
+      "(docs/distributed.md \"Heterogeneous workers\").\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss), 4 preempted.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("config", po::value<std::string>(), "run config YAML file")

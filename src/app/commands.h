@@ -2,7 +2,6 @@
 // or throws ConfigError / RuntimeError, which main() turns into messages and exit codes.
 #pragma once
 
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -14,12 +13,9 @@ int command_sweep(const std::vector<std::string>& args);  // app/cmd_sweep.cpp
 int command_bench(const std::vector<std::string>& args);  // app/cmd_bench.cpp
 int command_predict(const std::vector<std::string>& args);    // app/cmd_predict.cpp
 int command_calibrate(const std::vector<std::string>& args);  // app/cmd_calibrate.cpp
+int command_make_synthetic_jpeg(const std::vector<std::string>& args);  // `data make-synthetic-jpeg`
 // Commands of the contract that later work implements: a clear usage error until then.
 int command_not_built(const std::string& name, const std::vector<std::string>& args);
 
-// The message of an error that is neither a ConfigError nor a RuntimeError (app/main.cpp): an
-// allocation that failed (std::bad_alloc) or a resource the system refused (std::system_error)
-// say so and what to change, anything else is "internal error: ...".
-std::string unexpected_error_text(const std::exception& e);
 
 }  // namespace ts

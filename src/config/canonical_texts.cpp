@@ -129,6 +129,7 @@ RunConfig typed_config(const KeyTexts& t) {
   r.dataset = {str("dataset.name"), str("dataset.format"), str("dataset.root"), str("dataset.storage"),
                i64("dataset.synthetic_samples"), static_cast<int>(i64("dataset.loader_threads")),
                static_cast<int>(i64("dataset.prefetch")), flag("dataset.shuffle")};
+  r.dataset.test_fraction = f64("dataset.test_fraction");
   if (has("dataset.endpoint")) r.dataset.endpoint = str("dataset.endpoint");
   if (has("batch_per_worker")) r.batch_per_worker = i64("batch_per_worker");
   if (has("global_batch")) r.global_batch = i64("global_batch");
@@ -157,6 +158,7 @@ RunConfig typed_config(const KeyTexts& t) {
             enum_from_name(known_allreduce_algorithms(), allreduce_algorithm_name, str("dist.allreduce"), "dist.allreduce"),
             f64("dist.bucket_mb"), flag("dist.overlap"), i64("dist.period"), i64("dist.shm_chunk_kb"),
             i64("dist.shm_buffers"), f64("dist.timeout_s")};
+  read_partition_config(t, r.dist);
   r.gpu = enum_from_name(all_gpu_generations(), gpu_generation_name, str("gpu"), "gpu");
   r.mpi_flavor = enum_from_name(all_mpi_flavors(), mpi_flavor_name, str("mpi_flavor"), "mpi_flavor");
   r.eval = {f64("eval.every_epochs"), f64("eval.target_accuracy"), i64("eval.batch")};

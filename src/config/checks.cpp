@@ -28,7 +28,10 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
     throw ConfigError(cfg.locate("dist.period") + ": " + text.at("dist.period") +
                       " applies to dist.strategy weight_avg only (" + text.at("dist.strategy") +
                       " exchanges gradients every step); remove it or set dist.strategy: weight_avg");
-  if (r.global_batch > 0 && r.global_batch % r.workers != 0)
+  if (r.dist.strategy == DistStrategy::weight_avg && r.dist.partition != PartitionKind::equal)
+    throw ConfigError(cfg.locate("dist.partition") + ": unequal shares are weighted in the gradient exchange; "
+                      "dist.strategy weight_avg averages weights unweighted; use dist.strategy sync or dist.partition equal");
+  if (r.global_batch > 0 && r.dist.partition == PartitionKind::equal && r.global_batch % r.workers != 0)
     throw ConfigError(cfg.locate("global_batch") + ": " + text.at("global_batch") + " does not divide evenly over " +
                       std::to_string(r.workers) + " workers; use a multiple of workers or batch_per_worker");
   // Dynamic loss scaling changes the scale from the gradients every rank sees: under a parameter
@@ -76,6 +79,7 @@ void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_exclusive(cfg, {"epochs", "steps", "train_samples"});
   check_combinations(cfg, texts);  // ranges were checked with each value: workers > 0 divides global_batch
   check_gpu_against_backend(cfg);
+  check_partition_config(cfg, texts);
 }
 
 }  // namespace ts

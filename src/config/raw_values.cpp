@@ -36,6 +36,17 @@ std::string unknown_key_message(const std::string& key, const std::string& scope
          ". See docs/config.md.";
 }
 
+// A list key's items joined by commas ("96,32"); each item must be a scalar.
+std::string list_text(const YAML::Node& list, const std::string& key, const std::string& where) {
+  std::string text;
+  for (const auto& item : list) {
+    if (!item.IsScalar()) fail(where, "key '" + key + "' must be a list of numbers, e.g. " + key + ": [96, 32]");
+    text += (text.empty() ? "" : ",") + item.Scalar();
+  }
+  if (text.empty()) fail(where, "key '" + key + "' is an empty list; give one entry per rank, e.g. " + key + ": [96, 32]");
+  return text;
+}
+
 void walk(const YAML::Node& node, const std::string& prefix, const std::string& origin, RawValues& values) {
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string where = origin + ":" + std::to_string(it->first.Mark().line + 1);
@@ -50,6 +61,10 @@ void walk(const YAML::Node& node, const std::string& prefix, const std::string& 
       walk(value, key, origin, values);
     } else if (const KeySpec* spec = find_key_spec(key)) {
       if (value.IsNull()) fail(where, "key '" + key + "' has no value; it must be " + value_type_name(spec->type));
+      if (spec->list && value.IsSequence()) {
+        values[key] = {list_text(value, key, where), where};
+        continue;
+      }
       if (!value.IsScalar())
         fail(where, "key '" + key + "' must be " + value_type_name(spec->type) + ", not a list or mapping");
       values[key] = {value.Scalar(), where};

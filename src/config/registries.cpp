@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "config/enums.h"
 #include "data/datasets.h"
+#include "dist/batch_partition.h"
 #include "nn/models.h"
 
 namespace ts {
@@ -15,6 +16,8 @@ std::vector<std::string> accepted_model_names() { return model_names(); }
 std::vector<std::string> accepted_backend_names() { return known_backends(); }
 std::vector<std::string> accepted_precision_names() { return enum_names(all_precisions(), precision_name); }
 std::vector<std::string> accepted_strategy_names() { return enum_names(all_dist_strategies(), dist_strategy_name); }
+std::vector<std::string> accepted_partition_names() { return enum_names(all_partition_kinds(), partition_kind_name); }
+std::vector<std::string> accepted_hetero_allreduce_names() { return {"host", "device"}; }
 std::vector<std::string> accepted_allreduce_names() {
   return enum_names(known_allreduce_algorithms(), allreduce_algorithm_name);
 }

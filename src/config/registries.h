@@ -14,6 +14,8 @@ std::vector<std::string> accepted_model_names();
 std::vector<std::string> accepted_backend_names();    // every backend the project knows, built or not
 std::vector<std::string> accepted_precision_names();
 std::vector<std::string> accepted_strategy_names();
+std::vector<std::string> accepted_partition_names();        // dist.partition
+std::vector<std::string> accepted_hetero_allreduce_names();  // dist.hetero_allreduce
 std::vector<std::string> accepted_allreduce_names();  // every algorithm, built or not (nccl: cuda)
 std::vector<std::string> accepted_lr_schedule_kinds();
 std::vector<std::string> accepted_lr_scales();

@@ -26,6 +26,10 @@ RunConfig typed_config(const KeyTexts& texts);
 // cannot run; `texts` gives the values as written.
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts);
 void resolve_eval_batch(RunConfig& run, KeyTexts& texts);
+// The heterogeneous-worker keys dist.partition ... dist.hetero_allreduce (partition_config.cpp):
+// read into run.dist, and checked (shares against workers and the global batch).
+void read_partition_config(const KeyTexts& texts, DistConfig& dist);
+void check_partition_config(const ResolvedConfig& cfg, const KeyTexts& texts);
 std::string canonical_yaml(const KeyTexts& texts);
 
 }  // namespace ts

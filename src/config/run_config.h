@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"          // Precision
 #include "dist/allreduce.h"           // AllreduceAlgorithm
+#include "dist/batch_partition.h"     // PartitionKind
 #include "dist/exchange_strategy.h"   // DistStrategy
 
 namespace ts {
@@ -41,7 +42,8 @@ struct DatasetConfig {
   int loader_threads = 1;              // loader worker threads per rank
   int prefetch = 2;                    // batches prepared ahead
   bool shuffle = true;
-  std::string endpoint;                // blob storage: the S3 API's URL; empty: AWS_ENDPOINT_URL
+  double test_fraction = 0.1;          // jpeg_dir, ROOT/<class> layout: the share of files held out as test
+  std::string endpoint = "";           // blob storage: the S3 API's URL; empty: AWS_ENDPOINT_URL
 };
 
 struct LrScheduleConfig {
@@ -69,6 +71,16 @@ struct DistConfig {
   int64_t shm_chunk_kb = 32;  // shm: bytes per pipeline buffer, in KiB
   int64_t shm_buffers = 64;   // shm: pipeline buffers per rank
   double timeout_s = 600.0;   // a wait for the other ranks longer than this ends the job (0: unbounded)
+  // Heterogeneous workers (docs/distributed.md): shares of the global batch per rank.
+  PartitionKind partition = PartitionKind::equal;
+  std::vector<int64_t> shares;    // static: samples per step of each rank (sum: the global batch)
+  int64_t calibration_steps = 5;  // measured / adaptive: steps timed before the first balance
+  int64_t rebalance_steps = 50;   // adaptive: steps between re-balances
+  int64_t share_quantum = 1;      // measured / adaptive: shares are multiples of it
+  int emulate_slowdown_rank = -1;        // testing: this rank computes `factor` x slower (-1: none)
+  double emulate_slowdown_factor = 2.0;
+  bool hetero_allreduce_device = false;  // dist.hetero_allreduce: device (needs CUDA; host otherwise)
+  bool heterogeneous() const { return partition != PartitionKind::equal || emulate_slowdown_rank >= 0; }
 };
 
 struct EvalConfig {

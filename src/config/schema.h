@@ -39,6 +39,9 @@ struct KeySpec {
   std::function<std::vector<std::string>()> accepted;
   std::string help;
   ValueRange range;  // numeric keys: the accepted values
+  // A string key that also takes a YAML list of scalars (`dist.shares: [96, 32]`), read as the
+  // items joined by commas ("96,32"; --set takes that spelling).
+  bool list = false;
 };
 
 // Every key, in documentation order (the canonical YAML's order too).

@@ -8,6 +8,7 @@
 #include "core/rng.h"
 #include "data/cifar_source.h"
 #include "data/idx_source.h"
+#include "data/jpeg_dir_source.h"
 #include "data/pixel_normaliser.h"
 #include "data/storage.h"
 #include "data/synthetic_source.h"
@@ -24,11 +25,12 @@ struct DatasetEntry {
 // The test split of a data set is normalised with its training statistics, as usual.
 const std::vector<DatasetEntry>& registry() {
   static const std::vector<DatasetEntry> entries = {
-      {"fashion_mnist", {"idx"}, {{0.2860f}, {0.3530f}}},
+      {"fashion_mnist", {"idx", "jpeg_dir"}, {{0.2860f}, {0.3530f}}},
       {"mnist", {"idx"}, {{0.1307f}, {0.3081f}}},
       {"cifar10", {"cifar_bin"}, {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}},
       {"synthetic", {"synthetic"}, {}},
       {"neuron", {"synthetic"}, {}},
+      {"imagefolder", {"jpeg_dir"}, {}},  // statistics by channel count: jpeg_dir_stats
   };
   return entries;
 }
@@ -54,6 +56,26 @@ std::unique_ptr<SampleSource> open_generated(const DataOptions& o, Split split) 
   return make_synthetic_source(o.synthetic, count, seed_mix(o.seed, train ? 21 : 22));
 }
 
+// Any ImageFolder tree (imagefolder): torchvision's ImageNet statistics for RGB, 0.5/0.5 for
+// grey; training augments (random-resized crop + flip), evaluation resizes and centre-crops.
+// Fashion-MNIST as JPEGs (data convert --format jpeg_dir): its own statistics, every image
+// resized to the model's input as it is, so that it compares with idx on the format alone.
+std::unique_ptr<SampleSource> open_jpeg_dir(const DataOptions& o, const DatasetEntry& e, Split split,
+                                            std::unique_ptr<Storage> storage) {
+  JpegDirOptions j;
+  j.root = o.root;
+  j.sample = o.image_shape;
+  j.test_fraction = o.test_fraction;
+  if (o.name == "imagefolder") {
+    const bool rgb = j.sample.rank() > 0 && j.sample[0] == 3;
+    j.stats = rgb ? Normalisation{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}} : Normalisation{{0.5f}, {0.5f}};
+  } else {
+    j.stats = e.stats;
+    j.train_transform = j.test_transform = ImageTransformKind::resize;
+  }
+  return open_jpeg_dir_source(std::move(storage), j, split);
+}
+
 }  // namespace
 
 std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
@@ -66,6 +88,7 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
   auto storage = make_storage({o.storage, o.endpoint});
   if (format == "idx") return open_idx_source(*storage, o.root, split, o.name, e.stats);
   if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
+  if (format == "jpeg_dir") return open_jpeg_dir(o, e, split, std::move(storage));
   throw RuntimeError("data set '" + o.name + "': the registry lists format '" + format +
                      "' but open_split has no reader for it (src/data/datasets.cpp)");
 }

@@ -22,6 +22,8 @@ struct DataOptions {
   uint64_t seed = 1;                   // the run seed; generated data sets derive their splits' seeds
   int64_t synthetic_samples = 8192;    // synthetic/neuron training samples; test: min(this, 1024)
   SampleSpec synthetic;                // synthetic: the model's input shape and classes (or outputs)
+  Shape image_shape;                   // jpeg_dir: the model's input (C,H,W) images are transformed to
+  double test_fraction = 0.1;          // jpeg_dir, ROOT/<class> layout: the share held out as test
 };
 
 struct DataSplits {
@@ -34,13 +36,14 @@ DataSplits open_dataset(const DataOptions& options);
 // Opens one split (as open_dataset).
 std::unique_ptr<SampleSource> open_split(const DataOptions& options, Split split);
 
-// Data set names (dataset.name): fashion_mnist, mnist, cifar10, synthetic, neuron.
+// Data set names (dataset.name): fashion_mnist, mnist, cifar10, synthetic, neuron, imagefolder.
 std::vector<std::string> dataset_names();
-// Every format some data set accepts (dataset.format): idx, cifar_bin, synthetic.
+// Every format some data set accepts (dataset.format): idx, jpeg_dir, cifar_bin, synthetic.
 std::vector<std::string> dataset_format_names();
 // The formats data set `name` can be read from, its default first; ConfigError for an unknown name.
 std::vector<std::string> dataset_formats(const std::string& name);
-// fashion_mnist, mnist -> idx; cifar10 -> cifar_bin; synthetic, neuron -> synthetic.
+// fashion_mnist, mnist -> idx; cifar10 -> cifar_bin; synthetic, neuron -> synthetic;
+// imagefolder -> jpeg_dir.
 std::string default_format(const std::string& name);
 
 }  // namespace ts

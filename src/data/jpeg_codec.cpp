@@ -21,10 +21,24 @@ tjhandle thread_compressor() {
   return handle.get();
 }
 
+Handle& decompressor_slot() {
+  thread_local Handle handle;
+  return handle;
+}
+
 tjhandle thread_decompressor() {
-  thread_local Handle handle(tjInitDecompress());
+  Handle& handle = decompressor_slot();
+  if (!handle) handle.reset(tjInitDecompress());
   if (!handle) throw RuntimeError("libjpeg-turbo: tjInitDecompress failed (" + std::string(tjGetErrorStr2(nullptr)) + ")");
   return handle.get();
+}
+
+// A handle whose header read failed mid-file (libjpeg-turbo 2.1: "missing SOS marker") fails
+// every later decode with "Invalid argument": after any error the thread starts a new one.
+RuntimeError decode_error(tjhandle handle, const std::string& message) {
+  const std::string text = message + " (" + tjGetErrorStr2(handle) + ")";
+  decompressor_slot().reset();
+  return RuntimeError(text);
 }
 
 int pixel_format(int channels) {
@@ -63,13 +77,18 @@ JpegSize jpeg_size(const uint8_t* bytes, size_t size, const std::string& where) 
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   if (tjDecompressHeader3(handle, bytes, static_cast<unsigned long>(size), &width, &height, &subsampling,
                           &colorspace) != 0)
-    throw RuntimeError(where + ": not a JPEG libjpeg-turbo can read (" + tjGetErrorStr2(handle) + ")");
+    throw decode_error(handle, where + ": not a JPEG libjpeg-turbo can read");
   return {width, height};
 }
 
 Image8 decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::string& where) {
   const int format = pixel_format(channels);
   const JpegSize dims = jpeg_size(bytes, size, where);
+  // A header may claim up to 65535x65535 from a few hundred bytes: refuse before allocating.
+  if (static_cast<int64_t>(dims.width) * dims.height > kMaxJpegPixels)
+    throw RuntimeError(where + ": the JPEG header claims " + std::to_string(dims.width) + "x" +
+                       std::to_string(dims.height) + " pixels, more than the " + std::to_string(kMaxJpegPixels) +
+                       " a sample may have (a damaged or hostile file; shrink the image if it is real)");
   tjhandle handle = thread_decompressor();
   Image8 image;
   image.width = dims.width;
@@ -79,7 +98,7 @@ Image8 decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::s
   // TJFLAG_STOPONWARNING: a truncated or damaged JPEG is an error, not a grey-filled image.
   if (tjDecompress2(handle, bytes, static_cast<unsigned long>(size), image.pixels.data(), dims.width, 0,
                     dims.height, format, TJFLAG_STOPONWARNING) != 0)
-    throw RuntimeError(where + ": the JPEG does not decode (" + std::string(tjGetErrorStr2(handle)) + ")");
+    throw decode_error(handle, where + ": the JPEG does not decode");
   return image;
 }
 

@@ -27,9 +27,13 @@ struct JpegSize {
 };
 JpegSize jpeg_size(const uint8_t* bytes, size_t size, const std::string& where);
 
+// The most pixels decode_jpeg accepts (PIL's decompression-bomb limit, 1024 x 1024 x 256 / 3).
+constexpr int64_t kMaxJpegPixels = 89478485;
+
 // Decodes a JPEG into `channels` (1: grey, 3: RGB) whatever its own colour space. Throws
 // RuntimeError naming `where` when the bytes are not a JPEG libjpeg-turbo can decode
-// (truncated data decodes with a warning and is an error here too).
+// (truncated data decodes with a warning and is an error here too) or the header claims more
+// than kMaxJpegPixels pixels (checked before anything is allocated).
 Image8 decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::string& where);
 
 }  // namespace ts

@@ -9,7 +9,10 @@
 // slice of that block. So N ranks x batch b see, step for step, exactly the samples that
 // 1 rank x batch N*b sees (the data-parallel equivalence, docs/distributed.md). Evaluation
 // (!drop_last): rank r takes the contiguous block [r*n/world, (r+1)*n/world) of the order, so
-// the ranks together cover every sample exactly once. A worker claims the
+// the ranks together cover every sample exactly once. With per-rank shares (global_batch set),
+// step k's block has global_batch samples and rank r takes [offset_r, offset_r + share_r) of
+// it; a share change (set_share) applies from a batch number that no worker has claimed yet, so
+// every batch is read with the share its step has on every rank. A worker claims the
 // next number only when its ring slot (seq % slots) is free; next() hands slots out strictly in
 // order. The slot handed to the trainer stays untouched until the following next() call, so
 // the ring has prefetch + 1 slots: `prefetch` being filled ahead plus the one in use.
@@ -83,6 +86,7 @@ struct Loader::Impl {
   int64_t shard_begin = 0;      // evaluation: this rank's block [shard_begin, shard_end)
   int64_t shard_end = 0;
   int64_t batches_per_epoch = 0;
+  int64_t slot_rows = 0;        // rows of each slot: batch, or max_batch with shares
   bool eval_mode = false;       // one pass, then false, then restart
 
   std::vector<Slot> slots;
@@ -97,6 +101,10 @@ struct Loader::Impl {
   int64_t held = -1;               // slot index handed to the trainer, or -1
   int64_t pos_in_pass = 0;         // eval: batches returned in the current pass
   bool pass_open = false;          // eval: the current pass's batches may be read (from its first next())
+  // Training shares: {from batch, batch, offset}, in increasing from-batch order.
+  struct Share { int64_t from, batch, offset; };
+  std::vector<Share> shares;
+  int64_t step_samples = 0;        // training: samples of one global step
   double last_wait = 0.0;
   // Epoch orders (shared with workers; old epochs are pruned).
   std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>> orders;
@@ -125,13 +133,20 @@ struct Loader::Impl {
     return order;
   }
 
-  void fill(Slot& slot, int64_t seq) {
+  // The training share of batch `seq` (under the mutex: set_share appends).
+  Share share_of(int64_t seq) const {
+    Share found = shares.front();
+    for (const Share& s : shares)
+      if (s.from <= seq) found = s;
+    return found;
+  }
+
+  void fill(Slot& slot, int64_t seq, const Share& share) {
     const int64_t epoch = seq / batches_per_epoch;
     const int64_t index = seq % batches_per_epoch;
     // Training: rank's slice of global step `index`; evaluation: next piece of the rank's block.
-    const int64_t start = eval_mode ? shard_begin + index * opt.batch
-                                    : (index * opt.world + opt.rank) * opt.batch;
-    const int64_t size = eval_mode ? std::min(opt.batch, shard_end - start) : opt.batch;
+    const int64_t start = eval_mode ? shard_begin + index * opt.batch : index * step_samples + share.offset;
+    const int64_t size = eval_mode ? std::min(opt.batch, shard_end - start) : share.batch;
     auto order = order_for(epoch);
     slot.epoch = epoch;
     slot.size = size;
@@ -148,7 +163,7 @@ struct Loader::Impl {
                             classes > 0 ? slot.label_data() + b : nullptr,
                             outputs > 0 ? slot.target_data() + b * outputs : nullptr);  // (outputs)
     // A partial (evaluation) batch: the rest of the slot is zero, not stale or uninitialised.
-    const int64_t rest = opt.batch - size;
+    const int64_t rest = slot_rows - size;
     std::fill_n(slot.image_data() + size * sample_numel, rest * sample_numel, 0.0f);
     if (classes > 0) std::fill_n(slot.label_data() + size, rest, 0);
     if (outputs > 0) std::fill_n(slot.target_data() + size * outputs, rest * outputs, 0.0f);
@@ -159,6 +174,7 @@ struct Loader::Impl {
     for (;;) {
       int64_t seq;
       Slot* slot;
+      Share share;
       {
         std::unique_lock<std::mutex> lock(mutex);
         work_cv.wait(lock, [&] {
@@ -171,9 +187,10 @@ struct Loader::Impl {
         slot->state = SlotState::filling;
         slot->seq = seq;
         slot->error = nullptr;
+        share = eval_mode ? Share{0, opt.batch, 0} : share_of(seq);
       }
       try {
-        fill(*slot, seq);
+        fill(*slot, seq, share);
       } catch (...) {
         slot->error = std::current_exception();
       }
@@ -220,13 +237,21 @@ Loader::Loader(const SampleSource& source, LoaderOptions options)
                         std::to_string(o.world) + " ranks that evaluate it; use fewer workers or more data (" +
                         source.describe() + ")");
   } else {
-    m.batches_per_epoch = n / (o.world * o.batch);
+    const bool shared = o.global_batch > 0;
+    m.step_samples = shared ? o.global_batch : o.world * o.batch;
+    m.shares.push_back({o.first_batch, o.batch, shared ? o.share_offset : o.rank * o.batch});
+    if (shared && (o.share_offset < 0 || o.share_offset + o.batch > o.global_batch || o.max_batch > o.global_batch))
+      throw ConfigError("loader: a share of " + std::to_string(o.batch) + " samples (at most " +
+                        std::to_string(o.max_batch) + ") from offset " + std::to_string(o.share_offset) +
+                        " does not fit in the global batch of " + std::to_string(o.global_batch));
+    m.batches_per_epoch = n / m.step_samples;
     if (m.batches_per_epoch == 0)
-      throw ConfigError("loader: a global batch of " + std::to_string(o.world) + " ranks x " +
-                        std::to_string(o.batch) + " samples is larger than the " + std::to_string(n) +
+      throw ConfigError("loader: a global batch of " + std::to_string(m.step_samples) + " samples (" +
+                        std::to_string(o.world) + " ranks) is larger than the " + std::to_string(n) +
                         " samples of the data set; lower batch_per_worker or use more data (" +
                         source.describe() + ")");
   }
+  m.slot_rows = m.eval_mode ? o.batch : std::max(o.batch, o.max_batch);
   // Training workers start at once; evaluation reads start with a pass's first next(), so they
   // never compete with the training steps between evaluations.
   m.limit = m.eval_mode ? 0 : std::numeric_limits<int64_t>::max();
@@ -236,9 +261,9 @@ Loader::Loader(const SampleSource& source, LoaderOptions options)
   const int64_t ahead = m.eval_mode ? std::min<int64_t>(o.prefetch, m.batches_per_epoch) : o.prefetch;
   m.slots.resize(static_cast<size_t>(ahead) + 1);
   for (auto& s : m.slots) {
-    s.images = slot_memory<float>(o.allocate, o.batch * m.sample_numel);
-    s.labels = slot_memory<int32_t>(o.allocate, m.classes > 0 ? o.batch : 0);
-    s.targets = slot_memory<float>(o.allocate, o.batch * m.outputs);
+    s.images = slot_memory<float>(o.allocate, m.slot_rows * m.sample_numel);
+    s.labels = slot_memory<int32_t>(o.allocate, m.classes > 0 ? m.slot_rows : 0);
+    s.targets = slot_memory<float>(o.allocate, m.slot_rows * m.outputs);
   }
   for (int t = 0; t < o.threads; ++t) m.workers.emplace_back([&m] { m.worker_loop(); });
 }
@@ -307,6 +332,22 @@ int64_t Loader::batches_per_epoch() const { return impl_->batches_per_epoch; }
 int64_t Loader::position() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->next_consume;
+}
+
+void Loader::set_share(int64_t batch, int64_t offset, int64_t from_batch) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (m.eval_mode || m.opt.global_batch <= 0)
+    throw ConfigError("loader: set_share needs a training loader with shares (LoaderOptions::global_batch)");
+  if (batch < 1 || batch > m.slot_rows || offset < 0 || offset + batch > m.step_samples)
+    throw ConfigError("loader: a share of " + std::to_string(batch) + " samples from offset " + std::to_string(offset) +
+                      " does not fit (slots of " + std::to_string(m.slot_rows) + " rows, a global batch of " +
+                      std::to_string(m.step_samples) + ")");
+  if (from_batch < m.next_claim || from_batch < m.shares.back().from)
+    throw ConfigError("loader: a share change from batch " + std::to_string(from_batch) +
+                      " comes too late: the workers have claimed up to batch " + std::to_string(m.next_claim - 1) +
+                      "; change from position() + prefetch + 1 on");
+  m.shares.push_back({from_batch, batch, offset});
 }
 
 }  // namespace ts

@@ -28,6 +28,12 @@ struct LoaderOptions {
   // order and this rank the `rank`-th batch of them (N ranks x b see what 1 rank x N*b sees).
   // Evaluation: this rank takes the contiguous block [rank*n/world, (rank+1)*n/world).
   int rank = 0, world = 1;
+  // Training with per-rank shares (docs/distributed.md "Heterogeneous workers"): global step k
+  // takes samples [k*global_batch, (k+1)*global_batch) and this rank `batch` of them from
+  // `share_offset` on (offsets are the prefix sums of the ranks' shares). global_batch 0: the
+  // equal split above (world x batch, offset rank x batch). `max_batch` (0: batch) sizes the
+  // slots for the largest share set_share may give later.
+  int64_t global_batch = 0, share_offset = 0, max_batch = 0;
   bool drop_last = true;    // drop the last partial batch of an epoch (training)
   // Training: the sequence number of the first batch (batches the run took before it stopped;
   // a resumed run continues with exactly the batches the uninterrupted run would have seen).
@@ -37,7 +43,7 @@ struct LoaderOptions {
 };
 
 // A batch owned by the loader; valid until the next call to Loader::next. The buffers hold
-// LoaderOptions::batch rows; those past `size` (a partial evaluation batch) are zero.
+// LoaderOptions::batch rows (max_batch with shares); those past `size` (a partial evaluation batch) are zero.
 struct Batch {
   int64_t size = 0;
   int64_t epoch = 0;             // epoch this batch belongs to
@@ -71,6 +77,11 @@ class Loader {
   // The sequence number of the batch the next next() returns (training: first_batch plus the
   // batches handed out so far), what a checkpoint records as the loader's position.
   int64_t position() const;
+  // Training with shares: from batch `from_batch` on, this rank takes `batch` samples (at most
+  // max_batch) of each global batch, from `offset` on. Every rank must name the same
+  // from_batch, so the shares of one step always partition its global batch. Workers may have
+  // claimed up to position() + prefetch; any later batch is accepted (ConfigError otherwise).
+  void set_share(int64_t batch, int64_t offset, int64_t from_batch);
 
  private:
   struct Impl;

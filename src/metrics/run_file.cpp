@@ -54,6 +54,14 @@ void validate(const std::string& path, const RunResult& r) {
                            " entries, expected steps x ranks = " + std::to_string(S) + " x " +
                            std::to_string(R));
   }
+  const PartitionRecord& p = r.partition;
+  if (!p.kind.empty()) {
+    const size_t SR = S * static_cast<size_t>(R);
+    if (p.shares.size() != SR || p.compute.size() != SR || p.idle.size() != SR ||
+        p.change_shares.size() != p.change_step.size() * static_cast<size_t>(R))
+      bad_result(path, "the /partition arrays are not steps x ranks (" + std::to_string(S) + " x " + std::to_string(R) +
+                           ") and changes x ranks");
+  }
   const size_t E = r.eval_step.size();
   for (size_t n : {r.eval_epoch.size(), r.eval_time.size(), r.eval_loss.size(), r.eval_accuracy.size()})
     if (n != E)
@@ -115,6 +123,20 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("resumed_from_step", r.resumed_from_step);
 }
 
+// /partition (heterogeneous workers): shares, compute and idle seconds per step and rank.
+void write_partition(h5::File& file, const PartitionRecord& p, int64_t steps, int64_t ranks) {
+  h5::Group group = file.create_group("partition");
+  group.set_attr("kind", p.kind);
+  group.set_attr("emulate_slowdown_rank", p.emulate_slowdown_rank);
+  group.set_attr("emulate_slowdown_factor", p.emulate_slowdown_factor);
+  group.write("shares", {steps, ranks}, p.shares.data()).set_attr("units", "samples");
+  group.write("compute", {steps, ranks}, p.compute.data()).set_attr("units", "seconds");
+  group.write("idle", {steps, ranks}, p.idle.data()).set_attr("units", "seconds");
+  const int64_t changes = static_cast<int64_t>(p.change_step.size());
+  group.write("change_step", p.change_step).set_attr("units", "steps");
+  group.write("change_shares", {changes, ranks}, p.change_shares.data()).set_attr("units", "samples");
+}
+
 void write_contents(h5::File& file, const RunResult& r) {
   write_record(file, r.record);
   {
@@ -136,6 +158,7 @@ void write_contents(h5::File& file, const RunResult& r) {
     h5::Group timing = file.create_group("timing");
     for (const auto& [phase, v] : r.timing)
       timing.write(phase, {S, r.record.world_size}, v.data()).set_attr("units", "seconds");
+    if (!r.partition.kind.empty()) write_partition(file, r.partition, S, r.record.world_size);
   }
   {
     h5::Group eval = file.create_group("eval");

@@ -56,6 +56,20 @@ struct RunRecord {
   int64_t resumed_from_step = 0;            // int64
 };
 
+// /partition (docs/hdf5-schema.md): the shares of the global batch and the per-step compute
+// and idle time of each rank, for runs with heterogeneous workers (dist.partition other than
+// equal, or dist.emulate_slowdown). Written when `kind` is not empty.
+struct PartitionRecord {
+  std::string kind;                    // attribute: equal | static | measured | adaptive ("": no group)
+  int64_t emulate_slowdown_rank = -1;  // attribute (int64): -1 when no rank is slowed down
+  double emulate_slowdown_factor = 1;  // attribute (float64): 1 when none
+  std::vector<int64_t> shares;         // [S, R] samples rank r took in step s
+  std::vector<float> compute;          // [S, R] seconds of forward + backward (+ emulated slowdown)
+  std::vector<float> idle;             // [S, R] seconds before the all-reduce: slowest compute - own
+  std::vector<int64_t> change_step;    // [C] the step from which new shares apply (the first: step 1)
+  std::vector<int64_t> change_shares;  // [C, R] those shares
+};
+
 struct RunResult {
   RunRecord record;
   // /config: every resolved key flattened with dots, as text values ("0.05", "true", "ring").
@@ -67,6 +81,7 @@ struct RunResult {
   std::vector<float> loss, lr;
   // /timing/<phase> [S, R], row-major (step-major): timing[phase][s * R + r]
   std::map<std::string, std::vector<float>> timing;
+  PartitionRecord partition;  // /partition, heterogeneous workers only
 
   // /eval/* [E]
   std::vector<int64_t> eval_step;

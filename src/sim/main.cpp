@@ -1,12 +1,11 @@
 // trainscale-sim: the gradient exchange of trainscale on simulated clusters (SimGrid SMPI,
 // docs/model.md "Simulation"). Dispatches subcommands and is the only place of this executable
-// that turns errors into exit codes (0 ok, 1 failed, 2 usage/config error).
-#include <boost/program_options/errors.hpp>
-
+// that turns errors into exit codes (0 ok, 1 failed, 2 usage/config error), through app/command_errors.h as trainscale does.
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "app/command_errors.h"
 #include "core/error.h"
 #include "sim/commands.h"
 
@@ -34,23 +33,10 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
-  try {
+  return ts::run_command_reporting_errors("trainscale-sim", command, [&]() -> int {
     if (command == "run") return ts::sim::command_run(args);
     if (command == "bench") return ts::sim::command_bench(args);
     std::cerr << "trainscale-sim: unknown command '" << command << "'\n\n" << kUsage;
     return ts::kExitUsage;
-  } catch (const ts::ConfigError& e) {
-    std::cerr << "trainscale-sim " << command << ": configuration error: " << e.what() << "\n";
-    return ts::kExitUsage;
-  } catch (const boost::program_options::error& e) {
-    std::cerr << "trainscale-sim " << command << ": usage error: " << e.what() << " (see trainscale-sim " << command
-              << " --help)\n";
-    return ts::kExitUsage;
-  } catch (const ts::RuntimeError& e) {
-    std::cerr << "trainscale-sim " << command << ": error: " << e.what() << "\n";
-    return ts::kExitFailed;
-  } catch (const std::exception& e) {
-    std::cerr << "trainscale-sim " << command << ": internal error: " << e.what() << "\n";
-    return ts::kExitFailed;
-  }
+  });
 }

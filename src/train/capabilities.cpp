@@ -74,6 +74,15 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
       !mpi_threads_serialized())
     throw ConfigError(cfg.locate("dist.overlap") + ": overlapping the all-reduce with backward needs a communication "
                       "thread, and this MPI library does not provide MPI_THREAD_SERIALIZED; set dist.overlap: false");
+  // dist.hetero_allreduce device (host gradients to a GPU, NCCL, back) needs CUDA and NCCL;
+  // host (what the CPU path does) is always available. docs/distributed.md "Heterogeneous workers".
+  if (r.dist.hetero_allreduce_device)
+    throw ConfigError(cfg.locate("dist.hetero_allreduce") +
+                      (allreduce_algorithm_built(AllreduceAlgorithm::nccl)
+                           ? std::string(": device (summing the ranks' gradients on a GPU with NCCL) is not implemented yet")
+                           : std::string(": device sums the ranks' gradients on a GPU with NCCL, and this build has no "
+                                         "CUDA")) +
+                      "; use dist.hetero_allreduce: host (gradients summed in host memory with the MPI algorithms)");
 }
 
 void check_device(const ResolvedConfig& cfg, const Backend& backend) {

@@ -89,6 +89,10 @@ std::string checkpoint_refusal(const RunConfig& run) {
     return "backend cuda is not checkpointed: a new process may autotune other cuDNN algorithms, so a resumed run "
            "would not be bit-identical to the uninterrupted one (and this path is untested on GPUs); use backend "
            "cpu or ref, or run without checkpoints";
+  if (run.dist.heterogeneous())
+    return "heterogeneous workers (dist.partition other than equal, dist.emulate_slowdown) are not checkpointed yet: "
+           "their per-step shares and compute times (/partition) and measured shares are not in the checkpoint; "
+           "run without checkpoints, or with dist.partition equal and no dist.emulate_slowdown";
   return "";
 }
 

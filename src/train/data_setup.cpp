@@ -23,6 +23,8 @@ void open_splits(const RunConfig& r, RunData& d) {
   options.seed = r.seed;
   options.synthetic_samples = c.synthetic_samples;
   options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};
+  options.image_shape = model.sample;  // jpeg_dir transforms every image to the model's input
+  options.test_fraction = c.test_fraction;
   d.splits = open_dataset(options);
   const SampleSpec& spec = d.splits.train->spec();
   d.input.sample = spec.sample;
@@ -45,7 +47,7 @@ std::unique_ptr<RunData> open_run_data(const ResolvedConfig& cfg, int64_t batch,
 }
 
 void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int rank, int world, SlotAllocator slots,
-                   int64_t first_batch) {
+                   int64_t first_batch, TrainShare share) {
   const RunConfig& r = cfg.run;
   RunData* d = &data;
   LoaderOptions train;
@@ -59,10 +61,14 @@ void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int 
   train.drop_last = true;
   train.first_batch = first_batch;
   train.allocate = std::move(slots);
+  train.global_batch = share.global_batch;
+  train.share_offset = share.offset;
+  train.max_batch = share.max_batch;
   d->train_loader = std::make_unique<Loader>(*d->splits.train, train);
   // Evaluation batches are bounded by eval.batch (the training batch unless set), so evaluation
   // needs no more activation memory than training.
   LoaderOptions eval = train;
+  eval.global_batch = eval.share_offset = eval.max_batch = 0;
   eval.batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(d->test_count / world, 1));
   eval.shuffle = false;
   eval.drop_last = false;

@@ -24,11 +24,18 @@ struct RunData {
 // batch exceeds the training split; RuntimeError naming the file for unreadable data.
 std::unique_ptr<RunData> open_run_data(const ResolvedConfig& config, int64_t batch, int world);
 
+// This rank's part of each global training batch when the ranks' shares differ
+// (docs/distributed.md "Heterogeneous workers"); global_batch 0: the equal split.
+struct TrainShare {
+  int64_t global_batch = 0, offset = 0, max_batch = 0;
+};
+
 // This rank's training and evaluation loaders over `data`'s splits. `slots`: the memory of the
 // loaders' batch slots (empty: aligned host memory; page-locked memory from the backend for
 // devices the host cannot address, so batches copy asynchronously). `first_batch`: the training
-// loader's first batch (a resumed run's steps so far).
+// loader's first batch (a resumed run's steps so far). `share`: this rank's part of
+// each global batch, `batch` samples from share.offset on.
 void start_loaders(const ResolvedConfig& config, RunData& data, int64_t batch, int rank, int world,
-                   SlotAllocator slots = {}, int64_t first_batch = 0);
+                   SlotAllocator slots = {}, int64_t first_batch = 0, TrainShare share = {});
 
 }  // namespace ts

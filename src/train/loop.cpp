@@ -22,6 +22,8 @@ void record_step(RunRecording& rec, const StepResult& res, int64_t step, const R
   rec.lr.push_back(static_cast<float>(lr));
   rec.local_loss.push_back(res.local_loss);
   for (size_t p = 0; p < kPhaseCount; ++p) rec.seconds[p].push_back(static_cast<float>(res.seconds[p]));
+  rec.share.push_back(static_cast<float>(res.batch));
+  rec.compute.push_back(static_cast<float>(res.compute));
 }
 
 std::string divergence_message(const StepVerdict& v, int64_t step) {
@@ -35,7 +37,7 @@ std::string divergence_message(const StepVerdict& v, int64_t step) {
 // evaluates, records.
 void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostream& log) {
   s.exchange->average_state();
-  const EvalResult e = evaluate(*s.net, *s.data->eval_loader, s.plan.batch, comm);
+  const EvalResult e = evaluate(*s.net, *s.data->eval_loader, s.net->batch(), comm);  // back to this rank's share
   rec.eval_step.push_back(rec.step.back());
   rec.eval_epoch.push_back(rec.epoch.back());
   rec.eval_time.push_back(rec.train_clock);
@@ -72,6 +74,11 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   StepBoundary boundary(r.checkpoint);
   TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader, s.scaler.get(), s.staged.get()};
   state.step = rec.steps();
+  if (s.shares->active()) {
+    state.global_batch = plan.global_batch;
+    state.world = comm.size();
+  }
+  if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
   for (int64_t step = rec.steps() + 1; step <= plan.total_steps; ++step) {
     const double lr = s.lr->at(step - 1);
     const bool last = step == plan.total_steps;
@@ -87,6 +94,10 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
       if (root) log << "diverged: " << rec.message << "; stopping\n";
       break;
     }
+    const size_t changes = s.shares->changes().size();
+    s.shares->after_step(step, res.compute, res.batch, *s.data->train_loader, r.dataset.prefetch, comm);
+    if (root && s.shares->changes().size() > changes)
+      log << "shares: " << shares_text(s.shares->shares()) << " from step " << s.shares->changes().back().step << "\n";
     if (root && (step % r.log_every == 0 || last)) log_progress(log, rec, plan, res.verdict.loss, res.verdict.exchanged);
     if (eval_now) evaluate_now(rec, s, comm, log);
     // The ranks synchronise anyway where the strategy averages (every step but with weight_avg).

@@ -121,6 +121,16 @@ std::string advice(const ResolvedConfig& cfg, const MemoryEstimate& e) {
   return text + "; or run where more memory is allowed";
 }
 
+// The most samples one rank may take in a step: the equal split's, or with dist.partition the
+// largest static share, or the largest share measured shares may come to (a quantum per other rank).
+int64_t largest_batch(const RunConfig& r, int world) {
+  const DistConfig& d = r.dist;
+  if (world < 2 || d.partition == PartitionKind::equal) return r.batch_for(world);
+  if (d.partition == PartitionKind::static_ && !d.shares.empty()) return *std::max_element(d.shares.begin(), d.shares.end());
+  const int64_t global = r.global_batch > 0 ? r.global_batch : r.batch_per_worker * world;
+  return std::max<int64_t>(r.batch_for(world), global - d.share_quantum * (world - 1));
+}
+
 }  // namespace
 
 int64_t MemoryEstimate::total() const {
@@ -151,7 +161,7 @@ std::string MemoryEstimate::text() const {
 MemoryEstimate estimate_memory(const ResolvedConfig& cfg, Backend& backend, const RunData& data, int64_t total_steps,
                                Communicator& comm, int64_t heap_before_model) {
   const RunConfig& r = cfg.run;
-  const int64_t batch = r.batch_for(comm.size());
+  const int64_t batch = largest_batch(r, comm.size());
   MemoryEstimate e;
   e.activations_measured = backend.describe().host_accessible;
   if (e.activations_measured) {  // device memory is the device's (a GPU's allocations name their buffers)

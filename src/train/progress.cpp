@@ -27,7 +27,13 @@ void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig
   const bool weight_avg = r.dist.strategy == DistStrategy::weight_avg;
   log << "trainscale " << TRAINSCALE_VERSION << " run " << run_id << ": model " << r.model << " ("
       << s.net->param_count() << " parameters), " << r.dataset.name << " " << s.data->train_count << "/"
-      << s.data->test_count << " samples, " << world << " worker(s) x batch " << s.plan.batch << ", "
+      << s.data->test_count << " samples, " << world << " worker(s) x batch "
+      << (s.shares->active() ? std::string(partition_kind_name(r.dist.partition)) + " shares " + shares_text(s.shares->shares())
+                             : std::to_string(s.plan.batch))
+      << (r.dist.emulate_slowdown_rank >= 0 ? " (rank " + std::to_string(r.dist.emulate_slowdown_rank) + " slowed down x"
+                                            : std::string());
+  if (r.dist.emulate_slowdown_rank >= 0) log << r.dist.emulate_slowdown_factor << ")";
+  log << ", "
       << s.plan.total_steps << " steps (" << s.plan.steps_per_epoch << "/epoch), backend "
       << backend_kind_name(r.backend) << " " << precision_name(r.precision) << ", " << r.threads
       << " thread(s), dist " << dist_strategy_name(r.dist.strategy)

@@ -11,6 +11,8 @@ void RunRecording::reserve(int64_t steps) {
   time.reserve(n);
   lr.reserve(n);
   local_loss.reserve(n);
+  share.reserve(n);
+  compute.reserve(n);
   for (auto& column : seconds) column.reserve(n);
 }
 

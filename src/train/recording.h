@@ -17,6 +17,8 @@ struct RunRecording {
   std::vector<double> epoch, time;
   std::vector<float> lr, local_loss;
   std::array<std::vector<float>, kPhaseCount> seconds;  // [phase][S], this rank
+  // Heterogeneous workers (/partition): this rank's samples and compute seconds per step [S].
+  std::vector<float> share, compute;
   // Per evaluation [E].
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;

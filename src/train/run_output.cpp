@@ -83,6 +83,18 @@ std::map<std::string, double> summary_of(const RunResult& res, const RunRecordin
   return compute_summary(in);
 }
 
+// /partition's attributes and the share changes (the per-step arrays come from gather_partition).
+void fill_partition(PartitionRecord& p, const DistConfig& dist, const ShareBalancer& shares, int64_t steps) {
+  p.kind = partition_kind_name(dist.partition);
+  p.emulate_slowdown_rank = dist.emulate_slowdown_rank;
+  p.emulate_slowdown_factor = dist.emulate_slowdown_rank >= 0 ? dist.emulate_slowdown_factor : 1.0;
+  for (const ShareChange& c : shares.changes()) {
+    if (c.step > steps) continue;  // decided, but the run ended before it applied
+    p.change_step.push_back(c.step);
+    p.change_shares.insert(p.change_shares.end(), c.shares.begin(), c.shares.end());
+  }
+}
+
 // SHA-256 of the final parameters (rank 0's; every rank holds the same after the last step).
 std::string final_params_sha256(RunSetup& setup) {
   Net& net = *setup.net;
@@ -91,9 +103,27 @@ std::string final_params_sha256(RunSetup& setup) {
   return sha256_hex_of_floats(params.data(), net.param_count());
 }
 
+// /partition's per-step arrays [S, R] from every rank's shares and compute seconds: idle is
+// the slowest rank's compute less the rank's own (what it waits before the all-reduce).
+void gather_partition(PartitionRecord& p, const RunRecording& rec, Communicator& comm) {
+  const int world = comm.size();
+  const int64_t S = rec.steps();
+  const std::vector<float> shares = comm.gather_to_root(rec.share);
+  const std::vector<float> compute = comm.gather_to_root(rec.compute);
+  if (comm.rank() != 0) return;
+  p.compute = step_major(compute, world, S);
+  p.idle.resize(p.compute.size());
+  for (const float v : step_major(shares, world, S)) p.shares.push_back(static_cast<int64_t>(v));
+  for (int64_t s = 0; s < S; ++s) {
+    const auto row = p.compute.begin() + s * world;
+    const float slowest = *std::max_element(row, row + world);
+    for (int rk = 0; rk < world; ++rk) p.idle[static_cast<size_t>(s * world + rk)] = slowest - row[rk];
+  }
+}
+
 }  // namespace
 
-RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm) {
+RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm, bool partition) {
   const int world = comm.size();
   const int64_t S = rec.steps();
   RunResult res;
@@ -104,11 +134,21 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator
   }
   const std::vector<float> losses = comm.gather_to_root(rec.local_loss);
   const std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
+  if (partition) gather_partition(res.partition, rec, comm);
   if (comm.rank() != 0) return res;
   for (int64_t s = 0; s < S; ++s) {  // mean over ranks, summed in double in rank order
-    double sum = 0;
-    for (int rk = 0; rk < world; ++rk) sum += static_cast<double>(losses[static_cast<size_t>(rk * S + s)]);
-    res.loss.push_back(static_cast<float>(sum / world));
+    double sum = 0, samples = 0;
+    for (int rk = 0; rk < world; ++rk) {
+      const double loss = static_cast<double>(losses[static_cast<size_t>(rk * S + s)]);
+      if (!partition) {
+        sum += loss;
+        continue;
+      }
+      const double share = static_cast<double>(res.partition.shares[static_cast<size_t>(s * world + rk)]);
+      sum += loss * share;  // unequal shares: the mean over the global batch's samples
+      samples += share;
+    }
+    res.loss.push_back(static_cast<float>(sum / (partition ? samples : world)));
   }
   const std::set<std::string> unique_hosts(hosts.begin(), hosts.end());
   res.record.hosts = join({unique_hosts.begin(), unique_hosts.end()}, ",");
@@ -139,6 +179,7 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary["checkpoints"] = static_cast<double>(rec.checkpoints);
   res.summary["checkpoint_seconds"] = rec.checkpoint_seconds;
   res.params_sha256 = final_params_sha256(setup);
+  if (setup.shares->active()) fill_partition(res.partition, cfg.run.dist, *setup.shares, rec.steps());
   res.diverged = rec.diverged;
   res.memory = setup.memory.named();
   res.memory["limit_bytes"] = setup.memory_bound.bytes;

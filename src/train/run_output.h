@@ -15,8 +15,10 @@
 namespace ts {
 
 // Collective. On rank 0: the per-step series and timings of every rank, and the hosts in
-// result.record.hosts; elsewhere an empty result.
-RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm);
+// result.record.hosts; elsewhere an empty result. `partition` (unequal shares, train/
+// share_balancer.h): also every rank's shares and compute seconds, the idle seconds derived from
+// them, and /train/loss as the share-weighted mean over ranks.
+RunResult gather_recording(const RunRecording& rec, bool ps_phases, Communicator& comm, bool partition = false);
 
 // Rank 0: summary (with the final parameters' SHA-256), root attributes (id.attempt, and
 // `resumed_from_step`: the checkpoint's step a resumed run continued from, else 0), /config,

@@ -51,6 +51,8 @@ RunPlan plan_of(const ResolvedConfig& cfg, int64_t train_count, int world) {
   RunPlan p;
   p.batch = r.batch_for(world);
   p.global_batch = p.batch * world;
+  // Unequal shares (dist.partition): the global batch as configured, whatever its split.
+  if (r.dist.partition != PartitionKind::equal && r.global_batch > 0) p.global_batch = r.global_batch;
   p.steps_per_epoch = train_count / p.global_batch;
   p.total_steps = total_steps_of(cfg, p.global_batch, p.steps_per_epoch);
   // An evaluation period beyond the run is the run's length (evaluations run at its end).
@@ -126,7 +128,13 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->memory_bound = memory_bound(cfg, comm.local_size());
   check_memory(cfg, s->memory, s->memory_bound, comm);
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
-  start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend), first_step);
+  s->shares = std::make_unique<ShareBalancer>(r, comm.rank(), comm.size(), s->plan.global_batch);
+  TrainShare share;
+  if (s->shares->active()) {
+    s->plan.batch = s->shares->my_share();
+    share = {s->plan.global_batch, s->shares->my_offset(), s->shares->max_share()};
+  }
+  start_loaders(cfg, *s->data, s->plan.batch, comm.rank(), comm.size(), slot_allocator(*s->backend), first_step, share);
   s->net->set_batch(s->plan.batch);
   if (r.cuda_graphs) {
     try {

@@ -16,13 +16,14 @@
 #include "train/learning_rate.h"
 #include "train/loss_scaler.h"
 #include "train/memory_estimate.h"
+#include "train/share_balancer.h"
 #include "train/staged_input.h"
 
 namespace ts {
 
 // The step counts of a run.
 struct RunPlan {
-  int64_t batch = 0;            // per worker
+  int64_t batch = 0;            // per worker (this rank's first share with dist.partition)
   int64_t global_batch = 0;     // all workers
   int64_t steps_per_epoch = 0;
   int64_t total_steps = 0;
@@ -40,6 +41,7 @@ struct RunSetup {
   std::unique_ptr<LearningRate> lr;
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)
+  std::unique_ptr<ShareBalancer> shares;  // the ranks' shares of the global batch
   RunPlan plan;
   MemoryEstimate memory;     // this rank's estimated peak, checked against...
   MemoryBound memory_bound;  // ... the memory it may use (both recorded in the run file)

@@ -1,6 +1,9 @@
 // One training step (see train_step.h).
 #include "train/train_step.h"
 
+#include <chrono>
+#include <thread>
+
 #include "core/error.h"
 #include "core/timer.h"
 
@@ -26,15 +29,40 @@ RangeUpdate make_update(TrainState& st, double lr, StepResult& out) {
   };
 }
 
+// The factor of this rank's gradients and loss under unequal shares: its batch's part of the
+// global batch, times world (the exchange then takes the mean over ranks).
+float share_weight(const TrainState& st, int64_t batch) {
+  if (st.global_batch <= 0) return 1.0f;
+  return static_cast<float>(static_cast<double>(batch) * st.world / static_cast<double>(st.global_batch));
+}
+
+// The scale of the loss gradient: the loss scaler's, times the share weight (the scaler's
+// unscaling leaves the weight in the gradients).
+void set_gradient_scale(TrainState& st, float weight) {
+  const bool scaling = st.scaler && st.scaler->enabled();
+  if (scaling || st.global_batch > 0) st.net.set_loss_scale((scaling ? st.scaler->scale() : 1.0f) * weight);
+}
+
+// dist.emulate_slowdown: this rank takes `slowdown` x its compute time; the seconds slept.
+double emulate_slowdown(double slowdown, double compute_seconds) {
+  if (slowdown <= 1.0) return 0;
+  const double t0 = now_seconds();
+  std::this_thread::sleep_for(std::chrono::duration<double>((slowdown - 1.0) * compute_seconds));
+  return now_seconds() - t0;
+}
+
 }  // namespace
 
 StepResult train_step(TrainState& st, double lr, bool average_weights) {
   StepResult out;
   PhaseSeconds& s = out.seconds;
   const double t0 = now_seconds();
-  if (st.scaler && st.scaler->enabled()) st.net.set_loss_scale(st.scaler->scale());
   double t1 = 0;
-  if (st.staged) {
+  float weight = 1.0f;
+  if (st.staged) {  // a fixed batch: the net's
+    out.batch = st.net.batch();
+    weight = share_weight(st, out.batch);
+    set_gradient_scale(st, weight);
     double data_wait = 0;
     out.local_loss = st.staged->forward(Mode::train, data_wait);
     at(s, Phase::data_wait) = data_wait;
@@ -43,6 +71,10 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
     Batch b;
     st.loader.next(b);
     at(s, Phase::data_wait) = st.loader.last_wait_seconds();
+    out.batch = b.size;
+    if (b.size != st.net.batch()) st.net.set_batch(b.size);
+    weight = share_weight(st, out.batch);
+    set_gradient_scale(st, weight);
     t1 = now_seconds();
     out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
   }
@@ -51,17 +83,19 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   // buckets (overlapped with the rest of backward when it has a communication thread). The
   // exchange keeps the update until it applies it: lr by value.
   Net& net = st.net;
-  st.exchange.begin_step(out.local_loss, make_update(st, lr, out));
+  st.exchange.begin_step(out.local_loss * weight, make_update(st, lr, out));
   ExchangeStrategy& exchange = st.exchange;
   net.backward([&exchange](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
+  const double slept = emulate_slowdown(st.slowdown, now_seconds() - t1);
   const double t3 = now_seconds();
+  out.compute = t3 - t1;
   out.verdict = st.exchange.finish_step(average_weights);
   const double t4 = now_seconds();
   ++st.step;
 
   const ExchangeTimes& x = out.verdict.times;
   at(s, Phase::forward) = t2 - t1;
-  at(s, Phase::backward) = t3 - t2;
+  at(s, Phase::backward) = t3 - t2 - slept;
   at(s, Phase::comm) = x.comm;
   at(s, Phase::comm_wait) = x.comm_wait;
   at(s, Phase::optimizer) = x.optimizer;

@@ -26,6 +26,13 @@ struct TrainState {
   LossScaler* scaler = nullptr;  // mixed-precision loss scaling (null or disabled: none)
   StagedInput* staged = nullptr; // overlapped input copies (devices the host cannot address)
   int64_t step = 0;  // steps taken (train_step counts them)
+  // Unequal shares of the global batch (docs/distributed.md "Heterogeneous workers"): > 0 makes
+  // the step weight this rank's gradients and loss by batch x world / global_batch, so the mean
+  // over ranks is the global batch's mean; 0: equal shares, no weighting.
+  int64_t global_batch = 0;
+  int world = 1;
+  // dist.emulate_slowdown on this rank: after backward it sleeps (factor - 1) x its compute time.
+  double slowdown = 1.0;
 };
 
 struct StepResult {
@@ -33,9 +40,12 @@ struct StepResult {
   StepVerdict verdict;    // the exchange's: mean loss over ranks (when exchanged), diverged
   PhaseSeconds seconds{};  // this rank's time per phase
   bool skipped = false;    // loss scaling found a non-finite gradient: no update this step
+  int64_t batch = 0;       // samples this rank took
+  double compute = 0;      // forward + backward (+ the emulated slowdown), seconds
 };
 
-// Takes one step with learning rate `lr`. `average_weights`: a strategy that averages weights
+// Takes one step with learning rate `lr`. A batch of another size than the net's re-plans the
+// net first (unequal shares that change; the time is in the step, not in forward). `average_weights`: a strategy that averages weights
 // periodically (weight_avg) averages this step. Collective: every rank calls it in step.
 StepResult train_step(TrainState& state, double lr, bool average_weights);
 

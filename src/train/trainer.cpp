@@ -133,7 +133,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   const bool can_checkpoint = checkpoint_refusal(cfg.run).empty();
   run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
   if (rec.preempted_by != 0) stop_preempted(rec, target.attempt, run_path, comm, log);
-  RunResult result = gather_recording(rec, setup->exchange->times_ps_phases(), comm);
+  RunResult result = gather_recording(rec, setup->exchange->times_ps_phases(), comm, setup->shares->active());
   const int exit_code = rec.diverged ? kExitDiverged : kExitOk;
   if (!root) return {exit_code, ""};
   RunIdentity attempt_id = id;

@@ -68,8 +68,8 @@ float first_value(const ts::SampleSource& s) {
 }  // namespace
 
 TEST(DatasetRegistry, NamesAndFormats) {
-  EXPECT_EQ(ts::dataset_names(), (Names{"fashion_mnist", "mnist", "cifar10", "synthetic", "neuron"}));
-  EXPECT_EQ(ts::dataset_format_names(), (Names{"idx", "cifar_bin", "synthetic"}));
+  EXPECT_EQ(ts::dataset_names(), (Names{"fashion_mnist", "mnist", "cifar10", "synthetic", "neuron", "imagefolder"}));
+  EXPECT_EQ(ts::dataset_format_names(), (Names{"idx", "jpeg_dir", "cifar_bin", "synthetic"}));
   EXPECT_EQ(ts::default_format("fashion_mnist"), "idx");
   EXPECT_EQ(ts::default_format("mnist"), "idx");
   EXPECT_EQ(ts::default_format("cifar10"), "cifar_bin");

@@ -94,3 +94,36 @@ TEST(JpegCodec, RefusesBadImagesAndQualities) {
 }
 
 }  // namespace
+
+// libjpeg-turbo 2.1 leaves a handle whose header read failed mid-file unusable ("Invalid
+// argument" on every later decode in that thread); the codec replaces it after an error.
+TEST(JpegCodec, DecodesAgainAfterADamagedJpeg) {
+  const std::vector<uint8_t> good = ts::encode_jpeg(gradient(8, 8, 1), 95);
+  std::vector<uint8_t> cut = ts::encode_jpeg(gradient(64, 64, 3), 90);
+  cut.resize(cut.size() / 2);  // the header read fails: "missing SOS marker"
+  for (const auto& bad : {cut, std::vector<uint8_t>(300, 0x5a)}) {
+    EXPECT_THROW(ts::decode_jpeg(bad.data(), bad.size(), 1, "bad"), ts::RuntimeError);
+    EXPECT_EQ(ts::decode_jpeg(good.data(), good.size(), 1, "good").pixels.size(), 64u);
+  }
+}
+
+// A header claiming 60000x60000 (3.6 G pixels) from a few hundred bytes is refused before any
+// allocation, naming the file.
+TEST(JpegCodec, RefusesAHeaderClaimingTooManyPixels) {
+  std::vector<uint8_t> jpeg = ts::encode_jpeg(gradient(16, 16, 1), 90);
+  size_t sof = 0;
+  for (size_t i = 0; i + 8 < jpeg.size(); ++i)
+    if (jpeg[i] == 0xff && jpeg[i + 1] == 0xc0) sof = i;
+  ASSERT_GT(sof, 0u) << "no baseline SOF0 marker";
+  for (size_t k : {sof + 5, sof + 7}) {  // height, width: big-endian 16-bit
+    jpeg[k] = 60000 >> 8;
+    jpeg[k + 1] = 60000 & 0xff;
+  }
+  EXPECT_EQ(ts::jpeg_size(jpeg.data(), jpeg.size(), "bomb.jpg").width, 60000);
+  try {
+    ts::decode_jpeg(jpeg.data(), jpeg.size(), 1, "bomb.jpg");
+    ADD_FAILURE() << "decoded";
+  } catch (const ts::RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("bomb.jpg: the JPEG header claims 60000x60000"), std::string::npos) << e.what();
+  }
+}

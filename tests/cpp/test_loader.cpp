@@ -151,6 +151,57 @@ TEST(Loader, RanksSplitEachGlobalStep) {
   }
 }
 
+// Unequal shares (docs/distributed.md "Heterogeneous workers"): rank r takes [offset_r,
+// offset_r + share_r) of each global batch, so ranks with shares 12 + 4 see what 1 rank x 16 sees.
+TEST(Loader, SharesSplitEachGlobalStepByPrefixSums) {
+  IndexedSource d(100);
+  ts::Loader big(d, {.batch = 12, .seed = 3, .threads = 2, .rank = 0, .world = 2, .global_batch = 16, .share_offset = 0});
+  ts::Loader small(d, {.batch = 4, .seed = 3, .rank = 1, .world = 2, .global_batch = 16, .share_offset = 12});
+  ts::Loader single(d, {.batch = 16, .seed = 3});
+  EXPECT_EQ(big.batches_per_epoch(), 6);
+  EXPECT_EQ(small.batches_per_epoch(), 6);
+  for (int64_t step = 0; step < 8; ++step) {  // into the second epoch
+    std::vector<int64_t> joined = take(big, 1);
+    const std::vector<int64_t> rest = take(small, 1);
+    joined.insert(joined.end(), rest.begin(), rest.end());
+    EXPECT_EQ(joined, take(single, 1)) << "global step " << step;
+  }
+  EXPECT_THROW(ts::Loader(d, {.batch = 8, .rank = 1, .world = 2, .global_batch = 16, .share_offset = 12}), ts::ConfigError);
+}
+
+// A share change applies from the batch it names, on a loader whose workers read ahead: the
+// batches before it keep the old share, those after take the new one (slots sized max_batch).
+TEST(Loader, ShareChangesApplyFromTheNamedBatch) {
+  IndexedSource d(160);
+  const ts::LoaderOptions base{.batch = 8, .seed = 5, .threads = 2, .prefetch = 2, .rank = 0, .world = 2,
+                               .global_batch = 16, .share_offset = 0, .max_batch = 14};
+  ts::Loader rank0(d, base);
+  ts::LoaderOptions o1 = base;
+  o1.rank = 1;
+  o1.share_offset = 8;
+  ts::Loader rank1(d, o1);
+  ts::Loader single(d, {.batch = 16, .seed = 5});
+  ts::Batch b;
+  for (int64_t step = 0; step < 3; ++step) {
+    std::vector<int64_t> joined = take(rank0, 1), rest = take(rank1, 1);
+    joined.insert(joined.end(), rest.begin(), rest.end());
+    EXPECT_EQ(joined, take(single, 1));
+  }
+  // A batch already handed out (its worker claimed it): too late, whatever the workers do now.
+  EXPECT_THROW(rank0.set_share(14, 0, rank0.position() - 1), ts::ConfigError) << "already claimed";
+  EXPECT_THROW(rank0.set_share(15, 0, 100), ts::ConfigError) << "larger than the slots";
+  const int64_t from = rank0.position() + 2 + 1;  // position + prefetch + 1: never claimed
+  rank0.set_share(14, 0, from);
+  rank1.set_share(2, 14, from);
+  for (int64_t seq = rank0.position(); seq < from + 4; ++seq) {
+    const std::vector<int64_t> a = take(rank0, 1), c = take(rank1, 1);
+    EXPECT_EQ(a.size(), seq < from ? 8u : 14u) << "batch " << seq;
+    std::vector<int64_t> joined = a;
+    joined.insert(joined.end(), c.begin(), c.end());
+    EXPECT_EQ(joined, take(single, 1)) << "batch " << seq;
+  }
+}
+
 TEST(Loader, EvaluationBlocksCoverEverySampleOnce) {
   IndexedSource d(10);
   std::vector<int64_t> joined;

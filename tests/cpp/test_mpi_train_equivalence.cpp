@@ -7,16 +7,21 @@
 //   - weight_avg with period 1 and plain SGD matches the same 1-rank run;
 //   - weight_avg with period k matches a naive local-SGD reference: N nets in one process,
 //     each on its rank's data with its own velocity, weights averaged every k steps;
+//   - unequal shares of the global batch (docs/distributed.md "Heterogeneous workers"): ranks
+//     with shares 3b, b, b, ... (gradients weighted by share), changed to other shares during the
+//     run as `adaptive` does, follow 1 rank with the whole global batch;
 //   - the strategies themselves: bucket means, the folded loss, a divergence seen on one rank only.
 // The 1-rank references run on every rank with Communicator::self() (world size 1 takes the
 // same code path). The network has no batch norm (BN statistics are per worker).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +32,7 @@
 #include "data/loader.h"
 #include "data/synthetic_source.h"
 #include "dist/allreduce.h"
+#include "dist/batch_partition.h"
 #include "dist/bucket_pipeline.h"
 #include "dist/communicator.h"
 #include "dist/exchange_strategy.h"
@@ -54,6 +60,10 @@ struct DpSetup {
   int64_t batch = 8;               // per rank
   int64_t steps = 6;
   double lr = 0.05, momentum = 0.9, weight_decay = 1e-3;
+  // Unequal shares (one per rank; empty: `batch` each), and new shares from the batch after
+  // step `change_after` + prefetch + 1 on (0: no change).
+  std::vector<int64_t> shares, new_shares;
+  int64_t change_after = 0;
 };
 
 struct Trajectory {
@@ -74,12 +84,19 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
   auto backend = make_backend("cpu");
   backend->set_threads(1);
   auto net = build_model("mlp", *backend, input(), 3);
-  net->set_batch(s.batch);
   LoaderOptions lo;
   lo.batch = s.batch;
   lo.seed = 11;
   lo.rank = comm.rank();
   lo.world = comm.size();
+  const size_t me = static_cast<size_t>(comm.rank());
+  if (!s.shares.empty()) {
+    lo.batch = s.shares[me];
+    lo.global_batch = std::accumulate(s.shares.begin(), s.shares.end(), int64_t{0});
+    lo.share_offset = share_offsets(s.shares)[me];
+    lo.max_batch = std::max(lo.batch, s.new_shares.empty() ? int64_t{0} : s.new_shares[me]);
+  }
+  net->set_batch(lo.batch);
   Loader loader(data(), lo);
   Sgd sgd(*backend, net->param_count(), {s.momentum, s.weight_decay, false});
   ExchangeOptions xo;
@@ -89,6 +106,10 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
   xo.overlap = s.overlap;
   auto exchange = set_up_exchange(xo, *net, comm);
   TrainState state{*net, sgd, *exchange, loader};
+  if (!s.shares.empty()) {
+    state.global_batch = lo.global_batch;
+    state.world = comm.size();
+  }
   Trajectory t;
   for (int64_t step = 1; step <= s.steps; ++step) {
     const bool average = step % s.period == 0 || step == s.steps;
@@ -97,10 +118,17 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
     EXPECT_FALSE(v.diverged);
     EXPECT_EQ(state.step, step);
     EXPECT_GT(at(res.seconds, Phase::step), 0.0);
-    double mean = res.local_loss;
+    if (!s.shares.empty()) {  // batch seq = step - 1; the change applies from change_after + prefetch + 1
+      const bool changed = s.change_after > 0 && step - 1 >= s.change_after + lo.prefetch + 1;
+      EXPECT_EQ(res.batch, changed ? s.new_shares[me] : s.shares[me]) << "step " << step;
+    }
+    // The mean over the global batch: weighted by share (equal shares: the mean over ranks).
+    const double part = s.shares.empty() ? 1.0 / comm.size() : static_cast<double>(res.batch) / lo.global_batch;
+    double mean = res.local_loss * part;
     comm.allreduce_sum(&mean, 1);
-    mean /= comm.size();
     t.loss.push_back(mean);
+    if (step == s.change_after)
+      loader.set_share(s.new_shares[me], share_offsets(s.new_shares)[me], loader.position() + lo.prefetch + 1);
     t.folded.push_back(v.exchanged ? v.loss : std::numeric_limits<double>::quiet_NaN());
   }
   t.params.assign(net->params(), net->params() + net->param_count());
@@ -170,6 +198,39 @@ TEST(DataParallel, SyncMatchesOneRankWithTheGlobalBatch) {
       expect_close(t.params, ref.params, kParamTol, what + " final weights");
       expect_same_on_all_ranks(*world, t.params, what);
     }
+}
+
+// Shares 3b, b, b, ... (96 + 32 scaled down on 2 ranks), then b, ..., b, 3b from step 5 on:
+// the share-weighted gradients follow 1 rank with the global batch (sync, ring and mpi).
+TEST(DataParallel, UnequalSharesMatchOneRankWithTheGlobalBatch) {
+  auto world = Communicator::world();
+  auto self = Communicator::self();
+  ASSERT_GE(world->size(), 2) << "run under mpiexec -n N with N >= 2";
+  const size_t n = static_cast<size_t>(world->size());
+  DpSetup base;
+  base.steps = 8;
+  base.shares.assign(n, 8);
+  base.shares[0] = 24;
+  base.new_shares = base.shares;
+  std::reverse(base.new_shares.begin(), base.new_shares.end());
+  base.change_after = 2;  // from batch 2 + prefetch 2 + 1 = 5: steps 6..8
+  DpSetup one = base;
+  one.shares.clear();
+  one.new_shares.clear();
+  one.change_after = 0;
+  one.batch = std::accumulate(base.shares.begin(), base.shares.end(), int64_t{0});
+  const Trajectory ref = run(*self, one);
+  for (AllreduceAlgorithm a : {AllreduceAlgorithm::mpi, AllreduceAlgorithm::ring}) {
+    DpSetup s = base;
+    s.algorithm = a;
+    const std::string what = "shares " + shares_text(s.shares) + " then " + shares_text(s.new_shares) + ", " +
+                             allreduce_algorithm_name(a);
+    Trajectory t = run(*world, s);
+    expect_close(t.loss, ref.loss, kLossTol, what + " loss");
+    expect_close(t.folded, t.loss, 1e-5, what + " folded loss vs separately reduced loss");
+    expect_close(t.params, ref.params, kParamTol, what + " final weights");
+    expect_same_on_all_ranks(*world, t.params, what);
+  }
 }
 
 TEST(DataParallel, OneBigBucketAndTinyBuckets) {

@@ -427,3 +427,40 @@ TEST_F(RunFile, InconsistentLengthsRejectedBeforeWriting) {
   }
   EXPECT_TRUE(listing().empty());
 }
+
+// /partition (heterogeneous workers): written only when the result has one, every name with
+// its type, shape and value; arrays that are not steps x ranks are refused before writing.
+TEST_F(RunFile, PartitionOfHeterogeneousWorkers) {
+  const std::string plain = (dir_ / "equal.h5").string();
+  ts::write_run_file(plain, sample_result());
+  {
+    H5 f(H5Fopen(plain.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    EXPECT_FALSE(exists(f, "/partition")) << "equal shares: no /partition";
+  }
+  ts::RunResult r = sample_result();  // 3 steps x 2 ranks
+  ts::PartitionRecord& p = r.partition;
+  p.kind = "measured";
+  p.emulate_slowdown_rank = 1;
+  p.emulate_slowdown_factor = 2.5;
+  p.shares = {64, 64, 64, 64, 96, 32};
+  p.compute = {0.1f, 0.2f, 0.1f, 0.2f, 0.15f, 0.16f};
+  p.idle = {0.1f, 0.f, 0.1f, 0.f, 0.01f, 0.f};
+  p.change_step = {1, 3};
+  p.change_shares = {64, 64, 96, 32};
+  const std::string path = (dir_ / "hetero.h5").string();
+  ts::write_run_file(path, r);
+  H5 f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  EXPECT_EQ(string_attr(f, "/partition", "kind"), "measured");
+  EXPECT_EQ(int_attr(f, "/partition", "emulate_slowdown_rank"), 1);
+  EXPECT_EQ(double_attr(f, "/partition", "emulate_slowdown_factor"), 2.5);
+  EXPECT_EQ(read_dataset<int64_t>(f, "/partition/shares", H5T_INTEGER, {3, 2}), p.shares);
+  EXPECT_EQ(read_dataset<float>(f, "/partition/compute", H5T_FLOAT, {3, 2}), p.compute);
+  EXPECT_EQ(read_dataset<float>(f, "/partition/idle", H5T_FLOAT, {3, 2}), p.idle);
+  EXPECT_EQ(read_dataset<int64_t>(f, "/partition/change_step", H5T_INTEGER, {2}), p.change_step);
+  EXPECT_EQ(read_dataset<int64_t>(f, "/partition/change_shares", H5T_INTEGER, {2, 2}), p.change_shares);
+
+  p.idle.pop_back();
+  const std::string bad = (dir_ / "bad.h5").string();
+  EXPECT_THROW(ts::write_run_file(bad, r), ts::RuntimeError);
+  EXPECT_FALSE(std::filesystem::exists(bad));
+}

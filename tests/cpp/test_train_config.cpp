@@ -86,3 +86,47 @@ TEST(DistConfig, LinearScalingKeys) {
   EXPECT_NE(error_of("lr_schedule: {scale: sqrt}\n").find("none | linear"), std::string::npos);
   EXPECT_NE(error_of("lr_schedule: {base_batch: -1}\n").find("must be >= 0"), std::string::npos);
 }
+
+// Heterogeneous workers (docs/distributed.md): dist.partition and its keys, unset by default
+// (out of the resolved config and the config_id), shares as a YAML list or `--set a,b`.
+TEST(DistConfig, PartitionSharesAndEmulatedSlowdown) {
+  auto d = parse_run_config("", "dist.yaml", {});
+  EXPECT_EQ(d.run.dist.partition, PartitionKind::equal);
+  EXPECT_FALSE(d.run.dist.heterogeneous());
+  EXPECT_EQ(d.run.dist.emulate_slowdown_rank, -1);
+  EXPECT_EQ(d.flat.count("dist.partition"), 0u) << "unset keys stay out of the config_id";
+  EXPECT_EQ(d.yaml.find("partition"), std::string::npos);
+
+  const std::string two = "workers: 2\nglobal_batch: 128\n";
+  auto s = parse_run_config(two + "dist: {partition: static, shares: [96, 32]}\n", "dist.yaml", {});
+  EXPECT_EQ(s.run.dist.partition, PartitionKind::static_);
+  EXPECT_EQ(s.run.dist.shares, (std::vector<int64_t>{96, 32}));
+  EXPECT_EQ(s.flat.at("dist.shares"), "96,32");
+  auto again = parse_run_config(s.yaml, "resolved.yaml", {});  // the canonical YAML reads back the same
+  EXPECT_EQ(again.run.dist.shares, s.run.dist.shares);
+  auto o = parse_run_config(two, "dist.yaml", {"dist.partition=static", "dist.shares=100,28"});
+  EXPECT_EQ(o.run.dist.shares, (std::vector<int64_t>{100, 28}));
+  // 129 over 2 unequal shares: the equal split's divisibility does not apply.
+  EXPECT_EQ(error_of("workers: 2\nglobal_batch: 129\ndist: {partition: static, shares: [100, 29]}\n"), "");
+
+  auto m = parse_run_config(two + "dist: {partition: adaptive, calibration_steps: 3, rebalance_steps: 7, share_quantum: 8, "
+                                  "emulate_slowdown: {rank: 1, factor: 2.5}}\n", "dist.yaml", {});
+  EXPECT_EQ(m.run.dist.partition, PartitionKind::adaptive);
+  EXPECT_EQ(m.run.dist.calibration_steps, 3);
+  EXPECT_EQ(m.run.dist.rebalance_steps, 7);
+  EXPECT_EQ(m.run.dist.share_quantum, 8);
+  EXPECT_EQ(m.run.dist.emulate_slowdown_rank, 1);
+  EXPECT_EQ(m.run.dist.emulate_slowdown_factor, 2.5);
+  EXPECT_EQ(m.flat.at("dist.emulate_slowdown.factor"), "2.5");
+
+  std::string e = error_of(two + "dist: {partition: static, shares: [[96], 32]}\n");
+  EXPECT_NE(e.find("must be a list of numbers"), std::string::npos) << e;
+  e = error_of(two + "dist: {partition: measured, rebalance_steps: 4}\n");
+  EXPECT_NE(e.find("key 'dist.rebalance_steps': applies to dist.partition adaptive only"), std::string::npos) << e;
+  e = error_of(two + "dist: {partition: adaptive}\nbackend: cuda\n");
+  EXPECT_NE(e.find("key 'dist.partition'"), std::string::npos) << e;
+  e = error_of(two + "dist: {partition: even}\n");
+  EXPECT_NE(e.find("equal | static | measured | adaptive"), std::string::npos) << e;
+  e = error_of(two + "dist: {emulate_slowdown: {rank: 0, factor: 0.5}}\n");
+  EXPECT_NE(e.find("dist.emulate_slowdown.factor"), std::string::npos) << e;
+}

@@ -1,4 +1,4 @@
-// The data-reader fuzz targets (see fuzz_targets.h): IDX and CIFAR-10 files opened through the
+// The data-reader fuzz targets (see fuzz_targets.h): IDX, CIFAR-10 and JPEG files opened through the
 // sample sources the trainer uses, over an in-memory Storage, then every sample read.
 #include <algorithm>
 #include <memory>
@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "data/cifar_source.h"
 #include "data/idx_source.h"
+#include "data/jpeg_dir_source.h"
 #include "fuzz_targets.h"
 #include "memory_storage.h"
 
@@ -54,6 +55,29 @@ void cifar(const uint8_t* data, size_t size) {
   try {
     read_every_sample(*open_cifar10_source(storage, kRoot, Split::test,
                                            {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}));
+  } catch (const ConfigError&) {
+  } catch (const RuntimeError&) {
+  }
+}
+
+// The input is one JPEG file of a jpeg_dir tree (train/a/0.jpg and test/a/0.jpg), decoded and
+// transformed for RGB training (random-resized crop + flip, several seeds) and grey evaluation
+// (resize + centre crop). Seeds: small JPEGs made once with Pillow (baseline, progressive,
+// grey, RGB, CMYK), kept as files; tests/fuzz/make_seeds.py does not rewrite them.
+void jpeg_dir(const uint8_t* data, size_t size) {
+  auto storage = std::make_shared<MemoryStorage>();
+  storage->add(std::string(kRoot) + "/train/a/0.jpg", std::vector<uint8_t>(data, data + size));
+  storage->add(std::string(kRoot) + "/test/a/0.jpg", std::vector<uint8_t>(data, data + size));
+  JpegDirOptions options;
+  options.root = kRoot;
+  try {
+    options.sample = Shape{3, 24, 24};
+    const auto train = open_jpeg_dir_source(storage, options, Split::train);
+    std::vector<float> image(3 * 24 * 24);
+    int32_t label = 0;
+    for (uint64_t seed = 0; seed < 4; ++seed) train->read_augmented(0, seed, image.data(), &label, nullptr);
+    options.sample = Shape{1, 7, 5};
+    read_every_sample(*open_jpeg_dir_source(storage, options, Split::test));
   } catch (const ConfigError&) {
   } catch (const RuntimeError&) {
   }

@@ -7,6 +7,7 @@ const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
       {"run_config", run_config}, {"sweep_file", sweep_file}, {"site_file", site_file},
       {"manifest", manifest},     {"idx", idx},               {"cifar", cifar},
+      {"jpeg_dir", jpeg_dir},
       {"blob_listing", blob_listing},
   };
   return all;

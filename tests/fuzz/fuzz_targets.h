@@ -38,6 +38,9 @@ void manifest(const uint8_t* data, size_t size);
 void idx(const uint8_t* data, size_t size);
 // A CIFAR-10 test_batch.bin -> open_cifar10_source over an in-memory Storage, every sample read.
 void cifar(const uint8_t* data, size_t size);
+// One JPEG file of a jpeg_dir tree -> open_jpeg_dir_source over an in-memory Storage, decoded
+// and transformed (training crops and flips, evaluation centre crop).
+void jpeg_dir(const uint8_t* data, size_t size);
 // A server's directory listing for blob storage (first byte even: an S3 ListObjectsV2 page of
 // prefix "d/"; odd: nginx autoindex JSON) -> its parser; every entry named, without '/'.
 void blob_listing(const uint8_t* data, size_t size);

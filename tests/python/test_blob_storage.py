@@ -1,7 +1,8 @@
 """Blob storage (dataset.storage: blob) against real servers on 127.0.0.1: moto's S3 server (the
 S3 API with SigV4 checked by the server: IAM credentials, auth switched on after set-up), nginx
 serving a directory (Range GETs, the JSON autoindex) and a small Python server that fails on cue.
-Fashion-MNIST idx files (a subset, raw) read from blob storage train to the bit-identical loss
+Fashion-MNIST idx files (a subset, raw) and a jpeg_dir tree (listed through nginx's JSON
+autoindex and S3's ListObjectsV2) read from blob storage train to the bit-identical loss
 trajectory of the same files on local storage; 403, 404, a server that keeps failing and one
 killed mid-run end with exit 1 naming the URL, never the secret."""
 import gzip
@@ -397,3 +398,43 @@ def test_http_500_twice_is_retried_and_counted(subset, local_losses, tmp_path):
     np.testing.assert_array_equal(losses(out)[0], local_losses)
     assert proc.stderr.count(": HTTP 500; retry ") == 2, proc.stderr
     assert "retry 1 of 4" in proc.stderr and "retry 2 of 4" in proc.stderr
+
+
+# ---- jpeg_dir: a format that lists directories ---------------------------------------------
+
+JPEG_RUN = """\
+model: mlp
+dataset: {{name: imagefolder, format: jpeg_dir, root: "{root}", storage: {storage}, loader_threads: 2{extra}}}
+batch_per_worker: 8
+epochs: 1
+lr: 0.05
+threads: 1
+eval: {{every_epochs: 0}}
+seed: 5
+"""
+
+
+def test_jpeg_dir_lists_through_nginx_and_s3(nginx, moto, tmp_path):
+    tree = tmp_path / "jpegs"
+    made = subprocess.run([str(require_binary()), "data", "make-synthetic-jpeg", "--out", str(tree), "--classes", "3",
+                           "--per-class", "8", "--val-per-class", "2", "--seed", "4"], capture_output=True, text=True,
+                          env=blob_env(), cwd=REPO, timeout=120)
+    assert made.returncode == 0, made.stderr
+
+    def jpeg_run(root, storage, name, run_env=None, extra=""):
+        cfg = write_config(tmp_path / f"{name}.yaml", JPEG_RUN.format(root=root, storage=storage, extra=extra))
+        proc = subprocess.run([str(require_binary()), "run", "--config", str(cfg), "--out", str(tmp_path / name)],
+                              capture_output=True, text=True, env=run_env or blob_env(), timeout=300, cwd=REPO)
+        assert proc.returncode == 0, proc.stderr
+        return losses(tmp_path / name)[0]
+
+    local = jpeg_run(tree, "local", "local")
+    shutil.copytree(tree, nginx["root"] / "jpegs")
+    np.testing.assert_array_equal(jpeg_run(f"{nginx['url']}/jpegs", "blob", "http"), local)
+    boto3 = pytest.importorskip("boto3")
+    s3 = boto3.client("s3", endpoint_url=moto["endpoint"], region_name="us-east-1", aws_access_key_id=moto["key"],
+                      aws_secret_access_key=moto["secret"])
+    for f in sorted(tree.rglob("*.jpg")):
+        s3.upload_file(str(f), BUCKET, f"jpegs/{f.relative_to(tree)}")
+    got = jpeg_run(f"s3://{BUCKET}/jpegs", "blob", "s3", moto_env(moto), f", endpoint: \"{moto['endpoint']}\"")
+    np.testing.assert_array_equal(got, local)

@@ -23,19 +23,9 @@ import h5py
 import pytest
 import yaml
 
-from trainscale_cli import BINARY, REPO, run, write_config
+from trainscale_cli import CAMPAIGN_BASE, BINARY, REPO, run, write_config
 
-BASE = """model: lenet
-dataset: {name: fashion_mnist, format: idx, root: /usr/share/datasets/fashion-mnist}
-batch_per_worker: 32
-lr: 0.05
-steps: 6
-threads: 1
-workers: 1
-dist: {strategy: sync, allreduce: mpi, overlap: false}
-eval: {every_epochs: 0}
-log_every: 3
-"""
+BASE = CAMPAIGN_BASE.replace("steps: 4", "steps: 6").replace("log_every: 2", "log_every: 3")
 
 # 1 and 2 workers x 2 learning rates (2-worker runs: srun --mpi=pmix), a run that diverges and
 # one that cannot find its data: 6 runs in two arrays.

@@ -11,19 +11,9 @@ import subprocess
 import h5py
 import yaml
 
-from trainscale_cli import BINARY, REPO, env, run, write_config
+from trainscale_cli import CAMPAIGN_BASE, BINARY, REPO, env, run, write_config
 
-BASE = """model: lenet
-dataset: {name: fashion_mnist, format: idx, root: /usr/share/datasets/fashion-mnist}
-batch_per_worker: 32
-lr: 0.05
-steps: 4
-threads: 1
-workers: 1
-dist: {strategy: sync, allreduce: mpi, overlap: false}
-eval: {every_epochs: 0}
-log_every: 2
-"""
+BASE = CAMPAIGN_BASE
 
 # 2 workers x 2 learning rates, plus a run that cannot find its data: 5 runs.
 SWEEP = """campaign: submit_test

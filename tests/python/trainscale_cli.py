@@ -32,3 +32,18 @@ def write_config(path, text):
     path = pathlib.Path(path)
     path.write_text(text)
     return path
+
+
+# The base config of the campaign tests: LeNet on Fashion-MNIST, one worker, a few steps, no
+# evaluation, so a campaign of several runs takes seconds.
+CAMPAIGN_BASE = """model: lenet
+dataset: {name: fashion_mnist, format: idx, root: /usr/share/datasets/fashion-mnist}
+batch_per_worker: 32
+lr: 0.05
+steps: 4
+threads: 1
+workers: 1
+dist: {strategy: sync, allreduce: mpi, overlap: false}
+eval: {every_epochs: 0}
+log_every: 2
+"""

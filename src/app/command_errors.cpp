@@ -1,0 +1,49 @@
+// Errors to messages and exit codes (see command_errors.h).
+#include "app/command_errors.h"
+
+#include <boost/program_options/errors.hpp>
+
+#include <iostream>
+#include <new>
+#include <stdexcept>
+#include <system_error>
+
+#include "core/error.h"
+
+namespace ts {
+
+std::string unexpected_error_text(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) || dynamic_cast<const std::length_error*>(&e))
+    return std::string("out of memory: an allocation failed (") + e.what() +
+           "); the run needs more memory than this process may use: lower batch_per_worker, eval.batch or "
+           "dataset.prefetch, or run a smaller model (docs/reliability.md \"Memory\")";
+  if (dynamic_cast<const std::system_error*>(&e))
+    return std::string("the system refused a resource: ") + e.what() +
+           " (a thread or process limit? lower threads or dataset.loader_threads, or check ulimit -u)";
+  return std::string("internal error: ") + e.what();
+}
+
+int run_command_reporting_errors(const std::string& program, const std::string& command,
+                                 const std::function<int()>& body) {
+  const std::string who = program + " " + command;
+  try {
+    return body();
+  } catch (const ConfigError& e) {
+    std::cerr << who << ": configuration error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const boost::program_options::error& e) {
+    std::cerr << who << ": usage error: " << e.what() << " (see " << who << " --help)\n";
+    return kExitUsage;
+  } catch (const PreemptedError& e) {
+    std::cerr << who << ": preempted: " << e.what() << "\n";
+    return kExitPreempted;
+  } catch (const RuntimeError& e) {
+    std::cerr << who << ": error: " << e.what() << "\n";
+    return kExitFailed;
+  } catch (const std::exception& e) {
+    std::cerr << who << ": " << unexpected_error_text(e) << "\n";
+    return kExitFailed;
+  }
+}
+
+}  // namespace ts

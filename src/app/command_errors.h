@@ -1,0 +1,22 @@
+// The one mapping from what a subcommand throws to its message and exit code (core/error.h:
+// 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged, 4 preempted), shared by the
+// `trainscale` and `trainscale-sim` drivers so both say and return the same for the same error.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <string>
+
+namespace ts {
+
+// Runs `body` (one subcommand) and returns its exit code; an exception becomes a message on
+// stderr ("<program> <command>: configuration error: ...") and the code of its kind.
+int run_command_reporting_errors(const std::string& program, const std::string& command,
+                                 const std::function<int()>& body);
+
+// The message of an error that is neither a ConfigError nor a RuntimeError: an allocation that
+// failed (std::bad_alloc) or a resource the system refused (std::system_error) say so and what
+// to change, anything else is "internal error: ...".
+std::string unexpected_error_text(const std::exception& e);
+
+}  // namespace ts

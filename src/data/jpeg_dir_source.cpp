@@ -1,0 +1,185 @@
+// JpegDirSource (see jpeg_dir_source.h): the split's files are listed once at open (class by
+// class, sorted), then every read() opens, reads, decodes and transforms one file.
+#include "data/jpeg_dir_source.h"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+#include "core/error.h"
+
+namespace ts {
+namespace {
+
+constexpr const char* kLayoutHint =
+    "dataset.root must be an ImageFolder tree: ROOT/train/<class>/*.jpg with ROOT/test (or ROOT/val)/<class>/*.jpg, "
+    "or ROOT/<class>/*.jpg (dataset.test_fraction of the files held out as the test split)";
+
+bool is_jpeg_name(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  auto ends = [&](const std::string& s) {
+    return lower.size() > s.size() && lower.compare(lower.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends(".jpg") || ends(".jpeg");
+}
+
+bool is_directory(const Storage& storage, const std::string& parent, const std::string& name) {
+  for (const StorageEntry& e : storage.list(parent))
+    if (e.name == name) return e.directory;
+  return false;
+}
+
+std::vector<std::string> subfolders(const Storage& storage, const std::string& dir) {
+  std::vector<std::string> names;
+  for (const StorageEntry& e : storage.list(dir))
+    if (e.directory && !e.name.empty() && e.name[0] != '.') names.push_back(e.name);
+  return names;
+}
+
+struct SplitFiles {
+  std::vector<std::string> classes;  // sorted; labels are positions here
+  std::vector<std::string> paths;    // per sample
+  std::vector<int32_t> labels;       // per sample
+  std::string where;                 // the folder, for messages
+};
+
+// Adds the JPEG files of `dir` (one class) that `keep` accepts.
+template <class Keep>
+void add_class_files(const Storage& storage, const std::string& dir, int32_t label, Keep keep, SplitFiles& s) {
+  for (const StorageEntry& e : storage.list(dir))
+    if (!e.directory && is_jpeg_name(e.name) && keep(e.name)) {
+      s.paths.push_back(join_storage_path(dir, e.name));
+      s.labels.push_back(label);
+    }
+}
+
+// ROOT/{train,test|val}/<class>/*.jpg: classes from the training folder, for both splits.
+SplitFiles split_layout_files(const Storage& storage, const std::string& root, Split split,
+                              const std::vector<std::string>& class_names) {
+  SplitFiles s;
+  const std::string train_dir = join_storage_path(root, "train");
+  s.classes = class_names.empty() ? subfolders(storage, train_dir) : class_names;
+  if (s.classes.empty())
+    throw RuntimeError("jpeg_dir " + train_dir + ": no class subfolders; " + kLayoutHint);
+  std::string dir = train_dir;
+  if (split == Split::test) {
+    const char* name = is_directory(storage, root, "test") ? "test" : is_directory(storage, root, "val") ? "val" : "";
+    if (!*name)
+      throw RuntimeError("jpeg_dir " + root + ": has train/ but neither test/ nor val/; " + kLayoutHint);
+    dir = join_storage_path(root, name);
+  }
+  s.where = dir;
+  for (const std::string& c : subfolders(storage, dir)) {
+    const auto at = std::find(s.classes.begin(), s.classes.end(), c);
+    if (at == s.classes.end())
+      throw RuntimeError("jpeg_dir " + join_storage_path(dir, c) + ": class '" + c + "' is not a class of " +
+                         (class_names.empty() ? train_dir + " (the training split defines the classes)"
+                                              : "the data set (" + std::to_string(class_names.size()) + " named classes)") +
+                         "; remove the folder or fix dataset.root");
+    add_class_files(storage, join_storage_path(dir, c), static_cast<int32_t>(at - s.classes.begin()),
+                    [](const std::string&) { return true; }, s);
+  }
+  return s;
+}
+
+// ROOT/<class>/*.jpg: a fixed share of each class's files is the test split.
+SplitFiles flat_layout_files(const Storage& storage, const std::string& root, Split split, double test_fraction,
+                             const std::vector<std::string>& class_names) {
+  SplitFiles s;
+  s.where = root + (split == Split::train ? " (training files)" : " (held-out test files)");
+  s.classes = subfolders(storage, root);
+  if (s.classes.empty()) throw RuntimeError("jpeg_dir " + root + ": no class subfolders; " + kLayoutHint);
+  for (const std::string& c : s.classes)
+    if (!class_names.empty() && std::find(class_names.begin(), class_names.end(), c) == class_names.end())
+      throw RuntimeError("jpeg_dir " + join_storage_path(root, c) + ": class '" + c + "' is not a class of the data set (" +
+                         std::to_string(class_names.size()) + " named classes); remove the folder or fix dataset.root");
+  const std::vector<std::string> present = s.classes;
+  if (!class_names.empty()) s.classes = class_names;
+  for (const std::string& name : present) {
+    const size_t c = static_cast<size_t>(std::find(s.classes.begin(), s.classes.end(), name) - s.classes.begin());
+    add_class_files(storage, join_storage_path(root, name), static_cast<int32_t>(c),
+                    [&](const std::string& file) {
+                      return jpeg_dir_holds_out(name, file, test_fraction) == (split == Split::test);
+                    },
+                    s);
+  }
+  return s;
+}
+
+class JpegDirSource final : public SampleSource {
+ public:
+  JpegDirSource(std::shared_ptr<const Storage> storage, SplitFiles files, const Shape& sample,
+                ImageTransform transform)
+      : storage_(std::move(storage)),
+        files_(std::move(files)),
+        spec_{sample, static_cast<int64_t>(files_.classes.size()), 0},
+        transform_(std::move(transform)) {}
+
+  const SampleSpec& spec() const override { return spec_; }
+  int64_t count() const override { return static_cast<int64_t>(files_.paths.size()); }
+  std::string describe() const override {
+    return "jpeg_dir " + files_.where + ", " + std::to_string(count()) + " JPEGs in " +
+           std::to_string(spec_.classes) + " classes -> " + spec_.sample.str() + " (" +
+           image_transform_name(transform_.kind()) + ")";
+  }
+
+  void read(int64_t index, float* image, int32_t* label, float* targets) const override {
+    read_augmented(index, 0, image, label, targets);
+  }
+
+  void read_augmented(int64_t index, uint64_t augment_seed, float* image, int32_t* label, float*) const override {
+    const std::string& path = files_.paths[static_cast<size_t>(index)];
+    const auto file = storage_->open(path);
+    std::vector<uint8_t> bytes(static_cast<size_t>(file->size()));
+    file->read_at(0, file->size(), bytes.data());
+    const Image8 decoded = decode_jpeg(bytes.data(), bytes.size(), static_cast<int>(spec_.sample[0]), path);
+    transform_.apply(decoded, augment_seed, image);
+    *label = files_.labels[static_cast<size_t>(index)];
+  }
+
+ private:
+  std::shared_ptr<const Storage> storage_;
+  SplitFiles files_;
+  SampleSpec spec_;
+  ImageTransform transform_;
+};
+
+void check_options(const JpegDirOptions& o) {
+  const Shape& s = o.sample;
+  if (s.rank() != 3 || (s[0] != 1 && s[0] != 3) || s[1] < 1 || s[2] < 1 || s[1] > 8192 || s[2] > 8192)
+    throw ConfigError("dataset.format jpeg_dir: the model's input " + s.str() +
+                      " is not an image (1 or 3 channels, C,H,W); choose a model that takes images");
+  if (!(o.test_fraction > 0.0 && o.test_fraction < 1.0))
+    throw ConfigError("dataset.test_fraction " + std::to_string(o.test_fraction) +
+                      " is outside (0, 1); it is the share of ROOT/<class>/*.jpg files held out as the test split");
+}
+
+}  // namespace
+
+bool jpeg_dir_holds_out(const std::string& class_name, const std::string& file_name, double test_fraction) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 of "<class>/<file>"
+  for (unsigned char c : class_name + "/" + file_name) h = (h ^ c) * 0x100000001b3ull;
+  h ^= h >> 33;  // a finaliser, so that similar names spread over [0, 2^64)
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < test_fraction;
+}
+
+std::unique_ptr<SampleSource> open_jpeg_dir_source(std::shared_ptr<const Storage> storage,
+                                                   const JpegDirOptions& options, Split split) {
+  check_options(options);
+  const std::string& root = options.root;
+  if (!storage->exists(root))
+    throw RuntimeError("jpeg_dir " + root + ": no such directory on storage '" + storage->name() + "'; " + kLayoutHint);
+  SplitFiles files = is_directory(*storage, root, "train")
+                         ? split_layout_files(*storage, root, split, options.class_names)
+                         : flat_layout_files(*storage, root, split, options.test_fraction, options.class_names);
+  if (files.paths.empty())
+    throw RuntimeError("jpeg_dir " + files.where + ": no .jpg/.jpeg files in its class subfolders; " + kLayoutHint);
+  ImageTransform transform(split == Split::train ? options.train_transform : options.test_transform,
+                           static_cast<int>(options.sample[1]), static_cast<int>(options.sample[2]), options.stats);
+  return std::make_unique<JpegDirSource>(std::move(storage), std::move(files), options.sample, std::move(transform));
+}
+
+}  // namespace ts

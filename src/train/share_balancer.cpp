@@ -1,0 +1,57 @@
+// The shares of the global batch during a run (see share_balancer.h).
+#include "train/share_balancer.h"
+
+#include "dist/batch_partition.h"
+
+namespace ts {
+
+ShareBalancer::ShareBalancer(const RunConfig& run, int rank, int world, int64_t global_batch)
+    : dist_(run.dist), rank_(rank), world_(world), global_batch_(global_batch) {
+  active_ = dist_.heterogeneous() && world > 1;
+  shares_ = dist_.partition == PartitionKind::static_ && static_cast<int>(dist_.shares.size()) == world
+                ? dist_.shares
+                : equal_shares(global_batch, world);
+  changes_.push_back({1, shares_});
+}
+
+int64_t ShareBalancer::my_offset() const { return share_offsets(shares_)[static_cast<size_t>(rank_)]; }
+
+int64_t ShareBalancer::max_share() const {
+  if (dist_.partition != PartitionKind::measured && dist_.partition != PartitionKind::adaptive) return my_share();
+  return global_batch_ - dist_.share_quantum * (world_ - 1);
+}
+
+bool ShareBalancer::decides_after(int64_t step) const {
+  if (!active_ || step < dist_.calibration_steps) return false;
+  if (dist_.partition == PartitionKind::measured) return step == dist_.calibration_steps;
+  if (dist_.partition == PartitionKind::adaptive) return (step - dist_.calibration_steps) % dist_.rebalance_steps == 0;
+  return false;
+}
+
+void ShareBalancer::after_step(int64_t step, double compute_seconds, int64_t samples, Loader& loader, int prefetch,
+                               Communicator& comm) {
+  // The run's first step (first touch of memory, code generated on first use) is left out of
+  // the first window when it has more steps.
+  if (step > 1 || dist_.calibration_steps == 1) {
+    window_seconds_ += compute_seconds;
+    window_samples_ += samples;
+  }
+  if (!decides_after(step)) return;
+  // Each rank's samples/s over the window, in its own slot (the sum of zeros and one value is
+  // exact, so every rank gets the same vector and decides the same shares).
+  std::vector<double> speed(static_cast<size_t>(world_), 0.0);
+  speed[static_cast<size_t>(rank_)] = window_seconds_ > 0 ? static_cast<double>(window_samples_) / window_seconds_ : 0;
+  comm.allreduce_sum(speed.data(), world_);
+  window_seconds_ = 0;
+  window_samples_ = 0;
+  const std::vector<int64_t> next = shares_by_speed(speed, global_batch_, dist_.share_quantum);
+  if (next == shares_) return;
+  // The first batch no worker of any rank can have claimed (Loader::set_share): the same number
+  // on every rank, since every rank has taken the same steps.
+  const int64_t from_batch = loader.position() + prefetch + 1;
+  loader.set_share(next[static_cast<size_t>(rank_)], share_offsets(next)[static_cast<size_t>(rank_)], from_batch);
+  shares_ = next;
+  changes_.push_back({from_batch + 1, shares_});
+}
+
+}  // namespace ts

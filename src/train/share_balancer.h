@@ -1,0 +1,57 @@
+// train-internal: the shares of the global batch during a run (docs/distributed.md
+// "Heterogeneous workers"). It starts from dist.partition's shares (equal, static, or equal while
+// measured/adaptive calibrate), and for measured/adaptive decides new shares from each rank's
+// measured samples/s: after dist.calibration_steps steps (measured: once; adaptive: then every
+// dist.rebalance_steps steps). A decision is one small all-reduce outside the timed step, taken
+// by every rank at the same step; the new shares apply from a batch number no loader worker has
+// claimed yet (Loader::set_share), the same on every rank.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config/run_config.h"
+#include "data/loader.h"
+#include "dist/communicator.h"
+
+namespace ts {
+
+struct ShareChange {
+  int64_t step = 0;             // the first step (1-based) that uses `shares`
+  std::vector<int64_t> shares;  // one per rank
+};
+
+class ShareBalancer {
+ public:
+  ShareBalancer(const RunConfig& run, int rank, int world, int64_t global_batch);
+
+  // True when shares are not the equal split (or may change): the steps weight the gradients
+  // by share and record /partition.
+  bool active() const { return active_; }
+  const std::vector<int64_t>& shares() const { return shares_; }  // current, one per rank
+  int64_t my_share() const { return shares_[static_cast<size_t>(rank_)]; }
+  int64_t my_offset() const;
+  // The largest share this rank may get (the loader's slots): the global batch less a quantum per other rank.
+  int64_t max_share() const;
+  // Every change of shares, the initial ones first (step 1).
+  const std::vector<ShareChange>& changes() const { return changes_; }
+
+  // After step `step` (1-based), which took `compute_seconds` for `samples` samples on this rank.
+  // At a decision step: collective over `comm`; gives `loader` this rank's new share.
+  void after_step(int64_t step, double compute_seconds, int64_t samples, Loader& loader, int prefetch,
+                  Communicator& comm);
+
+ private:
+  bool decides_after(int64_t step) const;
+
+  const DistConfig dist_;
+  const int rank_, world_;
+  const int64_t global_batch_;
+  bool active_ = false;
+  std::vector<int64_t> shares_;
+  std::vector<ShareChange> changes_;
+  double window_seconds_ = 0;  // compute time and samples since the last decision
+  int64_t window_samples_ = 0;
+};
+
+}  // namespace ts

@@ -1,0 +1,154 @@
+"""Heterogeneous workers (docs/distributed.md "Heterogeneous workers") end to end under the MPI
+launcher of the binary's flavor: unequal shares of the global batch (dist.partition static,
+measured, adaptive) follow the loss trajectory of 1 rank with the whole global batch (the
+gradients are weighted by share; the mlp has no batch norm), measured shares order as the
+ranks' speeds under dist.emulate_slowdown, every share change is recorded in /partition, the
+report's per-batch worker table is built from those run files, and the config refuses shares
+that do not fit (exit 2 naming the key)."""
+import h5py
+import numpy as np
+import pytest
+
+from test_cli_mpi import mpirun
+from trainscale_cli import run, write_config
+from trainscale_analysis import hetero
+from trainscale_analysis.report import build_report
+
+BASE = """\
+model: mlp
+dataset: {{name: synthetic, format: synthetic, synthetic_samples: 2048}}
+global_batch: 128
+lr: 0.05
+momentum: 0.9
+weight_decay: 0.0005
+steps: {steps}
+threads: 1
+workers: {workers}
+dist: {{strategy: sync, allreduce: ring, overlap: true, bucket_mb: 0.05{dist}}}
+eval: {{every_epochs: 0}}
+log_every: 5
+seed: 5
+"""
+# The same tolerance as the equal-share test (test_dist_equivalence.py): only the float
+# summation order differs.
+RTOL, ATOL = 2e-4, 1e-5
+
+
+def train(tmp_path, name, ranks, steps, dist=""):
+    cfg = write_config(tmp_path / f"{name}.yaml", BASE.format(steps=steps, workers=ranks, dist=dist))
+    out = tmp_path / name
+    proc = mpirun(ranks, ["run", "--config", cfg, "--out", out]) if ranks > 1 else \
+        run(["run", "--config", cfg, "--out", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path,) = out.glob("*.h5")
+    return path, proc.stdout
+
+
+def losses(path):
+    with h5py.File(path) as f:
+        return f["train/loss"][:]
+
+
+def check_partition_consistent(path, steps, ranks=2, global_batch=128):
+    """Per-step shares partition the global batch; a change is recorded exactly where they change."""
+    p = hetero.load_partition(path)
+    shares = p["shares"]
+    assert shares.shape == p["compute"].shape == p["idle"].shape == (steps, ranks)
+    assert np.all(shares.sum(axis=1) == global_batch) and np.all(shares > 0)
+    assert np.all(p["idle"] >= 0) and np.all(p["idle"].min(axis=1) == 0), "the slowest rank waits for nobody"
+    changed = [1] + [s + 1 for s in range(1, steps) if np.any(shares[s] != shares[s - 1])]
+    assert list(p["change_step"]) == changed
+    for step, row in zip(p["change_step"], p["change_shares"]):
+        np.testing.assert_array_equal(shares[step - 1], row)
+    return p
+
+
+def test_static_shares_96_32_follow_one_rank_with_128(tmp_path):
+    ref, _ = train(tmp_path, "ref", 1, 10)
+    path, log = train(tmp_path, "static", 2, 10, ", partition: static, shares: [96, 32]")
+    got = losses(path)
+    assert got.shape == (10,) and np.ptp(got) > 0
+    np.testing.assert_allclose(got, losses(ref), rtol=RTOL, atol=ATOL)
+    assert "static shares 96,32" in log
+    p = check_partition_consistent(path, 10)
+    assert p["kind"] == "static" and np.all(p["shares"] == [96, 32])
+    assert p["emulate_slowdown_rank"] == -1
+
+
+@pytest.fixture(scope="module")
+def measured_run(tmp_path_factory):
+    """2 ranks, rank 0 emulated 8x slower, shares measured over the first 4 steps."""
+    tmp = tmp_path_factory.mktemp("measured")
+    ref, _ = train(tmp, "ref", 1, 10)
+    path, log = train(tmp, "measured", 2, 10, ", partition: measured, calibration_steps: 4, share_quantum: 8, "
+                                              "emulate_slowdown: {rank: 0, factor: 8}")
+    return path, log, ref
+
+
+def test_measured_shares_follow_the_speeds_and_the_trajectory(measured_run):
+    path, log, ref = measured_run
+    p = check_partition_consistent(path, 10)
+    # Decided after step 4; the loaders have read ahead up to batch 4 + prefetch (2): step 8 on.
+    assert list(p["change_step"]) == [1, 8], log
+    fast, slow = p["change_shares"][-1][1], p["change_shares"][-1][0]
+    assert slow < fast and slow % 8 == 0 and fast % 8 == 0, f"the slowed-down rank 0 must get less: {p['change_shares']}"
+    assert f"shares: {slow},{fast} from step 8" in log
+    np.testing.assert_allclose(losses(path), losses(ref), rtol=RTOL, atol=ATOL)
+    with h5py.File(path) as f:
+        assert f["config"].attrs["dist.emulate_slowdown.rank"] == "0"
+        assert f["config"].attrs["dist.emulate_slowdown.factor"] == "8"
+        assert f["partition"].attrs["emulate_slowdown_rank"] == 0
+        assert f["partition"].attrs["emulate_slowdown_factor"] == 8.0
+
+
+def test_adaptive_shares_record_every_change_and_keep_the_trajectory(tmp_path):
+    ref, _ = train(tmp_path, "ref", 1, 14)
+    path, log = train(tmp_path, "adaptive", 2, 14, ", partition: adaptive, calibration_steps: 3, rebalance_steps: 3, "
+                                                   "emulate_slowdown: {rank: 1, factor: 8}")
+    p = check_partition_consistent(path, 14)
+    assert len(p["change_step"]) >= 2, log
+    assert p["change_shares"][1][1] < p["change_shares"][1][0], "the slowed-down rank 1 gets less"
+    np.testing.assert_allclose(losses(path), losses(ref), rtol=RTOL, atol=ATOL)
+
+
+def test_report_shows_the_per_batch_worker_table(measured_run, tmp_path):
+    path, _, _ = measured_run
+    table = hetero.batch_table(path)
+    assert len(table) == 10 and list(table["step"]) == list(range(1, 11))
+    for r in (0, 1):
+        assert {f"rank {r} samples", f"rank {r} compute s", f"rank {r} idle s"} <= set(table.columns)
+    assert np.all((table["idle_fraction"] >= 0) & (table["idle_fraction"] < 1))
+    assert list(table["rank 0 samples"] + table["rank 1 samples"]) == [128] * 10
+    html, md = build_report([path.parent], tmp_path / "report.html")
+    text = html.read_text()
+    assert "Heterogeneous workers" in text and "rank 1 compute s" in text and "idle fraction" in text
+    assert "Heterogeneous workers" in md.read_text()
+
+
+@pytest.mark.parametrize("dist, key, says", [
+    (", partition: static, shares: [96, 16]", "dist.shares", "sum to 112, not to the global batch 128"),
+    (", partition: static, shares: [64, 32, 32]", "dist.shares", "3 shares for 2 workers"),
+    (", partition: static", "dist.partition", "static needs dist.shares"),
+    (", shares: [64, 64]", "dist.shares", "applies to dist.partition static only"),
+    (", partition: static, shares: [64, x]", "dist.shares", "not a list of integers in 1..1073741824"),
+    (", partition: static, shares: [9223372036854775807, 9223372036854775807]", "dist.shares", "not a list of integers"),
+    (", partition: measured, share_quantum: 48", "dist.share_quantum", "multiples of 48"),
+    (", emulate_slowdown: {rank: 2}", "dist.emulate_slowdown.rank", "does not exist among 2 workers"),
+    (", emulate_slowdown: {factor: 2}", "dist.emulate_slowdown.factor", "add dist.emulate_slowdown.rank"),
+    (", strategy: weight_avg, partition: static, shares: [96, 32]", "dist.partition", "weight_avg"),
+])
+def test_shares_that_do_not_fit_are_config_errors(tmp_path, dist, key, says):
+    text = BASE.format(steps=2, workers=2, dist=dist)
+    if "strategy: weight_avg" in dist:
+        text = text.replace("strategy: sync, ", "")
+    cfg = write_config(tmp_path / "bad.yaml", text)
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"key '{key}'" in proc.stderr and says in proc.stderr, proc.stderr
+
+
+def test_hetero_allreduce_device_is_refused_without_a_gpu_path(tmp_path):
+    cfg = write_config(tmp_path / "dev.yaml", BASE.format(steps=2, workers=1, dist=", hetero_allreduce: device"))
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "key 'dist.hetero_allreduce'" in proc.stderr and "use dist.hetero_allreduce: host" in proc.stderr
