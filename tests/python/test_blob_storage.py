@@ -11,7 +11,6 @@ import json
 import os
 import pathlib
 import shutil
-import signal
 import socket
 import struct
 import subprocess
