@@ -65,6 +65,6 @@ if(TS_BUILD_SIM AND sim_srcs)
   endforeach()
   # Archive order: each after those that call it; ts_dist_smpi gives config its dist names.
   target_link_libraries(trainscale-sim PRIVATE ${ts_sim_archive_files} ts_dist_smpi $<TARGET_FILE:ts_core>
-                        yaml-cpp HDF5::HDF5 ZLIB::ZLIB TurboJPEG::turbojpeg DNNL::dnnl OpenMP::OpenMP_CXX Boost::program_options
+                        yaml-cpp HDF5::HDF5 ZLIB::ZLIB TurboJPEG::turbojpeg CURL::libcurl DNNL::dnnl OpenMP::OpenMP_CXX Boost::program_options
                         Threads::Threads ${ts_sim_cuda_libraries})
 endif()

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/, clang with ASan + UBSan, in build-fuzz/) and runs
-# each for SECONDS (default 60): the run-config, sweep-file, site-file and manifest parsers and
-# the IDX, CIFAR-10, records, HDF5 and jpeg_dir readers. Each target starts from its seed corpus tests/fuzz/<target>/ (read-only
-# here) and keeps what it discovers in build-fuzz/corpus/<target>/. A crash, leak, timeout or
-# out-of-memory input is written to build-fuzz/artifacts/<target>/ and fails the script: fix the
-# bug, then copy the input into tests/fuzz/<target>/ so every build replays it
-# (tests/cpp/test_fuzz_corpus.cpp). docs/reliability.md "Fuzzing and sanitizers".
+# each for SECONDS (default 60): the run-config, sweep-file, site-file and manifest parsers,
+# the IDX, CIFAR-10, records, HDF5 and jpeg_dir readers and blob storage's listing parsers.
+# Each target starts from its seed corpus tests/fuzz/<target>/ (read-only here) and keeps what
+# it discovers in build-fuzz/corpus/<target>/. A crash, leak, timeout or out-of-memory input is
+# written to build-fuzz/artifacts/<target>/ and fails the script: fix the bug, then copy the
+# input into tests/fuzz/<target>/ so every build replays it (tests/cpp/test_fuzz_corpus.cpp).
+# docs/reliability.md "Fuzzing and sanitizers".
 # FUZZ_RUNS=N instead runs each target for exactly N inputs from seed 1: the same inputs on
 # every machine, so a CI run replays a fixed exploration and a new crash is found by a longer
 # run by hand (or nightly), not by chance in somebody's CI.
@@ -15,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(run_config sweep_file site_file manifest idx cifar records hdf5 jpeg_dir)
+((${#targets[@]})) || targets=(run_config sweep_file site_file manifest idx cifar records hdf5 jpeg_dir blob_listing)
 CC=${FUZZ_CC:-clang-14}
 CXX=${FUZZ_CXX:-clang++-14}
 command -v "$CXX" >/dev/null || { echo "fuzz.sh: $CXX not found (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2; exit 1; }

@@ -3,6 +3,7 @@
 // a DONE or FAILED marker at the end.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -185,10 +186,17 @@ std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Co
     return std::nullopt;
   }
   if (comm.rank() != 0) staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root, false);
+  // A site storage without a path named like a storage of this build (`blob: {}`, `nfs: {}`)
+  // reads dataset.root as written through that storage; any other is a local path by now.
+  const auto names = storage_names();
+  const bool through_storage = staged.root == cfg.run.dataset.root &&
+                               std::find(names.begin(), names.end(), cfg.run.dataset.storage) != names.end();
   cfg.run.dataset.root = staged.root;
   if (cfg.run.dataset.stage_dir.empty()) cfg.run.dataset.stage_dir = campaign.site.scratch;  // dataset.stage
-  const std::vector<std::string> direct = storage_names();  // nfs stays nfs (its mount is checked)
-  if (std::find(direct.begin(), direct.end(), cfg.run.dataset.storage) == direct.end()) cfg.run.dataset.storage = "local";
+  // local and nfs stay as they are (an nfs mount is checked and recorded); blob only when it
+  // still reads dataset.root through the network.
+  const bool posix_name = cfg.run.dataset.storage == "local" || cfg.run.dataset.storage == "nfs";
+  if (!through_storage && !posix_name) cfg.run.dataset.storage = "local";
   return staged.seconds;
 }
 

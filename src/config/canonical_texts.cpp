@@ -141,6 +141,7 @@ RunConfig typed_config(const KeyTexts& t) {
   d.stage = str("dataset.stage");
   d.stage_dir = has("dataset.stage_dir") ? str("dataset.stage_dir") : "";
   d.cache = str("dataset.cache");
+  if (has("dataset.endpoint")) d.endpoint = str("dataset.endpoint");
   if (has("batch_per_worker")) r.batch_per_worker = i64("batch_per_worker");
   if (has("global_batch")) r.global_batch = i64("global_batch");
   r.lr = f64("lr");

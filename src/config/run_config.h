@@ -47,6 +47,7 @@ struct DatasetConfig {
   std::string stage = "none";          // none | node_local (data/node_stage.h)
   std::string stage_dir;               // node-local scratch ("": $TMPDIR or /tmp)
   std::string cache = "warm";          // warm | cold (data/page_cache.h)
+  std::string endpoint = "";           // blob storage: the S3 API's URL; empty: AWS_ENDPOINT_URL
 };
 
 struct LrScheduleConfig {

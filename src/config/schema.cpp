@@ -70,6 +70,7 @@ const std::vector<KeySpec>& run_config_schema() {
       {"dataset.format", T::string, "", accepted_dataset_formats, "on-disk format (default: the data set's own)"},
       {"dataset.root", T::string, "/usr/share/datasets/fashion-mnist", {}, "data directory"},
       {"dataset.storage", T::string, "local", {}, "storage name (sites map it to a path)"},
+      {"dataset.endpoint", T::string, "", {}, "blob storage: the S3 API's URL (empty: AWS_ENDPOINT_URL)"},
       {"dataset.synthetic_samples", T::integer, "8192", {}, "samples of synthetic data", positive(1 << 24)},
       {"dataset.loader_threads", T::integer, "1", {}, "loader worker threads per rank", positive(256)},
       {"dataset.prefetch", T::integer, "2", {}, "batches prepared ahead", positive(1024)},

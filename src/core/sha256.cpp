@@ -115,4 +115,39 @@ std::string sha256_hex_of_floats(const float* values, int64_t count) {
   return sha.finish_hex();
 }
 
+std::array<uint8_t, 32> hmac_sha256(std::string_view key, std::string_view message) {
+  std::array<uint8_t, 64> block{};  // the key, zero-padded to the block size
+  if (key.size() > block.size()) {
+    Sha256 hashed_key;
+    hashed_key.update(key);
+    const auto digest = hashed_key.finish();
+    std::copy(digest.begin(), digest.end(), block.begin());
+  } else {
+    std::copy(key.begin(), key.end(), block.begin());
+  }
+  std::array<uint8_t, 64> inner_pad, outer_pad;
+  for (size_t i = 0; i < block.size(); ++i) {
+    inner_pad[i] = static_cast<uint8_t>(block[i] ^ 0x36);
+    outer_pad[i] = static_cast<uint8_t>(block[i] ^ 0x5c);
+  }
+  Sha256 inner;
+  inner.update(inner_pad.data(), inner_pad.size());
+  inner.update(message);
+  const auto inner_digest = inner.finish();
+  Sha256 outer;
+  outer.update(outer_pad.data(), outer_pad.size());
+  outer.update(inner_digest.data(), inner_digest.size());
+  return outer.finish();
+}
+
+std::string hex_of(const std::array<uint8_t, 32>& bytes) {
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  for (uint8_t byte : bytes) {
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
+  }
+  return out;
+}
+
 }  // namespace ts

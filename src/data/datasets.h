@@ -18,6 +18,7 @@ struct DataOptions {
   std::string format;                  // a dataset_formats(name) entry; empty: default_format(name)
   std::string root = "/usr/share/datasets/fashion-mnist";  // directory of the files (file formats)
   std::string storage = "local";       // a storage_names() entry (storage.h)
+  std::string endpoint;                // blob storage: the S3 endpoint (dataset.endpoint)
   uint64_t seed = 1;                   // the run seed; generated data sets derive their splits' seeds
   int64_t synthetic_samples = 8192;    // synthetic/neuron training samples; test: min(this, 1024)
   SampleSpec synthetic;                // synthetic: the model's input shape and classes (or outputs)

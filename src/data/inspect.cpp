@@ -49,7 +49,7 @@ std::string label_text(const std::set<int32_t>& labels) {
 // Walks one shard frame by frame (each frame and payload checked, JPEGs decoded) and compares
 // its index, if any, with the offsets found. Returns the records; adds shapes and labels.
 int64_t walk_shard(const std::string& path, std::set<int32_t>& labels, std::set<std::string>& shapes) {
-  auto storage = make_storage("local");
+  auto storage = make_storage({"local", ""});
   auto f = storage->open(path);
   std::vector<int64_t> offsets;
   std::vector<uint8_t> pixels;

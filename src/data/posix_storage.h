@@ -14,6 +14,7 @@ namespace ts {
 // differs, and with it what the trainer checks and records (data/file_system_type.h).
 class PosixStorage final : public Storage {
  public:
+  // `name`: the dataset.storage name it serves ("local", or "nfs": the same calls on a mount).
   explicit PosixStorage(std::string name = "local") : name_(std::move(name)) {}
   std::string name() const override { return name_; }
   bool exists(const std::string& path) const override;

@@ -51,10 +51,19 @@ class Storage {
 // "dir/name" with exactly one '/' between them (storage paths are POSIX-style or URL paths).
 std::string join_storage_path(const std::string& dir, const std::string& name);
 
-// Storage names this build can open (dataset.storage): "local", "nfs" (a POSIX path on a
-// network file system; checked and recorded by the trainer, data/file_system_type.h).
+// What make_storage needs: the storage's name (dataset.storage) and, for blob storage, the S3
+// endpoint (dataset.endpoint; empty: AWS_ENDPOINT_URL). Credentials are never options: blob
+// storage reads them from the environment (AWS_ACCESS_KEY_ID, ...), so no config, log or run
+// file holds them.
+struct StorageOptions {
+  std::string name = "local";
+  std::string endpoint;
+};
+
+// Storage names this build can open (dataset.storage): local, nfs (a POSIX path on a network
+// file system; checked and recorded by the trainer, data/file_system_type.h), blob.
 std::vector<std::string> storage_names();
-// The storage called `name`; throws ConfigError listing storage_names() for any other name.
-std::unique_ptr<Storage> make_storage(const std::string& name);
+// The storage called options.name; throws ConfigError listing storage_names() for any other name.
+std::unique_ptr<Storage> make_storage(const StorageOptions& options);
 
 }  // namespace ts

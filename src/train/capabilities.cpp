@@ -8,6 +8,7 @@
 #include "backend/gpu_generation.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "data/blob_url.h"
 #include "data/storage.h"
 #include "dist/communicator.h"
 #include "dist/exchange_strategy.h"
@@ -65,11 +66,17 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
                         "' but this binary is linked with " + lib.flavor + " " + lib.version + "; run the binary built for " +
                         mpi_flavor_name(r.mpi_flavor) + ", set mpi_flavor: any, or simulate it (trainscale-sim run)");
   }
-  const std::vector<std::string> storages = storage_names();
+  const auto storages = storage_names();
   if (std::find(storages.begin(), storages.end(), r.dataset.storage) == storages.end())
     throw ConfigError(cfg.locate("dataset.storage") + ": storage '" + r.dataset.storage +
-                      "' is not one this build reads directly (local, nfs: dataset.root is a path); other names are "
-                      "site mappings: use a sweep with a site file to map them");
+                      "' is a site mapping; single runs read dataset.root directly with one of: " + join(storages) +
+                      ". Use a sweep with a site file to map other storage names");
+  if ((r.dataset.storage == "blob") != is_blob_url(r.dataset.root) && r.dataset.format != "synthetic")
+    throw ConfigError(cfg.locate(r.dataset.storage == "blob" ? "dataset.root" : "dataset.storage") +
+                      ": dataset.root '" + r.dataset.root + "' " +
+                      (r.dataset.storage == "blob" ? "is not a URL, and storage blob reads URLs (http(s)://HOST[:PORT]/PREFIX "
+                                                     "or s3://BUCKET/PREFIX)"
+                                                   : "is a URL; set dataset.storage: blob to read it over the network"));
   if (!allreduce_algorithm_built(r.dist.allreduce))
     throw ConfigError(cfg.locate("dist.allreduce") + ": " + allreduce_algorithm_missing_reason(r.dist.allreduce) +
                       "; accepted here: " + built_allreduce_names());

@@ -31,6 +31,7 @@ DataOptions data_options_of(const RunConfig& r, const InputPreparation& prepared
   options.format = c.format;
   options.root = prepared.root;
   options.storage = prepared.storage;
+  options.endpoint = c.endpoint;
   options.seed = r.seed;
   options.synthetic_samples = c.synthetic_samples;
   options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};

@@ -23,11 +23,11 @@ bool is_posix_storage(const std::string& name) { return name == "local" || name 
 // The page cache of the files before a pass: dropped (cold) or read once (warm).
 CacheResult set_cache(const std::string& mode, const InputPreparation& where, bool has_files) {
   if (!has_files) return {0, 0, true, "not applicable: synthetic data has no files"};
-  const auto storage = make_storage(where.storage);
+  if (!is_posix_storage(where.storage))  // object storage: no page cache here to warm or drop
+    return {0, 0, false, "not applicable: storage " + where.storage + " has no page cache on this node"};
+  const auto storage = make_storage({where.storage, ""});
   const std::vector<TreeFile> files = list_tree(*storage, where.root);
-  if (mode == "warm") return warm_page_cache(*storage, files);
-  if (is_posix_storage(where.storage)) return drop_page_cache(files);
-  return {0, 0, false, "not applicable: storage " + where.storage + " has no page cache on this node"};
+  return mode == "warm" ? warm_page_cache(*storage, files) : drop_page_cache(files);
 }
 
 // One timed pass: the training split opened, `batches` batches taken from a fresh loader.
@@ -95,7 +95,7 @@ IoBenchResult bench_input(const ResolvedConfig& cfg, const InputBenchOptions& o,
   where.root = d.root;
   where.storage = d.storage;
   if (d.stage == "node_local" && d.format != "synthetic") {  // staged once, outside the timed passes
-    const StageResult staged = stage_tree(*make_storage(d.storage), d.root, stage_dir_of(d));
+    const StageResult staged = stage_tree(*make_storage({d.storage, d.endpoint}), d.root, stage_dir_of(d));
     where.root = staged.root;
     where.storage = "local";
     log << "staged " << staged.files << " files to " << staged.root << (staged.reused ? " (reused)" : "") << "\n";

@@ -19,24 +19,23 @@ bool is_posix_storage(const std::string& name) { return name == "local" || name 
 // What the node's first rank does before the others may read: stage, then drop or warm.
 void prepare_on_node(const DatasetConfig& d, InputPreparation& p) {
   if (d.stage == "node_local") {
-    const StageResult staged = stage_tree(*make_storage(d.storage), d.root, stage_dir_of(d));
+    const StageResult staged = stage_tree(*make_storage({d.storage, d.endpoint}), d.root, stage_dir_of(d));
     p.text["stage_result"] = std::string(staged.reused ? "reused" : "copied") + " " + std::to_string(staged.files) +
                              " files (" + std::to_string(staged.bytes) + " bytes)";
     p.numbers["stage_bytes"] = static_cast<double>(staged.bytes);
   }
-  const auto storage = make_storage(p.storage);
+  if (!is_posix_storage(p.storage)) {  // object storage: no page cache here to warm or drop
+    p.text["cache_result"] = "not applicable: storage " + p.storage + " has no page cache on this node";
+    return;
+  }
+  const auto storage = make_storage({p.storage, ""});
   if (!storage->exists(p.root)) {  // opening the data set says what is missing and what to do
     p.text["cache_result"] = "not applicable: " + p.root + " does not exist";
     return;
   }
   const std::vector<TreeFile> files = list_tree(*storage, p.root);
   CacheResult cache;
-  if (d.cache == "warm")
-    cache = warm_page_cache(*storage, files);
-  else if (is_posix_storage(p.storage))
-    cache = drop_page_cache(files);
-  else
-    cache = {0, 0, false, "not applicable: storage " + p.storage + " has no page cache on this node"};
+  cache = d.cache == "warm" ? warm_page_cache(*storage, files) : drop_page_cache(files);
   p.text["cache_result"] = cache.note;
   p.numbers["cache_ok"] = cache.ok ? 1.0 : 0.0;
   if (!cache.ok) p.warnings.push_back("dataset.cache cold: the page cache was not dropped (" + cache.note + ")");
@@ -44,7 +43,7 @@ void prepare_on_node(const DatasetConfig& d, InputPreparation& p) {
 
 // The file system of a POSIX storage's root; warns when nfs names a local directory.
 void check_file_system(const DatasetConfig& d, InputPreparation& p) {
-  if (!is_posix_storage(d.storage) || !make_storage(d.storage)->exists(d.root)) return;
+  if (!is_posix_storage(d.storage) || !make_storage({d.storage, ""})->exists(d.root)) return;
   const FileSystemType fs = file_system_type(d.root);
   p.text["file_system"] = fs.name;
   p.numbers["file_system_network"] = fs.network ? 1.0 : 0.0;

@@ -1,5 +1,6 @@
 // core/sha256: the FIPS 180-4 / NIST known answers (empty, "abc", the two-block messages, a
-// million 'a' fed in uneven pieces) and the documented byte order of sha256_hex_of_floats.
+// million 'a' fed in uneven pieces), the documented byte order of sha256_hex_of_floats, and
+// HMAC-SHA256 against the RFC 4231 test cases.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -40,4 +41,17 @@ TEST(Sha256, FloatsAreHashedAsLittleEndianBinary32) {
   const unsigned char bytes[] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x20, 0xc0};
   EXPECT_EQ(sha256_hex_of_floats(values.data(), 2), sha256_hex(bytes, sizeof bytes));
   EXPECT_EQ(sha256_hex_of_floats(nullptr, 0), sha256_hex("", 0));
+}
+
+// RFC 4231 section 4: test cases 1 (short key), 2 (a text key), 3 (50 bytes of 0xdd) and 6 (a
+// 131-byte key, hashed first).
+TEST(HmacSha256, Rfc4231TestCases) {
+  EXPECT_EQ(hex_of(hmac_sha256(std::string(20, '\x0b'), "Hi There")),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  EXPECT_EQ(hex_of(hmac_sha256("Jefe", "what do ya want for nothing?")),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  EXPECT_EQ(hex_of(hmac_sha256(std::string(20, '\xaa'), std::string(50, '\xdd'))),
+            "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+  EXPECT_EQ(hex_of(hmac_sha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }

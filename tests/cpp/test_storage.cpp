@@ -1,6 +1,6 @@
 // Tests for the storage layer: PosixStorage reads exact byte ranges from files written here,
 // from several threads at once; every error names the path (and the OS error where there is
-// one); the registry knows "local" and "nfs" (both POSIX paths).
+// one); the registry accepts local, nfs and blob and refuses other names.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -150,19 +150,19 @@ TEST_F(Storage, ListsEntriesSortedWithKinds) {
   EXPECT_NE(msg.find(absent), std::string::npos) << msg;
 }
 
-TEST(StorageRegistry, LocalAndNfsAreNamedPosixStorages) {
-  const std::vector<std::string> names = ts::storage_names();
-  EXPECT_NE(std::find(names.begin(), names.end(), "local"), names.end());
-  EXPECT_NE(std::find(names.begin(), names.end(), "nfs"), names.end());
-  EXPECT_EQ(ts::make_storage("local")->name(), "local");
-  EXPECT_EQ(ts::make_storage("nfs")->name(), "nfs");
+TEST(StorageRegistry, NamesAndRefusal) {
+  EXPECT_EQ(ts::storage_names(), (std::vector<std::string>{"local", "nfs", "blob"}));
+  EXPECT_EQ(ts::make_storage({"local", ""})->name(), "local");
+  EXPECT_EQ(ts::make_storage({"nfs", ""})->name(), "nfs");
+  EXPECT_EQ(ts::make_storage({"blob", "http://127.0.0.1:9"})->name(), "blob");
   try {
-    ts::make_storage("ftp");
+    ts::make_storage({"lustre", ""});
     FAIL() << "expected a ConfigError";
   } catch (const ts::ConfigError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("'ftp'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("accepted: local"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'lustre'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("accepted: local ("), std::string::npos) << msg;
+    EXPECT_NE(msg.find("blob ("), std::string::npos) << msg;
   }
 }
 

@@ -9,6 +9,7 @@ const std::vector<Target>& targets() {
       {"manifest", manifest},     {"idx", idx},               {"cifar", cifar},
       {"records", records},       {"hdf5", hdf5},
       {"jpeg_dir", jpeg_dir},
+      {"blob_listing", blob_listing},
   };
   return all;
 }

@@ -46,6 +46,9 @@ void jpeg_dir(const uint8_t* data, size_t size);
 void records(const uint8_t* data, size_t size);
 // An HDF5 file image -> open_hdf5_image (HDF5's core driver), then the first samples read.
 void hdf5(const uint8_t* data, size_t size);
+// A server's directory listing for blob storage (first byte even: an S3 ListObjectsV2 page of
+// prefix "d/"; odd: nginx autoindex JSON) -> its parser; every entry named, without '/'.
+void blob_listing(const uint8_t* data, size_t size);
 
 struct Target {
   const char* name;  // also the corpus directory tests/fuzz/<name>/

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets (tests/fuzz/<target>/seed-*): the project's own
-configs, sweeps and sites, and small data files cut from the real Fashion-MNIST test split
-(/usr/share/datasets/fashion-mnist) or made here (CIFAR-10: no copy is installed). Inputs a
+configs, sweeps and sites, small data files cut from the real Fashion-MNIST test split
+(/usr/share/datasets/fashion-mnist) or made here (CIFAR-10: no copy is installed), and blob
+storage listings as the servers send them. Inputs a
 fuzzer found bugs with are kept beside them as crash-*, timeout-*, oom-* or leak-* (never
 rewritten by this script). Manifests come from `trainscale sweep expand` of two seed sweeps.
 Usage: tests/fuzz/make_seeds.py [TRAINSCALE_BINARY]   (default build-dev/bin/trainscale)."""
@@ -164,6 +165,24 @@ def hdf5_seeds():
             f["labels"] = np.arange(6, dtype=np.int32) % 10
 
 
+def blob_listing_seeds():
+    """Listings as moto's S3 and nginx's JSON autoindex send them (byte 0: 0 S3, 1 autoindex)."""
+    d = reset("blob_listing")
+    (d / "seed-s3-page").write_bytes(b"\0" + (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+        "<Name>fuzz</Name><Prefix>d/</Prefix><KeyCount>3</KeyCount><MaxKeys>1000</MaxKeys><Delimiter>/</Delimiter>"
+        "<IsTruncated>true</IsTruncated><Contents><Key>d/</Key><Size>0</Size></Contents>"
+        "<Contents><Key>d/a&amp;b.bin</Key><LastModified>2026-11-23T02:00:00.000Z</LastModified>"
+        "<ETag>&quot;0cc175b9c0f1b6a831c399e269772661&quot;</ETag><Size>12</Size><StorageClass>STANDARD</StorageClass>"
+        "</Contents><CommonPrefixes><Prefix>d/sub/</Prefix></CommonPrefixes>"
+        "<NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>"
+        "</ListBucketResult>").encode())
+    (d / "seed-autoindex").write_bytes(b"\1" + (
+        '[\n{ "name":"train-images-idx3-ubyte", "type":"file", "mtime":"Mon, 23 Nov 2026 02:00:00 GMT", '
+        '"size":47040016 },\n{ "name":"class \\"0\\"", "type":"directory", "mtime":"Mon, 23 Nov 2026 02:00:00 GMT" },'
+        '\n{ "name":"link", "type":"other", "mtime":"Mon, 23 Nov 2026 02:00:00 GMT" }\n]\n').encode())
+
+
 if __name__ == "__main__":
     yaml_seeds()
     manifest_seeds(sys.argv[1] if len(sys.argv) > 1 else str(ROOT / "build-dev" / "bin" / "trainscale"))
@@ -171,3 +190,4 @@ if __name__ == "__main__":
     cifar_seeds()
     records_seeds()
     hdf5_seeds()
+    blob_listing_seeds()

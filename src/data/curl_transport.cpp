@@ -1,0 +1,139 @@
+// HttpTransport over libcurl (see http_transport.h). Thread safety: curl_global_init once
+// (std::call_once) and one easy handle per thread, never shared; CURLOPT_NOSIGNAL because
+// loader threads must not take SIGALRM from name resolution timeouts.
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <mutex>
+
+#include "core/error.h"
+#include "data/http_transport.h"
+
+namespace ts {
+
+std::string HttpResponse::header(const std::string& lower_case_name) const {
+  for (const auto& [name, value] : headers)
+    if (name == lower_case_name) return value;
+  return "";
+}
+
+namespace {
+
+constexpr size_t kMaxKeptBody = 64u << 20;  // listings and error documents; larger is an error
+
+// The calling thread's easy handle, created on first use and cleaned up when the thread ends.
+struct ThreadHandle {
+  CURL* handle = nullptr;
+  ~ThreadHandle() {
+    if (handle) curl_easy_cleanup(handle);
+  }
+};
+
+CURL* thread_handle() {
+  static std::once_flag global_init;
+  std::call_once(global_init, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) throw RuntimeError("libcurl: curl_global_init failed");
+  });
+  thread_local ThreadHandle mine;
+  if (!mine.handle) mine.handle = curl_easy_init();
+  if (!mine.handle) throw RuntimeError("libcurl: curl_easy_init failed (out of memory?)");
+  curl_easy_reset(mine.handle);
+  return mine.handle;
+}
+
+struct Transfer {
+  CURL* curl;
+  const HttpRequest* request;
+  HttpResponse* response;
+};
+
+// An error status's body is an error document for the response, never data for body_dst.
+bool error_status(CURL* curl) {
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  return status >= 300;
+}
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t bytes = size * count;
+  HttpResponse& r = *t->response;
+  if (t->request->body_dst && !error_status(t->curl)) {
+    const int64_t room = std::max<int64_t>(0, t->request->body_capacity - r.body_bytes);
+    const auto copied = static_cast<int64_t>(std::min<size_t>(bytes, static_cast<size_t>(room)));
+    std::memcpy(t->request->body_dst + r.body_bytes, data, static_cast<size_t>(copied));
+    if (copied < static_cast<int64_t>(bytes)) r.body_overflow = true;
+  } else {
+    if (r.body.size() + bytes > kMaxKeptBody) return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    r.body.append(data, bytes);
+  }
+  r.body_bytes += static_cast<int64_t>(bytes);
+  return bytes;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t first = 0;
+  while (first < s.size() && std::isspace(static_cast<unsigned char>(s[first]))) ++first;
+  return s.substr(first);
+}
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::string line(data, size * count);
+  if (line.rfind("HTTP/", 0) == 0) t->response->headers.clear();  // a new response (after 100 Continue)
+  const size_t colon = line.find(':');
+  if (colon != std::string::npos) {
+    std::string name = line.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    t->response->headers.emplace_back(name, trim(line.substr(colon + 1)));
+  }
+  return size * count;
+}
+
+class CurlTransport final : public HttpTransport {
+ public:
+  HttpResponse perform(const HttpRequest& request) const override {
+    CURL* curl = thread_handle();
+    HttpResponse response;
+    Transfer transfer{curl, &request, &response};
+    char error[CURL_ERROR_SIZE] = {0};
+    curl_slist* headers = nullptr;
+    for (const auto& h : request.headers) headers = curl_slist_append(headers, h.c_str());
+    curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_NOBODY, request.method == "HEAD" ? 1L : 0L);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // less than a byte a second ...
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);  // ... for 30 s: a stalled server
+    curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // byte ranges of the stored object, never re-encoded
+    const CURLcode rc = curl_easy_perform(curl);
+    curl_slist_free_all(headers);
+    if (rc != CURLE_OK) {
+      response.status = 0;
+      response.transport_error = error[0] ? std::string(error) : curl_easy_strerror(rc);
+      return response;
+    }
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    response.status = static_cast<int>(status);
+    return response;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const HttpTransport> curl_transport() {
+  static const auto transport = std::make_shared<const CurlTransport>();
+  return transport;
+}
+
+}  // namespace ts

@@ -1,0 +1,47 @@
+// One HTTP request and its response, behind an interface: blob storage (blob_storage.h) talks
+// to servers through libcurl (curl_transport.cpp) and its tests through a fake that serves
+// bytes from memory and fails on cue, so that retries and checks are tested without a network.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ts {
+
+struct HttpRequest {
+  std::string method = "GET";        // "GET" or "HEAD"
+  std::string url;                   // percent-encoded, as sent
+  std::vector<std::string> headers;  // "Name: value" lines
+  // GET: the body is written here (at most body_capacity bytes; more sets body_overflow); null:
+  // the body is kept in HttpResponse::body (listings, error documents).
+  char* body_dst = nullptr;
+  int64_t body_capacity = 0;
+};
+
+struct HttpResponse {
+  int status = 0;               // the HTTP status; 0: no response (transport_error says why)
+  std::string transport_error;  // connection refused, timed out, reset mid-body, ...; "" if a response came
+  std::vector<std::pair<std::string, std::string>> headers;  // lower-case names, trimmed values
+  std::string body;             // the body when the request had no body_dst
+  int64_t body_bytes = 0;       // body bytes received
+  bool body_overflow = false;   // the server sent more than body_capacity bytes
+
+  // The value of header `lower_case_name`, "" when absent.
+  std::string header(const std::string& lower_case_name) const;
+};
+
+// Performs requests; implementations are safe to call from many threads at once.
+class HttpTransport {
+ public:
+  virtual ~HttpTransport() = default;
+  virtual HttpResponse perform(const HttpRequest& request) const = 0;
+};
+
+// libcurl: one easy handle per thread (kept, so connections are reused), curl_global_init
+// once; connects within 10 s and gives up on a transfer that moves nothing for 30 s.
+std::shared_ptr<const HttpTransport> curl_transport();
+
+}  // namespace ts
