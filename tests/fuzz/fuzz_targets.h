@@ -41,7 +41,8 @@ void cifar(const uint8_t* data, size_t size);
 // A records shard (and its index; layout in fuzz_data_files.cpp) -> open_records_source over an
 // in-memory Storage, then every sample read.
 void records(const uint8_t* data, size_t size);
-// An HDF5 file image -> open_hdf5_image (HDF5's core driver), then the first samples read.
+// A description of an HDF5 file (shapes, dtypes, layout attribute, chunking, gzip, values; layout
+// in fuzz_hdf5_file.cpp), written through HDF5 into a file image -> open_hdf5_image, every sample read.
 void hdf5(const uint8_t* data, size_t size);
 
 struct Target {
