@@ -70,10 +70,7 @@ void check_options(const ConvertOptions& o) {
   if (o.limit < 0) throw ConfigError("--limit must be >= 0 (0: every sample)");
 }
 
-}  // namespace
-
-std::vector<ConvertedSplit> convert_dataset(const ConvertOptions& o) {
-  check_options(o);
+std::vector<ConvertedSplit> convert_splits(const ConvertOptions& o) {
   DataOptions data;
   data.name = o.dataset;
   data.format = o.from_format;
@@ -103,6 +100,17 @@ std::vector<ConvertedSplit> convert_dataset(const ConvertOptions& o) {
     done.push_back(c);
   }
   return done;
+}
+
+}  // namespace
+
+std::vector<ConvertedSplit> convert_dataset(const ConvertOptions& o) {
+  check_options(o);
+  try {
+    return convert_splits(o);
+  } catch (const std::filesystem::filesystem_error& e) {  // a directory that cannot be made or renamed
+    throw RuntimeError(std::string("data convert: ") + e.what() + " (--out " + o.out + ")");
+  }
 }
 
 }  // namespace ts

@@ -157,9 +157,7 @@ void inspect_jpeg_dir(InspectReport& r, const std::string& root) {
   }
 }
 
-}  // namespace
-
-InspectReport inspect_data(const std::string& path) {
+InspectReport inspect_path(const std::string& path) {
   InspectReport r;
   add(r, "path", path);
   if (!fs::exists(path)) throw RuntimeError("inspect: " + path + " does not exist");
@@ -186,6 +184,16 @@ InspectReport inspect_data(const std::string& path) {
                       "file or directory (train.h5, test.h5) nor a jpeg_dir tree (train/<class>/*.jpg)");
   add(r, "status", "ok: every record read and checked");
   return r;
+}
+
+}  // namespace
+
+InspectReport inspect_data(const std::string& path) {
+  try {
+    return inspect_path(path);
+  } catch (const fs::filesystem_error& e) {  // a directory or file that cannot be listed or read
+    throw RuntimeError(std::string("data inspect: ") + e.what());
+  }
 }
 
 }  // namespace ts

@@ -1,6 +1,6 @@
-// The data-reader fuzz targets (see fuzz_targets.h): IDX, CIFAR-10, records, HDF5 and JPEG
-// files opened through the sample sources the trainer uses, over an in-memory Storage (HDF5: a
-// file image in HDF5's core driver), then every sample read.
+// The data-reader fuzz targets (see fuzz_targets.h): IDX, CIFAR-10, records and JPEG files
+// opened through the sample sources the trainer uses, over an in-memory Storage, then every sample
+// read (hdf5: fuzz_hdf5_file.cpp).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -9,7 +9,6 @@
 
 #include "core/error.h"
 #include "data/cifar_source.h"
-#include "data/hdf5_source.h"
 #include "data/idx_source.h"
 #include "data/jpeg_dir_source.h"
 #include "data/records_source.h"
@@ -21,13 +20,12 @@ namespace {
 
 constexpr const char* kRoot = "/fuzz";
 
-// Reads samples [0, min(count, most)).
-void read_every_sample(const SampleSource& source, int64_t most = INT64_MAX) {
+void read_every_sample(const SampleSource& source) {
   const SampleSpec& spec = source.spec();
   std::vector<float> image(static_cast<size_t>(spec.sample.numel()));
   std::vector<float> targets(static_cast<size_t>(std::max<int64_t>(spec.outputs, 1)));
   int32_t label = 0;
-  for (int64_t i = 0; i < std::min(source.count(), most); ++i) source.read(i, image.data(), &label, targets.data());
+  for (int64_t i = 0; i < source.count(); ++i) source.read(i, image.data(), &label, targets.data());
 }
 
 }  // namespace
@@ -102,18 +100,6 @@ void records(const uint8_t* data, size_t size) {
   if (data[0] & 1) storage.add(path + ".idx", std::vector<uint8_t>(shard + shard_size, data + size));
   try {
     read_every_sample(*open_records_source(storage, kRoot, Split::test, "fashion_mnist", 10, {{0.2860f}, {0.3530f}}));
-  } catch (const ConfigError&) {
-  } catch (const RuntimeError&) {
-  }
-}
-
-// The whole input is the file; a valid file may declare millions of (fill-value) samples, so
-// only the first 64 are read (every chunk path is reached with small chunks).
-void hdf5(const uint8_t* data, size_t size) {
-  try {
-    read_every_sample(*open_hdf5_image(std::vector<uint8_t>(data, data + size), "/fuzz/test.h5", 10,
-                                       {{0.2860f}, {0.3530f}}),
-                      64);
   } catch (const ConfigError&) {
   } catch (const RuntimeError&) {
   }

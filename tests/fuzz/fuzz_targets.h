@@ -44,7 +44,8 @@ void jpeg_dir(const uint8_t* data, size_t size);
 // A records shard (and its index; layout in fuzz_data_files.cpp) -> open_records_source over an
 // in-memory Storage, then every sample read.
 void records(const uint8_t* data, size_t size);
-// An HDF5 file image -> open_hdf5_image (HDF5's core driver), then the first samples read.
+// A description of an HDF5 file (shapes, dtypes, layout attribute, chunking, gzip, values; layout
+// in fuzz_hdf5_file.cpp), written through HDF5 into a file image -> open_hdf5_image, every sample read.
 void hdf5(const uint8_t* data, size_t size);
 // A server's directory listing for blob storage (first byte even: an S3 ListObjectsV2 page of
 // prefix "d/"; odd: nginx autoindex JSON) -> its parser; every entry named, without '/'.

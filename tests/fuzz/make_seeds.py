@@ -147,22 +147,24 @@ def records_seeds():
                                                              + b"\xff\xd8\xff\xe0garbage")]))
 
 
+def hdf5_input(shape, options, dims, image_type, labels, label_type, label_count):
+    """The hdf5 target's description of a file (layout in fuzz_hdf5_file.cpp)."""
+    n = 1
+    for d in dims:
+        n *= d
+    head = bytes([shape, options] + [d - 1 for d in dims] + [image_type])
+    return head + bytes((i * 7) % 256 for i in range(n)) + bytes([labels, label_type]) + bytes(i % 10 for i in range(label_count))
+
+
 def hdf5_seeds():
-    import h5py  # the project's venv has it (analysis/)
     d = reset("hdf5")
-    images = bytes((i * 7) % 256 for i in range(6 * 1 * 4 * 3))
-    import numpy as np
-    nchw = np.frombuffer(images, np.uint8).reshape(6, 1, 4, 3)
-    for name, kwargs, data, layout in [("seed-chunked", {"chunks": (2, 1, 4, 3)}, nchw, None),
-                                       ("seed-gzip", {"chunks": (4, 1, 4, 3), "compression": "gzip"}, nchw, None),
-                                       ("seed-nhwc", {"chunks": (3, 4, 3, 1)}, nchw.transpose(0, 2, 3, 1), "NHWC"),
-                                       ("seed-contiguous", {}, nchw, "NCHW")]:
-        path = d / name
-        with h5py.File(path, "w", libver="earliest") as f:
-            f.create_dataset("images", data=data, **kwargs)
-            if layout:
-                f["images"].attrs["layout"] = np.bytes_(layout)  # fixed-length: the reader refuses vlen
-            f["labels"] = np.arange(6, dtype=np.int32) % 10
+    nchw = 3 | (1 << 3)  # rank 4, layout NCHW
+    (d / "seed-chunked").write_bytes(hdf5_input(nchw, 0x02, [6, 1, 4, 3], 0, 0x01, 4, 6))
+    (d / "seed-nhwc-gzip").write_bytes(hdf5_input(3 | (2 << 3), 0x13, [6, 4, 3, 1], 0, 0x01, 0, 6))
+    (d / "seed-contiguous-no-layout").write_bytes(hdf5_input(3, 0x00, [5, 3, 2, 2], 0, 0x01, 4, 5))
+    (d / "seed-float-images").write_bytes(hdf5_input(nchw, 0x02, [4, 1, 2, 2], 3, 0x01, 4, 4))
+    (d / "seed-rank3").write_bytes(hdf5_input(2, 0x01, [4, 2, 2], 0, 0x01, 4, 4))
+    (d / "seed-labels-short").write_bytes(hdf5_input(nchw, 0x02, [6, 1, 2, 2], 0, 0x00, 4, 5))
 
 
 def blob_listing_seeds():

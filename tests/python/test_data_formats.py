@@ -91,6 +91,9 @@ def test_inspect_reports_format_samples_and_checksums(converted):
     assert "format: records" in proc.stdout
     assert "split train: 60000 samples in 4 shards, shape (1,28,28) raw, labels 0..9 (10 distinct)" in proc.stdout
     assert proc.stdout.count("sha256 ") == 16  # 8 shards + 8 indexes
+    proc = run(["data", "inspect", converted / "records" / "test-00003-of-00004.rec"])
+    assert proc.returncode == 0, proc.stderr
+    assert "split test: 2500 samples in 1 shards" in proc.stdout and proc.stdout.count("sha256 ") == 2
     proc = run(["data", "inspect", converted / "hdf5" / "test.h5"])
     assert proc.returncode == 0, proc.stderr
     assert "format: hdf5" in proc.stdout and "10000 samples of (1,28,28)" in proc.stdout and "gzip" in proc.stdout
