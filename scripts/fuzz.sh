@@ -8,7 +8,8 @@
 # input into tests/fuzz/<target>/ so every build replays it (tests/cpp/test_fuzz_corpus.cpp).
 # docs/reliability.md "Fuzzing and sanitizers".
 # FUZZ_RUNS=N instead runs each target for exactly N inputs from seed 1: the same inputs on
-# every machine, so a CI run replays a fixed exploration and a new crash is found by a longer
+# every machine (from an empty build-fuzz/corpus/, as in CI: what a local corpus holds changes
+# the exploration), so a CI run replays a fixed exploration and a new crash is found by a longer
 # run by hand (or nightly), not by chance in somebody's CI.
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]    (FUZZ_JOBS: build jobs, default nproc)
 set -euo pipefail
