@@ -1,4 +1,4 @@
-"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|compression ... (see docs/analysis.md).
+"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|compression|archive ... (see docs/analysis.md).
 
 Exit codes follow the driver's: 0 ok, 1 failed, 2 usage or input error (bad campaign
 directory, unknown schema version).
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compare, compression, load, predict, report
+from . import archive, compare, compression, load, predict, report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,8 +52,16 @@ def main(argv: list[str] | None = None) -> int:
     z.add_argument("runs", nargs="+", metavar="RUN_FILE_OR_DIR")
     z.add_argument("-o", "--out", required=True, metavar="reports/NAME.md")
     z.add_argument("--title", default=None)
+    k = sub.add_parser("archive", help="copy a campaign with compressed run files, to commit beside its report")
+    k.add_argument("campaign", metavar="CAMPAIGN_DIR")
+    k.add_argument("-o", "--out", required=True, metavar="reports/studies/NAME/campaign")
     args = p.parse_args(argv)
     try:
+        if args.command == "archive":
+            c = archive.archive_campaign(args.campaign, args.out)
+            print(f"{args.out}: {c['runs']} run files ({c['bytes_in']} -> {c['bytes_out']} bytes), "
+                  f"{c['markers']} markers")
+            return 0
         if args.command == "predict":
             print(predict.comparison_report(args.predictions, args.runs, args.out, args.title))
             return 0

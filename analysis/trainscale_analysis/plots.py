@@ -4,6 +4,7 @@ and returns the PNG path; docs/analysis.md shows and explains each one.
 - plot_scaling: images/s, speedup, efficiency vs workers, one line per value of a dimension;
 - plot_loss_curves: training loss vs wall-clock time or samples, one line per worker count;
 - plot_loss_area_heatmaps: loss area over batch x LR, one panel per worker count;
+- plot_loss_area_histograms: the distribution of loss areas, one panel per worker count;
 - plot_time_breakdown: stacked mean time per step per phase, one bar per configuration;
 - plot_relative: a dimension's values relative to a baseline value;
 - plot_generations: images/s across GPU generations relative to a baseline generation, one
@@ -178,6 +179,38 @@ def plot_loss_area_heatmaps(df: pd.DataFrame, out, threshold: float | None = Non
                      else "loss area [loss x samples]")
     thr = "no threshold" if threshold is None else f"threshold {threshold:g}"
     fig.suptitle(f"loss area over {rows} x {cols} (winner outlined; {thr})", y=1.03)
+    return save(fig, out)
+
+
+def plot_loss_area_histograms(df: pd.DataFrame, out, threshold: float | None = None,
+                              area: str = "loss_area_time") -> Path:
+    """One panel per worker count: histogram of the loss areas of its finished runs, split
+    into curves that pass the threshold and curves above it; the winner's area is a black
+    line, and the panel title counts the runs that diverged or failed (no area)."""
+    win = metrics.loss_area_winners(df, threshold, by="workers", area=area).set_index("workers")
+    workers = sorted(df["workers"].dropna().unique())
+    fig, axes = plt.subplots(1, len(workers), figsize=(3.2 * len(workers) + 1, 3.2),
+                             squeeze=False, sharex=True)
+    finite = df[area].replace([np.inf, -np.inf], np.nan).dropna()
+    bins = np.linspace(finite.min(), finite.max(), 16) if len(finite) > 1 else 10
+    for ax, w in zip(axes[0], workers):
+        sub = df[df["workers"] == w]
+        ok = sub[(sub["status"] == "ok") & np.isfinite(sub[area].astype(float))]
+        above = ok["min_train_loss"] > threshold if threshold is not None else \
+            pd.Series(False, index=ok.index)
+        ax.hist([ok.loc[~above, area], ok.loc[above, area]], bins=bins, stacked=True,
+                color=["#4c72b0", "#cccccc"], label=["candidates", "above threshold"])
+        if w in win.index and pd.notna(win.loc[w, "run_id"]):
+            ax.axvline(win.loc[w, "loss_area"], color="k", lw=2, label="winner")
+        lost = len(sub) - len(ok)
+        ax.set_title(f"workers = {fmt(w)}" + (f" ({lost} diverged/failed)" if lost else ""),
+                     fontsize=10)
+        ax.set_xlabel("loss area [loss x s]" if area == "loss_area_time"
+                      else "loss area [loss x samples]")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("runs")
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
     return save(fig, out)
 
 

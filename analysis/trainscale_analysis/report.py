@@ -17,7 +17,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from . import hetero, io_bench, load, metrics, plots
+from . import exchange, hetero, io_bench, load, metrics, plots, strategies
 
 # Dimensions the scaling and loss-area sections handle themselves; every other varying config
 # key (storage, data format, precision, MPI flavor, algorithm, ...) gets relative bars, except
@@ -258,13 +258,20 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                                                  threshold),
                    "Area under the training-loss curve over wall-clock time, per worker "
                    "count; hatched cells diverged or failed, the winner is outlined.")
+        rep.figure(plots.plot_loss_area_histograms(df, fig_dir / "loss_area_histograms",
+                                                   threshold),
+                   "Distribution of the loss areas per worker count (grey: minimum loss above "
+                   "the threshold; black line: the winner; the title counts runs that "
+                   "diverged or failed and so have no area).")
     rep.section("Winners (smallest loss area per worker count)")
     if "workers" in df.columns and not with_files.empty:
         win = metrics.loss_area_winners(df, threshold, by="workers")
+        win = win.merge(df[["run_id", "final_accuracy"]].drop_duplicates("run_id"), on="run_id", how="left") \
+            if "final_accuracy" in df.columns else win
         show = [c for c in ["workers", "run_id", "batch_per_worker", "lr"] +
                 [k for k in vary if k not in OWN_SECTIONS] +
-                ["loss_area", "min_train_loss", "candidates", "discarded_threshold",
-                 "discarded_status"] if c in win.columns]
+                ["loss_area", "min_train_loss", "final_accuracy", "candidates",
+                 "discarded_threshold", "discarded_status"] if c in win.columns]
         rep.para("Rule (SHM-Learn-Dist): per worker count, drop runs that diverged or failed "
                  "and curves whose minimum training loss is above the threshold "
                  f"({'none given; use --loss-threshold' if threshold is None else f'{threshold:g}'}"
@@ -296,6 +303,8 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                    f"all other configuration keys (bars span min-max over the matches).")
         rep.table(rel[[dim, "relative", "relative_min", "relative_max", "matched"]], None)
 
+    strategies.strategy_section(rep, df, fig_dir)
+    exchange.exchange_section(rep, df, fig_dir)
     io_sections(rep, df, io_paths, fig_dir)
     generations_section(rep, df, fig_dir, baselines.get("generation"))
     strategy_budget_section(rep, df)

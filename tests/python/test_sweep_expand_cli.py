@@ -52,3 +52,25 @@ def test_malformed_sweep_exits_2(tmp_path):
     res = run(["sweep", "submit", tmp_path / "c"])  # nothing was frozen: no campaign to submit
     assert res.returncode == 2
     assert "no manifest.yaml" in res.stderr
+
+
+# The studies (configs/studies/, scripts/run_study.sh): each sweep expands on the site it runs
+# on, with the run count its header promises; a _sim sweep needs the simulate site.
+STUDY_RUNS = {"batch_lr": 120, "batch_lr_cifar10": 120, "neuron_averaging": 12, "ps_timing": 29,
+              "ps_timing_sim": 18, "hetero_partition": 5, "sync_async": 11}
+
+
+def test_every_study_sweep_expands_with_its_run_count(tmp_path):
+    studies = REPO / "configs" / "studies"
+    sweeps = {p.stem for p in studies.glob("*.yaml")
+              if not p.stem.endswith("_base") and p.stem != "model_skylake"}
+    assert sweeps == set(STUDY_RUNS)  # a new study gets a line here
+    for name, count in STUDY_RUNS.items():
+        site = "simulate-skylake" if name.endswith("_sim") else "local"
+        out = tmp_path / name
+        res = run(["sweep", "expand", studies / f"{name}.yaml", "--site",
+                   REPO / "configs" / "sites" / f"{site}.yaml", "--out", out])
+        assert res.returncode == 0, (name, res.stderr)
+        runs = yaml.safe_load((out / "manifest.yaml").read_text())["runs"]
+        assert len(runs) == count, name
+        assert len({r["config_id"] for r in runs}) == count, name  # no point twice

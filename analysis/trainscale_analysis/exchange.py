@@ -1,0 +1,121 @@
+"""The exchange's time per step against workers, per all-reduce algorithm (SHM-Learn-Dist
+figures 6.4-6.6): the parameter server's gather, average and broadcast next to the ring, tree,
+shared-memory and MPI all-reduces, measured and simulated runs side by side.
+
+- exchange_times(df): one row per finished run with /timing: `workers`, `algorithm`,
+  `simulated`, and mean seconds per step after warm-up of `gather`, `average`, `broadcast`
+  (rank 0, the server: only it averages, and its gather waits for every worker) and
+  `exchange` (ps: gather + average + broadcast on rank 0; the others: `comm`, mean over ranks);
+- exchange_summary(df): the median over repetitions per (kind, algorithm, workers);
+- plot_exchange(summary, out): the parameter server's three phases, and every algorithm's
+  exchange time, against workers;
+- exchange_section(rep, df, fig_dir): the report's "Exchange time by algorithm" section.
+
+With `dist.overlap: true` the all-reduces' `comm` runs beside backward, so only runs without
+overlap compare the exchanges alone; the section says which it shows.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import load, metrics, plots
+
+PS_PHASES = ("gather", "average", "broadcast")
+
+
+def _mean_after(a: np.ndarray, warm: int, rank: int | None) -> float:
+    a = a[warm:] if a.shape[0] > warm else a
+    return float(np.mean(a[:, rank] if rank is not None else a))
+
+
+def exchange_times(df: pd.DataFrame) -> pd.DataFrame:
+    """Per finished multi-worker run: the exchange's mean seconds per step (module docstring)."""
+    rows = []
+    for _, run in metrics.finished(df).iterrows():
+        if not run.get("path") or "dist.allreduce" not in run.index:
+            continue
+        timing = load.load_timing(run)
+        if "comm" not in timing:
+            continue
+        warm = run.get("warmup_steps")
+        warm = int(warm) if warm is not None and np.isfinite(warm) else 0
+        simulated = run.get("env.simulated")
+        row = {"run_id": run["run_id"], "workers": int(run["workers"]),
+               "algorithm": str(run["dist.allreduce"]),
+               "kind": "simulated" if pd.notna(simulated) and int(simulated) else "measured",
+               "overlap": str(run.get("dist.overlap", ""))}
+        if all(p in timing for p in PS_PHASES):
+            for p in PS_PHASES:
+                row[p] = _mean_after(timing[p], warm, 0)
+            row["exchange"] = sum(row[p] for p in PS_PHASES)
+        else:
+            row["exchange"] = _mean_after(timing["comm"], warm, None)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def exchange_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """exchange_times, median over repetitions per (kind, algorithm, workers), sorted."""
+    t = exchange_times(df)
+    if t.empty:
+        return t
+    cols = [c for c in ("exchange", *PS_PHASES) if c in t.columns]
+    out = t.groupby(["kind", "algorithm", "workers"], as_index=False).agg(
+        **{c: (c, "median") for c in cols}, runs=("run_id", "count"))
+    return out.sort_values(["kind", "algorithm", "workers"]).reset_index(drop=True)
+
+
+def plot_exchange(summary: pd.DataFrame, out) -> Path:
+    """Left: the parameter server's gather, average, broadcast (rank 0) against workers; right:
+    every algorithm's exchange time per step. Measured solid, simulated dashed; log-log."""
+    fig, (left, right) = plots.plt.subplots(1, 2, figsize=(12, 4.2))
+    style = {"measured": "-", "simulated": "--"}
+    ps = summary[summary["algorithm"] == "ps"]
+    for kind, g in ps.groupby("kind"):
+        for phase in PS_PHASES:
+            if phase in g.columns:
+                left.plot(g["workers"], g[phase] * 1e3, style.get(kind, "-"), marker="o",
+                          color=plots.PHASE_COLORS[phase], label=f"{phase} ({kind})")
+    left.set_title("parameter server (rank 0): time per step by phase")
+    for (kind, algo), g in summary.groupby(["kind", "algorithm"]):
+        right.plot(g["workers"], g["exchange"] * 1e3, style.get(kind, "-"), marker="o",
+                   label=f"{algo} ({kind})")
+    right.set_title("exchange time per step by algorithm")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("workers")
+        ax.set_ylabel("ms per step")
+        ax.grid(alpha=0.3, which="both")
+        if ax.lines:
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    return plots.save(fig, out)
+
+
+def exchange_section(rep, df: pd.DataFrame, fig_dir: Path) -> None:
+    rep.section("Exchange time by algorithm")
+    summary = exchange_summary(df[df["workers"] > 1]) if "workers" in df.columns else pd.DataFrame()
+    if summary.empty or summary["workers"].nunique() < 2:
+        rep.para("No finished multi-worker runs at two or more worker counts recorded the "
+                 "exchange's time, so there is no exchange plot.", note=True)
+        return
+    t = exchange_times(df)
+    overlap = sorted(set(t["overlap"].astype(str)))
+    rep.figure(plot_exchange(summary, fig_dir / "exchange_times"),
+               "Mean time per step of the exchange (after warm-up; median over repetitions). "
+               "Left: the parameter server's phases on rank 0 (gather: the workers' gradients "
+               "arrive; average: rank 0 sums and scales them; broadcast: the new weights go "
+               "out). Right: ps = the three phases, the all-reduces = /timing/comm (mean over "
+               "ranks). Solid measured, dashed simulated.")
+    if overlap != ["False"] and overlap != ["false"]:
+        rep.para(f"dist.overlap was {', '.join(overlap)}: with overlap the all-reduces' time "
+                 "runs beside backward, so it is not the exchange alone.", note=True)
+    show = summary.copy()
+    for c in ("exchange", *PS_PHASES):
+        if c in show.columns:
+            show[c + "_ms"] = show.pop(c) * 1e3
+    rep.table(show, None)

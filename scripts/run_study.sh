@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs one of the classic studies of configs/studies/ (issue 17; index: reports/README.md) on
+# this machine: expands its sweep(s), runs every run (the local executor, or trainscale-sim for
+# a simulated part), keeps a compressed copy of each campaign under reports/studies/NAME/ and
+# writes the report from those copies, so the committed report is what the committed files give:
+#   python -m trainscale_analysis report reports/studies/NAME/campaign* -o ... (the args below)
+# Usage: scripts/run_study.sh NAME
+#   NAME: batch_lr | neuron_averaging | ps_timing | hetero_partition | sync_async
+# The campaigns live in campaigns/studies/ (git-ignored); a second call resumes a campaign
+# (finished runs are kept) and re-writes the report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+name=${1:-}
+bin=build/bin/trainscale
+py=.venv/bin/python
+local_site=configs/sites/local.yaml
+sim_site=configs/sites/simulate-skylake.yaml
+case $name in
+  batch_lr)  # the loss threshold: see reports/studies/batch_lr/README.md
+    parts=("batch_lr:$local_site")
+    args=(--loss-threshold 0.8 --title "Batch x learning rate, loss area (SHM-Learn-Dist study 1)") ;;
+  neuron_averaging)
+    parts=("neuron_averaging:$local_site")
+    args=(--title "Single sigmoid neuron: gradient vs weight averaging (SHM-Learn-Dist study 2)") ;;
+  ps_timing)
+    parts=("ps_timing:$local_site" "ps_timing_sim:$sim_site")
+    args=(--title "Parameter server vs all-reduce timing (SHM-Learn-Dist figures 6.4-6.6)") ;;
+  hetero_partition)
+    parts=("hetero_partition:$local_site")
+    args=(--title "Heterogeneous workers: equal, static, measured, adaptive partitions (Choi et al.)") ;;
+  sync_async)
+    parts=("sync_async:$local_site")
+    args=(--title "Synchronous, asynchronous and compressed exchanges (10-605)") ;;
+  *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async" >&2
+     exit 2 ;;
+esac
+[[ -x $bin ]] || { echo "run_study.sh: $bin not built (scripts/build.sh)" >&2; exit 1; }
+out=reports/studies/$name
+mkdir -p "$out"
+kept=()
+for part in "${parts[@]}"; do
+  sweep=${part%%:*} site=${part#*:}
+  camp=campaigns/studies/$sweep
+  "$bin" sweep expand "configs/studies/$sweep.yaml" --site "$site" --out "$camp"
+  "$bin" sweep submit "$camp" || echo "run_study.sh: some runs of $sweep failed; the report shows them"
+  "$py" -m trainscale_analysis archive "$camp" -o "$out/$sweep"
+  kept+=("$out/$sweep")
+done
+"$py" -m trainscale_analysis report "${kept[@]}" -o "$out/report.html" "${args[@]}"
+if [[ $name == sync_async ]]; then  # accuracy vs bytes on the wire vs time, per compressor
+  "$py" -m trainscale_analysis compression "$out/sync_async/runs" -o "$out/compression.md" \
+    --title "Compressors against fp32, one epoch of LeNet on 2 workers"
+fi

@@ -1,0 +1,127 @@
+"""The analysis pieces the studies of configs/studies/ rest on (docs/analysis.md): archiving a
+campaign beside its report, the exchange-time view (parameter-server phases next to the
+all-reduces), the exchange-strategy view and the loss-area histograms."""
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from conftest import (LOSS_START, PS_PHASE_SECONDS, PHASE_SECONDS, STEPS, base_config,
+                      config_id, summary_for, write_run)
+from trainscale_analysis import archive, exchange, load, report, strategies
+
+
+def _walk(f: h5py.File) -> dict:
+    out = {}
+    f.visititems(lambda name, obj: out.__setitem__(name, obj[()] if isinstance(obj, h5py.Dataset) else None))
+    return out
+
+
+def test_archive_keeps_every_value_and_compresses(grid_dir, tmp_path):
+    counts = archive.archive_campaign(grid_dir, tmp_path / "kept")
+    before, after = load.load_campaigns(grid_dir), load.load_campaigns(tmp_path / "kept")
+    assert counts["runs"] == (before["path"].notna()).sum() > 0
+    assert counts["markers"] == len(list((grid_dir / "runs").glob("*.FAILED"))) + \
+        len(list((grid_dir / "runs").glob("*.DONE")))
+    assert list(before["status"]) == list(after["status"])
+    cols = ["run_id", "status", "message", "loss_area_time", "min_train_loss", "images_per_s"]
+    assert before[cols].fillna(-1).equals(after[cols].fillna(-1))
+    for src in sorted((grid_dir / "runs").glob("*.h5")):
+        dst = tmp_path / "kept" / "runs" / src.name
+        with h5py.File(src) as a, h5py.File(dst) as b:
+            da, db = _walk(a), _walk(b)
+            assert da.keys() == db.keys()
+            for name, value in da.items():
+                if value is None:
+                    continue
+                if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                    np.testing.assert_array_equal(value, db[name])
+                else:
+                    assert np.array_equal(value, db[name]) if isinstance(value, np.ndarray) \
+                        else value == db[name], name
+            assert dict(a.attrs).keys() == dict(b.attrs).keys()
+            def compressed(name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    big = obj.shape != () and obj.size >= archive.MIN_COMPRESSED_ELEMENTS and \
+                        obj.dtype.kind in "iufb"
+                    assert (obj.compression == "gzip") == big, name
+            b.visititems(compressed)
+            assert a["train/loss"].dtype == b["train/loss"].dtype
+    assert not list((tmp_path / "kept" / "runs").glob("*.tmp"))
+    html, _ = report.build_report([tmp_path / "kept"], tmp_path / "r.html", threshold=0.5)
+    assert "Winners" in html.read_text()
+
+
+def test_archive_refuses_a_directory_that_is_not_a_campaign(tmp_path):
+    with pytest.raises(ValueError, match="neither manifest.yaml nor runs/"):
+        archive.archive_campaign(tmp_path, tmp_path / "out")
+
+
+def test_exchange_summary_reads_the_servers_phases_and_the_allreduce_comm(scaling_dir):
+    summary = exchange.exchange_summary(load.load_campaigns(scaling_dir))
+    ps = summary[summary["algorithm"] == "ps"].set_index("workers")
+    ring = summary[summary["algorithm"] == "ring"].set_index("workers")
+    assert list(ps.index) == [1, 2, 4, 8] and list(ring.index) == [1, 2, 4, 8]
+    for phase, seconds in PS_PHASE_SECONDS.items():
+        np.testing.assert_allclose(ps[phase], seconds, rtol=1e-6)
+    np.testing.assert_allclose(ps["exchange"], sum(PS_PHASE_SECONDS.values()), rtol=1e-6)
+    np.testing.assert_allclose(ring["exchange"], PHASE_SECONDS["comm"], rtol=1e-6)
+    assert ring["gather"].isna().all()
+    assert set(summary["kind"]) == {"measured"} and (summary["runs"] == 3).all()
+
+
+def test_report_has_the_exchange_section_and_says_overlap_was_on(scaling_dir, tmp_path):
+    html, md = report.build_report([scaling_dir], tmp_path / "x.html")
+    text = html.read_text()
+    assert "Exchange time by algorithm" in text
+    assert "dist.overlap was" in text  # the fixture's runs overlap: the caveat is printed
+    assert (tmp_path / "x_figures" / "exchange_times.png").is_file()
+
+
+def _strategy_campaign(root):
+    """2 and 4 workers x sync, weight_avg period 1 (loss 1e-3 off sync's), period 10."""
+    cdir = root / "strategies"
+    (cdir / "runs").mkdir(parents=True)
+    steps = 400
+    base = np.linspace(LOSS_START, 0.2, steps)
+    for w in (2, 4):
+        for strategy, period, offset in (("sync", 1, 0.0), ("weight_avg", 1, 1e-3),
+                                         ("weight_avg", 10, 0.05)):
+            cfg = base_config(workers=w, **{"dist.strategy": strategy, "dist.period": period})
+            run_id = f"{config_id(cfg)}-r0"
+            write_run(cdir / "runs" / f"{run_id}.h5", cfg=cfg, run_id=run_id,
+                      campaign="strategies", time=np.linspace(0, 10, steps), loss=base + offset,
+                      samples=np.arange(steps) * 64 * w, summary=summary_for(1e3, w, 0.2, False))
+    return cdir
+
+
+def test_strategy_table_compares_each_strategy_with_sync(tmp_path):
+    cdir = _strategy_campaign(tmp_path)
+    table = strategies.strategy_table(load.load_campaigns(cdir)).set_index(["workers", "strategy"])
+    assert set(table.index.get_level_values("strategy")) == \
+        {"sync", "weight_avg (period 1)", "weight_avg (period 10)"}
+    for w in (2, 4):
+        assert table.loc[(w, "sync"), "max_loss_diff_vs_sync"] == 0.0
+        assert table.loc[(w, "weight_avg (period 1)"), "max_loss_diff_vs_sync"] == \
+            pytest.approx(1e-3, rel=1e-3)
+        tail = np.linspace(LOSS_START, 0.2, 400)[-4:] + 0.05  # the last 1% of the steps
+        assert table.loc[(w, "weight_avg (period 10)"), "final_train_loss"] == \
+            pytest.approx(tail.mean(), rel=1e-5)
+        assert table.loc[(w, "sync"), "steps"] == 400
+    kept = archive.archive_campaign(cdir, tmp_path / "kept")
+    assert kept["runs"] == 6
+    with h5py.File(next((tmp_path / "kept" / "runs").glob("*.h5"))) as f:
+        assert f["train/loss"].compression == "gzip" and f["train/loss"].shape == (400,)
+    html, _ = report.build_report([cdir], tmp_path / "s.html")
+    assert "Exchange strategies" in html.read_text()
+    assert (tmp_path / "s_figures" / "strategy_losses.png").is_file()
+
+
+def test_no_strategy_section_when_the_strategy_did_not_vary(grid_dir, tmp_path):
+    html, _ = report.build_report([grid_dir], tmp_path / "g.html", threshold=0.5)
+    text = html.read_text()
+    assert "Exchange strategies" not in text
+    assert (tmp_path / "g_figures" / "loss_area_histograms.png").is_file()
+    assert "final_accuracy" in text.split("Winners")[1]
