@@ -14,7 +14,7 @@ source scripts/env.sh
 name=${1:-}
 bin=build/bin/trainscale
 py=.venv/bin/python
-local_site=configs/sites/local.yaml
+local_site=configs/sites/local-oversubscribe.yaml
 sim_site=configs/sites/simulate-skylake.yaml
 case $name in
   batch_lr)  # the loss threshold: see reports/studies/batch_lr/README.md

@@ -66,7 +66,7 @@ def test_every_study_sweep_expands_with_its_run_count(tmp_path):
               if not p.stem.endswith("_base") and p.stem != "model_skylake"}
     assert sweeps == set(STUDY_RUNS)  # a new study gets a line here
     for name, count in STUDY_RUNS.items():
-        site = "simulate-skylake" if name.endswith("_sim") else "local"
+        site = "simulate-skylake" if name.endswith("_sim") else "local-oversubscribe"
         out = tmp_path / name
         res = run(["sweep", "expand", studies / f"{name}.yaml", "--site",
                    REPO / "configs" / "sites" / f"{site}.yaml", "--out", out])
