@@ -204,9 +204,11 @@ def _read_run_file(path: Path) -> dict[str, Any]:
             if key in root:
                 row[f"env.{key}"] = root[key]
         for key, value in f["summary"].attrs.items():
-            value = scalar(value)
-            name = key if key not in row else f"summary.{key}"
-            row[name] = value
+            # The metrics the analysis uses by name keep it; every other summary attribute
+            # (total_seconds, params_sha256, ...) is `summary.<key>`, so that it is never
+            # mistaken for a configuration key that varied.
+            name = key if key in SUMMARY_KEYS and key not in row else f"summary.{key}"
+            row[name] = scalar(value)
         if "model" in f:
             for key, value in f["model"].attrs.items():
                 row[f"model.{key}"] = scalar(value)

@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.colors import LogNorm, Normalize  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from . import load, metrics  # noqa: E402
@@ -43,6 +44,11 @@ def save(fig, out: str | Path) -> Path:
     fig.savefig(out.with_suffix(".svg"), bbox_inches="tight")
     plt.close(fig)
     return out.with_suffix(".png")
+
+
+def wide_range(lo: float, hi: float) -> bool:
+    """True when positive values span more than two decades: plot them on a log scale."""
+    return bool(np.isfinite(lo) and np.isfinite(hi) and lo > 0 and hi / lo > 100)
 
 
 def label_of(row: pd.Series, keys: Sequence[str]) -> str:
@@ -134,10 +140,13 @@ def plot_loss_area_heatmaps(df: pd.DataFrame, out, threshold: float | None = Non
     workers = sorted(df["workers"].dropna().unique())
     rvals = sorted(df[rows].dropna().unique())
     cvals = sorted(df[cols].dropna().unique())
-    fig, axes = plt.subplots(1, len(workers), figsize=(3.2 * len(workers) + 1, 3.4),
-                             squeeze=False)
+    fig, axes = plt.subplots(1, len(workers), figsize=(0.75 * len(cvals) * len(workers) + 2,
+                                                      0.55 * len(rvals) + 1.6), squeeze=False)
     finite = df[area].replace([np.inf, -np.inf], np.nan)
     vmin, vmax = finite.min(), finite.max()
+    # A run whose loss blew up without turning NaN has an area orders of magnitude above the
+    # rest: a log colour scale keeps the others apart.
+    norm = LogNorm(vmin, vmax) if wide_range(vmin, vmax) else Normalize(vmin, vmax)
     im = None
     for ax, w in zip(axes[0], workers):
         sub = df[df["workers"] == w]
@@ -149,20 +158,21 @@ def plot_loss_area_heatmaps(df: pd.DataFrame, out, threshold: float | None = Non
                 if len(ok):
                     grid[i, j] = ok[area].median()
                     if threshold is not None and ok["min_train_loss"].min() > threshold:
-                        ax.text(j, i + 0.3, "above thr.", ha="center", fontsize=7)
+                        ax.text(j, i + 0.38, "above thr.", ha="center", fontsize=6)
                 elif len(cell):
                     status = "diverged" if (cell["status"] == "diverged").any() else \
                         cell["status"].iloc[0]
                     ax.add_patch(Rectangle((j - .5, i - .5), 1, 1, fill=False, hatch="xx",
                                            color="#c44e52", lw=0))
-                    ax.text(j, i, status, ha="center", va="center", fontsize=8,
+                    ax.text(j, i, status, ha="center", va="center", fontsize=7,
                             color="#c44e52")
-        im = ax.imshow(grid, cmap="viridis_r", vmin=vmin, vmax=vmax, aspect="auto")
+        im = ax.imshow(grid, cmap="viridis_r", norm=norm, aspect="auto")
         for i in range(len(rvals)):
             for j in range(len(cvals)):
                 if np.isfinite(grid[i, j]):
-                    ax.text(j, i, f"{grid[i, j]:.3g}", ha="center", va="center", fontsize=8,
-                            color="white")
+                    v = grid[i, j]
+                    ax.text(j, i - 0.08, f"{v:.3g}" if v < 1e4 else f"{v:.0e}", ha="center",
+                            va="center", fontsize=7, color="white")
         if w in win.index and pd.notna(win.loc[w, "run_id"]):
             wr, wc = win.loc[w, rows], win.loc[w, cols]
             ax.add_patch(Rectangle((cvals.index(wc) - .5, rvals.index(wr) - .5), 1, 1,
@@ -192,7 +202,9 @@ def plot_loss_area_histograms(df: pd.DataFrame, out, threshold: float | None = N
     fig, axes = plt.subplots(1, len(workers), figsize=(3.2 * len(workers) + 1, 3.2),
                              squeeze=False, sharex=True)
     finite = df[area].replace([np.inf, -np.inf], np.nan).dropna()
-    bins = np.linspace(finite.min(), finite.max(), 16) if len(finite) > 1 else 10
+    log = len(finite) > 1 and wide_range(finite.min(), finite.max())
+    bins = (np.geomspace if log else np.linspace)(finite.min(), finite.max(), 16) \
+        if len(finite) > 1 else 10
     for ax, w in zip(axes[0], workers):
         sub = df[df["workers"] == w]
         ok = sub[(sub["status"] == "ok") & np.isfinite(sub[area].astype(float))]
@@ -207,6 +219,8 @@ def plot_loss_area_histograms(df: pd.DataFrame, out, threshold: float | None = N
                      fontsize=10)
         ax.set_xlabel("loss area [loss x s]" if area == "loss_area_time"
                       else "loss area [loss x samples]")
+        if log:
+            ax.set_xscale("log")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("runs")
     axes[0][-1].legend(fontsize=8)
