@@ -125,3 +125,12 @@ def test_no_strategy_section_when_the_strategy_did_not_vary(grid_dir, tmp_path):
     assert "Exchange strategies" not in text
     assert (tmp_path / "g_figures" / "loss_area_histograms.png").is_file()
     assert "final_accuracy" in text.split("Winners")[1]
+
+
+def test_archive_command_line(grid_dir, tmp_path, capsys):
+    from trainscale_analysis.__main__ import main
+    assert main(["archive", str(grid_dir), "-o", str(tmp_path / "kept")]) == 0
+    assert "run files" in capsys.readouterr().out
+    assert (tmp_path / "kept" / "manifest.yaml").read_bytes() == (grid_dir / "manifest.yaml").read_bytes()
+    assert main(["archive", str(tmp_path / "nothing"), "-o", str(tmp_path / "x")]) == 2
+    assert "neither manifest.yaml nor runs/" in capsys.readouterr().err
