@@ -16,6 +16,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "app/command_options.h"
 #include "app/commands.h"
 #include "core/error.h"
 #include "core/strings.h"
@@ -238,13 +239,9 @@ int run_bench(Communicator& comm, const BenchSettings& b) {
 
 int bench_allreduce_command(const std::vector<std::string>& args) {
   const po::options_description opts = bench_options();
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   const BenchSettings settings = bench_settings(vm);
   int argc = 0;
   char** argv = nullptr;

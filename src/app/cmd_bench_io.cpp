@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "app/command_options.h"
 #include "app/commands.h"
 #include "config/run_config.h"
 #include "core/error.h"
@@ -30,18 +31,12 @@ int bench_io_command(const std::vector<std::string>& args) {
       ("out", po::value<std::string>(), "input benchmark file to write (.h5)")
       ("repeats", po::value<int>()->default_value(3), "cold + warm pass pairs")
       ("steps", po::value<int64_t>()->default_value(50), "batches per timed pass");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("config")) throw ConfigError("bench io: --config FILE.yaml is required (see trainscale bench io --help)");
   if (!vm.count("out")) throw ConfigError("bench io: --out FILE.h5 is required (see trainscale bench io --help)");
-  std::vector<std::string> overrides;
-  if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
-  const ResolvedConfig cfg = load_run_config(vm["config"].as<std::string>(), overrides);
+  const ResolvedConfig cfg = load_run_config(vm["config"].as<std::string>(), option_strings(vm, "set"));
   InputBenchOptions options;
   options.repeats = vm["repeats"].as<int>();
   options.batches = vm["steps"].as<int64_t>();

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "app/command_options.h"
 #include "app/commands.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -37,13 +38,9 @@ int command_calibrate(const std::vector<std::string>& args) {
       ("threads", po::value<int>()->default_value(0), "compute threads (0: every hardware thread)")
       ("budget-s", po::value<double>()->default_value(90.0), "seconds the node measurements may take")
       ("max-bytes", po::value<int64_t>()->default_value(int64_t{8} << 20), "largest all-reduce message of the fit");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("out")) throw ConfigError("--out FILE.yaml is required (see trainscale calibrate --help)");
   perf::CalibrateOptions o;
   o.name = vm["name"].as<std::string>();

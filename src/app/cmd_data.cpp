@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "app/command_options.h"
 #include "app/commands.h"
 #include "core/error.h"
 #include "data/convert.h"
@@ -27,7 +28,7 @@ const char* kDataUsage =
     "2 usage/config error.\n";
 
 int data_convert(const std::vector<std::string>& args) {
-  po::options_description opts("trainscale data convert options");
+  po::options_description opts(std::string(kDataUsage) + "\ntrainscale data convert options");
   opts.add_options()("help,h", "show this help")
       ("dataset", po::value<std::string>()->default_value("fashion_mnist"), "data set (fashion_mnist, mnist, cifar10)")
       ("from", po::value<std::string>(), "directory of the source files")
@@ -39,13 +40,9 @@ int data_convert(const std::vector<std::string>& args) {
        "jpeg_dir: JPEG quality 1..100 (0: 90); records: JPEG payloads at this quality (0: raw pixels)")
       ("compression", po::value<std::string>()->default_value("none"), "hdf5: none, gzip, or lz4 where the HDF5 build has it")
       ("limit", po::value<int64_t>()->default_value(0), "convert only the first N samples of each split (0: all)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << kDataUsage << "\n" << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("from") || !vm.count("format") || !vm.count("out"))
     throw ConfigError("--from DIR, --format FORMAT and --out DIR are required (see trainscale data --help)");
   ConvertOptions o;

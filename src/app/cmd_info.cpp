@@ -7,6 +7,7 @@
 #include <memory>
 #include <thread>
 
+#include "app/command_options.h"
 #include "app/commands.h"
 #include "backend/backend.h"
 #include "backend/backend_factory.h"
@@ -23,12 +24,9 @@ int command_info(const std::vector<std::string>& args) {
   po::options_description opts("usage: trainscale info\n\nPrints build options, backends, oneDNN version and ISA,\n"
                                "the MPI library and thread counts as `key: value` lines.\n\noptions");
   opts.add_options()("help,h", "show this help");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   int argc = 0;
   char** argv = nullptr;
   MpiSession mpi(&argc, &argv);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "app/command_options.h"
 #include "app/commands.h"
 #include "core/error.h"
 #include "core/timer.h"
@@ -30,13 +31,9 @@ int command_make_synthetic_jpeg(const std::vector<std::string>& args) {
       ("val-per-class", po::value<int>()->default_value(5), "validation images per class")
       ("seed", po::value<uint64_t>()->default_value(1), "seed of every image")
       ("quality", po::value<int>()->default_value(90), "JPEG quality 1..100");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("out")) throw ConfigError("--out DIR is required (see trainscale data make-synthetic-jpeg --help)");
   SyntheticJpegOptions o;
   o.out = vm["out"].as<std::string>();

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "app/command_options.h"
 #include "app/commands.h"
 #include "config/config_id.h"
 #include "config/run_config.h"
@@ -171,16 +172,12 @@ int command_predict(const std::vector<std::string>& args) {
        "override a cluster-file key: interconnect.topology=mesh, interconnect.dims=[32,32] (repeatable)")
       ("gemm-only", "only conv and fc layers cost time (the material's node model)")
       ("out", po::value<std::string>(), "write the prediction file (HDF5, schema trainscale-predict/1)");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("config") || !vm.count("cluster"))
     throw ConfigError("--config RUN.yaml and --cluster CLUSTER.yaml are required (see trainscale predict --help)");
-  const std::vector<std::string> sets = vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const std::vector<std::string> sets = option_strings(vm, "set");
   const std::vector<std::string> cluster_sets =
       vm.count("cluster-set") ? vm["cluster-set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   const ResolvedConfig cfg = load_run_config(vm["config"].as<std::string>(), sets);

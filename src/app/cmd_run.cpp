@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "app/command_options.h"
 #include "app/command_errors.h"
 #include "app/commands.h"
 #include "core/error.h"
@@ -334,13 +335,9 @@ int command_run(const std::vector<std::string>& args) {
       ("restart-count", po::value<int>()->default_value(0),
        "sweep runs: how often the scheduler restarted this task (Slurm job scripts pass SLURM_RESTART_COUNT); "
        "recorded in the attempt log");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (vm.count("manifest") || vm.count("index")) {
     if (!vm.count("manifest") || !vm.count("index"))
       throw ConfigError("--manifest CAMPAIGN_DIR and --index I go together (see trainscale run --help)");
@@ -352,11 +349,9 @@ int command_run(const std::vector<std::string>& args) {
   }
   if (!vm.count("config")) throw ConfigError("--config FILE.yaml is required (see trainscale run --help)");
   const std::string path = vm["config"].as<std::string>();
-  std::vector<std::string> overrides;
-  if (vm.count("set")) overrides = vm["set"].as<std::vector<std::string>>();
 
   // Parse before MPI starts: a config error costs no MPI start-up and is reported once.
-  ResolvedConfig cfg = load_run_config(path, overrides);
+  ResolvedConfig cfg = load_run_config(path, option_strings(vm, "set"));
   RunIdentity id;
   id.config_id = config_id_of(cfg.yaml);
   // The run id names the run file: the config file's stem must be a valid name (core/names.h).

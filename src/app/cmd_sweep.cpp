@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "app/command_options.h"
 #include "app/commands.h"
 #include "core/build_info.h"
 #include "core/error.h"
@@ -37,15 +38,6 @@ constexpr const char* kSweepUsage =
     "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
     "`trainscale sweep <subcommand> --help` describes each; docs/sweeps.md has the file formats.\n";
 
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts, const char* positional) {
-  po::positional_options_description pos;
-  pos.add(positional, 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  return vm;
-}
-
 int sweep_expand(const std::vector<std::string>& args) {
   po::options_description opts(
       std::string("usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--max-runs N] [--dry-run]\n\n"
@@ -64,11 +56,9 @@ int sweep_expand(const std::vector<std::string>& args) {
       ("max-runs", po::value<int64_t>()->default_value(kDefaultMaxRuns),
        "refuse a sweep of more runs than this (counted from the list lengths before anything is expanded)")
       ("dry-run", "print the runs as a table and the count per resource shape; write nothing");
-  po::variables_map vm = parse(args, opts, "sweep");
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "sweep");
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("sweep")) throw ConfigError("a sweep file is required: trainscale sweep expand SWEEP.yaml --out CAMPAIGN_DIR");
   const bool dry_run = vm.count("dry-run") > 0;
   if (!dry_run && !vm.count("out")) throw ConfigError("--out CAMPAIGN_DIR is required (or --dry-run to only list the runs)");
@@ -213,11 +203,9 @@ int sweep_submit(const std::vector<std::string>& args) {
       ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time (array %K / max_run_subjobs; local executor: parallel runs)")
       ("dry-run", "write the scripts (slurm/pbs) or print the launch commands (local); submit nothing");
-  po::variables_map vm = parse(args, opts, "campaign");
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep submit CAMPAIGN_DIR");
   const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
   const std::string scheduler = scheduler_option(vm, campaign.site.scheduler);
@@ -253,11 +241,9 @@ int sweep_status(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("format", po::value<std::string>()->default_value("text"), "text | json");
-  po::variables_map vm = parse(args, opts, "campaign");
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep status CAMPAIGN_DIR");
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "json") throw ConfigError("--format: '" + format + "' is not accepted; accepted: text, json");
@@ -291,11 +277,9 @@ int sweep_resubmit(const std::vector<std::string>& args) {
       ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time")
       ("dry-run", "write the scripts or print the commands; submit nothing");
-  po::variables_map vm = parse(args, opts, "campaign");
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep resubmit CAMPAIGN_DIR --failed");
   if (!vm.count("failed") && !vm.count("preempted") && !vm.count("missing"))
     throw ConfigError("say what to resubmit: --failed, --preempted, --missing or several of them");

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/command_options.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "dist/allreduce.h"
@@ -123,13 +124,9 @@ int command_bench(const std::vector<std::string>& args) {
   if (args.empty() || args[0] != "allreduce")
     throw ConfigError("usage: trainscale-sim bench allreduce --cluster CLUSTER.yaml --workers N [options]");
   po::options_description opts = bench_options();
-  po::variables_map vm;
-  po::store(po::command_line_parser(std::vector<std::string>(args.begin() + 1, args.end())).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(std::vector<std::string>(args.begin() + 1, args.end()), opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   if (!vm.count("cluster") || !vm.count("workers"))
     throw ConfigError("--cluster CLUSTER.yaml and --workers N are required (see trainscale-sim bench allreduce --help)");
   const int workers = vm["workers"].as<int>();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "app/command_options.h"
 #include "config/config_id.h"
 #include "core/error.h"
 #include "perfmodel/cluster.h"
@@ -35,10 +36,6 @@ const char* kRunUsage =
     "(its `simulate:` entry gives the cluster and settings the flags do not).\n"
     "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error.\n\noptions";
 
-std::vector<std::string> strings_of(const po::variables_map& vm, const char* key) {
-  return vm.count(key) ? vm[key].as<std::vector<std::string>>() : std::vector<std::string>{};
-}
-
 }  // namespace
 
 int command_run(const std::vector<std::string>& args) {
@@ -56,16 +53,12 @@ int command_run(const std::vector<std::string>& args) {
       ("coll-selector", po::value<std::string>(), "SMPI collective selector: ompi, mpich, impi, mvapich2, default")
       ("manifest", po::value<std::string>(), "campaign directory (scheduler: simulate)")
       ("index", po::value<int64_t>(), "manifest index");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return kExitOk;
-  }
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
   SimFlags flags;
   if (vm.count("cluster")) flags.cluster = vm["cluster"].as<std::string>();
-  flags.cluster_sets = strings_of(vm, "cluster-set");
+  flags.cluster_sets = option_strings(vm, "cluster-set");
   if (vm.count("steps")) flags.steps = vm["steps"].as<int64_t>();
   if (vm.count("network-model")) flags.network_model = vm["network-model"].as<std::string>();
   if (vm.count("coll-selector")) flags.coll_selector = vm["coll-selector"].as<std::string>();
@@ -79,7 +72,7 @@ int command_run(const std::vector<std::string>& args) {
   if (!vm.count("config")) throw ConfigError("--config RUN.yaml is required (see trainscale-sim run --help)");
   if (flags.cluster.empty()) throw ConfigError("--cluster CLUSTER.yaml is required (see trainscale-sim run --help)");
   const std::string path = vm["config"].as<std::string>();
-  std::vector<std::string> overrides = strings_of(vm, "set");
+  std::vector<std::string> overrides = option_strings(vm, "set");
   if (vm.count("workers")) overrides.push_back("workers=" + std::to_string(vm["workers"].as<int>()));
   SimRunRequest q = request_of(flags, load_run_config(path, overrides));
   q.config_id = config_id_of(q.cfg.yaml);
