@@ -47,7 +47,8 @@ if(TS_BUILD_SIM)
 endif()
 if(TS_BUILD_SIM AND sim_srcs)
   add_executable(trainscale-sim ${sim_srcs} ${CMAKE_SOURCE_DIR}/src/train/phases.cpp
-                 ${CMAKE_SOURCE_DIR}/src/train/summary.cpp ${CMAKE_SOURCE_DIR}/src/app/command_errors.cpp)
+                 ${CMAKE_SOURCE_DIR}/src/train/summary.cpp ${CMAKE_SOURCE_DIR}/src/app/command_errors.cpp
+                 ${CMAKE_SOURCE_DIR}/src/app/command_options.cpp)
   target_compile_options(trainscale-sim PRIVATE ${TS_WARNINGS} -Wno-dangling-pointer)
   # A CUDA build's backend factory can make a CudaBackend (never in the simulator): its archive
   # and the CUDA libraries resolve the factory's references.
@@ -58,7 +59,7 @@ if(TS_BUILD_SIM AND sim_srcs)
     set(ts_sim_cuda_libraries CUDA::cudart CUDA::cublas CUDA::cublasLt ${CUDNN_LIBRARY} ${NCCL_LIBRARY})
   endif()
   set(ts_sim_archives ts_perfmodel ts_sweep ts_config ts_backend ${ts_sim_backends} ts_nn ts_backend_ref ts_backend_api
-      ts_data ts_metrics ts_core)
+      ts_data ts_metrics ts_hdf5 ts_core)
   add_dependencies(trainscale-sim ${ts_sim_archives})
   foreach(lib ${ts_sim_archives})
     list(APPEND ts_sim_archive_files $<TARGET_FILE:${lib}>)

@@ -26,9 +26,10 @@ MODULES = {
     "backend/cuda": ["backend", "core"],
     "backend/factory": ["backend/ref", "backend/cpu", "backend/cuda", "backend", "core"],
     "nn": ["backend", "core"],
-    "data": ["core"],
+    "hdf5": ["core"],                          # HDF5 error text, quiet errors, ids
+    "data": ["hdf5", "core"],
     "dist": ["core"],
-    "metrics": ["core"],
+    "metrics": ["hdf5", "core"],
     "config": ["nn", "backend", "data", "dist", "core"],
     "sweep": ["config", "metrics", "core"],
     "perfmodel": ["config", "nn", "backend", "backend/factory", "dist", "core"],

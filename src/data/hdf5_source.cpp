@@ -11,14 +11,14 @@
 #include <mutex>
 
 #include "core/error.h"
-#include "data/hdf5_call.h"
 #include "data/records_source.h"
+#include "hdf5/hdf5_support.h"
 
 namespace ts {
 namespace {
 
-using h5data::check;
-using h5data::Id;
+using hdf5::check;
+using hdf5::Id;
 
 constexpr int64_t kMaxSamples = int64_t{1} << 26;       // ImageNet-21k has 14 M; bounds the labels' memory
 constexpr int64_t kMaxSampleBytes = int64_t{1} << 28;   // 256 MiB
@@ -227,7 +227,7 @@ std::shared_ptr<const std::vector<uint8_t>> Hdf5Source::cached_chunk(int64_t chu
 
 // Rows [chunk * chunk_rows, ...) of /images as stored (NCHW or NHWC); called under the mutex.
 std::shared_ptr<const std::vector<uint8_t>> Hdf5Source::read_chunk(int64_t chunk) const {
-  h5data::QuietErrors quiet;
+  hdf5::QuietErrors quiet;
   const std::string name = "/images";
   const int64_t first = chunk * layout_.chunk_rows;
   const int64_t rows = std::min(layout_.chunk_rows, layout_.count - first);
@@ -246,12 +246,12 @@ std::shared_ptr<const std::vector<uint8_t>> Hdf5Source::read_chunk(int64_t chunk
 
 std::unique_ptr<SampleSource> open_file(hid_t fapl, const std::string& path, const std::string& name, int64_t classes,
                                         const Normalisation& stats) {
-  h5data::QuietErrors quiet;
+  hdf5::QuietErrors quiet;
   std::lock_guard<std::mutex> lock(hdf5_read_mutex());
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);
   if (file < 0) {
     try {
-      h5data::fail("H5Fopen", path, "/");
+      hdf5::fail_call("H5Fopen", path, "/");
     } catch (const RuntimeError& e) {
       throw RuntimeError(std::string(e.what()) + "; the file is damaged or not an HDF5 file: convert the data set "
                          "again with `trainscale data convert --format hdf5`");
@@ -282,7 +282,7 @@ std::unique_ptr<SampleSource> open_hdf5_file(const std::string& path, const std:
 
 std::unique_ptr<SampleSource> open_hdf5_image(const std::vector<uint8_t>& image, const std::string& label,
                                               int64_t classes, const Normalisation& stats) {
-  h5data::QuietErrors quiet;
+  hdf5::QuietErrors quiet;
   Id fapl(check(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", label, "/"), H5Pclose);
   check(H5Pset_fapl_core(fapl, 1 << 20, 0), "H5Pset_fapl_core", label, "/");
   check(H5Pset_file_image(fapl, const_cast<uint8_t*>(image.data()), image.size()), "H5Pset_file_image", label, "/");

@@ -9,13 +9,13 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
-#include "data/hdf5_call.h"
+#include "hdf5/hdf5_support.h"
 
 namespace ts {
 namespace {
 
-using h5data::check;
-using h5data::Id;
+using hdf5::check;
+using hdf5::Id;
 
 constexpr H5Z_filter_t kLz4Filter = 32004;  // the registered id of the HDF5 LZ4 plugin
 constexpr unsigned kGzipLevel = 4;
@@ -94,7 +94,7 @@ void write_hdf5_split(const std::string& path, const SampleSource& source, int64
   AtomicFile atomic(path);
   const std::string& tmp = atomic.temp_path();
   {
-    h5data::QuietErrors quiet;
+    hdf5::QuietErrors quiet;
     Id file(check(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "H5Fcreate", tmp, "/"), H5Fclose);
     const hsize_t dims[4] = {static_cast<hsize_t>(count), static_cast<hsize_t>(chw[0]), static_cast<hsize_t>(chw[1]),
                              static_cast<hsize_t>(chw[2])};

@@ -11,30 +11,16 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "hdf5/hdf5_support.h"
 
 static_assert(std::is_same_v<hid_t, int64_t>, "hdf5_file.h stores hid_t as int64_t (HDF5 >= 1.10)");
 
 namespace ts::h5 {
 namespace {
 
-// Walks the HDF5 error stack: "H5Dcreate2: unable to create dataset; H5D__create_named: ...".
-herr_t collect_error(unsigned n, const H5E_error2_t* err, void* out) {
-  auto* msg = static_cast<std::string*>(out);
-  if (n >= 3) return 0;  // the outermost few frames say enough
-  if (!msg->empty()) *msg += "; ";
-  *msg += std::string(err->func_name ? err->func_name : "?") + ": " + (err->desc ? err->desc : "?");
-  return 0;
-}
-
 [[noreturn]] void fail(const char* expr, const std::string& file, const std::string& object,
                        const char* src, int line) {
-  std::string call(expr);
-  call = call.substr(0, call.find('('));
-  std::string detail;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &detail);
-  H5Eclear2(H5E_DEFAULT);
-  throw RuntimeError(source_location_string(src, line) + ": HDF5 call " + call + " failed for '" +
-                     object + "' in file " + file + (detail.empty() ? "" : " (" + detail + ")"));
+  hdf5::fail_call(expr, file, object, source_location_string(src, line) + ": ");
 }
 
 template <typename T>
@@ -48,20 +34,7 @@ T checked(T result, const char* expr, const std::string& file, const std::string
 #define H5_CALL(expr, object) checked((expr), #expr, file_path_, (object), __FILE__, __LINE__)
 
 // A temporary id (dataspace, property list, datatype, attribute) closed on scope exit.
-class Temp {
- public:
-  Temp(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
-  ~Temp() {
-    if (id_ >= 0) closer_(id_);
-  }
-  Temp(const Temp&) = delete;
-  Temp& operator=(const Temp&) = delete;
-  operator hid_t() const { return id_; }
-
- private:
-  hid_t id_;
-  herr_t (*closer_)(hid_t);
-};
+using Temp = hdf5::Id;
 
 // Variable-length UTF-8 string type (h5py reads it as `str`).
 hid_t vlen_string_type(const std::string& file, const std::string& object) {
@@ -291,9 +264,7 @@ File File::create(const std::string& path, DatasetOptions options) {
   hid_t id = in_memory ? H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
   if (fapl >= 0) H5Pclose(fapl);
   if (id < 0) {
-    std::string detail;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &detail);
-    H5Eclear2(H5E_DEFAULT);
+    const std::string detail = hdf5::take_error_stack();
     H5Eset_auto2(H5E_DEFAULT, func, data);
     throw RuntimeError(source_location_string(__FILE__, __LINE__) +
                        ": HDF5 call H5Fcreate failed for file " + path + " (" + detail +

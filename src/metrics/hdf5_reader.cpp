@@ -8,58 +8,18 @@
 #include <utility>
 
 #include "core/error.h"
+#include "hdf5/hdf5_support.h"
 
 namespace ts::h5 {
 namespace {
 
-// Walks the HDF5 error stack: "H5Dread: can't read data; H5D__read: ...".
-herr_t collect_error(unsigned n, const H5E_error2_t* err, void* out) {
-  auto* msg = static_cast<std::string*>(out);
-  if (n >= 3) return 0;
-  if (!msg->empty()) *msg += "; ";
-  *msg += std::string(err->func_name ? err->func_name : "?") + ": " + (err->desc ? err->desc : "?");
-  return 0;
-}
+using hdf5::QuietErrors;
+using hdf5::Id;
 
 [[noreturn]] void fail(const std::string& file, const std::string& what) {
-  std::string detail;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &detail);
-  H5Eclear2(H5E_DEFAULT);
+  const std::string detail = hdf5::take_error_stack();
   throw RuntimeError("HDF5 file " + file + ": " + what + (detail.empty() ? "" : " (" + detail + ")"));
 }
-
-// HDF5 prints its error stack to stderr unless told not to; errors here become exceptions.
-class QuietErrors {
- public:
-  QuietErrors() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-  QuietErrors(const QuietErrors&) = delete;
-  QuietErrors& operator=(const QuietErrors&) = delete;
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
-// An id closed on scope exit.
-class Held {
- public:
-  Held(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
-  ~Held() {
-    if (id_ >= 0) closer_(id_);
-  }
-  Held(const Held&) = delete;
-  Held& operator=(const Held&) = delete;
-  operator hid_t() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*closer_)(hid_t);
-};
 
 // Deflate cannot expand data by more than about 1032:1: a dataset that claims more than that
 // from the file's bytes has a damaged header, and is refused before anything is allocated.
@@ -118,7 +78,7 @@ hid_t open_attr(hid_t file, const std::string& path, const std::string& object, 
 }
 
 void expect_class(hid_t attr, H5T_class_t expected, const std::string& path, const std::string& what) {
-  Held type(H5Aget_type(attr), H5Tclose);
+  Id type(H5Aget_type(attr), H5Tclose);
   if (!type.ok() || H5Tget_class(type) != expected) fail(path, what + " has another type than expected");
 }
 
@@ -127,11 +87,11 @@ void expect_class(hid_t attr, H5T_class_t expected, const std::string& path, con
 std::string ReadFile::string_attr(const std::string& object, const std::string& name) const {
   QuietErrors quiet;
   const std::string what = "attribute '" + name + "' of " + object;
-  Held attr(open_attr(id_, path_, object, name), H5Aclose);
+  Id attr(open_attr(id_, path_, object, name), H5Aclose);
   expect_class(attr, H5T_STRING, path_, what);
-  Held type(H5Aget_type(attr), H5Tclose);
+  Id type(H5Aget_type(attr), H5Tclose);
   if (H5Tis_variable_str(type) > 0) {
-    Held mem(H5Tcopy(H5T_C_S1), H5Tclose);
+    Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(mem, H5T_VARIABLE);
     H5Tset_cset(mem, H5Tget_cset(type));  // UTF-8 and ASCII do not convert into each other
     char* text = nullptr;
@@ -143,7 +103,7 @@ std::string ReadFile::string_attr(const std::string& object, const std::string& 
   const size_t size = H5Tget_size(type);
   if (size == 0 || size > (size_t{1} << 24)) fail(path_, what + " has an impossible string size");
   std::string value(size, '\0');
-  Held mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_size(mem, size);
   H5Tset_cset(mem, H5Tget_cset(type));
   if (H5Aread(attr, mem, value.data()) < 0) fail(path_, what + " cannot be read");
@@ -154,7 +114,7 @@ std::string ReadFile::string_attr(const std::string& object, const std::string& 
 int64_t ReadFile::int_attr(const std::string& object, const std::string& name) const {
   QuietErrors quiet;
   const std::string what = "attribute '" + name + "' of " + object;
-  Held attr(open_attr(id_, path_, object, name), H5Aclose);
+  Id attr(open_attr(id_, path_, object, name), H5Aclose);
   expect_class(attr, H5T_INTEGER, path_, what);
   int64_t value = 0;
   if (H5Aread(attr, H5T_NATIVE_INT64, &value) < 0) fail(path_, what + " cannot be read");
@@ -164,7 +124,7 @@ int64_t ReadFile::int_attr(const std::string& object, const std::string& name) c
 double ReadFile::real_attr(const std::string& object, const std::string& name) const {
   QuietErrors quiet;
   const std::string what = "attribute '" + name + "' of " + object;
-  Held attr(open_attr(id_, path_, object, name), H5Aclose);
+  Id attr(open_attr(id_, path_, object, name), H5Aclose);
   expect_class(attr, H5T_FLOAT, path_, what);
   double value = 0;
   if (H5Aread(attr, H5T_NATIVE_DOUBLE, &value) < 0) fail(path_, what + " cannot be read");
@@ -173,7 +133,7 @@ double ReadFile::real_attr(const std::string& object, const std::string& name) c
 
 std::vector<std::string> ReadFile::members(const std::string& group) const {
   QuietErrors quiet;
-  Held g(H5Gopen2(id_, group.c_str(), H5P_DEFAULT), H5Gclose);
+  Id g(H5Gopen2(id_, group.c_str(), H5P_DEFAULT), H5Gclose);
   if (!g.ok()) fail(path_, "group " + group + " is missing");
   H5G_info_t info;
   if (H5Gget_info(g, &info) < 0) fail(path_, "group " + group + " cannot be listed");
@@ -193,14 +153,14 @@ std::vector<std::string> ReadFile::members(const std::string& group) const {
 void ReadFile::read_dataset(const std::string& dataset, int64_t mem_type, bool integer, size_t elem_size,
                             std::vector<int64_t>& dims, std::vector<unsigned char>& bytes) const {
   QuietErrors quiet;
-  Held d(H5Dopen2(id_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  Id d(H5Dopen2(id_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
   if (!d.ok()) fail(path_, "dataset " + dataset + " is missing");
-  Held type(H5Dget_type(d), H5Tclose);
+  Id type(H5Dget_type(d), H5Tclose);
   const H5T_class_t cls = type.ok() ? H5Tget_class(type) : H5T_NO_CLASS;
   if (cls != (integer ? H5T_INTEGER : H5T_FLOAT))
     fail(path_, "dataset " + dataset + " holds " + (cls == H5T_INTEGER ? "integers" : "another type") + ", expected " +
                     (integer ? "integers" : "floating-point numbers"));
-  Held space(H5Dget_space(d), H5Sclose);
+  Id space(H5Dget_space(d), H5Sclose);
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space) : -1;
   if (rank < 1 || rank > 2) fail(path_, "dataset " + dataset + " has " + std::to_string(rank) + " dims, expected 1 or 2");
   hsize_t extent[2] = {0, 0};

@@ -7,60 +7,14 @@
 #include <filesystem>
 #include <utility>
 
-
+#include "hdf5/hdf5_support.h"
 
 namespace ts {
 namespace {
 
-// "H5Fopen: unable to open file; H5F_open: truncated file: eof = 1024, ...": HDF5's outermost
-// messages, which say why a file does not open.
-herr_t collect_error(unsigned n, const H5E_error2_t* err, void* out) {
-  auto* msg = static_cast<std::string*>(out);
-  if (n >= 3) return 0;
-  if (!msg->empty()) *msg += "; ";
-  *msg += std::string(err->func_name ? err->func_name : "?") + ": " + (err->desc ? err->desc : "?");
-  return 0;
-}
-
-std::string take_error_stack() {
-  std::string detail;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, collect_error, &detail);
-  H5Eclear2(H5E_DEFAULT);
-  return detail;
-}
-
-// HDF5's automatic error printing off while a check runs: a bad file is an answer, not noise.
-class QuietErrors {
- public:
-  QuietErrors() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-  QuietErrors(const QuietErrors&) = delete;
-  QuietErrors& operator=(const QuietErrors&) = delete;
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
-// An HDF5 id closed on scope exit.
-class Id {
- public:
-  Id(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
-  ~Id() {
-    if (id_ >= 0) closer_(id_);
-  }
-  Id(const Id&) = delete;
-  Id& operator=(const Id&) = delete;
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-
- private:
-  hid_t id_;
-  herr_t (*closer_)(hid_t);
-};
+using hdf5::Id;
+using hdf5::QuietErrors;
+using hdf5::take_error_stack;
 
 RunFileCheck incomplete(std::string detail) { return {RunFileState::incomplete, std::move(detail)}; }
 
