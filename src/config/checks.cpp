@@ -47,10 +47,15 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
   if (r.dist.strategy == DistStrategy::weight_avg && r.dist.partition != PartitionKind::equal)
     throw ConfigError(cfg.locate("dist.partition") + ": unequal shares are weighted in the gradient exchange; "
                       "dist.strategy weight_avg averages weights unweighted; use dist.strategy sync or dist.partition equal");
-  if ((r.dist.strategy == DistStrategy::async_ps || r.dist.strategy == DistStrategy::hogwild) && r.dist.heterogeneous())
+  // async_ps lets each worker run at its own pace: shares are moot, but a slowed worker is how
+  // the staleness bound is exercised. Hogwild's replicas are threads, not ranks to slow down.
+  if (r.dist.strategy == DistStrategy::async_ps && r.dist.partition != PartitionKind::equal)
+    throw ConfigError(cfg.locate("dist.partition") + ": unequal shares are for dist.strategy sync; async_ps lets each "
+                      "worker run at its own pace already (dist.emulate_slowdown may slow one down); remove it");
+  if (r.dist.strategy == DistStrategy::hogwild && r.dist.heterogeneous())
     throw ConfigError(cfg.locate(cfg.where.count("dist.partition") ? "dist.partition" : "dist.emulate_slowdown.rank") +
-                      ": unequal shares and the emulated slowdown are for dist.strategy sync; " +
-                      text.at("dist.strategy") + " lets each worker run at its own pace already; remove them");
+                      ": unequal shares and the emulated slowdown are for ranks; hogwild's replicas are threads of "
+                      "one process; remove them");
   if (r.global_batch > 0 && r.dist.partition == PartitionKind::equal && r.global_batch % r.workers != 0)
     throw ConfigError(cfg.locate("global_batch") + ": " + text.at("global_batch") + " does not divide evenly over " +
                       std::to_string(r.workers) + " workers; use a multiple of workers or batch_per_worker");

@@ -93,6 +93,7 @@ StepVerdict AsyncPsWorkerExchange::finish_step(bool average_weights) {
   }
   const size_t bin = std::min(record_.staleness_histogram.size() - 1, static_cast<size_t>(std::max(0.0, stalest)));
   ++record_.staleness_histogram[bin];
+  record_.max_staleness = std::max(record_.max_staleness, static_cast<int64_t>(std::max(0.0, stalest)));
   record_.bound_wait_s += held;
   const double waited = MPI_Wtime() - t0;
   record_.pull_wait_s += waited;

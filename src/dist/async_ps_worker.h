@@ -22,6 +22,9 @@ struct AsyncPsRecord {
   // histogram[k]: this worker's gradients applied k rounds stale (k = 0 .. staleness); a
   // gradient counts at its stalest shard.
   std::vector<int64_t> staleness_histogram;
+  // The stalest gradient's staleness before the histogram's last bin clamps it: the bound says
+  // it never exceeds dist.staleness (tests/python/test_async_ps.py checks that it holds).
+  int64_t max_staleness = 0;
   double bound_wait_s = 0;  // the servers held this worker's replies for the bound (the most over servers, summed over steps)
   double pull_wait_s = 0;   // this worker blocked on the push and the replies after backward
 };

@@ -207,6 +207,7 @@ void write_contents(h5::File& file, const RunResult& r) {
     async.set_attr("staleness", a.staleness);
     async.write("staleness_histogram", {a.workers, a.staleness + 1}, a.staleness_histogram.data())
         .set_attr("units", "gradients");
+    async.write("max_staleness", a.max_staleness).set_attr("units", "rounds");
     async.write("bound_wait", a.bound_wait_s).set_attr("units", "seconds");
     async.write("pull_wait", a.pull_wait_s).set_attr("units", "seconds");
   }

@@ -126,6 +126,7 @@ struct RunResult {
   struct AsyncPsRecord {
     int64_t workers = 0, servers = 0, staleness = 0;
     std::vector<int64_t> staleness_histogram;
+    std::vector<int64_t> max_staleness;  // per worker: its stalest applied gradient (unclamped)
     std::vector<double> bound_wait_s, pull_wait_s;
   };
   AsyncPsRecord async_ps;

@@ -197,18 +197,20 @@ void gather_async_ps_record(const ExchangeStrategy& exchange, const DistConfig& 
   std::vector<float> local(mine.staleness_histogram.begin(), mine.staleness_histogram.end());
   local.push_back(static_cast<float>(mine.bound_wait_s));
   local.push_back(static_cast<float>(mine.pull_wait_s));
+  local.push_back(static_cast<float>(mine.max_staleness));
   const std::vector<float> all = comm.gather_to_root(local);
   if (comm.rank() != 0) return;
   RunResult::AsyncPsRecord& a = result.async_ps;
   a.workers = comm.size();
   a.servers = dist.servers;
   a.staleness = dist.staleness;
-  const size_t bins = mine.staleness_histogram.size(), row = bins + 2;
+  const size_t bins = mine.staleness_histogram.size(), row = bins + 3;
   for (int w = 0; w < comm.size(); ++w) {
     const float* r = all.data() + static_cast<size_t>(w) * row;
     for (size_t k = 0; k < bins; ++k) a.staleness_histogram.push_back(static_cast<int64_t>(r[k]));
     a.bound_wait_s.push_back(r[bins]);
     a.pull_wait_s.push_back(r[bins + 1]);
+    a.max_staleness.push_back(static_cast<int64_t>(r[bins + 2]));
   }
 }
 

@@ -83,6 +83,13 @@ TEST(DistConfig, AsyncPsServersAndStaleness) {
   EXPECT_NE(error_of("dist: {strategy: async_ps, staleness: 1001}\n").find("at most 1000"), std::string::npos);
   e = error_of("dist: {strategy: async_ps}\nloss_scale: {mode: static}\n");
   EXPECT_NE(e.find("without unscaling"), std::string::npos) << e;
+  // A slowed worker exercises the staleness bound; shares of the batch mean nothing to it.
+  auto slow = parse_run_config("workers: 2\ndist: {strategy: async_ps, staleness: 1, emulate_slowdown: {rank: 1, factor: 4}}\n",
+                               "dist.yaml", {});
+  EXPECT_EQ(slow.run.dist.emulate_slowdown_rank, 1);
+  e = error_of("workers: 2\nglobal_batch: 128\ndist: {strategy: async_ps, partition: static, shares: [96, 32]}\n");
+  EXPECT_NE(e.find("key 'dist.partition'"), std::string::npos) << e;
+  EXPECT_NE(e.find("own pace"), std::string::npos) << e;
 }
 
 TEST(DistConfig, HogwildThreadsPerWorker) {
@@ -96,6 +103,8 @@ TEST(DistConfig, HogwildThreadsPerWorker) {
   e = error_of("workers: 2\ndist: {strategy: hogwild, threads_per_worker: 2}\n");
   EXPECT_NE(e.find("multi-rank hogwild is not implemented"), std::string::npos) << e;
   EXPECT_NE(error_of("dist: {strategy: hogwild, threads_per_worker: 0}\n").find("must be > 0"), std::string::npos);
+  e = error_of("dist: {strategy: hogwild, threads_per_worker: 2, emulate_slowdown: {rank: 0}}\n");
+  EXPECT_NE(e.find("threads of one process"), std::string::npos) << e;
 }
 
 TEST(DistConfig, GlobalBatchSplitsOverWorkers) {

@@ -5,6 +5,7 @@ with a bound, the run trains and the run file records every worker's staleness h
 its waits; what async_ps cannot do is refused with exit 2 naming the numbers."""
 import h5py
 import numpy as np
+import pytest
 
 from test_cli_mpi import mpirun
 from test_dist_equivalence import config, losses, train
@@ -57,6 +58,38 @@ seed: 3
         assert f["eval/accuracy"][-1] > 0.5, "60 steps of an MLP beat chance (0.1) by far"
         loss = f["train/loss"][:]
         assert np.all(np.isfinite(loss)) and loss[-10:].mean() < loss[:10].mean()
+
+
+@pytest.mark.parametrize("staleness", [0, 2])
+def test_a_slow_worker_meets_the_staleness_bound_and_never_passes_it(tmp_path, staleness):
+    """Worker 1 is 6x slower (dist.emulate_slowdown), so worker 0 runs ahead until the bound
+    holds it: with a bound of 2 the servers apply stale gradients, never staler than the bound
+    (/async_ps max_staleness, not clamped as the histogram's last column is); with 0, none."""
+    text = f"""\
+model: mlp
+dataset: {{name: fashion_mnist, format: idx, root: {FMNIST}}}
+batch_per_worker: 32
+lr: 0.05
+momentum: 0.0
+steps: 24
+threads: 1
+workers: 2
+dist: {{strategy: async_ps, servers: 1, staleness: {staleness}, emulate_slowdown: {{rank: 1, factor: 6}}}}
+eval: {{every_epochs: 100}}
+log_every: 8
+seed: 3
+"""
+    name = f"slow{staleness}"
+    path = train(tmp_path, name, 3, write_config(tmp_path / f"{name}.yaml", text))
+    with h5py.File(path) as f:
+        hist = f["async_ps/staleness_histogram"][:]
+        most = f["async_ps/max_staleness"][:]
+        assert hist.shape == (2, staleness + 1)
+        np.testing.assert_array_equal(hist.sum(axis=1), [24, 24])
+        assert np.all(most <= staleness), (most, hist)
+        assert (most.max() >= 1) == (staleness > 0), (most, hist)
+        np.testing.assert_array_equal(hist[:, 1:].sum(axis=1) > 0, most > 0)
+        assert f["partition"].attrs["emulate_slowdown_rank"] == 1
 
 
 def test_the_world_must_hold_workers_plus_servers(tmp_path):
