@@ -120,6 +120,7 @@ struct RunResult {
   std::vector<float> read_seconds;
   std::map<std::string, std::string> io_text;   // string attributes of /io
   std::map<std::string, double> io_numbers;     // float64 attributes of /io
+  int64_t blob_retries = 0;                     // retried blob requests of every rank's process
   // /async_ps (dist.strategy async_ps; written when workers > 0): per worker, how stale its
   // applied gradients were (counts, [workers, staleness + 1] row-major) and the seconds it spent
   // waiting: the servers holding its replies for the bound, and blocked on push + pull in all.

@@ -12,6 +12,7 @@
 #include "core/sha256.h"
 #include "core/strings.h"
 #include "core/timer.h"
+#include "data/blob_storage.h"
 #include "dist/async_ps_worker.h"
 #include "train/summary.h"
 
@@ -115,7 +116,11 @@ void gather_reads(const RunRecording& rec, RunResult& res, Communicator& comm) {
   const std::string mine(reinterpret_cast<const char*>(rec.read_bytes.data()), rec.read_bytes.size() * sizeof(int64_t));
   const std::vector<std::string> bytes = comm.gather_blobs_to_root(mine);
   const std::vector<float> seconds = comm.gather_to_root(rec.read_seconds);
+  // Retried blob requests, counted per process (training, evaluation and staging reads alike).
+  const std::vector<float> retries =
+      comm.gather_to_root(std::vector<float>{static_cast<float>(blob_retries_in_process())});
   if (comm.rank() != 0) return;
+  for (float r : retries) res.blob_retries += static_cast<int64_t>(r);
   const int64_t measured = static_cast<int64_t>(rec.read_seconds.size());
   const int64_t first = S - measured;  // earlier attempts' steps
   res.read_bytes.assign(static_cast<size_t>(S * world), -1);
@@ -242,6 +247,7 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary["total_seconds"] = prepared.stage_seconds + (rec.time.empty() ? 0.0 : rec.time.back());
   res.io_text = prepared.text;
   res.io_numbers = prepared.numbers;
+  if (cfg.run.dataset.storage == "blob") res.io_numbers["blob_retries"] = static_cast<double>(res.blob_retries);
   if (res.compression.count("wire_bytes")) {  // fp32 bytes of every rank's buckets / the bytes sent
     double sent = 0;
     for (float b : res.compression.at("wire_bytes")) sent += static_cast<double>(b);

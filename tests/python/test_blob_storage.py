@@ -397,6 +397,8 @@ def test_http_500_twice_is_retried_and_counted(subset, local_losses, tmp_path):
     np.testing.assert_array_equal(losses(out)[0], local_losses)
     assert proc.stderr.count(": HTTP 500; retry ") == 2, proc.stderr
     assert "retry 1 of 4" in proc.stderr and "retry 2 of 4" in proc.stderr
+    with h5py.File(next(pathlib.Path(out).glob("*.h5"))) as f:
+        assert f["io"].attrs["blob_retries"] == 2
 
 
 # ---- jpeg_dir: a format that lists directories ---------------------------------------------
