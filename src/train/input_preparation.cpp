@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "data/blob_storage.h"
 #include "data/file_system_type.h"
 #include "data/node_stage.h"
 #include "data/page_cache.h"
@@ -52,6 +53,15 @@ void check_file_system(const DatasetConfig& d, InputPreparation& p) {
                          " file system, not a network mount; the run reads local storage under the name nfs");
 }
 
+// s3:// roots: the S3 API the run reached and where that came from (dataset.endpoint, the
+// environment's AWS_ENDPOINT_URL, or AWS's regional endpoint), so the run file says what it read.
+void record_s3_endpoint(const DatasetConfig& d, InputPreparation& p) {
+  if (d.storage != "blob" || d.root.rfind("s3://", 0) != 0) return;
+  const BlobOptions o = blob_options_from_environment(d.endpoint);
+  p.text["endpoint"] = o.endpoint.empty() ? "https://s3." + o.region + ".amazonaws.com" : o.endpoint;
+  p.text["endpoint_source"] = !d.endpoint.empty() ? "dataset.endpoint" : !o.endpoint.empty() ? "AWS_ENDPOINT_URL" : "default";
+}
+
 }  // namespace
 
 std::string stage_dir_of(const DatasetConfig& dataset) {
@@ -68,6 +78,7 @@ InputPreparation prepare_input(const RunConfig& run, Communicator& comm) {
   p.text["storage"] = d.storage;
   p.text["stage"] = d.stage;
   p.text["cache"] = d.cache;
+  record_s3_endpoint(d, p);
   if (d.format == "synthetic") {  // generated in memory: nothing to stage or cache
     p.text["cache_result"] = "not applicable: synthetic data has no files";
     return p;

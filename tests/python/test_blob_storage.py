@@ -179,6 +179,8 @@ def test_s3_trains_like_local_storage(moto, local_losses, tmp_path):
     got, storage = losses(out)
     assert storage == "blob"
     np.testing.assert_array_equal(got, local_losses)  # the same bytes: the same trajectory
+    with h5py.File(next(pathlib.Path(out).glob("*.h5"))) as f:
+        assert (f["io"].attrs["endpoint"], f["io"].attrs["endpoint_source"]) == (moto["endpoint"], "dataset.endpoint")
     assert_secret_absent(moto["secret"], proc, out)
 
 
@@ -188,6 +190,8 @@ def test_s3_endpoint_from_the_environment(moto, local_losses, tmp_path):
     proc, out = trainscale_run(tmp_path, f"s3://{BUCKET}/fmnist/", run_env=e)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(losses(out)[0], local_losses)
+    with h5py.File(next(pathlib.Path(out).glob("*.h5"))) as f:  # the run file says where it read
+        assert (f["io"].attrs["endpoint"], f["io"].attrs["endpoint_source"]) == (moto["endpoint"], "AWS_ENDPOINT_URL")
 
 
 def test_s3_wrong_secret_is_403_naming_the_url_not_the_secret(moto, tmp_path):
