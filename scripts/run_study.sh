@@ -18,8 +18,8 @@ local_site=configs/sites/local-oversubscribe.yaml
 sim_site=configs/sites/simulate-skylake.yaml
 case $name in
   batch_lr)  # the loss threshold: see reports/studies/batch_lr/README.md
-    parts=("batch_lr:$local_site")
-    args=(--loss-threshold 0.8 --title "Batch x learning rate, loss area (SHM-Learn-Dist study 1)") ;;
+    parts=("batch_lr:$local_site" "batch_lr_low:$local_site")
+    args=(--loss-threshold 1.0 --title "Batch x learning rate, loss area (SHM-Learn-Dist study 1)") ;;
   neuron_averaging)
     parts=("neuron_averaging:$local_site")
     args=(--title "Single sigmoid neuron: gradient vs weight averaging (SHM-Learn-Dist study 2)") ;;

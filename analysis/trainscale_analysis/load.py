@@ -420,15 +420,21 @@ def load_series(run, group: str = "train") -> pd.DataFrame:
 
 
 def load_timing(run) -> dict[str, np.ndarray]:
-    """/timing of one run: phase -> float64 array [S, R] of seconds per step per rank."""
+    """/timing of one run: phase -> float64 array [S, R] of seconds per step per rank.
+    An archived copy (archive.py) may keep every k-th step only (/timing attribute
+    `archive_stride` = k, `archive_steps` = S): each kept row then stands for the k steps it
+    was drawn from, so means, medians and warm-up slices read as they do on the full array."""
     with _open(run) as f:
         check_schema(Path(f.filename), scalar(f.attrs.get("schema")))
         if "timing" not in f:
             return {}
+        stride = int(scalar(f["timing"].attrs.get("archive_stride", 1)))
+        steps = scalar(f["timing"].attrs.get("archive_steps"))
         out = {}
         for name, ds in f["timing"].items():
             a = np.asarray(ds[...], dtype=np.float64)
-            out[name] = a.reshape(-1, 1) if a.ndim == 1 else a
+            a = a.reshape(-1, 1) if a.ndim == 1 else a
+            out[name] = np.repeat(a, stride, axis=0)[:int(steps)] if stride > 1 else a
         return out
 
 

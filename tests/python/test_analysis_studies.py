@@ -134,3 +134,30 @@ def test_archive_command_line(grid_dir, tmp_path, capsys):
     assert (tmp_path / "kept" / "manifest.yaml").read_bytes() == (grid_dir / "manifest.yaml").read_bytes()
     assert main(["archive", str(tmp_path / "nothing"), "-o", str(tmp_path / "x")]) == 2
     assert "neither manifest.yaml nor runs/" in capsys.readouterr().err
+
+
+def test_archive_keeps_every_kth_step_of_long_timing_and_loads_it_back(tmp_path):
+    """/timing of 1200 steps keeps every 3rd step (MAX_TIMING_ROWS 500); load_timing stands each
+    kept row for its 3 steps, so the shape and the phase means read as on the original."""
+    cdir = tmp_path / "long"
+    (cdir / "runs").mkdir(parents=True)
+    steps, workers = 1200, 2
+    cfg = base_config(workers=workers)
+    rng = np.random.default_rng(5)
+    timing = {"step": rng.uniform(0.01, 0.03, (steps, workers)), "comm": rng.uniform(0, 0.01, (steps, workers))}
+    write_run(cdir / "runs" / "long-r0.h5", cfg=cfg, run_id="long-r0", campaign="long",
+              time=np.linspace(0, 30, steps), loss=np.linspace(LOSS_START, 0.3, steps),
+              samples=np.arange(steps) * 64 * workers, summary=summary_for(1e3, workers, 0.3, False),
+              timing=timing)
+    archive.archive_campaign(cdir, tmp_path / "kept")
+    kept = tmp_path / "kept" / "runs" / "long-r0.h5"
+    with h5py.File(kept) as f:
+        assert f["timing/step"].shape == (400, workers)
+        assert (f["timing"].attrs["archive_stride"], f["timing"].attrs["archive_steps"]) == (3, steps)
+        assert f["train/loss"].shape == (steps,)  # the loss series stays whole
+    full, back = load.load_timing(cdir / "runs" / "long-r0.h5"), load.load_timing(kept)
+    assert back["step"].shape == full["step"].shape == (steps, workers)
+    np.testing.assert_array_equal(back["step"][::3], full["step"][::3].astype(np.float32))
+    np.testing.assert_allclose(back["step"].mean(axis=0), full["step"].mean(axis=0), rtol=0.05)
+    before = load.load_campaigns(cdir)["loss_area_time"].iloc[0]
+    assert load.load_campaigns(tmp_path / "kept")["loss_area_time"].iloc[0] == before
