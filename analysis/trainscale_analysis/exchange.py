@@ -80,9 +80,10 @@ def plot_exchange(summary: pd.DataFrame, out) -> Path:
                 left.plot(g["workers"], g[phase] * 1e3, style.get(kind, "-"), marker="o",
                           color=plots.PHASE_COLORS[phase], label=f"{phase} ({kind})")
     left.set_title("parameter server (rank 0): time per step by phase")
+    colors = {a: f"C{i}" for i, a in enumerate(sorted(summary["algorithm"].unique()))}
     for (kind, algo), g in summary.groupby(["kind", "algorithm"]):
         right.plot(g["workers"], g["exchange"] * 1e3, style.get(kind, "-"), marker="o",
-                   label=f"{algo} ({kind})")
+                   color=colors[algo], label=f"{algo} ({kind})")
     right.set_title("exchange time per step by algorithm")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
