@@ -196,31 +196,32 @@ def plot_loss_area_histograms(df: pd.DataFrame, out, threshold: float | None = N
                               area: str = "loss_area_time") -> Path:
     """One panel per worker count: histogram of the loss areas of its finished runs, split
     into curves that pass the threshold and curves above it; the winner's area is a black
-    line, and the panel title counts the runs that diverged or failed (no area)."""
+    line. The axis spans the passing curves' areas (up to 4x their largest): runs beyond that
+    (a loss that blew up) and runs that diverged or failed are counted in the panel's title."""
     win = metrics.loss_area_winners(df, threshold, by="workers", area=area).set_index("workers")
     workers = sorted(df["workers"].dropna().unique())
-    fig, axes = plt.subplots(1, len(workers), figsize=(3.2 * len(workers) + 1, 3.2),
+    fig, axes = plt.subplots(1, len(workers), figsize=(3.4 * len(workers) + 1, 3.2),
                              squeeze=False, sharex=True)
-    finite = df[area].replace([np.inf, -np.inf], np.nan).dropna()
-    log = len(finite) > 1 and wide_range(finite.min(), finite.max())
-    bins = (np.geomspace if log else np.linspace)(finite.min(), finite.max(), 16) \
-        if len(finite) > 1 else 10
+    ok_all = df[(df["status"] == "ok") & np.isfinite(df[area].astype(float))]
+    passing = ok_all if threshold is None else ok_all[ok_all["min_train_loss"] <= threshold]
+    top = 4 * (passing[area].max() if len(passing) else ok_all[area].max())
+    bins = np.linspace(0, top, 25) if np.isfinite(top) and top > 0 else 10
     for ax, w in zip(axes[0], workers):
         sub = df[df["workers"] == w]
-        ok = sub[(sub["status"] == "ok") & np.isfinite(sub[area].astype(float))]
+        ok = ok_all[ok_all["workers"] == w]
         above = ok["min_train_loss"] > threshold if threshold is not None else \
             pd.Series(False, index=ok.index)
-        ax.hist([ok.loc[~above, area], ok.loc[above, area]], bins=bins, stacked=True,
-                color=["#4c72b0", "#cccccc"], label=["candidates", "above threshold"])
+        shown = ok[area] <= top
+        ax.hist([ok.loc[~above & shown, area], ok.loc[above & shown, area]], bins=bins,
+                stacked=True, color=["#4c72b0", "#cccccc"], label=["candidates", "above threshold"])
         if w in win.index and pd.notna(win.loc[w, "run_id"]):
             ax.axvline(win.loc[w, "loss_area"], color="k", lw=2, label="winner")
-        lost = len(sub) - len(ok)
-        ax.set_title(f"workers = {fmt(w)}" + (f" ({lost} diverged/failed)" if lost else ""),
-                     fontsize=10)
+        notes = [f"{len(sub) - len(ok)} diverged/failed"] if len(sub) > len(ok) else []
+        if (~shown).sum():
+            notes.append(f"{int((~shown).sum())} off scale")
+        ax.set_title(f"workers = {fmt(w)}" + (f" ({', '.join(notes)})" if notes else ""), fontsize=9)
         ax.set_xlabel("loss area [loss x s]" if area == "loss_area_time"
                       else "loss area [loss x samples]")
-        if log:
-            ax.set_xscale("log")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("runs")
     axes[0][-1].legend(fontsize=8)

@@ -262,7 +262,8 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                                                    threshold),
                    "Distribution of the loss areas per worker count (grey: minimum loss above "
                    "the threshold; black line: the winner; the title counts runs that "
-                   "diverged or failed and so have no area).")
+                   "diverged or failed, which have no area, and runs off the axis, whose loss "
+                   "blew up without becoming NaN).")
     rep.section("Winners (smallest loss area per worker count)")
     if "workers" in df.columns and not with_files.empty:
         win = metrics.loss_area_winners(df, threshold, by="workers")
