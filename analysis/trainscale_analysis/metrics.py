@@ -232,11 +232,17 @@ def relative_performance(df: pd.DataFrame, dim: str, baseline, metric: str = "im
     agg = aggregate_repetitions(df, [metric])
     if dim not in agg.columns:
         raise KeyError(f"relative_performance: no column {dim!r}")
-    others = [c for c in load.varying(agg, group_keys(df)) if c != dim]
+    # Keys that take one value per value of `dim` describe that value (dist.shares of
+    # dist.partition static), not another dimension: matching on them would leave it alone.
+    others = [c for c in load.varying(agg, group_keys(df)) if c != dim and
+              not (agg.groupby(dim)[c].nunique(dropna=False) <= 1).all()]
     if not (agg[dim] == baseline).any():
         raise ValueError(f"relative_performance: baseline {dim}={baseline!r} has no finished "
                          f"run; values are {sorted(agg[dim].astype(str).unique())}")
     index = others if others else None
+    # A key some runs leave unset (NaN: dist.partition keys of the equal-shares runs) is a value
+    # of its own; pivot_table would drop every row holding a NaN in its index.
+    agg = agg.assign(**{c: agg[c].astype(object).where(agg[c].notna(), "unset") for c in others})
     wide = agg.pivot_table(index=index, columns=dim, values=metric, aggfunc="median") \
         if index else agg.groupby(dim)[metric].median().to_frame().T
     base = wide[baseline]

@@ -161,3 +161,24 @@ def test_archive_keeps_every_kth_step_of_long_timing_and_loads_it_back(tmp_path)
     np.testing.assert_allclose(back["step"].mean(axis=0), full["step"].mean(axis=0), rtol=0.05)
     before = load.load_campaigns(cdir)["loss_area_time"].iloc[0]
     assert load.load_campaigns(tmp_path / "kept")["loss_area_time"].iloc[0] == before
+
+
+def test_relative_performance_matches_across_keys_some_runs_leave_unset(tmp_path):
+    """The heterogeneous study's shape: a reference run without dist.partition keys, and
+    equal / static partitions with a slowed rank, static's shares a property of static alone.
+    Every partition still gets its ratio (unset keys are a value; dependent keys not matched)."""
+    from trainscale_analysis import metrics
+    cdir = tmp_path / "hetero"
+    (cdir / "runs").mkdir(parents=True)
+    points = [({}, 2000.0), ({"dist.partition": "equal", "dist.emulate_slowdown.rank": 1}, 1000.0),
+              ({"dist.partition": "static", "dist.shares": "96,32", "dist.emulate_slowdown.rank": 1}, 1600.0),
+              ({"dist.partition": "measured", "dist.emulate_slowdown.rank": 1}, 1500.0)]
+    for keys, ips in points:
+        cfg = base_config(workers=2, **keys)
+        run_id = f"{config_id(cfg)}-r0"
+        write_run(cdir / "runs" / f"{run_id}.h5", cfg=cfg, run_id=run_id, campaign="hetero",
+                  time=np.linspace(0, 10, 11), loss=np.linspace(LOSS_START, 0.3, 11),
+                  samples=np.arange(11) * 128, summary=summary_for(ips, 2, 0.3, False))
+    rel = metrics.relative_performance(load.load_campaigns(cdir), "dist.partition", "equal")
+    rel = rel.set_index("dist.partition")["relative"]
+    assert rel.to_dict() == pytest.approx({"equal": 1.0, "static": 1.6, "measured": 1.5})
