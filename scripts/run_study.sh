@@ -28,7 +28,8 @@ case $name in
     args=(--title "Parameter server vs all-reduce timing (SHM-Learn-Dist figures 6.4-6.6)") ;;
   hetero_partition)
     parts=("hetero_partition:$local_site")
-    args=(--title "Heterogeneous workers: equal, static, measured, adaptive partitions (Choi et al.)") ;;
+    args=(--baseline dist.partition=equal
+          --title "Heterogeneous workers: equal, static, measured, adaptive partitions (Choi et al.)") ;;
   sync_async)
     parts=("sync_async:$local_site")
     args=(--title "Synchronous, asynchronous and compressed exchanges (10-605)") ;;

@@ -45,10 +45,9 @@ def _wire_bytes_per_rank(f: h5py.File, parameters: float, world: int, steps: int
     return 4.0 * parameters * steps if world > 1 else 0.0
 
 
-def _phase_total(f: h5py.File, phase: str, world: int) -> float:
-    if "timing" not in f or phase not in f["timing"]:
-        return math.nan
-    return float(np.asarray(f["timing"][phase][...], dtype=np.float64).sum()) / world
+def _phase_total(timing: dict[str, np.ndarray], phase: str, world: int) -> float:
+    """Seconds of `phase` over the run per rank (load.load_timing: archived copies included)."""
+    return float(timing[phase].sum()) / world if phase in timing else math.nan
 
 
 def run_row(path: Path) -> dict:
@@ -61,8 +60,9 @@ def run_row(path: Path) -> dict:
         steps = len(f["train"]["step"]) if "train" in f else 0
         train_time = float(f["train"]["time"][-1]) if steps else math.nan
         wire = _wire_bytes_per_rank(f, float(row.get("model.parameters", math.nan)), world, steps)
-        phases = {p: _phase_total(f, p, world) for p in ("compress", "decompress", "comm")}
-    ratio = row.get("compression_ratio", 1.0 if compressor == "none" else math.nan)
+    timing = load.load_timing(path)
+    phases = {p: _phase_total(timing, p, world) for p in ("compress", "decompress", "comm")}
+    ratio = row.get("summary.compression_ratio", 1.0 if compressor == "none" else math.nan)
     return {"run": row["run_id"], "compressor": compressor, "settings": settings, "workers": world,
             "steps": steps, "final_accuracy": row.get("final_accuracy", math.nan),
             "best_accuracy": row.get("best_accuracy", math.nan), "train_time_s": train_time,

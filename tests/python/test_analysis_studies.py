@@ -182,3 +182,24 @@ def test_relative_performance_matches_across_keys_some_runs_leave_unset(tmp_path
     rel = metrics.relative_performance(load.load_campaigns(cdir), "dist.partition", "equal")
     rel = rel.set_index("dist.partition")["relative"]
     assert rel.to_dict() == pytest.approx({"equal": 1.0, "static": 1.6, "measured": 1.5})
+
+
+def test_compression_view_reads_thinned_timing_of_an_archived_copy(tmp_path):
+    """compress / decompress / comm seconds of an archived run (every 3rd step kept) are the
+    totals of the original, as load_timing expands them."""
+    from trainscale_analysis import compression
+    cdir = tmp_path / "c"
+    (cdir / "runs").mkdir(parents=True)
+    steps = 1500
+    cfg = base_config(workers=2, **{"dist.compression": "fp16"})
+    timing = {"comm": np.full((steps, 2), 0.004), "compress": np.full((steps, 2), 0.001),
+              "decompress": np.full((steps, 2), 0.0005), "step": np.full((steps, 2), 0.02)}
+    write_run(cdir / "runs" / "c-r0.h5", cfg=cfg, run_id="c-r0", campaign="c",
+              time=np.linspace(0, 30, steps), loss=np.linspace(LOSS_START, 0.3, steps),
+              samples=np.arange(steps) * 128, summary=summary_for(1e3, 2, 0.3, False), timing=timing)
+    archive.archive_campaign(cdir, tmp_path / "kept")
+    a = compression.run_row(cdir / "runs" / "c-r0.h5")
+    b = compression.run_row(tmp_path / "kept" / "runs" / "c-r0.h5")
+    for key in ("comm_s", "compress_s", "decompress_s"):
+        assert b[key] == pytest.approx(a[key], rel=1e-6)
+    assert a["comm_s"] == pytest.approx(0.004 * steps)

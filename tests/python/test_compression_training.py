@@ -92,6 +92,8 @@ def test_report_view_from_the_runs(runs, tmp_path):
     assert list(df["compressor"]) == ["none", "topk"]
     none, topk = df.iloc[0], df.iloc[1]
     assert none["compression_ratio"] == 1.0
+    with h5py.File(runs["topk"]) as f:  # the run file's own ratio, read back
+        assert topk["compression_ratio"] == pytest.approx(f["summary"].attrs["compression_ratio"])
     assert topk["wire_mb_per_rank"] * 40 < none["wire_mb_per_rank"]
     assert topk["compress_s"] > 0 and none["compress_s"] == 0
     out = compression.compression_report([runs["none"].parent, runs["topk"].parent], tmp_path / "c.md")
