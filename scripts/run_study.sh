@@ -5,7 +5,7 @@
 # writes the report from those copies, so the committed report is what the committed files give:
 #   python -m trainscale_analysis report reports/studies/NAME/campaign* -o ... (the args below)
 # Usage: scripts/run_study.sh NAME
-#   NAME: batch_lr | neuron_averaging | ps_timing | hetero_partition | sync_async
+#   NAME: batch_lr | neuron_averaging | ps_timing | hetero_partition | sync_async | salvaris
 # The campaigns live in campaigns/studies/ (git-ignored); a second call resumes a campaign
 # (finished runs are kept) and re-writes the report.
 set -euo pipefail
@@ -30,15 +30,25 @@ case $name in
     parts=("hetero_partition:$local_site")
     args=(--baseline dist.partition=equal
           --title "Heterogeneous workers: equal, static, measured, adaptive partitions (Choi et al.)") ;;
+  salvaris)  # the data formats it reads are converted first (campaigns/data/, kept between runs)
+    parts=("salvaris:$local_site" "salvaris_sim:$sim_site")
+    args=(--baseline mpi_flavor=openmpi --baseline precision=fp32 --baseline dataset.format=idx
+          --title "Relative throughput by MPI flavor, precision and data format (Salvaris et al.)") ;;
   sync_async)
     parts=("sync_async:$local_site")
     args=(--title "Synchronous, asynchronous and compressed exchanges (10-605)") ;;
-  *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async" >&2
+  *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async|salvaris" >&2
      exit 2 ;;
 esac
 [[ -x $bin ]] || { echo "run_study.sh: $bin not built (scripts/build.sh)" >&2; exit 1; }
 out=reports/studies/$name
 mkdir -p "$out"
+if [[ $name == salvaris ]]; then
+  for format in records hdf5; do
+    [[ -d campaigns/data/fmnist-$format ]] || "$bin" data convert --dataset fashion_mnist \
+      --from /usr/share/datasets/fashion-mnist --format $format --out campaigns/data/fmnist-$format
+  done
+fi
 kept=()
 for part in "${parts[@]}"; do
   sweep=${part%%:*} site=${part#*:}

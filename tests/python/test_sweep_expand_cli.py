@@ -57,7 +57,8 @@ def test_malformed_sweep_exits_2(tmp_path):
 # The studies (configs/studies/, scripts/run_study.sh): each sweep expands on the site it runs
 # on, with the run count its header promises; a _sim sweep needs the simulate site.
 STUDY_RUNS = {"batch_lr": 120, "batch_lr_low": 48, "batch_lr_cifar10": 120, "neuron_averaging": 12, "ps_timing": 29,
-              "ps_timing_sim": 18, "hetero_partition": 5, "sync_async": 11}
+              "ps_timing_sim": 18, "hetero_partition": 5, "sync_async": 11,
+              "salvaris": 12, "salvaris_sim": 12}
 
 
 def test_every_study_sweep_expands_with_its_run_count(tmp_path):
