@@ -52,7 +52,8 @@ def _runs(df: pd.DataFrame) -> pd.DataFrame:
 def strategy_table(df: pd.DataFrame) -> pd.DataFrame:
     """Per (workers, strategy) run: see the module docstring."""
     runs = _runs(df)
-    losses = {r["run_id"]: load.load_series(r)["loss"].to_numpy() for _, r in runs.iterrows()}
+    series = {r["run_id"]: load.load_series(r) for _, r in runs.iterrows()}  # each file read once
+    losses = {run_id: s["loss"].to_numpy() for run_id, s in series.items()}
     rows = []
     for _, r in runs.iterrows():
         loss = losses[r["run_id"]]
@@ -64,11 +65,11 @@ def strategy_table(df: pd.DataFrame) -> pd.DataFrame:
             ref = losses[peers.iloc[0]["run_id"]]
             n = min(len(ref), len(loss))
             diff = float(np.max(np.abs(loss[:n].astype(np.float64) - ref[:n]))) if n else np.nan
-        series = load.load_series(r)
+        time = series[r["run_id"]]["time"]
         rows.append({"workers": r["workers"], "strategy": r["strategy_label"], "run_id": r["run_id"],
                      "steps": len(loss), "final_train_loss": _tail_mean(loss),
                      "best_accuracy": r.get("best_accuracy"),
-                     "train_seconds": float(series["time"].iloc[-1]) if len(series) else np.nan,
+                     "train_seconds": float(time.iloc[-1]) if len(time) else np.nan,
                      "max_loss_diff_vs_sync": diff})
     return pd.DataFrame(rows)
 
