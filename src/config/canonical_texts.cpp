@@ -114,8 +114,11 @@ void derive_defaults(KeyTexts& texts) {
   if (!texts.count("epochs") && !texts.count("steps") && !texts.count("train_samples")) texts.emplace("epochs", "1");
   if (!texts.count("dataset.format"))
     texts.emplace("dataset.format", data_names().default_format(texts.at("dataset.name")));
-  // A CUDA run computes on some GPU; a CPU backend on none.
-  if (!texts.count("gpu")) texts.emplace("gpu", texts.at("backend") == "cuda" ? "any" : "none");
+  // A CUDA run computes on some GPU; a CPU backend on none. With ranks.backend, a run with
+  // any CUDA rank expects some GPU (its CPU ranks expect none: RunConfig::for_rank).
+  const bool cuda = texts.at("backend") == "cuda" ||
+                    (texts.count("ranks.backend") && texts.at("ranks.backend").find("cuda") != std::string::npos);
+  if (!texts.count("gpu")) texts.emplace("gpu", cuda ? "any" : "none");
 }
 
 RunConfig typed_config(const KeyTexts& t) {
@@ -170,6 +173,7 @@ RunConfig typed_config(const KeyTexts& t) {
             f64("dist.bucket_mb"), flag("dist.overlap"), i64("dist.period"), i64("dist.shm_chunk_kb"),
             i64("dist.shm_buffers"), f64("dist.timeout_s")};
   read_partition_config(t, r.dist);
+  read_rank_config(t, r);  // after r.dist: it sets dist.ranks_differ
   CompressionOptions& c = r.dist.compression;
   if (has("dist.compression"))
     c.kind = enum_from_name(all_compression_kinds(), compression_kind_name, str("dist.compression"), "dist.compression");

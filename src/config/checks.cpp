@@ -82,19 +82,22 @@ void check_combinations(const ResolvedConfig& cfg, const KeyTexts& text) {
 
 // `gpu` against the backend: a CPU backend computes on no GPU, and a GPU backend on some GPU
 // (which one the device check says when the run starts, train/capabilities.cpp).
+// With ranks.backend, `gpu` is what the ranks on a GPU backend expect (any GPU rank: some GPU).
 void check_gpu_against_backend(const ResolvedConfig& cfg) {
   const RunConfig& r = cfg.run;
   const std::string gpu = gpu_generation_name(r.gpu);
-  const std::string backend = backend_kind_name(r.backend);
+  const std::vector<BackendKind> backends = r.backends();
+  const bool on_gpu = std::any_of(backends.begin(), backends.end(), backend_has_gpu);
+  const std::string backend = join(r.backend_names(), "' and '");
   std::vector<std::string> gpus = accepted_gpu_generations();
   gpus.erase(std::remove(gpus.begin(), gpus.end(), "none"), gpus.end());
-  if (!backend_has_gpu(r.backend) && r.gpu != GpuGeneration::none)
+  if (!on_gpu && r.gpu != GpuGeneration::none)
     throw ConfigError(cfg.locate("gpu") + ": '" + gpu + "' expects " +
                       (r.gpu == GpuGeneration::any ? std::string("a GPU") : "GPU generation '" + gpu + "'") +
-                      " but backend '" + backend + "' (" + cfg.locate("backend") +
+                      " but backend '" + backend + "' (" + cfg.locate(r.rank_backends.empty() ? "backend" : "ranks.backend") +
                       ") computes on the CPU (GPU generation none); set backend: cuda to run on " +
                       (r.gpu == GpuGeneration::any ? std::string("a GPU") : "a " + gpu) + ", or gpu: none");
-  if (backend_has_gpu(r.backend) && r.gpu == GpuGeneration::none)
+  if (on_gpu && r.gpu == GpuGeneration::none)
     throw ConfigError(cfg.locate("gpu") + ": 'none' but backend '" + backend +
                       "' computes on a GPU; say which generation the run expects, or gpu: any (accepted: " +
                       join(gpus, " | ") + "; leaving gpu out means any)");
@@ -141,6 +144,7 @@ void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_exclusive(cfg, {"batch_per_worker", "global_batch"});
   check_exclusive(cfg, {"epochs", "steps", "train_samples"});
   check_combinations(cfg, texts);  // ranges were checked with each value: workers > 0 divides global_batch
+  check_rank_config(cfg);
   check_gpu_against_backend(cfg);
   check_partition_config(cfg, texts);
   check_compression(cfg, texts);

@@ -1,6 +1,7 @@
 // The heterogeneous-worker keys of a run config (docs/distributed.md "Heterogeneous workers"):
 // dist.partition and its settings, dist.emulate_slowdown, dist.hetero_allreduce; read into
 // DistConfig and checked against the workers and the global batch (see resolve_steps.h).
+#include <algorithm>
 #include <charconv>
 #include <numeric>
 
@@ -102,7 +103,8 @@ void check_partition_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
                       ": shares in multiples of " + std::to_string(d.share_quantum) + " need a global batch (" +
                       std::to_string(global_batch) + ") that is a multiple of it and holds one per worker (" +
                       std::to_string(r.workers) + "); choose another dist.share_quantum or global_batch");
-  if (r.backend == BackendKind::cuda)
+  const std::vector<BackendKind> backends = r.backends();
+  if (std::find(backends.begin(), backends.end(), BackendKind::cuda) != backends.end())
     throw ConfigError(cfg.locate("dist.partition") + ": " + partition_kind_name(d.partition) +
                       " shares change the batch of a rank during the run, which backend cuda does not follow yet "
                       "(its input is staged at a fixed batch); use dist.partition static or equal with backend cuda");

@@ -47,6 +47,37 @@ std::string list_text(const YAML::Node& list, const std::string& key, const std:
   return text;
 }
 
+// `ranks: [{backend: cpu, threads: 16}, {backend: cuda}]` -> ranks.backend "cpu,cuda" and
+// ranks.threads "16,": one item per rank, empty where an entry leaves the key out (the run's
+// backend / threads fill it when the config is resolved, config/rank_config.cpp).
+void read_rank_list(const YAML::Node& list, const std::string& where, RawValues& values) {
+  const std::vector<std::string> fields = {"backend", "threads"};
+  std::vector<std::vector<std::string>> items(fields.size());
+  std::vector<bool> given(fields.size(), false);
+  for (const auto& entry : list) {
+    if (!entry.IsMap())
+      fail(where, "key 'ranks' must be a list of mappings, one per rank, e.g. ranks: [{backend: cpu, threads: 16}, "
+                  "{backend: cuda}]");
+    for (auto& f : items) f.emplace_back();
+    for (auto it = entry.begin(); it != entry.end(); ++it) {
+      const std::string name = it->first.IsScalar() ? it->first.Scalar() : "";
+      const auto field = std::find(fields.begin(), fields.end(), name);
+      if (field == fields.end())
+        fail(where, "key 'ranks': an entry's key '" + one_line(name) + "' is not a per-rank setting; accepted: " +
+                        join(fields) + ". See docs/config.md.");
+      if (!it->second.IsScalar() || it->second.Scalar().empty())
+        fail(where, "key 'ranks." + name + "' in an entry must be one value, e.g. {" + name + ": " +
+                        (name == "backend" ? "cuda" : "16") + "}");
+      const size_t f = static_cast<size_t>(field - fields.begin());
+      items[f].back() = it->second.Scalar();
+      given[f] = true;
+    }
+  }
+  if (items[0].empty()) fail(where, "key 'ranks' is an empty list; give one entry per rank, e.g. ranks: [{backend: cpu}, {backend: cuda}]");
+  for (size_t f = 0; f < fields.size(); ++f)
+    if (given[f]) values["ranks." + fields[f]] = {join(items[f], ","), where};
+}
+
 void walk(const YAML::Node& node, const std::string& prefix, const std::string& origin, RawValues& values) {
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string where = origin + ":" + std::to_string(it->first.Mark().line + 1);
@@ -56,7 +87,9 @@ void walk(const YAML::Node& node, const std::string& prefix, const std::string& 
     const std::string name = it->first.Scalar();
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     const YAML::Node value = it->second;  // a copy: it-> yields a temporary proxy, a reference would dangle
-    if (is_key_group(key)) {
+    if (key == "ranks" && value.IsSequence()) {
+      read_rank_list(value, where, values);
+    } else if (is_key_group(key)) {
       if (!value.IsMap()) fail(where, "key '" + key + "' must be a mapping of sub-keys, e.g. " + key + ": {...}");
       walk(value, key, origin, values);
     } else if (const KeySpec* spec = find_key_spec(key)) {

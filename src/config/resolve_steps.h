@@ -1,6 +1,7 @@
 // config-internal: the steps of resolving a run config (run_config.cpp runs them in order):
 //   canonical_texts   each given value type- and range-checked and spelled canonically;
 //                     defaults filled;
+//   resolve_rank_texts ranks.* items checked, filled from backend / threads;
 //   derive_defaults   the exclusive groups' documented defaults, dataset.format from the data set,
 //                     gpu from the backend (any for cuda, else none);
 //   typed_config      texts -> RunConfig (enum-like keys become enums);
@@ -26,6 +27,12 @@ RunConfig typed_config(const KeyTexts& texts);
 // cannot run; `texts` gives the values as written.
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts);
 void resolve_eval_batch(RunConfig& run, KeyTexts& texts);
+// The per-rank keys ranks.backend and ranks.threads (rank_config.cpp): resolve_rank_texts runs
+// after canonical_texts (items checked; an entry without the key takes backend / threads);
+// read_rank_config in typed_config; check_rank_config against the workers and the strategy.
+void resolve_rank_texts(KeyTexts& texts, const std::map<std::string, std::string>& where);
+void read_rank_config(const KeyTexts& texts, RunConfig& run);
+void check_rank_config(const ResolvedConfig& cfg);
 // The heterogeneous-worker keys dist.partition ... dist.hetero_allreduce (partition_config.cpp):
 // read into run.dist, and checked (shares against workers and the global batch).
 void read_partition_config(const KeyTexts& texts, DistConfig& dist);

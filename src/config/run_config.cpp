@@ -2,6 +2,7 @@
 // resolve_steps.h).
 #include "config/run_config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,6 +22,38 @@ std::string ResolvedConfig::locate(const std::string& key) const {
   return w + ": key '" + key + "'";
 }
 
+std::vector<BackendKind> RunConfig::backends() const {
+  if (rank_backends.empty()) return {backend};
+  std::vector<BackendKind> distinct;
+  for (BackendKind b : rank_backends)
+    if (std::find(distinct.begin(), distinct.end(), b) == distinct.end()) distinct.push_back(b);
+  return distinct;
+}
+
+std::vector<std::string> RunConfig::backend_names() const {
+  std::vector<std::string> names;
+  for (BackendKind b : backends()) names.push_back(backend_kind_name(b));
+  return names;
+}
+
+RunConfig RunConfig::for_rank(int rank) const {
+  RunConfig mine = *this;
+  const auto at = static_cast<size_t>(rank);
+  if (at < rank_backends.size()) mine.backend = rank_backends[at];
+  if (at < rank_threads.size()) mine.threads = rank_threads[at];
+  if (mixed_backends() && !backend_has_gpu(mine.backend)) mine.gpu = GpuGeneration::none;
+  return mine;
+}
+
+ResolvedConfig ResolvedConfig::for_rank(int rank) const {
+  ResolvedConfig mine = *this;
+  mine.run = run.for_rank(rank);
+  const std::string entry = " (rank " + std::to_string(rank) + "'s entry)";
+  for (const char* key : {"backend", "threads"})
+    if (auto it = where.find(std::string("ranks.") + key); it != where.end()) mine.where[key] = it->second + entry;
+  return mine;
+}
+
 ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string& origin,
                                 const std::vector<std::string>& overrides) {
   RawValues values = read_yaml_values(yaml_text, origin);
@@ -28,6 +61,7 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
   ResolvedConfig out;
   out.origin = origin;
   KeyTexts texts = canonical_texts(values, out.where);
+  resolve_rank_texts(texts, out.where);
   derive_defaults(texts);
   out.run = typed_config(texts);
   check_run_config(out, texts);

@@ -84,7 +84,10 @@ struct DistConfig {
   int emulate_slowdown_rank = -1;        // testing: this rank computes `factor` x slower (-1: none)
   double emulate_slowdown_factor = 2.0;
   bool hetero_allreduce_device = false;  // dist.hetero_allreduce: device (needs CUDA; host otherwise)
-  bool heterogeneous() const { return partition != PartitionKind::equal || emulate_slowdown_rank >= 0; }
+  bool ranks_differ = false;  // ranks.backend / ranks.threads give the ranks different settings
+  bool heterogeneous() const {
+    return partition != PartitionKind::equal || emulate_slowdown_rank >= 0 || ranks_differ;
+  }
   // Gradient compression of sync (dist/compression_options.h; keys unset unless given, so
   // configs without them keep their config_id). The arena's matrices and the seed are added
   // when the exchange is set up.
@@ -130,6 +133,10 @@ struct RunConfig {
   int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)
   int threads = 2;
   int workers = 1;
+  // ranks.backend / ranks.threads: one entry per worker (empty: every rank takes backend /
+  // threads). for_rank() gives one rank's view.
+  std::vector<BackendKind> rank_backends;
+  std::vector<int> rank_threads;
   DistConfig dist;
   GpuGeneration gpu = GpuGeneration::none;
   MpiFlavor mpi_flavor = MpiFlavor::any;
@@ -143,6 +150,14 @@ struct RunConfig {
     if (loss_scale.mode != LossScaleMode::auto_) return loss_scale.mode;
     return precision == Precision::fp16 ? LossScaleMode::dynamic : LossScaleMode::off;
   }
+  // The backends the ranks compute on, each once, in rank order ({backend} without ranks.backend).
+  std::vector<BackendKind> backends() const;
+  std::vector<std::string> backend_names() const;
+  // True when ranks.backend puts the ranks on more than one backend.
+  bool mixed_backends() const { return backends().size() > 1; }
+  // This run as rank `rank` runs it: its backend and threads from ranks.*, and in a run that
+  // mixes backends, gpu none on a rank whose backend computes on no GPU.
+  RunConfig for_rank(int rank) const;
   // Per-worker batch on `world` ranks.
   int64_t batch_for(int world) const { return batch_per_worker > 0 ? batch_per_worker : global_batch / world; }
 };
@@ -158,6 +173,9 @@ struct ResolvedConfig {
 
   // "configs/x.yaml:12: key 'precision'" for messages about a key's value.
   std::string locate(const std::string& key) const;
+  // The config rank `rank` runs (RunConfig::for_rank); `backend` and `threads` are located at
+  // ranks.backend / ranks.threads where those set them.
+  ResolvedConfig for_rank(int rank) const;
 };
 
 // Reads `path`, applies `overrides` ("key=value" with dotted keys) and resolves.

@@ -110,6 +110,10 @@ const std::vector<KeySpec>& run_config_schema() {
       {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},
       {"threads", T::integer, "2", {}, "compute threads per worker", positive(1024)},
       {"workers", T::integer, "1", {}, "expected MPI world size", positive(1e6)},
+      // Per-rank settings (docs/distributed.md "Ranks of different kinds"): one entry per worker;
+      // `ranks: [{backend: cpu, threads: 16}, {backend: cuda}]` is read into these two lists.
+      {"ranks.backend", T::string, "", {}, "each rank's backend, one per worker, e.g. [cpu, cuda] (unset: backend)", {}, true},
+      {"ranks.threads", T::string, "", {}, "each rank's compute threads, one per worker (unset: threads)", {}, true},
       {"dist.strategy", T::string, "sync", accepted_strategy_names, "gradient exchange"},
       {"dist.allreduce", T::string, "ring", accepted_allreduce_names, "all-reduce algorithm"},
       {"dist.bucket_mb", T::number, "25", {}, "gradient bucket size in MiB", positive(65536)},

@@ -137,6 +137,9 @@ void write_partition(h5::File& file, const PartitionRecord& p, int64_t steps, in
   group.set_attr("kind", p.kind);
   group.set_attr("emulate_slowdown_rank", p.emulate_slowdown_rank);
   group.set_attr("emulate_slowdown_factor", p.emulate_slowdown_factor);
+  group.set_attr("rank_backends", p.rank_backends);
+  group.set_attr("rank_threads", p.rank_threads);
+  group.set_attr("rank_devices", p.rank_devices);
   group.write("shares", {steps, ranks}, p.shares.data()).set_attr("units", "samples");
   group.write("compute", {steps, ranks}, p.compute.data()).set_attr("units", "seconds");
   group.write("idle", {steps, ranks}, p.idle.data()).set_attr("units", "seconds");

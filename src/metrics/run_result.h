@@ -63,6 +63,9 @@ struct PartitionRecord {
   std::string kind;                    // attribute: equal | static | measured | adaptive ("": no group)
   int64_t emulate_slowdown_rank = -1;  // attribute (int64): -1 when no rank is slowed down
   double emulate_slowdown_factor = 1;  // attribute (float64): 1 when none
+  // Attributes, one item per rank in rank order: backend ("cpu,cuda"), compute threads
+  // ("16,2") and the device's name ("AMD EPYC 7B13; NVIDIA H100 80GB HBM3").
+  std::string rank_backends, rank_threads, rank_devices;
   std::vector<int64_t> shares;         // [S, R] samples rank r took in step s
   std::vector<float> compute;          // [S, R] seconds of forward + backward (+ emulated slowdown)
   std::vector<float> idle;             // [S, R] seconds before the all-reduce: slowest compute - own

@@ -179,6 +179,9 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
       s.workers += std::max(1, std::stoi(scalar_or(cfg["dist"], "servers", "1")));
     s.cpus_per_task = res["cpus_per_worker"] ? positive_int(res, "cpus_per_worker", where)
                                              : std::max(1, std::stoi(scalar_or(cfg, "threads", "1")));
+    if (!res["cpus_per_worker"] && cfg["ranks"] && cfg["ranks"]["threads"])  // every rank's threads fit a task
+      for (const std::string& t : split(cfg["ranks"]["threads"].as<std::string>(), ','))
+        s.cpus_per_task = std::max(s.cpus_per_task, std::stoi(t));
     s.walltime = scalar_or(res, "walltime", site.walltime);
     s.mem = scalar_or(res, "mem", "");
     s.partition = scalar_or(res, "partition", site.partition);

@@ -40,6 +40,17 @@ void check_async_ps(const ResolvedConfig& cfg, int world_size) {
 }  // namespace
 
 void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
+  // ranks.backend: each backend the ranks use passes the checks a run of that backend passes.
+  if (!cfg.run.rank_backends.empty()) {
+    for (BackendKind b : cfg.run.backends()) {
+      ResolvedConfig one = cfg;
+      one.run.rank_backends.clear();
+      one.run.backend = b;
+      one.where["backend"] = cfg.where.at("ranks.backend") + " (ranks.backend: " + backend_kind_name(b) + ")";
+      check_run_capabilities(one, world_size);
+    }
+    return;
+  }
   const RunConfig& r = cfg.run;
   if (r.dist.strategy == DistStrategy::hogwild && r.backend == BackendKind::cuda)
     throw ConfigError(cfg.locate("dist.strategy") + ": hogwild shares one host weight arena between threads; use "

@@ -53,7 +53,8 @@ void fill_record(RunRecord& a, const RunRecording& rec, const ResolvedConfig& cf
   a.mpi_tuning = join(lib.tuning, "; ");
   a.dist_transport = arena_transport_name(setup.exchange->transport());
   const DeviceDescription d = setup.backend->describe();
-  a.backend = backend_kind_name(r.backend);
+  // ranks.backend mixing backends: all of them ("cpu+cuda"); the device facts are rank 0's.
+  a.backend = r.mixed_backends() ? join(r.backend_names(), "+") : backend_kind_name(r.backend);
   a.device = d.device;
   a.device_name = d.name;
   a.device_generation = d.generation;
@@ -191,6 +192,25 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compres
   res.record.hosts = join({unique_hosts.begin(), unique_hosts.end()}, ",");
   res.record.world_size = world;
   return res;
+}
+
+void gather_rank_kinds(const RunSetup& setup, const RunConfig& run, Communicator& comm, RunResult& result) {
+  if (!setup.shares->active()) return;  // no /partition
+  const std::string mine = std::string(backend_kind_name(run.backend)) + "\t" + std::to_string(run.threads) + "\t" +
+                           setup.backend->describe().name;
+  const std::vector<std::string> all = comm.gather_strings_to_root(mine);
+  if (comm.rank() != 0) return;
+  std::vector<std::string> backends, threads, devices;
+  for (const std::string& rank : all) {
+    const std::vector<std::string> parts = split(rank, '\t');
+    backends.push_back(parts.at(0));
+    threads.push_back(parts.at(1));
+    devices.push_back(parts.size() > 2 ? parts[2] : "");
+  }
+  PartitionRecord& p = result.partition;
+  p.rank_backends = join(backends, ",");
+  p.rank_threads = join(threads, ",");
+  p.rank_devices = join(devices, "; ");
 }
 
 void gather_async_ps_record(const ExchangeStrategy& exchange, const DistConfig& dist, Communicator& comm,

@@ -20,6 +20,9 @@ namespace ts {
 // seconds, the idle seconds derived from them, and /train/loss as the share-weighted mean over ranks.
 RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compression, Communicator& comm,
                            bool partition = false);
+// Collective in runs with a /partition group (heterogeneous workers, no-op otherwise): each
+// rank's backend, threads and device name into result.partition on rank 0.
+void gather_rank_kinds(const RunSetup& setup, const RunConfig& run, Communicator& comm, RunResult& result);
 // Collective over the workers with dist.strategy async_ps (no-op otherwise): every worker's
 // AsyncPsRecord (dist/async_ps_worker.h) into result.async_ps on rank 0.
 void gather_async_ps_record(const ExchangeStrategy& exchange, const DistConfig& dist, Communicator& comm,

@@ -14,6 +14,7 @@
 #include "nn/layers/fully_connected.h"
 #include "nn/models.h"
 #include "train/capabilities.h"
+#include "train/resources.h"
 
 namespace ts {
 namespace {
@@ -133,13 +134,19 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
                                      Communicator* ps_world) {
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
+  // Collective: with ranks.backend only some ranks may lack their device or precision, and the
+  // others must not wait for them in the next collective.
+  std::string refusal;
   try {
     s->backend = make_backend(backend_kind_name(r.backend), comm.local_rank());  // cuda: the device NCCL uses
+    s->backend->set_threads(r.threads);
+    check_device(cfg, *s->backend);
   } catch (const NoDeviceError& e) {  // built, but no device here: exit 2 naming the key
-    throw ConfigError(cfg.locate("backend") + ": " + e.what());
+    refusal = cfg.locate("backend") + ": " + e.what();
+  } catch (const ConfigError& e) {
+    refusal = e.what();
   }
-  s->backend->set_threads(r.threads);
-  check_device(cfg, *s->backend);
+  refuse_collectively(comm, refusal);
   s->backend->set_precision(r.precision);
   s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
   const bool device_memory = !s->backend->describe().host_accessible;

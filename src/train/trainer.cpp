@@ -139,6 +139,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   RunResult result = gather_recording(rec, setup->exchange->times_ps_phases(),
                                       setup->exchange->records_compression(), comm, setup->shares->active());
   gather_async_ps_record(*setup->exchange, cfg.run.dist, comm, result);
+  gather_rank_kinds(*setup, cfg.run, comm, result);
   const int exit_code = rec.diverged ? kExitDiverged : kExitOk;
   if (!root) return {exit_code, ""};
   RunIdentity attempt_id = id;
@@ -180,9 +181,10 @@ void record_timeouts_in(const std::string& failed_marker, Communicator& comm) {
 
 }  // namespace
 
-RunOutcome train(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir, Communicator& comm,
+RunOutcome train(const ResolvedConfig& run_cfg, const RunIdentity& id, const std::string& out_dir, Communicator& comm,
                  std::ostream& log, ResumeMode resume) {
-  check_run_capabilities(cfg, comm.size());
+  check_run_capabilities(run_cfg, comm.size());
+  const ResolvedConfig cfg = run_cfg.for_rank(comm.rank());  // ranks.*: this rank's backend and threads
   check_checkpointing(cfg, resume);
   const std::string run_path = out_dir + "/" + id.run_id + ".h5";
   // From here on, no wait for another rank lasts longer than dist.timeout_s.

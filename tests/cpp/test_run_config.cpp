@@ -225,6 +225,46 @@ TEST(RunConfig, GpuIsAGenerationCheckedAgainstTheBackend) {
       << e;
 }
 
+// ranks: one entry per worker; an entry without a key takes the run's value; for_rank gives a
+// rank its backend and threads, and a CPU rank of a run with CUDA ranks expects no GPU.
+TEST(RunConfig, PerRankSettings) {
+  const auto c = parse_run_config("workers: 3\nthreads: 4\nranks: [{backend: cpu, threads: 16}, {backend: cuda}, {}]\n",
+                                  "cfg.yaml", {});
+  EXPECT_EQ(c.flat.at("ranks.backend"), "cpu,cuda,cpu");
+  EXPECT_EQ(c.flat.at("ranks.threads"), "16,4,4");
+  EXPECT_EQ(c.where.at("ranks.backend"), "cfg.yaml:3");
+  EXPECT_EQ(c.run.gpu, GpuGeneration::any);  // some rank computes on a GPU
+  EXPECT_TRUE(c.run.mixed_backends());
+  EXPECT_TRUE(c.run.dist.ranks_differ);
+  EXPECT_TRUE(c.run.dist.heterogeneous());
+  EXPECT_EQ(c.run.backend_names(), (std::vector<std::string>{"cpu", "cuda"}));
+  const ResolvedConfig r0 = c.for_rank(0), r1 = c.for_rank(1);
+  EXPECT_EQ(r0.run.backend, BackendKind::cpu);
+  EXPECT_EQ(r0.run.threads, 16);
+  EXPECT_EQ(r0.run.gpu, GpuGeneration::none);
+  EXPECT_EQ(r1.run.backend, BackendKind::cuda);
+  EXPECT_EQ(r1.run.threads, 4);
+  EXPECT_EQ(r1.run.gpu, GpuGeneration::any);
+  EXPECT_EQ(r1.locate("backend"), "cfg.yaml:3 (rank 1's entry): key 'backend'");
+  EXPECT_EQ(r0.yaml, c.yaml);  // every rank writes and hashes the run's config
+
+  // The two spellings are one config; equal entries are no heterogeneity.
+  const auto lists = parse_run_config("workers: 3\nthreads: 4\nranks: {backend: [cpu, cuda, cpu], threads: [16, 4, 4]}\n",
+                                      "cfg.yaml", {});
+  EXPECT_EQ(lists.yaml, c.yaml);
+  const auto same = parse_run_config("workers: 2\nranks: {threads: [2, 2]}\n", "cfg.yaml", {});
+  EXPECT_FALSE(same.run.dist.ranks_differ);
+  EXPECT_FALSE(same.run.mixed_backends());
+  EXPECT_EQ(same.run.gpu, GpuGeneration::none);
+
+  std::string e = error_of("workers: 2\nranks: [{backend: cpu}, {backend: cuda}]\ngpu: none\n");
+  EXPECT_NE(e.find("key 'gpu': 'none' but backend 'cpu' and 'cuda' computes on a GPU"), std::string::npos) << e;
+  e = error_of("workers: 2\nranks: [{backend: cpu}, 3]\n");
+  EXPECT_NE(e.find("cfg.yaml:2: key 'ranks' must be a list of mappings, one per rank"), std::string::npos) << e;
+  e = error_of("workers: 2\nranks: []\n");
+  EXPECT_NE(e.find("key 'ranks' is an empty list"), std::string::npos) << e;
+}
+
 // Keys of earlier versions say why they went and what to do.
 TEST(RunConfig, RemovedKeysAreExplained) {
   const std::string e = error_of("dist: {allreduce: shm, update: sharded}\n");

@@ -152,3 +152,69 @@ def test_hetero_allreduce_device_is_refused_without_a_gpu_path(tmp_path):
     proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "key 'dist.hetero_allreduce'" in proc.stderr and "use dist.hetero_allreduce: host" in proc.stderr
+
+
+# Ranks of different kinds (docs/distributed.md "Ranks of different kinds"): here ref and cpu,
+# the two host backends; cpu + cuda is checked on a GPU machine (scripts/device_hetero.sh).
+RANKS = "ranks: [{backend: ref}, {backend: cpu, threads: 1}]\n"
+
+
+def test_ranks_of_different_backends_follow_one_rank_with_the_whole_batch(tmp_path):
+    ref, _ = train(tmp_path, "one", 1, 8)
+    cfg = write_config(tmp_path / "mixed.yaml",
+                       BASE.format(steps=8, workers=2, dist=", partition: static, shares: [32, 96]") + RANKS)
+    out = tmp_path / "mixed"
+    proc = mpirun(2, ["run", "--config", cfg, "--out", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (path,) = out.glob("*.h5")
+    got = losses(path)
+    assert got.shape == (8,) and np.ptp(got) > 0
+    # The two backends compute the same fp32 layers in other orders: rounding, not more.
+    np.testing.assert_allclose(got, losses(ref), rtol=1e-3, atol=1e-5)
+    with h5py.File(path) as f:
+        assert f.attrs["backend"] == "ref+cpu"
+        attrs = f["partition"].attrs
+        assert attrs["rank_backends"] == "ref,cpu" and attrs["rank_threads"] == "1,1"
+        assert len(attrs["rank_devices"].split("; ")) == 2
+        assert 'backend: "ref,cpu"' in f.attrs["config"] and 'threads: "1,1"' in f.attrs["config"]
+    p = check_partition_consistent(path, 8)
+    assert np.all(p["shares"] == [32, 96])
+
+
+def test_ranks_list_and_per_rank_lists_are_one_config(tmp_path):
+    """`ranks: [{...}, {...}]` and `ranks: {backend: [...], threads: [...]}` resolve alike (one
+    config_id), and a job's task gets the CPUs of its widest rank."""
+    listings = []
+    for name, ranks in [("maps", "ranks: [{backend: ref}, {backend: cpu, threads: 2}]\n"),
+                        ("lists", "ranks: {backend: [ref, cpu], threads: [1, 2]}\n")]:
+        write_config(tmp_path / f"{name}.yaml", BASE.format(steps=2, workers=2, dist="") + ranks)
+        sweep = write_config(tmp_path / f"{name}-sweep.yaml", f"campaign: c\nbase: {name}.yaml\nmatrix: {{seed: [5]}}\n")
+        proc = run(["sweep", "expand", sweep, "--out", tmp_path / name, "--dry-run"])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        listings.append(proc.stdout)
+        assert "cpus=2" in proc.stdout
+    assert listings[0].splitlines()[1] == listings[1].splitlines()[1]  # index, run_id (config_id), seed
+
+
+@pytest.mark.parametrize("extra, dist, key, says", [
+    ("ranks: [{backend: ref}, {backend: cpu}, {backend: cpu}]\n", "", "ranks.backend", "3 entries for 2 workers"),
+    ("ranks: [{backend: ref}, {backend: gpu}]\n", "", "ranks.backend", "rank 1's backend 'gpu' is not accepted"),
+    ("ranks: [{backend: ref}, {cores: 4}]\n", "", "ranks", "'cores' is not a per-rank setting"),
+    ("ranks: {backend: [ref, cpu], threads: [1]}\n", "", "ranks.threads", "1 entries, but ranks.backend has 2"),
+    ("ranks: {threads: [1, 0]}\n", "", "ranks.threads", "rank 1's threads '0' is not an integer in 1..1024"),
+    (RANKS, ", allreduce: shm", "dist.allreduce", "shm maps host ranks' arenas"),
+    (RANKS, ", allreduce: nccl", "dist.allreduce", "nccl reduces GPU memory on every rank"),
+    (RANKS.replace("ref", "cpu"), ", strategy: weight_avg, period: 2", None, None),
+])
+def test_per_rank_settings_that_do_not_fit_are_config_errors(tmp_path, extra, dist, key, says):
+    text = BASE.format(steps=2, workers=2, dist=dist)
+    for replaced in ("strategy: sync, ", "allreduce: ring, "):
+        if replaced.split()[0] in dist:
+            text = text.replace(replaced, "", 1)
+    cfg = write_config(tmp_path / "bad.yaml", text + extra)
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
+    if key is None:  # accepted; this single-process run stops at the world size
+        assert proc.returncode == 2 and "key 'workers'" in proc.stderr, proc.stderr
+        return
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"key '{key}'" in proc.stderr and says in proc.stderr, proc.stderr
