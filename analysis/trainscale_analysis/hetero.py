@@ -75,6 +75,22 @@ def changes_table(run) -> pd.DataFrame:
                          "shares": [",".join(str(int(v)) for v in row) for row in p["change_shares"]]})
 
 
+def ranks_text(partition: dict[str, Any]) -> str:
+    """"rank 0: cpu, 12 threads (Intel Xeon); rank 1: cuda, 2 threads (NVIDIA H200)" from the
+    /partition attributes rank_backends, rank_threads, rank_devices; "" for files without them."""
+    if not partition.get("rank_backends"):
+        return ""
+    backends = str(partition["rank_backends"]).split(",")
+    threads = str(partition.get("rank_threads", "")).split(",")
+    devices = str(partition.get("rank_devices", "")).split("; ")
+    parts = []
+    for r, backend in enumerate(backends):
+        t = f", {threads[r]} threads" if r < len(threads) and threads[r] else ""
+        d = f" ({devices[r]})" if r < len(devices) and devices[r] else ""
+        parts.append(f"rank {r}: {backend}{t}{d}")
+    return "; ".join(parts)
+
+
 def idle_summary(run, warmup_steps: int = 1) -> dict[str, float]:
     """Mean idle fraction before the all-reduce after `warmup_steps`, and the mean compute
     seconds of each rank (keys `idle_fraction`, `rank r compute s`)."""

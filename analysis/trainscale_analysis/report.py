@@ -448,8 +448,9 @@ def heterogeneous_section(rep: Report, runs: pd.DataFrame, batches: int = 12) ->
         if not summary:
             continue
         shown += 1
-        rep.para(f"Run {run['run_id']}: mean idle fraction before the all-reduce "
-                 f"{fmt(summary['idle_fraction'])} (after the first step); share changes below, then "
+        ranks = hetero.ranks_text(hetero.load_partition(run))
+        rep.para(f"Run {run['run_id']}" + (f" ({ranks})" if ranks else "") + ": mean idle fraction before the "
+                 f"all-reduce {fmt(summary['idle_fraction'])} (after the first step); share changes below, then "
                  f"the first {batches} batches, per worker: samples, compute and idle seconds.")
         rep.table(hetero.changes_table(run), None)
         rep.table(hetero.batch_table(run, 1, batches), None)

@@ -179,6 +179,8 @@ def test_ranks_of_different_backends_follow_one_rank_with_the_whole_batch(tmp_pa
         assert 'backend: "ref,cpu"' in f.attrs["config"] and 'threads: "1,1"' in f.attrs["config"]
     p = check_partition_consistent(path, 8)
     assert np.all(p["shares"] == [32, 96])
+    assert hetero.ranks_text(p).startswith("rank 0: ref, 1 threads (")
+    assert "; rank 1: cpu, 1 threads (" in hetero.ranks_text(p)
 
 
 def test_ranks_list_and_per_rank_lists_are_one_config(tmp_path):
