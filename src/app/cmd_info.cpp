@@ -26,7 +26,6 @@ int command_info(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
-  const po::variables_map& vm = *parsed;
   int argc = 0;
   char** argv = nullptr;
   MpiSession mpi(&argc, &argv);
