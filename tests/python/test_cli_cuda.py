@@ -47,3 +47,17 @@ def test_precision_error_names_cuda_without_a_device(cuda_info, tmp_path):
     proc = run(["run", "--config", cfg, "--out", tmp_path])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cuda (no device here to ask" in proc.stderr, proc.stderr
+
+
+def test_a_cuda_rank_without_a_device_refuses_every_rank(cuda_info, tmp_path):
+    """ranks.backend [cpu, cuda]: rank 1 finds no device; both ranks exit 2, and rank 0 names rank
+    1's entry of ranks.backend."""
+    from test_cli_mpi import mpirun
+    cfg = write_config(tmp_path / "mixed.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic}\n"
+                                                "workers: 2\nsteps: 1\ndist: {timeout_s: 60}\n"
+                                                "ranks: [{backend: cpu, threads: 1}, {backend: cuda}]\n")
+    proc = mpirun(2, ["run", "--config", cfg, "--out", tmp_path / "out"], timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "rank 1: " in proc.stderr and "(rank 1's entry): key 'backend'" in proc.stderr, proc.stderr
+    assert "no CUDA device was found" in proc.stderr, proc.stderr
+    assert not list((tmp_path / "out").glob("*.h5"))

@@ -220,3 +220,16 @@ def test_per_rank_settings_that_do_not_fit_are_config_errors(tmp_path, extra, di
         return
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert f"key '{key}'" in proc.stderr and says in proc.stderr, proc.stderr
+
+
+def test_one_ranks_refusal_stops_every_rank_with_exit_2(tmp_path):
+    """ref computes in fp32 only: rank 1 refuses bf16, rank 0 (cpu) could run it. Both exit 2 at
+    once (collective refusal), not 1 after the other rank's wait times out."""
+    text = BASE.format(steps=2, workers=2, dist=", timeout_s: 60") + "precision: bf16\n" + \
+        "ranks: [{backend: cpu, threads: 1}, {backend: ref}]\n"
+    cfg = write_config(tmp_path / "bf16.yaml", text)
+    proc = mpirun(2, ["run", "--config", cfg, "--out", tmp_path / "out"], timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "rank 1: " in proc.stderr and "key 'precision'" in proc.stderr, proc.stderr
+    assert "is not supported by backend 'ref'" in proc.stderr, proc.stderr
+    assert not list((tmp_path / "out").glob("*.h5"))
