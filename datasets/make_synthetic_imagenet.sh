@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Makes the synthetic ImageNet-shaped JPEG set (datasets/synthetic_imagenet.yaml) with
-# `trainscale data make-synthetic-jpeg` and checks its tree SHA-256 against the descriptor
-# (a mismatch is a warning, not an error, when the libjpeg-turbo build differs from the one
-# the descriptor names; exit 1 otherwise).
+# `trainscale data make-synthetic-jpeg`, checks its tree SHA-256 against the descriptor (a
+# mismatch is a warning, not an error, when the libjpeg-turbo build differs from the one the
+# descriptor names; exit 1 otherwise), and converts it to records (its JPEG files kept, 8
+# shards per split) checked with `trainscale data inspect`.
 # Usage: datasets/make_synthetic_imagenet.sh OUT [TRAINSCALE_BINARY]
 #   OUT: output folder, OUT/{train,val}/<class>/*.jpg; about 280 MB, a minute or two on 2 cores.
+#   OUT.records: the same files as records shards + classes.txt (about 280 MB more).
 #   TRAINSCALE_BINARY: default build/bin/trainscale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,10 @@ rm -rf "${out:?}"
 # shellcheck disable=SC2086  # the descriptor's options, word-split on purpose
 printed=$("$binary" data make-synthetic-jpeg --out "$out" $args)
 echo "$printed"
+records="${out%/}.records"
+rm -rf "$records"
+"$binary" data convert --dataset imagefolder --from "$out" --format records --shards 8 --out "$records"
+"$binary" data inspect "$records" | grep -E '^(split|classes|status)'
 got=$(sed -n 's/^tree_sha256: //p' <<<"$printed")
 if [[ $got == "$expected" ]]; then
   echo "make_synthetic_imagenet.sh: $out matches datasets/synthetic_imagenet.yaml"

@@ -17,11 +17,15 @@ namespace {
 const char* kDataUsage =
     "usage: trainscale data convert --dataset NAME --from DIR --format records|hdf5|jpeg_dir --out DIR\n"
     "                              [--from-format F] [--shards N] [--jpeg-quality Q] [--compression C] [--limit N]\n"
+    "       trainscale data convert --dataset imagefolder --from DIR --format records --out DIR [--shards N]\n"
+    "                              [--test-fraction F] [--limit N]\n"
     "       trainscale data inspect PATH\n"
     "       trainscale data make-synthetic-jpeg --out DIR [options]   (see its --help)\n\n"
     "convert reads both splits (train, test) of a stored data set (fashion_mnist, mnist, cifar10) from DIR in\n"
     "its own format (or --from-format) and writes them to --out: records shards with index files, hdf5 files\n"
-    "(train.h5, test.h5) or a jpeg_dir tree (train/<class>/<index>.jpg, test/...). inspect prints the format,\n"
+    "(train.h5, test.h5) or a jpeg_dir tree (train/<class>/<index>.jpg, test/...). An ImageFolder (--dataset\n"
+    "imagefolder, DIR a jpeg_dir tree) becomes records holding its JPEG files byte for byte, in the order the\n"
+    "jpeg_dir reader gives them, with the class names in classes.txt. inspect prints the format,\n"
     "samples, shapes, labels, shards and the SHA-256 of every file of such a directory (or one .rec shard or\n"
     ".h5 file), reading and checking every record; a damaged file or record is an error naming it (exit 1).\n"
     "docs/data.md \"Converting and inspecting\". Exit codes: 0 ok, 1 runtime failure or corrupt data,\n"
@@ -30,7 +34,7 @@ const char* kDataUsage =
 int data_convert(const std::vector<std::string>& args) {
   po::options_description opts(std::string(kDataUsage) + "\ntrainscale data convert options");
   opts.add_options()("help,h", "show this help")
-      ("dataset", po::value<std::string>()->default_value("fashion_mnist"), "data set (fashion_mnist, mnist, cifar10)")
+      ("dataset", po::value<std::string>()->default_value("fashion_mnist"), "data set (fashion_mnist, mnist, cifar10, imagefolder)")
       ("from", po::value<std::string>(), "directory of the source files")
       ("from-format", po::value<std::string>()->default_value(""), "format of the source (default: the data set's own)")
       ("format", po::value<std::string>(), "output format: records, hdf5 or jpeg_dir")
@@ -39,7 +43,9 @@ int data_convert(const std::vector<std::string>& args) {
       ("jpeg-quality", po::value<int>()->default_value(0),
        "jpeg_dir: JPEG quality 1..100 (0: 90); records: JPEG payloads at this quality (0: raw pixels)")
       ("compression", po::value<std::string>()->default_value("none"), "hdf5: none, gzip, or lz4 where the HDF5 build has it")
-      ("limit", po::value<int64_t>()->default_value(0), "convert only the first N samples of each split (0: all)");
+      ("limit", po::value<int64_t>()->default_value(0), "convert only the first N samples of each split (0: all)")
+      ("test-fraction", po::value<double>()->default_value(0.1),
+       "imagefolder in the ROOT/<class> layout: the share of files held out as the test split (dataset.test_fraction)");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
   const po::variables_map& vm = *parsed;
@@ -55,6 +61,7 @@ int data_convert(const std::vector<std::string>& args) {
   o.jpeg_quality = vm["jpeg-quality"].as<int>();
   o.compression = vm["compression"].as<std::string>();
   o.limit = vm["limit"].as<int64_t>();
+  o.test_fraction = vm["test-fraction"].as<double>();
   for (const ConvertedSplit& s : convert_dataset(o)) {
     std::cout << "split " << s.split << ": " << s.samples << " samples ->";
     for (const std::string& f : s.files) std::cout << " " << f;

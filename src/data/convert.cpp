@@ -11,6 +11,7 @@
 #include "data/datasets.h"
 #include "data/hdf5_writer.h"
 #include "data/jpeg_codec.h"
+#include "data/jpeg_dir_source.h"
 #include "data/records_source.h"
 #include "data/records_writer.h"
 #include "data/storage.h"
@@ -63,11 +64,51 @@ void check_options(const ConvertOptions& o) {
   if (std::find(formats.begin(), formats.end(), o.format) == formats.end())
     throw ConfigError("--format '" + o.format + "' is not one convert writes; accepted: records, hdf5, jpeg_dir");
   if (o.from.empty() || o.out.empty()) throw ConfigError("--from DIR and --out DIR are required");
+  if (!(o.test_fraction > 0.0 && o.test_fraction < 1.0))
+    throw ConfigError("--test-fraction " + std::to_string(o.test_fraction) + " is outside (0, 1); it is the share of "
+                      "ROOT/<class>/*.jpg files held out as the test split, as dataset.test_fraction");
+  if (o.dataset == "imagefolder") {
+    if (o.format != "records")
+      throw ConfigError("--dataset imagefolder converts to --format records only (its JPEG files kept byte for byte; "
+                        "images of many sizes have no hdf5 array, and the folder already is a jpeg_dir)");
+    if (o.jpeg_quality != 0 || (!o.from_format.empty() && o.from_format != "jpeg_dir"))
+      throw ConfigError("--dataset imagefolder reads a jpeg_dir tree and keeps each JPEG file as it is: leave "
+                        "--jpeg-quality and --from-format out");
+    return;
+  }
   if (dataset_class_names(o.dataset).empty())
     throw ConfigError("--dataset " + o.dataset + " is generated, not stored: there is nothing to convert; "
-                      "accepted: fashion_mnist, mnist, cifar10");
+                      "accepted: fashion_mnist, mnist, cifar10, imagefolder");
   if (o.jpeg_quality < 0 || o.jpeg_quality > 100) throw ConfigError("--jpeg-quality must be in [1, 100]");
   if (o.limit < 0) throw ConfigError("--limit must be >= 0 (0: every sample)");
+}
+
+// An ImageFolder tree as records: each split's files in the jpeg_dir source's sample order,
+// each JPEG kept byte for byte in its payload, and the class names in classes.txt.
+std::vector<ConvertedSplit> convert_image_folder(const ConvertOptions& o) {
+  const auto storage = make_storage({"local", ""});
+  std::filesystem::create_directories(o.out);
+  std::vector<ConvertedSplit> done;
+  std::vector<std::string> classes;
+  for (Split split : {Split::train, Split::test}) {
+    const JpegDirListing files = list_jpeg_dir_split(*storage, o.from, split, o.test_fraction, classes);
+    if (classes.empty()) classes = files.classes;  // the training split's classes label both splits
+    const int64_t count = static_cast<int64_t>(files.paths.size());
+    ConvertedSplit c{split_file_stem(split), o.limit > 0 ? std::min(o.limit, count) : count, {}};
+    c.files = write_record_payloads(o.out, split, c.samples, o.shards, true, [&](int64_t i) {
+      const std::string& path = files.paths[static_cast<size_t>(i)];
+      const std::string bytes = read_text_file(path);
+      return encode_jpeg_file_payload(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                      files.labels[static_cast<size_t>(i)], path);
+    });
+    done.push_back(c);
+  }
+  std::string names;
+  for (const std::string& name : classes) names += name + "\n";
+  const std::string class_file = join_storage_path(o.out, kRecordsClassFile);
+  write_file_atomically(class_file, names);
+  done.back().files.push_back(class_file);
+  return done;
 }
 
 std::vector<ConvertedSplit> convert_splits(const ConvertOptions& o) {
@@ -107,7 +148,7 @@ std::vector<ConvertedSplit> convert_splits(const ConvertOptions& o) {
 std::vector<ConvertedSplit> convert_dataset(const ConvertOptions& o) {
   check_options(o);
   try {
-    return convert_splits(o);
+    return o.dataset == "imagefolder" ? convert_image_folder(o) : convert_splits(o);
   } catch (const std::filesystem::filesystem_error& e) {  // a directory that cannot be made or renamed
     throw RuntimeError(std::string("data convert: ") + e.what() + " (--out " + o.out + ")");
   }

@@ -11,8 +11,8 @@
 namespace ts {
 
 struct ConvertOptions {
-  std::string dataset = "fashion_mnist";  // a dataset_names() entry with stored images
-  std::string from;                       // directory of the source files
+  std::string dataset = "fashion_mnist";  // a dataset_names() entry with stored images, or imagefolder
+  std::string from;                       // directory of the source files (imagefolder: a jpeg_dir tree)
   std::string from_format;                // its format; empty: the data set's default
   std::string format;                     // records | hdf5 | jpeg_dir
   std::string out;                        // output directory (created)
@@ -20,6 +20,7 @@ struct ConvertOptions {
   int jpeg_quality = 0;                   // jpeg_dir: 1..100 (0: 90); records: JPEG payloads if > 0, else raw
   std::string compression = "none";       // hdf5: none | gzip | lz4
   int64_t limit = 0;                      // > 0: the first `limit` samples of each split only
+  double test_fraction = 0.1;             // imagefolder, ROOT/<class> layout: the share held out as test
 };
 
 struct ConvertedSplit {
@@ -28,7 +29,9 @@ struct ConvertedSplit {
   std::vector<std::string> files;   // written (jpeg_dir: the split's directory)
 };
 
-// Converts both splits; throws ConfigError for a bad option (naming it and what is accepted),
+// Converts both splits. An ImageFolder (dataset imagefolder) becomes records whose payloads are
+// its JPEG files byte for byte, in the jpeg_dir source's sample order, with the class names in
+// `<out>/classes.txt`; its images keep their sizes (the reader transforms them). Throws ConfigError for a bad option (naming it and what is accepted),
 // RuntimeError naming the file for a read or write error.
 std::vector<ConvertedSplit> convert_dataset(const ConvertOptions& options);
 

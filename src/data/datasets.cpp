@@ -33,7 +33,7 @@ const std::vector<DatasetEntry>& registry() {
       {"cifar10", {"cifar_bin", "records", "hdf5"}, {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}},
       {"synthetic", {"synthetic"}, {}},
       {"neuron", {"synthetic"}, {}},
-      {"imagefolder", {"jpeg_dir"}, {}},  // statistics by channel count: jpeg_dir_stats
+      {"imagefolder", {"jpeg_dir", "records"}, {}},  // statistics by channel count: image_folder_stats
   };
   return entries;
 }
@@ -59,8 +59,29 @@ std::unique_ptr<SampleSource> open_generated(const DataOptions& o, Split split) 
   return make_synthetic_source(o.synthetic, count, seed_mix(o.seed, train ? 21 : 22));
 }
 
-// Any ImageFolder tree (imagefolder): torchvision's ImageNet statistics for RGB, 0.5/0.5 for
-// grey; training augments (random-resized crop + flip), evaluation resizes and centre-crops.
+// Any ImageFolder (imagefolder), as a tree or as records: torchvision's ImageNet statistics for
+// RGB, 0.5/0.5 for grey.
+Normalisation image_folder_stats(const Shape& sample) {
+  const bool rgb = sample.rank() > 0 && sample[0] == 3;
+  return rgb ? Normalisation{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}} : Normalisation{{0.5f}, {0.5f}};
+}
+
+// An ImageFolder converted to records (its JPEG files kept): transformed as the tree would be.
+std::unique_ptr<SampleSource> open_image_folder_records(const DataOptions& o, Split split, const Storage& storage) {
+  if (o.image_shape.rank() != 3 || (o.image_shape[0] != 1 && o.image_shape[0] != 3))
+    throw ConfigError("dataset.format records of imagefolder: the model's input " + o.image_shape.str() +
+                      " is not an image (1 or 3 channels, C,H,W); choose a model that takes images");
+  RecordsImageOptions r;
+  r.sample = o.image_shape;
+  r.transform = split == Split::train ? ImageTransformKind::random_crop_flip : ImageTransformKind::centre_crop;
+  r.stats = image_folder_stats(o.image_shape);
+  r.classes = static_cast<int64_t>(read_records_class_names(storage, o.root).size());
+  r.shuffle_buffer = o.shuffle_buffer;
+  return open_records_image_source(storage, o.root, split, o.name, r);
+}
+
+// Any ImageFolder tree (imagefolder): training augments (random-resized crop + flip),
+// evaluation resizes and centre-crops.
 // Fashion-MNIST as JPEGs (data convert --format jpeg_dir): its own statistics, every image
 // resized to the model's input as it is, so that it compares with idx on the format alone.
 std::unique_ptr<SampleSource> open_jpeg_dir(const DataOptions& o, const DatasetEntry& e, Split split,
@@ -70,8 +91,7 @@ std::unique_ptr<SampleSource> open_jpeg_dir(const DataOptions& o, const DatasetE
   j.sample = o.image_shape;
   j.test_fraction = o.test_fraction;
   if (o.name == "imagefolder") {
-    const bool rgb = j.sample.rank() > 0 && j.sample[0] == 3;
-    j.stats = rgb ? Normalisation{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}} : Normalisation{{0.5f}, {0.5f}};
+    j.stats = image_folder_stats(j.sample);
   } else {
     j.stats = e.stats;
     j.class_names = dataset_class_names(o.name);  // labels as idx has them, not sorted folder names
@@ -97,6 +117,7 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
   if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
   if (format == "jpeg_dir") return open_jpeg_dir(o, e, split, std::move(storage));
   const int64_t classes = static_cast<int64_t>(dataset_class_names(o.name).size());
+  if (format == "records" && o.name == "imagefolder") return open_image_folder_records(o, split, *storage);
   if (format == "records")
     return open_records_source(*storage, o.root, split, o.name, classes, e.stats, o.shuffle_buffer);
   if (format == "hdf5") return open_hdf5_source(*storage, o.root, split, o.name, classes, e.stats);

@@ -44,7 +44,7 @@ std::vector<std::string> dataset_format_names();
 // The formats data set `name` can be read from, its default first; ConfigError for an unknown name.
 std::vector<std::string> dataset_formats(const std::string& name);
 // fashion_mnist, mnist -> idx; cifar10 -> cifar_bin; synthetic, neuron -> synthetic;
-// imagefolder -> jpeg_dir.
+// imagefolder -> jpeg_dir (records of an imagefolder: records_source.h, open_records_image_source).
 std::string default_format(const std::string& name);
 // The class names of a labelled data set of stored images (label i is names[i]), as directory
 // names (jpeg_dir); empty for generated data sets. ConfigError for an unknown name.

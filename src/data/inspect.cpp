@@ -2,6 +2,7 @@
 // checked (frame CRCs, payload, index), every sample of an hdf5 file and every image of a
 // jpeg_dir tree read, and every file's SHA-256 computed.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +14,7 @@
 #include "data/hdf5_source.h"
 #include "data/jpeg_codec.h"
 #include "data/records_format.h"
+#include "data/records_source.h"
 #include "data/storage.h"
 
 namespace ts {
@@ -44,6 +46,32 @@ std::string label_text(const std::set<int32_t>& labels) {
   if (labels.empty()) return "no labels";
   return "labels " + std::to_string(*labels.begin()) + ".." + std::to_string(*labels.rbegin()) + " (" +
          std::to_string(labels.size()) + " distinct)";
+}
+
+// The distinct "(C,H,W) encoding" of a split: listed when a few, else counted with their ranges
+// (an ImageFolder's JPEGs keep their sizes).
+std::string shapes_text(const std::set<std::string>& shapes) {
+  std::string text;
+  if (shapes.size() <= 4) {
+    for (const auto& s : shapes) text += (text.empty() ? "" : ", ") + s;
+    return text;
+  }
+  std::set<std::string> encodings;
+  std::set<int64_t> sides[3];
+  for (const std::string& s : shapes) {  // "(C,H,W) jpeg"
+    long long c = 0, h = 0, w = 0;
+    char encoding[16] = {};
+    if (std::sscanf(s.c_str(), "(%lld,%lld,%lld) %15s", &c, &h, &w, encoding) != 4) continue;
+    sides[0].insert(c), sides[1].insert(h), sides[2].insert(w);
+    encodings.insert(encoding);
+  }
+  auto range = [](const std::set<int64_t>& v) {
+    return v.empty() ? std::string("?")
+                     : std::to_string(*v.begin()) + (v.size() > 1 ? ".." + std::to_string(*v.rbegin()) : "");
+  };
+  for (const auto& e : encodings) text += (text.empty() ? "" : "+") + e;
+  return std::to_string(shapes.size()) + " sizes (C " + range(sides[0]) + ", H " + range(sides[1]) + ", W " +
+         range(sides[2]) + ") " + text;
 }
 
 // Walks one shard frame by frame (each frame and payload checked, JPEGs decoded) and compares
@@ -99,14 +127,22 @@ void inspect_records(InspectReport& r, const std::vector<std::string>& shards) {
     std::set<std::string> shapes;
     int64_t samples = 0;
     for (const std::string& p : paths) samples += walk_shard(p, labels, shapes);
-    std::string shape_text;
-    for (const auto& s : shapes) shape_text += (shape_text.empty() ? "" : ", ") + s;
+    const std::string shape_text = shapes_text(shapes);
     add(r, "split " + split, std::to_string(samples) + " samples in " + std::to_string(paths.size()) + " shards, shape " +
                                  shape_text + ", " + label_text(labels));
     for (const std::string& p : paths) {
       add_file(r, p);
       if (fs::exists(record_index_path(p))) add_file(r, record_index_path(p));
     }
+  }
+  const fs::path class_file = fs::path(shards.front()).parent_path() / kRecordsClassFile;
+  if (fs::exists(class_file)) {  // records of an ImageFolder
+    const auto storage = make_storage({"local", ""});
+    const std::vector<std::string> names = read_records_class_names(*storage, class_file.parent_path().string());
+    std::string text;
+    for (size_t i = 0; i < names.size() && i < 10; ++i) text += (i ? ", " : "") + names[i];
+    add(r, "classes", std::to_string(names.size()) + " (" + text + (names.size() > 10 ? ", ..." : "") + ")");
+    add_file(r, class_file.string());
   }
 }
 

@@ -78,7 +78,7 @@ JpegSize jpeg_size(const uint8_t* bytes, size_t size, const std::string& where) 
   if (tjDecompressHeader3(handle, bytes, static_cast<unsigned long>(size), &width, &height, &subsampling,
                           &colorspace) != 0)
     throw decode_error(handle, where + ": not a JPEG libjpeg-turbo can read");
-  return {width, height};
+  return {width, height, colorspace == TJCS_GRAY ? 1 : 3};
 }
 
 Image8 decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::string& where) {

@@ -21,9 +21,10 @@ struct Image8 {
 // in [1, 100]. Throws RuntimeError with libjpeg-turbo's message.
 std::vector<uint8_t> encode_jpeg(const Image8& image, int quality);
 
-// Width and height of a JPEG from its header alone. `where` names the file (and record) in errors.
+// Width, height and colour channels (1: greyscale, 3: any other colour space) of a JPEG from its
+// header alone. `where` names the file (and record) in errors.
 struct JpegSize {
-  int width = 0, height = 0;
+  int width = 0, height = 0, channels = 0;
 };
 JpegSize jpeg_size(const uint8_t* bytes, size_t size, const std::string& where);
 

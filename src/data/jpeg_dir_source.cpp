@@ -37,16 +37,9 @@ std::vector<std::string> subfolders(const Storage& storage, const std::string& d
   return names;
 }
 
-struct SplitFiles {
-  std::vector<std::string> classes;  // sorted; labels are positions here
-  std::vector<std::string> paths;    // per sample
-  std::vector<int32_t> labels;       // per sample
-  std::string where;                 // the folder, for messages
-};
-
 // Adds the JPEG files of `dir` (one class) that `keep` accepts.
 template <class Keep>
-void add_class_files(const Storage& storage, const std::string& dir, int32_t label, Keep keep, SplitFiles& s) {
+void add_class_files(const Storage& storage, const std::string& dir, int32_t label, Keep keep, JpegDirListing& s) {
   for (const StorageEntry& e : storage.list(dir))
     if (!e.directory && is_jpeg_name(e.name) && keep(e.name)) {
       s.paths.push_back(join_storage_path(dir, e.name));
@@ -55,9 +48,9 @@ void add_class_files(const Storage& storage, const std::string& dir, int32_t lab
 }
 
 // ROOT/{train,test|val}/<class>/*.jpg: classes from the training folder, for both splits.
-SplitFiles split_layout_files(const Storage& storage, const std::string& root, Split split,
+JpegDirListing split_layout_files(const Storage& storage, const std::string& root, Split split,
                               const std::vector<std::string>& class_names) {
-  SplitFiles s;
+  JpegDirListing s;
   const std::string train_dir = join_storage_path(root, "train");
   s.classes = class_names.empty() ? subfolders(storage, train_dir) : class_names;
   if (s.classes.empty())
@@ -84,9 +77,9 @@ SplitFiles split_layout_files(const Storage& storage, const std::string& root, S
 }
 
 // ROOT/<class>/*.jpg: a fixed share of each class's files is the test split.
-SplitFiles flat_layout_files(const Storage& storage, const std::string& root, Split split, double test_fraction,
+JpegDirListing flat_layout_files(const Storage& storage, const std::string& root, Split split, double test_fraction,
                              const std::vector<std::string>& class_names) {
-  SplitFiles s;
+  JpegDirListing s;
   s.where = root + (split == Split::train ? " (training files)" : " (held-out test files)");
   s.classes = subfolders(storage, root);
   if (s.classes.empty()) throw RuntimeError("jpeg_dir " + root + ": no class subfolders; " + kLayoutHint);
@@ -109,7 +102,7 @@ SplitFiles flat_layout_files(const Storage& storage, const std::string& root, Sp
 
 class JpegDirSource final : public SampleSource {
  public:
-  JpegDirSource(std::shared_ptr<const Storage> storage, SplitFiles files, const Shape& sample,
+  JpegDirSource(std::shared_ptr<const Storage> storage, JpegDirListing files, const Shape& sample,
                 ImageTransform transform)
       : storage_(std::move(storage)),
         files_(std::move(files)),
@@ -140,7 +133,7 @@ class JpegDirSource final : public SampleSource {
 
  private:
   std::shared_ptr<const Storage> storage_;
-  SplitFiles files_;
+  JpegDirListing files_;
   SampleSpec spec_;
   ImageTransform transform_;
 };
@@ -166,17 +159,22 @@ bool jpeg_dir_holds_out(const std::string& class_name, const std::string& file_n
   return static_cast<double>(h >> 11) * 0x1.0p-53 < test_fraction;
 }
 
+JpegDirListing list_jpeg_dir_split(const Storage& storage, const std::string& root, Split split, double test_fraction,
+                                   const std::vector<std::string>& class_names) {
+  if (!storage.exists(root))
+    throw RuntimeError("jpeg_dir " + root + ": no such directory on storage '" + storage.name() + "'; " + kLayoutHint);
+  JpegDirListing files = is_directory(storage, root, "train")
+                             ? split_layout_files(storage, root, split, class_names)
+                             : flat_layout_files(storage, root, split, test_fraction, class_names);
+  if (files.paths.empty())
+    throw RuntimeError("jpeg_dir " + files.where + ": no .jpg/.jpeg files in its class subfolders; " + kLayoutHint);
+  return files;
+}
+
 std::unique_ptr<SampleSource> open_jpeg_dir_source(std::shared_ptr<const Storage> storage,
                                                    const JpegDirOptions& options, Split split) {
   check_options(options);
-  const std::string& root = options.root;
-  if (!storage->exists(root))
-    throw RuntimeError("jpeg_dir " + root + ": no such directory on storage '" + storage->name() + "'; " + kLayoutHint);
-  SplitFiles files = is_directory(*storage, root, "train")
-                         ? split_layout_files(*storage, root, split, options.class_names)
-                         : flat_layout_files(*storage, root, split, options.test_fraction, options.class_names);
-  if (files.paths.empty())
-    throw RuntimeError("jpeg_dir " + files.where + ": no .jpg/.jpeg files in its class subfolders; " + kLayoutHint);
+  JpegDirListing files = list_jpeg_dir_split(*storage, options.root, split, options.test_fraction, options.class_names);
   ImageTransform transform(split == Split::train ? options.train_transform : options.test_transform,
                            static_cast<int>(options.sample[1]), static_cast<int>(options.sample[2]), options.stats);
   return std::make_unique<JpegDirSource>(std::move(storage), std::move(files), options.sample, std::move(transform));

@@ -39,6 +39,18 @@ struct JpegDirOptions {
 std::unique_ptr<SampleSource> open_jpeg_dir_source(std::shared_ptr<const Storage> storage,
                                                    const JpegDirOptions& options, Split split);
 
+// The files of one split in sample order: class by class in label order, each class's files
+// sorted by name. What a jpeg_dir source reads, and what `data convert --dataset imagefolder`
+// writes as records (so both give sample i the same file). Throws RuntimeError as open does.
+struct JpegDirListing {
+  std::vector<std::string> classes;  // label order: class_names, or the sorted subfolder names
+  std::vector<std::string> paths;    // per sample
+  std::vector<int32_t> labels;       // per sample
+  std::string where;                 // the folder, for messages
+};
+JpegDirListing list_jpeg_dir_split(const Storage& storage, const std::string& root, Split split, double test_fraction,
+                                   const std::vector<std::string>& class_names);
+
 // Whether ROOT/<class>/<file> belongs to the held-out test split of the flat layout.
 bool jpeg_dir_holds_out(const std::string& class_name, const std::string& file_name, double test_fraction);
 

@@ -37,6 +37,18 @@ RuntimeError bad_payload(const std::string& where, const std::string& what) {
                       "(docs/data.md \"Formats: records\"); convert the data set again");
 }
 
+// kPayloadHeader bytes of header (encoding, label, C, H, W), then `image`.
+std::vector<uint8_t> make_payload(PayloadEncoding encoding, int32_t label, const Shape& chw, const uint8_t* image,
+                                  size_t image_bytes) {
+  std::vector<uint8_t> payload(static_cast<size_t>(kPayloadHeader) + image_bytes, 0);
+  std::memcpy(payload.data(), kPayloadMagic, 4);
+  payload[4] = static_cast<uint8_t>(encoding);
+  put_le(payload.data() + 8, static_cast<uint32_t>(label), 4);
+  for (int i = 0; i < 3; ++i) put_le(payload.data() + 12 + 2 * i, static_cast<uint64_t>(chw[i]), 2);
+  if (image_bytes > 0) std::memcpy(payload.data() + kPayloadHeader, image, image_bytes);
+  return payload;
+}
+
 }  // namespace
 
 std::vector<uint8_t> frame_record(const std::vector<uint8_t>& payload) {
@@ -83,24 +95,25 @@ std::vector<uint8_t> encode_sample_payload(const Shape& chw, const uint8_t* pixe
   if (chw.rank() != 3 || chw[0] < 1 || chw[1] < 1 || chw[2] < 1 || chw[0] > kMaxSide || chw[1] > kMaxSide ||
       chw[2] > kMaxSide)
     throw RuntimeError("records: cannot encode a sample of shape " + chw.str() + " (needs (C,H,W), each 1..65535)");
-  std::vector<uint8_t> image;
-  if (encoding == PayloadEncoding::jpeg) {
-    Image8 hwc{static_cast<int>(chw[2]), static_cast<int>(chw[1]), static_cast<int>(chw[0]), {}};
-    hwc.pixels.resize(static_cast<size_t>(chw.numel()));
-    const int64_t plane = chw[1] * chw[2];
-    for (int64_t c = 0; c < chw[0]; ++c)
-      for (int64_t p = 0; p < plane; ++p) hwc.pixels[static_cast<size_t>(p * chw[0] + c)] = pixels[c * plane + p];
-    image = encode_jpeg(hwc, jpeg_quality);
-  } else {
-    image.assign(pixels, pixels + chw.numel());
-  }
-  std::vector<uint8_t> payload(static_cast<size_t>(kPayloadHeader) + image.size(), 0);
-  std::memcpy(payload.data(), kPayloadMagic, 4);
-  payload[4] = static_cast<uint8_t>(encoding);
-  put_le(payload.data() + 8, static_cast<uint32_t>(label), 4);
-  for (int i = 0; i < 3; ++i) put_le(payload.data() + 12 + 2 * i, static_cast<uint64_t>(chw[i]), 2);
-  std::memcpy(payload.data() + kPayloadHeader, image.data(), image.size());
-  return payload;
+  if (encoding == PayloadEncoding::raw) return make_payload(encoding, label, chw, pixels, static_cast<size_t>(chw.numel()));
+  Image8 hwc{static_cast<int>(chw[2]), static_cast<int>(chw[1]), static_cast<int>(chw[0]), {}};
+  hwc.pixels.resize(static_cast<size_t>(chw.numel()));
+  const int64_t plane = chw[1] * chw[2];
+  for (int64_t c = 0; c < chw[0]; ++c)
+    for (int64_t p = 0; p < plane; ++p) hwc.pixels[static_cast<size_t>(p * chw[0] + c)] = pixels[c * plane + p];
+  const std::vector<uint8_t> jpeg = encode_jpeg(hwc, jpeg_quality);
+  return make_payload(encoding, label, chw, jpeg.data(), jpeg.size());
+}
+
+std::vector<uint8_t> encode_jpeg_file_payload(const uint8_t* jpeg, size_t bytes, int32_t label,
+                                              const std::string& where) {
+  const JpegSize size = jpeg_size(jpeg, bytes, where);
+  if (size.width > kMaxSide || size.height > kMaxSide ||
+      static_cast<int64_t>(size.width) * size.height > kMaxJpegPixels)
+    throw RuntimeError(where + ": a JPEG of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
+                       " pixels is larger than a record holds (65535 on a side, " + std::to_string(kMaxJpegPixels) +
+                       " pixels); shrink the image");
+  return make_payload(PayloadEncoding::jpeg, label, Shape{size.channels, size.height, size.width}, jpeg, bytes);
 }
 
 PayloadInfo peek_sample_payload(const uint8_t* payload, int64_t bytes, const std::string& where) {
@@ -150,6 +163,31 @@ void decode_sample_payload(const uint8_t* payload, int64_t bytes, const Shape& e
   const int64_t channels = expected[0], plane = expected[1] * expected[2];
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t p = 0; p < plane; ++p) pixels[c * plane + p] = hwc.pixels[static_cast<size_t>(p * channels + c)];
+}
+
+Image8 decode_payload_image(const uint8_t* payload, int64_t bytes, int channels, int32_t* label,
+                           const std::string& where) {
+  const PayloadInfo info = peek_sample_payload(payload, bytes, where);
+  *label = info.label;
+  const uint8_t* image = payload + kPayloadHeader;
+  if (info.encoding == PayloadEncoding::jpeg) {
+    const size_t jpeg_bytes = static_cast<size_t>(bytes - kPayloadHeader);
+    const JpegSize size = jpeg_size(image, jpeg_bytes, where);
+    if (size.height != info.chw[1] || size.width != info.chw[2])
+      throw bad_payload(where, "JPEG of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
+                                   " pixels, the sample header says " + std::to_string(info.chw[2]) + "x" +
+                                   std::to_string(info.chw[1]));
+    return decode_jpeg(image, jpeg_bytes, channels, where);
+  }
+  if (info.chw[0] != channels)
+    throw bad_payload(where, "raw image of " + std::to_string(info.chw[0]) + " channels, the model takes " +
+                                 std::to_string(channels));
+  Image8 hwc{static_cast<int>(info.chw[2]), static_cast<int>(info.chw[1]), channels, {}};
+  hwc.pixels.resize(static_cast<size_t>(info.chw.numel()));
+  const int64_t plane = info.chw[1] * info.chw[2];
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t p = 0; p < plane; ++p) hwc.pixels[static_cast<size_t>(p * channels + c)] = image[c * plane + p];
+  return hwc;
 }
 
 std::vector<uint8_t> encode_record_index(const std::vector<int64_t>& offsets) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "data/jpeg_codec.h"
 #include "data/sample_source.h"
 
 namespace ts {
@@ -44,11 +45,21 @@ void check_frame(const uint8_t* frame, int64_t bytes, const std::string& where);
 // encoded at `jpeg_quality`.
 std::vector<uint8_t> encode_sample_payload(const Shape& chw, const uint8_t* pixels, int32_t label,
                                            PayloadEncoding encoding, int jpeg_quality);
+// The payload of a JPEG file kept byte for byte (`data convert --dataset imagefolder`): the
+// header's C, H, W are the file's own (C = JpegSize::channels). Throws RuntimeError naming
+// `where` when the bytes are not a JPEG or the image is larger than a record holds.
+std::vector<uint8_t> encode_jpeg_file_payload(const uint8_t* jpeg, size_t bytes, int32_t label,
+                                              const std::string& where);
 // Decodes a payload into `pixels` (expected.numel() uint8, (C,H,W)) and `label`; throws
 // RuntimeError naming `where` when the payload is malformed, of another shape than `expected`,
 // or a JPEG that does not decode.
 void decode_sample_payload(const uint8_t* payload, int64_t bytes, const Shape& expected, uint8_t* pixels,
                            int32_t* label, const std::string& where);
+// A payload's image at its own size, interleaved (H,W,channels), for sources that transform it
+// to the model's input (records of an ImageFolder): a JPEG decoded to `channels` (1 grey, 3 RGB),
+// raw pixels re-interleaved (their C must be `channels`). Sets *label; errors as above.
+Image8 decode_payload_image(const uint8_t* payload, int64_t bytes, int channels, int32_t* label,
+                           const std::string& where);
 // The shape, label and encoding of a payload without decoding its image (for inspect and open).
 struct PayloadInfo {
   Shape chw;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "data/image_transform.h"
 #include "data/records_format.h"
 
 namespace ts {
@@ -109,14 +110,20 @@ Shard open_shard(const Storage& storage, const std::string& path) {
   return s;
 }
 
+// Records of one stored shape (the default), or of images of any size transformed to the
+// model's input (`transform` set: records of an ImageFolder).
 class RecordsSource final : public SampleSource {
  public:
   RecordsSource(std::vector<Shard> shards, const std::string& name, int64_t classes, const Normalisation& stats,
-                int64_t shuffle_buffer)
-      : shards_(std::move(shards)), name_(name), shuffle_buffer_(shuffle_buffer) {
+                int64_t shuffle_buffer, std::unique_ptr<ImageTransform> transform = nullptr, const Shape& sample = {})
+      : shards_(std::move(shards)), name_(name), shuffle_buffer_(shuffle_buffer), transform_(std::move(transform)) {
     for (const Shard& s : shards_) {
       first_.push_back(count_);
       count_ += static_cast<int64_t>(s.offsets.size());
+    }
+    if (transform_) {
+      spec_ = {sample, classes, 0};
+      return;
     }
     // The first record says the sample shape; every read checks its own against it.
     const std::vector<uint8_t> frame = read_frame(0, 0);
@@ -134,7 +141,9 @@ class RecordsSource final : public SampleSource {
     return "records " + name_ + " " + shards_.front().file->path() + " (" + std::to_string(shards_.size()) +
            " shards, " + (indexed ? "indexed" : "offsets found by a header walk") +
            (shuffle_buffer_ > 0 ? ", shuffle buffer of " + std::to_string(shuffle_buffer_) + " samples" : "") + "), " +
-           std::to_string(count_) + " samples of " + spec_.sample.str();
+           std::to_string(count_) + " samples of " +
+           (transform_ ? "images -> " + spec_.sample.str() + " (" + image_transform_name(transform_->kind()) + ")"
+                       : spec_.sample.str());
   }
 
   bool shuffled_order(uint64_t seed, int64_t epoch, std::vector<int64_t>& order) const override {
@@ -145,25 +154,46 @@ class RecordsSource final : public SampleSource {
     return true;
   }
 
-  void read(int64_t index, float* image, int32_t* label, float*) const override {
+  void read(int64_t index, float* image, int32_t* label, float* targets) const override {
+    if (transform_) return read_augmented(index, 0, image, label, targets);
     std::vector<uint8_t> pixels(static_cast<size_t>(spec_.sample.numel()));
     read_pixels(index, pixels.data(), label);
     normaliser_->apply(pixels.data(), image);
   }
 
+  // Images: decoded at their own size and transformed as jpeg_dir does (the same augmentation
+  // from the same seed, so records of an ImageFolder train as the folder itself does).
+  void read_augmented(int64_t index, uint64_t augment_seed, float* image, int32_t* label, float* targets) const override {
+    if (!transform_) return read(index, image, label, targets);
+    const auto [frame, where] = locate_and_read(index);
+    const Image8 hwc = decode_payload_image(frame.data() + kFrameHeader, static_cast<int64_t>(frame.size()) - kFrameOverhead,
+                                            static_cast<int>(spec_.sample[0]), label, where);
+    check_label(*label, where);
+    transform_->apply(hwc, augment_seed, image);
+  }
+
   void read_pixels(int64_t index, uint8_t* pixels, int32_t* label) const override {
-    const size_t s = static_cast<size_t>(std::upper_bound(first_.begin(), first_.end(), index) - first_.begin()) - 1;
-    const int64_t record = index - first_[s];
-    const std::vector<uint8_t> frame = read_frame(s, record);
-    const std::string where = record_where(shards_[s].file->path(), record);
+    if (transform_) SampleSource::read_pixels(index, pixels, label);  // images of many sizes: throws
+    const auto [frame, where] = locate_and_read(index);
     decode_sample_payload(frame.data() + kFrameHeader, static_cast<int64_t>(frame.size()) - kFrameOverhead, spec_.sample,
                           pixels, label, where);
-    if (*label < 0 || *label >= spec_.classes)
-      throw RuntimeError(where + ": label " + std::to_string(*label) + " is out of range 0.." +
-                         std::to_string(spec_.classes - 1) + " for data set " + name_ + "; convert the data set again");
+    check_label(*label, where);
   }
 
  private:
+  // Sample `index`'s whole frame, checked, and its "records shard ..., record r" for messages.
+  std::pair<std::vector<uint8_t>, std::string> locate_and_read(int64_t index) const {
+    const size_t s = static_cast<size_t>(std::upper_bound(first_.begin(), first_.end(), index) - first_.begin()) - 1;
+    const int64_t record = index - first_[s];
+    return {read_frame(s, record), record_where(shards_[s].file->path(), record)};
+  }
+
+  void check_label(int32_t label, const std::string& where) const {
+    if (label < 0 || label >= spec_.classes)
+      throw RuntimeError(where + ": label " + std::to_string(label) + " is out of range 0.." +
+                         std::to_string(spec_.classes - 1) + " for data set " + name_ + "; convert the data set again");
+  }
+
   // The whole frame of record `record` of shard `s` (it ends where the next one starts), checked.
   std::vector<uint8_t> read_frame(size_t s, int64_t record) const {
     const Shard& shard = shards_[s];
@@ -186,7 +216,8 @@ class RecordsSource final : public SampleSource {
   std::string name_;
   int64_t shuffle_buffer_ = 0;
   SampleSpec spec_;
-  std::unique_ptr<PixelNormaliser> normaliser_;
+  std::unique_ptr<PixelNormaliser> normaliser_;  // stored shapes
+  std::unique_ptr<ImageTransform> transform_;    // images of any size
 };
 
 }  // namespace
@@ -234,6 +265,36 @@ std::unique_ptr<SampleSource> open_records_source(const Storage& storage, const 
   for (const std::string& path : find_shards(storage, root, split_file_stem(split)))
     shards.push_back(open_shard(storage, path));
   return std::make_unique<RecordsSource>(std::move(shards), name, classes, stats, shuffle_buffer);
+}
+
+std::unique_ptr<SampleSource> open_records_image_source(const Storage& storage, const std::string& root, Split split,
+                                                        const std::string& name, const RecordsImageOptions& options) {
+  std::vector<Shard> shards;
+  for (const std::string& path : find_shards(storage, root, split_file_stem(split)))
+    shards.push_back(open_shard(storage, path));
+  auto transform = std::make_unique<ImageTransform>(options.transform, static_cast<int>(options.sample[1]),
+                                                    static_cast<int>(options.sample[2]), options.stats);
+  return std::make_unique<RecordsSource>(std::move(shards), name, options.classes, Normalisation{},
+                                         options.shuffle_buffer, std::move(transform), options.sample);
+}
+
+std::vector<std::string> read_records_class_names(const Storage& storage, const std::string& root) {
+  const std::string path = join_storage_path(root, kRecordsClassFile);
+  if (!storage.exists(path))
+    throw RuntimeError("records " + root + ": no " + kRecordsClassFile + " (the class names, one per line, that "
+                       "`trainscale data convert --dataset imagefolder --format records` writes beside the shards); "
+                       "convert the ImageFolder again");
+  const auto f = storage.open(path);
+  std::string text(static_cast<size_t>(f->size()), '\0');
+  f->read_at(0, f->size(), reinterpret_cast<uint8_t*>(text.data()));
+  std::vector<std::string> names;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    if (end > at) names.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  if (names.empty()) throw RuntimeError("records " + path + " names no class; convert the ImageFolder again");
+  return names;
 }
 
 }  // namespace ts

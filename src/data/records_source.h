@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/image_transform.h"
 #include "data/pixel_normaliser.h"
 #include "data/sample_source.h"
 #include "data/storage.h"
@@ -37,6 +38,24 @@ std::vector<int64_t> shuffle_buffer_order(const std::vector<int64_t>& shard_size
 std::unique_ptr<SampleSource> open_records_source(const Storage& storage, const std::string& root, Split split,
                                                   const std::string& name, int64_t classes,
                                                   const Normalisation& stats, int64_t shuffle_buffer = 0);
+
+// Records of images of any size (an ImageFolder converted by `data convert --dataset
+// imagefolder`: its JPEG files byte for byte): each record decoded to the model's channels and
+// transformed (image_transform.h) to `sample`, as the jpeg_dir source does the same files.
+struct RecordsImageOptions {
+  Shape sample;                 // the model's input (C,H,W), C = 1 or 3
+  ImageTransformKind transform = ImageTransformKind::centre_crop;
+  Normalisation stats;          // per-channel statistics (0, 1 or C entries)
+  int64_t classes = 0;          // labels must be in [0, classes)
+  int64_t shuffle_buffer = 0;
+};
+std::unique_ptr<SampleSource> open_records_image_source(const Storage& storage, const std::string& root, Split split,
+                                                        const std::string& name, const RecordsImageOptions& options);
+
+// The class names of records of an ImageFolder (label i is line i of `<root>/classes.txt`, which
+// convert writes); RuntimeError naming the file when it is missing or empty.
+constexpr const char* kRecordsClassFile = "classes.txt";
+std::vector<std::string> read_records_class_names(const Storage& storage, const std::string& root);
 
 // "train" or "test": the split's name in shard and HDF5 file names.
 std::string split_file_stem(Split split);

@@ -46,41 +46,47 @@ class PendingFile {
 
 }  // namespace
 
-std::vector<std::string> write_records_split(const std::string& dir, Split split, const SampleSource& source,
-                                             int64_t count, const RecordsWriteOptions& options) {
-  if (options.shards < 1 || options.shards > count || options.shards > 99999)
-    throw ConfigError("--shards " + std::to_string(options.shards) + " must be in [1, " +
+std::vector<std::string> write_record_payloads(const std::string& dir, Split split, int64_t count, int shards,
+                                               bool index, const PayloadOf& payload_of) {
+  if (shards < 1 || shards > count || shards > 99999)
+    throw ConfigError("--shards " + std::to_string(shards) + " must be in [1, " +
                       std::to_string(std::min<int64_t>(count, 99999)) + "] (at least one sample per shard)");
-  if (options.jpeg_quality < 1 || options.jpeg_quality > 100)
-    throw ConfigError("--jpeg-quality " + std::to_string(options.jpeg_quality) + " must be in [1, 100]");
-  const Shape chw = source.spec().sample;
-  std::vector<uint8_t> pixels(static_cast<size_t>(chw.numel()));
   std::vector<std::string> paths;
-  for (int s = 0; s < options.shards; ++s) {
-    const std::string path = join_storage_path(dir, record_shard_name(split_file_stem(split), s, options.shards));
+  for (int s = 0; s < shards; ++s) {
+    const std::string path = join_storage_path(dir, record_shard_name(split_file_stem(split), s, shards));
     PendingFile shard(path);
     std::vector<int64_t> offsets;
     int64_t at = 0;
-    for (int64_t i = s * count / options.shards; i < (s + 1) * count / options.shards; ++i) {
-      int32_t label = 0;
-      source.read_pixels(i, pixels.data(), &label);
-      const std::vector<uint8_t> frame =
-          frame_record(encode_sample_payload(chw, pixels.data(), label, options.encoding, options.jpeg_quality));
+    for (int64_t i = s * count / shards; i < (s + 1) * count / shards; ++i) {
+      const std::vector<uint8_t> frame = frame_record(payload_of(i));
       shard.write(frame);
       offsets.push_back(at);
       at += static_cast<int64_t>(frame.size());
     }
     shard.commit();
-    if (options.index) {
-      PendingFile index(record_index_path(path));
-      index.write(encode_record_index(offsets));
-      index.commit();
+    if (index) {
+      PendingFile index_file(record_index_path(path));
+      index_file.write(encode_record_index(offsets));
+      index_file.commit();
     } else {
       std::remove(record_index_path(path).c_str());  // a stale index would disagree with the new shard
     }
     paths.push_back(path);
   }
   return paths;
+}
+
+std::vector<std::string> write_records_split(const std::string& dir, Split split, const SampleSource& source,
+                                             int64_t count, const RecordsWriteOptions& options) {
+  if (options.jpeg_quality < 1 || options.jpeg_quality > 100)
+    throw ConfigError("--jpeg-quality " + std::to_string(options.jpeg_quality) + " must be in [1, 100]");
+  const Shape chw = source.spec().sample;
+  std::vector<uint8_t> pixels(static_cast<size_t>(chw.numel()));
+  return write_record_payloads(dir, split, count, options.shards, options.index, [&](int64_t i) {
+    int32_t label = 0;
+    source.read_pixels(i, pixels.data(), &label);
+    return encode_sample_payload(chw, pixels.data(), label, options.encoding, options.jpeg_quality);
+  });
 }
 
 }  // namespace ts

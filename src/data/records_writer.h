@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,12 @@ struct RecordsWriteOptions {
 // a failed write.
 std::vector<std::string> write_records_split(const std::string& dir, Split split, const SampleSource& source,
                                              int64_t count, const RecordsWriteOptions& options);
+
+// The payload of sample i (records_format.h: encode_sample_payload, encode_jpeg_file_payload).
+using PayloadOf = std::function<std::vector<uint8_t>(int64_t)>;
+// Writes the payloads of samples [0, count), in order, as the split's shards (+ index files when
+// `index`), as write_records_split does; the writer of records of an ImageFolder's JPEG files.
+std::vector<std::string> write_record_payloads(const std::string& dir, Split split, int64_t count, int shards,
+                                               bool index, const PayloadOf& payload_of);
 
 }  // namespace ts

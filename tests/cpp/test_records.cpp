@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "data/crc32c.h"
+#include "data/jpeg_codec.h"
 #include "data/loader.h"
 #include "data/posix_storage.h"
 #include "data/records_format.h"
@@ -131,6 +132,46 @@ TEST(RecordPayload, RawAndJpegRoundTrip) {
               ts::decode_sample_payload(raw.data(), static_cast<int64_t>(raw.size()), ts::Shape{1, 16, 12}, back.data(),
                                         &label, "shard s, record 2");
             }).find("shard s, record 2: sample shape (3,16,12) differs"),
+            std::string::npos);
+}
+
+// A JPEG file's payload holds the file byte for byte with its own size and channels; decoding
+// the payload's image gives what decoding the file gives, and a raw payload re-interleaves.
+TEST(RecordPayload, JpegFileKeptByteForByteAndImagesDecodeAtTheirSize) {
+  for (int channels : {1, 3}) {
+    ts::Image8 image{13, 9, channels, std::vector<uint8_t>(static_cast<size_t>(13 * 9 * channels))};
+    for (size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = static_cast<uint8_t>(i * 7 % 251);
+    const std::vector<uint8_t> file = ts::encode_jpeg(image, 90);
+    EXPECT_EQ(ts::jpeg_size(file.data(), file.size(), "f").channels, channels);
+    const auto payload = ts::encode_jpeg_file_payload(file.data(), file.size(), 4, "f");
+    ASSERT_EQ(payload.size(), ts::kPayloadHeader + file.size());
+    EXPECT_TRUE(std::equal(file.begin(), file.end(), payload.begin() + ts::kPayloadHeader));
+    const ts::PayloadInfo info = ts::peek_sample_payload(payload.data(), static_cast<int64_t>(payload.size()), "p");
+    EXPECT_EQ(info.chw, (ts::Shape{channels, 9, 13}));
+    int32_t label = -1;
+    for (int want : {1, 3}) {  // decoded to the model's channels, as jpeg_dir decodes the file
+      const ts::Image8 got = ts::decode_payload_image(payload.data(), static_cast<int64_t>(payload.size()), want,
+                                                      &label, "p");
+      EXPECT_EQ(got.pixels, ts::decode_jpeg(file.data(), file.size(), want, "f").pixels);
+      EXPECT_EQ(label, 4);
+    }
+  }
+  const ts::Shape chw{2, 3, 4};
+  std::vector<uint8_t> planes(static_cast<size_t>(chw.numel()));
+  std::iota(planes.begin(), planes.end(), uint8_t{0});
+  const auto raw = ts::encode_sample_payload(chw, planes.data(), 1, ts::PayloadEncoding::raw, 0);
+  int32_t label = -1;
+  const ts::Image8 hwc = ts::decode_payload_image(raw.data(), static_cast<int64_t>(raw.size()), 2, &label, "p");
+  ASSERT_EQ(hwc.width, 4);
+  ASSERT_EQ(hwc.height, 3);
+  for (int p = 0; p < 12; ++p)
+    for (int c = 0; c < 2; ++c) EXPECT_EQ(hwc.pixels[static_cast<size_t>(p * 2 + c)], planes[static_cast<size_t>(c * 12 + p)]);
+  EXPECT_NE(error_of([&] { ts::decode_payload_image(raw.data(), static_cast<int64_t>(raw.size()), 3, &label, "r 9"); })
+                .find("r 9: raw image of 2 channels, the model takes 3"),
+            std::string::npos);
+  const std::vector<uint8_t> not_jpeg(64, 7);
+  EXPECT_NE(error_of([&] { ts::encode_jpeg_file_payload(not_jpeg.data(), not_jpeg.size(), 0, "dir/x.jpg"); })
+                .find("dir/x.jpg"),
             std::string::npos);
 }
 
