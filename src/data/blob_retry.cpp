@@ -10,7 +10,7 @@
 namespace ts {
 
 bool is_retryable(const HttpResponse& response) {
-  return response.status == 0 || response.status >= 500 || response.status == 429 || response.status == 408;
+  return (response.status == 0 && !response.transport_permanent) || response.status >= 500 || response.status == 429 || response.status == 408;
 }
 
 double backoff_delay(const RetryPolicy& policy, int retry) {

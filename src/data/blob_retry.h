@@ -20,7 +20,8 @@ struct RetryPolicy {
   std::function<void(double seconds)> sleep;
 };
 
-// True for a response worth trying again: no response at all, 5xx, 429 (throttled), 408.
+// True for a response worth trying again: no response at all (unless the transport calls it
+// permanent: an untrusted TLS certificate), 5xx, 429 (throttled), 408.
 bool is_retryable(const HttpResponse& response);
 // The wait before retry number `retry` (1, 2, ...): first_delay_s * 2^(retry-1), capped.
 double backoff_delay(const RetryPolicy& policy, int retry);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -95,6 +96,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
 
 class CurlTransport final : public HttpTransport {
  public:
+  CurlTransport() : ca_(ca_bundle_from_environment()) {}
+
   HttpResponse perform(const HttpRequest& request) const override {
     CURL* curl = thread_handle();
     HttpResponse response;
@@ -115,11 +118,13 @@ class CurlTransport final : public HttpTransport {
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // less than a byte a second ...
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);  // ... for 30 s: a stalled server
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // byte ranges of the stored object, never re-encoded
+    if (!ca_.path.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_.path.c_str());
     const CURLcode rc = curl_easy_perform(curl);
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {
       response.status = 0;
       response.transport_error = error[0] ? std::string(error) : curl_easy_strerror(rc);
+      explain_tls_failure(rc, response);
       return response;
     }
     long status = 0;
@@ -127,9 +132,34 @@ class CurlTransport final : public HttpTransport {
     response.status = static_cast<int>(status);
     return response;
   }
+
+ private:
+  // Certificate failures are the user's to fix (trust the server's CA), not the network's.
+  void explain_tls_failure(CURLcode rc, HttpResponse& response) const {
+    if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+      response.transport_permanent = true;
+      response.transport_error += "; the server's TLS certificate is not trusted" +
+                                  (ca_.path.empty() ? std::string(" by the system's CA certificates")
+                                                    : " by " + ca_.path + " (" + ca_.variable + ")") +
+                                  ": set AWS_CA_BUNDLE to the PEM file of the CA that signed it";
+    } else if (rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_SSL_CERTPROBLEM) {
+      response.transport_permanent = true;
+      response.transport_error += "; check the CA bundle " +
+                                  (ca_.path.empty() ? std::string("of the system") : ca_.path + " (" + ca_.variable + ")") +
+                                  ": it must be a readable PEM file of CA certificates";
+    }
+  }
+
+  CaBundle ca_;
 };
 
 }  // namespace
+
+CaBundle ca_bundle_from_environment() {
+  for (const char* variable : {"AWS_CA_BUNDLE", "CURL_CA_BUNDLE"})
+    if (const char* path = std::getenv(variable); path && *path) return {path, variable};
+  return {};
+}
 
 std::shared_ptr<const HttpTransport> curl_transport() {
   static const auto transport = std::make_shared<const CurlTransport>();

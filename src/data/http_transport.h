@@ -28,6 +28,7 @@ struct HttpResponse {
   std::string body;             // the body when the request had no body_dst
   int64_t body_bytes = 0;       // body bytes received
   bool body_overflow = false;   // the server sent more than body_capacity bytes
+  bool transport_permanent = false;  // status 0 that no retry fixes: an untrusted TLS certificate, a bad CA file
 
   // The value of header `lower_case_name`, "" when absent.
   std::string header(const std::string& lower_case_name) const;
@@ -41,7 +42,15 @@ class HttpTransport {
 };
 
 // libcurl: one easy handle per thread (kept, so connections are reused), curl_global_init
-// once; connects within 10 s and gives up on a transfer that moves nothing for 30 s.
+// once; connects within 10 s and gives up on a transfer that moves nothing for 30 s. HTTPS
+// servers are verified against the system's CA certificates, or against the PEM bundle named
+// by AWS_CA_BUNDLE (the AWS SDKs' variable), else CURL_CA_BUNDLE (curl's): a private CA or a
+// self-signed test server. A certificate that does not verify is a permanent error saying so.
 std::shared_ptr<const HttpTransport> curl_transport();
+// The CA bundle those variables name ("" when neither is set) and which one named it.
+struct CaBundle {
+  std::string path, variable;
+};
+CaBundle ca_bundle_from_environment();
 
 }  // namespace ts

@@ -148,6 +148,9 @@ TEST(BlobRetry, RetriesOnlyTransportFailuresAnd5xx) {
   EXPECT_TRUE(is_retryable(HttpResponse{503}));
   EXPECT_TRUE(is_retryable(HttpResponse{429}));
   for (int status : {200, 206, 403, 404, 412, 416}) EXPECT_FALSE(is_retryable(HttpResponse{status})) << status;
+  HttpResponse untrusted{0, "SSL certificate problem: self-signed certificate"};
+  untrusted.transport_permanent = true;
+  EXPECT_FALSE(is_retryable(untrusted));
   RetryPolicy p;
   EXPECT_DOUBLE_EQ(backoff_delay(p, 1), 0.25);
   EXPECT_DOUBLE_EQ(backoff_delay(p, 2), 0.5);

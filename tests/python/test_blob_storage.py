@@ -1,6 +1,7 @@
 """Blob storage (dataset.storage: blob) against real servers on 127.0.0.1: moto's S3 server (the
 S3 API with SigV4 checked by the server: IAM credentials, auth switched on after set-up), nginx
-serving a directory (Range GETs, the JSON autoindex) and a small Python server that fails on cue.
+serving a directory (Range GETs, the JSON autoindex; plain HTTP and HTTPS with a certificate of a
+test CA made by openssl) and a small Python server that fails on cue.
 Fashion-MNIST idx files (a subset, raw) and a jpeg_dir tree (listed through nginx's JSON
 autoindex and S3's ListObjectsV2) read from blob storage train to the bit-identical loss
 trajectory of the same files on local storage; 403, 404, a server that keeps failing and one
@@ -93,9 +94,11 @@ def subset(tmp_path_factory):
 
 
 def blob_env(**aws):
-    """The environment of a run: no AWS_* but `aws`, and no proxy (libcurl honours them)."""
+    """The environment of a run: no AWS_* but `aws`, no proxy (libcurl honours them) and no
+    CURL_CA_BUNDLE (trainscale honours it)."""
     e = env()
-    for k in [k for k in e if k.startswith("AWS_") or k.lower() in ("http_proxy", "https_proxy", "all_proxy")]:
+    for k in [k for k in e if k.startswith("AWS_") or k == "CURL_CA_BUNDLE"
+              or k.lower() in ("http_proxy", "https_proxy", "all_proxy")]:
         del e[k]
     e.update(aws)
     return e
@@ -286,6 +289,80 @@ def test_http_directory_exists_and_missing_file_names_url(nginx, tmp_path):
     assert "does not exist" not in proc.stderr, proc.stderr  # the directory itself exists
     proc, _ = trainscale_run(tmp_path, f"{nginx['url']}/nothing")
     assert proc.returncode == 1 and f"directory {nginx['url']}/nothing does not exist" in proc.stderr, proc.stderr
+
+
+# ---- HTTPS: nginx with a certificate of a test CA ------------------------------------------
+
+NGINX_TLS_SERVER = """\
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    root {root};
+    location / {{ autoindex on; autoindex_format json; }}
+  }}
+}}
+"""
+
+
+def make_test_ca_and_certificate(tmp):
+    """A CA and a certificate it signed for 127.0.0.1 (openssl). Returns (ca.pem, cert, key)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed (Debian package openssl)")
+    ca_key, ca, key, csr, cert = (tmp / n for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
+    ext = tmp / "san.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    for cmd in (
+        ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", ca_key,
+         "-out", ca, "-days", "2", "-subj", "/CN=trainscale test CA"],
+        ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", csr,
+         "-subj", "/CN=127.0.0.1"],
+        ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert, "-days", "2",
+         "-extfile", ext],
+    ):
+        subprocess.run(["openssl", *map(str, cmd)], check=True, capture_output=True)
+    return ca, cert, key
+
+
+@pytest.fixture(scope="module")
+def nginx_tls(nginx, tmp_path_factory):
+    if not os.path.exists(NGINX):
+        pytest.skip("nginx is not installed (Debian package nginx; scripts/setup.sh)")
+    tmp = tmp_path_factory.mktemp("nginx_tls")
+    ca, cert, key = make_test_ca_and_certificate(tmp)
+    port = free_port()
+    http_block = NGINX_CONF.format(prefix=tmp, port=port, root=nginx["root"]).rsplit("  server {", 1)[0]
+    conf = write_config(tmp / "nginx.conf", http_block + NGINX_TLS_SERVER.format(port=port, cert=cert, key=key,
+                                                                                 root=nginx["root"]))
+    proc = subprocess.Popen([NGINX, "-c", str(conf), "-p", str(tmp)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    wait_for_port(port, proc, "nginx (TLS)")
+    yield {"url": f"https://127.0.0.1:{port}", "ca": ca}
+    stop(proc)
+
+
+def test_https_range_reads_with_the_ca_bundle_are_byte_exact(nginx_tls, local_losses, tmp_path):
+    proc, out = trainscale_run(tmp_path, f"{nginx_tls['url']}/fmnist",
+                               run_env=blob_env(AWS_CA_BUNDLE=str(nginx_tls["ca"])))
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(losses(out)[0], local_losses)
+    # curl's variable works too when AWS_CA_BUNDLE is unset.
+    proc, out = trainscale_run(tmp_path, f"{nginx_tls['url']}/fmnist", steps=2, name="curl_var",
+                               run_env=blob_env(CURL_CA_BUNDLE=str(nginx_tls["ca"])))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_https_untrusted_certificate_fails_at_once_saying_what_to_set(nginx_tls, tmp_path):
+    start = time.monotonic()
+    proc, out = trainscale_run(tmp_path, f"{nginx_tls['url']}/fmnist")  # the system's CAs only
+    assert proc.returncode == 1, proc.stderr
+    assert nginx_tls["url"] in proc.stderr and "not trusted" in proc.stderr and "AWS_CA_BUNDLE" in proc.stderr, \
+        proc.stderr
+    assert "retry" not in proc.stderr and time.monotonic() - start < 20, proc.stderr  # no retry can fix it
+    assert not list(pathlib.Path(out).glob("*.h5"))
+    missing = trainscale_run(tmp_path, f"{nginx_tls['url']}/fmnist", name="bad_ca",
+                             run_env=blob_env(AWS_CA_BUNDLE=str(tmp_path / "absent.pem")))[0]
+    assert missing.returncode == 1 and "absent.pem (AWS_CA_BUNDLE)" in missing.stderr, missing.stderr
 
 
 def test_storage_and_root_must_agree(tmp_path):
