@@ -83,8 +83,13 @@ WorkerRate worker_rate(const ClusterSpec& cluster, const Placement& pl, const st
     const double share = std::min(1.0, static_cast<double>(cluster.node.gpus) / static_cast<double>(pl.ranks_per_node));
     return {peak * share, bandwidth * share};
   }
-  const double cores = static_cast<double>(cluster.node.cores);
-  return {peak * pl.cores_per_worker / cores, bandwidth / static_cast<double>(pl.ranks_per_node)};
+  // Bandwidth follows the cores as the peak does: a core's loads and stores go through its own
+  // caches and miss handling, so one core of an idle node does not draw the node's bandwidth,
+  // and the cores of a full node share it. (Dividing by the ranks on the node instead gave a
+  // lone 1-thread worker the whole node's bandwidth; its calibration then over-predicted the
+  // same layers by up to 2x once every core ran a worker: docs/model.md "Validation".)
+  const double share = pl.cores_per_worker / static_cast<double>(cluster.node.cores);
+  return {peak * share, bandwidth * share};
 }
 
 AllreduceModel::AllreduceModel(const ClusterSpec& cluster, const std::string& algorithm, const Placement& placement)

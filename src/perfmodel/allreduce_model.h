@@ -26,7 +26,7 @@ struct Placement {
 Placement place_workers(const ClusterSpec& cluster, int64_t workers, int64_t threads);
 
 // Peak flop/s and memory bandwidth of one worker at `precision` under `placement`: a GPU's
-// own; on CPU nodes its cores' share of the node's peak and its share of the node's bandwidth.
+// own; on CPU nodes its cores' share of the node's peak and of the node's bandwidth.
 WorkerRate worker_rate(const ClusterSpec& cluster, const Placement& placement, const std::string& precision);
 
 class AllreduceModel {

@@ -185,6 +185,10 @@ TEST(AllreduceModel, PlacementAndFormulas) {
   const WorkerRate r = worker_rate(c, one_node, "fp32");
   EXPECT_DOUBLE_EQ(r.flops_per_s, 50e9);  // half the cores
   EXPECT_DOUBLE_EQ(r.bytes_per_s, 5e9);   // half the bandwidth
+  // One 1-thread worker alone on the node: a quarter of the cores, so a quarter of both rates.
+  const WorkerRate lone = worker_rate(c, place_workers(c, 1, 1), "fp32");
+  EXPECT_DOUBLE_EQ(lone.flops_per_s, 25e9);
+  EXPECT_DOUBLE_EQ(lone.bytes_per_s, 2.5e9);
   // ring on 4 ranks of a star with alpha 1 us, 8 Gbit/s (1 ns per byte), gamma 3 / 10 GB/s.
   const AllreduceModel ring(c, "ring", place_workers(c, 4, 4));
   const double m = 1e6;
