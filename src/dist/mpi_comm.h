@@ -22,6 +22,12 @@ void check_mpi(int rc, const char* call, const char* file, int line);
 // MPI counts are int: larger transfers are split into segments of at most 1 Gi elements.
 constexpr int64_t kMpiMaxCount = int64_t{1} << 30;
 
+// The MPI_Op that dist.allreduce: mpi sums gradient floats with (gradient_sum_op.cpp: MPI_SUM).
+// trainscale-sim links dist/smpi/modelled_gradient_sum_op.cpp instead: a user operation that
+// charges the simulated node the sum's memory time, as the hand-written algorithms' add_into
+// does, so MPI_Allreduce gets the gamma term the model gives it.
+MPI_Op gradient_sum_op();
+
 class NcclCommunicator;  // dist/cuda/nccl_comm.h (CUDA builds)
 
 struct Communicator::Impl {

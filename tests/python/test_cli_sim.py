@@ -64,6 +64,21 @@ def test_ring_allreduce_within_10_percent_of_the_formula_on_a_star(tmp_path, wor
         assert simulated > 0 and abs(simulated / formula - 1) < 0.10, r
 
 
+def test_mpi_allreduce_pays_the_reduction_as_the_formula_does(tmp_path):
+    """SMPI sums MPI_SUM on the host, where time is not simulated; the simulator's gradient sum is
+    a user operation that charges the node the sum's memory time (dist/smpi/
+    modelled_gradient_sum_op.cpp). SMPI's `lr` (the BKT algorithm, chosen for mpi.allreduce: bkt)
+    must then match the BKT formula with its (p-1)/p m gamma term; without it, 0.77 at 16 MiB."""
+    out = tmp_path / "mpi.csv"
+    proc = sim(["bench", "allreduce", "--cluster", SKYLAKE, "--cluster-set", "mpi.allreduce=bkt", "--workers", 16,
+                "--algorithms", "mpi", "--min-bytes", "1M", "--max-bytes", "16M", "--factor", "4", "--csv", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 3
+    for r in rows:
+        assert abs(float(r["simulated_s"]) / float(r["formula_s"]) - 1) < 0.02, r
+
+
 def test_run_file_has_the_measured_schema_and_the_analysis_reads_it(tmp_path):
     with simulate(tmp_path, RESNET20, 4) as f:
         assert f.attrs["schema"] == "trainscale-run/1" and f.attrs["status"] == "ok"
