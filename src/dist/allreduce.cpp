@@ -250,7 +250,7 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
       float* seg = data + off;
       switch (algorithm) {
         case AllreduceAlgorithm::mpi:
-          TS_MPI(MPI_Allreduce(MPI_IN_PLACE, seg, n, MPI_FLOAT, gradient_sum_op(), mpi_comm(comm)));
+          mpi_allreduce_sum_in_place(mpi_comm(comm), seg, n);
           break;
         case AllreduceAlgorithm::ring:
           ring_segment(mpi_comm(comm), CommunicatorAccess::impl(comm).scratch, seg, n);

@@ -22,11 +22,11 @@ void check_mpi(int rc, const char* call, const char* file, int line);
 // MPI counts are int: larger transfers are split into segments of at most 1 Gi elements.
 constexpr int64_t kMpiMaxCount = int64_t{1} << 30;
 
-// The MPI_Op that dist.allreduce: mpi sums gradient floats with (gradient_sum_op.cpp: MPI_SUM).
-// trainscale-sim links dist/smpi/modelled_gradient_sum_op.cpp instead: a user operation that
-// charges the simulated node the sum's memory time, as the hand-written algorithms' add_into
-// does, so MPI_Allreduce gets the gamma term the model gives it.
-MPI_Op gradient_sum_op();
+// dist.allreduce: mpi on one segment: MPI_Allreduce in place with MPI_SUM (mpi_sum.cpp).
+// trainscale-sim links dist/smpi/modelled_mpi_sum.cpp instead: a user operation that charges the
+// simulated node the sum's memory time, as the hand-written algorithms' add_into does, so the
+// library's all-reduce gets the gamma term the model gives it.
+void mpi_allreduce_sum_in_place(MPI_Comm comm, float* data, int count);
 
 class NcclCommunicator;  // dist/cuda/nccl_comm.h (CUDA builds)
 

@@ -13,7 +13,7 @@ namespace {
 
 // SMPI's MPI_Allreduce nearest to a model algorithm of the cluster file (perfmodel/collectives.h):
 // bkt and ring are reduce-scatter + all-gather on a ring (lr), mst and tree reduce to a root and
-// broadcast (redbcast), butterfly is recursive doubling (rdb), rabenseifner recursive halving +
+// broadcast along binomial trees (redbcast, with a binomial MPI_Reduce), butterfly is recursive doubling (rdb), rabenseifner recursive halving +
 // doubling (rab_rdb); ps and shm have no MPI counterpart and run the selector's choice.
 const std::map<std::string, std::string>& model_allreduce() {
   static const std::map<std::string, std::string> m{{"bkt", "lr"},        {"ring", "lr"},  {"mst", "redbcast"},
@@ -52,6 +52,10 @@ MpiSelection select_mpi(const RunConfig& run, const perf::ClusterSpec& cluster, 
     if (s.coll_selector.empty()) {
       const auto it = model_allreduce().find(a);
       if (it != model_allreduce().end()) s.allreduce = it->second;
+      // redbcast reduces with MPI_Reduce, whose SMPI default is linear (every rank sends its
+      // whole message to the root): MST's reduce is the binomial tree. (Its broadcast, SMPI's
+      // default, is the binomial tree already.)
+      if (a == "mst" || a == "tree") s.extra.push_back("smpi/reduce:binomial");
     }
     s.reason = cluster.path + ": mpi.allreduce: " + a;
   }

@@ -64,13 +64,15 @@ def test_ring_allreduce_within_10_percent_of_the_formula_on_a_star(tmp_path, wor
         assert simulated > 0 and abs(simulated / formula - 1) < 0.10, r
 
 
-def test_mpi_allreduce_pays_the_reduction_as_the_formula_does(tmp_path):
+@pytest.mark.parametrize("formula", ["bkt", "mst"])
+def test_mpi_allreduce_matches_its_formula_reduction_included(tmp_path, formula):
     """SMPI sums MPI_SUM on the host, where time is not simulated; the simulator's gradient sum is
-    a user operation that charges the node the sum's memory time (dist/smpi/
-    modelled_gradient_sum_op.cpp). SMPI's `lr` (the BKT algorithm, chosen for mpi.allreduce: bkt)
-    must then match the BKT formula with its (p-1)/p m gamma term; without it, 0.77 at 16 MiB."""
+    a user operation that charges the node the sum's memory time (dist/smpi/modelled_mpi_sum.cpp).
+    SMPI's `lr` (chosen for mpi.allreduce: bkt) must then match the BKT formula with its
+    (p-1)/p m gamma term (0.77 at 16 MiB when the sum was free), and `redbcast` with a binomial
+    MPI_Reduce (mst) the MST formula (SMPI's default MPI_Reduce is linear: 14x at 256 ranks)."""
     out = tmp_path / "mpi.csv"
-    proc = sim(["bench", "allreduce", "--cluster", SKYLAKE, "--cluster-set", "mpi.allreduce=bkt", "--workers", 16,
+    proc = sim(["bench", "allreduce", "--cluster", SKYLAKE, "--cluster-set", f"mpi.allreduce={formula}", "--workers", 16,
                 "--algorithms", "mpi", "--min-bytes", "1M", "--max-bytes", "16M", "--factor", "4", "--csv", out])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = list(csv.DictReader(out.open()))

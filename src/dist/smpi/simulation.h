@@ -4,8 +4,9 @@
 //                               rank call MPI; the simulation overlaps compute instead, sim/);
 //   modelled_reduce_kernel.cpp  add_into/scale charge the simulated node their memory time and
 //                               leave the data alone (no host arithmetic at 1,000 ranks);
-//   modelled_gradient_sum_op.cpp  MPI_Allreduce's sum (dist.allreduce: mpi) is a user operation
-//                               that does the same, so SMPI's collectives pay the reduction;
+//   modelled_mpi_sum.cpp        dist.allreduce: mpi sums with a user operation that does the
+//                               same (SMPI's collectives pay the reduction) and sends from the
+//                               shared block (MPI_IN_PLACE makes SMPI copy each rank's buffer);
 //   shared_scratch_memory.cpp   large receive buffers are SMPI shared memory, one block for all
 //                               ranks (SMPI copies nothing into shared memory);
 //   shm_not_simulated.cpp       the shm all-reduce is refused (its ranks poll shared memory
