@@ -134,6 +134,11 @@ double AllreduceModel::hierarchical_seconds(double bytes) const {
          flat_seconds(across, placement_.nodes, share, net, grid_for(net, placement_.nodes));
 }
 
+double AllreduceModel::average_seconds(double bytes) const {
+  if (placement_.workers <= 1 || bytes <= 0) return 0.0;
+  return seconds(bytes) + 2.0 / 3.0 * bytes * cluster_.gamma_s_per_byte();
+}
+
 double AllreduceModel::seconds(double bytes) const {
   const int64_t p = placement_.workers;
   if (p <= 1 || bytes <= 0) return 0.0;

@@ -36,6 +36,10 @@ class AllreduceModel {
   AllreduceModel(const ClusterSpec& cluster, const std::string& algorithm, const Placement& placement);
   // Seconds of one all-reduce of `bytes` (0 on one worker).
   double seconds(double bytes) const;
+  // An average as the trainer takes it (dist/bucket_plan.h average_over_ranks): the all-reduce,
+  // then the sum scaled by 1/p, which reads and writes every float once: 2 bytes of memory
+  // traffic per byte at the reduction's rate (3 / gamma bytes per second). 0 on one worker.
+  double average_seconds(double bytes) const;
   // "bkt on network mesh [32, 32], alpha 0.5 us, 200 Gbit/s" or "ring (calibrated: ...)".
   std::string describe() const;
   // The formula that runs (mpi resolved through the cluster's mpi.allreduce).

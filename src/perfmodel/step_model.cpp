@@ -69,7 +69,7 @@ StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRa
   }
   for (size_t i = 0; i < layers.size(); ++i) {
     LayerTime& t = s.layers[i];
-    t.comm = allreduce.seconds(4.0 * static_cast<double>(layers[i].parameters));
+    t.comm = allreduce.average_seconds(4.0 * static_cast<double>(layers[i].parameters));
     if (t.comm > t.total()) t.layer_bound = Bound::network;
   }
   // SGD with momentum reads weights, gradients and momenta and writes weights and momenta.
@@ -77,7 +77,7 @@ StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRa
   s.compute = s.forward + s.backward + s.update;
   s.data = o.data_bytes / rate.bytes_per_s;
   if (o.weight_average) {
-    s.comm = allreduce.seconds(4.0 * static_cast<double>(params)) / static_cast<double>(std::max<int64_t>(1, o.period));
+    s.comm = allreduce.average_seconds(4.0 * static_cast<double>(params)) / static_cast<double>(std::max<int64_t>(1, o.period));
     s.exposed_comm = s.comm;
   } else {
     const int64_t bucket_elements = static_cast<int64_t>(o.bucket_mb * 1048576.0 / 4.0);
@@ -85,7 +85,7 @@ StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRa
     double free_at = 0;  // the communication thread
     for (size_t i = 0; i < plan.buckets.size(); ++i) {
       const Bucket& b = plan.buckets[i];
-      const double cost = allreduce.seconds(4.0 * static_cast<double>(b.second));
+      const double cost = allreduce.average_seconds(4.0 * static_cast<double>(b.second));
       const bool tail = i + 1 == plan.buckets.size();  // carries the loss: reduced after backward
       const double ready = (o.overlap && !tail) ? ready_time(first_param, done_at, b.first) : s.backward;
       const double start = std::max(ready, free_at);

@@ -194,6 +194,9 @@ TEST(AllreduceModel, PlacementAndFormulas) {
   const double m = 1e6;
   EXPECT_NEAR(ring.seconds(m), 6e-6 + 1.5 * m * 1e-9 + 0.75 * m * 0.3e-9, 1e-12);
   EXPECT_DOUBLE_EQ(AllreduceModel(c, "ring", place_workers(c, 1, 4)).seconds(m), 0.0);
+  // The trainer's average: the all-reduce, then the 1/p scaling (8 bytes per float at 3 / gamma).
+  EXPECT_NEAR(ring.average_seconds(m), ring.seconds(m) + 2.0 / 3.0 * m * 0.3e-9, 1e-12);
+  EXPECT_DOUBLE_EQ(AllreduceModel(c, "ring", place_workers(c, 1, 4)).average_seconds(m), 0.0);
   EXPECT_THROW(AllreduceModel(c, "gossip", one_node), ConfigError);
 }
 
@@ -218,6 +221,8 @@ TEST(StepModel, OverlapHidesCommunicationBehindBackward) {
   EXPECT_LT(overlapped.exposed_comm, after.exposed_comm);
   EXPECT_LT(overlapped.step, after.step);
   EXPECT_GT(after.bucket_ready.size(), 2u);
+  // Every bucket is averaged as the trainer does: all-reduce + scaling, summed over the buckets.
+  EXPECT_NEAR(after.comm, after.bucket_done.back() - after.bucket_ready.front(), 1e-12);
   EXPECT_NEAR(after.step, after.compute + after.comm + after.data, 1e-15);
   // Buckets are reduced one after another, never before their gradients exist.
   for (size_t i = 0; i < overlapped.bucket_done.size(); ++i)

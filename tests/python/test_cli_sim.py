@@ -98,8 +98,9 @@ def test_run_file_has_the_measured_schema_and_the_analysis_reads_it(tmp_path):
         s = f["summary"].attrs
         assert s["step_time_median"] == pytest.approx(float(step.max(axis=1)[-1]))
         assert s["images_per_s"] == pytest.approx(4 * 32 / s["step_time_median"])
-        # The model's prediction of the same step is beside the simulated one.
-        assert s["predicted_step_time"] == pytest.approx(s["step_time_median"], rel=0.02)
+        # The model's prediction of the same step is beside the simulated one; the two agree to
+        # 0.1% since the model prices the 1/N scaling of each bucket (AllreduceModel::average_seconds).
+        assert s["predicted_step_time"] == pytest.approx(s["step_time_median"], rel=0.001)
     sys.path.insert(0, str(REPO / "analysis"))
     from trainscale_analysis.load import load_campaigns
     df = load_campaigns([tmp_path / "out-run"])
