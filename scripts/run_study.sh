@@ -5,7 +5,8 @@
 # writes the report from those copies, so the committed report is what the committed files give:
 #   python -m trainscale_analysis report reports/studies/NAME/campaign* -o ... (the args below)
 # Usage: scripts/run_study.sh NAME
-#   NAME: batch_lr | neuron_averaging | ps_timing | hetero_partition | sync_async | salvaris
+#   NAME: batch_lr | neuron_averaging | ps_timing | hetero_partition | sync_async | salvaris |
+#         model_skylake (simulated: about an hour here)
 # The campaigns live in campaigns/studies/ (git-ignored); a second call resumes a campaign
 # (finished runs are kept) and re-writes the report.
 set -euo pipefail
@@ -37,7 +38,10 @@ case $name in
   sync_async)
     parts=("sync_async:$local_site")
     args=(--title "Synchronous, asynchronous and compressed exchanges (10-605)") ;;
-  *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async|salvaris" >&2
+  model_skylake)  # study 7's simulated part; its predicted part: reports/model/skylake
+    parts=("model_skylake_sim:$sim_site" "model_skylake_sim_mesh:configs/sites/simulate-skylake-mesh.yaml")
+    args=(--title "Scalability of four CNNs on the simulated 1,000-node Skylake cluster (Castello et al.)") ;;
+  *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async|salvaris|model_skylake" >&2
      exit 2 ;;
 esac
 [[ -x $bin ]] || { echo "run_study.sh: $bin not built (scripts/build.sh)" >&2; exit 1; }
@@ -59,6 +63,11 @@ for part in "${parts[@]}"; do
   kept+=("$out/$sweep")
 done
 "$py" -m trainscale_analysis report "${kept[@]}" -o "$out/report.html" "${args[@]}"
+if [[ $name == model_skylake ]]; then  # each run against the model's prediction; the model against this machine
+  validation=reports/model/validation/3db8639.json  # the current series (docs/benchmarks.md "Model vs measured")
+  "$py" -m trainscale_analysis sim-study "${kept[@]}" -o "$out" --validation "$validation" \
+    --title "Predicted vs simulated vs measured: four CNNs on the Skylake cluster, star and mesh"
+fi
 if [[ $name == sync_async ]]; then  # accuracy vs bytes on the wire vs time, per compressor
   "$py" -m trainscale_analysis compression "$out/sync_async/runs" -o "$out/compression.md" \
     --title "Compressors against fp32, one epoch of LeNet on 2 workers"

@@ -1,4 +1,4 @@
-"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|compression|archive ... (see docs/analysis.md).
+"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|sim-study|compression|archive ... (see docs/analysis.md).
 
 Exit codes follow the driver's: 0 ok, 1 failed, 2 usage or input error (bad campaign
 directory, unknown schema version).
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import archive, compare, compression, load, predict, report
+from . import archive, compare, compression, load, predict, report, sim_study
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     ps.add_argument("study", metavar="STUDY.yaml")
     ps.add_argument("--binary", default="build/bin/trainscale")
     ps.add_argument("--out", required=True, metavar="reports/model/NAME")
+    si = sub.add_parser("sim-study", help="a simulated campaign's runs against the model's prediction in each run "
+                                          "file, and the model against measured runs (Markdown + figures)")
+    si.add_argument("runs", nargs="+", metavar="CAMPAIGN_OR_RUN_DIR", help="directories of trainscale-sim run files")
+    si.add_argument("-o", "--out", required=True, metavar="reports/studies/NAME", help="directory for sim_study.md, "
+                                                                                       "its figures and sim_study.csv")
+    si.add_argument("--validation", default=None, metavar="reports/model/validation/SHA.json",
+                    help="bench/model_validation.py's JSON: the model against runs measured here")
+    si.add_argument("--title", default=None)
     z = sub.add_parser("compression", help="accuracy vs bytes on the wire vs time per compressor (Markdown + PNG)")
     z.add_argument("runs", nargs="+", metavar="RUN_FILE_OR_DIR")
     z.add_argument("-o", "--out", required=True, metavar="reports/NAME.md")
@@ -68,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "predict-study":
             variants = predict.run_study(args.study, args.binary, args.out)
             print(predict.study_report(variants, args.out, args.study))
+            return 0
+        if args.command == "sim-study":
+            print(sim_study.sim_study_report(args.runs, args.out, args.validation, args.title))
             return 0
         if args.command == "compression":
             print(compression.compression_report(args.runs, args.out, args.title))

@@ -10,9 +10,10 @@ of the same run in `/summary` (`predicted_step_time`, `predicted_comm`, `predict
   one-worker run of the same model, batch and topology.
 - `network_dominates_at(df, column)`: the smallest worker count whose exposed communication
   exceeds the step's compute.
-- `sim_study_report(paths, out_dir, validation=...)`: Markdown + figures: the simulator against
-  the model at every point, where the network starts to dominate in each, the efficiency curves,
-  and the model against runs measured on this machine (`bench/model_validation.py`'s JSON).
+- `sim_study_report(paths, out_dir, validation=...)`: `sim_study.md`, its figures and
+  `sim_study.csv`: the simulator against the model at every point, where the network starts to
+  dominate in each, the efficiency curves, and the model against runs measured on this machine
+  (`bench/model_validation.py`'s JSON).
 """
 from __future__ import annotations
 
@@ -56,23 +57,33 @@ def _run_row(path: Path) -> dict | None:
 
 
 def sim_frame(paths: Iterable[str | Path]) -> pd.DataFrame:
-    rows = []
+    """The simulated runs under `paths`; files that cannot be read are listed in
+    `df.attrs["unreadable"]` (path, reason) and left out."""
+    rows, unreadable = [], []
+    paths = [Path(p) for p in paths]
     for p in paths:
-        p = Path(p)
         for f in ([p] if p.is_file() else sorted(p.rglob("*.h5"))):
-            row = _run_row(f)
+            try:
+                row = _run_row(f)
+            except (OSError, KeyError, ValueError) as e:
+                unreadable.append((str(f), str(e)))
+                continue
             if row:
                 rows.append(row)
     if not rows:
-        raise load.CampaignError(f"no simulated run files (simulated = 1) under {', '.join(map(str, paths))}")
+        raise load.CampaignError(f"no readable simulated run files (simulated = 1) under {', '.join(map(str, paths))}")
     df = pd.DataFrame(rows)
     df["sim/pred"] = df["simulated"] / df["predicted"]
     # One worker exchanges nothing: its run stands for every all-reduce and overlap setting.
-    one = df[df["workers"] == 1].groupby(["model", "batch_per_worker", "topology"])[["simulated", "predicted"]].min()
-    base = df.join(one, on=["model", "batch_per_worker", "topology"], rsuffix="_1")
-    df["sim_efficiency"] = base["simulated_1"] / df["simulated"]   # weak scaling: same batch per worker
-    df["pred_efficiency"] = base["predicted_1"] / df["predicted"]
-    return df.sort_values(KEYS + ["workers"]).reset_index(drop=True)
+    group = ["model", "batch_per_worker", "topology"]
+    one = (df[df["workers"] == 1].groupby(group, as_index=False)[["simulated", "predicted"]].min()
+           .rename(columns={"simulated": "simulated_1", "predicted": "predicted_1"}))
+    df = df.merge(one, on=group, how="left")
+    df["sim_efficiency"] = df["simulated_1"] / df["simulated"]   # weak scaling: same batch per worker
+    df["pred_efficiency"] = df["predicted_1"] / df["predicted"]
+    df = df.drop(columns=["simulated_1", "predicted_1"]).sort_values(KEYS + ["workers"]).reset_index(drop=True)
+    df.attrs["unreadable"] = unreadable
+    return df
 
 
 def network_dominates_at(df: pd.DataFrame, exposed: str) -> float:
@@ -196,9 +207,11 @@ def sim_study_report(paths: Sequence[str | Path], out_dir: str | Path, validatio
               "Weak scaling (the batch per process fixed): the one-node step over the N-node step. Lines: the model; "
               "marks: the simulator (o with overlap, x without).", ""]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in figures]
+    if df.attrs.get("unreadable"):
+        lines += ["", "## Unreadable files", ""] + [f"- `{f}`: {why}" for f, why in df.attrs["unreadable"]]
     if validation:
         lines += ["", "## Model vs measured (this machine)", ""] + _validation_lines(validation)
-    out = out_dir / "report.md"
+    out = out_dir / "sim_study.md"
     out.write_text("\n".join(lines) + "\n")
     df.drop(columns=["path"]).to_csv(out_dir / "sim_study.csv", index=False)
     return out

@@ -17,6 +17,7 @@ import sys
 
 import h5py
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -214,3 +215,42 @@ def test_campaign_with_scheduler_simulate(tmp_path):
     assert proc.returncode == 0 and "simulated" in proc.stdout, proc.stdout + proc.stderr
     assert first.exists() and first.with_suffix(".DONE").exists()
     assert "already done; skipped" in sim(["run", "--manifest", camp, "--index", 0]).stdout
+
+
+def test_sim_study_report_puts_simulator_model_and_measurements_side_by_side(tmp_path):
+    """Study 7's report (`python -m trainscale_analysis sim-study`): every simulated run against the
+    model's prediction in its own run file, where the network starts to dominate, efficiency
+    curves, and the model against the measured series of bench/model_validation.py."""
+    sys.path.insert(0, str(REPO / "analysis"))
+    from trainscale_analysis import __main__ as analysis_cli
+    from trainscale_analysis import sim_study
+    runs = tmp_path / "runs"
+    cfg = write_config(tmp_path / "base.yaml", RESNET20.replace("steps: 10", "steps: 1"))
+    for workers, algorithm, overlap in [(1, "ring", "true"), (4, "ring", "true"), (16, "ring", "true"),
+                                        (4, "tree", "false"), (16, "tree", "false")]:
+        proc = sim(["run", "--config", cfg, "--cluster", SKYLAKE, "--workers", workers, "--steps", 1, "--out", runs,
+                    "--set", f"dist.allreduce={algorithm}", "--set", f"dist.overlap={overlap}"])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    df = sim_study.sim_frame([runs])
+    assert len(df) == 5 and set(df["topology"]) == {"star"}
+    assert df["sim/pred"].to_numpy() == pytest.approx(1.0, abs=0.002)  # the model prices what the simulator runs
+    one = df[df["workers"] == 1].iloc[0]
+    assert one["sim_efficiency"] == 1.0 and one["sim_comm"] == 0.0
+    tree = df[df["allreduce"] == "tree"]
+    assert (tree["sim_exposed"] == tree["sim_comm"]).all()  # no overlap: all communication is exposed
+    assert (df[df["workers"] > 1]["sim_efficiency"] < 1).all()
+    # Where exposed communication first exceeds compute: a constructed case.
+    frame = pd.DataFrame({"workers": [2, 4, 8], "compute": [1.0, 1.0, 1.0], "x": [0.5, 1.5, 2.0]})
+    assert sim_study.network_dominates_at(frame, "x") == 4
+    assert np.isnan(sim_study.network_dominates_at(frame.iloc[:1], "x"))
+    validation = sorted((REPO / "reports" / "model" / "validation").glob("*.json"))[-1]
+    out = tmp_path / "report"
+    assert analysis_cli.main(["sim-study", str(runs), "-o", str(out), "--validation", str(validation)]) == 0
+    text = (out / "sim_study.md").read_text()
+    for heading in ("## Simulator vs model", "## Where the network starts to dominate", "## Scaling efficiency",
+                    "## Model vs measured (this machine)"):
+        assert heading in text
+    assert "| ring | star | yes | 2 |" in text and "| resnet20 | 32 |" in text
+    assert (out / "sim_efficiency_b32.png").stat().st_size > 0 and (out / "sim_study.csv").exists()
+    # A directory without simulated runs is an input error (exit 2).
+    assert analysis_cli.main(["sim-study", str(tmp_path / "base.yaml"), "-o", str(tmp_path / "x")]) == 2
