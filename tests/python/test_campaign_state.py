@@ -307,6 +307,38 @@ def test_job_script_forwards_preemption_signals(tmp_path, scheduler, sig):
     assert [p["index"] for p in status(camp)["preempted"]] == [0]
 
 
+ARGS_RECORDER = """#!/bin/bash
+printf '%s\\n' "$@" > "$3/runs/$FAKE_RUN_ID.args"
+"""
+
+
+@pytest.mark.parametrize("run_count,restarts", [("3", "2"), ("1", "0"), (None, "0")])
+def test_pbs_script_passes_the_jobs_run_count_as_scheduler_restarts(tmp_path, run_count, restarts):
+    """PBS sets no restart count; the generated script asks `qstat -f $PBS_JOBID` for the job's
+    run_count (every start, this one included) and passes run_count - 1 as --restart-count, 0
+    when qstat does not answer (here: a stand-in qstat, or none at all)."""
+    camp, runs = expand(tmp_path, "matrix: {lr: [0.01]}\n")
+    rid = runs[0]["run_id"]
+    site = fake_trainer_site(tmp_path, rid, "pbs")
+    recorder = write_config(tmp_path / "args-recorder", ARGS_RECORDER)
+    recorder.chmod(0o755)
+    site = site.replace(str(tmp_path / "fake-trainscale"), str(recorder))
+    (camp / "site.yaml").write_text(site)
+    assert run(["sweep", "submit", camp, "--dry-run"]).returncode == 0
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    if run_count is not None:
+        qstat = write_config(bindir / "qstat", "#!/bin/bash\n[ \"$1\" = -f ] && [ \"$2\" = 42.pbs ] || exit 1\n"
+                             f"printf 'Job Id: 42.pbs\\n    Job_Name = ts\\n    run_count = {run_count}\\n'\n")
+        qstat.chmod(0o755)
+    e = {k: v for k, v in env().items() if not k.startswith(("SLURM_", "PBS_"))}
+    e.update(PBS_ARRAY_INDEX="0", PBS_JOBID="42.pbs", PATH=f"{bindir}:{e['PATH']}")
+    proc = subprocess.run(["bash", str(camp / "jobs" / "s0.pbs")], capture_output=True, text=True, env=e, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    args = (camp / "runs" / f"{rid}.args").read_text().split()
+    assert args[args.index("--restart-count") + 1] == restarts, args
+
+
 def trainer_resumes():
     """The trainer's checkpoint/resume (issue 16, branch ckpt) is in this binary."""
     res = run(["run", "--help"])
