@@ -104,8 +104,7 @@ void check_gpu_against_backend(const ResolvedConfig& cfg) {
 }
 
 // A compressor's parameters apply to that compressor only, and compression to sync only
-// (dist/exchange_strategy.cpp refuses the algorithms it does not run with). The error-feedback
-// memory is not in checkpoints yet, so a resumed run could not continue exactly: refused.
+// (dist/exchange_strategy.cpp refuses the algorithms it does not run with).
 void check_compression(const ResolvedConfig& cfg, const KeyTexts& text) {
   const CompressionOptions& c = cfg.run.dist.compression;
   const std::string kind = compression_kind_name(c.kind);
@@ -132,10 +131,6 @@ void check_compression(const ResolvedConfig& cfg, const KeyTexts& text) {
     throw ConfigError(cfg.locate("dist.compression") + ": " + kind + " is not implemented with dist.allreduce " +
                       text.at("dist.allreduce") + " (" + cfg.locate("dist.allreduce") +
                       "); use dist.allreduce mpi, ring, tree or shm, or dist.compression: none");
-  if (cfg.run.checkpoint.enabled())
-    throw ConfigError(cfg.locate("dist.compression") + ": checkpoints do not keep the error-feedback memory and "
-                      "PowerSGD's Q yet, so a resumed compressed run would not continue exactly; leave out "
-                      "checkpoint.every_steps / checkpoint.every_minutes, or dist.compression");
 }
 
 }  // namespace

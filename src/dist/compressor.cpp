@@ -43,6 +43,11 @@ std::vector<ErrorFeedbackMode> all_error_feedback_modes() {
   return {ErrorFeedbackMode::auto_, ErrorFeedbackMode::on, ErrorFeedbackMode::off};
 }
 
+void Compressor::restore_checkpoint_state(const std::vector<Bucket>& /*buckets*/, const std::vector<float>& state) {
+  TS_CHECK(state.empty(), std::string("checkpoint: compressor ") + compression_kind_name(kind()) + " keeps no state, and the "
+                              "checkpoint holds " + std::to_string(state.size()) + " values for it");
+}
+
 std::unique_ptr<Compressor> make_compressor(const CompressionOptions& options, AllreduceAlgorithm algorithm, int rank) {
   switch (options.kind) {
     case CompressionKind::fp16: return std::make_unique<HalfCompressor>(HalfFormat::fp16);

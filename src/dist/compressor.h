@@ -8,8 +8,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "dist/allreduce.h"
+#include "dist/bucket_plan.h"
 #include "dist/communicator.h"
 #include "dist/compression_options.h"
 
@@ -39,6 +41,11 @@ class Compressor {
   // `sent` (count floats) receives what this rank's own contribution decodes to (PowerSGD: the
   // decoded mean, as in the paper), for error feedback. Collective, in plan order.
   virtual void exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent, CompressionCost& cost) = 0;
+  // Checkpoints: what the compressor carries from one step to the next (PowerSGD with warm
+  // start: its Q matrices; the others nothing: their randomness is seeded by step and rank), and
+  // taking it back for the plan's `buckets` before the first step of a resumed run.
+  virtual std::vector<float> checkpoint_state() const { return {}; }
+  virtual void restore_checkpoint_state(const std::vector<Bucket>& buckets, const std::vector<float>& state);
 };
 
 // The compressor of `options` (kind != none). `algorithm` sums PowerSGD's P and Q and its

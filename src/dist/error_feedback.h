@@ -18,6 +18,8 @@ class ErrorFeedback {
   // memory[offset + i] = input[i] - sent[i]: what this step's compression left out.
   void keep_residual(int64_t offset, const float* input, const float* sent, int64_t count);
   const std::vector<float>& memory() const { return memory_; }
+  // A resumed run's memory (checkpoints): RuntimeError when it is not the arena's length.
+  void restore(const float* memory, int64_t count);
 
  private:
   std::vector<float> memory_;

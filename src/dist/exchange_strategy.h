@@ -168,9 +168,13 @@ class ExchangeStrategy {
   // rank; false (the default, always exact) makes a checkpoint keep every rank's.
   virtual bool replicas_identical() const { return false; }
   // What the strategy itself carries from one step to the next (weight_avg: the non-finite
-  // losses since the last average), and taking it back in a resumed run.
+  // losses since the last average; sync with compression: the error-feedback memory and
+  // PowerSGD's warm-start Q), and taking it back in a resumed run before its first step, which
+  // follows `steps_done` finished steps.
   virtual std::vector<float> checkpoint_state() const { return {}; }
-  virtual void restore_checkpoint_state(const std::vector<float>& state) { (void)state; }
+  virtual void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) {
+    (void)state, (void)steps_done;
+  }
 
   // After the last step (or a stop: divergence, preemption), once per rank: a strategy with
   // peers outside the collective protocol (async_ps: its servers) tells them it is gone.

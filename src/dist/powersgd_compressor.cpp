@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "core/timer.h"
 #include "dist/reduce_kernel.h"
@@ -69,6 +70,31 @@ void PowerSgdCompressor::fresh_q(Slice& slice, size_t bucket, size_t index, int6
   Rng rng(seed_mix(seed_, seed_mix(bucket, index), static_cast<uint64_t>(step)));
   slice.q.resize(static_cast<size_t>(slice.cols * rank_r_));
   for (float& v : slice.q) v = static_cast<float>(rng.normal());
+}
+
+std::vector<float> PowerSgdCompressor::checkpoint_state() const {
+  std::vector<float> state;
+  if (!warm_start_) return state;
+  for (const auto& [index, layout] : layouts_)  // std::map: bucket order
+    for (const Slice& s : layout.slices) state.insert(state.end(), s.q.begin(), s.q.end());
+  return state;
+}
+
+void PowerSgdCompressor::restore_checkpoint_state(const std::vector<Bucket>& buckets, const std::vector<float>& state) {
+  if (state.empty()) return;  // no compressed step yet (warm-up), or no warm start: Q is fresh
+  TS_CHECK(warm_start_, "checkpoint: PowerSGD without warm start keeps no Q, and the checkpoint holds " +
+                            std::to_string(state.size()) + " values for it");
+  size_t at = 0;
+  for (size_t i = 0; i < buckets.size(); ++i)
+    for (Slice& s : layout_of({buckets[i].first, buckets[i].second, i, 0}).slices) {
+      TS_CHECK(at + s.q.size() <= state.size(), "checkpoint: PowerSGD's Q matrices are shorter (" +
+                                                    std::to_string(state.size()) + " values) than this model's");
+      std::copy(state.begin() + static_cast<std::ptrdiff_t>(at), state.begin() + static_cast<std::ptrdiff_t>(at + s.q.size()),
+                s.q.begin());
+      at += s.q.size();
+    }
+  TS_CHECK(at == state.size(), "checkpoint: PowerSGD's Q matrices hold " + std::to_string(state.size()) +
+                                   " values, this model's " + std::to_string(at));
 }
 
 void PowerSgdCompressor::exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent,

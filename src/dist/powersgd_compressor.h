@@ -25,6 +25,10 @@ class PowerSgdCompressor : public Compressor {
   PowerSgdCompressor(const CompressionOptions& options, AllreduceAlgorithm algorithm);
   CompressionKind kind() const override { return CompressionKind::powersgd; }
   void exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent, CompressionCost& cost) override;
+  // With warm start, once the compressed steps have begun: every bucket's Q matrices, in bucket
+  // and slice order (the same on every rank). Otherwise nothing: a fresh Q is seeded by step.
+  std::vector<float> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<Bucket>& buckets, const std::vector<float>& state) override;
 
  private:
   // A matrix's whole rows inside one bucket, with its Q.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.h"
 #include "core/timer.h"
 
 namespace ts {
@@ -107,6 +108,29 @@ StepVerdict SyncExchange::finish_step(bool /*average_weights: every step exchang
   if (!v.diverged) timed_update(update_, 0, arenas_.param_count, times_);
   v.times = times_;
   return v;
+}
+
+std::vector<float> SyncExchange::checkpoint_state() const {
+  if (!compressor_) return {};
+  std::vector<float> state = feedback_ ? feedback_->memory() : std::vector<float>{};
+  const std::vector<float> own = compressor_->checkpoint_state();
+  state.insert(state.end(), own.begin(), own.end());
+  return state;
+}
+
+void SyncExchange::restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) {
+  step_ = steps_done - 1;  // begin_step counts the next one as step `steps_done`
+  if (!compressor_) {
+    TS_CHECK(state.empty(), "checkpoint: sync without compression keeps no state, and the checkpoint holds " +
+                                std::to_string(state.size()) + " values for it");
+    return;
+  }
+  const int64_t memory = feedback_ ? arenas_.param_count : 0;
+  TS_CHECK(static_cast<int64_t>(state.size()) >= memory,
+           "checkpoint: " + std::to_string(state.size()) + " values for the compressed exchange, fewer than the " +
+               std::to_string(memory) + " of its error-feedback memory (a checkpoint of another configuration?)");
+  if (feedback_) feedback_->restore(state.data(), memory);
+  compressor_->restore_checkpoint_state(plan_.buckets, std::vector<float>(state.begin() + memory, state.end()));
 }
 
 void SyncExchange::average_state() {

@@ -34,6 +34,11 @@ class SyncExchange : public ExchangeStrategy {
   void average_state() override;
   const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
   bool replicas_identical() const override { return true; }
+  // With compression: this rank's error-feedback memory (param_count floats, when on), then the
+  // compressor's state (PowerSGD's warm-start Q). The step count comes back with it, so the
+  // warm-up and the step-seeded compressors continue where they were.
+  std::vector<float> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) override;
 
  private:
   void reduce_bucket(size_t index);  // the communication thread's job (or inline)

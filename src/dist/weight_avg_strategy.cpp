@@ -96,7 +96,7 @@ void WeightAveragingExchange::average_state() {
   link_->order_compute_after_pushes();
 }
 
-void WeightAveragingExchange::restore_checkpoint_state(const std::vector<float>& state) {
+void WeightAveragingExchange::restore_checkpoint_state(const std::vector<float>& state, int64_t /*steps_done*/) {
   TS_CHECK(state.size() == 1, "weight_avg: a checkpoint holds " + std::to_string(state.size()) +
                                   " strategy values, 1 expected (the non-finite count)");
   nonfinite_since_average_ = state[0];

@@ -28,7 +28,7 @@ class WeightAveragingExchange : public ExchangeStrategy {
   void average_state() override;
   const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
   std::vector<float> checkpoint_state() const override { return {nonfinite_since_average_}; }
-  void restore_checkpoint_state(const std::vector<float>& state) override;
+  void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) override;
 
  private:
   void average_weights();

@@ -96,6 +96,25 @@ std::vector<float> step_major(const std::vector<RankCheckpoint>& ranks, const st
   return out;
 }
 
+// Every rank's named per-step series (`member`: timing phases, other records) as [S, R]
+// datasets of `group`.
+using RankSeries = std::map<std::string, std::vector<float>> RankCheckpoint::*;
+void write_rank_series(h5::Group group, const Checkpoint& c, RankSeries member, const std::string& path) {
+  const size_t S = c.steps.size();
+  const int64_t R = static_cast<int64_t>(c.ranks.size());
+  for (const auto& [name, unused] : c.ranks.front().*member) {
+    const auto values = step_major(
+        c.ranks,
+        [&name = name, &path, member](const RankCheckpoint& r) -> const std::vector<float>& {
+          auto it = (r.*member).find(name);
+          if (it == (r.*member).end()) damaged(path, "not written: a rank lacks the per-step series " + name);
+          return it->second;
+        },
+        S, path, name);
+    group.write(name, {static_cast<int64_t>(S), R}, values.data());
+  }
+}
+
 void write_series(h5::File& file, const Checkpoint& c, const std::string& path) {
   const size_t S = c.steps.size();
   const int64_t R = static_cast<int64_t>(c.ranks.size());
@@ -111,20 +130,8 @@ void write_series(h5::File& file, const Checkpoint& c, const std::string& path) 
     const auto loss = step_major(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.loss; }, S, path, "loss");
     train.write("loss", {static_cast<int64_t>(S), R}, loss.data());
   }
-  {
-    h5::Group timing = file.create_group("timing");
-    for (const auto& [phase, unused] : c.ranks.front().seconds) {
-      const auto seconds = step_major(
-          c.ranks,
-          [&phase = phase, &path](const RankCheckpoint& r) -> const std::vector<float>& {
-            auto it = r.seconds.find(phase);
-            if (it == r.seconds.end()) damaged(path, "not written: a rank lacks the timing phase " + phase);
-            return it->second;
-          },
-          S, path, phase + " seconds");
-      timing.write(phase, {static_cast<int64_t>(S), R}, seconds.data());
-    }
-  }
+  write_rank_series(file.create_group("timing"), c, &RankCheckpoint::seconds, path);
+  if (!c.ranks.front().series.empty()) write_rank_series(file.create_group("series"), c, &RankCheckpoint::series, path);
   h5::Group eval = file.create_group("eval");
   eval.write("step", c.eval_step);
   eval.write("epoch", c.eval_epoch);
@@ -231,6 +238,10 @@ void read_series(const h5::ReadFile& f, Checkpoint& c) {
   for (const std::string& phase : f.members("/timing"))
     unstack_steps(f.floats("/timing/" + phase), S, c.ranks, [&phase](RankCheckpoint& r) -> auto& { return r.seconds[phase]; },
                   path, "/timing/" + phase);
+  if (f.exists("/series"))
+    for (const std::string& name : f.members("/series"))
+      unstack_steps(f.floats("/series/" + name), S, c.ranks, [&name](RankCheckpoint& r) -> auto& { return r.series[name]; },
+                    path, "/series/" + name);
   c.eval_step = f.int64s("/eval/step").values;
   c.eval_epoch = f.doubles("/eval/epoch").values;
   c.eval_time = f.doubles("/eval/time").values;

@@ -28,6 +28,8 @@ struct RankCheckpoint {
   double train_clock = 0;             // its training time so far (evaluation excluded)
   std::vector<float> loss;            // [S] its own loss per step
   std::map<std::string, std::vector<float>> seconds;  // phase -> [S] its seconds per step
+  std::map<std::string, std::vector<float>> series;   // other per-step records -> [S] (compressed
+                                                      // runs: wire_bytes)
 };
 
 struct Checkpoint {

@@ -42,10 +42,11 @@ RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& s, bool wit
   r.train_clock = rec.train_clock;
   r.loss = rec.local_loss;
   for (size_t p = 0; p < kPhaseCount; ++p) r.seconds[phase_name(static_cast<Phase>(p))] = rec.seconds[p];
+  if (s.exchange->records_compression()) r.series["wire_bytes"] = rec.wire_bytes;
   return r;
 }
 
-void restore_rank_state(const RankCheckpoint& r, RunSetup& s) {
+void restore_rank_state(const RankCheckpoint& r, RunSetup& s, int64_t steps_done) {
   Backend& backend = *s.backend;
   Net& net = *s.net;
   TS_CHECK(r.loader_position == s.data->train_loader->position(),
@@ -61,7 +62,7 @@ void restore_rank_state(const RankCheckpoint& r, RunSetup& s) {
   } catch (const ConfigError& e) {
     throw RuntimeError(std::string("checkpoint: ") + e.what());
   }
-  s.exchange->restore_checkpoint_state(r.strategy);
+  s.exchange->restore_checkpoint_state(r.strategy, steps_done);
   s.scaler->restore(r.loss_scale, r.loss_scale_good_steps, r.skipped_steps);
   backend.synchronize();
 }
@@ -89,6 +90,10 @@ void restore_recording(const Checkpoint& series, const RankCheckpoint& r, RunRec
              std::string("checkpoint: the timing phase ") + name + " is missing or of another length");
     rec.seconds[p] = it->second;
   }
+  if (auto it = r.series.find("wire_bytes"); it != r.series.end()) {
+    TS_CHECK(it->second.size() == S, "checkpoint: the per-step series wire_bytes is of another length");
+    rec.wire_bytes = it->second;
+  }
 }
 
 void pack_rank_state(ByteWriter& out, const RankCheckpoint& r) {
@@ -103,10 +108,12 @@ void pack_rank_state(ByteWriter& out, const RankCheckpoint& r) {
   out.put(r.skipped_steps);
   out.put(r.train_clock);
   out.put(r.loss);
-  out.put(static_cast<uint64_t>(r.seconds.size()));
-  for (const auto& [phase, seconds] : r.seconds) {
-    out.put(std::vector<char>(phase.begin(), phase.end()));
-    out.put(seconds);
+  for (const auto* named : {&r.seconds, &r.series}) {
+    out.put(static_cast<uint64_t>(named->size()));
+    for (const auto& [name, values] : *named) {
+      out.put(std::vector<char>(name.begin(), name.end()));
+      out.put(values);
+    }
   }
 }
 
@@ -123,10 +130,12 @@ RankCheckpoint unpack_rank_state(ByteReader& in) {
   r.skipped_steps = in.get<int64_t>();
   r.train_clock = in.get<double>();
   r.loss = in.get_vector<float>();
-  const uint64_t phases = in.get<uint64_t>();
-  for (uint64_t p = 0; p < phases; ++p) {
-    const std::vector<char> name = in.get_vector<char>();
-    r.seconds[std::string(name.begin(), name.end())] = in.get_vector<float>();
+  for (auto* named : {&r.seconds, &r.series}) {
+    const uint64_t count = in.get<uint64_t>();
+    for (uint64_t i = 0; i < count; ++i) {
+      const std::vector<char> name = in.get_vector<char>();
+      (*named)[std::string(name.begin(), name.end())] = in.get_vector<float>();
+    }
   }
   return r;
 }

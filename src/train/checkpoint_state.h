@@ -15,8 +15,9 @@ namespace ts {
 // This rank's state after the steps in `rec`; parameters and momentum only `with_params`.
 RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& setup, bool with_params);
 // Puts back BN statistics, RNG streams, loss scaler and strategy state, and parameters and
-// momentum where `state` holds them. RuntimeError when a length does not fit the set-up model.
-void restore_rank_state(const RankCheckpoint& state, RunSetup& setup);
+// momentum where `state` holds them; the run resumes after `steps_done` steps. RuntimeError when
+// a length does not fit the set-up model.
+void restore_rank_state(const RankCheckpoint& state, RunSetup& setup, int64_t steps_done);
 // The recording so far: rank 0's series from `series`, this rank's losses and timings.
 void restore_recording(const Checkpoint& series, const RankCheckpoint& state, RunRecording& rec);
 

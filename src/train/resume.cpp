@@ -96,7 +96,7 @@ void apply_checkpoint(const ResumeState& state, const std::optional<Checkpoint>&
     broadcast_into(root ? ckpt->velocity : std::vector<float>{}, n, s.sgd->velocity(), *s.backend, comm,
                    "the momentum values");
   }
-  restore_rank_state(state.mine, s);
+  restore_rank_state(state.mine, s, state.step);
   restore_recording(state.series, state.mine, rec);
 }
 

@@ -54,6 +54,7 @@ RankCheckpoint rank_state(int r, bool with_params, int64_t params) {
   s.loss = {2.5f, 2.25f + static_cast<float>(r), 2.0f};
   s.seconds["forward"] = {0.1f, 0.2f, 0.3f + static_cast<float>(r)};
   s.seconds["step"] = {1.f, 2.f, 3.f};
+  s.series["wire_bytes"] = {4096.f, 512.f + static_cast<float>(r), 512.f};  // a compressed run's record
   return s;
 }
 
@@ -120,6 +121,7 @@ void expect_same(const Checkpoint& a, const Checkpoint& b) {
     EXPECT_EQ(x.train_clock, y.train_clock);
     EXPECT_EQ(x.loss, y.loss);
     EXPECT_EQ(x.seconds, y.seconds);
+    EXPECT_EQ(x.series, y.series);
   }
 }
 

@@ -170,3 +170,43 @@ def test_sigusr1_to_one_rank_stops_both_and_weight_avg_resumes_bit_exact(tmp_pat
         assert f.attrs["params_per_rank"] == 1, "weight_avg keeps every rank's own parameters"
         assert f["model/params"].shape[0] == 2
     resume_and_check(cfg, out, expected, resumed_from=step)
+
+
+# Compressed exchanges (issue 14): the error-feedback memory (every rank's own: topk and
+# powersgd, the biased ones), PowerSGD's warm-start Q and the step count travel in the
+# checkpoint, so a preempted compressed run resumes bit-exact, with every rank's
+# /compression/wire_bytes. qsgd's rounding is seeded by step and rank; powersgd with 10 warm-up
+# steps is checkpointed at step 8, before its Q exists.
+COMPRESSED = {
+    "qsgd": "dist: {strategy: sync, allreduce: ring, overlap: true, compression: qsgd}",
+    "topk": "dist: {strategy: sync, allreduce: tree, overlap: true, compression: topk, topk_ratio: 0.05}",
+    "powersgd": "dist: {strategy: sync, allreduce: mpi, overlap: true, compression: powersgd, powersgd_rank: 2, "
+                "compression_warmup_steps: 3}",
+    "powersgd_in_warmup": "dist: {strategy: sync, allreduce: ring, overlap: true, compression: powersgd, "
+                          "compression_warmup_steps: 10}",
+    "fp16": "dist: {strategy: sync, allreduce: ring, overlap: false, compression: fp16}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPRESSED))
+def test_a_compressed_run_preempted_by_sigterm_resumes_bit_exact(tmp_path_factory, name):
+    text = SYNC.replace("dist: {strategy: sync, allreduce: ring, overlap: true}", COMPRESSED[name])
+    cfg, expected = reference(tmp_path_factory, f"compressed-{name}", text)
+    (reference_file,) = (cfg.parent / "out").glob("*.h5")
+    out = cfg.parent / "preempted"
+    proc = launch(["run", "--config", cfg, "--out", out])
+    for pid in wait_for_ranks_and_checkpoint(proc, out):
+        os.kill(pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 4, stdout + stderr
+    step = preempted_marker(out, "SIGTERM")
+    with h5py.File(out / next(out.glob("*.PREEMPTED")).read_text().split("checkpoint: ")[1].strip()) as f:
+        memory = f["ranks/strategy"].shape[1]
+    resume_and_check(cfg, out, expected, resumed_from=step)
+    with h5py.File(reference_file) as a, h5py.File(next(out.glob("*.h5"))) as b:
+        assert (a["compression/wire_bytes"][...] == b["compression/wire_bytes"][...]).all()
+        params = int(a["model"].attrs["parameters"])
+    if name in ("fp16", "qsgd"):
+        assert memory == 0, "unbiased compressors run without error feedback: nothing to keep"
+    else:
+        assert memory >= params, "every rank's error-feedback memory (and PowerSGD's Q) is in the checkpoint"
