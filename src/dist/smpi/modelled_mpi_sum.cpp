@@ -7,8 +7,9 @@
 //   (modelled_reduce_kernel.cpp) makes that actor wait out 12 bytes per float at the node's
 //   bandwidth, leaving the data alone;
 // - MPI_IN_PLACE: SMPI 3.32 copies the buffer into a zero-filled temporary of its own for the
-//   call, 100 MB per rank for a 25 MiB bucket, 25 GB at 1,000 ranks. The send side is the
-//   shared block instead, whose pages SMPI neither copies nor the simulation reads.
+//   call, as large as the bucket: 26 MB per rank for a 25 MiB bucket, 26 GB at 1,000 ranks. The
+//   send side is the shared block instead, whose pages SMPI neither copies nor the simulation
+//   reads.
 #include "dist/mpi_comm.h"
 #include "dist/reduce_kernel.h"
 #include "dist/smpi/simulation.h"
