@@ -85,14 +85,17 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 }
 
 std::string checkpoint_refusal(const RunConfig& run) {
-  if (run.backend == BackendKind::cuda)
+  // Every rank's backend (ranks.backend), not only this rank's: the ranks must agree.
+  const bool cuda = run.backend == BackendKind::cuda ||
+                    std::find(run.rank_backends.begin(), run.rank_backends.end(), BackendKind::cuda) != run.rank_backends.end();
+  if (cuda)
     return "backend cuda is not checkpointed: a new process may autotune other cuDNN algorithms, so a resumed run "
            "would not be bit-identical to the uninterrupted one (and this path is untested on GPUs); use backend "
            "cpu or ref, or run without checkpoints";
-  if (run.dist.heterogeneous())
-    return "heterogeneous workers (dist.partition other than equal, dist.emulate_slowdown) are not checkpointed yet: "
-           "their per-step shares and compute times (/partition) and measured shares are not in the checkpoint; "
-           "run without checkpoints, or with dist.partition equal and no dist.emulate_slowdown";
+  if (run.dist.partition == PartitionKind::measured || run.dist.partition == PartitionKind::adaptive)
+    return "dist.partition measured and adaptive are not checkpointed yet: their shares follow each rank's measured "
+           "speed (wall-clock), and the decided shares and the loader's pending change are not in the checkpoint; "
+           "run without checkpoints, or with dist.partition static (dist.shares) or equal";
   if (run.dist.strategy == DistStrategy::hogwild)
     return "dist.strategy hogwild is not checkpointed: its replicas race on the shared weights, so no resumed run "
            "could repeat the uninterrupted one; run without checkpoints";
@@ -106,7 +109,7 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
                             Communicator& comm) {
   const double t0 = now_seconds();
   const bool root = comm.rank() == 0;
-  const bool per_rank = !s.exchange->replicas_identical();
+  const bool per_rank = !s.replicas_identical;
   RankCheckpoint mine = capture_rank_state(rec, s, per_rank || root);
   std::string blob;
   if (!root) {

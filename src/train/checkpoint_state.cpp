@@ -43,6 +43,10 @@ RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& s, bool wit
   r.loss = rec.local_loss;
   for (size_t p = 0; p < kPhaseCount; ++p) r.seconds[phase_name(static_cast<Phase>(p))] = rec.seconds[p];
   if (s.exchange->records_compression()) r.series["wire_bytes"] = rec.wire_bytes;
+  if (s.shares->active()) {  // /partition's per-step records (heterogeneous workers)
+    r.series["share"] = rec.share;
+    r.series["compute"] = rec.compute;
+  }
   return r;
 }
 
@@ -90,9 +94,13 @@ void restore_recording(const Checkpoint& series, const RankCheckpoint& r, RunRec
              std::string("checkpoint: the timing phase ") + name + " is missing or of another length");
     rec.seconds[p] = it->second;
   }
-  if (auto it = r.series.find("wire_bytes"); it != r.series.end()) {
-    TS_CHECK(it->second.size() == S, "checkpoint: the per-step series wire_bytes is of another length");
-    rec.wire_bytes = it->second;
+  const std::pair<const char*, std::vector<float>*> named[] = {
+      {"wire_bytes", &rec.wire_bytes}, {"share", &rec.share}, {"compute", &rec.compute}};
+  for (const auto& [name, into] : named) {
+    auto it = r.series.find(name);
+    if (it == r.series.end()) continue;
+    TS_CHECK(it->second.size() == S, std::string("checkpoint: the per-step series ") + name + " is of another length");
+    *into = it->second;
   }
 }
 

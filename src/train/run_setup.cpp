@@ -196,6 +196,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
                        if (setup->hogwild) setup->hogwild->join();
                      }};
   s->exchange = set_up_exchange(options, *s->net, comm);
+  s->replicas_identical = s->exchange->replicas_identical() && !r.mixed_backends();
   if (hogwild)
     s->hogwild = std::make_unique<HogwildCrew>(cfg, s->net->params(), s->net->param_count(), s->plan.batch,
                                                s->plan.total_steps, *s->lr, s->data->prepared);

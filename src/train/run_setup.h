@@ -45,6 +45,10 @@ struct RunSetup {
   std::unique_ptr<ShareBalancer> shares;  // the ranks' shares of the global batch
   std::unique_ptr<HogwildCrew> hogwild;  // hogwild: the replicas beyond the main thread's (last: stopped first)
   RunPlan plan;
+  // Between steps every rank holds the same parameter and momentum bits (checkpoints then keep
+  // one copy): the strategy's replicas_identical(), unless the ranks run backends of different
+  // kinds, whose optimizers may round the same update differently.
+  bool replicas_identical = false;
   MemoryEstimate memory;     // this rank's estimated peak, checked against...
   MemoryBound memory_bound;  // ... the memory it may use (both recorded in the run file)
 };

@@ -209,3 +209,38 @@ def test_a_compressed_run_preempted_by_sigterm_resumes_bit_exact(tmp_path_factor
         assert memory == 0, "unbiased compressors run without error feedback: nothing to keep"
     else:
         assert memory >= params, "every rank's error-feedback memory (and PowerSGD's Q) is in the checkpoint"
+
+
+# Heterogeneous workers: static shares of the global batch (12 and 4 of 16), one rank slowed
+# down 1.5x, and ranks of different kinds (ref and cpu; the mlp, which the naive ref backend
+# trains quickly). Their shares never change, so the
+# checkpoint needs only /partition's per-step records (shares, compute seconds) beside the rest;
+# a preempted run resumes bit-exact and its /partition holds every step's shares.
+HETERO = SYNC.replace("model: lenet", "model: mlp").replace("batch_per_worker: 8\n", "global_batch: 16\n").replace(
+    "dist: {strategy: sync, allreduce: ring, overlap: true}",
+    "dist: {strategy: sync, allreduce: ring, overlap: true, partition: static, shares: [12, 4], "
+    "emulate_slowdown: {rank: 1, factor: 1.5}}\nranks: [{backend: ref}, {backend: cpu}]")
+
+
+def test_a_heterogeneous_run_preempted_by_sigterm_resumes_bit_exact(tmp_path_factory):
+    cfg, expected = reference(tmp_path_factory, "hetero", HETERO)
+    out = cfg.parent / "preempted"
+    proc = launch(["run", "--config", cfg, "--out", out])
+    for pid in wait_for_ranks_and_checkpoint(proc, out):
+        os.kill(pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 4, stdout + stderr
+    step = preempted_marker(out, "SIGTERM")
+    resume_and_check(cfg, out, expected, resumed_from=step)
+    with h5py.File(next(out.glob("*.h5"))) as f:
+        shares = f["partition/shares"][...]
+        assert shares.shape == (24, 2) and (shares == [12, 4]).all(), "every step's shares, the resumed ones too"
+        assert (f["partition/compute"][...] > 0).all()
+        backends = f["partition"].attrs["rank_backends"]
+        assert (backends.decode() if isinstance(backends, bytes) else backends) == "ref,cpu"
+
+
+def test_measured_shares_still_refuse_checkpoints(tmp_path):
+    cfg = write_config(tmp_path / "measured.yaml", HETERO.replace("partition: static, shares: [12, 4], ", "partition: measured, "))
+    proc = mpirun(2, ["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2 and "dist.partition measured and adaptive are not checkpointed" in proc.stderr, proc.stderr
