@@ -251,6 +251,13 @@ Loader::Loader(const SampleSource& source, LoaderOptions options)
       throw ConfigError("loader: a share of " + std::to_string(o.batch) + " samples (at most " +
                         std::to_string(o.max_batch) + ") from offset " + std::to_string(o.share_offset) +
                         " does not fit in the global batch of " + std::to_string(o.global_batch));
+    for (const LoaderOptions::ShareFrom& s : o.later_shares) {
+      if (!shared || s.from_batch <= m.shares.back().from || s.batch < 1 || s.offset < 0 || s.offset + s.batch > o.global_batch)
+        throw ConfigError("loader: a later share of " + std::to_string(s.batch) + " samples from offset " +
+                          std::to_string(s.offset) + " at batch " + std::to_string(s.from_batch) +
+                          " does not follow the shares before it or does not fit the global batch");
+      m.shares.push_back({s.from_batch, s.batch, s.offset});
+    }
     m.batches_per_epoch = n / m.step_samples;
     if (m.batches_per_epoch == 0)
       throw ConfigError("loader: a global batch of " + std::to_string(m.step_samples) + " samples (" +

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "data/counting_storage.h"
 #include "data/sample_source.h"
@@ -35,6 +36,12 @@ struct LoaderOptions {
   // equal split above (world x batch, offset rank x batch). `max_batch` (0: batch) sizes the
   // slots for the largest share set_share may give later.
   int64_t global_batch = 0, share_offset = 0, max_batch = 0;
+  // Share changes after first_batch that a resumed run had decided before it stopped (set_share's
+  // arguments, in increasing from_batch order), in force before any worker claims a batch.
+  struct ShareFrom {
+    int64_t from_batch = 0, batch = 0, offset = 0;
+  };
+  std::vector<ShareFrom> later_shares;
   bool drop_last = true;    // drop the last partial batch of an epoch (training)
   // Training: the sequence number of the first batch (batches the run took before it stopped;
   // a resumed run continues with exactly the batches the uninterrupted run would have seen).

@@ -79,6 +79,13 @@ void write_model_and_ranks(h5::File& file, const Checkpoint& c, const std::strin
   ranks.write("loss_scale_good_steps", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.loss_scale_good_steps; }));
   ranks.write("skipped_steps", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.skipped_steps; }));
   ranks.write("train_clock", column<double>(c.ranks, [](const RankCheckpoint& r) { return r.train_clock; }));
+  if (!c.ranks.front().share_changes.empty()) {  // heterogeneous workers
+    const auto changes = stack<int64_t>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.share_changes; }, path,
+                                        "share changes", width);
+    ranks.write("share_changes", {R, width}, changes.data());
+    ranks.write("share_window_seconds", column<double>(c.ranks, [](const RankCheckpoint& r) { return r.share_window_seconds; }));
+    ranks.write("share_window_samples", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.share_window_samples; }));
+  }
 }
 
 // [R][S] per rank -> [S, R] (the run file's layout), checking every rank has S values.
@@ -221,6 +228,15 @@ void read_ranks(const h5::ReadFile& f, Checkpoint& c) {
   unstack<uint64_t>(f.uint64s("/ranks/rng"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.rng; }, path, "/ranks/rng");
   unstack<float>(f.floats("/ranks/state"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.state; }, path, "/ranks/state");
   unstack<float>(f.floats("/ranks/strategy"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.strategy; }, path, "/ranks/strategy");
+  if (!f.exists("/ranks/share_changes")) return;  // equal shares
+  unstack<int64_t>(f.int64s("/ranks/share_changes"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.share_changes; }, path,
+                   "/ranks/share_changes");
+  const auto seconds = per_rank(f.doubles("/ranks/share_window_seconds"), R, path, "/ranks/share_window_seconds");
+  const auto samples = per_rank(f.int64s("/ranks/share_window_samples"), R, path, "/ranks/share_window_samples");
+  for (int64_t r = 0; r < R; ++r) {
+    c.ranks[static_cast<size_t>(r)].share_window_seconds = seconds[static_cast<size_t>(r)];
+    c.ranks[static_cast<size_t>(r)].share_window_samples = samples[static_cast<size_t>(r)];
+  }
 }
 
 void read_series(const h5::ReadFile& f, Checkpoint& c) {

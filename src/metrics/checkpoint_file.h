@@ -29,7 +29,13 @@ struct RankCheckpoint {
   std::vector<float> loss;            // [S] its own loss per step
   std::map<std::string, std::vector<float>> seconds;  // phase -> [S] its seconds per step
   std::map<std::string, std::vector<float>> series;   // other per-step records -> [S] (compressed
-                                                      // runs: wire_bytes)
+                                                      // runs: wire_bytes; unequal shares: share, compute)
+  // Heterogeneous workers: every change of the ranks' shares so far, each [first step, share of
+  // rank 0, ..., share of rank R-1] in a row (empty with equal shares), and this rank's
+  // measurement window since the last decision (measured / adaptive).
+  std::vector<int64_t> share_changes;
+  double share_window_seconds = 0;
+  int64_t share_window_samples = 0;
 };
 
 struct Checkpoint {

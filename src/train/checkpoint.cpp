@@ -92,10 +92,6 @@ std::string checkpoint_refusal(const RunConfig& run) {
     return "backend cuda is not checkpointed: a new process may autotune other cuDNN algorithms, so a resumed run "
            "would not be bit-identical to the uninterrupted one (and this path is untested on GPUs); use backend "
            "cpu or ref, or run without checkpoints";
-  if (run.dist.partition == PartitionKind::measured || run.dist.partition == PartitionKind::adaptive)
-    return "dist.partition measured and adaptive are not checkpointed yet: their shares follow each rank's measured "
-           "speed (wall-clock), and the decided shares and the loader's pending change are not in the checkpoint; "
-           "run without checkpoints, or with dist.partition static (dist.shares) or equal";
   if (run.dist.strategy == DistStrategy::hogwild)
     return "dist.strategy hogwild is not checkpointed: its replicas race on the shared weights, so no resumed run "
            "could repeat the uninterrupted one; run without checkpoints";

@@ -43,9 +43,16 @@ RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& s, bool wit
   r.loss = rec.local_loss;
   for (size_t p = 0; p < kPhaseCount; ++p) r.seconds[phase_name(static_cast<Phase>(p))] = rec.seconds[p];
   if (s.exchange->records_compression()) r.series["wire_bytes"] = rec.wire_bytes;
-  if (s.shares->active()) {  // /partition's per-step records (heterogeneous workers)
+  if (s.shares->active()) {  // heterogeneous workers: /partition's records, the balancer's state
     r.series["share"] = rec.share;
     r.series["compute"] = rec.compute;
+    const ShareState shares = s.shares->state();
+    for (const ShareChange& c : shares.changes) {
+      r.share_changes.push_back(c.step);
+      r.share_changes.insert(r.share_changes.end(), c.shares.begin(), c.shares.end());
+    }
+    r.share_window_seconds = shares.window_seconds;
+    r.share_window_samples = shares.window_samples;
   }
   return r;
 }
@@ -104,6 +111,20 @@ void restore_recording(const Checkpoint& series, const RankCheckpoint& r, RunRec
   }
 }
 
+std::optional<ShareState> share_state_of(const RankCheckpoint& r, int world) {
+  if (r.share_changes.empty()) return std::nullopt;
+  const size_t row = static_cast<size_t>(world) + 1;
+  TS_CHECK(r.share_changes.size() % row == 0, "checkpoint: the share changes hold " + std::to_string(r.share_changes.size()) +
+                                                  " values, not rows of a step and " + std::to_string(world) + " shares");
+  ShareState state;
+  for (size_t at = 0; at < r.share_changes.size(); at += row)
+    state.changes.push_back({r.share_changes[at], std::vector<int64_t>(r.share_changes.begin() + static_cast<std::ptrdiff_t>(at + 1),
+                                                                       r.share_changes.begin() + static_cast<std::ptrdiff_t>(at + row))});
+  state.window_seconds = r.share_window_seconds;
+  state.window_samples = r.share_window_samples;
+  return state;
+}
+
 void pack_rank_state(ByteWriter& out, const RankCheckpoint& r) {
   out.put(r.loader_position);
   out.put(r.rng);
@@ -115,6 +136,9 @@ void pack_rank_state(ByteWriter& out, const RankCheckpoint& r) {
   out.put(r.loss_scale_good_steps);
   out.put(r.skipped_steps);
   out.put(r.train_clock);
+  out.put(r.share_changes);
+  out.put(r.share_window_seconds);
+  out.put(r.share_window_samples);
   out.put(r.loss);
   for (const auto* named : {&r.seconds, &r.series}) {
     out.put(static_cast<uint64_t>(named->size()));
@@ -137,6 +161,9 @@ RankCheckpoint unpack_rank_state(ByteReader& in) {
   r.loss_scale_good_steps = in.get<int64_t>();
   r.skipped_steps = in.get<int64_t>();
   r.train_clock = in.get<double>();
+  r.share_changes = in.get_vector<int64_t>();
+  r.share_window_seconds = in.get<double>();
+  r.share_window_samples = in.get<int64_t>();
   r.loss = in.get_vector<float>();
   for (auto* named : {&r.seconds, &r.series}) {
     const uint64_t count = in.get<uint64_t>();

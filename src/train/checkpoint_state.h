@@ -3,6 +3,7 @@
 // between a rank and rank 0 (core/byte_stream.h).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/byte_stream.h"
@@ -18,6 +19,9 @@ RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& setup, bool
 // momentum where `state` holds them; the run resumes after `steps_done` steps. RuntimeError when
 // a length does not fit the set-up model.
 void restore_rank_state(const RankCheckpoint& state, RunSetup& setup, int64_t steps_done);
+// The shares of the global batch a checkpointed run of `world` ranks had (set_up_run takes them
+// before its loaders start); nullopt when it had equal shares.
+std::optional<ShareState> share_state_of(const RankCheckpoint& state, int world);
 // The recording so far: rank 0's series from `series`, this rank's losses and timings.
 void restore_recording(const Checkpoint& series, const RankCheckpoint& state, RunRecording& rec);
 

@@ -71,6 +71,7 @@ void start_loaders(const ResolvedConfig& cfg, RunData& data, int64_t batch, int 
   train.global_batch = share.global_batch;
   train.share_offset = share.offset;
   train.max_batch = share.max_batch;
+  train.later_shares = std::move(share.later);
   d->train_loader = std::make_unique<Loader>(*d->splits.train, train);
   // Evaluation batches are bounded by eval.batch (the training batch unless set), so evaluation
   // needs no more activation memory than training.

@@ -35,6 +35,7 @@ std::unique_ptr<RunData> open_run_data(const ResolvedConfig& config, int64_t bat
 // (docs/distributed.md "Heterogeneous workers"); global_batch 0: the equal split.
 struct TrainShare {
   int64_t global_batch = 0, offset = 0, max_batch = 0;
+  std::vector<LoaderOptions::ShareFrom> later;  // a resumed run's decided changes after first_batch
 };
 
 // This rank's training and evaluation loaders over `data`'s splits. `slots`: the memory of the

@@ -131,7 +131,7 @@ std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& given, 
 }
 
 std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm, int64_t first_step,
-                                     Communicator* ps_world) {
+                                     const ShareState* resumed_shares, Communicator* ps_world) {
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
   // Collective: with ranks.backend only some ranks may lack their device or precision, and the
@@ -160,11 +160,12 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->memory_bound = memory_bound(cfg, comm.local_size());
   check_memory(cfg, s->memory, s->memory_bound, comm);
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
-  s->shares = std::make_unique<ShareBalancer>(r, comm.rank(), comm.size(), s->plan.global_batch);
+  s->shares = std::make_unique<ShareBalancer>(r, comm.rank(), comm.size(), s->plan.global_batch, resumed_shares);
   TrainShare share;
   if (s->shares->active()) {
-    s->plan.batch = s->shares->my_share();
-    share = {s->plan.global_batch, s->shares->my_offset(), s->shares->max_share()};
+    ShareBalancer::LoaderShares from = s->shares->loader_shares(first_step);
+    s->plan.batch = from.batch;
+    share = {s->plan.global_batch, from.offset, s->shares->max_share(), std::move(from.later)};
   }
   start_loaders(cfg, *s->data, s->plan.batch, hogwild ? 0 : comm.rank(), replicas, slot_allocator(*s->backend),
                 first_step, share, hogwild);

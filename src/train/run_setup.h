@@ -56,7 +56,9 @@ struct RunSetup {
 // ConfigError for what this build, world or device cannot do; RuntimeError for failures.
 // `first_step`: steps already taken (a resumed run): the training loader starts at that batch.
 // async_ps: `comm` holds the workers and `ps_world` the workers and servers.
+// `resumed_shares`: a resumed run's shares of the global batch (heterogeneous workers), else null.
 std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm, int64_t first_step = 0,
+                                     const ShareState* resumed_shares = nullptr,
                                      Communicator* ps_world = nullptr);
 
 // The exchange options of the run's dist settings (bucket_mb -> floats per bucket).

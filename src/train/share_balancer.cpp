@@ -1,17 +1,45 @@
 // The shares of the global batch during a run (see share_balancer.h).
 #include "train/share_balancer.h"
 
+#include "core/error.h"
 #include "dist/batch_partition.h"
 
 namespace ts {
 
-ShareBalancer::ShareBalancer(const RunConfig& run, int rank, int world, int64_t global_batch)
+ShareBalancer::ShareBalancer(const RunConfig& run, int rank, int world, int64_t global_batch, const ShareState* resumed)
     : dist_(run.dist), rank_(rank), world_(world), global_batch_(global_batch) {
   active_ = dist_.heterogeneous() && world > 1;
+  if (resumed && !resumed->changes.empty()) {
+    for (const ShareChange& c : resumed->changes)
+      TS_CHECK(static_cast<int>(c.shares.size()) == world,
+               "checkpoint: a share change for " + std::to_string(c.shares.size()) + " ranks, this run has " +
+                   std::to_string(world));
+    changes_ = resumed->changes;
+    shares_ = changes_.back().shares;  // the latest decided, as after_step leaves them
+    window_seconds_ = resumed->window_seconds;
+    window_samples_ = resumed->window_samples;
+    return;
+  }
   shares_ = dist_.partition == PartitionKind::static_ && static_cast<int>(dist_.shares.size()) == world
                 ? dist_.shares
                 : equal_shares(global_batch, world);
   changes_.push_back({1, shares_});
+}
+
+ShareBalancer::LoaderShares ShareBalancer::loader_shares(int64_t first_batch) const {
+  // A change applies from batch step - 1 (steps count from 1, batches from 0).
+  LoaderShares out;
+  for (const ShareChange& c : changes_) {
+    const auto mine = static_cast<size_t>(rank_);
+    const int64_t batch = c.shares[mine], offset = share_offsets(c.shares)[mine];
+    if (c.step - 1 <= first_batch) {
+      out.batch = batch;
+      out.offset = offset;
+    } else {
+      out.later.push_back({c.step - 1, batch, offset});
+    }
+  }
+  return out;
 }
 
 int64_t ShareBalancer::my_offset() const { return share_offsets(shares_)[static_cast<size_t>(rank_)]; }

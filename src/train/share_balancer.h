@@ -21,9 +21,18 @@ struct ShareChange {
   std::vector<int64_t> shares;  // one per rank
 };
 
+// What a checkpoint keeps of the balancer: every change so far (the latest may apply only from
+// a later step) and this rank's measurement window since the last decision.
+struct ShareState {
+  std::vector<ShareChange> changes;
+  double window_seconds = 0;
+  int64_t window_samples = 0;
+};
+
 class ShareBalancer {
  public:
-  ShareBalancer(const RunConfig& run, int rank, int world, int64_t global_batch);
+  // `resumed`: a checkpointed run's state (the shares it decided, its window), else the start.
+  ShareBalancer(const RunConfig& run, int rank, int world, int64_t global_batch, const ShareState* resumed = nullptr);
 
   // True when shares are not the equal split (or may change): the steps weight the gradients
   // by share and record /partition.
@@ -35,6 +44,14 @@ class ShareBalancer {
   int64_t max_share() const;
   // Every change of shares, the initial ones first (step 1).
   const std::vector<ShareChange>& changes() const { return changes_; }
+  ShareState state() const { return {changes_, window_seconds_, window_samples_}; }
+  // This rank's training loader from batch `first_batch` on: the share in force there
+  // ({batch, offset} of `now`) and the decided changes that apply after it (`later`).
+  struct LoaderShares {
+    int64_t batch = 0, offset = 0;
+    std::vector<LoaderOptions::ShareFrom> later;
+  };
+  LoaderShares loader_shares(int64_t first_batch) const;
 
   // After step `step` (1-based), which took `compute_seconds` for `samples` samples on this rank.
   // At a decision step: collective over `comm`; gives `loader` this rank's new share.

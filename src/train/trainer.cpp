@@ -18,6 +18,7 @@
 #include "core/timer.h"
 #include "train/capabilities.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_state.h"
 #include "train/loop.h"
 #include "train/progress.h"
 #include "train/ps_server_loop.h"
@@ -123,7 +124,9 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   std::optional<Checkpoint> ckpt = find_resume_point(target, resume, comm, log);
   const ResumeState resumed = distribute_checkpoint(ckpt, comm);
   target.attempt = attempt_number(id, ckpt);
-  std::unique_ptr<RunSetup> setup = set_up_run(cfg, comm, resumed.mine.loader_position, ps_world);
+  const std::optional<ShareState> shares = share_state_of(resumed.mine, comm.size());
+  std::unique_ptr<RunSetup> setup =
+      set_up_run(cfg, comm, resumed.mine.loader_position, shares ? &*shares : nullptr, ps_world);
   RunRecording rec;
   apply_checkpoint(resumed, ckpt, *setup, rec, comm);
   if (root && ckpt)

@@ -55,6 +55,9 @@ RankCheckpoint rank_state(int r, bool with_params, int64_t params) {
   s.seconds["forward"] = {0.1f, 0.2f, 0.3f + static_cast<float>(r)};
   s.seconds["step"] = {1.f, 2.f, 3.f};
   s.series["wire_bytes"] = {4096.f, 512.f + static_cast<float>(r), 512.f};  // a compressed run's record
+  s.share_changes = {1, 8, 8, 3, 12, 4};  // heterogeneous workers: equal, then 12 + 4 from step 3
+  s.share_window_seconds = 0.25 + r;
+  s.share_window_samples = 24 + r;
   return s;
 }
 
@@ -122,6 +125,9 @@ void expect_same(const Checkpoint& a, const Checkpoint& b) {
     EXPECT_EQ(x.loss, y.loss);
     EXPECT_EQ(x.seconds, y.seconds);
     EXPECT_EQ(x.series, y.series);
+    EXPECT_EQ(x.share_changes, y.share_changes);
+    EXPECT_EQ(x.share_window_seconds, y.share_window_seconds);
+    EXPECT_EQ(x.share_window_samples, y.share_window_samples);
   }
 }
 

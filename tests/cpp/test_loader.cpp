@@ -202,6 +202,32 @@ TEST(Loader, ShareChangesApplyFromTheNamedBatch) {
   }
 }
 
+// A resumed run's loader starts at its checkpoint's batch with the share in force there and the
+// decided change still to come (LoaderOptions::later_shares): it hands out what the loader of
+// the uninterrupted run did, batch for batch, the change included.
+TEST(Loader, LaterSharesOfAResumedRunApplyFromTheirBatch) {
+  IndexedSource d(160);
+  const ts::LoaderOptions base{.batch = 8, .seed = 5, .threads = 2, .prefetch = 2, .rank = 0, .world = 2,
+                               .global_batch = 16, .share_offset = 0, .max_batch = 14};
+  ts::Loader uninterrupted(d, base);
+  uninterrupted.set_share(14, 0, 5);
+  ts::LoaderOptions resumed = base;
+  resumed.first_batch = 3;
+  resumed.later_shares = {{5, 14, 0}};
+  ts::Loader loader(d, resumed);
+  take(uninterrupted, 3);
+  for (int64_t seq = 3; seq < 9; ++seq) {
+    const std::vector<int64_t> a = take(uninterrupted, 1), b = take(loader, 1);
+    EXPECT_EQ(b.size(), seq < 5 ? 8u : 14u) << "batch " << seq;
+    EXPECT_EQ(a, b) << "batch " << seq;
+  }
+  ts::LoaderOptions bad = resumed;
+  bad.later_shares = {{2, 14, 0}};  // before the first batch: not a later share
+  EXPECT_THROW(ts::Loader(d, bad), ts::ConfigError);
+  bad.later_shares = {{5, 14, 4}};  // past the global batch
+  EXPECT_THROW(ts::Loader(d, bad), ts::ConfigError);
+}
+
 TEST(Loader, EvaluationBlocksCoverEverySampleOnce) {
   IndexedSource d(10);
   std::vector<int64_t> joined;
