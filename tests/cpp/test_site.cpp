@@ -213,7 +213,7 @@ TEST(Site, SimulateSitesNameTheirCluster) {
   EXPECT_EQ(sim.scheduler, "simulate");
   EXPECT_EQ(sim.simulate.cluster, "configs/clusters/skylake-8180m.yaml");
   EXPECT_EQ(sim.simulate.steps, 1);
-  EXPECT_EQ(sim.throttle, 1);
+  EXPECT_EQ(sim.throttle, 2);  // two simulations at a time: one process, one core each
   // The simulator stands for any GPU, MPI library and storage.
   EXPECT_EQ(site_check_run(sim, "a100", "intel", "nvme"), "");
 
