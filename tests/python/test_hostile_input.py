@@ -99,8 +99,7 @@ def test_injected_values_stay_data_in_job_scripts(tmp_path, scheduler, task_env)
     argv = (log / "argv").read_text().split("\0")[:-1]
     assert argv == ["-np", "1", "--x;touch pwned_arg", "$HOME", "`touch pwned_arg_tick`",
                     str(tmp_path / "bin $(touch pwned_bin)" / "trainscale"),
-                    "run", "--manifest", str(camp), "--index", "0"] + \
-        (["--restart-count", "0"] if scheduler == "slurm" else []), argv
+                    "run", "--manifest", str(camp), "--index", "0", "--restart-count", "0"], argv
     assert (log / "env").read_text().split("\0")[:-1] == [
         "$(touch pwned_env_subst)", "`touch pwned_env_tick`", "x'; touch pwned_env_quote; echo '",
         'a"b;c && touch pwned_env_dquote']

@@ -58,7 +58,7 @@ def test_malformed_sweep_exits_2(tmp_path):
 # on, with the run count its header promises; a _sim sweep needs the simulate site.
 STUDY_RUNS = {"batch_lr": 120, "batch_lr_low": 48, "batch_lr_cifar10": 120, "neuron_averaging": 12, "ps_timing": 29,
               "ps_timing_sim": 18, "hetero_partition": 5, "sync_async": 11,
-              "salvaris": 12, "salvaris_sim": 12}
+              "salvaris": 32, "salvaris_sim": 12, "model_skylake_sim": 168, "model_skylake_sim_mesh": 168}
 
 
 def test_every_study_sweep_expands_with_its_run_count(tmp_path):
@@ -67,7 +67,8 @@ def test_every_study_sweep_expands_with_its_run_count(tmp_path):
               if not p.stem.endswith("_base") and p.stem != "model_skylake"}
     assert sweeps == set(STUDY_RUNS)  # a new study gets a line here
     for name, count in STUDY_RUNS.items():
-        site = "simulate-skylake" if name.endswith("_sim") else "local-oversubscribe"
+        site = {"salvaris": "local-storage-study", "model_skylake_sim_mesh": "simulate-skylake-mesh"}.get(
+            name, "simulate-skylake" if name.endswith("_sim") else "local-oversubscribe")
         out = tmp_path / name
         res = run(["sweep", "expand", studies / f"{name}.yaml", "--site",
                    REPO / "configs" / "sites" / f"{site}.yaml", "--out", out])
