@@ -6,7 +6,7 @@
 #   python -m trainscale_analysis report reports/studies/NAME/campaign* -o ... (the args below)
 # Usage: scripts/run_study.sh NAME
 #   NAME: batch_lr | neuron_averaging | ps_timing | hetero_partition | sync_async | salvaris |
-#         model_skylake (simulated: about an hour here)
+#         model_skylake (simulated: about 2 hours here)
 # The campaigns live in campaigns/studies/ (git-ignored); a second call resumes a campaign
 # (finished runs are kept) and re-writes the report.
 set -euo pipefail

@@ -131,8 +131,9 @@ def _ms(v: float) -> str:
 def _dominance_table(df: pd.DataFrame) -> list[str]:
     top = int(df["workers"].max())
     lines = ["| model | batch | compute at 1 node (ms) | " + " | ".join(
-        f"{a} {t}" for a in ("tree", "ring") for t in ("star", "mesh")) + f" | efficiency at {top}, ring star (sim / model) |",
-        "|---|---|---|---|---|---|---|---|"]
+        f"{a} {t}" for a in ("tree", "ring") for t in ("star", "mesh")) +
+        f" | efficiency at {top}, ring star (sim / model) | ring mesh (sim / model) |",
+        "|---|---|---|---|---|---|---|---|---|"]
     for (model, batch), g in df.groupby(["model", "batch_per_worker"]):
         one = g[g["workers"] == 1]
         cells = []
@@ -147,11 +148,13 @@ def _dominance_table(df: pd.DataFrame) -> list[str]:
                     fmt = lambda v: "-" if np.isnan(v) else str(int(v))  # noqa: E731
                     got.append(fmt(s) if fmt(s) == fmt(m) else f"{fmt(s)} ({fmt(m)})")
                 cells.append(" / ".join(got))
-        at_top = g[(g["workers"] == top) & (g["allreduce"] == "ring") & (g["topology"] == "star") & g["overlap"]]
-        eff = (f"{at_top['sim_efficiency'].iloc[0]:.2f} / {at_top['pred_efficiency'].iloc[0]:.2f}"
-               if len(at_top) else "")
+        effs = []
+        for topo in ("star", "mesh"):  # with overlap, as the trainer runs by default
+            at_top = g[(g["workers"] == top) & (g["allreduce"] == "ring") & (g["topology"] == topo) & g["overlap"]]
+            effs.append(f"{at_top['sim_efficiency'].iloc[0]:.2f} / {at_top['pred_efficiency'].iloc[0]:.2f}"
+                        if len(at_top) else "")
         lines.append(f"| {model} | {batch} | {_ms(one['compute'].min()) if len(one) else ''} | "
-                     + " | ".join(cells) + f" | {eff} |")
+                     + " | ".join(cells) + f" | {effs[0]} | {effs[1]} |")
     return lines
 
 
