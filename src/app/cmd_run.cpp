@@ -26,6 +26,7 @@
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
+#include "data/blob_url.h"
 #include "data/storage.h"
 #include "sweep/campaign.h"
 #include "sweep/site.h"
@@ -187,11 +188,14 @@ std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Co
     return std::nullopt;
   }
   if (comm.rank() != 0) staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root, false);
-  // A site storage without a path named like a storage of this build (`blob: {}`, `nfs: {}`)
-  // reads dataset.root as written through that storage; any other is a local path by now.
+  // A site storage named like a storage of this build reads through that storage: without a
+  // path (`blob: {}`, `nfs: {}`) dataset.root as written, and `blob` also under the URL prefix
+  // its path gives (`blob: {path: "https://host/datasets"}`: <path>/<last part of the root>).
+  // Any other is a local path by now.
   const auto names = storage_names();
-  const bool through_storage = staged.root == cfg.run.dataset.root &&
-                               std::find(names.begin(), names.end(), cfg.run.dataset.storage) != names.end();
+  const bool named = std::find(names.begin(), names.end(), cfg.run.dataset.storage) != names.end();
+  const bool under_url = cfg.run.dataset.storage == "blob" && is_blob_url(staged.root);
+  const bool through_storage = named && (staged.root == cfg.run.dataset.root || under_url);
   cfg.run.dataset.root = staged.root;
   if (cfg.run.dataset.stage_dir.empty()) cfg.run.dataset.stage_dir = campaign.site.scratch;  // dataset.stage
   // local and nfs stay as they are (an nfs mount is checked and recorded); blob only when it

@@ -520,3 +520,23 @@ def test_jpeg_dir_lists_through_nginx_and_s3(nginx, moto, tmp_path):
         s3.upload_file(str(f), BUCKET, f"jpegs/{f.relative_to(tree)}")
     got = jpeg_run(f"s3://{BUCKET}/jpegs", "blob", "s3", moto_env(moto), f", endpoint: \"{moto['endpoint']}\"")
     np.testing.assert_array_equal(got, local)
+
+
+def test_a_site_maps_blob_storage_to_a_url_prefix(nginx, local_losses, tmp_path):
+    """A campaign's site may give `blob` a URL prefix (`storage: {blob: {path: URL}}`): the task
+    reads <URL>/<last part of dataset.root> through the blob storage, as a run given the URL."""
+    base = write_config(tmp_path / "base.yaml", RUN.format(root="/data/sets/fmnist", storage="blob", steps=8, extra=""))
+    sweep = write_config(tmp_path / "sweep.yaml", f"campaign: blobsite\nbase: {base}\nmatrix: {{seed: [3]}}\n")
+    site = write_config(tmp_path / "site.yaml", "scheduler: local\nmpi: {openmpi: {launcher: mpirun, launcher_args: "
+                        "[--oversubscribe, --bind-to, none]}}\nenv: {OMPI_ALLOW_RUN_AS_ROOT: '1', "
+                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1'}\n"
+                        f"storage: {{local: {{}}, blob: {{path: '{nginx['url']}'}}}}\n")
+    camp = tmp_path / "camp"
+    binary = str(require_binary())
+    for args in (["sweep", "expand", sweep, "--site", site, "--out", camp], ["sweep", "submit", camp]):
+        proc = subprocess.run([binary] + [str(a) for a in args], capture_output=True, text=True, env=blob_env(),
+                              timeout=300, cwd=REPO)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    loss, storage = losses(camp / "runs")
+    np.testing.assert_array_equal(loss, local_losses)
+    assert (storage.decode() if isinstance(storage, bytes) else storage) == "blob"
