@@ -87,12 +87,18 @@ def compact_run_file(src: Path, dst: Path, max_timing_rows: int = MAX_TIMING_ROW
 
 
 def archive_campaign(src: str | os.PathLike, dst: str | os.PathLike) -> dict[str, int]:
-    """Copy campaign `src` to `dst` (created; files of an earlier archive are replaced).
-    Returns {"runs": run files, "markers": markers, "bytes_in": ..., "bytes_out": ...}."""
+    """Copy campaign `src` to `dst` (created; an earlier archive there is replaced whole, so no
+    marker or run file of an earlier copy outlives it: a task that failed then and succeeded
+    since must not read as failed). Returns {"runs": run files, "markers": markers,
+    "bytes_in": ..., "bytes_out": ...}."""
     src, dst = Path(src), Path(dst)
     if not (src / "manifest.yaml").is_file() and not (src / "runs").is_dir():
         raise ValueError(f"{src}: neither manifest.yaml nor runs/; archive takes a campaign "
                          f"directory (trainscale sweep expand --out DIR)")
+    for name in CAMPAIGN_FILES:
+        (dst / name).unlink(missing_ok=True)
+    if (dst / "runs").is_dir():
+        shutil.rmtree(dst / "runs")
     (dst / "runs").mkdir(parents=True, exist_ok=True)
     for name in CAMPAIGN_FILES:
         if (src / name).is_file():

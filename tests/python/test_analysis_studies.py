@@ -54,6 +54,18 @@ def test_archive_keeps_every_value_and_compresses(grid_dir, tmp_path):
     assert "Winners" in html.read_text()
 
 
+def test_archive_again_replaces_the_earlier_copy(grid_dir, tmp_path):
+    """A marker of an earlier archive (a task that failed then) must not outlive a new one."""
+    kept = tmp_path / "kept"
+    archive.archive_campaign(grid_dir, kept)
+    stale = kept / "runs" / "000000000000-r0.FAILED"
+    stale.write_text("reason: an earlier attempt\n")
+    archive.archive_campaign(grid_dir, kept)
+    assert not stale.exists()
+    assert sorted(p.name for p in (kept / "runs").iterdir()) == sorted(
+        p.name for p in (grid_dir / "runs").iterdir() if p.suffix in (".h5",) + archive.MARKER_SUFFIXES)
+
+
 def test_archive_refuses_a_directory_that_is_not_a_campaign(tmp_path):
     with pytest.raises(ValueError, match="neither manifest.yaml nor runs/"):
         archive.archive_campaign(tmp_path, tmp_path / "out")
