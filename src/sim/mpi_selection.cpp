@@ -13,8 +13,9 @@ namespace {
 
 // SMPI's MPI_Allreduce nearest to a model algorithm of the cluster file (perfmodel/collectives.h):
 // bkt and ring are reduce-scatter + all-gather on a ring (lr), mst and tree reduce to a root and
-// broadcast along binomial trees (redbcast, with a binomial MPI_Reduce), butterfly is recursive doubling (rdb), rabenseifner recursive halving +
-// doubling (rab_rdb); ps and shm have no MPI counterpart and run the selector's choice.
+// broadcast along binomial trees (redbcast, with a binomial MPI_Reduce), butterfly is recursive
+// doubling (rdb), rabenseifner recursive halving + doubling (rab_rdb); ps and shm have no MPI
+// counterpart and run the selector's choice.
 const std::map<std::string, std::string>& model_allreduce() {
   static const std::map<std::string, std::string> m{{"bkt", "lr"},        {"ring", "lr"},  {"mst", "redbcast"},
                                                     {"tree", "redbcast"}, {"butterfly", "rdb"},

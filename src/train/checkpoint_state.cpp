@@ -117,9 +117,8 @@ std::optional<ShareState> share_state_of(const RankCheckpoint& r, int world) {
   TS_CHECK(r.share_changes.size() % row == 0, "checkpoint: the share changes hold " + std::to_string(r.share_changes.size()) +
                                                   " values, not rows of a step and " + std::to_string(world) + " shares");
   ShareState state;
-  for (size_t at = 0; at < r.share_changes.size(); at += row)
-    state.changes.push_back({r.share_changes[at], std::vector<int64_t>(r.share_changes.begin() + static_cast<std::ptrdiff_t>(at + 1),
-                                                                       r.share_changes.begin() + static_cast<std::ptrdiff_t>(at + row))});
+  for (auto at = r.share_changes.begin(); at != r.share_changes.end(); at += static_cast<std::ptrdiff_t>(row))
+    state.changes.push_back({*at, std::vector<int64_t>(at + 1, at + static_cast<std::ptrdiff_t>(row))});
   state.window_seconds = r.share_window_seconds;
   state.window_samples = r.share_window_samples;
   return state;
