@@ -115,8 +115,7 @@ def resume_and_check(cfg, out, expected_sha, resumed_from=None):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("resuming after step") == 1, "rank 0 alone reports"
     sha, attempt, step, shape = final(out)
-    if expected_sha is not None:
-        assert sha == expected_sha, "the resumed 2-rank run must end with the uninterrupted run's parameters"
+    assert sha == expected_sha, "the resumed 2-rank run must end with the uninterrupted run's parameters"
     assert attempt == 2 and shape == (24, 2)
     if resumed_from is not None:
         assert step == resumed_from
@@ -243,39 +242,35 @@ def test_a_heterogeneous_run_preempted_by_sigterm_resumes_bit_exact(tmp_path_fac
 
 # Measured shares: equal for 7 steps, then each rank's share follows its measured speed (rank 1
 # emulates a 3x slower worker). The decision after step 7 applies from step 11 (the loader's 2
-# batches of read-ahead), so the preemption's checkpoint (step 8-10) holds a decided change not
-# yet in force: the resumed run must apply it at step 11. The decision itself comes from
-# wall-clock speeds, so two runs need not decide alike: a resume is checked against a second
-# resume of the same checkpoint (bit-exact), and against the uninterrupted run where both
-# decided the same shares.
+# batches of read-ahead), so the checkpoint at step 8 holds a decided change not yet in force.
+# The decision comes from wall-clock speeds, so two runs need not decide alike: the run keeps
+# its checkpoints (checkpoint.keep), and resuming it from the one at step 8 (the later one and
+# the run file removed, as after a kill) must end with the same run's parameters and shares.
 MEASURED = HETERO.replace("\nranks: [{backend: ref}, {backend: cpu}]", "").replace(
     "partition: static, shares: [12, 4], emulate_slowdown: {rank: 1, factor: 1.5}",
-    "partition: measured, calibration_steps: 7, emulate_slowdown: {rank: 1, factor: 3.0}")
+    "partition: measured, calibration_steps: 7, emulate_slowdown: {rank: 1, factor: 3.0}").replace(
+    "checkpoint: {every_steps: 8}", "checkpoint: {every_steps: 8, keep: true}")
 
 
-def test_measured_shares_decided_before_a_preemption_apply_after_the_resume(tmp_path_factory):
-    cfg, expected = reference(tmp_path_factory, "measured", MEASURED)
-    with h5py.File(next((cfg.parent / "out").glob("*.h5"))) as f:
-        reference_shares = f["partition/shares"][...]
-    out = cfg.parent / "preempted"
-    proc = launch(["run", "--config", cfg, "--out", out])
-    for pid in wait_for_ranks_and_checkpoint(proc, out):
-        os.kill(pid, signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 4, stdout + stderr
-    step = preempted_marker(out, "SIGTERM")
-    assert 8 <= step < 11, "the preemption's checkpoint comes before the decided shares apply (step 11)"
-    (checkpoint,) = out.glob(f"*.checkpoint.{step}.hdf5")
-    with h5py.File(checkpoint) as f:
-        changes = f["ranks/share_changes"][0].tolist()  # [first step, share, share] per change
-    assert changes[:4] == [1, 8, 8, 11] and len(changes) == 6 and sum(changes[4:]) == 16, changes
-    decided = changes[4:]
-    assert decided[0] > decided[1], "the slowed rank 1 gets the smaller share"
-    again = cfg.parent / "again"
-    shutil.copytree(out, again)
-    resume_and_check(cfg, out, expected if (reference_shares[10:] == decided).all() else None, resumed_from=step)
-    with h5py.File(next(out.glob("*.h5"))) as f:
+def test_measured_shares_decided_before_a_checkpoint_apply_after_the_resume(tmp_path):
+    cfg = write_config(tmp_path / "measured.yaml", MEASURED)
+    out = tmp_path / "out"
+    proc = mpirun(2, ["run", "--config", cfg, "--out", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (run_file,) = out.glob("*.h5")
+    with h5py.File(run_file) as f:
         shares = f["partition/shares"][...]
-        assert (shares[:10] == [8, 8]).all() and (shares[10:] == decided).all(), shares
-        resumed_sha = f["summary"].attrs["params_sha256"]
-    resume_and_check(cfg, again, resumed_sha, resumed_from=step)
+        sha = f["summary"].attrs["params_sha256"]
+    decided = shares[-1].tolist()
+    assert (shares[:10] == [8, 8]).all() and (shares[10:] == decided).all() and decided[0] > decided[1], shares
+    (at8,) = out.glob("*.checkpoint.8.hdf5")
+    with h5py.File(at8) as f:
+        assert f["ranks/share_changes"][0].tolist() == [1, 8, 8, 11] + decided, "the change due at step 11"
+    for path in [run_file, *out.glob("*.checkpoint.16.hdf5")]:
+        path.unlink()
+    proc = mpirun(2, ["run", "--config", cfg, "--out", out, "--resume"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "resuming after step 8" in proc.stdout, proc.stdout
+    with h5py.File(next(out.glob("*.h5"))) as f:
+        assert (f["partition/shares"][...] == shares).all(), "the decided shares apply from step 11 again"
+        assert f["summary"].attrs["params_sha256"] == sha, "the resumed run ends with the run's own parameters"
