@@ -4,7 +4,9 @@
 // once, and sends a worker
 // its fresh weights when the staleness bound allows (dist/ssp_clock.h). It never waits for a
 // particular worker, only for the next push. train/ps_server_loop.h runs it with the run's Sgd
-// and learning-rate schedule.
+// and learning-rate schedule. Server 0 also arbitrates the step at which every worker acts on a
+// preemption or a time-based checkpoint (dist/boundary_arbiter.h); at a checkpoint rank 0 takes
+// each shard's weights and momentum, and a resumed run puts them back before the first push.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,8 @@
 
 namespace ts {
 
+class SspClock;
+
 // One optimizer step on the shard with one worker's gradient: weights and gradient hold `count`
 // floats; `clock` is the pushing worker's step (0-based), which picks the learning rate.
 using PsApply = std::function<void(float* weights, const float* gradient, int64_t count, int64_t clock)>;
@@ -23,6 +27,7 @@ using PsApply = std::function<void(float* weights, const float* gradient, int64_
 // What one server did (its log line).
 struct AsyncPsServerStats {
   int64_t pushes = 0;
+  int preempted_by = 0;  // the signal a worker left with after a preemption (0: none)
   double apply_s = 0;    // in the optimizer step
   double receive_s = 0;  // waiting for the next push
 };
@@ -34,10 +39,17 @@ class AsyncPsServer {
 
   const AsyncPsPlan& plan() const { return plan_; }
   int64_t shard_count() const { return static_cast<int64_t>(weights_.size()); }
-  // Serves pushes until every worker has left.
-  AsyncPsServerStats serve(const PsApply& apply);
+  // Serves pushes until every worker has left. `velocity`: the optimizer's momentum of the
+  // shard (shard_count floats, host memory), which checkpoints take and resumes put back.
+  AsyncPsServerStats serve(const PsApply& apply, float* velocity);
 
  private:
+  // Rank 0's snapshot at a checkpoint: the shard's weights and momentum to rank 0.
+  void send_snapshot(const float* velocity);
+  // Rank 0's restore of a resumed run: the shard's weights and momentum from rank 0, `steps`
+  // done by every worker; an empty answer once they are in place.
+  void take_restore(float* velocity, int64_t steps, SspClock& ssp);
+
   Communicator& world_;
   AsyncPsLayout layout_;
   int64_t staleness_;

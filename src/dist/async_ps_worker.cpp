@@ -65,7 +65,9 @@ StepVerdict AsyncPsWorkerExchange::finish_step(bool average_weights) {
   const double t0 = MPI_Wtime();
   const bool final = clock_ + 1 >= options_.total_steps;
   const PsPushHeader push{static_cast<double>(PsMessage::push), static_cast<double>(clock_), final ? 1.0 : 0.0,
-                          static_cast<double>(local_loss_)};
+                          static_cast<double>(local_loss_), static_cast<double>(request_.signal),
+                          request_.checkpoint ? 1.0 : 0.0};
+  request_ = {};  // the step boundary asks again while it still needs to
   std::vector<PsReplyHeader> replies(static_cast<size_t>(layout_.servers));
   std::vector<MPI_Request> requests;
   const MPI_Comm mc = mpi_comm(world_);
@@ -84,6 +86,10 @@ StepVerdict AsyncPsWorkerExchange::finish_step(bool average_weights) {
     TS_MPI(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
   }
   ++clock_;
+  const PsReplyHeader& arbiter = replies.front();  // server 0's agreement
+  if (arbiter.agreed_step != 0)
+    agreed_ = {static_cast<int64_t>(arbiter.agreed_step), static_cast<int>(arbiter.agreed_signal),
+               arbiter.agreed_checkpoint != 0};
   double stalest = 0, held = 0;
   bool nonfinite = !std::isfinite(local_loss_);
   for (const PsReplyHeader& h : replies) {
@@ -114,9 +120,69 @@ void AsyncPsWorkerExchange::leave() {
   if (left_) return;
   left_ = true;
   ExchangeGuard guard(watchdog_of(world_), "async_ps: telling the servers this worker is done");
-  const PsPushHeader bye{static_cast<double>(PsMessage::leave), static_cast<double>(clock_), 0, 0};
+  const int preempted_by = agreed_.step == clock_ ? agreed_.signal : 0;
+  const PsPushHeader bye{static_cast<double>(PsMessage::leave), static_cast<double>(clock_), 0, 0,
+                         static_cast<double>(preempted_by), 0};
   for (int s = 0; s < layout_.servers; ++s)
     TS_MPI(MPI_Send(&bye, kPsPushDoubles, MPI_DOUBLE, layout_.server_rank(s), kTagPsPush, mpi_comm(world_)));
+}
+
+void AsyncPsWorkerExchange::capture_model(std::vector<float>* params, std::vector<float>* velocity) {
+  // Every worker has finished this step, so every server has applied every push up to it.
+  workers_.barrier();
+  if (workers_.rank() == 0) {
+    TS_CHECK(params != nullptr && velocity != nullptr, "async_ps: rank 0 captures the model into nothing");
+    params->resize(static_cast<size_t>(arenas_.param_count));
+    velocity->resize(static_cast<size_t>(arenas_.param_count));
+    ExchangeGuard guard(watchdog_of(world_), "async_ps: taking the servers' shards for a checkpoint");
+    const PsPushHeader ask{static_cast<double>(PsMessage::snapshot), static_cast<double>(clock_), 0, 0, 0, 0};
+    const MPI_Comm mc = mpi_comm(world_);
+    for (int s = 0; s < layout_.servers; ++s) {
+      const Bucket shard = shards_[static_cast<size_t>(s)];
+      const int server = layout_.server_rank(s), n = mpi_count(shard.second);
+      TS_MPI(MPI_Send(&ask, kPsPushDoubles, MPI_DOUBLE, server, kTagPsPush, mc));
+      TS_MPI(MPI_Recv(params->data() + shard.first, n, MPI_FLOAT, server, kTagPsModelData, mc, MPI_STATUS_IGNORE));
+      TS_MPI(MPI_Recv(velocity->data() + shard.first, n, MPI_FLOAT, server, kTagPsModelData, mc, MPI_STATUS_IGNORE));
+    }
+  }
+  workers_.barrier();  // no worker pushes its next gradient before every shard is taken
+}
+
+void AsyncPsWorkerExchange::restore_model(const float* params, const float* velocity, int64_t steps_done) {
+  clock_ = steps_done;
+  if (workers_.rank() == 0) {
+    ExchangeGuard guard(watchdog_of(world_), "async_ps: giving the servers their checkpointed shards");
+    const PsPushHeader restore{static_cast<double>(PsMessage::restore), static_cast<double>(steps_done), 0, 0, 0, 0};
+    const MPI_Comm mc = mpi_comm(world_);
+    for (int s = 0; s < layout_.servers; ++s) {
+      const Bucket shard = shards_[static_cast<size_t>(s)];
+      const int server = layout_.server_rank(s), n = mpi_count(shard.second);
+      TS_MPI(MPI_Send(&restore, kPsPushDoubles, MPI_DOUBLE, server, kTagPsPush, mc));
+      TS_MPI(MPI_Send(params + shard.first, n, MPI_FLOAT, server, kTagPsModelData, mc));
+      TS_MPI(MPI_Send(velocity + shard.first, n, MPI_FLOAT, server, kTagPsModelData, mc));
+      TS_MPI(MPI_Recv(nullptr, 0, MPI_FLOAT, server, kTagPsModelData, mc, MPI_STATUS_IGNORE));  // in place
+    }
+  }
+  workers_.barrier();  // no worker pushes before every server holds its shard again
+}
+
+// [max_staleness, bound_wait_s, pull_wait_s, histogram (staleness + 1)]: the record so far.
+std::vector<float> AsyncPsWorkerExchange::checkpoint_state() const {
+  std::vector<float> state = {static_cast<float>(record_.max_staleness), static_cast<float>(record_.bound_wait_s),
+                              static_cast<float>(record_.pull_wait_s)};
+  for (int64_t count : record_.staleness_histogram) state.push_back(static_cast<float>(count));
+  return state;
+}
+
+void AsyncPsWorkerExchange::restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) {
+  const size_t bins = record_.staleness_histogram.size();
+  TS_CHECK(state.size() == 3 + bins, "checkpoint: the async_ps record holds " + std::to_string(state.size()) +
+                                         " values, not 3 + " + std::to_string(bins) + " (another dist.staleness?)");
+  record_.max_staleness = static_cast<int64_t>(state[0]);
+  record_.bound_wait_s = state[1];
+  record_.pull_wait_s = state[2];
+  for (size_t k = 0; k < bins; ++k) record_.staleness_histogram[k] = static_cast<int64_t>(state[3 + k]);
+  clock_ = steps_done;
 }
 
 }  // namespace ts

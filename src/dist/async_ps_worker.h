@@ -5,7 +5,9 @@
 // bound allows (dist/ssp_clock.h), so a worker waits only when it is more than
 // dist.staleness steps ahead of the slowest worker (or, on its last step, for every worker's
 // last gradient, so all workers end with the same weights). The worker never steps its own
-// optimizer: the update callback is unused. Host arenas only. The message protocol is in
+// optimizer: the update callback is unused. Host arenas only. No collective of the workers
+// happens between steps (train/step_boundary.h agrees through server 0), only at evaluations
+// and checkpoints. The message protocol is in
 // dist/async_ps_messages.h; the server side in dist/async_ps_server.h.
 #pragma once
 
@@ -47,7 +49,21 @@ class AsyncPsWorkerExchange : public ExchangeStrategy {
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
   const std::vector<Bucket>& buckets() const override { return shards_; }
+  // A preempted worker (it stopped at an agreed step with a signal) says so as it leaves.
   void leave() override;
+
+  // Checkpoints: the weights and momentum are the servers' (rank 0 takes and restores each
+  // shard); the worker's own state is its step count and its record so far.
+  bool model_lives_elsewhere() const override { return true; }
+  void capture_model(std::vector<float>* params, std::vector<float>* velocity) override;
+  void restore_model(const float* params, const float* velocity, int64_t steps_done) override;
+  std::vector<float> checkpoint_state() const override;
+  void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) override;
+
+  // Between steps the workers agree through server 0 (dist/boundary_arbiter.h).
+  bool agrees_by_messages() const override { return true; }
+  void request_boundary(const BoundaryRequest& request) override { request_ = request; }
+  BoundaryAgreement agreed_boundary() const override { return agreed_; }
 
   const AsyncPsRecord& record() const { return record_; }
 
@@ -61,6 +77,8 @@ class AsyncPsWorkerExchange : public ExchangeStrategy {
   int64_t clock_ = 0;  // gradients pushed
   float local_loss_ = 0;
   bool left_ = false;
+  BoundaryRequest request_;     // rides on the next push
+  BoundaryAgreement agreed_;    // server 0's latest
   AsyncPsRecord record_;
 };
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "dist/allreduce.h"
+#include "dist/boundary_arbiter.h"
 #include "dist/communicator.h"
 #include "dist/compression_options.h"
 
@@ -175,6 +176,25 @@ class ExchangeStrategy {
   virtual void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) {
     (void)state, (void)steps_done;
   }
+
+  // Strategies whose parameters and momentum live elsewhere (async_ps: sharded over its
+  // servers) give them to a checkpoint and take them back on a resume. capture_model: collective
+  // between steps (it waits until every rank has finished the step); rank 0 gets the whole
+  // parameters and momentum (param_count floats each), the others pass null. restore_model: a
+  // resumed run, collective, before its first step; every rank holds the checkpoint's values.
+  virtual bool model_lives_elsewhere() const { return false; }
+  virtual void capture_model(std::vector<float>* params, std::vector<float>* velocity) { (void)params, (void)velocity; }
+  virtual void restore_model(const float* params, const float* velocity, int64_t steps_done) {
+    (void)params, (void)velocity, (void)steps_done;
+  }
+
+  // Strategies whose workers never wait for each other between steps (async_ps) agree on a
+  // preemption or a time-based checkpoint by messages instead of a collective
+  // (train/step_boundary.h, dist/boundary_arbiter.h): a request rides on this rank's next
+  // exchange; agreed_boundary() is the latest agreement it heard of.
+  virtual bool agrees_by_messages() const { return false; }
+  virtual void request_boundary(const BoundaryRequest& request) { (void)request; }
+  virtual BoundaryAgreement agreed_boundary() const { return {}; }
 
   // After the last step (or a stop: divergence, preemption), once per rank: a strategy with
   // peers outside the collective protocol (async_ps: its servers) tells them it is gone.

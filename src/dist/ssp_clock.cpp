@@ -19,6 +19,15 @@ SspClock::SspClock(int workers, int64_t staleness)
   TS_CHECK(workers >= 1 && staleness >= 0, "SspClock: needs >= 1 worker and staleness >= 0");
 }
 
+void SspClock::start_at(int64_t steps) {
+  TS_CHECK(steps >= 0, "SspClock: a negative step count");
+  std::fill(clock_.begin(), clock_.end(), steps);
+  std::fill(sent_round_.begin(), sent_round_.end(), steps);
+  std::fill(awaiting_.begin(), awaiting_.end(), 0);
+}
+
+int64_t SspClock::newest() const { return *std::max_element(clock_.begin(), clock_.end()); }
+
 int64_t SspClock::round() const {
   int64_t r = std::numeric_limits<int64_t>::max();
   for (size_t w = 0; w < clock_.size(); ++w)
@@ -35,7 +44,7 @@ int64_t SspClock::on_push(int worker, bool final) {
   TS_CHECK(worker >= 0 && w < clock_.size(), "SspClock: no worker " + std::to_string(worker));
   TS_CHECK(!awaiting_[w] && !left_[w], "SspClock: worker " + std::to_string(worker) +
                                            " pushed again before its reply, or after it left");
-  const int64_t stale = round() - sent_round_[w];
+  const int64_t stale = clock_[w] - sent_round_[w];  // its steps then, less the round its weights held
   ++clock_[w];
   awaiting_[w] = 1;
   final_[w] = final ? 1 : 0;

@@ -9,8 +9,10 @@
 // staleness 0 that is bulk synchronous: every worker's gradient of step c is applied before any
 // worker computes step c + 1. A push marked final (a worker's last step) waits for round ==
 // clock whatever the bound, so every worker ends with the same, final weights.
-// The staleness of an applied gradient is the number of rounds completed between the reply
-// that carried the weights it was computed on and its application: 0..staleness.
+// The staleness of an applied gradient is how far its worker was ahead of the weights it was
+// computed on: the steps the worker had pushed when the reply carrying them went, less the round
+// they held (the steps of the other workers they lack), 0..staleness. The fastest worker meets
+// the bound; the slowest computes on weights that hold every worker's steps up to its own: 0.
 #pragma once
 
 #include <cstddef>
@@ -33,7 +35,11 @@ class SspClock {
   // answered, as of the current round.
   std::vector<int> take_ready();
 
+  // A resumed run: every worker has pushed `steps` gradients and holds the weights after them.
+  void start_at(int64_t steps);
+
   int64_t round() const;
+  int64_t newest() const;  // the most gradients any worker has pushed
   int64_t clock(int worker) const { return clock_[static_cast<size_t>(worker)]; }
   bool awaiting_reply(int worker) const { return awaiting_[static_cast<size_t>(worker)] != 0; }
   bool all_left() const;

@@ -95,9 +95,6 @@ std::string checkpoint_refusal(const RunConfig& run) {
   if (run.dist.strategy == DistStrategy::hogwild)
     return "dist.strategy hogwild is not checkpointed: its replicas race on the shared weights, so no resumed run "
            "could repeat the uninterrupted one; run without checkpoints";
-  if (run.dist.strategy == DistStrategy::async_ps)
-    return "dist.strategy async_ps is not checkpointed: the weights and optimizer state live on the server ranks, "
-           "which a checkpoint does not capture; run without checkpoints";
   return "";
 }
 
@@ -105,8 +102,10 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
                             Communicator& comm) {
   const double t0 = now_seconds();
   const bool root = comm.rank() == 0;
-  const bool per_rank = !s.replicas_identical;
-  RankCheckpoint mine = capture_rank_state(rec, s, per_rank || root);
+  // async_ps: the weights and momentum are the servers', taken once every rank is at `step`.
+  const bool elsewhere = s.exchange->model_lives_elsewhere();
+  const bool per_rank = !s.replicas_identical && !elsewhere;
+  RankCheckpoint mine = capture_rank_state(rec, s, per_rank || (root && !elsewhere));
   std::string blob;
   if (!root) {
     ByteWriter out;
@@ -114,6 +113,7 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
     blob = out.take();
   }
   const std::vector<std::string> blobs = comm.gather_blobs_to_root(blob);
+  if (elsewhere) s.exchange->capture_model(root ? &mine.params : nullptr, root ? &mine.velocity : nullptr);
   std::string path;
   if (root) {
     Checkpoint c = header_of(target, step, rec, comm.size());

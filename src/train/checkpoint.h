@@ -31,7 +31,8 @@ std::string checkpoint_path(const std::string& out_dir, const std::string& run_i
 // This run's checkpoints in `out_dir` as (step, path), the newest (highest step) first.
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir, const std::string& run_id);
 
-// "" when a checkpoint of `run` restores it exactly; otherwise why not (checkpoint.* and
+// "" when a checkpoint of `run` restores it (exactly, where the run itself is deterministic:
+// async_ps with dist.staleness > 0 is not); otherwise why not (checkpoint.* and
 // --resume are refused with it: backend cuda, whose autotuned cuDNN algorithms may differ in a
 // new process, so a resumed run would not be bit-identical).
 std::string checkpoint_refusal(const RunConfig& run);

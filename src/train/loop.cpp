@@ -53,7 +53,7 @@ void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostre
 // True when the loop must stop.
 bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRecording& rec, RunSetup& s,
                    Communicator& comm, std::ostream& log, const CheckpointTarget* checkpoints) {
-  const BoundaryDecision d = boundary.after_step(step, sync_point, comm);
+  const BoundaryDecision d = boundary.after_step(step, sync_point, comm, *s.exchange);
   if (d.checkpoint && checkpoints) {
     const double before = rec.checkpoint_seconds;
     const std::string path = save_checkpoint(*checkpoints, step, rec, s, comm);

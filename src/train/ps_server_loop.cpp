@@ -3,8 +3,11 @@
 
 #include <cstdio>
 #include <ostream>
+#include <string>
 
 #include "backend/backend_factory.h"
+#include "core/error.h"
+#include "core/preemption_signal.h"
 #include "dist/async_ps_server.h"
 #include "nn/optimizer.h"
 #include "train/learning_rate.h"
@@ -29,12 +32,17 @@ void serve_async_ps(const ResolvedConfig& cfg, Communicator& world, std::ostream
   const AsyncPsServerStats stats = server.serve([&sgd, &lr, share](float* weights, const float* gradient,
                                                                     int64_t count, int64_t clock) {
     sgd.step_range(weights, gradient, lr.at(clock) * share, 0, count);
-  });
+  }, sgd.velocity());
   char line[200];
   std::snprintf(line, sizeof line, "async_ps server %d: %lld pushes on %lld weights, %.3f s applying, %.3f s waiting\n",
                 world.rank() - r.workers, static_cast<long long>(stats.pushes),
                 static_cast<long long>(server.shard_count()), stats.apply_s, stats.receive_s);
   log << line;
+  // The workers stopped at an agreed step for a preemption (rank 0 wrote the checkpoint and the
+  // marker): this rank ends as they do.
+  if (stats.preempted_by != 0)
+    throw PreemptedError("async_ps server " + std::to_string(world.rank() - r.workers) + ": the workers stopped for " +
+                         signal_name(stats.preempted_by));
 }
 
 }  // namespace ts

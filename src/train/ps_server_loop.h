@@ -3,7 +3,9 @@
 // trains nothing, so it runs this loop instead of the timed loop: the run's Sgd (momentum,
 // weight decay, Nesterov) over its shard, one step per push with the run's learning rate at the
 // pushing worker's step divided by the number of workers, until every worker has left. The
-// velocity advances once per push: with momentum, N pushes are not one synchronous step. It writes no run file; it logs one line.
+// velocity advances once per push: with momentum, N pushes are not one synchronous step. It
+// writes no run file; it logs one line. When the workers stopped for a preemption it throws
+// PreemptedError after them (the same exit code on every rank).
 #pragma once
 
 #include <iosfwd>

@@ -2,6 +2,7 @@
 // fresh weights when, and how stale each applied gradient was.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
@@ -28,32 +29,34 @@ TEST(SspClock, AFastWorkerRunsAtMostStalenessStepsAhead) {
   // (round 0 >= clock - 2), the third waits.
   EXPECT_EQ(c.on_push(0, false), 0);
   EXPECT_EQ(c.take_ready(), std::vector<int>{0});
-  EXPECT_EQ(c.on_push(0, false), 0);
+  EXPECT_EQ(c.on_push(0, false), 1) << "computed at clock 1 on the weights of round 0";
   EXPECT_EQ(c.take_ready(), std::vector<int>{0});
-  EXPECT_EQ(c.on_push(0, false), 0);
+  EXPECT_EQ(c.on_push(0, false), 2);
   EXPECT_TRUE(c.take_ready().empty()) << "clock 3 is 3 steps ahead of worker 1";
-  // Worker 1 computed on the initial weights (round 0); its push completes round 1.
+  // Worker 1 computed on the initial weights at clock 0: fresh. Its push completes round 1.
   EXPECT_EQ(c.on_push(1, false), 0);
   EXPECT_EQ(c.take_ready(), (std::vector<int>{0, 1}));
   EXPECT_EQ(c.round(), 1);
-  // Worker 1 catches up to round 2; worker 0's pending gradient was computed on weights sent
-  // at round 1, so it is one round stale.
+  // Worker 1 catches up to round 2; worker 0 computed at clock 3 on the weights of round 1.
   EXPECT_EQ(c.on_push(1, false), 0);
   EXPECT_EQ(c.round(), 2);
   EXPECT_EQ(c.take_ready(), std::vector<int>{1});
-  EXPECT_EQ(c.on_push(0, false), 1) << "worker 0's weights were sent at round 1, round 2 is complete since";
+  EXPECT_EQ(c.on_push(0, false), 2) << "its weights lacked worker 1's steps 2 and 3";
 }
 
-TEST(SspClock, StalenessCountsRoundsCompletedSinceTheWeightsWereSent) {
+TEST(SspClock, StalenessIsHowFarAheadOfItsWeightsRoundAWorkerWas) {
   SspClock c(2, 3);
   EXPECT_EQ(c.on_push(1, false), 0);
-  EXPECT_EQ(c.take_ready(), std::vector<int>{1});  // sent at round 0
-  for (int k = 0; k < 3; ++k) {  // worker 0 runs ahead; the round stops at 1 (worker 1's clock)
-    EXPECT_EQ(c.on_push(0, false), 0);
+  EXPECT_EQ(c.take_ready(), std::vector<int>{1});  // worker 1 has 1 step, its weights round 0
+  for (int k = 0; k < 4; ++k) {  // worker 0 runs ahead; the round stops at 1 (worker 1's clock)
+    EXPECT_EQ(c.on_push(0, false), std::max(0, k - 1)) << "push " << k + 1;
     EXPECT_EQ(c.take_ready(), std::vector<int>{0});
   }
+  EXPECT_EQ(c.on_push(0, false), 3) << "at the bound";
+  EXPECT_TRUE(c.take_ready().empty()) << "clock 5 waits for round 2";
   EXPECT_EQ(c.round(), 1);
-  EXPECT_EQ(c.on_push(1, false), 1) << "one round (worker 0's first push) completed since round 0";
+  EXPECT_EQ(c.on_push(1, false), 1) << "worker 1 had 1 step when it got the weights of round 0";
+  EXPECT_EQ(c.take_ready(), (std::vector<int>{0, 1}));
 }
 
 TEST(SspClock, AFinalPushWaitsForEveryWorkersLastGradient) {

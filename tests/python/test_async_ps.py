@@ -63,8 +63,10 @@ seed: 3
 @pytest.mark.parametrize("staleness", [0, 2])
 def test_a_slow_worker_meets_the_staleness_bound_and_never_passes_it(tmp_path, staleness):
     """Worker 1 is 6x slower (dist.emulate_slowdown), so worker 0 runs ahead until the bound
-    holds it: with a bound of 2 the servers apply stale gradients, never staler than the bound
-    (/async_ps max_staleness, not clamped as the histogram's last column is); with 0, none."""
+    holds it: with a bound of 2 worker 0's gradients are computed 2 steps ahead of the weights'
+    round (/async_ps max_staleness, not clamped as the histogram's last column is), worker 1's
+    never (it is the round); with 0, none. Nothing else holds worker 0 back between steps: a
+    collective of the workers there would keep it within one step."""
     text = f"""\
 model: mlp
 dataset: {{name: fashion_mnist, format: idx, root: {FMNIST}}}
@@ -86,8 +88,7 @@ seed: 3
         most = f["async_ps/max_staleness"][:]
         assert hist.shape == (2, staleness + 1)
         np.testing.assert_array_equal(hist.sum(axis=1), [24, 24])
-        assert np.all(most <= staleness), (most, hist)
-        assert (most.max() >= 1) == (staleness > 0), (most, hist)
+        np.testing.assert_array_equal(most, [staleness, 0], err_msg=str(hist))
         np.testing.assert_array_equal(hist[:, 1:].sum(axis=1) > 0, most > 0)
         assert f["partition"].attrs["emulate_slowdown_rank"] == 1
 
@@ -97,14 +98,6 @@ def test_the_world_must_hold_workers_plus_servers(tmp_path):
     proc = mpirun(2, ["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "2 worker(s) plus 1 server(s)" in proc.stderr and "mpirun -np 3" in proc.stderr, proc.stderr
-
-
-def test_checkpoints_are_refused(tmp_path):
-    cfg = async_config(tmp_path, "ckpt", 2, 1, 0)
-    write_config(cfg, cfg.read_text() + "checkpoint: {every_steps: 5}\n")
-    proc = mpirun(3, ["run", "--config", cfg, "--out", tmp_path / "out"])
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "checkpoint.every_steps" in proc.stderr and "async_ps is not checkpointed" in proc.stderr, proc.stderr
 
 
 # The issue's bar: 2 epochs of Fashion-MNIST reach >= 85% test accuracy (an MLP, 2 workers x 32,

@@ -4,7 +4,10 @@ real faults (docs/reliability.md): every rank killed with SIGKILL after a checkp
 SIGTERM sent to every rank, or SIGUSR1 to one rank only (the ranks agree and all stop at the
 same step), then `--resume`d under the launcher: the run ends with the uninterrupted run's
 summary/params_sha256. The weight_avg case keeps every rank's own parameters and momentum.
-The processes signalled are this test's launcher's descendants only."""
+The processes signalled are this test's launcher's descendants only. async_ps runs its servers
+as extra ranks: one worker with two servers resumes bit-exact (the servers' shards and momentum
+are in the checkpoint); two workers with a staleness bound, one of them slow, stop at the step
+server 0 names when one worker alone gets SIGUSR1, and resume to the end."""
 import os
 import pathlib
 import shutil
@@ -35,12 +38,12 @@ WEIGHT_AVG = SYNC.replace("dist: {strategy: sync, allreduce: ring, overlap: true
                           "dist: {strategy: weight_avg, period: 3, allreduce: mpi}")
 
 
-def launch(args):
-    """Starts 2 ranks under the flavor's launcher without waiting."""
+def launch(args, np=2):
+    """Starts `np` ranks under the flavor's launcher without waiting."""
     if mpi_flavor() == "mpich":
-        cmd = [shutil.which("mpiexec.mpich"), "-n", "2"]
+        cmd = [shutil.which("mpiexec.mpich"), "-n", str(np)]
     else:
-        cmd = [shutil.which("mpirun.openmpi") or shutil.which("mpirun"), "-np", "2", "--oversubscribe"]
+        cmd = [shutil.which("mpirun.openmpi") or shutil.which("mpirun"), "-np", str(np), "--oversubscribe"]
     cmd += [str(require_binary())] + [str(a) for a in args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
 
@@ -67,12 +70,18 @@ def ranks_of(launcher_pid):
     return found
 
 
-def wait_for_ranks_and_checkpoint(proc, out, timeout=300):
+def world_rank(pid):
+    """The MPI world rank of a launched process (its launcher's environment variable)."""
+    environ = dict(item.split("=", 1) for item in pathlib.Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in item)
+    return int(environ.get("OMPI_COMM_WORLD_RANK", environ.get("PMI_RANK", "-1")))
+
+
+def wait_for_ranks_and_checkpoint(proc, out, timeout=300, np=2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if list(out.glob("*.checkpoint.*.hdf5")):
             ranks = ranks_of(proc.pid)
-            assert len(ranks) == 2, f"expected 2 ranks below the launcher, found {ranks}"
+            assert len(ranks) == np, f"expected {np} ranks below the launcher, found {ranks}"
             return ranks
         if proc.poll() is not None:
             stdout, stderr = proc.communicate()
@@ -89,13 +98,13 @@ def final(out):
                 f["timing/step"].shape)
 
 
-def reference(tmp_path_factory, name, text):
+def reference(tmp_path_factory, name, text, np=2, workers=2):
     base = tmp_path_factory.mktemp(name)
     cfg = write_config(base / f"{name}.yaml", text)
-    proc = mpirun(2, ["run", "--config", cfg, "--out", base / "out"])
+    proc = mpirun(np, ["run", "--config", cfg, "--out", base / "out"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     sha, attempt, resumed_from, shape = final(base / "out")
-    assert attempt == 1 and resumed_from == 0 and shape == (24, 2)
+    assert attempt == 1 and resumed_from == 0 and shape == (24, workers)
     assert not list((base / "out").glob("*.checkpoint.*")), "a completed run removes its checkpoints"
     return cfg, sha
 
@@ -110,13 +119,15 @@ def weight_avg_run(tmp_path_factory):
     return reference(tmp_path_factory, "wavg", WEIGHT_AVG)
 
 
-def resume_and_check(cfg, out, expected_sha, resumed_from=None):
-    proc = mpirun(2, ["run", "--config", cfg, "--out", out, "--resume"])
+def resume_and_check(cfg, out, expected_sha, resumed_from=None, np=2, workers=2):
+    """`expected_sha` None: the run is not deterministic (async_ps with several workers)."""
+    proc = mpirun(np, ["run", "--config", cfg, "--out", out, "--resume"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("resuming after step") == 1, "rank 0 alone reports"
     sha, attempt, step, shape = final(out)
-    assert sha == expected_sha, "the resumed 2-rank run must end with the uninterrupted run's parameters"
-    assert attempt == 2 and shape == (24, 2)
+    if expected_sha is not None:
+        assert sha == expected_sha, "the resumed run must end with the uninterrupted run's parameters"
+    assert attempt == 2 and shape == (24, workers)
     if resumed_from is not None:
         assert step == resumed_from
     assert not list(out.glob("*.checkpoint.*")) and not list(out.glob("*.PREEMPTED"))
@@ -274,3 +285,54 @@ def test_measured_shares_decided_before_a_checkpoint_apply_after_the_resume(tmp_
     with h5py.File(next(out.glob("*.h5"))) as f:
         assert (f["partition/shares"][...] == shares).all(), "the decided shares apply from step 11 again"
         assert f["summary"].attrs["params_sha256"] == sha, "the resumed run ends with the run's own parameters"
+
+
+# async_ps (issue 14): the weights and momentum live on the server ranks, sharded; a checkpoint
+# takes every shard, a resume puts them back before the first push. One worker and two servers
+# are deterministic (one order of pushes), so the resumed run ends bit-exact; momentum 0.9 and
+# the learning rate schedule read the restored step.
+ASYNC_ONE_WORKER = SYNC.replace("workers: 2", "workers: 1").replace(
+    "dist: {strategy: sync, allreduce: ring, overlap: true}",
+    "momentum: 0.9\nlr_schedule: {kind: cosine}\ndist: {strategy: async_ps, servers: 2, staleness: 0}")
+
+
+def test_async_ps_preempted_by_sigterm_resumes_bit_exact_with_the_servers_shards(tmp_path_factory):
+    cfg, expected = reference(tmp_path_factory, "async1", ASYNC_ONE_WORKER, np=3, workers=1)
+    out = cfg.parent / "preempted"
+    proc = launch(["run", "--config", cfg, "--out", out], np=3)
+    for pid in wait_for_ranks_and_checkpoint(proc, out, np=3):
+        os.kill(pid, signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 4, stdout + stderr  # the servers end with the workers' exit code
+    step = preempted_marker(out, "SIGTERM")
+    with h5py.File(out / next(out.glob("*.PREEMPTED")).read_text().split("checkpoint: ")[1].strip()) as f:
+        assert f.attrs["params_per_rank"] == 0, "one copy: the servers' shards"
+        assert (f["model/velocity"][...] != 0).any(), "the servers' momentum"
+    resume_and_check(cfg, out, expected, resumed_from=step, np=3, workers=1)
+
+
+# Two workers, one 3x slower, may be 2 steps apart when worker 1 alone gets SIGUSR1: its request
+# rides on its next push, server 0 names a step no worker has passed, and both stop there with
+# one checkpoint. The resumed run ends after 24 steps with every step in each worker's histogram.
+ASYNC_SLOW = SYNC.replace("dist: {strategy: sync, allreduce: ring, overlap: true}",
+                          "dist: {strategy: async_ps, servers: 1, staleness: 2, "
+                          "emulate_slowdown: {rank: 1, factor: 3.0}}")
+
+
+def test_async_ps_workers_agree_through_the_server_on_the_step_to_stop_and_resume(tmp_path):
+    cfg = write_config(tmp_path / "async_slow.yaml", ASYNC_SLOW)
+    out = tmp_path / "out"
+    proc = launch(["run", "--config", cfg, "--out", out], np=3)
+    ranks = wait_for_ranks_and_checkpoint(proc, out, np=3)
+    (slow,) = [pid for pid in ranks if world_rank(pid) == 1]
+    os.kill(slow, signal.SIGUSR1)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 4, stdout + stderr
+    step = preempted_marker(out, "SIGUSR1")
+    assert 8 < step < 24, step
+    with h5py.File(out / next(out.glob("*.PREEMPTED")).read_text().split("checkpoint: ")[1].strip()) as f:
+        assert f.attrs["step"] == step and f["train/loss"].shape == (step, 2), "both workers stopped at one step"
+    resume_and_check(cfg, out, None, resumed_from=step, np=3, workers=2)
+    with h5py.File(next(out.glob("*.h5"))) as f:
+        assert (f["async_ps/staleness_histogram"][...].sum(axis=1) == 24).all(), "every step once, the resumed ones too"
+        assert f["async_ps/max_staleness"][0] == 2, "worker 0 runs ahead to the bound (no lockstep between steps)"
