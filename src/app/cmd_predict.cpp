@@ -181,6 +181,7 @@ int command_predict(const std::vector<std::string>& args) {
   const std::vector<std::string> cluster_sets =
       vm.count("cluster-set") ? vm["cluster-set"].as<std::vector<std::string>>() : std::vector<std::string>{};
   const ResolvedConfig cfg = load_run_config(vm["config"].as<std::string>(), sets);
+  perf::check_modelled(cfg);
   const perf::ClusterSpec cluster = perf::load_cluster_file(vm["cluster"].as<std::string>(), cluster_sets);
   const std::vector<int64_t> workers =
       vm.count("workers") ? parse_worker_list(vm["workers"].as<std::string>()) : std::vector<int64_t>{cfg.run.workers};

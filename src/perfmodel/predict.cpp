@@ -1,6 +1,8 @@
 // See predict.h.
 #include "perfmodel/predict.h"
 
+#include "config/enums.h"
+#include "dist/exchange_strategy.h"
 #include "core/error.h"
 #include "nn/models.h"
 
@@ -54,6 +56,28 @@ WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t wo
 }
 
 }  // namespace
+
+void check_modelled(const ResolvedConfig& cfg) {
+  const DistConfig& d = cfg.run.dist;
+  const std::string measure = "; measure it with trainscale run";
+  if (d.compression.enabled())
+    throw ConfigError(cfg.locate("dist.compression") + ": the performance model does not price " +
+                      compression_kind_name(d.compression.kind) +
+                      " compression (its all-reduce or all-gather of the compressed bytes, encoding and decoding); "
+                      "predict the run with dist.compression: none" + measure);
+  if (d.strategy == DistStrategy::async_ps || d.strategy == DistStrategy::hogwild)
+    throw ConfigError(cfg.locate("dist.strategy") + ": the performance model prices sync and weight_avg, not " +
+                      dist_strategy_name(d.strategy) + measure);
+  if (d.heterogeneous()) {
+    const char* key = d.partition != PartitionKind::equal     ? "dist.partition"
+                      : d.emulate_slowdown_rank >= 0          ? "dist.emulate_slowdown.rank"
+                      : !cfg.run.rank_backends.empty()        ? "ranks.backend"
+                                                              : "ranks.threads";
+    throw ConfigError(cfg.locate(key) + ": the performance model prices equal workers, not heterogeneous ones "
+                      "(unequal shares, a slowed rank, ranks of different backends or threads); "
+                      "predict the run without " + std::string(key) + measure);
+  }
+}
 
 WorkerPoint predict_point(const RunConfig& config, const ClusterSpec& cluster, int64_t workers, const PredictOptions& options) {
   const std::vector<LayerWork> layers = model_work(work_request(config, cluster, batch_at(config, workers)));

@@ -36,6 +36,13 @@ struct Prediction {
   std::vector<WorkerPoint> points;
 };
 
+// ConfigError (exit 2, naming the key and where it is set) for what the model does not price:
+// gradient compression, async_ps and hogwild, and heterogeneous workers (unequal shares, an
+// emulated slowdown, ranks of different backends or threads). The model prices fp32 buckets of
+// sync and weight_avg exchanged by equal workers (docs/model.md); a prediction that silently
+// left the rest out would be wrong.
+void check_modelled(const ResolvedConfig& config);
+
 // The steps of `config` on `cluster` at each worker count (its `workers` key is replaced; a
 // global_batch is split over each count and must divide by it).
 Prediction predict(const RunConfig& config, const ClusterSpec& cluster, const std::vector<int64_t>& workers,

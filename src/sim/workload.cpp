@@ -45,6 +45,7 @@ ExchangeOptions exchange_options_for(const DistConfig& dist) {
 }
 
 Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, int64_t workers) {
+  perf::check_modelled(cfg);  // the simulated ranks compute what the model prices
   const perf::Prediction prediction = perf::predict(cfg.run, cluster, {workers});
   Workload w;
   w.point = prediction.points.front();

@@ -115,6 +115,23 @@ def test_errors_exit_2(tmp_path, args, expected):
     assert expected in proc.stderr, proc.stderr
 
 
+# What the model does not price is refused by name and place, never predicted as plain sync.
+@pytest.mark.parametrize("line, expected", [
+    ("dist: {strategy: sync, compression: topk}", "run.yaml:7: key 'dist.compression': the performance model does not price topk"),
+    ("dist: {strategy: async_ps, servers: 1}", "run.yaml:7: key 'dist.strategy': the performance model prices sync and weight_avg, not async_ps"),
+    ("workers: 1\ndist: {strategy: hogwild, threads_per_worker: 2}", "not hogwild"),
+    ("global_batch: 64\ndist: {partition: static, shares: [48, 16]}", "key 'dist.partition': the performance model prices equal workers"),
+    ("dist: {emulate_slowdown: {rank: 1, factor: 3}}", "key 'dist.emulate_slowdown.rank'"),
+    ("ranks: [{backend: cpu}, {backend: ref}]", "key 'ranks.backend'"),
+])
+def test_what_the_model_does_not_price_is_refused(tmp_path, line, expected):
+    text = LENET.replace("batch_per_worker: 32\n", "" if "global_batch" in line else "batch_per_worker: 32\n")
+    cfg = write_config(tmp_path / "run.yaml", text + ("" if "workers" in line else "workers: 2\n") + line + "\n")
+    proc = run(["predict", "--config", cfg, "--cluster", LOCAL])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert expected in proc.stderr and "trainscale run" in proc.stderr, proc.stderr
+
+
 def test_bad_cluster_file_names_file_line_and_key(tmp_path):
     cfg = write_config(tmp_path / "run.yaml", LENET)
     bad = write_config(tmp_path / "bad.yaml", SKYLAKE.read_text().replace("alpha_us: 0.5", "alpha_us: fast"))
