@@ -164,6 +164,7 @@ RunConfig typed_config(const KeyTexts& t) {
   r.loss_scale = {enum_from_name(all_loss_scale_modes(), loss_scale_mode_name, str("loss_scale.mode"), "loss_scale.mode"),
                   f64("loss_scale.init"), i64("loss_scale.growth_interval")};
   r.cuda_graphs = flag("cuda.graphs");
+  if (has("flush_denormals")) r.flush_denormals = flag("flush_denormals");
   r.cuda_workspace_mb = i64("cuda.workspace_mb");
   r.backend = enum_from_name(all_backend_kinds(), backend_kind_name, str("backend"), "backend");
   r.threads = static_cast<int>(i64("threads"));

@@ -130,6 +130,7 @@ struct RunConfig {
   LossScaleConfig loss_scale;
   BackendKind backend = BackendKind::cpu;
   bool cuda_graphs = false;
+  bool flush_denormals = true;  // core/float_environment.h: FTZ + DAZ on the threads that compute
   int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)
   int threads = 2;
   int workers = 1;

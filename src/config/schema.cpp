@@ -106,6 +106,7 @@ const std::vector<KeySpec>& run_config_schema() {
       {"loss_scale.init", T::number, "65536", {}, "static scale, or the dynamic scale's start", positive(kFloatMax)},
       {"loss_scale.growth_interval", T::integer, "2000", {}, "dynamic: good steps before the scale doubles", positive(1e9)},
       {"cuda.workspace_mb", T::integer, "512", {}, "cuda: most workspace one op's algorithm may use (MiB)", closed(0, kMega)},
+      {"flush_denormals", T::boolean, "", {}, "CPU threads flush denormal floats to zero (FTZ + DAZ; unset: true)"},
       {"cuda.graphs", T::boolean, "false", {}, "cuda: record the training forward once as a CUDA graph, replay it"},
       {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},
       {"threads", T::integer, "2", {}, "compute threads per worker", positive(1024)},

@@ -121,6 +121,7 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("cpu_model", r.cpu_model);
   file.set_attr("threads", r.threads);
   file.set_attr("precision", r.precision);
+  file.set_attr("flush_denormals", r.flush_denormals);
   file.set_attr("seed", r.seed);
   file.set_attr("simulated", r.simulated);
   if (r.simulated != 0) {

@@ -43,6 +43,7 @@ struct RunRecord {
   std::string cpu_model;                    // the host's CPU, whatever the device
   int64_t threads = 1;                      // int64: compute threads per worker
   std::string precision;                    // fp32 | bf16 | fp16 | tf32
+  int64_t flush_denormals = 0;              // int64: 1 when the CPU threads flushed denormals to zero
   int64_t seed = 1;                         // int64
   // trainscale-sim (docs/model.md "Simulation"): 1 when the run was simulated (its timings are
   // simulated seconds), 0 when measured; a simulated run also has the cluster file it ran on

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/build_info.h"
+#include "core/float_environment.h"
 #include "core/host_info.h"
 #include "core/memory_limits.h"
 #include "core/sha256.h"
@@ -66,6 +67,7 @@ void fill_record(RunRecord& a, const RunRecording& rec, const ResolvedConfig& cf
   a.cpu_model = host_cpu_model();
   a.threads = r.threads;
   a.precision = precision_name(r.precision);
+  a.flush_denormals = denormals_flushed() ? 1 : 0;  // what the threads did, not only what was asked
   a.seed = static_cast<int64_t>(r.seed);
 }
 

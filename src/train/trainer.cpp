@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/host_info.h"
+#include "core/float_environment.h"
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
@@ -195,6 +196,7 @@ RunOutcome train(const ResolvedConfig& run_cfg, const RunIdentity& id, const std
   comm.arm_watchdog(cfg.run.dist.timeout_s);
   if (comm.rank() == 0 && comm.size() > 1) log << "ranks (host:pid): " << comm.rank_processes() << "\n";
   check_host_threads(cfg, comm);
+  set_denormals_flushed(cfg.run.flush_denormals);  // before any thread of the run starts: they inherit it
   if (comm.rank() == 0) {
     prepare_out_dir(out_dir);
     std::error_code ec;  // an earlier attempt's PREEMPTED marker: this attempt takes over

@@ -78,6 +78,7 @@ ts::RunResult sample_result() {
   a.precision = "fp32";
   a.world_size = 2;
   a.threads = 4;
+  a.flush_denormals = 1;
   a.seed = 17;
   a.attempt = 3;
   a.resumed_from_step = 2;
@@ -224,7 +225,8 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   EXPECT_EQ(int_attr(f, "/", "simulated"), 0);  // measured: no sim_cluster / sim_platform
   EXPECT_EQ(int_attr(f, "/", "attempt"), 3);
   EXPECT_EQ(int_attr(f, "/", "resumed_from_step"), 2);
-  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 8);
+  EXPECT_EQ(int_attr(f, "/", "flush_denormals"), 1);
+  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 9);
 
   // /config
   EXPECT_EQ(string_attr(f, "/config", "dataset.name"), "fashion_mnist");

@@ -26,7 +26,7 @@ seed: 7
 STRING_ATTRS = ["schema", "run_id", "config_id", "campaign", "status", "message", "config", "version", "git_sha",
                 "start_time", "end_time", "hosts", "mpi_flavor", "mpi_version", "mpi_tuning", "dist_transport", "backend",
                 "device", "device_name", "device_generation", "cpu_model", "isa", "precision"]
-INT_ATTRS = ["world_size", "threads", "seed"]
+INT_ATTRS = ["world_size", "threads", "seed", "flush_denormals"]
 SUMMARY = ["images_per_s", "images_per_s_per_worker", "step_time_median", "step_time_p90", "warmup_steps",
            "final_train_loss", "min_train_loss", "final_accuracy", "best_accuracy", "time_to_target", "diverged"]
 PHASES = ["data_wait", "forward", "backward", "comm", "comm_wait", "optimizer", "step"]
@@ -69,6 +69,7 @@ def test_run_file_schema(short_run):
         assert f.attrs["schema"] == "trainscale-run/1"
         assert f.attrs["status"] == "ok"
         assert f.attrs["world_size"] == 1 and f.attrs["threads"] == 2 and f.attrs["seed"] == 7
+        assert f.attrs["flush_denormals"] == 1, "the default: FTZ + DAZ on the run's threads"
         assert f.attrs["run_id"] == path.stem
         assert f.attrs["run_id"].endswith(f.attrs["config_id"])
         assert f.attrs["mpi_flavor"] in ("openmpi", "mpich")
@@ -124,6 +125,13 @@ def test_same_seed_same_trajectory(tmp_path, short_run):
     with h5py.File(first) as a, h5py.File(second) as b:
         np.testing.assert_array_equal(a["train/loss"][:], b["train/loss"][:])
         np.testing.assert_array_equal(a["eval/accuracy"][:], b["eval/accuracy"][:])
+    # Gradual underflow instead (flush_denormals: false) is recorded; 30 steps make no denormal
+    # that changes a loss (those need hundreds of steps of decaying momentum).
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "ieee", "--set", "flush_denormals=false"])
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(first) as a, h5py.File(run_file_of(tmp_path / "ieee")) as c:
+        assert c.attrs["flush_denormals"] == 0
+        np.testing.assert_array_equal(a["train/loss"][:], c["train/loss"][:])
     # A different seed gives a different trajectory (the test above is not vacuous).
     proc = run(["run", "--config", cfg, "--out", tmp_path / "other", "--set", "seed=8"])
     assert proc.returncode == 0, proc.stderr
