@@ -162,7 +162,9 @@ int command_predict(const std::vector<std::string>& args) {
       "and writes the step time split into compute / communication / exposed communication / data, the\n"
       "throughput, the scaling efficiency against one worker, and each layer's bound (compute, memory,\n"
       "network). Nothing is trained; no MPI is started.\n"
-      "Exit codes: 0 ok, 2 usage/config error (a config or cluster key, a worker count).\n\noptions");
+      "Compression, async_ps, hogwild and heterogeneous workers are not priced: such a config is refused.\n"
+      "Exit codes: 0 ok, 2 usage/config error (a config or cluster key, a worker count, a config the model\n"
+      "does not price).\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("config", po::value<std::string>(), "run config YAML file (docs/config.md)")
       ("cluster", po::value<std::string>(), "cluster file (configs/clusters/*.yaml, docs/model.md)")
