@@ -63,6 +63,7 @@ AsyncPsServerStats AsyncPsServer::serve(const PsApply& apply, float* velocity) {
   const bool arbitrates = layout_.server_of(world_.rank()) == 0;
   SspClock clock(workers, staleness_);
   BoundaryArbiter arbiter;
+  int64_t newest_applied = -1;  // the highest step (clock) of a push applied so far
   std::vector<float> gradient(weights_.size());
   std::vector<PendingReply> replies(static_cast<size_t>(workers));
   std::vector<int64_t> staleness(static_cast<size_t>(workers), 0);
@@ -87,8 +88,12 @@ AsyncPsServerStats AsyncPsServer::serve(const PsApply& apply, float* velocity) {
     const auto kind = static_cast<PsMessage>(static_cast<int>(push.kind));
     if (kind == PsMessage::snapshot || kind == PsMessage::restore) {
       TS_CHECK(w == 0, "async_ps: a checkpoint message from worker " + std::to_string(w) + ", not rank 0");
-      if (kind == PsMessage::snapshot) send_snapshot(velocity);
-      else take_restore(velocity, static_cast<int64_t>(push.clock), clock);
+      if (kind == PsMessage::snapshot) {
+        send_snapshot(velocity);
+      } else {
+        take_restore(velocity, static_cast<int64_t>(push.clock), clock);
+        newest_applied = static_cast<int64_t>(push.clock) - 1;  // every step before was applied
+      }
       continue;
     }
     if (kind == PsMessage::leave) {
@@ -98,7 +103,9 @@ AsyncPsServerStats AsyncPsServer::serve(const PsApply& apply, float* velocity) {
       nonfinite = nonfinite || !std::isfinite(push.loss);
       staleness[static_cast<size_t>(w)] = clock.on_push(w, push.final != 0);
       if (arbitrates) arbiter.on_request({static_cast<int>(push.signal), push.checkpoint != 0}, clock.newest());
-      apply(weights_.data(), gradient.data(), static_cast<int64_t>(n), static_cast<int64_t>(push.clock));
+      const int64_t step = static_cast<int64_t>(push.clock);
+      apply(weights_.data(), gradient.data(), static_cast<int64_t>(n), step, step > newest_applied);
+      newest_applied = std::max(newest_applied, step);
       applied_at[static_cast<size_t>(w)] = MPI_Wtime();
       stats.apply_s += applied_at[static_cast<size_t>(w)] - t1;
       ++stats.pushes;

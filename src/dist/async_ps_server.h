@@ -20,9 +20,12 @@ namespace ts {
 
 class SspClock;
 
-// One optimizer step on the shard with one worker's gradient: weights and gradient hold `count`
-// floats; `clock` is the pushing worker's step (0-based), which picks the learning rate.
-using PsApply = std::function<void(float* weights, const float* gradient, int64_t count, int64_t clock)>;
+// One optimizer update of the shard with one worker's gradient: weights and gradient hold
+// `count` floats; `clock` is the pushing worker's step (0-based), which picks the learning
+// rate; `first_of_step`: no push of this step or a later one was applied before (the momentum
+// decays once per step, at its first push: train/ps_server_loop.h).
+using PsApply =
+    std::function<void(float* weights, const float* gradient, int64_t count, int64_t clock, bool first_of_step)>;
 
 // What one server did (its log line).
 struct AsyncPsServerStats {

@@ -1,38 +1,37 @@
 // A server rank of async_ps (see ps_server_loop.h).
 #include "train/ps_server_loop.h"
 
+#include <omp.h>
+
 #include <cstdio>
 #include <ostream>
 #include <string>
 
-#include "backend/backend_factory.h"
 #include "core/error.h"
 #include "core/preemption_signal.h"
 #include "dist/async_ps_server.h"
-#include "nn/optimizer.h"
+#include "train/push_sgd.h"
 #include "train/learning_rate.h"
 
 namespace ts {
 
 void serve_async_ps(const ResolvedConfig& cfg, Communicator& world, std::ostream& log) {
   const RunConfig& r = cfg.run;
-  std::unique_ptr<Backend> backend = make_backend(backend_kind_name(r.backend), 0);
-  backend->set_threads(r.threads);
+  omp_set_num_threads(r.threads);
   AsyncPsServer server(world, r.workers, r.dist.staleness);
   const AsyncPsPlan& plan = server.plan();
   SgdOptions options;
   options.momentum = r.momentum;
   options.weight_decay = r.weight_decay;
   options.nesterov = r.nesterov;
-  Sgd sgd(*backend, server.shard_count(), options);
+  // One push is one worker's share of a global step; the momentum decays once per step.
+  PushSgd sgd(server.shard_count(), options, r.workers);
   const LearningRate lr(r, plan.global_batch, plan.steps_per_epoch, plan.total_steps);
-  // One push is one worker's share of a global step: lr / workers, so that a round of pushes
-  // moves the weights as far as one synchronous step (weight decay included).
-  const double share = 1.0 / static_cast<double>(r.workers);
-  const AsyncPsServerStats stats = server.serve([&sgd, &lr, share](float* weights, const float* gradient,
-                                                                    int64_t count, int64_t clock) {
-    sgd.step_range(weights, gradient, lr.at(clock) * share, 0, count);
-  }, sgd.velocity());
+  const AsyncPsServerStats stats = server.serve(
+      [&sgd, &lr](float* weights, const float* gradient, int64_t /*count*/, int64_t clock, bool first_of_step) {
+        sgd.apply(weights, gradient, lr.at(clock), first_of_step);
+      },
+      sgd.velocity());
   char line[200];
   std::snprintf(line, sizeof line, "async_ps server %d: %lld pushes on %lld weights, %.3f s applying, %.3f s waiting\n",
                 world.rank() - r.workers, static_cast<long long>(stats.pushes),

@@ -1,11 +1,11 @@
 // train-internal: a server rank of `dist.strategy: async_ps` (docs/distributed.md
 // "Asynchronous SGD and Hogwild"). The exchange-strategy step protocol is a worker's; a server
-// trains nothing, so it runs this loop instead of the timed loop: the run's Sgd (momentum,
-// weight decay, Nesterov) over its shard, one step per push with the run's learning rate at the
-// pushing worker's step divided by the number of workers, until every worker has left. The
-// velocity advances once per push: with momentum, N pushes are not one synchronous step. It
-// writes no run file; it logs one line. When the workers stopped for a preemption it throws
-// PreemptedError after them (the same exit code on every rank).
+// trains nothing, so it runs this loop instead of the timed loop: the run's SGD (momentum,
+// weight decay, Nesterov) over its shard, one update per push with the run's learning rate at
+// the pushing worker's step, each push a worker's share of the step and the momentum decaying
+// once per step (train/push_sgd.h), until every worker has left. It writes no run file; it
+// logs one line. When the workers stopped for a preemption it throws PreemptedError after them
+// (the same exit code on every rank).
 #pragma once
 
 #include <iosfwd>

@@ -58,7 +58,7 @@ void run_async_ps(int64_t staleness) {
     EXPECT_EQ(s.plan().param_count, kCount);
     // The momentum is the server's world rank until rank 0 restores it to 100 + that.
     std::vector<float> velocity(static_cast<size_t>(s.shard_count()), static_cast<float>(world->rank()));
-    const AsyncPsServerStats stats = s.serve([](float* w, const float* g, int64_t count, int64_t clock) {
+    const AsyncPsServerStats stats = s.serve([](float* w, const float* g, int64_t count, int64_t clock, bool) {
       EXPECT_LT(clock, kSteps);
       for (int64_t i = 0; i < count; ++i) w[i] -= kLr * g[i];
     }, velocity.data());

@@ -18,11 +18,12 @@ def async_config(tmp_path, name, workers, servers, staleness, momentum=0.0):
     return write_config(cfg, text)
 
 
-def test_staleness_zero_follows_sync_on_two_workers_and_two_servers(tmp_path):
-    # Plain SGD (a push advances a momentum buffer by one worker's share: with momentum, one
-    # round of pushes is not one synchronous step; docs/distributed.md).
-    ref = losses(train(tmp_path, "sync", 2, config(tmp_path, "sync", 8, 2, allreduce="mpi", momentum=0.0)))
-    path = train(tmp_path, "async", 4, async_config(tmp_path, "async", 2, 2, 0))
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_staleness_zero_follows_sync_on_two_workers_and_two_servers(tmp_path, momentum):
+    # With momentum too: the servers decay it once per step, at the step's first push
+    # (train/push_sgd.h), so a round of pushes is one synchronous step with momentum.
+    ref = losses(train(tmp_path, "sync", 2, config(tmp_path, "sync", 8, 2, allreduce="mpi", momentum=momentum)))
+    path = train(tmp_path, "async", 4, async_config(tmp_path, "async", 2, 2, 0, momentum=momentum))
     np.testing.assert_allclose(losses(path), ref, rtol=2e-4, atol=1e-5)
     with h5py.File(path) as f:
         assert f.attrs["world_size"] == 2, "the run file's world is the workers"
