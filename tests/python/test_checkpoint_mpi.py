@@ -336,3 +336,22 @@ def test_async_ps_workers_agree_through_the_server_on_the_step_to_stop_and_resum
     with h5py.File(next(out.glob("*.h5"))) as f:
         assert (f["async_ps/staleness_histogram"][...].sum(axis=1) == 24).all(), "every step once, the resumed ones too"
         assert f["async_ps/max_staleness"][0] == 2, "worker 0 runs ahead to the bound (no lockstep between steps)"
+
+
+# Time-based checkpoints of async_ps: each worker's clock says when its minutes are due, the
+# request rides on its next push, and server 0 names the step; every checkpoint then holds both
+# workers at one step (a checkpoint of workers at different steps cannot be written).
+def test_async_ps_time_based_checkpoints_fall_on_agreed_steps(tmp_path):
+    text = ASYNC_SLOW.replace("checkpoint: {every_steps: 8}", "checkpoint: {every_minutes: 0.0005, keep: true}")
+    cfg = write_config(tmp_path / "async_minutes.yaml", text)
+    out = tmp_path / "out"
+    proc = mpirun(3, ["run", "--config", cfg, "--out", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    steps = [int(line.split()[2]) for line in proc.stdout.splitlines() if line.startswith("checkpoint: step ")]
+    assert len(steps) >= 2 and steps == sorted(set(steps)), proc.stdout
+    kept = sorted(out.glob("*.checkpoint.*.hdf5"))
+    assert kept, "checkpoint.keep leaves the newest two"
+    for path in kept:
+        with h5py.File(path) as f:
+            step = int(f.attrs["step"])
+            assert step in steps and f["train/loss"].shape == (step, 2), (path, steps)
