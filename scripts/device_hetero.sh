@@ -4,7 +4,9 @@
 # resnet20 on synthetic data, four runs of the same global batch and steps:
 #   cuda   1 rank on the GPU;            cpu    1 rank on CPU_THREADS cores;
 #   equal  cpu + cuda, equal shares;     static cpu + cuda, shares in proportion to the
-#                                               speeds of the two single-rank runs.
+#                                               speeds of the two single-rank runs;
+#   measured  cpu + cuda, shares from the speeds each rank measures over its first 5 steps;
+#   adaptive  the same, re-measured and re-balanced every 10 steps.
 # Each run file is copied to OUT_DIR/<model>-<run>.h5 (python -m trainscale_analysis report reads
 # them: "Heterogeneous workers" has the per-batch worker table) and OUT_DIR/hetero.txt lists
 # img/s and the shares. Exit 0 when every run finished.
@@ -47,7 +49,7 @@ CFG
   fi
   local rc=$?
   cp "$work/$name"/*.h5 "$out/$name.h5" 2>/dev/null
-  echo "$name: exit $rc, $(img_per_s "$log") img/s $(grep -o 'shares [0-9,]*' "$log" | head -1)" | tee -a "$out/hetero.txt"
+  echo "$name: exit $rc, $(img_per_s "$log") img/s $(grep -o 'shares:\? [0-9,]*\( from step [0-9]*\)\?' "$log" | tr '\n' ' ')" | tee -a "$out/hetero.txt"
   ((rc == 0)) || status=1
 }
 
@@ -66,6 +68,10 @@ s = 8 * round(b * c / (c + g) / 8) if c + g > 0 else b // 2
 print(min(max(s, 8), b - 8))")
   run "$model-static" "$model" "$batch" "$steps" 2 "$ranks" \
     ", partition: static, shares: [$cpu_share, $((batch - cpu_share))]"
+  run "$model-measured" "$model" "$batch" "$steps" 2 "$ranks" \
+    ", partition: measured, share_quantum: 8, calibration_steps: 5"
+  run "$model-adaptive" "$model" "$batch" "$steps" 2 "$ranks" \
+    ", partition: adaptive, share_quantum: 8, calibration_steps: 5, rebalance_steps: 10"
 done
 rm -rf "$work"
 exit $status

@@ -74,6 +74,15 @@ class NoDeviceError : public ConfigError {
   std::string reason;  // why no device was found, e.g. the driver's error string
 };
 
+// The device's memory as its driver reports it now (every process's allocations, the
+// libraries' and the context's included). All zero for backends that compute in host memory.
+struct DeviceMemoryUse {
+  int64_t used = 0;   // total - free
+  int64_t free = 0;
+  int64_t total = 0;
+  int devices = 0;    // devices of this kind the process sees (ranks of a node share them)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -165,6 +174,8 @@ class Backend {
   virtual std::vector<std::string> plan_notes() const { return {}; }
   // Device memory held as op workspace (bytes); bounded by the backend's workspace limit.
   virtual size_t workspace_bytes() const { return 0; }
+  // The device's memory now (train/device_memory_estimate.h); host backends: all zero.
+  virtual DeviceMemoryUse device_memory() const { return {}; }
 
  protected:
   friend class DeviceBuffer;

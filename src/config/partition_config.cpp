@@ -103,11 +103,6 @@ void check_partition_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
                       ": shares in multiples of " + std::to_string(d.share_quantum) + " need a global batch (" +
                       std::to_string(global_batch) + ") that is a multiple of it and holds one per worker (" +
                       std::to_string(r.workers) + "); choose another dist.share_quantum or global_batch");
-  const std::vector<BackendKind> backends = r.backends();
-  if (std::find(backends.begin(), backends.end(), BackendKind::cuda) != backends.end())
-    throw ConfigError(cfg.locate("dist.partition") + ": " + partition_kind_name(d.partition) +
-                      " shares change the batch of a rank during the run, which backend cuda does not follow yet "
-                      "(its input is staged at a fixed batch); use dist.partition static or equal with backend cuda");
 }
 
 }  // namespace ts

@@ -287,9 +287,10 @@ float Net::forward(const float* images, const int32_t* labels, const float* targ
   return labels || targets ? loss() : 0.0f;
 }
 
-void Net::stage_input(const float* images) {
-  if (batch_ < 1) throw ConfigError("Net::stage_input before Net::set_batch");
-  const size_t bytes = node(0).desc.bytes;
+void Net::stage_input(const float* images, int64_t mb) {
+  if (!finalized_) throw ConfigError("Net::stage_input before Net::finalize");
+  if (mb < 1) throw ConfigError("Net::stage_input: minibatch must be >= 1, got " + std::to_string(mb));
+  const size_t bytes = static_cast<size_t>(mb * node(0).shape.numel()) * sizeof(float);
   staged_turn_ ^= 1;
   DeviceBuffer& target = staged_input_[static_cast<size_t>(staged_turn_)];
   if (target.bytes() != bytes) target = backend_.allocate(bytes);

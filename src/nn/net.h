@@ -88,8 +88,9 @@ class Net {
   void use_captured_forward(bool on);
   // Starts copying the next batch's images (mb, per-sample) to the device on the backend's
   // staging queue (Backend::stage_from_host): `images` must be allocate_host memory, untouched
-  // until Backend::staged_copies_done. The next forward_queued(nullptr, ...) uses them.
-  void stage_input(const float* images);
+  // until Backend::staged_copies_done. The next forward_queued(nullptr, ...) uses them; `mb`
+  // may differ from batch() (a share that changes: set_batch(mb) before that forward).
+  void stage_input(const float* images, int64_t mb);
   // The factor backward multiplies the loss gradient by (fp16 loss scaling; 1 by default).
   void set_loss_scale(float scale);
   // Backward from the loss through every layer; overwrites the gradient arena.
@@ -157,7 +158,7 @@ class Net {
   std::vector<DeviceBuffer> diff_pool_;  // gradient buffers, shared by nodes (plan_gradient_memory)
   std::vector<DeviceBuffer> scratch_;    // diff targets for inputs whose diff is already written
   DeviceBuffer loss_;                  // the loss node's scalar (1 float)
-  // stage_input's copies of the next images (the input's bytes), used in turn: a copy into one
+  // stage_input's copies of the next images (their batch's input bytes), used in turn: a copy into one
   // runs while the device may still read the other (the batch before; its loss was read since).
   std::array<DeviceBuffer, 2> staged_input_;
   int staged_turn_ = 0;  // the buffer the latest stage_input wrote

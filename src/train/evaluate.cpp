@@ -36,9 +36,10 @@ EvalResult evaluate(Net& net, Loader& eval_loader, int64_t train_batch, Communic
     sums[1] += static_cast<double>(count_correct(net, b));
     sums[2] += static_cast<double>(b.size);
   }
+  const int64_t device_used = net.backend().device_memory().used;
   net.set_batch(train_batch);
   comm.allreduce_sum(sums, 3);
-  return {sums[0] / std::max(sums[2], 1.0), sums[1] / std::max(sums[2], 1.0)};
+  return {sums[0] / std::max(sums[2], 1.0), sums[1] / std::max(sums[2], 1.0), device_used};
 }
 
 }  // namespace ts

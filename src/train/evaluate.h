@@ -14,6 +14,7 @@ namespace ts {
 struct EvalResult {
   double loss = 0;      // mean over every test sample of every rank
   double accuracy = 0;  // fraction correct
+  int64_t device_used = 0;  // the device's used memory at the evaluation batch (0: a host backend)
 };
 
 // Runs the evaluation loader for one pass (inference mode) and restores the net's training

@@ -41,6 +41,7 @@ std::string divergence_message(const StepVerdict& v, int64_t step) {
 void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostream& log) {
   s.exchange->average_state();
   const EvalResult e = evaluate(*s.net, *s.data->eval_loader, s.net->batch(), comm);  // back to this rank's share
+  s.note_device_memory(e.device_used);
   rec.eval_step.push_back(rec.step.back());
   rec.eval_epoch.push_back(rec.epoch.back());
   rec.eval_time.push_back(rec.train_clock);
@@ -82,7 +83,8 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
     state.world = comm.size();
   }
   if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
-  for (int64_t step = rec.steps() + 1; step <= plan.total_steps; ++step) {
+  const int64_t first_step = rec.steps() + 1;
+  for (int64_t step = first_step; step <= plan.total_steps; ++step) {
     const double lr = s.lr->at(step - 1);
     const bool last = step == plan.total_steps;
     const bool eval_now = plan.eval_period > 0 && (step % plan.eval_period == 0 || last);
@@ -91,6 +93,8 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
     const bool average_now = step % plan.average_period == 0 || last || eval_now;
     const StepResult res = train_step(state, lr, average_now);
     record_step(rec, res, step, plan, lr);
+    if (s.memory.device.applies && (step == first_step || step % r.log_every == 0 || last))
+      s.note_device_memory(s.backend->device_memory().used);
     if (res.verdict.diverged) {
       rec.diverged = true;
       rec.message = divergence_message(res.verdict, step);
@@ -98,7 +102,8 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
       break;
     }
     const size_t changes = s.shares->changes().size();
-    s.shares->after_step(step, res.compute, res.batch, *s.data->train_loader, r.dataset.prefetch, comm);
+    s.shares->after_step(step, res.compute, res.batch, *s.data->train_loader, r.dataset.prefetch, s.staged ? 1 : 0,
+                         comm);
     if (root && s.shares->changes().size() > changes)
       log << "shares: " << shares_text(s.shares->shares()) << " from step " << s.shares->changes().back().step << "\n";
     if (root && (step % r.log_every == 0 || last)) log_progress(log, rec, plan, res.verdict.loss, res.verdict.exchanged);

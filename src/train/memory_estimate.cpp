@@ -139,11 +139,13 @@ int64_t MemoryEstimate::total() const {
 }
 
 std::map<std::string, int64_t> MemoryEstimate::named() const {
-  return {{"estimate_bytes", total()},        {"process_bytes", process},
+  std::map<std::string, int64_t> names = device.named();
+  names.merge(std::map<std::string, int64_t>{{"estimate_bytes", total()},        {"process_bytes", process},
           {"parameters_bytes", parameters},   {"optimizer_bytes", optimizer},
           {"activations_train_bytes", activations_train}, {"activations_eval_bytes", activations_eval},
           {"loader_bytes", loader},           {"exchange_bytes", exchange},
-          {"recording_bytes", recording}};
+          {"recording_bytes", recording}});
+  return names;
 }
 
 std::string MemoryEstimate::text() const {
@@ -185,6 +187,7 @@ MemoryEstimate estimate_memory(const ResolvedConfig& cfg, Backend& backend, cons
     e.activations_train = fixed + batch * e.activation_per_sample;
     e.activations_eval = fixed + eval_batches(r, data, comm.rank(), comm.size()).first * e.activation_per_sample;
   }
+  e.device = estimate_device_memory(r, backend, data.input, batch, eval_batches(r, data, comm.rank(), comm.size()).first);
   // Resident now and not heap taken since heap_before_model (what the probe left in the
   // backend's caches is counted in the activations): code, libraries, MPI, data in memory.
   e.process = std::max<int64_t>(0, process_memory().rss - (heap_bytes_in_use() - heap_before_model));
@@ -216,6 +219,13 @@ void check_memory(const ResolvedConfig& cfg, const MemoryEstimate& e, const Memo
     refusal = "memory: this run needs about " + e.text() + " on rank " + std::to_string(comm.rank()) + " (host " +
               host_name() + "), but a rank may use at most " + bytes_text(bound.bytes) + " here: " + bound.source +
               (bound.others.empty() ? "" : " (other limits: " + bound.others + ")") + ". " + advice(cfg, e);
+  const DeviceMemoryEstimate& d = e.device;
+  if (refusal.empty() && d.applies && bound.device.bytes > 0 && d.total() > bound.device.bytes)
+    refusal = "device memory: this run needs about " + d.text() + " on rank " + std::to_string(comm.rank()) +
+              " (host " + host_name() + "), but " + bound.device.source + ". Lower " +
+              (cfg.run.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") + " (each sample of batch adds " +
+              bytes_text(d.activation_per_sample) + " on the device) or eval.batch, use more workers or a smaller " +
+              "model, or run where the device has more memory free";
   refuse_collectively(comm, refusal);
 }
 

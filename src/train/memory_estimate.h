@@ -14,6 +14,7 @@
 #include "dist/communicator.h"
 #include "backend/backend.h"
 #include "train/data_setup.h"
+#include "train/device_memory_estimate.h"
 
 namespace ts {
 
@@ -29,6 +30,7 @@ struct MemoryEstimate {
   int64_t recording = 0;          // per-step records; on rank 0 also every rank's, gathered, and the run file
   int64_t activation_per_sample = 0;  // what one more sample of batch adds to the activations
   bool activations_measured = false;  // false: the backend computes in memory the host cannot address
+  DeviceMemoryEstimate device;        // ... then this is what it holds there
 
   int64_t total() const;
   // name -> bytes, for the run file (process_bytes, ..., estimate_bytes).
@@ -43,6 +45,7 @@ struct MemoryBound {
   int64_t bytes = 0;   // 0: no limit found
   std::string source;  // what it comes from, in words
   std::string others;  // the other limits found, in words
+  DeviceMemoryBound device;  // a backend computing in device memory: what it may use there
 };
 
 // The activations are measured on a probe copy of the model (built on `backend` from the
@@ -58,8 +61,9 @@ MemoryEstimate estimate_memory(const ResolvedConfig& config, Backend& backend, c
 // The bound of this rank: `local_ranks` ranks share the node.
 MemoryBound memory_bound(const ResolvedConfig& config, int local_ranks);
 
-// Refuses (ConfigError on every rank, collectively) when a rank's estimate exceeds its bound;
-// the message names the estimate, the limit and where it comes from, and what to change.
+// Refuses (ConfigError on every rank, collectively) when a rank's estimate exceeds its bound,
+// in host or in device memory; the message names the estimate, the limit and where it comes
+// from, and what to change.
 void check_memory(const ResolvedConfig& config, const MemoryEstimate& estimate, const MemoryBound& bound,
                   Communicator& comm);
 

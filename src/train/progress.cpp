@@ -51,6 +51,8 @@ void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig
       << r.dataset.stage << (in.text.count("stage_result") ? " (" + in.text.at("stage_result") + ")" : std::string())
       << ", cache " << r.dataset.cache << " (" << (in.text.count("cache_result") ? in.text.at("cache_result") : "") << ")\n";
   for (const std::string& warning : in.warnings) log << "warning: " << warning << "\n";
+  if (s.memory.device.applies)
+    log << "device memory: estimate " << s.memory.device.text() << "; " << s.memory_bound.device.source << "\n";
   log.flush();
 }
 

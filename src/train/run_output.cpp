@@ -284,6 +284,10 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.memory["limit_bytes"] = setup.memory_bound.bytes;
   res.memory["peak_rss_bytes"] = process_memory().peak_rss;  // VmHWM: the estimate's counterpart
   res.memory_limit_source = setup.memory_bound.source;
+  if (setup.memory.device.applies) {  // the device's counterparts (train/device_memory_estimate.h)
+    res.memory["device_limit_bytes"] = setup.memory_bound.device.bytes;
+    res.memory["device_peak_bytes"] = setup.device_peak;
+  }
   const Net& net = *setup.net;
   res.model_name = cfg.run.model;
   res.model_parameters = net.param_count();

@@ -158,6 +158,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   // The memory check (collective) before anything large is allocated.
   s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
   s->memory_bound = memory_bound(cfg, comm.local_size());
+  s->memory_bound.device = device_memory_bound(*s->backend, comm.local_size());
   check_memory(cfg, s->memory, s->memory_bound, comm);
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
   s->shares = std::make_unique<ShareBalancer>(r, comm.rank(), comm.size(), s->plan.global_batch, resumed_shares);

@@ -3,6 +3,7 @@
 // nothing of it timed as training.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 
@@ -51,6 +52,12 @@ struct RunSetup {
   bool replicas_identical = false;
   MemoryEstimate memory;     // this rank's estimated peak, checked against...
   MemoryBound memory_bound;  // ... the memory it may use (both recorded in the run file)
+  // The most device memory the run used above memory.device.used_at_check, sampled after the
+  // first step, at log steps, at the evaluation batch and at the end (0: a host backend).
+  int64_t device_peak = 0;
+  void note_device_memory(int64_t used) {
+    if (memory.device.applies) device_peak = std::max(device_peak, used - memory.device.used_at_check);
+  }
 };
 
 // ConfigError for what this build, world or device cannot do; RuntimeError for failures.

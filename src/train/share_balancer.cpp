@@ -57,7 +57,7 @@ bool ShareBalancer::decides_after(int64_t step) const {
 }
 
 void ShareBalancer::after_step(int64_t step, double compute_seconds, int64_t samples, Loader& loader, int prefetch,
-                               Communicator& comm) {
+                               int lookahead, Communicator& comm) {
   // The run's first step (first touch of memory, code generated on first use) is left out of
   // the first window when it has more steps.
   if (step > 1 || dist_.calibration_steps == 1) {
@@ -67,16 +67,20 @@ void ShareBalancer::after_step(int64_t step, double compute_seconds, int64_t sam
   if (!decides_after(step)) return;
   // Each rank's samples/s over the window, in its own slot (the sum of zeros and one value is
   // exact, so every rank gets the same vector and decides the same shares).
-  std::vector<double> speed(static_cast<size_t>(world_), 0.0);
+  // The last slot counts the ranks that stage a batch ahead.
+  std::vector<double> speed(static_cast<size_t>(world_) + 1, 0.0);
   speed[static_cast<size_t>(rank_)] = window_seconds_ > 0 ? static_cast<double>(window_samples_) / window_seconds_ : 0;
-  comm.allreduce_sum(speed.data(), world_);
+  speed.back() = lookahead > 0 ? 1.0 : 0.0;
+  comm.allreduce_sum(speed.data(), world_ + 1);
+  const int64_t any_lookahead = speed.back() > 0 ? 1 : 0;
+  speed.pop_back();
   window_seconds_ = 0;
   window_samples_ = 0;
   const std::vector<int64_t> next = shares_by_speed(speed, global_batch_, dist_.share_quantum);
   if (next == shares_) return;
-  // The first batch no worker of any rank can have claimed (Loader::set_share): the same number
-  // on every rank, since every rank has taken the same steps.
-  const int64_t from_batch = loader.position() + prefetch + 1;
+  // The first batch no worker of any rank can have claimed (Loader::set_share) nor a staging
+  // rank taken ahead: the same number on every rank, since every rank has taken the same steps.
+  const int64_t from_batch = loader.position() - lookahead + any_lookahead + prefetch + 1;
   loader.set_share(next[static_cast<size_t>(rank_)], share_offsets(next)[static_cast<size_t>(rank_)], from_batch);
   shares_ = next;
   changes_.push_back({from_batch + 1, shares_});

@@ -55,8 +55,10 @@ class ShareBalancer {
 
   // After step `step` (1-based), which took `compute_seconds` for `samples` samples on this rank.
   // At a decision step: collective over `comm`; gives `loader` this rank's new share.
+  // `lookahead`: batches this rank took from `loader` beyond its steps (1 where the next batch
+  // is staged to a device while the step computes, else 0).
   void after_step(int64_t step, double compute_seconds, int64_t samples, Loader& loader, int prefetch,
-                  Communicator& comm);
+                  int lookahead, Communicator& comm);
 
  private:
   bool decides_after(int64_t step) const;

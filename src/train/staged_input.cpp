@@ -14,7 +14,7 @@ void StagedInput::fetch_and_stage() {
   Backend& backend = net_.backend();
   backend.staged_copies_done();  // the slot of the batch before may be refilled from now on
   loader_.next(batch_);
-  net_.stage_input(batch_.images);
+  net_.stage_input(batch_.images, batch_.size);
   ready_ = true;
 }
 
@@ -37,11 +37,16 @@ const float* StagedInput::pinned_targets() {
   return buf.f32();
 }
 
+double StagedInput::prepare() {
+  const double data_wait = ready_ ? 0.0 : timed_fetch_and_stage();
+  // A share that changed (dist.partition measured/adaptive): the net is re-planned for the
+  // staged batch, whose images were staged at their own size.
+  if (batch_.size != net_.batch()) net_.set_batch(batch_.size);
+  return data_wait;
+}
+
 float StagedInput::forward(Mode mode, double& data_wait) {
-  data_wait = 0;
-  if (!ready_) data_wait += timed_fetch_and_stage();
-  TS_CHECK(batch_.size == net_.batch(), "staged input: batch of " + std::to_string(batch_.size) +
-                                            " samples for a net planned for " + std::to_string(net_.batch()));
+  data_wait = prepare();
   // The device reads labels/targets when the loss runs; this step's buffers are not written
   // again before the step after next, and this step's loss is read before then.
   const int32_t* labels = pinned_labels();

@@ -19,6 +19,9 @@ namespace ts {
 class StagedInput {
  public:
   StagedInput(Net& net, Loader& loader);
+  // Stages the first batch when none is, and re-plans the net when the staged batch has another
+  // size (a share that changed); the seconds spent getting data. forward calls it too.
+  double prepare();
   // Queues forward of the current batch (staging it first on the first call), fetches and
   // stages the next, and returns the loss. `data_wait`: seconds the host spent getting data
   // (the loader's next batch, the wait for the staging copy before, queuing the copy).

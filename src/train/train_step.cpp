@@ -59,14 +59,16 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   const double t0 = now_seconds();
   double t1 = 0;
   float weight = 1.0f;
-  if (st.staged) {  // a fixed batch: the net's
+  if (st.staged) {  // the staged batch (the net is planned for it by prepare)
+    const double first_wait = st.staged->prepare();
     out.batch = st.net.batch();
     weight = share_weight(st, out.batch);
     set_gradient_scale(st, weight);
     double data_wait = 0;
+    t1 = now_seconds();
     out.local_loss = st.staged->forward(Mode::train, data_wait);
-    at(s, Phase::data_wait) = data_wait;
-    t1 = t0 + data_wait;  // forward: the rest of this part
+    at(s, Phase::data_wait) = first_wait + data_wait;
+    t1 += data_wait;  // forward: the rest of this part
   } else {
     Batch b;
     st.loader.next(b);

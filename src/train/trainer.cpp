@@ -12,8 +12,9 @@
 #include <ostream>
 
 #include "core/error.h"
-#include "core/host_info.h"
 #include "core/float_environment.h"
+#include "core/host_info.h"
+#include "core/memory_limits.h"
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
@@ -148,9 +149,13 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   if (!root) return {exit_code, ""};
   RunIdentity attempt_id = id;
   attempt_id.attempt = target.attempt;
+  setup->note_device_memory(setup->backend->device_memory().used);
   write_run_output(result, rec, cfg, attempt_id, *setup, start_time, run_path, resumed.step);
   if (!cfg.run.checkpoint.keep) remove_checkpoints(out_dir, id.run_id);
   log_summary(log, rec, result.summary, cfg.run.eval.target_accuracy, run_path);
+  if (setup->memory.device.applies)
+    log << "device memory: used up to " << bytes_text(setup->device_peak) << " above the check (estimate "
+        << bytes_text(setup->memory.device.total()) << ")\n";
   return {exit_code, run_path};
 }
 

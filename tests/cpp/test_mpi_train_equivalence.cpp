@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -40,6 +41,8 @@
 #include "nn/net.h"
 #include "nn/optimizer.h"
 #include "train/run_setup.h"
+#include "train/share_balancer.h"
+#include "train/staged_input.h"
 #include "train/train_step.h"
 
 #include "mpi_test_environment.h"
@@ -64,6 +67,10 @@ struct DpSetup {
   // step `change_after` + prefetch + 1 on (0: no change).
   std::vector<int64_t> shares, new_shares;
   int64_t change_after = 0;
+  // Shares decided by the trainer's ShareBalancer (dist.partition measured, 2 calibration
+  // steps, quantum 8) from compute times the test gives: rank 0 takes 3x as long per sample.
+  bool balance = false;
+  int staged_rank = -1;  // this rank stages its input as a CUDA rank does (StagedInput)
 };
 
 struct Trajectory {
@@ -96,6 +103,15 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
     lo.share_offset = share_offsets(s.shares)[me];
     lo.max_batch = std::max(lo.batch, s.new_shares.empty() ? int64_t{0} : s.new_shares[me]);
   }
+  std::unique_ptr<ShareBalancer> balancer;
+  if (s.balance) {
+    RunConfig rc;
+    rc.dist.partition = PartitionKind::measured;
+    rc.dist.calibration_steps = 2;
+    rc.dist.share_quantum = 8;
+    balancer = std::make_unique<ShareBalancer>(rc, comm.rank(), comm.size(), lo.global_batch);
+    lo.max_batch = balancer->max_share();
+  }
   net->set_batch(lo.batch);
   Loader loader(data(), lo);
   Sgd sgd(*backend, net->param_count(), {s.momentum, s.weight_decay, false});
@@ -105,7 +121,9 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
   xo.bucket_elements = s.bucket_elements;
   xo.overlap = s.overlap;
   auto exchange = set_up_exchange(xo, *net, comm);
-  TrainState state{*net, sgd, *exchange, loader};
+  StagedInput staged_input(*net, loader);
+  const bool staged = s.staged_rank == comm.rank();
+  TrainState state{*net, sgd, *exchange, loader, nullptr, staged ? &staged_input : nullptr};
   if (!s.shares.empty()) {
     state.global_batch = lo.global_batch;
     state.world = comm.size();
@@ -118,7 +136,12 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
     EXPECT_FALSE(v.diverged);
     EXPECT_EQ(state.step, step);
     EXPECT_GT(at(res.seconds, Phase::step), 0.0);
-    if (!s.shares.empty()) {  // batch seq = step - 1; the change applies from change_after + prefetch + 1
+    if (balancer) {  // the share of the latest change in force at this step
+      int64_t expected = 0;
+      for (const ShareChange& c : balancer->changes())
+        if (c.step <= step) expected = c.shares[me];
+      EXPECT_EQ(res.batch, expected) << "step " << step;
+    } else if (!s.shares.empty()) {  // batch seq = step - 1; the change applies from change_after + prefetch + 1
       const bool changed = s.change_after > 0 && step - 1 >= s.change_after + lo.prefetch + 1;
       EXPECT_EQ(res.batch, changed ? s.new_shares[me] : s.shares[me]) << "step " << step;
     }
@@ -129,7 +152,18 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
     t.loss.push_back(mean);
     if (step == s.change_after)
       loader.set_share(s.new_shares[me], share_offsets(s.new_shares)[me], loader.position() + lo.prefetch + 1);
+    if (balancer) {
+      const double seconds = static_cast<double>(res.batch) * (comm.rank() == 0 ? 3e-3 : 1e-3);
+      balancer->after_step(step, seconds, res.batch, loader, lo.prefetch, staged ? 1 : 0, comm);
+    }
     t.folded.push_back(v.exchanged ? v.loss : std::numeric_limits<double>::quiet_NaN());
+  }
+  if (balancer) {  // the speeds changed the shares, at one step on every rank
+    EXPECT_EQ(balancer->changes().size(), 2u);
+    double step_sum = static_cast<double>(balancer->changes().back().step);
+    comm.allreduce_sum(&step_sum, 1);
+    EXPECT_EQ(step_sum, static_cast<double>(balancer->changes().back().step * comm.size()));
+    EXPECT_LT(balancer->shares()[0], balancer->shares()[1]);  // the slow rank got less
   }
   t.params.assign(net->params(), net->params() + net->param_count());
   return t;
@@ -228,6 +262,32 @@ TEST(DataParallel, UnequalSharesMatchOneRankWithTheGlobalBatch) {
     Trajectory t = run(*world, s);
     expect_close(t.loss, ref.loss, kLossTol, what + " loss");
     expect_close(t.folded, t.loss, 1e-5, what + " folded loss vs separately reduced loss");
+    expect_close(t.params, ref.params, kParamTol, what + " final weights");
+    expect_same_on_all_ranks(*world, t.params, what);
+  }
+}
+
+// measured shares decided during the run (rank 0 three times slower per sample) while one rank
+// stages its input a batch ahead, as a CUDA rank does: every rank switches at the same step, the
+// staging rank re-plans for its new batch, and the run follows 1 rank with the global batch.
+TEST(DataParallel, BalancedSharesWithAStagingRankMatchOneRankWithTheGlobalBatch) {
+  auto world = Communicator::world();
+  auto self = Communicator::self();
+  ASSERT_GE(world->size(), 2) << "run under mpiexec -n N with N >= 2";
+  const size_t n = static_cast<size_t>(world->size());
+  DpSetup one;
+  one.steps = 9;
+  one.batch = 16 * static_cast<int64_t>(n);
+  const Trajectory ref = run(*self, one);
+  for (int staged_rank : {0, 1}) {
+    DpSetup s = one;
+    s.batch = 16;
+    s.shares.assign(n, 16);
+    s.balance = true;
+    s.staged_rank = staged_rank;
+    const std::string what = "measured shares, rank " + std::to_string(staged_rank) + " staged";
+    const Trajectory t = run(*world, s);
+    expect_close(t.loss, ref.loss, kLossTol, what + " loss");
     expect_close(t.params, ref.params, kParamTol, what + " final weights");
     expect_same_on_all_ranks(*world, t.params, what);
   }

@@ -184,6 +184,18 @@ void CudaBackend::set_precision(Precision precision) {
 
 // ---- memory and the queue ------------------------------------------------------------------
 
+DeviceMemoryUse CudaBackend::device_memory() const {
+  TS_CUDA_CHECK(cudaSetDevice(ctx_.device));  // the current device is per host thread
+  size_t free_bytes = 0, total_bytes = 0;
+  TS_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  DeviceMemoryUse m;
+  m.free = static_cast<int64_t>(free_bytes);
+  m.total = static_cast<int64_t>(total_bytes);
+  m.used = m.total - m.free;
+  m.devices = device_count();
+  return m;
+}
+
 DeviceBuffer CudaBackend::allocate(size_t bytes) {
   if (bytes == 0) return DeviceBuffer(this, nullptr, 0, false);
   void* data = nullptr;

@@ -29,6 +29,8 @@ class CudaBackend final : public Backend {
   Precision precision() const override { return ctx_.precision; }
   void set_workspace_limit(size_t bytes) override { ctx_.workspace_limit = bytes; }
 
+  DeviceMemoryUse device_memory() const override;  // cudaMemGetInfo on this device
+
   DeviceBuffer allocate(size_t bytes) override;
   DeviceBuffer allocate_host(size_t bytes) override;
   void copy_from_host(void* device_dst, const void* host_src, size_t bytes) override;
