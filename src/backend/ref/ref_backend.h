@@ -7,7 +7,7 @@
 
 namespace ts {
 
-class RefBackend final : public Backend {
+class RefBackend : public Backend {  // not final: tests derive device-like backends
  public:
   std::string name() const override { return "ref"; }
   DeviceDescription describe() const override;
