@@ -212,21 +212,31 @@ std::string receive_blob(int source, MPI_Comm comm) {
 }  // namespace
 
 std::vector<std::string> Communicator::gather_blobs_to_root(const std::string& local) {
-  if (rank_ != 0) {
-    send_blob(local, 0, impl_->comm);
-    return {};
-  }
-  std::vector<std::string> all{local};
-  for (int r = 1; r < size_; ++r) all.push_back(receive_blob(r, impl_->comm));
+  std::vector<std::string> all;
+  if (rank_ == 0) all.push_back(local);
+  gather_blobs_to_root(local, [&all](int, std::string&& blob) { all.push_back(std::move(blob)); });
   return all;
 }
 
+void Communicator::gather_blobs_to_root(const std::string& local, const std::function<void(int, std::string&&)>& take) {
+  if (rank_ != 0) {
+    send_blob(local, 0, impl_->comm);
+    return;
+  }
+  for (int r = 1; r < size_; ++r) take(r, receive_blob(r, impl_->comm));
+}
+
 std::string Communicator::scatter_blobs_from_root(const std::vector<std::string>& all) {
+  if (rank_ == 0)
+    TS_CHECK(all.size() == static_cast<size_t>(size_), "scatter_blobs_from_root: " + std::to_string(all.size()) +
+                                                           " messages for " + std::to_string(size_) + " ranks");
+  return scatter_blobs_from_root([&all](int r) { return all[static_cast<size_t>(r)]; });
+}
+
+std::string Communicator::scatter_blobs_from_root(const std::function<std::string(int)>& make) {
   if (rank_ != 0) return receive_blob(0, impl_->comm);
-  TS_CHECK(all.size() == static_cast<size_t>(size_), "scatter_blobs_from_root: " + std::to_string(all.size()) +
-                                                         " messages for " + std::to_string(size_) + " ranks");
-  for (int r = 1; r < size_; ++r) send_blob(all[static_cast<size_t>(r)], r, impl_->comm);
-  return all.front();
+  for (int r = 1; r < size_; ++r) send_blob(make(r), r, impl_->comm);
+  return make(0);
 }
 
 void Communicator::gather_to_root(const float* local, int64_t count, float* all) {

@@ -94,6 +94,12 @@ class Communicator {
   // of rank 0's `all` (size() strings there; ignored elsewhere).
   std::vector<std::string> gather_blobs_to_root(const std::string& local);
   std::string scatter_blobs_from_root(const std::vector<std::string>& all);
+  // The same one rank at a time, so that rank 0 never holds every rank's message: gather hands
+  // each other rank's message to `take(rank, message)` on rank 0 as it arrives (rank 0's own is
+  // not passed); scatter asks `make(rank)` for each other rank's message just before sending it
+  // and returns make(0) on rank 0 (`make` is not called elsewhere).
+  void gather_blobs_to_root(const std::string& local, const std::function<void(int, std::string&&)>& take);
+  std::string scatter_blobs_from_root(const std::function<std::string(int)>& make);
   // `count` floats of every rank, concatenated in rank order into `all` (size() * count
   // floats) on rank 0; `all` is not touched (may be null) elsewhere. Rank 0's own block is
   // copied locally.

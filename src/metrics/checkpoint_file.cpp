@@ -1,6 +1,7 @@
 // Checkpoint files (see checkpoint_file.h; layout in docs/hdf5-schema.md "Checkpoint files").
 #include "metrics/checkpoint_file.h"
 
+#include <cstdio>
 #include <functional>
 
 #include "core/error.h"
@@ -33,6 +34,28 @@ std::vector<T> stack(const std::vector<RankCheckpoint>& ranks, const std::functi
   return out;
 }
 
+// A SHA-256 hex digest as four 64-bit words (16 hex digits each, in order) and back: the
+// per-rank digests are one [R, 4] dataset.
+constexpr size_t kDigestWords = 4;
+
+std::vector<uint64_t> digest_words(const std::string& hex, const std::string& path) {
+  if (hex.size() != 16 * kDigestWords || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+    damaged(path, "not written: '" + hex + "' is not a SHA-256 hex digest");
+  std::vector<uint64_t> words;
+  for (size_t w = 0; w < kDigestWords; ++w) words.push_back(std::stoull(hex.substr(16 * w, 16), nullptr, 16));
+  return words;
+}
+
+std::string digest_hex(const uint64_t* words) {
+  std::string hex;
+  char part[17];
+  for (size_t w = 0; w < kDigestWords; ++w) {
+    std::snprintf(part, sizeof part, "%016llx", static_cast<unsigned long long>(words[w]));
+    hex += part;
+  }
+  return hex;
+}
+
 template <typename T>
 std::vector<T> column(const std::vector<RankCheckpoint>& ranks, const std::function<T(const RankCheckpoint&)>& field) {
   std::vector<T> out;
@@ -55,19 +78,25 @@ void write_root(h5::File& file, const Checkpoint& c) {
 void write_model_and_ranks(h5::File& file, const Checkpoint& c, const std::string& path) {
   const int64_t R = static_cast<int64_t>(c.ranks.size());
   int64_t width = 0;
-  {
+  if (!c.params_per_rank) {
     h5::Group model = file.create_group("model");
-    if (c.params_per_rank) {
-      const auto params = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.params; }, path, "params", width);
-      model.write("params", {R, width}, params.data());
-      const auto velocity = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.velocity; }, path, "velocities", width);
-      model.write("velocity", {R, width}, velocity.data());
-    } else {
-      model.write("params", c.params);
-      model.write("velocity", c.velocity);
-    }
+    model.write("params", c.params);
+    model.write("velocity", c.velocity);
   }
   h5::Group ranks = file.create_group("ranks");
+  if (c.params_per_rank) {  // the models are in their parts: their digests commit them
+    if (static_cast<int64_t>(c.rank_params_sha256.size()) != R)
+      damaged(path, "not written: " + std::to_string(c.rank_params_sha256.size()) + " model part digests for " +
+                        std::to_string(R) + " ranks");
+    std::vector<uint64_t> words;
+    for (size_t r = 0; r < c.ranks.size(); ++r) {
+      if (!c.ranks[r].params.empty() || !c.ranks[r].velocity.empty())
+        damaged(path, "not written: rank " + std::to_string(r) + "'s model belongs in its model part");
+      const std::vector<uint64_t> w = digest_words(c.rank_params_sha256[r], path);
+      words.insert(words.end(), w.begin(), w.end());
+    }
+    ranks.write("params_sha256", {R, static_cast<int64_t>(kDigestWords)}, words.data());
+  }
   ranks.write("loader_position", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.loader_position; }));
   const auto rng = stack<uint64_t>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.rng; }, path, "RNG states", width);
   ranks.write("rng", {R, width}, rng.data());
@@ -195,16 +224,21 @@ void unstack_steps(const h5::Array<float>& a, size_t S, std::vector<RankCheckpoi
 
 void read_model(const h5::ReadFile& f, Checkpoint& c) {
   const std::string& path = f.path();
-  if (c.params_per_rank) {
-    unstack<float>(f.floats("/model/params"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.params; }, path, "/model/params");
-    unstack<float>(f.floats("/model/velocity"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.velocity; }, path, "/model/velocity");
-  } else {
-    c.params = f.floats("/model/params").values;
-    c.velocity = f.floats("/model/velocity").values;
-    if (c.velocity.size() != c.params.size()) damaged(path, "/model/velocity and /model/params differ in length");
+  if (c.params_per_rank) {  // each rank's model part's digest; the parts are read on their own
+    const h5::Array<uint64_t> words = f.uint64s("/ranks/params_sha256");
+    const auto R = static_cast<int64_t>(c.ranks.size());
+    if (words.dims.size() != 2 || words.dims[0] != R || words.dims[1] != static_cast<int64_t>(kDigestWords))
+      damaged(path, "/ranks/params_sha256 is not a [ranks, 4] array of " + std::to_string(R) + " rows");
+    for (int64_t r = 0; r < R; ++r) c.rank_params_sha256.push_back(digest_hex(words.values.data() + r * 4));
+    if (c.rank_params_sha256.front() != c.params_sha256)
+      damaged(path, "rank 0's model part digest " + c.rank_params_sha256.front() + " is not the file's params_sha256 " +
+                        c.params_sha256 + " (damaged)");
+    return;
   }
-  const std::vector<float>& params = c.params_per_rank ? c.ranks.front().params : c.params;
-  const std::string sha = sha256_hex_of_floats(params.data(), static_cast<int64_t>(params.size()));
+  c.params = f.floats("/model/params").values;
+  c.velocity = f.floats("/model/velocity").values;
+  if (c.velocity.size() != c.params.size()) damaged(path, "/model/velocity and /model/params differ in length");
+  const std::string sha = sha256_hex_of_floats(c.params.data(), static_cast<int64_t>(c.params.size()));
   if (sha != c.params_sha256)
     damaged(path, "the parameters' SHA-256 is " + sha + ", the file says " + c.params_sha256 + " (damaged)");
 }
@@ -286,10 +320,62 @@ Checkpoint read_checkpoint_file(const std::string& path) {
   if (c.world_size < 1 || c.world_size > (1 << 20) || c.step < 0)
     damaged(path, "world_size " + std::to_string(c.world_size) + " / step " + std::to_string(c.step) + " out of range");
   c.ranks.resize(static_cast<size_t>(c.world_size));
+  c.path = path;
   read_ranks(f, c);
   read_model(f, c);
   read_series(f, c);
   return c;
+}
+
+std::string model_part_path(const std::string& checkpoint_path, int64_t rank) {
+  const std::string suffix = ".hdf5";
+  const bool has_suffix = checkpoint_path.size() > suffix.size() &&
+                          checkpoint_path.compare(checkpoint_path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const std::string stem = has_suffix ? checkpoint_path.substr(0, checkpoint_path.size() - suffix.size()) : checkpoint_path;
+  return stem + ".model-" + std::to_string(rank) + suffix;
+}
+
+std::string write_model_part(const std::string& checkpoint_path, const Checkpoint& header, int64_t rank,
+                             const std::vector<float>& params, const std::vector<float>& velocity) {
+  const std::string path = model_part_path(checkpoint_path, rank);
+  if (params.size() != velocity.size())
+    damaged(path, "not written: " + std::to_string(params.size()) + " parameters but " +
+                      std::to_string(velocity.size()) + " momentum values");
+  const std::string sha = sha256_hex_of_floats(params.data(), static_cast<int64_t>(params.size()));
+  AtomicFile out(path);
+  h5::File file = h5::File::create(out.temp_path(), h5::DatasetOptions{false, true});
+  file.set_attr("schema", kModelPartSchema);
+  file.set_attr("run_id", header.run_id);
+  file.set_attr("step", header.step);
+  file.set_attr("rank", rank);
+  file.set_attr("params_sha256", sha);
+  file.write("params", params);
+  file.write("velocity", velocity);
+  file.close();
+  out.commit();
+  return sha;
+}
+
+void read_model_part(const Checkpoint& ckpt, int64_t rank, RankCheckpoint& into) {
+  const std::string path = model_part_path(ckpt.path, rank);
+  if (rank < 0 || rank >= static_cast<int64_t>(ckpt.rank_params_sha256.size()))
+    damaged(path, "rank " + std::to_string(rank) + " has no model part in this checkpoint");
+  const h5::ReadFile f = h5::ReadFile::open(path);
+  const std::string schema = f.string_attr("/", "schema");
+  if (schema != kModelPartSchema)
+    damaged(path, "schema '" + schema + "' is not " + kModelPartSchema + " (a file of another kind or version)");
+  if (f.string_attr("/", "run_id") != ckpt.run_id || f.int_attr("/", "step") != ckpt.step ||
+      f.int_attr("/", "rank") != rank)
+    damaged(path, "it is the model part of " + f.string_attr("/", "run_id") + " step " +
+                      std::to_string(f.int_attr("/", "step")) + " rank " + std::to_string(f.int_attr("/", "rank")) +
+                      ", not of " + ckpt.run_id + " step " + std::to_string(ckpt.step) + " rank " + std::to_string(rank));
+  into.params = f.floats("/params").values;
+  into.velocity = f.floats("/velocity").values;
+  if (into.velocity.size() != into.params.size()) damaged(path, "/velocity and /params differ in length");
+  const std::string sha = sha256_hex_of_floats(into.params.data(), static_cast<int64_t>(into.params.size()));
+  const std::string& recorded = ckpt.rank_params_sha256[static_cast<size_t>(rank)];
+  if (sha != recorded)
+    damaged(path, "the parameters' SHA-256 is " + sha + ", the checkpoint says " + recorded + " (damaged)");
 }
 
 }  // namespace ts

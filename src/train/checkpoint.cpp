@@ -19,6 +19,11 @@ namespace fs = std::filesystem;
 constexpr const char* kInfix = ".checkpoint.";
 constexpr const char* kSuffix = ".hdf5";
 
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 18 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
 // The step of "<run_id>.checkpoint.<digits>.hdf5", or -1 for any other name.
 int64_t step_of_name(const std::string& name, const std::string& run_id) {
   const std::string prefix = run_id + kInfix;
@@ -27,9 +32,32 @@ int64_t step_of_name(const std::string& name, const std::string& run_id) {
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
     return -1;
   const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+  return all_digits(digits) ? std::stoll(digits) : -1;
+}
+
+// The step of a model part "<run_id>.checkpoint.<digits>.model-<digits>.hdf5"
+// (metrics::model_part_path), or -1 for any other name.
+int64_t part_step_of_name(const std::string& name, const std::string& run_id) {
+  const std::string prefix = run_id + kInfix;
+  const std::string suffix = kSuffix;
+  if (!starts_with(name, prefix) || name.size() <= prefix.size() + suffix.size() ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
     return -1;
-  return std::stoll(digits);
+  const std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  const size_t at = middle.find(".model-");
+  if (at == std::string::npos || !all_digits(middle.substr(0, at)) || !all_digits(middle.substr(at + 7))) return -1;
+  return std::stoll(middle.substr(0, at));
+}
+
+// The model parts of this run's checkpoints: (step, path).
+std::vector<std::pair<int64_t, std::string>> list_model_parts(const std::string& out_dir, const std::string& run_id) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const int64_t step = part_step_of_name(it->path().filename().string(), run_id);
+    if (step >= 0) found.emplace_back(step, it->path().string());
+  }
+  return found;
 }
 
 // Rank 0's checkpoint of everything but its own rank state, which the caller moves in.
@@ -54,17 +82,21 @@ Checkpoint header_of(const CheckpointTarget& target, int64_t step, const RunReco
   return c;
 }
 
-// Keeps the newest two at or below `step`; removes older ones and any ahead of `step`.
+// Keeps the newest two at or below `step`; removes older ones and any ahead of `step`, and
+// the model parts of any step not kept (a removed checkpoint's, or parts whose checkpoint file
+// was never written).
 void prune(const CheckpointTarget& target, int64_t step) {
-  int kept = 0;
+  std::vector<int64_t> kept;
+  std::error_code ec;
   for (const auto& [other, path] : list_checkpoints(target.out_dir, target.run_id)) {
-    if (other <= step && kept < 2) {
-      ++kept;
+    if (other <= step && kept.size() < 2) {
+      kept.push_back(other);
       continue;
     }
-    std::error_code ec;
     fs::remove(path, ec);  // best effort: a file that stays is only disk space
   }
+  for (const auto& [other, path] : list_model_parts(target.out_dir, target.run_id))
+    if (std::find(kept.begin(), kept.end(), other) == kept.end()) fs::remove(path, ec);
 }
 
 }  // namespace
@@ -106,45 +138,58 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
   const bool elsewhere = s.exchange->model_lives_elsewhere();
   const bool per_rank = !s.replicas_identical && !elsewhere;
   RankCheckpoint mine = capture_rank_state(rec, s, per_rank || (root && !elsewhere));
+  const std::string path = checkpoint_path(target.out_dir, target.run_id, step);
+  Checkpoint c;
+  if (root) {
+    c = header_of(target, step, rec, comm.size());
+    c.params_per_rank = per_rank;
+  }
+  // Rank 0 takes each rank's state as it arrives. A rank's own model (per_rank) goes to its
+  // model part at once, so rank 0 holds at most its own model and one other rank's.
+  auto take = [&](int rank, RankCheckpoint&& state) {
+    if (per_rank) {
+      c.rank_params_sha256.push_back(write_model_part(path, c, rank, state.params, state.velocity));
+      state.params = {};
+      state.velocity = {};
+    }
+    c.ranks.push_back(std::move(state));
+  };
   std::string blob;
   if (!root) {
     ByteWriter out;
     pack_rank_state(out, mine);
     blob = out.take();
+  } else {
+    if (!per_rank) {  // the one shared copy
+      c.params = std::move(mine.params);
+      c.velocity = std::move(mine.velocity);
+      mine.params = {};
+      mine.velocity = {};
+    }
+    take(0, std::move(mine));
   }
-  const std::vector<std::string> blobs = comm.gather_blobs_to_root(blob);
-  if (elsewhere) s.exchange->capture_model(root ? &mine.params : nullptr, root ? &mine.velocity : nullptr);
-  std::string path;
+  comm.gather_blobs_to_root(blob, [&take](int rank, std::string&& b) {
+    ByteReader in(b);
+    take(rank, unpack_rank_state(in));
+  });
+  if (elsewhere) s.exchange->capture_model(root ? &c.params : nullptr, root ? &c.velocity : nullptr);
   if (root) {
-    Checkpoint c = header_of(target, step, rec, comm.size());
-    c.params_per_rank = per_rank;
-    c.ranks.push_back(std::move(mine));
-    for (size_t r = 1; r < blobs.size(); ++r) {
-      ByteReader in(blobs[r]);
-      c.ranks.push_back(unpack_rank_state(in));
-    }
-    if (!per_rank) {
-      c.params = std::move(c.ranks.front().params);
-      c.velocity = std::move(c.ranks.front().velocity);
-      c.ranks.front().params.clear();
-      c.ranks.front().velocity.clear();
-    }
-    const std::vector<float>& params = per_rank ? c.ranks.front().params : c.params;
-    c.params_sha256 = sha256_hex_of_floats(params.data(), static_cast<int64_t>(params.size()));
-    path = checkpoint_path(target.out_dir, target.run_id, step);
-    write_checkpoint_file(path, c);
+    c.params_sha256 = per_rank ? c.rank_params_sha256.front()
+                               : sha256_hex_of_floats(c.params.data(), static_cast<int64_t>(c.params.size()));
+    write_checkpoint_file(path, c);  // the commit point: its parts are written
     prune(target, step);
     rec.last_checkpoint = path;
   }
   ++rec.checkpoints;
   rec.checkpoint_seconds += now_seconds() - t0;
-  return path;
+  return root ? path : std::string();
 }
 
 void remove_checkpoints(const std::string& out_dir, const std::string& run_id) {
   std::error_code ec;
   for (const auto& [step, path] : list_checkpoints(out_dir, run_id)) fs::remove(path, ec);
-  // "<checkpoint>.tmp-<pid>": a write that was killed before its rename (core/file_io.h).
+  for (const auto& [step, path] : list_model_parts(out_dir, run_id)) fs::remove(path, ec);
+  // "<checkpoint or part>.tmp-<pid>": a write that was killed before its rename (core/file_io.h).
   const std::string prefix = run_id + kInfix;
   std::vector<fs::path> leftovers;
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {

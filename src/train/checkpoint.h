@@ -1,8 +1,11 @@
 // train-internal: a run's checkpoints (docs/reliability.md "Checkpoint and resume"). Between
 // two steps every rank hands what it holds (parameters and momentum where the ranks differ,
 // BN statistics, RNG streams, loader position, loss scaler, strategy state, its timings and
-// losses so far) to rank 0, which writes one file atomically (metrics/checkpoint_file.h):
+// losses so far) to rank 0, one rank at a time, which writes one file atomically
+// (metrics/checkpoint_file.h):
 //   <out>/<run_id>.checkpoint.<step>.hdf5
+// and, where the ranks' models differ, each rank's model first to a part beside it:
+//   <out>/<run_id>.checkpoint.<step>.model-<rank>.hdf5
 // (.hdf5, not .h5: whatever collects run files as *.h5 never takes a checkpoint for a run).
 // A resumed run continues from one (train/resume.h).
 #pragma once
@@ -44,8 +47,8 @@ std::string checkpoint_refusal(const RunConfig& run);
 std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRecording& rec, RunSetup& setup,
                             Communicator& comm);
 
-// Rank 0, once the run file is written: removes the run's checkpoints and the temporary files
-// of checkpoint writes that were killed.
+// Rank 0, once the run file is written: removes the run's checkpoints, their model parts and
+// the temporary files of checkpoint writes that were killed.
 void remove_checkpoints(const std::string& out_dir, const std::string& run_id);
 
 }  // namespace ts

@@ -79,7 +79,7 @@ def world_rank(pid):
 def wait_for_ranks_and_checkpoint(proc, out, timeout=300, np=2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if list(out.glob("*.checkpoint.*.hdf5")):
+        if [p for p in out.glob("*.checkpoint.*.hdf5") if ".model-" not in p.name]:  # not a model part
             ranks = ranks_of(proc.pid)
             assert len(ranks) == np, f"expected {np} ranks below the launcher, found {ranks}"
             return ranks
@@ -177,10 +177,25 @@ def test_sigusr1_to_one_rank_stops_both_and_weight_avg_resumes_bit_exact(tmp_pat
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 4, stdout + stderr
     step = preempted_marker(out, "SIGUSR1")
-    with h5py.File(out / next(out.glob("*.PREEMPTED")).read_text().split("checkpoint: ")[1].strip()) as f:
+    checkpoint = out / next(out.glob("*.PREEMPTED")).read_text().split("checkpoint: ")[1].strip()
+    with h5py.File(checkpoint) as f:
         assert f.attrs["params_per_rank"] == 1, "weight_avg keeps every rank's own parameters"
-        assert f["model/params"].shape[0] == 2
-    resume_and_check(cfg, out, expected, resumed_from=step)
+        assert "model" not in f, "each rank's model is in its own part, not in the checkpoint file"
+        assert f["ranks/params_sha256"].shape == (2, 4)
+    # Each rank's model part beside it; rank 0 wrote them one at a time (docs/reliability.md).
+    parts = sorted(out.glob(checkpoint.name.replace(".hdf5", ".model-*.hdf5")))
+    assert [p.name.rsplit("-", 1)[1] for p in parts] == ["0.hdf5", "1.hdf5"], parts
+    models = []
+    for part in parts:
+        with h5py.File(part) as f:
+            assert f.attrs["schema"] == "trainscale-checkpoint-model/1" and f.attrs["step"] == step
+            models.append(f["params"][...])
+    assert models[0].shape == models[1].shape
+    # Parts of a pruned checkpoint (the newest two are kept) went with it.
+    steps_of = lambda paths: {int(p.name.split(".checkpoint.")[1].split(".")[0]) for p in paths}
+    mains = steps_of(p for p in out.glob("*.checkpoint.*.hdf5") if ".model-" not in p.name)
+    assert steps_of(out.glob("*.checkpoint.*.model-*.hdf5")) == mains, "a model part without its checkpoint"
+    resume_and_check(cfg, out, expected, resumed_from=step)  # which also finds no part left
 
 
 # Compressed exchanges (issue 14): the error-feedback memory (every rank's own: topk and
