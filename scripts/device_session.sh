@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine that runs every GPU check this repository has, each under its
+# own time limit, most recent work first, and leaves one archive to bring back (device time is
+# scarce: a session gets minutes, the machine's start included; docs/gpu.md).
+#
+#   here:   scripts/pack_device.sh && tar -c .device | xz -T2 -6 > .device.tar.xz
+#           mv reports /tmp/reports-aside     # the tracked files and the archive must fit 64 MiB
+#   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
+#
+# PARTS (comma-separated, in order; default memory,hetero,tests,peer):
+#   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
+#   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 170 s)
+#   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)
+#   peer    bench/gpu_peer.py --no-compile  trainscale vs PyTorch eager      (limit 240 s)
+#   zoo     scripts/device_zoo.sh           every model in every precision   (limit 240 s)
+# Writes $OUT/session.tgz (each part's directory and log) and $OUT/session.txt (each part's exit
+# status and the summary lines); unpacks .device.tar.xz first when .device/ is not there.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-device-results}
+mkdir -p "$out"
+parts=${1:-memory,hetero,tests,peer}
+if [[ ! -d .device && -f .device.tar.xz ]]; then
+  python3 -c "import tarfile; tarfile.open('.device.tar.xz').extractall()" && rm -f .device.tar.xz
+fi
+source scripts/device_env.sh >"$out/env.txt" 2>&1 || { cat "$out/env.txt"; exit 1; }
+summary=$out/session.txt
+{ date -u; nvidia-smi -L 2>/dev/null; echo "packed commit: $(cat .device/COMMIT 2>/dev/null)"; } >"$summary"
+
+# part NAME LIMIT COMMAND...: runs COMMAND with its output in $out/NAME.log, records its status.
+part() {
+  local name=$1 limit=$2
+  shift 2
+  mkdir -p "$out/$name"
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  echo "$name: exit $?" >>"$summary"
+}
+
+IFS=, read -r -a wanted <<<"$parts"
+for name in "${wanted[@]}"; do
+  case $name in
+    memory) part memory 150 scripts/device_memory.sh "$out/memory"
+            cat "$out/memory/memory.txt" >>"$summary" 2>/dev/null ;;
+    hetero) part hetero 170 scripts/device_hetero.sh "$out/hetero" 12
+            cat "$out/hetero/hetero.txt" >>"$summary" 2>/dev/null ;;
+    tests)  part tests 130 scripts/device_test.sh "$out/tests"
+            tail -n 20 "$out/tests.log" >>"$summary" ;;
+    peer)   part peer 240 python3 bench/gpu_peer.py --binary .device/bin/trainscale --no-compile --steps 30 \
+              --warmup 8 --out-dir "$out/peer" --name "$(cat .device/COMMIT 2>/dev/null)-$(nvidia-smi \
+              --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')-eager"
+            tail -n 8 "$out/peer.log" >>"$summary" ;;
+    zoo)    part zoo 240 scripts/device_zoo.sh "$out/zoo"
+            cat "$out/zoo/zoo.txt" >>"$summary" 2>/dev/null ;;
+    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, zoo)" >&2; exit 2 ;;
+  esac
+done
+(cd "$out" && tar czf session.tgz "${wanted[@]}" ./*.log 2>/dev/null && rm -rf "${wanted[@]}" ./*.log)
+cat "$summary"
