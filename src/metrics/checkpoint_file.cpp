@@ -73,37 +73,52 @@ void write_root(h5::File& file, const Checkpoint& c) {
   file.set_attr("written", c.written);
   file.set_attr("params_sha256", c.params_sha256);
   file.set_attr("params_per_rank", static_cast<int64_t>(c.params_per_rank ? 1 : 0));
+  file.set_attr("rank_parts", static_cast<int64_t>(c.rank_parts ? 1 : 0));
+}
+
+// What each rank part must hold (the parts were written first): the parameters' digests
+// (params_per_rank) and the strategy states' lengths, as /ranks/params_sha256 and strategy_size.
+void write_rank_part_index(h5::Group& ranks, const Checkpoint& c, const std::string& path) {
+  const int64_t R = static_cast<int64_t>(c.ranks.size());
+  const size_t digests = c.params_per_rank ? c.ranks.size() : 0;
+  if (c.rank_params_sha256.size() != digests || c.rank_strategy_sizes.size() != c.ranks.size())
+    damaged(path, "not written: " + std::to_string(c.rank_params_sha256.size()) + " rank part digests and " +
+                      std::to_string(c.rank_strategy_sizes.size()) + " strategy sizes for " + std::to_string(R) + " ranks");
+  std::vector<uint64_t> words;
+  for (size_t r = 0; r < c.ranks.size(); ++r) {
+    const RankCheckpoint& rank = c.ranks[r];
+    if (!rank.params.empty() || !rank.velocity.empty() || !rank.strategy.empty())
+      damaged(path, "not written: rank " + std::to_string(r) + "'s model and strategy state belong in its rank part");
+    if (digests == 0) continue;
+    const std::vector<uint64_t> w = digest_words(c.rank_params_sha256[r], path);
+    words.insert(words.end(), w.begin(), w.end());
+  }
+  if (digests > 0) ranks.write("params_sha256", {R, static_cast<int64_t>(kDigestWords)}, words.data());
+  ranks.write("strategy_size", c.rank_strategy_sizes);
 }
 
 void write_model_and_ranks(h5::File& file, const Checkpoint& c, const std::string& path) {
   const int64_t R = static_cast<int64_t>(c.ranks.size());
   int64_t width = 0;
+  if (c.params_per_rank && !c.rank_parts) damaged(path, "not written: per-rank models need rank parts");
   if (!c.params_per_rank) {
     h5::Group model = file.create_group("model");
     model.write("params", c.params);
     model.write("velocity", c.velocity);
   }
   h5::Group ranks = file.create_group("ranks");
-  if (c.params_per_rank) {  // the models are in their parts: their digests commit them
-    if (static_cast<int64_t>(c.rank_params_sha256.size()) != R)
-      damaged(path, "not written: " + std::to_string(c.rank_params_sha256.size()) + " model part digests for " +
-                        std::to_string(R) + " ranks");
-    std::vector<uint64_t> words;
-    for (size_t r = 0; r < c.ranks.size(); ++r) {
-      if (!c.ranks[r].params.empty() || !c.ranks[r].velocity.empty())
-        damaged(path, "not written: rank " + std::to_string(r) + "'s model belongs in its model part");
-      const std::vector<uint64_t> w = digest_words(c.rank_params_sha256[r], path);
-      words.insert(words.end(), w.begin(), w.end());
-    }
-    ranks.write("params_sha256", {R, static_cast<int64_t>(kDigestWords)}, words.data());
+  if (c.rank_parts) {
+    write_rank_part_index(ranks, c, path);
+  } else {
+    const auto strategy = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.strategy; }, path,
+                                       "strategy states", width);
+    ranks.write("strategy", {R, width}, strategy.data());
   }
   ranks.write("loader_position", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.loader_position; }));
   const auto rng = stack<uint64_t>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.rng; }, path, "RNG states", width);
   ranks.write("rng", {R, width}, rng.data());
   const auto state = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.state; }, path, "states", width);
   ranks.write("state", {R, width}, state.data());
-  const auto strategy = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.strategy; }, path, "strategy states", width);
-  ranks.write("strategy", {R, width}, strategy.data());
   ranks.write("loss_scale", column<double>(c.ranks, [](const RankCheckpoint& r) { return r.loss_scale; }));
   ranks.write("loss_scale_good_steps", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.loss_scale_good_steps; }));
   ranks.write("skipped_steps", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.skipped_steps; }));
@@ -224,14 +239,14 @@ void unstack_steps(const h5::Array<float>& a, size_t S, std::vector<RankCheckpoi
 
 void read_model(const h5::ReadFile& f, Checkpoint& c) {
   const std::string& path = f.path();
-  if (c.params_per_rank) {  // each rank's model part's digest; the parts are read on their own
+  if (c.params_per_rank) {  // each rank's rank part's digest; the parts are read on their own
     const h5::Array<uint64_t> words = f.uint64s("/ranks/params_sha256");
     const auto R = static_cast<int64_t>(c.ranks.size());
     if (words.dims.size() != 2 || words.dims[0] != R || words.dims[1] != static_cast<int64_t>(kDigestWords))
       damaged(path, "/ranks/params_sha256 is not a [ranks, 4] array of " + std::to_string(R) + " rows");
     for (int64_t r = 0; r < R; ++r) c.rank_params_sha256.push_back(digest_hex(words.values.data() + r * 4));
     if (c.rank_params_sha256.front() != c.params_sha256)
-      damaged(path, "rank 0's model part digest " + c.rank_params_sha256.front() + " is not the file's params_sha256 " +
+      damaged(path, "rank 0's rank part digest " + c.rank_params_sha256.front() + " is not the file's params_sha256 " +
                         c.params_sha256 + " (damaged)");
     return;
   }
@@ -261,7 +276,11 @@ void read_ranks(const h5::ReadFile& f, Checkpoint& c) {
   }
   unstack<uint64_t>(f.uint64s("/ranks/rng"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.rng; }, path, "/ranks/rng");
   unstack<float>(f.floats("/ranks/state"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.state; }, path, "/ranks/state");
-  unstack<float>(f.floats("/ranks/strategy"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.strategy; }, path, "/ranks/strategy");
+  if (c.rank_parts)  // the states are in the rank parts
+    c.rank_strategy_sizes = per_rank(f.int64s("/ranks/strategy_size"), R, path, "/ranks/strategy_size");
+  else
+    unstack<float>(f.floats("/ranks/strategy"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.strategy; }, path,
+                   "/ranks/strategy");
   if (!f.exists("/ranks/share_changes")) return;  // equal shares
   unstack<int64_t>(f.int64s("/ranks/share_changes"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.share_changes; }, path,
                    "/ranks/share_changes");
@@ -317,6 +336,8 @@ Checkpoint read_checkpoint_file(const std::string& path) {
   c.written = f.string_attr("/", "written");
   c.params_sha256 = f.string_attr("/", "params_sha256");
   c.params_per_rank = f.int_attr("/", "params_per_rank") != 0;
+  c.rank_parts = f.int_attr("/", "rank_parts") != 0;
+  if (c.params_per_rank && !c.rank_parts) damaged(path, "per-rank parameters without rank parts");
   if (c.world_size < 1 || c.world_size > (1 << 20) || c.step < 0)
     damaged(path, "world_size " + std::to_string(c.world_size) + " / step " + std::to_string(c.step) + " out of range");
   c.ranks.resize(static_cast<size_t>(c.world_size));
@@ -327,48 +348,58 @@ Checkpoint read_checkpoint_file(const std::string& path) {
   return c;
 }
 
-std::string model_part_path(const std::string& checkpoint_path, int64_t rank) {
+std::string rank_part_path(const std::string& checkpoint_path, int64_t rank) {
   const std::string suffix = ".hdf5";
   const bool has_suffix = checkpoint_path.size() > suffix.size() &&
                           checkpoint_path.compare(checkpoint_path.size() - suffix.size(), suffix.size(), suffix) == 0;
   const std::string stem = has_suffix ? checkpoint_path.substr(0, checkpoint_path.size() - suffix.size()) : checkpoint_path;
-  return stem + ".model-" + std::to_string(rank) + suffix;
+  return stem + ".rank-" + std::to_string(rank) + suffix;
 }
 
-std::string write_model_part(const std::string& checkpoint_path, const Checkpoint& header, int64_t rank,
-                             const std::vector<float>& params, const std::vector<float>& velocity) {
-  const std::string path = model_part_path(checkpoint_path, rank);
-  if (params.size() != velocity.size())
-    damaged(path, "not written: " + std::to_string(params.size()) + " parameters but " +
-                      std::to_string(velocity.size()) + " momentum values");
+std::string write_rank_part(const std::string& checkpoint_path, const Checkpoint& header, int64_t rank,
+                            const RankCheckpoint& state) {
+  const std::string path = rank_part_path(checkpoint_path, rank);
+  const bool model = header.params_per_rank;
+  if (model && state.params.size() != state.velocity.size())
+    damaged(path, "not written: " + std::to_string(state.params.size()) + " parameters but " +
+                      std::to_string(state.velocity.size()) + " momentum values");
+  const std::vector<float> none;
+  const std::vector<float>& params = model ? state.params : none;
   const std::string sha = sha256_hex_of_floats(params.data(), static_cast<int64_t>(params.size()));
   AtomicFile out(path);
   h5::File file = h5::File::create(out.temp_path(), h5::DatasetOptions{false, true});
-  file.set_attr("schema", kModelPartSchema);
+  file.set_attr("schema", kRankPartSchema);
   file.set_attr("run_id", header.run_id);
   file.set_attr("step", header.step);
   file.set_attr("rank", rank);
   file.set_attr("params_sha256", sha);
   file.write("params", params);
-  file.write("velocity", velocity);
+  file.write("velocity", model ? state.velocity : none);
+  file.write("strategy", state.strategy);
   file.close();
   out.commit();
   return sha;
 }
 
-void read_model_part(const Checkpoint& ckpt, int64_t rank, RankCheckpoint& into) {
-  const std::string path = model_part_path(ckpt.path, rank);
-  if (rank < 0 || rank >= static_cast<int64_t>(ckpt.rank_params_sha256.size()))
-    damaged(path, "rank " + std::to_string(rank) + " has no model part in this checkpoint");
+void read_rank_part(const Checkpoint& ckpt, int64_t rank, RankCheckpoint& into) {
+  const std::string path = rank_part_path(ckpt.path, rank);
+  if (!ckpt.rank_parts || rank < 0 || rank >= static_cast<int64_t>(ckpt.rank_strategy_sizes.size()))
+    damaged(path, "rank " + std::to_string(rank) + " has no rank part in this checkpoint");
   const h5::ReadFile f = h5::ReadFile::open(path);
   const std::string schema = f.string_attr("/", "schema");
-  if (schema != kModelPartSchema)
-    damaged(path, "schema '" + schema + "' is not " + kModelPartSchema + " (a file of another kind or version)");
+  if (schema != kRankPartSchema)
+    damaged(path, "schema '" + schema + "' is not " + kRankPartSchema + " (a file of another kind or version)");
   if (f.string_attr("/", "run_id") != ckpt.run_id || f.int_attr("/", "step") != ckpt.step ||
       f.int_attr("/", "rank") != rank)
-    damaged(path, "it is the model part of " + f.string_attr("/", "run_id") + " step " +
+    damaged(path, "it is the rank part of " + f.string_attr("/", "run_id") + " step " +
                       std::to_string(f.int_attr("/", "step")) + " rank " + std::to_string(f.int_attr("/", "rank")) +
                       ", not of " + ckpt.run_id + " step " + std::to_string(ckpt.step) + " rank " + std::to_string(rank));
+  into.strategy = f.floats("/strategy").values;
+  const int64_t expected = ckpt.rank_strategy_sizes[static_cast<size_t>(rank)];
+  if (static_cast<int64_t>(into.strategy.size()) != expected)
+    damaged(path, "its strategy state holds " + std::to_string(into.strategy.size()) + " values, the checkpoint says " +
+                      std::to_string(expected));
+  if (!ckpt.params_per_rank) return;
   into.params = f.floats("/params").values;
   into.velocity = f.floats("/velocity").values;
   if (into.velocity.size() != into.params.size()) damaged(path, "/velocity and /params differ in length");

@@ -3,10 +3,11 @@
 // trainscale-checkpoint/2). Written atomically (core/file_io.h), datasets checksummed
 // (Fletcher-32) and the parameters' SHA-256 recorded, so a reader refuses a damaged file
 // instead of resuming from it. The train module fills and applies it (train/checkpoint.h).
-// Where the ranks' models differ (weight_avg, ranks of different backends), each rank's
-// parameters and momentum go to a model part file of their own beside the checkpoint, written
-// first, one rank at a time, so that rank 0 never holds every rank's model; the checkpoint file,
-// written last, records each part's SHA-256 and is the commit point.
+// Where every rank holds arrays of the model's size of its own (its model: weight_avg, ranks of
+// different backends; its error-feedback memory: compressed exchanges), they go to a rank part
+// file beside the checkpoint, written first, one rank at a time as its state arrives, so that
+// rank 0 never holds every rank's; the checkpoint file, written last, records what each part
+// must hold (its parameters' SHA-256, its strategy state's length) and is the commit point.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +18,7 @@
 namespace ts {
 
 inline constexpr const char* kCheckpointSchema = "trainscale-checkpoint/2";
-inline constexpr const char* kModelPartSchema = "trainscale-checkpoint-model/1";
+inline constexpr const char* kRankPartSchema = "trainscale-checkpoint-rank/1";
 
 // What one rank holds beyond what all ranks share.
 struct RankCheckpoint {
@@ -25,7 +26,7 @@ struct RankCheckpoint {
   std::vector<uint64_t> rng;          // the net's random streams (dropout), Net::rng_states()
   std::vector<float> state;           // non-trainable state: BN running statistics (per worker)
   std::vector<float> params;          // only when the replicas differ (weight_avg): its model
-  std::vector<float> velocity;        // part's (read_model_part), else empty; the momentum likewise
+  std::vector<float> velocity;        // part's (read_rank_part), else empty; the momentum likewise
   std::vector<float> strategy;        // the exchange strategy's own state (weight_avg: non-finite count)
   double loss_scale = 1;              // the loss scaler: scale, good steps in a row, skipped steps
   int64_t loss_scale_good_steps = 0;
@@ -50,9 +51,14 @@ struct Checkpoint {
   int64_t attempt = 1;                // the attempt that wrote it
   std::string written;                // ISO 8601 (UTC)
   std::string params_sha256;          // of `params` (or rank 0's), core/sha256.h byte order
-  bool params_per_rank = false;       // each rank's params/velocity live in its model part file
+  bool params_per_rank = false;       // every rank has its own params/velocity (in its rank part)
   std::vector<float> params, velocity;  // shared by every rank when !params_per_rank
-  std::vector<std::string> rank_params_sha256;  // params_per_rank: each rank's part's parameters [world_size]
+  // Rank parts (always with params_per_rank): each rank's model and strategy state are in its
+  // part, not in `ranks`; what each part must hold: its parameters' SHA-256 (params_per_rank)
+  // and its strategy state's length, [world_size] each.
+  bool rank_parts = false;
+  std::vector<std::string> rank_params_sha256;
+  std::vector<int64_t> rank_strategy_sizes;
   std::string path;                   // read_checkpoint_file: the file read (its parts lie beside it)
   // Rank 0's series so far (/train, /eval of the run file): [S] and [E].
   std::vector<int64_t> steps, samples;
@@ -64,28 +70,31 @@ struct Checkpoint {
 };
 
 // Writes `ckpt` to `path` atomically. RuntimeError (naming the file) on failure, or when the
-// per-rank arrays disagree in length (nothing is written then). With params_per_rank the ranks'
-// models are not in `ckpt` (their params/velocity are empty): their parts are written first
-// (write_model_part) and `rank_params_sha256` holds what those returned.
+// per-rank arrays disagree in length (nothing is written then). With rank_parts the ranks'
+// models and strategy states are not in `ckpt` (empty): their parts were written first
+// (write_rank_part), and `rank_params_sha256` / `rank_strategy_sizes` say what they hold.
 void write_checkpoint_file(const std::string& path, const Checkpoint& ckpt);
 
 // Reads and verifies a checkpoint file: RuntimeError naming the file and what is wrong for a
 // missing, truncated or damaged file (HDF5 checksums, shapes, the parameters' SHA-256) or one of
-// another schema. With params_per_rank the ranks' models stay in their parts (read_model_part).
+// another schema. With rank_parts the ranks' models and strategy states stay in their parts
+// (read_rank_part).
 Checkpoint read_checkpoint_file(const std::string& path);
 
-// The model part of rank `rank` beside the checkpoint at `checkpoint_path`:
-// "<run_id>.checkpoint.<step>.model-<rank>.hdf5".
-std::string model_part_path(const std::string& checkpoint_path, int64_t rank);
+// The rank part of rank `rank` beside the checkpoint at `checkpoint_path`:
+// "<run_id>.checkpoint.<step>.rank-<rank>.hdf5".
+std::string rank_part_path(const std::string& checkpoint_path, int64_t rank);
 
-// Writes rank `rank`'s parameters and momentum to its model part of the checkpoint `header`
-// (run_id, step) at `checkpoint_path`, atomically; returns the parameters' SHA-256.
-std::string write_model_part(const std::string& checkpoint_path, const Checkpoint& header, int64_t rank,
-                             const std::vector<float>& params, const std::vector<float>& velocity);
+// Writes `state`'s parameters and momentum (with header.params_per_rank) and strategy state to
+// rank `rank`'s part of the checkpoint `header` (run_id, step) at `checkpoint_path`,
+// atomically; returns the parameters' SHA-256 (of none without params_per_rank).
+std::string write_rank_part(const std::string& checkpoint_path, const Checkpoint& header, int64_t rank,
+                            const RankCheckpoint& state);
 
-// Reads rank `rank`'s model part of the per-rank checkpoint `ckpt` (read_checkpoint_file's) into
-// `into`'s params and velocity; RuntimeError naming the part when it is missing, damaged, of
-// another checkpoint, or its parameters do not match the SHA-256 the checkpoint recorded.
-void read_model_part(const Checkpoint& ckpt, int64_t rank, RankCheckpoint& into);
+// Reads rank `rank`'s part of `ckpt` (read_checkpoint_file's, with rank_parts) into `into`'s
+// params and velocity (params_per_rank) and strategy; RuntimeError naming the part when it is
+// missing, damaged, of another checkpoint, or not what the checkpoint recorded (the parameters'
+// SHA-256, the strategy state's length).
+void read_rank_part(const Checkpoint& ckpt, int64_t rank, RankCheckpoint& into);
 
 }  // namespace ts

@@ -17,6 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kInfix = ".checkpoint.";
+// A strategy state of at least this many floats per rank (an error-feedback memory) goes to the
+// rank parts with the models: smaller ones (weight_avg's one count) stay in the checkpoint file.
+constexpr int64_t kRankPartFloats = 1 << 16;
 constexpr const char* kSuffix = ".hdf5";
 
 bool all_digits(const std::string& s) {
@@ -35,8 +38,8 @@ int64_t step_of_name(const std::string& name, const std::string& run_id) {
   return all_digits(digits) ? std::stoll(digits) : -1;
 }
 
-// The step of a model part "<run_id>.checkpoint.<digits>.model-<digits>.hdf5"
-// (metrics::model_part_path), or -1 for any other name.
+// The step of a rank part "<run_id>.checkpoint.<digits>.rank-<digits>.hdf5"
+// (metrics::rank_part_path), or -1 for any other name.
 int64_t part_step_of_name(const std::string& name, const std::string& run_id) {
   const std::string prefix = run_id + kInfix;
   const std::string suffix = kSuffix;
@@ -44,20 +47,28 @@ int64_t part_step_of_name(const std::string& name, const std::string& run_id) {
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
     return -1;
   const std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  const size_t at = middle.find(".model-");
-  if (at == std::string::npos || !all_digits(middle.substr(0, at)) || !all_digits(middle.substr(at + 7))) return -1;
+  const std::string infix = ".rank-";
+  const size_t at = middle.find(infix);
+  if (at == std::string::npos || !all_digits(middle.substr(0, at)) || !all_digits(middle.substr(at + infix.size())))
+    return -1;
   return std::stoll(middle.substr(0, at));
 }
 
-// The model parts of this run's checkpoints: (step, path).
-std::vector<std::pair<int64_t, std::string>> list_model_parts(const std::string& out_dir, const std::string& run_id) {
+// (step, path) of the files of `out_dir` to whose name `step_of(name, run_id)` gives a step.
+std::vector<std::pair<int64_t, std::string>> files_by_step(const std::string& out_dir, const std::string& run_id,
+                                                           int64_t (*step_of)(const std::string&, const std::string&)) {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const int64_t step = part_step_of_name(it->path().filename().string(), run_id);
+    const int64_t step = step_of(it->path().filename().string(), run_id);
     if (step >= 0) found.emplace_back(step, it->path().string());
   }
   return found;
+}
+
+// The rank parts of this run's checkpoints: (step, path).
+std::vector<std::pair<int64_t, std::string>> list_rank_parts(const std::string& out_dir, const std::string& run_id) {
+  return files_by_step(out_dir, run_id, part_step_of_name);
 }
 
 // Rank 0's checkpoint of everything but its own rank state, which the caller moves in.
@@ -83,7 +94,7 @@ Checkpoint header_of(const CheckpointTarget& target, int64_t step, const RunReco
 }
 
 // Keeps the newest two at or below `step`; removes older ones and any ahead of `step`, and
-// the model parts of any step not kept (a removed checkpoint's, or parts whose checkpoint file
+// the rank parts of any step not kept (a removed checkpoint's, or parts whose checkpoint file
 // was never written).
 void prune(const CheckpointTarget& target, int64_t step) {
   std::vector<int64_t> kept;
@@ -95,7 +106,7 @@ void prune(const CheckpointTarget& target, int64_t step) {
     }
     fs::remove(path, ec);  // best effort: a file that stays is only disk space
   }
-  for (const auto& [other, path] : list_model_parts(target.out_dir, target.run_id))
+  for (const auto& [other, path] : list_rank_parts(target.out_dir, target.run_id))
     if (std::find(kept.begin(), kept.end(), other) == kept.end()) fs::remove(path, ec);
 }
 
@@ -106,12 +117,7 @@ std::string checkpoint_path(const std::string& out_dir, const std::string& run_i
 }
 
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir, const std::string& run_id) {
-  std::vector<std::pair<int64_t, std::string>> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const int64_t step = step_of_name(it->path().filename().string(), run_id);
-    if (step >= 0) found.emplace_back(step, it->path().string());
-  }
+  std::vector<std::pair<int64_t, std::string>> found = files_by_step(out_dir, run_id, step_of_name);
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   return found;
 }
@@ -143,14 +149,19 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
   if (root) {
     c = header_of(target, step, rec, comm.size());
     c.params_per_rank = per_rank;
+    // Every rank's strategy state has one size (an error-feedback memory: the model's).
+    c.rank_parts = per_rank || static_cast<int64_t>(mine.strategy.size()) >= kRankPartFloats;
   }
-  // Rank 0 takes each rank's state as it arrives. A rank's own model (per_rank) goes to its
-  // model part at once, so rank 0 holds at most its own model and one other rank's.
+  // Rank 0 takes each rank's state as it arrives. A rank's own model (per_rank) and strategy
+  // state go to its rank part at once, so rank 0 holds at most its own and one other rank's.
   auto take = [&](int rank, RankCheckpoint&& state) {
-    if (per_rank) {
-      c.rank_params_sha256.push_back(write_model_part(path, c, rank, state.params, state.velocity));
+    if (c.rank_parts) {
+      const std::string sha = write_rank_part(path, c, rank, state);
+      if (per_rank) c.rank_params_sha256.push_back(sha);
+      c.rank_strategy_sizes.push_back(static_cast<int64_t>(state.strategy.size()));
       state.params = {};
       state.velocity = {};
+      state.strategy = {};
     }
     c.ranks.push_back(std::move(state));
   };
@@ -188,7 +199,7 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
 void remove_checkpoints(const std::string& out_dir, const std::string& run_id) {
   std::error_code ec;
   for (const auto& [step, path] : list_checkpoints(out_dir, run_id)) fs::remove(path, ec);
-  for (const auto& [step, path] : list_model_parts(out_dir, run_id)) fs::remove(path, ec);
+  for (const auto& [step, path] : list_rank_parts(out_dir, run_id)) fs::remove(path, ec);
   // "<checkpoint or part>.tmp-<pid>": a write that was killed before its rename (core/file_io.h).
   const std::string prefix = run_id + kInfix;
   std::vector<fs::path> leftovers;

@@ -5,7 +5,7 @@
 // (metrics/checkpoint_file.h):
 //   <out>/<run_id>.checkpoint.<step>.hdf5
 // and, where the ranks' models differ, each rank's model first to a part beside it:
-//   <out>/<run_id>.checkpoint.<step>.model-<rank>.hdf5
+//   <out>/<run_id>.checkpoint.<step>.rank-<rank>.hdf5
 // (.hdf5, not .h5: whatever collects run files as *.h5 never takes a checkpoint for a run).
 // A resumed run continues from one (train/resume.h).
 #pragma once
@@ -47,7 +47,7 @@ std::string checkpoint_refusal(const RunConfig& run);
 std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRecording& rec, RunSetup& setup,
                             Communicator& comm);
 
-// Rank 0, once the run file is written: removes the run's checkpoints, their model parts and
+// Rank 0, once the run file is written: removes the run's checkpoints, their rank parts and
 // the temporary files of checkpoint writes that were killed.
 void remove_checkpoints(const std::string& out_dir, const std::string& run_id);
 

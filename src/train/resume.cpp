@@ -30,10 +30,10 @@ std::optional<Checkpoint> newest_valid_checkpoint(const CheckpointTarget& target
       log << "note: skipping checkpoint " << path << ": it holds step " << c.step << ", its name says " << step << "\n";
       continue;
     }
-    try {  // every model part reads back and matches its digest (each dropped after its check)
-      for (int64_t r = 0; c.params_per_rank && r < c.world_size; ++r) {
+    try {  // every rank part reads back and matches its digest (each dropped after its check)
+      for (int64_t r = 0; c.rank_parts && r < c.world_size; ++r) {
         RankCheckpoint scratch;
-        read_model_part(c, r, scratch);
+        read_rank_part(c, r, scratch);
       }
     } catch (const RuntimeError& e) {
       log << "note: skipping checkpoint " << path << ": " << e.what() << "; trying an older one\n";
@@ -58,10 +58,10 @@ ResumeState distribute_checkpoint(const std::optional<Checkpoint>& ckpt, Communi
   state.step = static_cast<int64_t>(head[1]);
   state.params_per_rank = head[2] != 0;
   if (!state.resumed) return state;
-  // One rank's message at a time: with per-rank models, rank 0 reads each part as it sends it.
+  // One rank's message at a time: with rank parts, rank 0 reads each part as it sends it.
   const std::string mine = comm.scatter_blobs_from_root([&ckpt](int r) {
     RankCheckpoint rank = ckpt->ranks[static_cast<size_t>(r)];
-    if (ckpt->params_per_rank) read_model_part(*ckpt, r, rank);
+    if (ckpt->rank_parts) read_rank_part(*ckpt, r, rank);
     ByteWriter out;
     pack_series(out, *ckpt);
     pack_rank_state(out, rank);

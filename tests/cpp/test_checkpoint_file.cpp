@@ -1,8 +1,8 @@
 // metrics/checkpoint_file: a checkpoint reads back exactly as written (shared parameters, or
-// per-rank ones in model parts beside it; every rank's state, series and timings), atomically
+// per-rank ones in rank parts beside it; every rank's state, series and timings), atomically
 // (no temporary file left), and a damaged file is refused with a message naming it: truncated,
 // a flipped byte in a dataset (Fletcher-32), parameters that do not match their SHA-256, a file
-// of another schema, a model part that is missing, damaged or another checkpoint's; an
+// of another schema, a rank part that is missing, damaged or another checkpoint's; an
 // inconsistent checkpoint is never written. Also the HDF5 reader's type and shape checks.
 #include <gtest/gtest.h>
 
@@ -141,22 +141,26 @@ void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-// A per-rank checkpoint as save_checkpoint writes it: each rank's model to its part first
-// (recording the digests), the checkpoint file last, without the models.
+// A checkpoint with rank parts as save_checkpoint writes it: each rank's model (per rank) and
+// strategy state to its part first (recording what they hold), the checkpoint file last.
 void write_with_parts(const std::string& p, Checkpoint c) {
+  c.rank_parts = true;
   for (size_t r = 0; r < c.ranks.size(); ++r) {
-    c.rank_params_sha256.push_back(write_model_part(p, c, static_cast<int64_t>(r), c.ranks[r].params, c.ranks[r].velocity));
+    const std::string sha = write_rank_part(p, c, static_cast<int64_t>(r), c.ranks[r]);
+    if (c.params_per_rank) c.rank_params_sha256.push_back(sha);
+    c.rank_strategy_sizes.push_back(static_cast<int64_t>(c.ranks[r].strategy.size()));
     c.ranks[r].params.clear();
     c.ranks[r].velocity.clear();
+    c.ranks[r].strategy.clear();
   }
   write_checkpoint_file(p, c);
 }
 
-// The checkpoint at `p` with every rank's model read back from its part.
+// The checkpoint at `p` with every rank's part read back.
 Checkpoint read_with_parts(const std::string& p) {
   Checkpoint c = read_checkpoint_file(p);
   EXPECT_EQ(c.path, p);
-  for (size_t r = 0; c.params_per_rank && r < c.ranks.size(); ++r) read_model_part(c, static_cast<int64_t>(r), c.ranks[r]);
+  for (size_t r = 0; c.rank_parts && r < c.ranks.size(); ++r) read_rank_part(c, static_cast<int64_t>(r), c.ranks[r]);
   return c;
 }
 
@@ -182,8 +186,15 @@ TEST_F(CheckpointFile, RoundTripsSharedAndPerRankParameters) {
       write_checkpoint_file(p, c);
     expect_same(read_with_parts(p), c);
   }
-  EXPECT_EQ(model_part_path(path("run.checkpoint.3.hdf5"), 1), path("run.checkpoint.3.model-1.hdf5"));
-  EXPECT_TRUE(fs::exists(path("run.checkpoint.3.model-0.hdf5")) && fs::exists(path("run.checkpoint.3.model-1.hdf5")));
+  // Shared parameters, every rank's strategy state in its part (an error-feedback memory).
+  Checkpoint c = sample(false);
+  for (size_t r = 0; r < c.ranks.size(); ++r) c.ranks[r].strategy.assign(70000, 0.5f * static_cast<float>(r + 1));
+  write_with_parts(path("ef.checkpoint.3.hdf5"), c);
+  const Checkpoint back = read_with_parts(path("ef.checkpoint.3.hdf5"));
+  EXPECT_TRUE(back.rank_parts && !back.params_per_rank);
+  expect_same(back, c);
+  EXPECT_EQ(rank_part_path(path("run.checkpoint.3.hdf5"), 1), path("run.checkpoint.3.rank-1.hdf5"));
+  EXPECT_TRUE(fs::exists(path("run.checkpoint.3.rank-0.hdf5")) && fs::exists(path("run.checkpoint.3.rank-1.hdf5")));
   for (const auto& e : fs::directory_iterator(dir_))
     EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "temporary file left: " << e.path();
 }
@@ -231,45 +242,52 @@ TEST_F(CheckpointFile, AFileOfAnotherSchemaIsRefused) {
   EXPECT_NE(error_of([&] { read_checkpoint_file(path("missing.hdf5")); }).find("missing.hdf5"), std::string::npos);
 }
 
-TEST_F(CheckpointFile, AModelPartThatIsMissingDamagedOrAnothersIsRefused) {
+TEST_F(CheckpointFile, ARankPartThatIsMissingDamagedOrAnothersIsRefused) {
   const std::string p = path("run.checkpoint.3.hdf5");
   write_with_parts(p, sample(true));
   const Checkpoint c = read_checkpoint_file(p);
   RankCheckpoint into;
-  const std::string part1 = model_part_path(p, 1);
+  const std::string part1 = rank_part_path(p, 1);
   const std::string good = bytes_of(part1);
   std::string bytes = good;  // the parameters are the bulk of the part
   bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
   write_bytes(part1, bytes);
-  std::string message = error_of([&] { read_model_part(c, 1, into); });
+  std::string message = error_of([&] { read_rank_part(c, 1, into); });
   EXPECT_NE(message.find(part1), std::string::npos) << message;
   EXPECT_NE(message.find("damaged"), std::string::npos) << message;
-  write_bytes(part1, bytes_of(model_part_path(p, 0)));  // rank 0's part in rank 1's place
-  message = error_of([&] { read_model_part(c, 1, into); });
+  write_bytes(part1, bytes_of(rank_part_path(p, 0)));  // rank 0's part in rank 1's place
+  message = error_of([&] { read_rank_part(c, 1, into); });
   EXPECT_NE(message.find("rank 0, not of"), std::string::npos) << message;
   fs::remove(part1);
-  EXPECT_NE(error_of([&] { read_model_part(c, 1, into); }).find(part1), std::string::npos);
+  EXPECT_NE(error_of([&] { read_rank_part(c, 1, into); }).find(part1), std::string::npos);
   write_bytes(part1, good);
-  EXPECT_NO_THROW(read_model_part(c, 1, into));
+  EXPECT_NO_THROW(read_rank_part(c, 1, into));
   EXPECT_EQ(into.params, sample(true).ranks[1].params);
+  Checkpoint longer = c;  // a part whose strategy state is not the length the checkpoint says
+  longer.rank_strategy_sizes[1] += 1;
+  EXPECT_NE(error_of([&] { read_rank_part(longer, 1, into); }).find("strategy state holds"), std::string::npos);
 }
 
 TEST_F(CheckpointFile, AnInconsistentCheckpointIsNotWritten) {
   Checkpoint c = sample(true);  // per-rank models left in the ranks instead of their parts
+  c.rank_parts = true;
   c.rank_params_sha256 = {c.params_sha256, c.params_sha256};
+  c.rank_strategy_sizes = {1, 1};
   const std::string p = path("c.hdf5");
   const std::string message = error_of([&] { write_checkpoint_file(p, c); });
   EXPECT_NE(message.find("not written"), std::string::npos) << message;
-  EXPECT_NE(message.find("belongs in its model part"), std::string::npos) << message;
+  EXPECT_NE(message.find("belong in its rank part"), std::string::npos) << message;
   EXPECT_TRUE(fs::is_empty(dir_)) << "nothing may be left behind";
-  EXPECT_NE(error_of([&] { write_model_part(p, c, 1, c.ranks[1].params, {}); }).find("not written"), std::string::npos);
+  RankCheckpoint odd = c.ranks[1];
+  odd.velocity.pop_back();  // momentum values not matching the parameters
+  EXPECT_NE(error_of([&] { write_rank_part(p, c, 1, odd); }).find("not written"), std::string::npos);
   EXPECT_TRUE(fs::is_empty(dir_));
-  c.ranks[1].params.clear();
-  c.ranks[1].velocity.clear();
-  c.ranks[0].params.clear();
-  c.ranks[0].velocity.clear();
-  c.rank_params_sha256 = {c.params_sha256};  // one model part digest for two ranks
-  EXPECT_NE(error_of([&] { write_checkpoint_file(p, c); }).find("model part digests"), std::string::npos);
+  for (RankCheckpoint& r : c.ranks) r.params.clear(), r.velocity.clear(), r.strategy.clear();
+  c.rank_params_sha256 = {c.params_sha256};  // one rank part digest for two ranks
+  EXPECT_NE(error_of([&] { write_checkpoint_file(p, c); }).find("rank part digests"), std::string::npos);
+  c.rank_params_sha256 = {c.params_sha256, c.params_sha256};
+  c.rank_parts = false;  // per-rank models need their parts
+  EXPECT_NE(error_of([&] { write_checkpoint_file(p, c); }).find("need rank parts"), std::string::npos);
   EXPECT_TRUE(fs::is_empty(dir_));
   c = sample(false);
   c.ranks[0].loss.push_back(1.f);  // a loss more than there are steps

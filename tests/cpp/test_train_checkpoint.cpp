@@ -31,23 +31,23 @@ TEST(TrainCheckpoint, NamesAndTheirListingNewestFirst) {
                            "lenet-0123456789ab.checkpoint.50.hdf5.tmp-77",  // a killed write
                            "lenet-0123456789ab.checkpoint.x1.hdf5", "lenet-0123456789ab.h5",
                            "other-0123456789ab.checkpoint.60.hdf5", "lenet-0123456789ab.checkpoint.70.h5",
-                           "lenet-0123456789ab.checkpoint.40.model-0.hdf5",  // per-rank models' parts
-                           "lenet-0123456789ab.checkpoint.40.model-1.hdf5",
-                           "lenet-0123456789ab.checkpoint.130.model-1.hdf5.tmp-78",
-                           "other-0123456789ab.checkpoint.60.model-0.hdf5"})
+                           "lenet-0123456789ab.checkpoint.40.rank-0.hdf5",  // per-rank models' parts
+                           "lenet-0123456789ab.checkpoint.40.rank-1.hdf5",
+                           "lenet-0123456789ab.checkpoint.130.rank-1.hdf5.tmp-78",
+                           "other-0123456789ab.checkpoint.60.rank-0.hdf5"})
     std::ofstream(dir / name) << "x";
   const auto found = list_checkpoints(dir.string(), run);
-  ASSERT_EQ(found.size(), 3u) << "model parts are not checkpoints";
+  ASSERT_EQ(found.size(), 3u) << "rank parts are not checkpoints";
   EXPECT_EQ(found[0].first, 120);
   EXPECT_EQ(found[1].first, 40);
   EXPECT_EQ(found[2].first, 9);
   remove_checkpoints(dir.string(), run);
   EXPECT_TRUE(list_checkpoints(dir.string(), run).empty());
   EXPECT_FALSE(fs::exists(dir / "lenet-0123456789ab.checkpoint.50.hdf5.tmp-77"));
-  for (const char* part : {"lenet-0123456789ab.checkpoint.40.model-0.hdf5", "lenet-0123456789ab.checkpoint.40.model-1.hdf5",
-                           "lenet-0123456789ab.checkpoint.130.model-1.hdf5.tmp-78"})
+  for (const char* part : {"lenet-0123456789ab.checkpoint.40.rank-0.hdf5", "lenet-0123456789ab.checkpoint.40.rank-1.hdf5",
+                           "lenet-0123456789ab.checkpoint.130.rank-1.hdf5.tmp-78"})
     EXPECT_FALSE(fs::exists(dir / part)) << part;
-  EXPECT_TRUE(fs::exists(dir / "other-0123456789ab.checkpoint.60.model-0.hdf5"));
+  EXPECT_TRUE(fs::exists(dir / "other-0123456789ab.checkpoint.60.rank-0.hdf5"));
   EXPECT_TRUE(fs::exists(dir / "lenet-0123456789ab.h5")) << "the run file stays";
   EXPECT_TRUE(fs::exists(dir / "other-0123456789ab.checkpoint.60.hdf5")) << "another run's checkpoint stays";
   fs::remove_all(dir);

@@ -79,7 +79,7 @@ def world_rank(pid):
 def wait_for_ranks_and_checkpoint(proc, out, timeout=300, np=2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if [p for p in out.glob("*.checkpoint.*.hdf5") if ".model-" not in p.name]:  # not a model part
+        if [p for p in out.glob("*.checkpoint.*.hdf5") if ".rank-" not in p.name]:  # not a rank part
             ranks = ranks_of(proc.pid)
             assert len(ranks) == np, f"expected {np} ranks below the launcher, found {ranks}"
             return ranks
@@ -182,19 +182,19 @@ def test_sigusr1_to_one_rank_stops_both_and_weight_avg_resumes_bit_exact(tmp_pat
         assert f.attrs["params_per_rank"] == 1, "weight_avg keeps every rank's own parameters"
         assert "model" not in f, "each rank's model is in its own part, not in the checkpoint file"
         assert f["ranks/params_sha256"].shape == (2, 4)
-    # Each rank's model part beside it; rank 0 wrote them one at a time (docs/reliability.md).
-    parts = sorted(out.glob(checkpoint.name.replace(".hdf5", ".model-*.hdf5")))
+    # Each rank's rank part beside it; rank 0 wrote them one at a time (docs/reliability.md).
+    parts = sorted(out.glob(checkpoint.name.replace(".hdf5", ".rank-*.hdf5")))
     assert [p.name.rsplit("-", 1)[1] for p in parts] == ["0.hdf5", "1.hdf5"], parts
     models = []
     for part in parts:
         with h5py.File(part) as f:
-            assert f.attrs["schema"] == "trainscale-checkpoint-model/1" and f.attrs["step"] == step
+            assert f.attrs["schema"] == "trainscale-checkpoint-rank/1" and f.attrs["step"] == step
             models.append(f["params"][...])
     assert models[0].shape == models[1].shape
     # Parts of a pruned checkpoint (the newest two are kept) went with it.
     steps_of = lambda paths: {int(p.name.split(".checkpoint.")[1].split(".")[0]) for p in paths}
-    mains = steps_of(p for p in out.glob("*.checkpoint.*.hdf5") if ".model-" not in p.name)
-    assert steps_of(out.glob("*.checkpoint.*.model-*.hdf5")) == mains, "a model part without its checkpoint"
+    mains = steps_of(p for p in out.glob("*.checkpoint.*.hdf5") if ".rank-" not in p.name)
+    assert steps_of(out.glob("*.checkpoint.*.rank-*.hdf5")) == mains, "a rank part without its checkpoint"
     resume_and_check(cfg, out, expected, resumed_from=step)  # which also finds no part left
 
 
@@ -225,16 +225,21 @@ def test_a_compressed_run_preempted_by_sigterm_resumes_bit_exact(tmp_path_factor
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 4, stdout + stderr
     step = preempted_marker(out, "SIGTERM")
-    with h5py.File(out / next(out.glob("*.PREEMPTED")).read_text().split("checkpoint: ")[1].strip()) as f:
-        memory = f["ranks/strategy"].shape[1]
+    checkpoint = out / next(out.glob("*.PREEMPTED")).read_text().split("checkpoint: ")[1].strip()
+    with h5py.File(checkpoint) as f:
+        parts = int(f.attrs["rank_parts"])  # a strategy state of the model's size: in the rank parts
+        memory = int(f["ranks/strategy_size"][0]) if parts else f["ranks/strategy"].shape[1]
+    if parts:
+        with h5py.File(checkpoint.with_name(checkpoint.name.replace(".hdf5", ".rank-1.hdf5"))) as f:
+            assert f["strategy"].shape == (memory,) and f["params"].shape == (0,), "rank 1's memory, no model"
     resume_and_check(cfg, out, expected, resumed_from=step)
     with h5py.File(reference_file) as a, h5py.File(next(out.glob("*.h5"))) as b:
         assert (a["compression/wire_bytes"][...] == b["compression/wire_bytes"][...]).all()
         params = int(a["model"].attrs["parameters"])
     if name == "qsgd":
-        assert memory == 0, "unbiased compressors run without error feedback: nothing to keep"
+        assert memory == 0 and not parts, "unbiased compressors run without error feedback: nothing to keep"
     else:
-        assert memory >= params, "every rank's error-feedback memory (and PowerSGD's Q) is in the checkpoint"
+        assert memory >= params and parts, "every rank's error-feedback memory (and PowerSGD's Q), in its rank part"
 
 
 # Heterogeneous workers: static shares of the global batch (12 and 4 of 16), one rank slowed
