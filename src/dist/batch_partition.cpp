@@ -39,7 +39,8 @@ std::vector<int64_t> shares_by_speed(const std::vector<double>& samples_per_s, i
   const double total = std::accumulate(speed.begin(), speed.end(), 0.0);
   // In quanta: the ideal shares rounded down, at least one each; what is left goes to the
   // largest remainders (ties to the lower rank, so every rank computes the same result); a
-  // rank raised to its one quantum is paid for by the largest shares.
+  // rank raised to its one quantum has no remainder left (it got more than its ideal), and any
+  // excess is paid for by the largest shares.
   const int64_t units = global_batch / quantum;
   std::vector<int64_t> whole(speed.size());
   std::vector<std::pair<double, int64_t>> remainders;
@@ -48,7 +49,7 @@ std::vector<int64_t> shares_by_speed(const std::vector<double>& samples_per_s, i
     const double ideal = static_cast<double>(units) * speed[static_cast<size_t>(r)] / total;
     whole[static_cast<size_t>(r)] = std::max<int64_t>(1, std::min<int64_t>(units, static_cast<int64_t>(std::floor(ideal))));
     given += whole[static_cast<size_t>(r)];
-    remainders.emplace_back(-(ideal - std::floor(ideal)), r);
+    remainders.emplace_back(-std::max(0.0, ideal - static_cast<double>(whole[static_cast<size_t>(r)])), r);
   }
   std::sort(remainders.begin(), remainders.end());
   for (size_t i = 0; given < units; i = (i + 1) % remainders.size(), ++given) ++whole[static_cast<size_t>(remainders[i].second)];

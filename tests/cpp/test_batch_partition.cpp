@@ -22,6 +22,9 @@ TEST(BatchPartition, SharesFollowTheSpeeds) {
   EXPECT_EQ(shares_by_speed({3.0, 1.0}, 128, 1), (std::vector<int64_t>{96, 32}));
   EXPECT_EQ(shares_by_speed({1.0, 3.0}, 128, 8), (std::vector<int64_t>{32, 96}));
   EXPECT_EQ(shares_by_speed({1.0, 1.0, 1.0, 1.0}, 64, 4), (std::vector<int64_t>{16, 16, 16, 16}));
+  // A rank raised to its one quantum (ideal 6/7 of one) takes no remainder on top: the quantum
+  // left goes to a fast rank (the lower of two ties).
+  EXPECT_EQ(shares_by_speed({1.0, 3.0, 3.0}, 48, 8), (std::vector<int64_t>{8, 24, 16}));
   // Only the ratios count: samples/s of any magnitude.
   EXPECT_EQ(shares_by_speed({3000.0, 1000.0}, 128, 1), shares_by_speed({3e-3, 1e-3}, 128, 1));
 }

@@ -165,8 +165,8 @@ TEST(DistConfig, PartitionSharesAndEmulatedSlowdown) {
   EXPECT_NE(e.find("must be a list of numbers"), std::string::npos) << e;
   e = error_of(two + "dist: {partition: measured, rebalance_steps: 4}\n");
   EXPECT_NE(e.find("key 'dist.rebalance_steps': applies to dist.partition adaptive only"), std::string::npos) << e;
-  e = error_of(two + "dist: {partition: adaptive}\nbackend: cuda\n");
-  EXPECT_NE(e.find("key 'dist.partition'"), std::string::npos) << e;
+  // A CUDA rank follows shares that change (its staged input re-plans; docs/distributed.md).
+  EXPECT_EQ(error_of(two + "dist: {partition: adaptive}\nbackend: cuda\n"), "");
   e = error_of(two + "dist: {partition: even}\n");
   EXPECT_NE(e.find("equal | static | measured | adaptive"), std::string::npos) << e;
   e = error_of(two + "dist: {emulate_slowdown: {rank: 0, factor: 0.5}}\n");
