@@ -57,8 +57,9 @@ def test_malformed_sweep_exits_2(tmp_path):
 # The studies (configs/studies/, scripts/run_study.sh): each sweep expands on the site it runs
 # on, with the run count its header promises; a _sim sweep needs the simulate site.
 STUDY_RUNS = {"batch_lr": 120, "batch_lr_low": 48, "batch_lr_cifar10": 120, "neuron_averaging": 12, "ps_timing": 29,
-              "ps_timing_sim": 18, "hetero_partition": 5, "sync_async": 11,
-              "salvaris": 32, "salvaris_sim": 12, "model_skylake_sim": 168, "model_skylake_sim_mesh": 168}
+              "ps_timing_sim": 18, "hetero_partition": 5, "sync_async": 33,
+              "salvaris": 96, "salvaris_sim": 12, "model_skylake_sim": 168, "model_skylake_sim_mesh": 168}
+STUDY_REPETITIONS = {"sync_async": 3, "salvaris": 3}  # runs per point (each its own seed); 1 elsewhere
 
 
 def test_every_study_sweep_expands_with_its_run_count(tmp_path):
@@ -75,4 +76,7 @@ def test_every_study_sweep_expands_with_its_run_count(tmp_path):
         assert res.returncode == 0, (name, res.stderr)
         runs = yaml.safe_load((out / "manifest.yaml").read_text())["runs"]
         assert len(runs) == count, name
-        assert len({r["config_id"] for r in runs}) == count, name  # no point twice
+        repetitions = STUDY_REPETITIONS.get(name, 1)
+        assert len({r["config_id"] for r in runs}) == count // repetitions, name  # no point twice
+        if repetitions > 1:  # every repeated run its own seed
+            assert len({r["config"]["seed"] for r in runs}) == count, name
