@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/error.h"
 #include "core/memory_limits.h"
 #include "nn/net.h"
 
@@ -57,7 +58,7 @@ DeviceMemoryEstimate estimate_device_memory(const RunConfig& r, Backend& backend
   if (backend.describe().host_accessible || backend.device_memory().total <= 0) return e;
   e.applies = true;
   e.used_at_check = used_now(backend);
-  {
+  try {
     std::unique_ptr<Net> probe = build_model(r.model, backend, input, r.seed, r.dropout);
     const int64_t params = probe->param_count();
     e.parameters = std::max<int64_t>(used_now(backend) - e.used_at_check, (2 * params + probe->state_count()) * 4);
@@ -72,6 +73,8 @@ DeviceMemoryEstimate estimate_device_memory(const RunConfig& r, Backend& backend
     const int64_t fixed = std::max<int64_t>(0, small - kProbeBatchSmall * e.activation_per_sample);
     e.activations_train = fixed + batch * e.activation_per_sample;
     e.activations_eval = fixed + eval_batch * e.activation_per_sample;
+  } catch (const RuntimeError& err) {  // the probe's memory is given back as it unwinds
+    e.probe_error = err.what();
   }
   backend.synchronize();
   e.input = 2 * batch * input.sample.numel() * static_cast<int64_t>(sizeof(float));

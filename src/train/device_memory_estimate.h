@@ -28,6 +28,7 @@ struct DeviceMemoryEstimate {
   int64_t input = 0;                 // the two staged input buffers (StagedInput) at the training batch
   int64_t activation_per_sample = 0;
   int64_t used_at_check = 0;         // the device's used memory before the probe (context, libraries, others)
+  std::string probe_error;           // the probe itself did not fit (the device's error); check_memory refuses
 
   int64_t total() const;
   std::map<std::string, int64_t> named() const;  // device_estimate_bytes, device_parameters_bytes, ...
@@ -40,7 +41,8 @@ struct DeviceMemoryBound {
 };
 
 // Builds and plans a probe of the model on `backend` (then drops it); `batch` is the most samples
-// a step of this rank may take, `eval_batch` the evaluation's.
+// a step of this rank may take, `eval_batch` the evaluation's. A probe that does not fit itself
+// (RuntimeError from the device) is recorded in probe_error, not thrown: the refusal is collective.
 DeviceMemoryEstimate estimate_device_memory(const RunConfig& run, Backend& backend, const ModelInput& input,
                                             int64_t batch, int64_t eval_batch);
 

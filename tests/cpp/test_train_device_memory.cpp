@@ -2,7 +2,8 @@
 // that computes like `ref` but reports its allocations as a device's memory (host_accessible
 // false, device_memory() from the bytes it holds) stands in for cuda. The estimate must match
 // what the real model then takes when planned at the training batch, the bound must divide the
-// free memory over the ranks sharing a device, and check_memory must refuse, naming the device.
+// free memory over the ranks sharing a device, and check_memory must refuse, naming the device,
+// also when the probe itself does not fit (recorded, not thrown: the refusal is collective).
 // The driver's own count on a GPU is checked by scripts/device_memory.sh (docs/gpu.md).
 #include <gtest/gtest.h>
 
@@ -28,7 +29,8 @@ constexpr int64_t kContextBytes = int64_t{300} << 20;  // what a device holds be
 
 class CountingDeviceBackend final : public RefBackend {
  public:
-  explicit CountingDeviceBackend(int devices = 1) : devices_(devices) {}
+  explicit CountingDeviceBackend(int devices = 1, int64_t cap = kDeviceBytes - kContextBytes)
+      : devices_(devices), cap_(cap) {}
   DeviceDescription describe() const override {
     DeviceDescription d = RefBackend::describe();
     d.device = "fake:0";
@@ -44,7 +46,8 @@ class CountingDeviceBackend final : public RefBackend {
     m.devices = devices_;
     return m;
   }
-  DeviceBuffer allocate(size_t bytes) override {
+  DeviceBuffer allocate(size_t bytes) override {  // as cuda's: a RuntimeError when it does not fit
+    if (held_ + static_cast<int64_t>(bytes) > cap_) throw RuntimeError("out of device memory (fake)");
     held_ += static_cast<int64_t>(bytes);
     return RefBackend::allocate(bytes);
   }
@@ -58,6 +61,7 @@ class CountingDeviceBackend final : public RefBackend {
 
  private:
   int devices_;
+  int64_t cap_;
   int64_t held_ = 0;
 };
 
@@ -130,6 +134,25 @@ TEST(DeviceMemoryCheck, RefusesAnEstimateAboveTheFreeDeviceMemory) {
     EXPECT_NE(m.find("device memory: this run needs about"), std::string::npos) << m;
     EXPECT_NE(m.find("fake:0 (counting device) has"), std::string::npos) << m;
     EXPECT_NE(m.find("Lower batch_per_worker"), std::string::npos) << m;
+  }
+}
+
+TEST(DeviceMemoryCheck, AProbeThatDoesNotFitIsRefusedNotThrown) {
+  CountingDeviceBackend backend(1, int64_t{4} << 20);  // room for resnet20's arenas, not its activations at 16
+  const ResolvedConfig cfg = parse_run_config("model: resnet20\n", "cfg.yaml", {});
+  auto comm = Communicator::self();
+  MemoryEstimate e;
+  e.device = estimate_device_memory(cfg.run, backend, model_expected_input("resnet20"), 64, 64);
+  EXPECT_NE(e.device.probe_error.find("out of device memory (fake)"), std::string::npos) << e.device.probe_error;
+  EXPECT_EQ(backend.held(), 0) << "the probe gave its memory back";
+  MemoryBound bound;
+  bound.device = device_memory_bound(backend, 1);
+  try {
+    check_memory(cfg, e, bound, *comm);
+    FAIL() << "a probe that did not fit was accepted";
+  } catch (const ConfigError& err) {
+    EXPECT_NE(std::string(err.what()).find("a probe of the model (planned at batches 4 and 16) does not fit"),
+              std::string::npos) << err.what();
   }
 }
 
