@@ -7,7 +7,8 @@
 #           mv reports /tmp/reports-aside     # the tracked files and the archive must fit 64 MiB
 #   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
 #
-# PARTS (comma-separated, in order; default memory,hetero,tests,peer):
+# PARTS (comma-separated, in order; default memory,hetero,tests: 450 s at most, within one call
+# of 600 s; add peer or zoo in a second call when the session has the time):
 #   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
 #   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 170 s)
 #   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)
@@ -19,7 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-device-results}
 mkdir -p "$out"
-parts=${1:-memory,hetero,tests,peer}
+parts=${1:-memory,hetero,tests}
 if [[ ! -d .device && -f .device.tar.xz ]]; then
   python3 -c "import tarfile; tarfile.open('.device.tar.xz').extractall()" && rm -f .device.tar.xz
 fi

@@ -108,6 +108,26 @@ TEST(Communicator, BlobsGoToAndComeFromRankZero) {
   if (comm->rank() == 0)
     for (int r = 0; r < comm->size(); ++r) all.push_back(blob_of(r, 's'));
   EXPECT_EQ(comm->scatter_blobs_from_root(all), blob_of(comm->rank(), 's'));
+  // One at a time (checkpoint rank parts): rank 0 is handed each other rank's blob in rank order
+  // and makes each rank's just before sending it; nobody else calls either function.
+  std::vector<int> taken;
+  comm->gather_blobs_to_root(blob_of(comm->rank(), 't'), [&](int r, std::string&& b) {
+    EXPECT_EQ(comm->rank(), 0);
+    EXPECT_EQ(b, blob_of(r, 't')) << "rank " << r;
+    taken.push_back(r);
+  });
+  std::vector<int> expected;
+  for (int r = 1; comm->rank() == 0 && r < comm->size(); ++r) expected.push_back(r);
+  EXPECT_EQ(taken, expected);
+  std::vector<int> made;
+  const std::string mine = comm->scatter_blobs_from_root([&](int r) {
+    EXPECT_EQ(comm->rank(), 0);
+    made.push_back(r);
+    return blob_of(r, 'm');
+  });
+  EXPECT_EQ(mine, blob_of(comm->rank(), 'm'));
+  if (comm->rank() == 0) expected.push_back(0);  // its own last
+  EXPECT_EQ(made, expected);
 }
 
 TEST(Communicator, FloatGatherBroadcastSelfAndThreadLevel) {
