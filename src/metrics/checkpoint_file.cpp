@@ -244,7 +244,8 @@ void read_model(const h5::ReadFile& f, Checkpoint& c) {
     const auto R = static_cast<int64_t>(c.ranks.size());
     if (words.dims.size() != 2 || words.dims[0] != R || words.dims[1] != static_cast<int64_t>(kDigestWords))
       damaged(path, "/ranks/params_sha256 is not a [ranks, 4] array of " + std::to_string(R) + " rows");
-    for (int64_t r = 0; r < R; ++r) c.rank_params_sha256.push_back(digest_hex(words.values.data() + r * 4));
+    const auto width = static_cast<int64_t>(kDigestWords);
+    for (int64_t r = 0; r < R; ++r) c.rank_params_sha256.push_back(digest_hex(words.values.data() + r * width));
     if (c.rank_params_sha256.front() != c.params_sha256)
       damaged(path, "rank 0's rank part digest " + c.rank_params_sha256.front() + " is not the file's params_sha256 " +
                         c.params_sha256 + " (damaged)");

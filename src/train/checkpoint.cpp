@@ -27,26 +27,26 @@ bool all_digits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
-// The step of "<run_id>.checkpoint.<digits>.hdf5", or -1 for any other name.
-int64_t step_of_name(const std::string& name, const std::string& run_id) {
+// What lies between "<run_id>.checkpoint." and ".hdf5" in `name`, or "" for any other name.
+std::string middle_of_name(const std::string& name, const std::string& run_id) {
   const std::string prefix = run_id + kInfix;
   const std::string suffix = kSuffix;
   if (!starts_with(name, prefix) || name.size() <= prefix.size() + suffix.size() ||
       name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return -1;
-  const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    return "";
+  return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+}
+
+// The step of "<run_id>.checkpoint.<digits>.hdf5", or -1 for any other name.
+int64_t step_of_name(const std::string& name, const std::string& run_id) {
+  const std::string digits = middle_of_name(name, run_id);
   return all_digits(digits) ? std::stoll(digits) : -1;
 }
 
 // The step of a rank part "<run_id>.checkpoint.<digits>.rank-<digits>.hdf5"
 // (metrics::rank_part_path), or -1 for any other name.
 int64_t part_step_of_name(const std::string& name, const std::string& run_id) {
-  const std::string prefix = run_id + kInfix;
-  const std::string suffix = kSuffix;
-  if (!starts_with(name, prefix) || name.size() <= prefix.size() + suffix.size() ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return -1;
-  const std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  const std::string middle = middle_of_name(name, run_id);
   const std::string infix = ".rank-";
   const size_t at = middle.find(infix);
   if (at == std::string::npos || !all_digits(middle.substr(0, at)) || !all_digits(middle.substr(at + infix.size())))
