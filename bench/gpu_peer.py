@@ -137,6 +137,11 @@ def dense_peak(precision):
     return best
 
 
+def ratio(ips, peer_ips):
+    """'0.84x', or '-' where the peer did not run (--no-compile) or failed."""
+    return f"{ips / peer_ips:.2f}x" if peer_ips else "-"
+
+
 def report(result):
     lines = [f"GPU peer — {result['gpu']} ({result['torch']}), {result['model']} batch {result['batch']}, "
              f"synthetic 224x224", "",
@@ -153,8 +158,7 @@ def report(result):
             ips = r["images_per_s"]
             frac = f"{3 * flops * ips / result['peak'][prec]:.1%}" if flops else ""
             note = f"data_wait median {r['data_wait_median'] * 1e3:.1f} ms" if "data_wait_median" in r else ""
-            lines.append(f"| {prec} | {name} | {ips:.0f} | {ips / eager if eager else float('nan'):.2f}x | "
-                         f"{ips / comp if comp else float('nan'):.2f}x | {frac} | {note} |")
+            lines.append(f"| {prec} | {name} | {ips:.0f} | {ratio(ips, eager)} | {ratio(ips, comp)} | {frac} | {note} |")
     lines.append("")
     lines.append("Dense peak measured (8192^3 torch.mm): " +
                  ", ".join(f"{p} {v / 1e12:.0f} TFLOP/s" for p, v in result["peak"].items()))

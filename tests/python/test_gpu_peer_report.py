@@ -1,0 +1,36 @@
+"""bench/gpu_peer.py's Markdown table: ratios against the peers that ran, '-' for one that did not
+(--no-compile) and 'failed' rows with the error; the script imports torch only when it measures."""
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_gpu_peer():
+    spec = importlib.util.spec_from_file_location("gpu_peer", ROOT / "bench" / "gpu_peer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def result(runs):
+    return {"gpu": "NVIDIA H200", "torch": "2.11.0", "model": "resnet50", "batch": 256,
+            "runs": runs, "peak": {"fp16": 750e12}}
+
+
+def test_ratios_against_eager_and_a_dash_without_compile():
+    text = load_gpu_peer().report(result({"fp16": {
+        "trainscale": {"ok": True, "images_per_s": 4000.0, "flops_per_sample": 12.3e9, "data_wait_median": 0.0001},
+        "torch_eager": {"ok": True, "images_per_s": 5000.0}}}))
+    rows = [line for line in text.splitlines() if line.startswith("| fp16")]
+    assert rows[0].split("|")[3:6] == [" 4000 ", " 0.80x ", " - "]
+    assert rows[1].split("|")[3:6] == [" 5000 ", " 1.00x ", " - "]
+    assert "19.7%" in rows[0]  # 3 x 12.3 GFLOP x 4000 img/s of 750 TFLOP/s
+    assert "nan" not in text
+
+
+def test_a_failed_peer_is_a_row_with_its_error():
+    text = load_gpu_peer().report(result({"fp16": {
+        "trainscale": {"ok": False, "error": "exit 2: no CUDA device"},
+        "torch_eager": {"ok": True, "images_per_s": 5000.0}}}))
+    assert "| fp16 | trainscale | failed |" in text and "no CUDA device" in text
