@@ -172,6 +172,9 @@ class Backend {
   // ---- what planning chose (recorded in the run file) ----
   // One line per planned op that chose something (algorithm, math mode, workspace), in plan order.
   virtual std::vector<std::string> plan_notes() const { return {}; }
+  // Keeps the first `keep` notes: plans made for a throwaway net (the device memory probe) are
+  // not the run's.
+  virtual void drop_plan_notes(size_t keep) {}
   // Device memory held as op workspace (bytes); bounded by the backend's workspace limit.
   virtual size_t workspace_bytes() const { return 0; }
   // The device's memory now (train/device_memory_estimate.h); host backends: all zero.

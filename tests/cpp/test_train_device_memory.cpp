@@ -7,8 +7,10 @@
 // The driver's own count on a GPU is checked by scripts/device_memory.sh (docs/gpu.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/ref/ref_backend.h"
 #include "config/run_config.h"
@@ -52,6 +54,13 @@ class CountingDeviceBackend final : public RefBackend {
     return RefBackend::allocate(bytes);
   }
   int64_t held() const { return held_; }
+  // As cuda's: one note per planned convolution, naming its shape (conv:mb64_...).
+  std::unique_ptr<ConvOp> plan_conv(const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) override {
+    notes_.push_back(d.str());
+    return RefBackend::plan_conv(d, src, dst);
+  }
+  std::vector<std::string> plan_notes() const override { return notes_; }
+  void drop_plan_notes(size_t keep) override { notes_.resize(std::min(keep, notes_.size())); }
 
  protected:
   void release(void* data, size_t bytes, bool host) override {
@@ -63,6 +72,7 @@ class CountingDeviceBackend final : public RefBackend {
   int devices_;
   int64_t cap_;
   int64_t held_ = 0;
+  std::vector<std::string> notes_;
 };
 
 RunConfig config_of(const std::string& yaml) { return parse_run_config(yaml, "cfg.yaml", {}).run; }
@@ -93,6 +103,27 @@ void expect_estimate_matches(const std::string& model, int64_t batch) {
 TEST(DeviceMemoryEstimate, MatchesWhatTheModelTakesAtTheTrainingBatch) {
   expect_estimate_matches("lenet", 256);
   expect_estimate_matches("resnet20", 64);
+}
+
+// The run file's device_plans are the run's: at 7ab771a an H200 run listed the probe's batch-4 and
+// batch-16 plans before its own.
+TEST(DeviceMemoryEstimate, LeavesTheProbesPlansOutOfThePlanNotes) {
+  CountingDeviceBackend backend;
+  const RunConfig r = config_of("model: lenet\n");
+  const ModelInput input = model_expected_input("lenet");
+  std::unique_ptr<Net> before = build_model("lenet", backend, input, r.seed, r.dropout);
+  before->set_batch(8);  // plans made before the check stay
+  const std::vector<std::string> notes_before = backend.plan_notes();
+  ASSERT_FALSE(notes_before.empty());
+  const DeviceMemoryEstimate e = estimate_device_memory(r, backend, input, 64, 64);
+  ASSERT_TRUE(e.applies);
+  EXPECT_EQ(backend.plan_notes(), notes_before);
+  std::unique_ptr<Net> net = build_model("lenet", backend, input, r.seed, r.dropout);
+  net->set_batch(64);
+  const std::vector<std::string> notes = backend.plan_notes();
+  ASSERT_GT(notes.size(), notes_before.size());
+  for (size_t i = notes_before.size(); i < notes.size(); ++i)
+    EXPECT_EQ(notes[i].rfind("conv:mb64_", 0), 0u) << notes[i];
 }
 
 TEST(DeviceMemoryEstimate, DoesNotApplyToHostBackends) {

@@ -68,6 +68,9 @@ class CudaBackend final : public Backend {
   void axpby(int64_t n, float a, const float* x, float b, float* y) override;
   bool scale_check_finite(int64_t n, float a, float* x) override;
   std::vector<std::string> plan_notes() const override { return ctx_.plan_notes; }
+  void drop_plan_notes(size_t keep) override {
+    if (ctx_.plan_notes.size() > keep) ctx_.plan_notes.resize(keep);
+  }
   size_t workspace_bytes() const override { return ctx_.workspace_bytes(); }
 
   // The stream every op and copy of this backend is queued on (NCCL orders against it).
