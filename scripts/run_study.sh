@@ -4,7 +4,8 @@
 # a simulated part), keeps a compressed copy of each campaign under reports/studies/NAME/ and
 # writes the report from those copies, so the committed report is what the committed files give:
 #   python -m trainscale_analysis report reports/studies/NAME/campaign* -o ... (the args below)
-# Usage: scripts/run_study.sh NAME
+# Usage: scripts/run_study.sh NAME [--report-only]
+#   --report-only: no runs; the report from the copies already under reports/studies/NAME/
 #   NAME: batch_lr | neuron_averaging | ps_timing | hetero_partition | sync_async | salvaris |
 #         model_skylake (simulated: about 2 hours here)
 # The campaigns live in campaigns/studies/ (git-ignored); a second call resumes a campaign
@@ -13,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 name=${1:-}
+report_only=${2:-}
+[[ -z $report_only || $report_only == --report-only ]] || { echo "run_study.sh: unknown option '$report_only' (--report-only)" >&2; exit 2; }
 bin=build/bin/trainscale
 py=.venv/bin/python
 local_site=configs/sites/local-oversubscribe.yaml
@@ -44,10 +47,10 @@ case $name in
   *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async|salvaris|model_skylake" >&2
      exit 2 ;;
 esac
-[[ -x $bin ]] || { echo "run_study.sh: $bin not built (scripts/build.sh)" >&2; exit 1; }
+[[ -n $report_only || -x $bin ]] || { echo "run_study.sh: $bin not built (scripts/build.sh)" >&2; exit 1; }
 out=reports/studies/$name
 mkdir -p "$out"
-if [[ $name == salvaris ]]; then
+if [[ $name == salvaris && -z $report_only ]]; then
   for format in records hdf5; do
     [[ -d campaigns/data/fmnist-$format ]] || "$bin" data convert --dataset fashion_mnist \
       --from /usr/share/datasets/fashion-mnist --format $format --out campaigns/data/fmnist-$format
@@ -56,6 +59,11 @@ fi
 kept=()
 for part in "${parts[@]}"; do
   sweep=${part%%:*} site=${part#*:}
+  if [[ -n $report_only ]]; then
+    [[ -d $out/$sweep ]] || { echo "run_study.sh: $out/$sweep is missing; run the study first" >&2; exit 1; }
+    kept+=("$out/$sweep")
+    continue
+  fi
   camp=campaigns/studies/$sweep
   # Study 4's storage dimension reads through an sshfs mount and an HTTP server that exist only
   # while its campaign runs (scripts/study_storage.py).
@@ -66,6 +74,11 @@ for part in "${parts[@]}"; do
   "$py" -m trainscale_analysis archive "$camp" -o "$out/$sweep"
   kept+=("$out/$sweep")
 done
+# Study 4's GPU generations come from GPU machines, one generation per session
+# (scripts/device_generations.sh), archived under gpu/<commit>-<gpu>/: every one measured so far.
+if [[ $name == salvaris ]]; then
+  for gpu_part in "$out"/gpu/*/; do [[ -d $gpu_part ]] && kept+=("${gpu_part%/}"); done
+fi
 "$py" -m trainscale_analysis report "${kept[@]}" -o "$out/report.html" "${args[@]}"
 if [[ $name == model_skylake ]]; then  # each run against the model's prediction; the model against this machine
   validation=reports/model/validation/18ec174.json  # the current series (docs/benchmarks.md "Model vs measured")
