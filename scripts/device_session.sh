@@ -7,13 +7,14 @@
 #           mv reports /tmp/reports-aside     # the tracked files and the archive must fit 64 MiB
 #   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
 #
-# PARTS (comma-separated, in order; default generations,tests: 330 s at most, the unmeasured
-# part first, within one call of 600 s; add peer,zoo as a second call (580 s) when the session
-# has the time; memory and hetero ran at 7ab771a):
+# PARTS (comma-separated, in order; default checkpoint,generations,tests: 530 s at most, the
+# unmeasured parts first, within one call of 600 s; add peer,zoo as a second call (580 s) when
+# the session has the time; memory and hetero ran at 7ab771a):
 #   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
 #   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 170 s)
 #   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)
 #   peer    bench/gpu_peer.py --no-compile  trainscale vs PyTorch eager      (limit 240 s)
+#   checkpoint   scripts/device_checkpoint.sh  CUDA checkpoints, bit-exact resume (limit 200 s)
 #   generations  scripts/device_generations.sh  study 4's GPU part: resnet50, 4 precisions x 2
 #           (limit 200 s; bring campaign/ back to reports/studies/salvaris/gpu/, see its README)
 #   zoo     scripts/device_zoo.sh           every model in every precision   (limit 340 s: at
@@ -24,7 +25,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-device-results}
 mkdir -p "$out"
-parts=${1:-generations,tests}
+parts=${1:-checkpoint,generations,tests}
 if [[ ! -d .device && -f .device.tar.xz ]]; then
   python3 -c "import tarfile; tarfile.open('.device.tar.xz').extractall()" && rm -f .device.tar.xz
 fi
@@ -54,11 +55,13 @@ for name in "${wanted[@]}"; do
               --warmup 8 --out-dir "$out/peer" --name "$(cat .device/COMMIT 2>/dev/null)-$(nvidia-smi \
               --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')-eager"
             tail -n 8 "$out/peer.log" >>"$summary" ;;
+    checkpoint) part checkpoint 200 scripts/device_checkpoint.sh "$out/checkpoint"
+            cat "$out/checkpoint/checkpoint.txt" >>"$summary" 2>/dev/null ;;
     generations) part generations 200 scripts/device_generations.sh "$out/generations"
             cat "$out/generations/generations.txt" >>"$summary" 2>/dev/null ;;
     zoo)    part zoo 340 scripts/device_zoo.sh "$out/zoo"
             cat "$out/zoo/zoo.txt" >>"$summary" 2>/dev/null ;;
-    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, generations, zoo)" >&2; exit 2 ;;
+    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, checkpoint, generations, zoo)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && tar czf session.tgz "${wanted[@]}" ./*.log 2>/dev/null && rm -rf "${wanted[@]}" ./*.log)

@@ -35,7 +35,7 @@ CFG
     trainscale run --config "$work/cfg.yaml" --out "$work/run-$model-$p" >"$work/log" 2>&1
     rc=$?
     summary=$(grep -E '^summary:' "$work/log" | head -1)
-    [[ $rc == 0 ]] || { status=1; summary=$(tail -n 2 "$work/log" | tr '\n' ' ' | cut -c1-300); }
+    [[ $rc == 0 ]] || { status=1; [[ -n $summary ]] || summary=$(tail -n 2 "$work/log" | tr "\n" " " | cut -c1-300); }
     echo "$model $p batch=$batch rc=$rc $summary" | tee -a "$out/zoo.txt"
   done
 done

@@ -15,6 +15,19 @@ const char* precision_name(Precision p) {
   return "unknown";
 }
 
+const char* algorithm_choice_name(AlgorithmChoice c) {
+  switch (c) {
+    case AlgorithmChoice::find: return "find";
+    case AlgorithmChoice::heuristic: return "heuristic";
+    case AlgorithmChoice::deterministic: return "deterministic";
+  }
+  return "unknown";
+}
+
+std::vector<AlgorithmChoice> all_algorithm_choices() {
+  return {AlgorithmChoice::find, AlgorithmChoice::heuristic, AlgorithmChoice::deterministic};
+}
+
 const char* op_name(Op op) {
   switch (op) {
     case Op::conv: return "conv";

@@ -36,6 +36,15 @@ namespace ts {
 enum class Precision { fp32, bf16, fp16, tf32 };
 const char* precision_name(Precision p);
 
+// How a backend chooses among its libraries' algorithms (cuda.algorithms; cuDNN convolutions):
+// find benchmarks them at plan time and takes the fastest, so two processes may choose
+// differently; heuristic takes the library's own ranking (the same choice for the same device
+// and library); deterministic takes the best-ranked algorithm whose results are bit-reproducible
+// (no atomics), which a bit-exact resume from a checkpoint needs.
+enum class AlgorithmChoice { find, heuristic, deterministic };
+const char* algorithm_choice_name(AlgorithmChoice c);
+std::vector<AlgorithmChoice> all_algorithm_choices();
+
 // Op groups a backend may or may not support at a given precision.
 enum class Op {
   conv, pool, fc, batchnorm, eltwise, softmax_xent, mse, add, concat, dropout, sgd
@@ -99,6 +108,9 @@ class Backend {
   // The most device memory one planned op may use as workspace (bytes), for ops planned from now
   // on: algorithms that need more are not chosen. Backends without workspaces ignore it.
   virtual void set_workspace_limit(size_t bytes) {}
+  // How ops planned from now on choose their algorithms. Backends without a choice (cpu: oneDNN
+  // picks one implementation per shape and ISA; ref) compute deterministically and ignore it.
+  virtual void set_algorithm_choice(AlgorithmChoice choice) {}
 
   // ---- memory and the queue ----
   // `bytes` of device memory, zeroed. Throws RuntimeError when the device is out of memory.

@@ -16,6 +16,9 @@ std::vector<std::string> accepted_model_names() { return model_names(); }
 std::vector<std::string> accepted_backend_names() { return known_backends(); }
 std::vector<std::string> accepted_precision_names() { return enum_names(all_precisions(), precision_name); }
 std::vector<std::string> accepted_strategy_names() { return enum_names(all_dist_strategies(), dist_strategy_name); }
+std::vector<std::string> accepted_algorithm_choice_names() {
+  return enum_names(all_algorithm_choices(), algorithm_choice_name);
+}
 std::vector<std::string> accepted_partition_names() { return enum_names(all_partition_kinds(), partition_kind_name); }
 std::vector<std::string> accepted_hetero_allreduce_names() { return {"host", "device"}; }
 std::vector<std::string> accepted_compression_names() { return enum_names(all_compression_kinds(), compression_kind_name); }

@@ -132,6 +132,7 @@ struct RunConfig {
   bool cuda_graphs = false;
   bool flush_denormals = true;  // core/float_environment.h: FTZ + DAZ on the threads that compute
   int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)
+  AlgorithmChoice cuda_algorithms = AlgorithmChoice::find;  // cuda.algorithms (unset: find)
   int threads = 2;
   int workers = 1;
   // ranks.backend / ranks.threads: one entry per worker (empty: every rank takes backend /

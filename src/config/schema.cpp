@@ -108,6 +108,8 @@ const std::vector<KeySpec>& run_config_schema() {
       {"cuda.workspace_mb", T::integer, "512", {}, "cuda: most workspace one op's algorithm may use (MiB)", closed(0, kMega)},
       {"flush_denormals", T::boolean, "", {}, "CPU threads flush denormal floats to zero (FTZ + DAZ; unset: true)"},
       {"cuda.graphs", T::boolean, "false", {}, "cuda: record the training forward once as a CUDA graph, replay it"},
+      {"cuda.algorithms", T::string, "", accepted_algorithm_choice_names,
+       "cuda: how cuDNN algorithms are chosen (unset: find; deterministic: bit-reproducible)"},
       {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},
       {"threads", T::integer, "2", {}, "compute threads per worker", positive(1024)},
       {"workers", T::integer, "1", {}, "expected MPI world size", positive(1e6)},

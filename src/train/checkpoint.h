@@ -36,8 +36,9 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 
 // "" when a checkpoint of `run` restores it (exactly, where the run itself is deterministic:
 // async_ps with dist.staleness > 0 is not); otherwise why not (checkpoint.* and
-// --resume are refused with it: backend cuda, whose autotuned cuDNN algorithms may differ in a
-// new process, so a resumed run would not be bit-identical).
+// --resume are refused with it: backend cuda unless cuda.algorithms is deterministic, since
+// cuDNN algorithms found by benchmarking may differ in a new process and some use atomics, so a
+// resumed run would not be bit-identical; hogwild, whose replicas race).
 std::string checkpoint_refusal(const RunConfig& run);
 
 // Collective, between steps: every rank's state after `step` steps, written by rank 0. Keeps

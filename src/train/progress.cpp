@@ -78,13 +78,14 @@ void log_eval(std::ostream& log, int64_t step, double epoch, double loss, double
 }
 
 void log_summary(std::ostream& log, const RunRecording& rec, const std::map<std::string, double>& s,
-                 double target_accuracy, const std::string& run_file) {
+                 double target_accuracy, const std::string& run_file, const std::string& params_sha256) {
   log << std::fixed << std::setprecision(1) << "summary: " << (rec.diverged ? "DIVERGED" : "ok") << ", "
       << rec.steps() << " steps in " << rec.train_clock << " s training time, " << s.at("images_per_s")
       << " img/s (median after " << static_cast<int64_t>(s.at("warmup_steps")) << " warm-up steps), best accuracy "
       << std::setprecision(4) << s.at("best_accuracy") << ", time to " << target_accuracy << ": "
       << (std::isnan(s.at("time_to_target")) ? std::string("never") : format_eta(s.at("time_to_target")))
       << "\nrun file: " << run_file << "\n";
+  if (!params_sha256.empty()) log << "params_sha256: " << params_sha256 << "\n";
   log.flush();
 }
 

@@ -21,8 +21,9 @@ void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig
 // Every log_every steps: step, epoch, loss, lr, img/s of the last 50 steps, ETA.
 void log_progress(std::ostream& log, const RunRecording& rec, const RunPlan& plan, double loss, bool exchanged);
 void log_eval(std::ostream& log, int64_t step, double epoch, double loss, double accuracy, double train_clock);
-// The last lines: status, throughput, accuracy, time to target, the run file.
+// The last lines: status, throughput, accuracy, time to target, the run file, and the final
+// parameters' SHA-256 (summary/params_sha256: a resumed run is checkable without reading HDF5).
 void log_summary(std::ostream& log, const RunRecording& rec, const std::map<std::string, double>& summary,
-                 double target_accuracy, const std::string& run_file);
+                 double target_accuracy, const std::string& run_file, const std::string& params_sha256);
 
 }  // namespace ts

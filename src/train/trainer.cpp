@@ -152,7 +152,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   setup->note_device_memory(setup->backend->device_memory().used);
   write_run_output(result, rec, cfg, attempt_id, *setup, start_time, run_path, resumed.step);
   if (!cfg.run.checkpoint.keep) remove_checkpoints(out_dir, id.run_id);
-  log_summary(log, rec, result.summary, cfg.run.eval.target_accuracy, run_path);
+  log_summary(log, rec, result.summary, cfg.run.eval.target_accuracy, run_path, result.params_sha256);
   if (setup->memory.device.applies)
     log << "device memory: used up to " << bytes_text(setup->device_peak) << " above the check (estimate "
         << bytes_text(setup->memory.device.total()) << ")\n";

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -652,6 +653,83 @@ TEST(CudaConvPlanning, ZeroWorkspaceLimitStillPlansAndComputes) {
       expect_close(download(diff_src_dev.tensor), diff_src_ref, tolerance(precision), name + " backward_data");
       expect_close(download_f32(diff_wei_dev.data(), n_wei), diff_wei_ref, tolerance(precision),
                    name + " backward_weights");
+    }
+  }
+}
+
+// cuda.algorithms: deterministic: every direction is chosen from cuDNN's deterministic algorithms
+// (the plan note says so), and the backward of a convolution and of an overlapping max pooling
+// gives the same bits twice (what a bit-exact resume from a checkpoint needs), close to ref.
+TEST(CudaDeterministicPlanning, ConvBackwardRepeatsBitForBit) {
+  SKIP_WITHOUT_DEVICE();
+  for (Precision precision : {Precision::fp32, Precision::fp16}) {
+    if (!gpu().supports(Op::conv, precision)) continue;
+    TestContext test(precision, size_t{64} << 20);
+    test.ctx.algorithm_choice = AlgorithmChoice::deterministic;
+    const ConvDesc d = ConvDesc::parse("conv:mb16_ic32oc64_ih16iw16_kh3kw3_sh1sw1_ph1pw1_g1");
+    const std::string name = d.str() + " at " + precision_name(precision) + ", deterministic";
+    const TensorDesc src_desc = act_desc(conv_src(d), precision);
+    auto op = cuda::plan_conv(test.ctx, d, src_desc, TensorDesc::any(conv_dst(d)));
+    const std::string& note = test.ctx.plan_notes.back();
+    size_t chosen = 0;
+    for (size_t at = note.find(",deterministic)"); at != std::string::npos; at = note.find(",deterministic)", at + 1))
+      ++chosen;
+    EXPECT_EQ(chosen, 3u) << "all three directions from the deterministic ones: " << note;
+    const TensorDesc dst_desc = op->dst_desc();
+    const size_t n_src = conv_src(d).numel(), n_dst = conv_dst(d).numel(), n_wei = d.weight_count();
+    const Vec src = random_vec(n_src, 90), wei = random_vec(n_wei, 91), diff_dst = random_vec(n_dst, 92);
+    DeviceTensor src_dev = upload(src, src_desc), wei_dev = upload_f32(wei), diff_dst_dev = upload(diff_dst, dst_desc);
+    Vec first_src, first_wei;
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      DeviceTensor diff_src_dev = upload(nan_vec(n_src), src_desc);
+      DeviceTensor diff_wei_dev = upload_f32(nan_vec(n_wei)), diff_bia_dev = upload_f32(nan_vec(d.oc));
+      op->backward(src_dev.tensor, diff_dst_dev.tensor, wei_dev.tensor.f32(), diff_src_dev.tensor,
+                   diff_wei_dev.tensor.f32(), diff_bia_dev.tensor.f32());
+      const Vec got_src = download(diff_src_dev.tensor), got_wei = download_f32(diff_wei_dev.data(), n_wei);
+      if (repeat == 0) {
+        first_src = got_src;
+        first_wei = got_wei;
+        Vec diff_src_ref(n_src), diff_wei_ref(n_wei), diff_bia_ref(d.oc);
+        ref::conv_backward_data(d, diff_dst.data(), wei.data(), diff_src_ref.data());
+        ref::conv_backward_weights(d, src.data(), diff_dst.data(), diff_wei_ref.data(), diff_bia_ref.data());
+        expect_close(got_src, diff_src_ref, tolerance(precision), name + " backward_data");
+        expect_close(got_wei, diff_wei_ref, tolerance(precision), name + " backward_weights");
+      } else {
+        EXPECT_EQ(std::memcmp(got_src.data(), first_src.data(), n_src * sizeof(float)), 0) << name << ": diff_src";
+        EXPECT_EQ(std::memcmp(got_wei.data(), first_wei.data(), n_wei * sizeof(float)), 0) << name << ": diff_wei";
+      }
+    }
+  }
+}
+
+TEST(CudaDeterministicPlanning, OverlappingMaxPoolBackwardRepeatsBitForBit) {
+  SKIP_WITHOUT_DEVICE();
+  TestContext test(Precision::fp32, 0);
+  test.ctx.algorithm_choice = AlgorithmChoice::deterministic;
+  const PoolDesc d = PoolDesc::parse("pool:max_mb8c16_ih15iw15_kh3kw3_sh2sw2_ph0pw0");  // windows overlap
+  const Shape src_dims{d.mb, d.c, d.ih, d.iw}, dst_dims{d.mb, d.c, d.oh(), d.ow()};
+  const size_t n_src = src_dims.numel(), n_dst = dst_dims.numel();
+  const TensorDesc src_desc = act_desc(src_dims, Precision::fp32), dst_desc = act_desc(dst_dims, Precision::fp32);
+  auto op = cuda::plan_pool(test.ctx, d, src_desc, TensorDesc::any(dst_dims));
+  const Vec src = distinct_planes(n_src, d.ih * d.iw, 93), diff_dst = random_vec(n_dst, 94);
+  DeviceTensor src_dev = upload(src, src_desc), dst_dev = upload(nan_vec(n_dst), dst_desc);
+  op->forward(src_dev.tensor, dst_dev.tensor, nullptr);
+  DeviceTensor diff_dst_dev = upload(diff_dst, dst_desc);
+  Vec first;
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    DeviceTensor diff_src_dev = upload(nan_vec(n_src), src_desc);
+    op->backward(diff_dst_dev.tensor, nullptr, diff_src_dev.tensor);
+    const Vec got = download(diff_src_dev.tensor);
+    if (repeat == 0) {
+      first = got;
+      Vec diff_src_ref(n_src);
+      std::vector<unsigned char> ws_ref(ref::pool_workspace_bytes(d) + 1);
+      Vec dst_ref(n_dst);
+      ref::pool_forward(d, src.data(), dst_ref.data(), ws_ref.data());
+      ref::pool_backward(d, diff_dst.data(), ws_ref.data(), diff_src_ref.data());
+      expect_close(got, diff_src_ref, tolerance(Precision::fp32), d.str() + " backward, deterministic");
+    } else {
+      EXPECT_EQ(std::memcmp(got.data(), first.data(), n_src * sizeof(float)), 0) << d.str();
     }
   }
 }

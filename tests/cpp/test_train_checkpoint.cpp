@@ -59,7 +59,23 @@ TEST(TrainCheckpoint, BackendsThatCannotResumeExactlyAreRefused) {
   run.backend = BackendKind::ref;
   EXPECT_EQ(checkpoint_refusal(run), "");
   run.backend = BackendKind::cuda;
-  EXPECT_NE(checkpoint_refusal(run).find("backend cuda is not checkpointed"), std::string::npos);
+  for (AlgorithmChoice choice : {AlgorithmChoice::find, AlgorithmChoice::heuristic}) {
+    run.cuda_algorithms = choice;
+    const std::string why = checkpoint_refusal(run);
+    EXPECT_NE(why.find(std::string("backend cuda with cuda.algorithms ") + algorithm_choice_name(choice) +
+                       " is not checkpointed"),
+              std::string::npos) << why;
+    EXPECT_NE(why.find("set cuda.algorithms: deterministic"), std::string::npos) << why;
+  }
+  run.cuda_algorithms = AlgorithmChoice::deterministic;
+  EXPECT_EQ(checkpoint_refusal(run), "");
+  run.backend = BackendKind::cpu;  // a CUDA rank among CPU ranks (ranks.backend) is refused as well
+  run.rank_backends = {BackendKind::cpu, BackendKind::cuda};
+  run.cuda_algorithms = AlgorithmChoice::find;
+  EXPECT_NE(checkpoint_refusal(run).find("backend cuda"), std::string::npos);
+  run.dist.strategy = DistStrategy::hogwild;
+  run.rank_backends.clear();
+  EXPECT_NE(checkpoint_refusal(run).find("hogwild is not checkpointed"), std::string::npos);
 }
 
 TEST(TrainCheckpoint, ARankStateSurvivesItsByteForm) {

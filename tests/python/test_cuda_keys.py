@@ -18,3 +18,28 @@ def test_workspace_bound_is_range_checked(tmp_path):
     proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2
     assert "cuda.workspace_mb" in proc.stderr and ">= 0" in proc.stderr
+
+
+def test_algorithm_choice_is_one_of_three(tmp_path):
+    cfg = write_config(tmp_path / "a.yaml", SHORT_LENET + "cuda: {algorithms: fastest}\n")
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2
+    assert "cuda.algorithms" in proc.stderr
+    for accepted in ("find", "heuristic", "deterministic"):
+        assert accepted in proc.stderr
+
+
+def test_cuda_checkpoints_need_deterministic_algorithms(tmp_path):
+    """Refused before any device is looked for (exit 2 naming what to set); with deterministic
+    algorithms the refusal is gone and what stops the run here is the missing GPU."""
+    base = SHORT_LENET + "backend: cuda\ncheckpoint: {every_steps: 5}\n"
+    cfg = write_config(tmp_path / "c.yaml", base)
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2
+    assert "cuda.algorithms find is not checkpointed" in proc.stderr
+    assert "set cuda.algorithms: deterministic" in proc.stderr
+    cfg = write_config(tmp_path / "d.yaml", base + "cuda: {algorithms: deterministic}\n")
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2
+    assert "not checkpointed" not in proc.stderr
+    assert "no CUDA device was found" in proc.stderr

@@ -28,6 +28,7 @@ class CudaBackend final : public Backend {
   void set_precision(Precision precision) override;
   Precision precision() const override { return ctx_.precision; }
   void set_workspace_limit(size_t bytes) override { ctx_.workspace_limit = bytes; }
+  void set_algorithm_choice(AlgorithmChoice choice) override { ctx_.algorithm_choice = choice; }
 
   DeviceMemoryUse device_memory() const override;  // cudaMemGetInfo on this device
 

@@ -57,14 +57,16 @@ struct Direction {
   std::function<cudnnStatus_t(int algo, size_t* bytes)> workspace_of;
 };
 
-// The first of `perfs` (best first) that ran, whose math the precision allows and whose
-// workspace (asked again with its math type set: the execution's own requirement) fits.
+// The first of `perfs` (best first) that ran, whose math the precision allows, that is
+// deterministic where that is asked for, and whose workspace (asked again with its math type
+// set: the execution's own requirement) fits.
 template <typename Perf>
 std::optional<ConvAlgo> first_fitting(const Direction<Perf>& d, const Perf* perfs, int count, Precision precision,
-                                      size_t limit, const char* chosen_by) {
+                                      size_t limit, bool deterministic_only, const char* chosen_by) {
   for (int i = 0; i < count; ++i) {
     const Perf& perf = perfs[i];
     if (perf.status != CUDNN_STATUS_SUCCESS || !conv_math_allowed(precision, perf.mathType)) continue;
+    if (deterministic_only && perf.determinism != CUDNN_DETERMINISTIC) continue;
     d.conv->set_math(perf.mathType);
     size_t bytes = 0;
     if (d.workspace_of(static_cast<int>(perf.algo), &bytes) != CUDNN_STATUS_SUCCESS || bytes > limit) continue;
@@ -82,13 +84,21 @@ ConvAlgo choose(const Direction<Perf>& d, CudaContext& ctx, std::optional<FindSc
   TS_CUDNN_CHECK(d.max_count(&capacity));
   std::vector<Perf> perfs(static_cast<size_t>(std::max(capacity, 1)));
   int returned = 0;
+  const bool deterministic = ctx.algorithm_choice == AlgorithmChoice::deterministic;
   d.conv->set_math(conv_math(precision));
   if (scratch && d.find(capacity, &returned, perfs.data(), *scratch) == CUDNN_STATUS_SUCCESS)
-    if (auto a = first_fitting(d, perfs.data(), returned, precision, limit, "find")) return *a;
+    if (auto a = first_fitting(d, perfs.data(), returned, precision, limit, false, "find")) return *a;
   d.conv->set_math(conv_math(precision));
   returned = 0;
   if (d.heuristic(capacity, &returned, perfs.data()) == CUDNN_STATUS_SUCCESS)
-    if (auto a = first_fitting(d, perfs.data(), returned, precision, limit, "heuristic")) return *a;
+    if (auto a = first_fitting(d, perfs.data(), returned, precision, limit, deterministic,
+                               deterministic ? "deterministic" : "heuristic"))
+      return *a;
+  if (deterministic)
+    throw RuntimeError("cuda backend: no deterministic cuDNN " + std::string(d.name) + " algorithm for " + what +
+                       " runs at " + precision_name(precision) + " within the workspace limit of " +
+                       std::to_string(limit) + " bytes; raise cuda.workspace_mb or set cuda.algorithms to heuristic "
+                       "or find (then a resumed run may differ in its last bits)");
   const cudnnMathType_t math = conv_math(precision);
   d.conv->set_math(math);
   size_t bytes = 0;
@@ -167,7 +177,9 @@ size_t ConvAlgos::max_workspace() const {
 }
 
 ConvAlgos choose_conv_algos(CudaContext& ctx, ConvProblem& problem, const std::string& what) {
-  std::optional<FindScratch> scratch = allocate_find_scratch(ctx, problem);
+  // Only find searches (the others rank without running anything).
+  std::optional<FindScratch> scratch;
+  if (ctx.algorithm_choice == AlgorithmChoice::find) scratch = allocate_find_scratch(ctx, problem);
   ConvAlgos algos;
   algos.fwd = choose(forward_direction(ctx, problem), ctx, scratch, what);
   algos.bwd_data = choose(backward_data_direction(ctx, problem), ctx, scratch, what);

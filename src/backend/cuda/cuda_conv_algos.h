@@ -1,9 +1,13 @@
 // Choosing the cuDNN algorithms of one convolution, once per shape at plan time, for its three
-// directions (forward, backward-data, backward-filter), and the math mode each runs with:
-// 1. cudnnFind*AlgorithmEx, the real search, timed on scratch buffers the size of the op's
-//    tensors (allocated for the search and freed after it);
-// 2. the _v7 heuristics where scratch memory cannot be had or a search fails;
+// directions (forward, backward-data, backward-filter), and the math mode each runs with
+// (ctx.algorithm_choice, cuda.algorithms):
+// 1. find: cudnnFind*AlgorithmEx, the real search, timed on scratch buffers the size of the
+//    op's tensors (allocated for the search and freed after it);
+// 2. heuristic, and find where scratch memory cannot be had or a search fails: the _v7
+//    heuristics, cuDNN's own ranking;
 // 3. the zero-workspace algorithm (IMPLICIT_GEMM / ALGO_0) as the last resort.
+// deterministic: the heuristics' best algorithm that cuDNN marks CUDNN_DETERMINISTIC (no
+// atomics; backward ALGO_0 and ALGO_3 are not), no fallback: an error when none fits.
 // Only algorithms whose workspace fits ctx.workspace_limit and whose math type the precision
 // allows are taken: fp32 runs CUDNN_FMA_MATH only (true fp32, never TF32), tf32 asks for
 // CUDNN_DEFAULT_MATH (TF32 tensor cores on sm_80 and later), fp16/bf16 for CUDNN_TENSOR_OP_MATH
@@ -26,7 +30,7 @@ struct ConvAlgo {
   int algo = 0;  // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace = 0;        // bytes the algorithm needs
-  const char* chosen_by = "";  // "find", "heuristic" or "fallback"
+  const char* chosen_by = "";  // "find", "heuristic", "deterministic" or "fallback"
 };
 
 struct ConvAlgos {

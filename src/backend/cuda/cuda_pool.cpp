@@ -1,5 +1,7 @@
 // The planned cuDNN pooling (cuda_ops.h): src (mb,c,ih,iw) -> dst (mb,c,oh,ow) in the run's
-// activation type t. Max pooling is CUDNN_POOLING_MAX (padding never wins), average pooling
+// activation type t. Max pooling is CUDNN_POOLING_MAX (padding never wins; with cuda.algorithms
+// deterministic CUDNN_POOLING_MAX_DETERMINISTIC, whose backward over overlapping windows is
+// bit-reproducible), average pooling
 // CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING (PoolDesc's average excludes padding); a global
 // average pool is the window covering the whole plane. cuDNN's backward recomputes the argmax
 // from src and dst instead of keeping indices, so workspace_bytes() is 0 and the op keeps the
@@ -39,8 +41,10 @@ class CudaPoolOp final : public PoolOp {
     const LayoutId layout = preferred_layout(ctx.precision, src.dims);
     const bool nhwc = layout == kNhwcLayout;
     dst_ = output_desc(dst, dst_dims, t_, "pool " + name_, layout);
-    const cudnnPoolingMode_t mode =
-        d.kind == PoolKind::max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    const cudnnPoolingMode_t max_mode = ctx.algorithm_choice == AlgorithmChoice::deterministic
+                                            ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                            : CUDNN_POOLING_MAX;
+    const cudnnPoolingMode_t mode = d.kind == PoolKind::max ? max_mode : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     pool_ = PoolingDescriptor(mode, d.kh, d.kw, d.ph, d.pw, d.sh, d.sw);
     x_desc_ = TensorDescriptor(t_, d.mb, d.c, d.ih, d.iw, nhwc);
     y_desc_ = TensorDescriptor(t_, d.mb, d.c, d.oh(), d.ow(), nhwc);
