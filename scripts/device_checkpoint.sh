@@ -49,11 +49,10 @@ run_once() {
 # killed_and_resumed CONFIG OUT_DIR NAME: SIGKILL at the first checkpoint, then --resume.
 killed_and_resumed() {
   trainscale run --config "$1" --out "$2" >"$out/$3-killed.log" 2>&1 &
-  local pid=$! waited=0
+  local pid=$!
   until compgen -G "$2/*.checkpoint.*.hdf5" >/dev/null; do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.01
-    waited=$((waited + 1))
   done
   kill -KILL "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
