@@ -8,8 +8,9 @@
 #   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
 #
 # PARTS (comma-separated, in order; default checkpoint,generations,tests: 530 s at most, the
-# unmeasured parts first, within one call of 600 s; add peer,zoo as a second call (580 s) when
-# the session has the time; memory and hetero ran at 7ab771a):
+# unmeasured parts first, within one call of 600 s; then hetero,peer (410 s: hetero again since
+# a device rank's compute time waits for its device) or peer,zoo (580 s) as a second call when
+# the session has the time; memory ran at 7ab771a):
 #   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
 #   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 170 s)
 #   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)

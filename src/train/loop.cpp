@@ -81,6 +81,7 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   if (s.shares->active()) {
     state.global_batch = plan.global_batch;
     state.world = comm.size();
+    state.wait_for_device = s.staged != nullptr;  // a device rank's compute time is its device's
   }
   if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
   const int64_t first_step = rec.steps() + 1;

@@ -89,6 +89,7 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   st.exchange.begin_step(out.local_loss * weight, make_update(st, lr, out));
   ExchangeStrategy& exchange = st.exchange;
   net.backward([&exchange](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
+  if (st.wait_for_device) net.backend().synchronize();
   const double slept = emulate_slowdown(st.slowdown, now_seconds() - t1);
   const double t3 = now_seconds();
   out.compute = t3 - t1;

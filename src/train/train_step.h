@@ -33,6 +33,11 @@ struct TrainState {
   int world = 1;
   // dist.emulate_slowdown on this rank: after backward it sleeps (factor - 1) x its compute time.
   double slowdown = 1.0;
+  // Wait for the device after backward, so that `compute` is the device's forward + backward and
+  // not the time to queue backward (the loss read after forward is the step's only other wait).
+  // Heterogeneous runs set it on ranks that stage input to a device: their shares and /partition's
+  // compute and idle seconds are decided and recorded from it.
+  bool wait_for_device = false;
 };
 
 struct StepResult {

@@ -5,9 +5,12 @@
 // copy, so this checks the pipeline's order and buffers; docs/gpu.md has the device runs.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "backend/backend_factory.h"
+#include "backend/ref/ref_backend.h"
 #include "data/loader.h"
 #include "data/synthetic_source.h"
 #include "dist/communicator.h"
@@ -66,6 +69,48 @@ TEST(StagedInput, RegressionTrainsOnTheSameTargetsAsThePlainPath) {
   EXPECT_EQ(plain.loss, staged.loss);
   EXPECT_EQ(plain.params, staged.params);
   EXPECT_NE(plain.loss.front(), plain.loss.back());
+}
+
+// A device stand-in whose queued work is done only when the host waits for it: each synchronize
+// takes 30 ms. A staged rank of a heterogeneous run (TrainState::wait_for_device) waits once more
+// per step, after backward, so its compute time holds that work; without the wait it would hold
+// only the time to queue backward.
+class PendingWorkBackend final : public RefBackend {
+ public:
+  void synchronize() override {
+    ++waits;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    RefBackend::synchronize();
+  }
+  int waits = 0;
+};
+
+TEST(StagedInput, AHeterogeneousDeviceRankWaitsForItsDeviceAfterBackward) {
+  const ModelInput in{Shape{1, 8, 8}, 10};
+  const auto source = make_synthetic_source({in.sample, 10, 0}, 256, 5);
+  auto comm = Communicator::self();
+  PendingWorkBackend backend;
+  auto net = build_model("mlp", backend, in, 3);
+  net->set_batch(16);
+  LoaderOptions lo;
+  lo.batch = 16;
+  lo.seed = 9;
+  Loader loader(*source, lo);
+  Sgd sgd(backend, net->param_count(), {0.9, 0.0, false});
+  ExchangeOptions xo;
+  xo.overlap = false;
+  auto exchange = set_up_exchange(xo, *net, *comm);
+  StagedInput staged_input(*net, loader);
+  TrainState state{*net, sgd, *exchange, loader, nullptr, &staged_input};
+  for (int step = 0; step < 2; ++step) train_step(state, 0.05, true);  // the pipeline filled
+  backend.waits = 0;
+  train_step(state, 0.05, true);
+  const int plain_waits = backend.waits;
+  state.wait_for_device = true;
+  backend.waits = 0;
+  const StepResult res = train_step(state, 0.05, true);
+  EXPECT_EQ(backend.waits, plain_waits + 1);
+  EXPECT_GE(res.compute, 0.030) << "the wait after backward is inside the step's compute time";
 }
 
 }  // namespace
