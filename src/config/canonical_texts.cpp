@@ -166,6 +166,7 @@ RunConfig typed_config(const KeyTexts& t) {
   r.cuda_graphs = flag("cuda.graphs");
   if (has("flush_denormals")) r.flush_denormals = flag("flush_denormals");
   r.cuda_workspace_mb = i64("cuda.workspace_mb");
+  if (has("cuda.sync_phases")) r.cuda_sync_phases = flag("cuda.sync_phases");
   if (has("cuda.algorithms"))
     r.cuda_algorithms = enum_from_name(all_algorithm_choices(), algorithm_choice_name, str("cuda.algorithms"),
                                        "cuda.algorithms");

@@ -108,6 +108,8 @@ const std::vector<KeySpec>& run_config_schema() {
       {"cuda.workspace_mb", T::integer, "512", {}, "cuda: most workspace one op's algorithm may use (MiB)", closed(0, kMega)},
       {"flush_denormals", T::boolean, "", {}, "CPU threads flush denormal floats to zero (FTZ + DAZ; unset: true)"},
       {"cuda.graphs", T::boolean, "false", {}, "cuda: record the training forward once as a CUDA graph, replay it"},
+      {"cuda.sync_phases", T::boolean, "", {},
+       "cuda: wait for the device after backward, so /timing's forward and backward are its own (unset: false)"},
       {"cuda.algorithms", T::string, "", accepted_algorithm_choice_names,
        "cuda: how cuDNN algorithms are chosen (unset: find; deterministic: bit-reproducible)"},
       {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},

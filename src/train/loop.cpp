@@ -78,10 +78,11 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   StepBoundary boundary(r.checkpoint);
   TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader, s.scaler.get(), s.staged.get()};
   state.step = rec.steps();
+  // A device rank's compute time is its device's where shares are decided from it, or asked for.
+  state.wait_for_device = s.staged != nullptr && (s.shares->active() || r.cuda_sync_phases);
   if (s.shares->active()) {
     state.global_batch = plan.global_batch;
     state.world = comm.size();
-    state.wait_for_device = s.staged != nullptr;  // a device rank's compute time is its device's
   }
   if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
   const int64_t first_step = rec.steps() + 1;

@@ -36,7 +36,7 @@ struct TrainState {
   // Wait for the device after backward, so that `compute` is the device's forward + backward and
   // not the time to queue backward (the loss read after forward is the step's only other wait).
   // Heterogeneous runs set it on ranks that stage input to a device: their shares and /partition's
-  // compute and idle seconds are decided and recorded from it.
+  // compute and idle seconds are decided and recorded from it; cuda.sync_phases sets it too.
   bool wait_for_device = false;
 };
 

@@ -1,6 +1,8 @@
 """The cuda.* run-config keys on a machine without a GPU: cuda.graphs is refused (exit 2, naming
 the key) by a backend that cannot record work, and cuda.workspace_mb is range-checked. Their
 effect on a GPU is checked by scripts/device_zoo.sh (docs/gpu.md)."""
+import h5py
+
 from trainscale_cli import run, write_config
 from test_cli_run import SHORT_LENET
 
@@ -43,3 +45,27 @@ def test_cuda_checkpoints_need_deterministic_algorithms(tmp_path):
     assert proc.returncode == 2
     assert "not checkpointed" not in proc.stderr
     assert "no CUDA device was found" in proc.stderr
+
+
+def test_sync_phases_is_a_boolean_that_stays_out_of_the_config_id_when_unset(tmp_path):
+    bad = write_config(tmp_path / "s.yaml", SHORT_LENET + "cuda: {sync_phases: sometimes}\n")
+    proc = run(["run", "--config", bad, "--out", tmp_path / "bad"])
+    assert proc.returncode == 2
+    assert "cuda.sync_phases" in proc.stderr
+    # On the cpu backend the key changes nothing but the configuration: set, it is another run
+    # (its own config_id); unset, the run is the configuration it was before the key existed.
+    names = {}
+    for name, extra in (("unset", ""), ("set", "cuda: {sync_phases: true}\n")):
+        cfg = write_config(tmp_path / "lenet.yaml", SHORT_LENET + extra)
+        out = tmp_path / name
+        proc = run(["run", "--config", cfg, "--out", out, "--set", "steps=2", "--set", "eval.every_epochs=0"])
+        assert proc.returncode == 0, proc.stderr
+        (run_file,) = out.glob("*.h5")
+        names[name] = run_file.name
+        with h5py.File(run_file) as f:
+            recorded = "cuda.sync_phases" in f["config"].attrs
+            config_text = f.attrs["config"]
+            config_text = config_text.decode() if isinstance(config_text, bytes) else config_text
+        assert recorded == (name == "set")
+        assert ("sync_phases" in config_text) == (name == "set")
+    assert names["unset"] != names["set"]
