@@ -12,10 +12,6 @@
 namespace ts {
 namespace {
 
-// Probe batches: larger than the host probe's, since the driver counts memory in pages (2 MiB)
-// and the difference must span many of them.
-constexpr int64_t kProbeBatchSmall = 4, kProbeBatchLarge = 16;
-
 int64_t used_now(Backend& backend) {
   backend.synchronize();  // frees and allocations the queue still holds are done
   return backend.device_memory().used;
@@ -67,11 +63,11 @@ DeviceMemoryEstimate estimate_device_memory(const RunConfig& r, Backend& backend
     // As on the host: the small batch is planned again after the large one, so both points
     // find the same cached plans (cuDNN's algorithm choices, converted weights).
     const int64_t base = e.used_at_check + e.parameters;
-    planned_device_bytes(*probe, kProbeBatchSmall, backend, base);
-    const int64_t large = planned_device_bytes(*probe, kProbeBatchLarge, backend, base);
-    const int64_t small = planned_device_bytes(*probe, kProbeBatchSmall, backend, base);
-    e.activation_per_sample = std::max<int64_t>(0, (large - small) / (kProbeBatchLarge - kProbeBatchSmall));
-    const int64_t fixed = std::max<int64_t>(0, small - kProbeBatchSmall * e.activation_per_sample);
+    planned_device_bytes(*probe, kDeviceProbeBatchSmall, backend, base);
+    const int64_t large = planned_device_bytes(*probe, kDeviceProbeBatchLarge, backend, base);
+    const int64_t small = planned_device_bytes(*probe, kDeviceProbeBatchSmall, backend, base);
+    e.activation_per_sample = std::max<int64_t>(0, (large - small) / (kDeviceProbeBatchLarge - kDeviceProbeBatchSmall));
+    const int64_t fixed = std::max<int64_t>(0, small - kDeviceProbeBatchSmall * e.activation_per_sample);
     e.activations_train = fixed + batch * e.activation_per_sample;
     e.activations_eval = fixed + eval_batch * e.activation_per_sample;
   } catch (const RuntimeError& err) {  // the probe's memory is given back as it unwinds

@@ -19,6 +19,10 @@
 
 namespace ts {
 
+// Probe batches: larger than the host probe's, since the driver counts memory in pages (2 MiB)
+// and the difference must span many of them.
+constexpr int64_t kDeviceProbeBatchSmall = 4, kDeviceProbeBatchLarge = 16;
+
 struct DeviceMemoryEstimate {
   bool applies = false;              // the backend computes in device memory
   int64_t parameters = 0;            // weight, gradient and state arenas, as building the model allocated them

@@ -221,11 +221,12 @@ void check_memory(const ResolvedConfig& cfg, const MemoryEstimate& e, const Memo
               (bound.others.empty() ? "" : " (other limits: " + bound.others + ")") + ". " + advice(cfg, e);
   const DeviceMemoryEstimate& d = e.device;
   if (refusal.empty() && d.applies && !d.probe_error.empty())
-    refusal = "device memory: a probe of the model (planned at batches 4 and 16) does not fit on rank " +
+    refusal = "device memory: a probe of the model (planned at batches " + std::to_string(kDeviceProbeBatchSmall) +
+              " and " + std::to_string(kDeviceProbeBatchLarge) + ") does not fit on rank " +
               std::to_string(comm.rank()) +
               " (host " + host_name() + "; " + bound.device.source + "): " + d.probe_error +
               ". Run a smaller model or where the device has more memory free";
-  if (refusal.empty() && d.applies && d.probe_error.empty() && bound.device.bytes > 0 && d.total() > bound.device.bytes)
+  if (refusal.empty() && d.applies && bound.device.bytes > 0 && d.total() > bound.device.bytes)
     refusal = "device memory: this run needs about " + d.text() + " on rank " + std::to_string(comm.rank()) +
               " (host " + host_name() + "), but " + bound.device.source + ". Lower " +
               (cfg.run.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") + " (each sample of batch adds " +
