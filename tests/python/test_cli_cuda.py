@@ -41,6 +41,18 @@ def test_run_with_backend_cuda_exits_2_without_a_device(cuda_info, tmp_path):
     assert not list((tmp_path / "out").glob("*.h5")), "a run that never started left a run file"
 
 
+def test_deterministic_algorithms_lift_the_checkpoint_refusal(cuda_info, tmp_path):
+    """With cuda.algorithms: deterministic a checkpointed CUDA run is accepted: what stops it here is
+    the missing device, not the checkpoint refusal (test_cuda_keys.py has the refusal)."""
+    cfg = write_config(tmp_path / "c.yaml", "model: lenet\ndataset: {name: synthetic, format: synthetic}\n"
+                                            "backend: cuda\nsteps: 1\ncheckpoint: {every_steps: 1}\n"
+                                            "cuda: {algorithms: deterministic}\n")
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "not checkpointed" not in proc.stderr, proc.stderr
+    assert "no CUDA device was found" in proc.stderr, proc.stderr
+
+
 def test_precision_error_names_cuda_without_a_device(cuda_info, tmp_path):
     cfg = write_config(tmp_path / "c.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic}\n"
                                             "precision: fp16\nsteps: 1\n")
