@@ -137,6 +137,16 @@ class Backend {
   virtual void wait_for_staged() {}
   virtual void staged_copies_done() {}
 
+  // ---- results the host reads later: device-to-host copies queued behind compute ----
+  // queue_copy_to_host queues a copy of device_src to host_dst (allocate_host memory) after the
+  // ops queued so far and returns at once; wait_for_queued_copies blocks the host until the
+  // latest such copy has landed, not until the queue is empty: work queued after the copy (the
+  // step's backward, after its loss) keeps the device busy meanwhile. CPU backends copy at once.
+  virtual void queue_copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
+    copy_to_host(host_dst, device_src, bytes);
+  }
+  virtual void wait_for_queued_copies() {}
+
   // ---- captured work (cuda: CUDA graphs) ----
   // A backend that supports capture records the ops queued between begin_capture and
   // end_capture (without running them) and replays the recording on its queue: one launch

@@ -133,7 +133,7 @@ struct RunConfig {
   bool flush_denormals = true;  // core/float_environment.h: FTZ + DAZ on the threads that compute
   int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)
   AlgorithmChoice cuda_algorithms = AlgorithmChoice::find;  // cuda.algorithms (unset: find)
-  bool cuda_sync_phases = false;  // cuda.sync_phases: wait for the device after backward (honest split)
+  bool cuda_sync_phases = false;  // cuda.sync_phases: read the loss after forward, wait for the device after backward (exact split)
   int threads = 2;
   int workers = 1;
   // ranks.backend / ranks.threads: one entry per worker (empty: every rank takes backend /

@@ -109,7 +109,7 @@ const std::vector<KeySpec>& run_config_schema() {
       {"flush_denormals", T::boolean, "", {}, "CPU threads flush denormal floats to zero (FTZ + DAZ; unset: true)"},
       {"cuda.graphs", T::boolean, "false", {}, "cuda: record the training forward once as a CUDA graph, replay it"},
       {"cuda.sync_phases", T::boolean, "", {},
-       "cuda: wait for the device after backward, so /timing's forward and backward are its own (unset: false)"},
+       "cuda: wait for the device after forward and after backward, so /timing's forward and backward are its own (unset: false)"},
       {"cuda.algorithms", T::string, "", accepted_algorithm_choice_names,
        "cuda: how cuDNN algorithms are chosen (unset: find; deterministic: bit-reproducible)"},
       {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},

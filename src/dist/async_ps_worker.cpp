@@ -49,9 +49,9 @@ void AsyncPsWorkerExchange::broadcast_model() {
   }
 }
 
-void AsyncPsWorkerExchange::begin_step(float local_loss, RangeUpdate update) {
+void AsyncPsWorkerExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
   (void)update;  // the servers step the optimizer
-  local_loss_ = local_loss;
+  local_loss_ = std::move(local_loss);
 }
 
 void AsyncPsWorkerExchange::gradients_ready(int64_t offset, int64_t count) {
@@ -61,11 +61,11 @@ void AsyncPsWorkerExchange::gradients_ready(int64_t offset, int64_t count) {
 StepVerdict AsyncPsWorkerExchange::finish_step(bool average_weights) {
   (void)average_weights;
   StepVerdict v;
-  v.loss = local_loss_;
+  v.loss = local_loss_.value();
   const double t0 = MPI_Wtime();
   const bool final = clock_ + 1 >= options_.total_steps;
   const PsPushHeader push{static_cast<double>(PsMessage::push), static_cast<double>(clock_), final ? 1.0 : 0.0,
-                          static_cast<double>(local_loss_), static_cast<double>(request_.signal),
+                          static_cast<double>(local_loss_.value()), static_cast<double>(request_.signal),
                           request_.checkpoint ? 1.0 : 0.0};
   request_ = {};  // the step boundary asks again while it still needs to
   std::vector<PsReplyHeader> replies(static_cast<size_t>(layout_.servers));
@@ -91,7 +91,7 @@ StepVerdict AsyncPsWorkerExchange::finish_step(bool average_weights) {
     agreed_ = {static_cast<int64_t>(arbiter.agreed_step), static_cast<int>(arbiter.agreed_signal),
                arbiter.agreed_checkpoint != 0};
   double stalest = 0, held = 0;
-  bool nonfinite = !std::isfinite(local_loss_);
+  bool nonfinite = !std::isfinite(local_loss_.value());
   for (const PsReplyHeader& h : replies) {
     stalest = std::max(stalest, h.staleness);
     held = std::max(held, h.held_s);

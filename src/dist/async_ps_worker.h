@@ -41,7 +41,7 @@ class AsyncPsWorkerExchange : public ExchangeStrategy {
   bool times_ps_phases() const override { return false; }
   // Every worker takes rank 0's model; rank 0 sends each server its shard and the run's plan.
   void broadcast_model() override;
-  void begin_step(float local_loss, RangeUpdate update) override;
+  void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override;
   // Push, then wait for the fresh weights. Diverged only on the last step (every worker's
   // last gradient has reached the servers then, so all workers agree): a non-finite loss on
@@ -75,7 +75,7 @@ class AsyncPsWorkerExchange : public ExchangeStrategy {
   AsyncPsLayout layout_;
   std::vector<Bucket> shards_;
   int64_t clock_ = 0;  // gradients pushed
-  float local_loss_ = 0;
+  LocalLoss local_loss_{0.0f};
   bool left_ = false;
   BoundaryRequest request_;     // rides on the next push
   BoundaryAgreement agreed_;    // server 0's latest

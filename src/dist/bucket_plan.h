@@ -9,6 +9,7 @@
 // the tail small keeps its two copies cheap (a whole 25 MiB bucket would cost milliseconds).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -33,6 +34,8 @@ class VerdictStaging {
   int64_t size() const { return static_cast<int64_t>(data_.size()); }
   // The extras of this rank before the sum.
   void set_extras(float loss, float nonfinite);
+  // The extras of a rank whose only news is this step's loss (non-finite: counted once).
+  void set_loss(float loss) { set_extras(loss, std::isfinite(loss) ? 0.0f : 1.0f); }
   // After the sum over `world` ranks: the mean loss and the verdict, exchanged.
   void read_verdict(StepVerdict& verdict, int world) const;
 

@@ -30,6 +30,7 @@
 #include "dist/boundary_arbiter.h"
 #include "dist/communicator.h"
 #include "dist/compression_options.h"
+#include "dist/local_loss.h"
 
 namespace ts {
 
@@ -146,9 +147,10 @@ class ExchangeStrategy {
   virtual void broadcast_model() = 0;
 
   // The step protocol, called by every rank in the same order:
-  // 1. before backward, with this rank's loss (mean over its batch) and this step's optimizer
-  //    update (which the strategy applies where and when it says);
-  virtual void begin_step(float local_loss, RangeUpdate update) = 0;
+  // 1. before backward, with this rank's loss (mean over its batch; read where the strategy
+  //    needs it, as late as it can: dist/local_loss.h) and this step's optimizer update (which
+  //    the strategy applies where and when it says);
+  virtual void begin_step(LocalLoss local_loss, RangeUpdate update) = 0;
   // 2. as backward finishes each layer: gradients [offset, offset + count) are final. Ranges
   //    arrive in decreasing, contiguous order (Net::backward's reverse layer order);
   virtual void gradients_ready(int64_t offset, int64_t count) = 0;

@@ -24,8 +24,8 @@ HogwildExchange::HogwildExchange(ModelArenas arenas, int64_t total_steps, std::f
   buckets_.push_back({0, arenas.param_count});
 }
 
-void HogwildExchange::begin_step(float local_loss, RangeUpdate update) {
-  local_loss_ = local_loss;
+void HogwildExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
+  local_loss_ = std::move(local_loss);
   update_ = std::move(update);
 }
 
@@ -34,8 +34,8 @@ void HogwildExchange::gradients_ready(int64_t offset, int64_t count) { (void)off
 StepVerdict HogwildExchange::finish_step(bool average_weights) {
   (void)average_weights;
   StepVerdict v;
-  v.loss = local_loss_;
-  v.diverged = !std::isfinite(local_loss_);
+  v.loss = local_loss_.value();
+  v.diverged = !std::isfinite(local_loss_.value());
   const double t0 = seconds_now();
   if (!v.diverged) update_(0, arenas_.param_count);  // racing the other replicas' updates, by design
   const double t1 = seconds_now();

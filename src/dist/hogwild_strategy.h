@@ -25,7 +25,7 @@ class HogwildExchange : public ExchangeStrategy {
   ArenaTransport transport() const override { return ArenaTransport::host; }
   bool times_ps_phases() const override { return false; }
   void broadcast_model() override {}
-  void begin_step(float local_loss, RangeUpdate update) override;
+  void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override;
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override {}
@@ -38,7 +38,7 @@ class HogwildExchange : public ExchangeStrategy {
   std::function<void()> after_last_step_;
   std::vector<Bucket> buckets_;
   int64_t step_ = 0;
-  float local_loss_ = 0;
+  LocalLoss local_loss_{0.0f};
   RangeUpdate update_;
 };
 

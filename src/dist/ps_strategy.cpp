@@ -41,8 +41,8 @@ void ParameterServerExchange::broadcast_model() {
   link_->order_compute_after_pushes();
 }
 
-void ParameterServerExchange::begin_step(float local_loss, RangeUpdate update) {
-  local_loss_ = local_loss;
+void ParameterServerExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
+  local_loss_ = std::move(local_loss);
   update_ = std::move(update);
   times_ = ExchangeTimes{};
   pipeline_.begin_step();
@@ -65,7 +65,7 @@ void ParameterServerExchange::gather_bucket(size_t i) {
   int64_t n = count;
   if (last) {
     copy_floats(staging_.data(), data, count);
-    staging_.set_extras(local_loss_, std::isfinite(local_loss_) ? 0.0f : 1.0f);
+    staging_.set_loss(local_loss_.value());
     data = staging_.data();
     n = staging_.size();
   }

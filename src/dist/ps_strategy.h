@@ -25,7 +25,7 @@ class ParameterServerExchange : public ExchangeStrategy {
   ArenaTransport transport() const override { return link_->transport(); }
   bool times_ps_phases() const override { return true; }
   void broadcast_model() override;
-  void begin_step(float local_loss, RangeUpdate update) override;
+  void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override;
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
@@ -43,7 +43,7 @@ class ParameterServerExchange : public ExchangeStrategy {
   VerdictStaging staging_;       // the tail bucket + [loss, non-finite]
   ScratchFloats gathered_;       // rank 0: world x (largest bucket + extras)
   BucketPipeline pipeline_;
-  float local_loss_ = 0;
+  LocalLoss local_loss_{0.0f};
   RangeUpdate update_;
   ExchangeTimes times_;
 };

@@ -36,8 +36,8 @@ void SyncExchange::broadcast_model() {
   link_->order_compute_after_pushes();
 }
 
-void SyncExchange::begin_step(float local_loss, RangeUpdate update) {
-  local_loss_ = local_loss;
+void SyncExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
+  local_loss_ = std::move(local_loss);
   update_ = std::move(update);
   times_ = ExchangeTimes{};
   ++step_;
@@ -53,7 +53,7 @@ void SyncExchange::reduce_bucket(size_t i) {
   if (comm_.size() == 1) {
     // One rank: its gradients are already the mean, so nothing moves (on a GPU a staged bucket
     // would travel to the host and back for nothing); only the verdict's loss is recorded.
-    if (i + 1 == plan_.buckets.size()) staging_.set_extras(local_loss_, std::isfinite(local_loss_) ? 0.0f : 1.0f);
+    if (i + 1 == plan_.buckets.size()) staging_.set_loss(local_loss_.value());
     return;
   }
   link_->wait(i);  // device arenas: backward up to this bucket is compute, not communication
@@ -66,7 +66,7 @@ void SyncExchange::reduce_bucket(size_t i) {
     link_->pull(Arena::grads, offset, count, i);
     float* grads = link_->host(Arena::grads) + offset;
     copy_floats(staging_.data(), grads, count);
-    staging_.set_extras(local_loss_, std::isfinite(local_loss_) ? 0.0f : 1.0f);
+    staging_.set_loss(local_loss_.value());
     allreduce_sum(comm_, algorithm_, staging_.data(), staging_.size());
     if (comm_.size() > 1) scale(staging_.data(), count, 1.0f / static_cast<float>(comm_.size()));
     copy_floats(grads, staging_.data(), count);
@@ -91,7 +91,7 @@ void SyncExchange::compress_bucket(size_t i) {
   if (feedback_) feedback_->keep_residual(offset, input_.data(), sent_.data(), count);
   link_->push(Arena::grads, offset, count);
   if (i + 1 == plan_.buckets.size()) {
-    staging_.set_extras(local_loss_, std::isfinite(local_loss_) ? 0.0f : 1.0f);
+    staging_.set_loss(local_loss_.value());
     allreduce_sum(comm_, algorithm_, staging_.data() + count, staging_.size() - count);
   }
   times_.compress += cost.compress_s;

@@ -28,7 +28,7 @@ class SyncExchange : public ExchangeStrategy {
   bool times_ps_phases() const override { return false; }
   bool records_compression() const override { return compressor_ != nullptr; }
   void broadcast_model() override;
-  void begin_step(float local_loss, RangeUpdate update) override;
+  void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override;
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
@@ -52,7 +52,7 @@ class SyncExchange : public ExchangeStrategy {
   VerdictStaging staging_;  // the tail bucket + [loss, non-finite]
   BucketPipeline pipeline_;
   // Per step (the communication thread touches them only while it owns a posted bucket).
-  float local_loss_ = 0;
+  LocalLoss local_loss_{0.0f};
   RangeUpdate update_;
   ExchangeTimes times_;
   // Compression (null / empty without it).

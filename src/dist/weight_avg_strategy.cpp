@@ -23,8 +23,8 @@ void WeightAveragingExchange::broadcast_model() {
   link_->order_compute_after_pushes();
 }
 
-void WeightAveragingExchange::begin_step(float local_loss, RangeUpdate update) {
-  local_loss_ = local_loss;
+void WeightAveragingExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
+  local_loss_ = std::move(local_loss);
   update_ = std::move(update);
   times_ = ExchangeTimes{};
 }
@@ -56,7 +56,7 @@ void WeightAveragingExchange::average_weights() {
   float* s = staging_.data();
   copy_floats(s, params, tail);
   copy_floats(s + tail, state, arenas_.state_count);
-  staging_.set_extras(local_loss_, nonfinite_since_average_);
+  staging_.set_extras(local_loss_.value(), nonfinite_since_average_);
   PsTimings ps;
   allreduce_sum(comm_, algorithm_, s, staging_.size(), &ps);
   add(ps);
@@ -78,14 +78,14 @@ void WeightAveragingExchange::average_weights() {
 }
 
 StepVerdict WeightAveragingExchange::finish_step(bool average_weights_now) {
-  if (std::isfinite(local_loss_)) timed_update(update_, 0, arenas_.param_count, times_);
+  if (std::isfinite(local_loss_.value())) timed_update(update_, 0, arenas_.param_count, times_);
   else nonfinite_since_average_ += 1;
   StepVerdict v;
   if (average_weights_now) {
     average_weights();
     staging_.read_verdict(v, comm_.size());
   } else {
-    v.loss = local_loss_;
+    v.loss = local_loss_.value();
   }
   v.times = times_;
   return v;

@@ -22,7 +22,7 @@ class WeightAveragingExchange : public ExchangeStrategy {
   ArenaTransport transport() const override { return link_->transport(); }
   bool times_ps_phases() const override { return algorithm_ == AllreduceAlgorithm::ps; }
   void broadcast_model() override;
-  void begin_step(float local_loss, RangeUpdate update) override;
+  void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t, int64_t) override {}  // weights are exchanged, not gradients
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
@@ -39,7 +39,7 @@ class WeightAveragingExchange : public ExchangeStrategy {
   const BucketPlan plan_;   // the weights are averaged in the same buckets
   std::unique_ptr<ArenaLink> link_;
   VerdictStaging staging_;  // the tail bucket, the state, then [loss, non-finite count]
-  float local_loss_ = 0;
+  LocalLoss local_loss_{0.0f};
   float nonfinite_since_average_ = 0;
   RangeUpdate update_;
   ExchangeTimes times_;

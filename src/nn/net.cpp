@@ -132,6 +132,7 @@ void Net::finalize(uint64_t seed) {
   backend_.copy_from_host(params_.data(), params.data(), param_bytes);
   backend_.copy_from_host(state_.data(), state.data(), state_bytes);
   loss_ = backend_.allocate(sizeof(float));
+  loss_on_host_ = backend_.allocate_host(sizeof(float));
   bind_layers();
   decide_fusion();
   finalized_ = true;
@@ -321,6 +322,7 @@ void Net::forward_queued(const float* images, const int32_t* labels, const float
   Node& loss_node = node(static_cast<int>(last));
   auto* loss = static_cast<LossLayer*>(loss_node.layer.get());
   loss->forward_loss(backend_, loss_node.srcs[0], labels, targets, loss_.f32());
+  backend_.queue_copy_to_host(loss_on_host_.data(), loss_.data(), sizeof(float));
 }
 
 void Net::run_layers(Mode mode) {
@@ -379,9 +381,8 @@ void Net::use_captured_forward(bool on) {
 }
 
 float Net::loss() const {
-  float value = 0.0f;
-  backend_.copy_to_host(&value, loss_.data(), sizeof(float));
-  return value;
+  backend_.wait_for_queued_copies();
+  return *static_cast<const float*>(loss_on_host_.data());
 }
 
 void Net::set_loss_scale(float scale) {

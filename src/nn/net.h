@@ -77,8 +77,10 @@ class Net {
   // loss is not computed and 0 is returned.
   float forward(const float* images, const int32_t* labels, const float* targets, Mode mode);
   // The same in two halves, for a trainer that overlaps the next batch's input copy with this
-  // forward: forward_queued queues the work (images null: the input staged by stage_input) and
-  // returns without waiting for the device; loss() then reads the loss (waits for the device).
+  // forward and queues backward before it reads the loss: forward_queued queues the work (images
+  // null: the input staged by stage_input) and a copy of the loss to the host, and returns
+  // without waiting for the device; loss() then waits for that copy only (work queued after
+  // forward keeps running) and returns the loss.
   void forward_queued(const float* images, const int32_t* labels, const float* targets, Mode mode);
   float loss() const;
   // Training forwards of the layers between the input and the loss run as one recorded unit
@@ -158,6 +160,7 @@ class Net {
   std::vector<DeviceBuffer> diff_pool_;  // gradient buffers, shared by nodes (plan_gradient_memory)
   std::vector<DeviceBuffer> scratch_;    // diff targets for inputs whose diff is already written
   DeviceBuffer loss_;                  // the loss node's scalar (1 float)
+  DeviceBuffer loss_on_host_;          // its copy in host memory (allocate_host: 1 float)
   // stage_input's copies of the next images (their batch's input bytes), used in turn: a copy into one
   // runs while the device may still read the other (the batch before; its loss was read since).
   std::array<DeviceBuffer, 2> staged_input_;

@@ -45,7 +45,7 @@ double StagedInput::prepare() {
   return data_wait;
 }
 
-float StagedInput::forward(Mode mode, double& data_wait) {
+void StagedInput::forward_queued(Mode mode, double& data_wait) {
   data_wait = prepare();
   // The device reads labels/targets when the loss runs; this step's buffers are not written
   // again before the step after next, and this step's loss is read before then.
@@ -54,7 +54,6 @@ float StagedInput::forward(Mode mode, double& data_wait) {
   turn_ ^= 1;
   net_.forward_queued(nullptr, labels, targets, mode);
   data_wait += timed_fetch_and_stage();  // overlaps forward on the device
-  return net_.loss();
 }
 
 double StagedInput::timed_fetch_and_stage() {

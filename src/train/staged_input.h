@@ -2,9 +2,11 @@
 // images copy to the device on the backend's staging queue while step k computes, from the
 // loader's page-locked batch slots (train/data_setup.cpp gives the loader allocate_host memory).
 //   step k: [labels of batch k -> page-locked copy] queue forward k (its input: the staged
-//           images) | wait for the staged copy of k, loader.next() = batch k+1 (frees k's slot),
-//           stage k+1's images | read the loss (waits for forward k).
-// So the loader's wait and the copy overlap forward k on the device. Labels/targets are copied
+//           images) and the copy of its loss to the host | wait for the staged copy of k,
+//           loader.next() = batch k+1 (frees k's slot), stage k+1's images | (the trainer)
+//           queue backward k, then read the loss (Net::loss: waits for forward k only).
+// So the loader's wait and the copy overlap forward k on the device, and backward k is queued
+// before the host first waits in the step. Labels/targets are copied
 // into two page-locked buffers used in turn: the device reads one while the host fills the other.
 #pragma once
 
@@ -22,10 +24,11 @@ class StagedInput {
   // Stages the first batch when none is, and re-plans the net when the staged batch has another
   // size (a share that changed); the seconds spent getting data. forward calls it too.
   double prepare();
-  // Queues forward of the current batch (staging it first on the first call), fetches and
-  // stages the next, and returns the loss. `data_wait`: seconds the host spent getting data
-  // (the loader's next batch, the wait for the staging copy before, queuing the copy).
-  float forward(Mode mode, double& data_wait);
+  // Queues forward of the current batch (staging it first on the first call) and the copy of
+  // its loss, then fetches and stages the next batch; Net::loss() reads the loss, before the
+  // next call. `data_wait`: seconds the host spent getting data (the loader's next batch, the
+  // wait for the staging copy before, queuing the copy).
+  void forward_queued(Mode mode, double& data_wait);
 
  private:
   void fetch_and_stage();

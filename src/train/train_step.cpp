@@ -51,6 +51,37 @@ double emulate_slowdown(double slowdown, double compute_seconds) {
   return now_seconds() - t0;
 }
 
+// Takes this step's batch and queues forward on it; `t1` is when forward started. Host
+// backends (and a device rank that waits for its device: exact phases) know the loss on return;
+// a staged device rank reads it later, once backward is queued too (returns false).
+bool forward_on_batch(TrainState& st, StepResult& out, float& weight, double& t1) {
+  PhaseSeconds& s = out.seconds;
+  if (st.staged) {  // the staged batch (the net is planned for it by prepare)
+    const double first_wait = st.staged->prepare();
+    out.batch = st.net.batch();
+    weight = share_weight(st, out.batch);
+    set_gradient_scale(st, weight);
+    double data_wait = 0;
+    t1 = now_seconds();
+    st.staged->forward_queued(Mode::train, data_wait);
+    at(s, Phase::data_wait) = first_wait + data_wait;
+    t1 += data_wait;  // forward: the rest of this part
+    if (!st.wait_for_device) return false;
+    out.local_loss = st.net.loss();
+    return true;
+  }
+  Batch b;
+  st.loader.next(b);
+  at(s, Phase::data_wait) = st.loader.last_wait_seconds();
+  out.batch = b.size;
+  if (b.size != st.net.batch()) st.net.set_batch(b.size);
+  weight = share_weight(st, out.batch);
+  set_gradient_scale(st, weight);
+  t1 = now_seconds();
+  out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
+  return true;
+}
+
 }  // namespace
 
 StepResult train_step(TrainState& st, double lr, bool average_weights) {
@@ -59,36 +90,26 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   const double t0 = now_seconds();
   double t1 = 0;
   float weight = 1.0f;
-  if (st.staged) {  // the staged batch (the net is planned for it by prepare)
-    const double first_wait = st.staged->prepare();
-    out.batch = st.net.batch();
-    weight = share_weight(st, out.batch);
-    set_gradient_scale(st, weight);
-    double data_wait = 0;
-    t1 = now_seconds();
-    out.local_loss = st.staged->forward(Mode::train, data_wait);
-    at(s, Phase::data_wait) = first_wait + data_wait;
-    t1 += data_wait;  // forward: the rest of this part
-  } else {
-    Batch b;
-    st.loader.next(b);
-    at(s, Phase::data_wait) = st.loader.last_wait_seconds();
-    out.batch = b.size;
-    if (b.size != st.net.batch()) st.net.set_batch(b.size);
-    weight = share_weight(st, out.batch);
-    set_gradient_scale(st, weight);
-    t1 = now_seconds();
-    out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
-  }
+  const bool loss_known = forward_on_batch(st, out, weight, t1);
   out.reads = st.loader.last_read_counts();
   const double t2 = now_seconds();
   // Backward hands each layer's finished gradients to the exchange, which reduces them in
   // buckets (overlapped with the rest of backward when it has a communication thread). The
-  // exchange keeps the update until it applies it: lr by value.
+  // exchange keeps the update until it applies it: lr by value. A loss still on the device is
+  // read where the exchange first needs it (its last bucket, or finish_step).
   Net& net = st.net;
-  st.exchange.begin_step(out.local_loss * weight, make_update(st, lr, out));
+  LocalLoss loss = loss_known ? LocalLoss(out.local_loss * weight) : LocalLoss([&net, weight] { return net.loss() * weight; });
+  st.exchange.begin_step(std::move(loss), make_update(st, lr, out));
   ExchangeStrategy& exchange = st.exchange;
   net.backward([&exchange](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
+  // Backward is queued: the host waits for forward's end while the device runs backward. That
+  // wait is forward's: /timing's forward ends when the loss is on the host.
+  double loss_wait = 0;
+  if (!loss_known) {
+    const double w0 = now_seconds();
+    out.local_loss = net.loss();
+    loss_wait = now_seconds() - w0;
+  }
   if (st.wait_for_device) net.backend().synchronize();
   const double slept = emulate_slowdown(st.slowdown, now_seconds() - t1);
   const double t3 = now_seconds();
@@ -98,8 +119,8 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   ++st.step;
 
   const ExchangeTimes& x = out.verdict.times;
-  at(s, Phase::forward) = t2 - t1;
-  at(s, Phase::backward) = t3 - t2 - slept;
+  at(s, Phase::forward) = t2 - t1 + loss_wait;
+  at(s, Phase::backward) = t3 - t2 - slept - loss_wait;
   at(s, Phase::comm) = x.comm;
   at(s, Phase::comm_wait) = x.comm_wait;
   at(s, Phase::optimizer) = x.optimizer;

@@ -33,10 +33,12 @@ struct TrainState {
   int world = 1;
   // dist.emulate_slowdown on this rank: after backward it sleeps (factor - 1) x its compute time.
   double slowdown = 1.0;
-  // Wait for the device after backward, so that `compute` is the device's forward + backward and
-  // not the time to queue backward (the loss read after forward is the step's only other wait).
-  // Heterogeneous runs set it on ranks that stage input to a device: their shares and /partition's
-  // compute and idle seconds are decided and recorded from it; cuda.sync_phases sets it too.
+  // Wait for the device after forward (reading the loss) and after backward, so that `compute`
+  // is the device's forward + backward and not the time to queue backward, and the phases split
+  // exactly. Without it a staged rank waits once, for the loss once backward is queued (the
+  // device never idles for the host mid-step). Heterogeneous runs set it on ranks that stage
+  // input to a device: their shares and /partition's compute and idle seconds are decided and
+  // recorded from it; cuda.sync_phases sets it too.
   bool wait_for_device = false;
 };
 

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -71,6 +73,67 @@ TEST(StagedInput, RegressionTrainsOnTheSameTargetsAsThePlainPath) {
   EXPECT_NE(plain.loss.front(), plain.loss.back());
 }
 
+// Counts the gradient ranges backward has handed over this step; the rest is the real strategy.
+class RangeCountingExchange final : public ExchangeStrategy {
+ public:
+  explicit RangeCountingExchange(std::unique_ptr<ExchangeStrategy> inner) : inner_(std::move(inner)) {}
+  const char* name() const override { return inner_->name(); }
+  ArenaTransport transport() const override { return inner_->transport(); }
+  bool times_ps_phases() const override { return inner_->times_ps_phases(); }
+  void broadcast_model() override { inner_->broadcast_model(); }
+  void begin_step(LocalLoss local_loss, RangeUpdate update) override {
+    ranges = 0;
+    inner_->begin_step(std::move(local_loss), std::move(update));
+  }
+  void gradients_ready(int64_t offset, int64_t count) override {
+    ++ranges;
+    inner_->gradients_ready(offset, count);
+  }
+  StepVerdict finish_step(bool average_weights) override { return inner_->finish_step(average_weights); }
+  void average_state() override { inner_->average_state(); }
+  const std::vector<Bucket>& buckets() const override { return inner_->buckets(); }
+  int ranges = 0;
+
+ private:
+  std::unique_ptr<ExchangeStrategy> inner_;
+};
+
+// An mlp on synthetic data training through StagedInput on one rank over `backend`, its sync
+// exchange seen through RangeCountingExchange.
+struct StagedMlp {
+  static LoaderOptions loader_options() {
+    LoaderOptions lo;
+    lo.batch = 16;
+    lo.seed = 9;
+    return lo;
+  }
+  static ExchangeOptions exchange_options() {
+    ExchangeOptions xo;
+    xo.overlap = false;
+    return xo;
+  }
+  explicit StagedMlp(Backend& backend)
+      : source(make_synthetic_source({in.sample, 10, 0}, 256, 5)),
+        comm(Communicator::self()),
+        net(build_model("mlp", backend, in, 3)),
+        loader(*source, loader_options()),
+        sgd(backend, net->param_count(), {0.9, 0.0, false}),
+        exchange(set_up_exchange(exchange_options(), *net, *comm)),
+        staged(*net, loader),
+        state{*net, sgd, exchange, loader, nullptr, &staged} {
+    net->set_batch(16);
+  }
+  const ModelInput in{Shape{1, 8, 8}, 10};
+  std::unique_ptr<SampleSource> source;
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<Net> net;
+  Loader loader;
+  Sgd sgd;
+  RangeCountingExchange exchange;
+  StagedInput staged;
+  TrainState state;
+};
+
 // A device stand-in whose queued work is done only when the host waits for it: each synchronize
 // takes 30 ms. A staged rank of a heterogeneous run (TrainState::wait_for_device) waits once more
 // per step, after backward, so its compute time holds that work; without the wait it would hold
@@ -86,22 +149,9 @@ class PendingWorkBackend final : public RefBackend {
 };
 
 TEST(StagedInput, AHeterogeneousDeviceRankWaitsForItsDeviceAfterBackward) {
-  const ModelInput in{Shape{1, 8, 8}, 10};
-  const auto source = make_synthetic_source({in.sample, 10, 0}, 256, 5);
-  auto comm = Communicator::self();
   PendingWorkBackend backend;
-  auto net = build_model("mlp", backend, in, 3);
-  net->set_batch(16);
-  LoaderOptions lo;
-  lo.batch = 16;
-  lo.seed = 9;
-  Loader loader(*source, lo);
-  Sgd sgd(backend, net->param_count(), {0.9, 0.0, false});
-  ExchangeOptions xo;
-  xo.overlap = false;
-  auto exchange = set_up_exchange(xo, *net, *comm);
-  StagedInput staged_input(*net, loader);
-  TrainState state{*net, sgd, *exchange, loader, nullptr, &staged_input};
+  StagedMlp rig(backend);
+  TrainState& state = rig.state;
   for (int step = 0; step < 2; ++step) train_step(state, 0.05, true);  // the pipeline filled
   backend.waits = 0;
   train_step(state, 0.05, true);
@@ -111,6 +161,58 @@ TEST(StagedInput, AHeterogeneousDeviceRankWaitsForItsDeviceAfterBackward) {
   const StepResult res = train_step(state, 0.05, true);
   EXPECT_EQ(backend.waits, plain_waits + 1);
   EXPECT_GE(res.compute, 0.030) << "the wait after backward is inside the step's compute time";
+}
+
+// A device stand-in that tells a drain of its queue (copy_to_host, synchronize: the host waits
+// for everything queued) from a wait for the queued loss copy only, and the exchange's view of
+// backward at each such wait.
+class QueueWatchingBackend final : public RefBackend {
+ public:
+  void copy_to_host(void* host_dst, const void* device_src, size_t bytes) override {
+    ++drains;
+    RefBackend::copy_to_host(host_dst, device_src, bytes);
+  }
+  void synchronize() override {
+    ++drains;
+    RefBackend::synchronize();
+  }
+  void queue_copy_to_host(void* host_dst, const void* device_src, size_t bytes) override {
+    RefBackend::copy_to_host(host_dst, device_src, bytes);  // queued behind compute: no drain
+  }
+  void wait_for_queued_copies() override { ranges_queued_at_wait.push_back(*ranges_queued); }
+  int drains = 0;
+  const int* ranges_queued = nullptr;
+  std::vector<int> ranges_queued_at_wait;
+};
+
+TEST(StagedInput, AStagedStepQueuesBackwardBeforeItWaitsForTheLoss) {
+  QueueWatchingBackend backend;
+  StagedMlp rig(backend);
+  RangeCountingExchange& exchange = rig.exchange;
+  backend.ranges_queued = &exchange.ranges;
+  TrainState& state = rig.state;
+  train_step(state, 0.05, true);  // the pipeline filled
+  backend.drains = 0;
+  backend.ranges_queued_at_wait.clear();
+  const StepResult res = train_step(state, 0.05, true);
+  EXPECT_EQ(backend.drains, 0) << "a plain staged step never empties the device's queue";
+  ASSERT_FALSE(backend.ranges_queued_at_wait.empty()) << "the loss is read";
+  ASSERT_GT(exchange.ranges, 0);
+  for (int at_wait : backend.ranges_queued_at_wait)
+    EXPECT_EQ(at_wait, exchange.ranges) << "the loss is read once backward is queued whole";
+  EXPECT_TRUE(std::isfinite(res.local_loss));
+  EXPECT_EQ(res.verdict.loss, res.local_loss) << "the exchange saw the loss read late";
+
+  // cuda.sync_phases and heterogeneous device ranks: the loss is read right after forward, and
+  // the device is waited for after backward, so the phases are the device's.
+  state.wait_for_device = true;
+  backend.drains = 0;
+  backend.ranges_queued_at_wait.clear();
+  exchange.ranges = 0;  // (begin_step resets it, after the read)
+  train_step(state, 0.05, true);
+  EXPECT_EQ(backend.drains, 1);
+  ASSERT_FALSE(backend.ranges_queued_at_wait.empty());
+  EXPECT_EQ(backend.ranges_queued_at_wait.front(), 0) << "read before backward";
 }
 
 }  // namespace

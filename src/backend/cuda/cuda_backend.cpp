@@ -108,6 +108,7 @@ CudaBackend::CudaBackend(int local_rank) {
     TS_CUDA_CHECK(cudaMalloc(&nonfinite_, sizeof(int)));
     TS_CUDA_CHECK(cudaStreamCreateWithFlags(&staging_stream_, cudaStreamNonBlocking));
     TS_CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
+    TS_CUDA_CHECK(cudaEventCreateWithFlags(&copied_to_host_, cudaEventDisableTiming));
     set_precision(Precision::fp32);
   } catch (...) {
     destroy_staging();
@@ -126,8 +127,10 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::destroy_staging() {  // never throws: the destructor calls it
   if (staging_stream_) cudaStreamSynchronize(staging_stream_);
   if (staged_) cudaEventDestroy(staged_);
+  if (copied_to_host_) cudaEventDestroy(copied_to_host_);
   if (staging_stream_) cudaStreamDestroy(staging_stream_);
   staged_ = nullptr;
+  copied_to_host_ = nullptr;
   staging_stream_ = nullptr;
 }
 
@@ -266,6 +269,19 @@ void CudaBackend::stage_from_host(void* device_dst, const void* host_src, size_t
 void CudaBackend::wait_for_staged() { TS_CUDA_CHECK(cudaStreamWaitEvent(ctx_.stream, staged_, 0)); }
 
 void CudaBackend::staged_copies_done() { TS_CUDA_CHECK(cudaEventSynchronize(staged_)); }
+
+// host_dst must be pinned (allocate_host): from pageable memory the copy would wait for the stream.
+void CudaBackend::queue_copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
+  if (bytes == 0) return;
+  TS_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
+  TS_CUDA_CHECK(cudaEventRecord(copied_to_host_, ctx_.stream));
+}
+
+// Any thread may wait (an exchange's communication thread reads the loss): it names the device.
+void CudaBackend::wait_for_queued_copies() {
+  TS_CUDA_CHECK(cudaSetDevice(ctx_.device));
+  TS_CUDA_CHECK(cudaEventSynchronize(copied_to_host_));
+}
 
 void CudaBackend::begin_capture() {
   // Relaxed: the libraries may query or allocate on this thread while work is recorded.

@@ -78,13 +78,10 @@ void NcclSyncExchange::broadcast_model() {
   compute_after_nccl(nccl_done_);
 }
 
-void NcclSyncExchange::begin_step(float local_loss, RangeUpdate update) {
-  local_loss_ = local_loss;
+void NcclSyncExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
+  local_loss_ = std::move(local_loss);
   update_ = std::move(update);
   times_ = ExchangeTimes{};
-  // The previous step's verdict wait came after the copy that read these.
-  extras_in_[0] = local_loss;
-  extras_in_[1] = std::isfinite(local_loss) ? 0.0f : 1.0f;
   pipeline_.begin_step();
 }
 
@@ -107,6 +104,11 @@ void NcclSyncExchange::reduce_bucket(size_t i) {
 void NcclSyncExchange::reduce_tail(float* grads, int64_t count) {
   const cudaStream_t stream = nccl_.stream();
   const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+  // Backward is queued whole by now, so reading the loss leaves the device busy. The previous
+  // step's verdict wait came after the copy that read these.
+  const float loss = local_loss_.value();
+  extras_in_[0] = loss;
+  extras_in_[1] = std::isfinite(loss) ? 0.0f : 1.0f;
   if (count > 0) TS_DIST_CUDA(cudaMemcpyAsync(tail_, grads, bytes, cudaMemcpyDeviceToDevice, stream));
   TS_DIST_CUDA(cudaMemcpyAsync(tail_ + count, extras_in_, 2 * sizeof(float), cudaMemcpyHostToDevice, stream));
   TS_NCCL(ncclAllReduce(tail_, tail_, static_cast<size_t>(count + 2), ncclFloat, ncclAvg, nccl_.comm(), stream));

@@ -35,7 +35,7 @@ class NcclSyncExchange : public ExchangeStrategy {
   ArenaTransport transport() const override { return ArenaTransport::nccl; }
   bool times_ps_phases() const override { return false; }
   void broadcast_model() override;
-  void begin_step(float local_loss, RangeUpdate update) override;
+  void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override { pipeline_.gradients_ready(offset, count); }
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
@@ -62,7 +62,7 @@ class NcclSyncExchange : public ExchangeStrategy {
   float* extras_in_ = nullptr;          // pinned: [loss, non-finite] of this rank
   float* extras_out_ = nullptr;         // pinned: their means over ranks
   BucketPipeline pipeline_;
-  float local_loss_ = 0;
+  LocalLoss local_loss_{0.0f};
   RangeUpdate update_;
   ExchangeTimes times_;
 };
