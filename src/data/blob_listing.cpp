@@ -1,6 +1,7 @@
 // Listing parsers of blob storage (see blob_listing.h).
 #include "data/blob_listing.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -58,6 +59,15 @@ std::vector<std::pair<size_t, size_t>> xml_blocks(const std::string& xml, const 
   throw RuntimeError("blob storage: listing " + where + ": " + why);
 }
 
+// An object's <Size>: decimal digits only (S3 sends a byte count), so a negative, signed,
+// fractional or garbled size is a bad listing rather than a number strtoll half-read.
+int64_t object_size(const std::string& text, const std::string& where, const std::string& key) {
+  const bool digits = !text.empty() && text.size() <= 18 &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  if (!digits) bad_listing(where, "object '" + key + "' has size '" + text.substr(0, 40) + "', not a byte count (decimal digits)");
+  return std::strtoll(text.c_str(), nullptr, 10);
+}
+
 }  // namespace
 
 S3ListPage parse_s3_list_page(const std::string& xml, const std::string& prefix, const std::string& where) {
@@ -76,7 +86,7 @@ S3ListPage parse_s3_list_page(const std::string& xml, const std::string& prefix,
     if (entry.name.empty()) continue;  // the directory's own marker object ("prefix/")
     if (entry.name.find('/') != std::string::npos)
       bad_listing(where, "key '" + key + "' lies below a sub-prefix (the server ignored delimiter '/')");
-    if (xml_element(xml, "Size", begin, end, size)) entry.size = std::strtoll(size.c_str(), nullptr, 10);
+    if (xml_element(xml, "Size", begin, end, size)) entry.size = object_size(size, where, key);
     page.entries.push_back(entry);
   }
   for (const auto& [begin, end] : xml_blocks(xml, "CommonPrefixes")) {

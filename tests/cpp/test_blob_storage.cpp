@@ -327,6 +327,16 @@ TEST(BlobListing, S3PagesGiveFilesAndDirectories) {
             std::string::npos);
 }
 
+// A <Size> that is not decimal digits (negative, signed, garbled: a fuzzed page's "-2</Si<eS>...")
+// is a bad listing naming the object, not a number strtoll half-read.
+TEST(BlobListing, S3SizesMustBeByteCounts) {
+  for (const std::string size : {"-2", "+5", "1e3", "12abc", "", "99999999999999999999"}) {
+    const std::string xml = "<ListBucketResult><Contents><Key>d/a.bin</Key><Size>" + size + "</Size></Contents></ListBucketResult>";
+    const std::string message = error_of<RuntimeError>([&] { parse_s3_list_page(xml, "d/", "s3://b/d"); });
+    EXPECT_NE(message.find("object 'd/a.bin' has size '" + size + "', not a byte count"), std::string::npos) << message;
+  }
+}
+
 TEST(BlobListing, NginxAutoindexJson) {
   const std::string json =
       "[\n{ \"name\":\"train-images-idx3-ubyte\", \"type\":\"file\", \"mtime\":\"Mon, 23 Nov 2026 02:00:00 GMT\", "
