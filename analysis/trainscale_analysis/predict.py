@@ -2,7 +2,8 @@
 
 - `load_prediction(path)`: one DataFrame row per worker count (step, compute, comm,
   exposed_comm, data, throughput, scaling_efficiency) with the run's model, batch, all-reduce,
-  overlap and the cluster's name, topology and mpi.allreduce as columns.
+  overlap and the cluster's name, topology and mpi.allreduce as columns; with compression, its
+  codec seconds (compress, decompress: parts of comm), wire_bytes and the model in words.
 - `comparison_report(predict_files, run_dirs, out)`: the section "predicted vs simulated vs
   measured": each run (a measured run file, or a `trainscale-sim` one: root attribute
   `simulated` = 1) beside the prediction of the same model, batch, all-reduce and worker count.
@@ -28,6 +29,7 @@ from .plots import plt, save
 SCHEMA = "trainscale-predict/1"
 PER_COUNT = ("workers", "nodes", "batch_per_worker", "step_time", "compute", "comm", "exposed_comm",
              "data", "forward", "backward", "update", "throughput", "scaling_efficiency")
+COMPRESSION = ("compress", "decompress", "wire_bytes")
 BOUNDS = ("compute", "memory", "network")
 
 
@@ -44,6 +46,10 @@ def load_prediction(path: str | Path) -> pd.DataFrame:
         cluster = yaml.safe_load(_text(f.attrs["cluster"]))
         p = f["predict"]
         df = pd.DataFrame({k: p[k][:] for k in PER_COUNT})
+        # Compressed exchanges (files written before the model priced them lack these: 0).
+        for k in COMPRESSION:
+            df[k] = p[k][:] if k in p else 0.0
+        df["compression"] = _text(p.attrs.get("compression", ""))
         bound = p["layer_bound"][:]
         layer_total = p["layer_fp"][:] + p["layer_bp_gc"][:] + p["layer_bp_wu"][:]
     net = cluster.get("interconnect", {})

@@ -26,10 +26,11 @@ int command_calibrate(const std::vector<std::string>& args) {
       "                          [--models lenet,resnet20] [--batch 64] [--threads N] [--max-bytes 8388608]\n\n"
       "Measures this machine for the performance model (docs/model.md \"Calibration\") and writes a cluster\n"
       "file: GEMM peak per precision (oneDNN through the cpu backend), memory bandwidth (a STREAM-like\n"
-      "triad), each layer's efficiency (measured / roofline) in the built-in models given, and, on 2 or\n"
-      "more ranks, every all-reduce algorithm's alpha and beta (bench allreduce's core, least squares).\n"
-      "--budget-s bounds the node measurements (GEMM 10%, triad 10%, layers 50%); the all-reduce fits\n"
-      "take a few seconds more. Exit codes: 0 ok, 1 runtime failure, 2 usage/config error.\n\noptions");
+      "triad), each layer's efficiency (measured / roofline) in the built-in models given, each gradient\n"
+      "compressor's encoding and decoding per element (its codec on one rank), and, on 2 or more ranks,\n"
+      "every all-reduce algorithm's alpha and beta (bench allreduce's core, least squares).\n"
+      "--budget-s bounds the node measurements (GEMM 10%, triad 10%, layers 50%, compressors 10%); the\n"
+      "all-reduce fits take a few seconds more. Exit codes: 0 ok, 1 runtime failure, 2 usage/config error.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("out", po::value<std::string>(), "cluster file to write (YAML)")
       ("name", po::value<std::string>()->default_value("local"), "the cluster's name in the file")

@@ -99,6 +99,10 @@ PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, co
     r.forward.push_back(s.forward);
     r.backward.push_back(s.backward);
     r.update.push_back(s.update);
+    r.compress.push_back(s.compress);
+    r.decompress.push_back(s.decompress);
+    r.wire_bytes.push_back(s.wire_bytes);
+    if (!pt.compression.empty()) r.compression = pt.compression;
     r.throughput.push_back(pt.throughput);
     r.scaling_efficiency.push_back(pt.scaling_efficiency);
     r.allreduce.push_back(std::to_string(pt.workers) + ": " + pt.allreduce);
@@ -162,7 +166,9 @@ int command_predict(const std::vector<std::string>& args) {
       "and writes the step time split into compute / communication / exposed communication / data, the\n"
       "throughput, the scaling efficiency against one worker, and each layer's bound (compute, memory,\n"
       "network). Nothing is trained; no MPI is started.\n"
-      "Compression, async_ps, hogwild and heterogeneous workers are not priced: such a config is refused.\n"
+      "dist.compression is priced from the codec rates in the cluster file's calibration.compression\n"
+      "(trainscale calibrate measures them); async_ps, hogwild and heterogeneous workers are not priced:\n"
+      "such a config is refused.\n"
       "Exit codes: 0 ok, 2 usage/config error (a config or cluster key, a worker count, a config the model\n"
       "does not price).\n\noptions");
   opts.add_options()("help,h", "show this help")
@@ -193,7 +199,10 @@ int command_predict(const std::vector<std::string>& args) {
 
   std::cout << "model " << p.model << " (" << p.precision << ") on " << cluster.name << " (" << cluster.path << ")"
             << (options.gemm_only ? ", conv and fc only" : "") << "\n"
-            << "all-reduce at " << p.points.back().workers << " workers: " << p.points.back().allreduce << "\n\n";
+            << "all-reduce at " << p.points.back().workers << " workers: " << p.points.back().allreduce << "\n";
+  if (!p.points.back().compression.empty())
+    std::cout << "compression: " << p.points.back().compression << " (comm_ms includes encoding and decoding)\n";
+  std::cout << "\n";
   print_points(std::cout, p);
   print_layers(std::cout, p);
   if (vm.count("out")) {

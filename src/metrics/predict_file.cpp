@@ -70,14 +70,17 @@ void write_predict_file(const std::string& path, const PredictResult& r) {
     file.set_attr("gemm_only", r.gemm_only);
     h5::Group top = file.create_group("predict");
     top.set_attr("allreduce", join(r.allreduce, "\n"));
+    top.set_attr("compression", r.compression);
     top.write("workers", r.workers).set_attr("units", "workers");
     top.write("nodes", r.nodes).set_attr("units", "nodes");
     top.write("ranks_per_node", r.ranks_per_node).set_attr("units", "ranks");
     top.write("batch_per_worker", r.batch).set_attr("units", "samples");
     const std::pair<const char*, const std::vector<double>*> seconds[] = {
         {"step_time", &r.step_time}, {"compute", &r.compute}, {"comm", &r.comm}, {"exposed_comm", &r.exposed_comm},
-        {"data", &r.data},           {"forward", &r.forward}, {"backward", &r.backward}, {"update", &r.update}};
+        {"data", &r.data},           {"forward", &r.forward}, {"backward", &r.backward}, {"update", &r.update},
+        {"compress", &r.compress},   {"decompress", &r.decompress}};
     for (const auto& [name, values] : seconds) top.write(name, *values).set_attr("units", "seconds");
+    top.write("wire_bytes", r.wire_bytes).set_attr("units", "bytes");
     top.write("throughput", r.throughput).set_attr("units", "samples/s");
     top.write("scaling_efficiency", r.scaling_efficiency).set_attr("units", "fraction");
     write_layer_table(top, r);

@@ -34,7 +34,9 @@ struct PredictResult {
   std::vector<int64_t> workers, nodes, ranks_per_node, batch;
   std::vector<double> step_time, compute, comm, exposed_comm, data, forward, backward, update, throughput,
       scaling_efficiency;
+  std::vector<double> compress, decompress, wire_bytes;  // parts of comm, and bytes (0 without compression)
   std::vector<std::string> allreduce;  // the all-reduce model at each count, in words
+  std::string compression;             // the compression model in words ("" without compression)
   // layers
   std::vector<PredictLayerRow> layers;
   // [workers x layers], row-major

@@ -164,6 +164,24 @@ double AllreduceModel::seconds(double bytes) const {
   return flat_seconds(formula_, p, bytes, net, dims);
 }
 
+double AllreduceModel::allgather_seconds(double bytes_per_rank) const {
+  const int64_t p = placement_.workers;
+  if (p <= 1 || bytes_per_rank <= 0) return 0.0;
+  const double gathered = bytes_per_rank * static_cast<double>(p);
+  if (fit_) {
+    const CostTerms t = bkt_allgather({p}, gathered);
+    return t.latency * fit_->alpha_s + t.bytes * fit_->beta_s_per_byte;
+  }
+  if (placement_.nodes == 1) {
+    const LinkLevel& intra = cluster_.interconnect.intra_node();
+    return bkt_allgather({p}, gathered).seconds(intra.alpha_s(), intra.beta_s_per_byte(), 0.0);
+  }
+  const LinkLevel& net = cluster_.interconnect.network();
+  std::vector<int64_t> dims = grid_for(net, placement_.nodes);
+  dims[0] *= placement_.ranks_per_node;
+  return bkt_allgather(dims, gathered).seconds(net.alpha_s(), net.beta_s_per_byte(), 0.0);
+}
+
 std::string AllreduceModel::describe() const {
   std::string text = algorithm_;
   if (formula_ != algorithm_) text += " (" + formula_ + ")";

@@ -40,6 +40,11 @@ class AllreduceModel {
   // then the sum scaled by 1/p, which reads and writes every float once: 2 bytes of memory
   // traffic per byte at the reduction's rate (3 / gamma bytes per second). 0 on one worker.
   double average_seconds(double bytes) const;
+  // An all-gather in which every worker contributes `bytes_per_rank` (MPI_Allgather: the
+  // compressors that gather, qsgd and topk): the bucket algorithm's sum (d_k - 1) alpha +
+  // (p - 1) B beta over the grid the workers span, on the slowest level they use; with a
+  // calibrated fit, its alpha and beta. 0 on one worker.
+  double allgather_seconds(double bytes_per_rank) const;
   // "bkt on network mesh [32, 32], alpha 0.5 us, 200 Gbit/s" or "ring (calibrated: ...)".
   std::string describe() const;
   // The formula that runs (mpi resolved through the cluster's mpi.allreduce).

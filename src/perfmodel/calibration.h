@@ -38,6 +38,11 @@ std::map<std::string, PhaseEfficiency> measure_layer_efficiency(const std::strin
 std::map<std::string, PhaseEfficiency> kind_medians(
     const std::map<std::string, std::map<std::string, PhaseEfficiency>>& layers);
 
+// Each gradient compressor's encoding and decoding on this machine (cluster file
+// `calibration.compression`): the real codec on one rank, a bucket of side x side random floats
+// (PowerSGD: one side x side matrix), the best of its repetitions, per element of the bucket.
+std::map<std::string, CodecRate> measure_codec_rates(int64_t side, double budget_s);
+
 // A least-squares fit T = a + b m of an algorithm's times, turned into the alpha and beta of
 // its formula at `ranks` ranks (allreduce_model.h formula_terms; selectors and nccl: ring's).
 AllreduceFit fit_allreduce(const std::string& formula, int64_t ranks, const std::vector<double>& bytes,

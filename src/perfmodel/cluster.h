@@ -87,6 +87,16 @@ struct LayerEfficiency {
   std::map<std::string, std::map<std::string, PhaseEfficiency>> layers;
 };
 
+// A gradient compressor's encoding and decoding on this node (docs/model.md "Compressed
+// exchanges"), the real codec timed on one rank: seconds per element of the bucket (decoding:
+// one rank's contribution), measured at `parameter` (topk: its ratio, powersgd: its rank; the
+// others: 0), which the model scales by where the cost follows it.
+struct CodecRate {
+  double encode_s_per_element = 0;
+  double decode_s_per_element = 0;
+  double parameter = 0;
+};
+
 struct Calibration {
   std::string machine;     // CPU model of the machine measured
   std::string date;        // ISO date of the measurement
@@ -99,7 +109,10 @@ struct Calibration {
   // The same measured at other thread counts (a layer on one core is not half as fast as on
   // two): a worker computing on that many cores uses them.
   std::map<int64_t, LayerEfficiency> at_threads;
-  bool empty() const { return allreduce.empty() && kinds.empty() && layers.empty() && at_threads.empty(); }
+  std::map<std::string, CodecRate> compression;  // dist.compression name -> its codec's rate
+  bool empty() const {
+    return allreduce.empty() && kinds.empty() && layers.empty() && at_threads.empty() && compression.empty();
+  }
   // The efficiencies for a worker on `cores` cores: the set measured at that many threads
   // (rounded), else the main one (at `threads`).
   LayerEfficiency for_cores(double cores) const;

@@ -1,5 +1,6 @@
 // Cluster files as text: cluster_yaml (what `calibrate --out` writes and `predict` records) and
 // the `calibration:` section, read and written.
+#include <algorithm>
 #include <cstdio>
 
 #include "perfmodel/cluster.h"
@@ -126,10 +127,50 @@ void emit_efficiencies(YAML::Emitter& out, const std::map<std::string, PhaseEffi
   out << YAML::EndMap;
 }
 
+// The parameter a codec's rate was measured at, by compressor: its key in the file, or "".
+const char* codec_parameter_key(const std::string& kind) {
+  return kind == "topk" ? "ratio" : kind == "powersgd" ? "rank" : "";
+}
+
+// compression: {kind: {encode_ns, decode_ns[, ratio | rank]}} (ns per bucket element).
+void read_codec_rates(const YamlReader& p, const YAML::Node& n, std::map<std::string, CodecRate>& rates) {
+  if (!n.IsMap()) p.fail(n, "calibration.compression: expected a mapping of dist.compression names to codec rates");
+  for (const auto& kv : n) {
+    const std::string kind = p.scalar(kv.first, "calibration.compression");
+    const std::vector<std::string> kinds = {"fp16", "bf16", "qsgd", "topk", "powersgd"};
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+      p.fail(kv.first, "calibration.compression: '" + kind + "' is not a compressor; accepted: fp16, bf16, qsgd, topk, powersgd");
+    const std::string section = "calibration.compression." + kind;
+    const std::string at = codec_parameter_key(kind);
+    std::vector<std::string> keys = {"encode_ns", "decode_ns"};
+    if (!at.empty()) keys.push_back(at);
+    p.check_keys(kv.second, section, keys);
+    for (const std::string& k : keys) p.require(kv.second, k, section);
+    CodecRate& r = rates[kind];
+    r.encode_s_per_element = p.number(kv.second["encode_ns"], section + ".encode_ns", 0) * 1e-9;
+    r.decode_s_per_element = p.number(kv.second["decode_ns"], section + ".decode_ns", 0) * 1e-9;
+    if (!at.empty()) r.parameter = p.number(kv.second[at], section + "." + at, 0);
+  }
+}
+
+void emit_codec_rates(YAML::Emitter& out, const std::map<std::string, CodecRate>& rates) {
+  out << YAML::Key << "compression" << YAML::Value << YAML::BeginMap;
+  for (const auto& [kind, r] : rates) {
+    out << YAML::Key << kind << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "encode_ns" << YAML::Value << num(r.encode_s_per_element * 1e9);
+    out << YAML::Key << "decode_ns" << YAML::Value << num(r.decode_s_per_element * 1e9);
+    const std::string at = codec_parameter_key(kind);
+    if (!at.empty()) out << YAML::Key << at << YAML::Value << num(r.parameter);
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 Calibration read_calibration(const YamlReader& p, const YAML::Node& n) {
-  p.check_keys(n, "calibration", {"machine", "date", "threads", "layer_batch", "allreduce", "kinds", "layers", "at_threads"});
+  p.check_keys(n, "calibration",
+               {"machine", "date", "threads", "layer_batch", "allreduce", "kinds", "layers", "at_threads", "compression"});
   Calibration c;
   if (n["machine"]) c.machine = p.scalar(n["machine"], "calibration.machine");
   if (n["date"]) c.date = p.scalar(n["date"], "calibration.date");
@@ -153,6 +194,7 @@ Calibration read_calibration(const YamlReader& p, const YAML::Node& n) {
       read_efficiencies(p, kv.second, sec, e.kinds, e.layers);
     }
   }
+  if (const YAML::Node z = n["compression"]) read_codec_rates(p, z, c.compression);
   return c;
 }
 
@@ -183,6 +225,7 @@ void emit_calibration(YAML::Emitter& out, const Calibration& c) {
     }
     out << YAML::EndMap;
   }
+  if (!c.compression.empty()) emit_codec_rates(out, c.compression);
   out << YAML::EndMap;
 }
 

@@ -1,6 +1,8 @@
 // See predict.h.
 #include "perfmodel/predict.h"
 
+#include <memory>
+
 #include "config/enums.h"
 #include "dist/exchange_strategy.h"
 #include "core/error.h"
@@ -50,6 +52,16 @@ WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t wo
   StepOptions o = step_options(c, pt.batch_per_worker);
   o.gemm_only = options.gemm_only;
   o.worker_cores = cluster.node.gpus > 0 ? 0.0 : pt.placement.cores_per_worker;
+  // Compressed buckets: the 16-bit, qsgd and topk collectives are the MPI library's own.
+  const AllreduceModel library(cluster, "mpi", pt.placement);
+  std::unique_ptr<CompressionModel> compression;
+  if (c.dist.compression.enabled()) {
+    CompressionOptions co = c.dist.compression;
+    if (co.kind == CompressionKind::powersgd) co.matrices = weight_matrices_of_work(layers);
+    compression = std::make_unique<CompressionModel>(co, cluster, allreduce, library, pt.rate, workers);
+    pt.compression = compression->describe();
+    o.compression = compression.get();
+  }
   pt.step = predict_step(layers, pt.rate, allreduce, cluster.calibration, o);
   pt.throughput = pt.step.step > 0 ? static_cast<double>(workers * pt.batch_per_worker) / pt.step.step : 0.0;
   return pt;
@@ -60,11 +72,6 @@ WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t wo
 void check_modelled(const ResolvedConfig& cfg) {
   const DistConfig& d = cfg.run.dist;
   const std::string measure = "; measure it with trainscale run";
-  if (d.compression.enabled())
-    throw ConfigError(cfg.locate("dist.compression") + ": the performance model does not price " +
-                      compression_kind_name(d.compression.kind) +
-                      " compression (its all-reduce or all-gather of the compressed bytes, encoding and decoding); "
-                      "predict the run with dist.compression: none" + measure);
   if (d.strategy == DistStrategy::async_ps || d.strategy == DistStrategy::hogwild)
     throw ConfigError(cfg.locate("dist.strategy") + ": the performance model prices sync and weight_avg, not " +
                       dist_strategy_name(d.strategy) + measure);

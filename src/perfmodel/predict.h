@@ -25,6 +25,7 @@ struct WorkerPoint {
   Placement placement;
   WorkerRate rate;
   std::string allreduce;        // AllreduceModel::describe()
+  std::string compression;      // CompressionModel::describe(), "" without compression
   StepPrediction step;
   double throughput = 0;        // samples per second over all workers
   double scaling_efficiency = 0;  // throughput / (workers x throughput at 1 worker)
@@ -37,10 +38,11 @@ struct Prediction {
 };
 
 // ConfigError (exit 2, naming the key and where it is set) for what the model does not price:
-// gradient compression, async_ps and hogwild, and heterogeneous workers (unequal shares, an
-// emulated slowdown, ranks of different backends or threads). The model prices fp32 buckets of
-// sync and weight_avg exchanged by equal workers (docs/model.md); a prediction that silently
-// left the rest out would be wrong.
+// async_ps and hogwild, and heterogeneous workers (unequal shares, an emulated slowdown, ranks
+// of different backends or threads). The model prices sync and weight_avg exchanged by equal
+// workers, sync's buckets compressed or not (docs/model.md); a prediction that silently left the
+// rest out would be wrong. (A compressor without codec rates in the cluster file is refused by
+// predict itself: perfmodel/compression_model.h.)
 void check_modelled(const ResolvedConfig& config);
 
 // The steps of `config` on `cluster` at each worker count (its `workers` key is replaced; a

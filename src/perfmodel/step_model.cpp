@@ -85,8 +85,15 @@ StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRa
     double free_at = 0;  // the communication thread
     for (size_t i = 0; i < plan.buckets.size(); ++i) {
       const Bucket& b = plan.buckets[i];
-      const double cost = allreduce.average_seconds(4.0 * static_cast<double>(b.second));
       const bool tail = i + 1 == plan.buckets.size();  // carries the loss: reduced after backward
+      double cost = allreduce.average_seconds(4.0 * static_cast<double>(b.second));
+      if (o.compression) {
+        const CompressedBucketCost c = o.compression->bucket(b.first, b.second, tail);
+        cost = c.seconds();
+        s.compress += c.encode;
+        s.decompress += c.decode;
+        s.wire_bytes += c.wire_bytes;
+      }
       const double ready = (o.overlap && !tail) ? ready_time(first_param, done_at, b.first) : s.backward;
       const double start = std::max(ready, free_at);
       free_at = start + cost;

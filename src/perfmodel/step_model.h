@@ -11,6 +11,7 @@
 
 #include "perfmodel/allreduce_model.h"
 #include "perfmodel/cluster.h"
+#include "perfmodel/compression_model.h"
 #include "perfmodel/layer_costs.h"
 
 namespace ts::perf {
@@ -32,13 +33,17 @@ struct StepOptions {
   std::string model;            // for calibrated per-layer efficiencies
   double data_bytes = 0;        // input bytes of one minibatch (copied into the net per step)
   double worker_cores = 0;      // cores one worker computes on (picks the calibrated efficiencies)
+  // dist.compression other than none: each bucket exchanged compressed (null: fp32 averages).
+  const CompressionModel* compression = nullptr;
 };
 
 struct StepPrediction {
   std::vector<LayerTime> layers;  // as model_work's layers
   double forward = 0, backward = 0, update = 0;
   double compute = 0;             // forward + backward + update
-  double comm = 0;                // all-reduce time of the step's buckets, overlapped or not
+  double comm = 0;                // exchange time of the step's buckets, overlapped or not
+  double compress = 0, decompress = 0;  // the parts of comm in a compressor's codec
+  double wire_bytes = 0;          // compressed exchanges: bytes this worker hands to the collectives
   double exposed_comm = 0;        // the part of comm that backward does not hide
   double data = 0;                // copying the minibatch in
   double step = 0;                // compute + exposed_comm + data

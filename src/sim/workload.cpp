@@ -26,11 +26,12 @@ void read_graph(const RunConfig& r, Workload& w) {
 }  // namespace
 
 ExchangeOptions exchange_options_for(const DistConfig& dist) {
-  // The simulated ranks move no real gradients, and the model has no compressor costs yet.
+  // The simulated ranks move no real gradients, so no codec would run on them.
   if (dist.compression.enabled())
-    throw ConfigError(std::string("dist.compression: trainscale-sim does not model ") +
+    throw ConfigError(std::string("dist.compression: trainscale-sim does not simulate ") +
                       compression_kind_name(dist.compression.kind) +
-                      " yet; simulate the run with dist.compression: none, or measure it with trainscale run");
+                      " (its ranks carry no real gradients to encode); predict it with trainscale predict, simulate the "
+                      "run with dist.compression: none, or measure it with trainscale run");
   // async_ps needs server ranks beyond the workers and hogwild threads sharing weights: neither
   // is a per-step exchange of simulated ranks.
   if (dist.strategy == DistStrategy::async_ps || dist.strategy == DistStrategy::hogwild)

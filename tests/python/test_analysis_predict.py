@@ -44,6 +44,7 @@ def test_load_prediction(files):
     assert set(df["model"]) == {"lenet"} and set(df["cluster"]) == {"local"}
     assert (df["step_time"] > 0).all() and df["scaling_efficiency"].iloc[0] == pytest.approx(1.0)
     assert ((df["compute_bound_share"] >= 0) & (df["compute_bound_share"] <= 1)).all()
+    assert (df["wire_bytes"] == 0).all() and set(df["compression"]) == {""}  # an uncompressed run
 
 
 def test_predicted_vs_simulated_vs_measured(files):

@@ -18,7 +18,8 @@ SKYLAKE = REPO / "configs" / "clusters" / "skylake-8180m.yaml"
 LOCAL = REPO / "configs" / "clusters" / "local.yaml"
 LENET = "model: lenet\ndataset: {name: synthetic}\nbatch_per_worker: 32\nsteps: 10\nthreads: 1\n"
 PER_COUNT = ["workers", "nodes", "ranks_per_node", "batch_per_worker", "step_time", "compute", "comm",
-             "exposed_comm", "data", "forward", "backward", "update", "throughput", "scaling_efficiency"]
+             "exposed_comm", "data", "forward", "backward", "update", "throughput", "scaling_efficiency",
+             "compress", "decompress", "wire_bytes"]
 
 
 def predict(tmp_path, config_text, cluster, *extra):
@@ -117,7 +118,6 @@ def test_errors_exit_2(tmp_path, args, expected):
 
 # What the model does not price is refused by name and place, never predicted as plain sync.
 @pytest.mark.parametrize("line, expected", [
-    ("dist: {strategy: sync, compression: topk}", "run.yaml:7: key 'dist.compression': the performance model does not price topk"),
     ("dist: {strategy: async_ps, servers: 1}", "run.yaml:7: key 'dist.strategy': the performance model prices sync and weight_avg, not async_ps"),
     ("workers: 1\ndist: {strategy: hogwild, threads_per_worker: 2}", "not hogwild"),
     ("global_batch: 64\ndist: {partition: static, shares: [48, 16]}", "key 'dist.partition': the performance model prices equal workers"),
@@ -130,6 +130,27 @@ def test_what_the_model_does_not_price_is_refused(tmp_path, line, expected):
     proc = run(["predict", "--config", cfg, "--cluster", LOCAL])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert expected in proc.stderr and "trainscale run" in proc.stderr, proc.stderr
+
+
+def test_compression_is_priced_from_the_clusters_codec_rates(tmp_path):
+    """Codec rates from calibration.compression; a cluster file without them is refused."""
+    text = LENET + "workers: 2\ndist: {strategy: sync, compression: powersgd}\n"
+    proc, f = predict(tmp_path, text, LOCAL, "--workers", "1,2,4")
+    with f:
+        p = f["predict"]
+        assert "powersgd" in p.attrs["compression"]
+        assert p["compress"][0] == 0 and p["wire_bytes"][0] == 0
+        assert np.all(p["compress"][1:] > 0) and np.all(p["decompress"][1:] > 0)
+        assert np.all(p["comm"][1:] > p["compress"][1:] + p["decompress"][1:])
+        # PowerSGD's rank-4 factors of lenet's matrices: far fewer bytes than the fp32 arena.
+        assert 0 < p["wire_bytes"][1] < 4 * 1663370 / 20
+    plain, g = predict(tmp_path, LENET + "workers: 2\n", LOCAL, "--workers", "1,2,4")
+    with g:
+        assert g["predict"].attrs["compression"] == "" and np.all(g["predict"]["wire_bytes"][()] == 0)
+    cfg = write_config(tmp_path / "run.yaml", text)
+    proc = run(["predict", "--config", cfg, "--cluster", SKYLAKE])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "has no calibration.compression.powersgd" in proc.stderr and "trainscale calibrate" in proc.stderr, proc.stderr
 
 
 def test_bad_cluster_file_names_file_line_and_key(tmp_path):
@@ -151,6 +172,10 @@ def test_calibrate_one_rank_then_predict(tmp_path):
     assert spec["node"]["peak_gflops"]["fp32"] > 0 and spec["node"]["memory_bandwidth_gbs"] > 0
     assert set(spec["calibration"]["layers"]["lenet"]) >= {"conv1", "conv2", "fc1", "fc2"}
     assert "conv" in spec["calibration"]["kinds"]
+    codecs = spec["calibration"]["compression"]
+    assert set(codecs) == {"fp16", "bf16", "qsgd", "topk", "powersgd"}
+    assert all(c["encode_ns"] > 0 and c["decode_ns"] > 0 for c in codecs.values())
+    assert codecs["topk"]["ratio"] == 0.01 and codecs["powersgd"]["rank"] == 4
     _, f = predict(tmp_path, LENET, out, "--workers", "1")
     with f:
         assert f["predict"]["step_time"][0] > 0

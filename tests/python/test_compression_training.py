@@ -1,7 +1,8 @@
 """Gradient compression end to end (docs/distributed.md "Gradient compression"): `trainscale run`
 on 2 ranks with mlp on a small real Fashion-MNIST subset (written by the test). topk at 1% with
 error feedback trains (the loss falls, accuracy within a loose bound of uncompressed), the run
-file holds the compression datasets, and the report view is built from the runs' own files.
+file holds the compression datasets, the report view is built from the runs' own files, and
+`trainscale predict` prices the very bytes the run sent.
 The 2-epoch lenet bar of the issue is bench/compression.sh (docs/benchmarks.md).
 
 The MPICH pass of scripts/test.sh runs this file too (it launches ranks)."""
@@ -12,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from trainscale_cli import REPO, write_config
+from trainscale_cli import REPO, run, write_config
 from test_cli_mpi import mpirun
 
 FMNIST = "/usr/share/datasets/fashion-mnist"
@@ -100,3 +101,21 @@ def test_report_view_from_the_runs(runs, tmp_path):
     text = out.read_text()
     assert "| topk |" in text and "| none |" in text
     assert out.with_suffix(".png").stat().st_size > 1000
+
+
+def test_the_model_prices_the_bytes_the_run_sent(runs, subset, tmp_path):
+    """predict's wire_bytes (docs/model.md "Compressed exchanges") is the trainer's own count."""
+    cfg = write_config(tmp_path / "topk.yaml", CONFIG.format(root=subset, extra=", compression: topk, topk_ratio: 0.01"))
+    out = tmp_path / "predict.h5"
+    proc = run(["predict", "--config", cfg, "--cluster", REPO / "configs/clusters/local.yaml", "--workers", "1,2",
+                "--out", out])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "compression: topk" in proc.stdout
+    with h5py.File(out) as f, h5py.File(runs["topk"]) as r:
+        p = f["predict"]
+        assert p["wire_bytes"][0] == 0 and p["compress"][0] == 0  # one worker: nothing moves
+        sent = r["compression/wire_bytes"][()]
+        assert np.all(sent == sent[0, 0])
+        assert p["wire_bytes"][1] == sent[0, 0]
+        assert 0 < p["compress"][1] + p["decompress"][1] < p["comm"][1]
+        assert "topk" in f["predict"].attrs["compression"]
