@@ -2,11 +2,13 @@
 """Model vs measured (docs/model.md "Validation", docs/benchmarks.md "Model vs measured").
 
 For each model (lenet, resnet20), worker count (1, 2) and all-reduce algorithm (every host
-algorithm at 2 workers; none matters at 1): trains the run here (`trainscale run` under mpirun,
+algorithm at 2 workers; none matters at 1), and each --compression compressor (2 workers, ring;
+docs/model.md "Compressed exchanges"): trains the run here (`trainscale run` under mpirun,
 synthetic data, --steps steps, batch 64 per worker, 2 threads on 1 worker and 1 thread each on
 2) and predicts it (`trainscale predict` on the calibrated cluster file), then compares the
 predicted step time with the measured median step (`/timing/step`, slowest rank per step, the
-first --warmup steps left out). The error, (predicted - measured) / measured, is a tracked
+first --warmup steps left out; compressed runs also their codec seconds, /timing/compress +
+decompress, against the predicted ones). The error, (predicted - measured) / measured, is a tracked
 figure: it is printed, and written with the machine (CPU model, load average before and after)
 and the command line to OUT_DIR/<git sha>.json and .md, with the run and prediction files under
 OUT_DIR/<git sha>/. Not a pass/fail test.
@@ -20,6 +22,7 @@ fits of --cluster into OUT_DIR/<git sha>/clusters/<model>.yaml; --no-recalibrate
   bench/model_validation.py [--cluster configs/clusters/local.yaml] [--steps 30] [--warmup 5]
                             [--recalibrate-s 20 | --no-recalibrate]
                             [--models lenet,resnet20] [--algorithms mpi,ring,tree,ps,shm]
+                            [--compression fp16,bf16,qsgd,topk,powersgd]
                             [--rounds 1] [--out-dir reports/model/validation]
 
 Run `mpirun -np 2 trainscale calibrate --out configs/clusters/local.yaml` first (the runs must
@@ -46,24 +49,27 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 BATCH = 64
 
 
-def config_text(model, workers, algorithm, steps):
+def config_text(model, workers, algorithm, steps, compression="none"):
     threads = 2 if workers == 1 else 1  # two cores: one per worker
     return (f"model: {model}\ndataset: {{name: synthetic, synthetic_samples: 4096}}\n"
             f"batch_per_worker: {BATCH}\nsteps: {steps}\nthreads: {threads}\nworkers: {workers}\n"
-            f"dist: {{allreduce: {algorithm}}}\neval: {{every_epochs: 0}}\nlog_every: 1000\n")
+            f"dist: {{allreduce: {algorithm}, compression: {compression}}}\neval: {{every_epochs: 0}}\n"
+            f"log_every: 1000\n")
 
 
 def measured_step(run_file, warmup):
+    """The median step (slowest rank per step) and the median codec seconds (mean over ranks)."""
     with h5py.File(run_file, "r") as f:
         step = f["timing/step"][:]  # [S, R]
-    per_step = step.max(axis=1)[warmup:]
-    return float(np.median(per_step))
+        codec = (f["timing/compress"][:] + f["timing/decompress"][:]) if "timing/compress" in f else np.zeros_like(step)
+    return float(np.median(step.max(axis=1)[warmup:])), float(np.median(codec.mean(axis=1)[warmup:]))
 
 
 def predicted(predict_file):
     with h5py.File(predict_file, "r") as f:
         p = f["predict"]
-        return {k: float(p[k][0]) for k in ("step_time", "compute", "comm", "exposed_comm", "data")}
+        keys = ("step_time", "compute", "comm", "exposed_comm", "data", "compress", "decompress")
+        return {k: float(p[k][0]) for k in keys}
 
 
 def recalibrated(args, work, model):
@@ -84,11 +90,11 @@ def recalibrated(args, work, model):
     return out
 
 
-def one_case(args, work, model, workers, algorithm, round_, cluster):
-    name = f"{model}-{workers}w-{algorithm}-r{round_}"
+def one_case(args, work, model, workers, algorithm, round_, cluster, compression="none"):
+    name = f"{model}-{workers}w-{algorithm}" + ("" if compression == "none" else f"-{compression}") + f"-r{round_}"
     cfg = work / "configs" / f"{name}.yaml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(config_text(model, workers, algorithm, args.steps))
+    cfg.write_text(config_text(model, workers, algorithm, args.steps, compression))
     runs = work / "runs" / name
     runs.mkdir(parents=True, exist_ok=True)
     cmd = [MPIRUN, "-np", str(workers), "--oversubscribe", "--bind-to", "none", str(BINARY), "run",
@@ -106,9 +112,10 @@ def one_case(args, work, model, workers, algorithm, round_, cluster):
     if proc.returncode != 0:
         print(f"{name}: predict failed ({proc.returncode}): {proc.stderr}", file=sys.stderr)
         return None
-    meas = measured_step(run_file, args.warmup)
+    meas, meas_codec = measured_step(run_file, args.warmup)
     pred = predicted(pred_file)
-    row = {"model": model, "workers": workers, "algorithm": algorithm, "round": round_,
+    row = {"model": model, "workers": workers, "algorithm": algorithm, "compression": compression, "round": round_,
+           "measured_codec_s": meas_codec, "predicted_codec_s": pred["compress"] + pred["decompress"],
            "measured_s": meas, "predicted_s": pred["step_time"], "error": (pred["step_time"] - meas) / meas,
            "predicted_compute_s": pred["compute"], "predicted_comm_s": pred["comm"],
            "predicted_exposed_comm_s": pred["exposed_comm"],
@@ -137,12 +144,16 @@ def markdown(summary, rows):
              f"{summary['load_before']} before, {summary['load_after']} after; cluster file "
              f"`{summary['cluster']}` ({summary['cluster_source']}); "
              f"{'predicted from it as it is' if summary['no_recalibrate'] else 'node and layers recalibrated before each model (OUT_DIR/<sha>/clusters/)'}", "",
-             "| model | workers | all-reduce | measured ms | predicted ms | error | predicted comm ms (exposed) |",
-             "|---|---|---|---|---|---|---|"]
+             "| model | workers | all-reduce | measured ms | predicted ms | error | predicted comm ms (exposed) "
+             "| codec ms measured / predicted |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['workers']} | {r['algorithm']} | {r['measured_s'] * 1e3:.2f} | "
+        compression = r.get("compression", "none")
+        exchange = r["algorithm"] + ("" if compression == "none" else f" + {compression}")
+        codec = "" if compression == "none" else f"{r['measured_codec_s'] * 1e3:.2f} / {r['predicted_codec_s'] * 1e3:.2f}"
+        lines.append(f"| {r['model']} | {r['workers']} | {exchange} | {r['measured_s'] * 1e3:.2f} | "
                      f"{r['predicted_s'] * 1e3:.2f} | {r['error'] * 100:+.1f}% | "
-                     f"{r['predicted_comm_s'] * 1e3:.2f} ({r['predicted_exposed_comm_s'] * 1e3:.2f}) |")
+                     f"{r['predicted_comm_s'] * 1e3:.2f} ({r['predicted_exposed_comm_s'] * 1e3:.2f}) | {codec} |")
     errors = [abs(r["error"]) for r in rows]
     lines += ["", f"Median |error| {statistics.median(errors) * 100:.1f}%, max {max(errors) * 100:.1f}%, "
               f"{sum(e <= 0.25 for e in errors)} of {len(errors)} within 25%."]
@@ -156,6 +167,7 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--models", default="lenet,resnet20")
     p.add_argument("--algorithms", default="mpi,ring,tree,ps,shm")
+    p.add_argument("--compression", default="", help="compressors to run at 2 workers with ring (comma-separated)")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--recalibrate-s", type=float, default=20.0)
     p.add_argument("--no-recalibrate", action="store_true")
@@ -171,9 +183,10 @@ def main():
     for round_ in range(args.rounds):
         for model in args.models.split(","):
             cluster = args.cluster if args.no_recalibrate else recalibrated(args, work, model)
-            cases = [(1, "ring")] + [(2, a) for a in args.algorithms.split(",")]
-            for workers, algorithm in cases:
-                row = one_case(args, work, model, workers, algorithm, round_, cluster)
+            cases = [(1, "ring", "none")] + [(2, a, "none") for a in args.algorithms.split(",") if a]
+            cases += [(2, "ring", c) for c in args.compression.split(",") if c]
+            for workers, algorithm, compression in cases:
+                row = one_case(args, work, model, workers, algorithm, round_, cluster, compression)
                 ok &= row is not None
                 if row:
                     rows.append(row)
