@@ -27,8 +27,9 @@ int command_calibrate(const std::vector<std::string>& args) {
       "Measures this machine for the performance model (docs/model.md \"Calibration\") and writes a cluster\n"
       "file: GEMM peak per precision (oneDNN through the cpu backend), memory bandwidth (a STREAM-like\n"
       "triad), each layer's efficiency (measured / roofline) in the built-in models given, each gradient\n"
-      "compressor's encoding and decoding per element (its codec on one rank), and, on 2 or more ranks,\n"
-      "every all-reduce algorithm's alpha and beta (bench allreduce's core, least squares).\n"
+      "compressor's encoding and decoding per element (its codec on one rank, over the first model's\n"
+      "gradients), and, on 2 or more ranks, every all-reduce algorithm's alpha and beta (bench\n"
+      "allreduce's core, least squares).\n"
       "--budget-s bounds the node measurements (GEMM 10%, triad 10%, layers 50%, compressors 10%); the\n"
       "all-reduce fits take a few seconds more. Exit codes: 0 ok, 1 runtime failure, 2 usage/config error.\n\noptions");
   opts.add_options()("help,h", "show this help")
@@ -53,6 +54,7 @@ int command_calibrate(const std::vector<std::string>& args) {
         throw ConfigError("--models: unknown model '" + m + "'; known models: " + join(known));
       o.models.push_back(m);
     }
+  if (o.models.empty()) throw ConfigError("--models: give at least one model; known models: " + join(known));
   o.batch = vm["batch"].as<int64_t>();
   o.threads = vm["threads"].as<int>();
   o.budget_s = vm["budget-s"].as<double>();

@@ -39,9 +39,10 @@ std::map<std::string, PhaseEfficiency> kind_medians(
     const std::map<std::string, std::map<std::string, PhaseEfficiency>>& layers);
 
 // Each gradient compressor's encoding and decoding on this machine (cluster file
-// `calibration.compression`): the real codec on one rank, a bucket of side x side random floats
-// (PowerSGD: one side x side matrix), the best of its repetitions, per element of the bucket.
-std::map<std::string, CodecRate> measure_codec_rates(int64_t side, double budget_s);
+// `calibration.compression`): the real codec on one rank over `model`'s gradient arena after one
+// step at `batch` (one bucket; PowerSGD on the model's weight matrices), the best of its
+// repetitions, per element of the bucket (PowerSGD: of the matrices it compresses).
+std::map<std::string, CodecRate> measure_codec_rates(const std::string& model, int64_t batch, double budget_s);
 
 // A least-squares fit T = a + b m of an algorithm's times, turned into the alpha and beta of
 // its formula at `ranks` ranks (allreduce_model.h formula_terms; selectors and nccl: ring's).
