@@ -117,6 +117,8 @@ PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, co
   return r;
 }
 
+// Each field starts with a space: a value wider than its column (a step of minutes on 1,000
+// workers) still reads apart from its neighbours.
 void print_points(std::ostream& os, const perf::Prediction& p) {
   os << "workers  nodes  batch   step_ms  compute_ms   comm_ms  exposed_ms   data_ms  samples/s  efficiency  "
         "layers c/m/n\n";
@@ -124,10 +126,10 @@ void print_points(std::ostream& os, const perf::Prediction& p) {
     const perf::StepPrediction& s = pt.step;
     int bounds[3] = {0, 0, 0};
     for (const perf::LayerTime& t : s.layers) bounds[static_cast<int>(t.layer_bound)]++;
-    os << fmt("%7.0f", static_cast<double>(pt.workers)) << fmt("%7.0f", static_cast<double>(pt.placement.nodes))
-       << fmt("%7.0f", static_cast<double>(pt.batch_per_worker)) << fmt("%10.3f", s.step * 1e3)
-       << fmt("%12.3f", s.compute * 1e3) << fmt("%10.3f", s.comm * 1e3) << fmt("%12.3f", s.exposed_comm * 1e3)
-       << fmt("%10.3f", s.data * 1e3) << fmt("%11.1f", pt.throughput) << fmt("%12.3f", pt.scaling_efficiency) << "  "
+    os << fmt(" %6.0f", static_cast<double>(pt.workers)) << fmt(" %6.0f", static_cast<double>(pt.placement.nodes))
+       << fmt(" %6.0f", static_cast<double>(pt.batch_per_worker)) << fmt(" %9.3f", s.step * 1e3)
+       << fmt(" %11.3f", s.compute * 1e3) << fmt(" %9.3f", s.comm * 1e3) << fmt(" %11.3f", s.exposed_comm * 1e3)
+       << fmt(" %9.3f", s.data * 1e3) << fmt(" %10.1f", pt.throughput) << fmt(" %11.3f", pt.scaling_efficiency) << "  "
        << bounds[0] << "/" << bounds[1] << "/" << bounds[2] << (pt.placement.oversubscribed ? "  (oversubscribed)" : "")
        << "\n";
   }
