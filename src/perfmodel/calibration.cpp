@@ -148,8 +148,9 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
     if (threads > 1) calibrate_layers(o, 1, layers_s / 2, spec, spec.calibration.at_threads[1], log);
     spec.calibration.compression = measure_codec_rates(o.models.front(), o.batch, 0.1 * o.budget_s);
     for (const auto& [kind, r] : spec.calibration.compression)
-      log << "compression " << kind << " (" << o.models.front() << "'s gradients): encode " << fixed(r.encode_s_per_element * 1e9, "%.3g") << " ns, decode "
-          << fixed(r.decode_s_per_element * 1e9, "%.3g") << " ns per element\n";
+      log << "compression " << kind << " (" << o.models.front() << "'s gradients): encode "
+          << fixed(r.encode_s_per_element * 1e9, "%.3g") << " ns, decode " << fixed(r.decode_s_per_element * 1e9, "%.3g")
+          << " ns per element\n";
   }
   spec.source = "trainscale calibrate on " + host_name() + " (" + spec.calibration.machine + "), " + spec.calibration.date +
                 ": gemm peak, triad bandwidth, compressor codecs, layer efficiency (batch " + std::to_string(o.batch) + ", " +

@@ -98,7 +98,8 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   // exchange keeps the update until it applies it: lr by value. A loss still on the device is
   // read where the exchange first needs it (its last bucket, or finish_step).
   Net& net = st.net;
-  LocalLoss loss = loss_known ? LocalLoss(out.local_loss * weight) : LocalLoss([&net, weight] { return net.loss() * weight; });
+  LocalLoss loss = loss_known ? LocalLoss(out.local_loss * weight)
+                               : LocalLoss([&net, weight] { return net.loss() * weight; });
   st.exchange.begin_step(std::move(loss), make_update(st, lr, out));
   ExchangeStrategy& exchange = st.exchange;
   net.backward([&exchange](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
