@@ -2,8 +2,10 @@
 """Model vs measured (docs/model.md "Validation", docs/benchmarks.md "Model vs measured").
 
 For each model (lenet, resnet20), worker count (1, 2) and all-reduce algorithm (every host
-algorithm at 2 workers; none matters at 1), and each --compression compressor (2 workers, ring;
-docs/model.md "Compressed exchanges"): trains the run here (`trainscale run` under mpirun,
+algorithm at 2 workers; none matters at 1), each --compression compressor (2 workers, ring;
+docs/model.md "Compressed exchanges"), and with --hetero worker 1 made 3x slower under each
+dist.partition (2 workers, ring, --hetero-steps steps; docs/model.md "Heterogeneous workers"):
+trains the run here (`trainscale run` under mpirun,
 synthetic data, --steps steps, batch 64 per worker, 2 threads on 1 worker and 1 thread each on
 2) and predicts it (`trainscale predict` on the calibrated cluster file), then compares the
 predicted step time with the measured median step (`/timing/step`, slowest rank per step, the
@@ -22,7 +24,7 @@ fits of --cluster into OUT_DIR/<git sha>/clusters/<model>.yaml; --no-recalibrate
   bench/model_validation.py [--cluster configs/clusters/local.yaml] [--steps 30] [--warmup 5]
                             [--recalibrate-s 20 | --no-recalibrate]
                             [--models lenet,resnet20] [--algorithms mpi,ring,tree,ps,shm]
-                            [--compression fp16,bf16,qsgd,topk,powersgd]
+                            [--compression fp16,bf16,qsgd,topk,powersgd] [--hetero [--hetero-steps 150]]
                             [--rounds 1] [--out-dir reports/model/validation]
 
 Run `mpirun -np 2 trainscale calibrate --out configs/clusters/local.yaml` first (the runs must
@@ -49,11 +51,18 @@ ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIR
 BATCH = 64
 
 
-def config_text(model, workers, algorithm, steps, compression="none"):
+# --hetero: worker 1 computes 3x slower (dist.emulate_slowdown) under each split of the batch.
+SLOW = "emulate_slowdown: {rank: 1, factor: 3}"
+HETERO = {"equal-slow3": f"partition: equal, {SLOW}", "static-96-32-slow3": f"partition: static, shares: [96, 32], {SLOW}",
+          "measured-slow3": f"partition: measured, {SLOW}", "adaptive-slow3": f"partition: adaptive, {SLOW}"}
+
+
+def config_text(model, workers, algorithm, steps, compression="none", hetero=None):
     threads = 2 if workers == 1 else 1  # two cores: one per worker
+    extra = f", {HETERO[hetero]}" if hetero else ""
     return (f"model: {model}\ndataset: {{name: synthetic, synthetic_samples: 4096}}\n"
             f"batch_per_worker: {BATCH}\nsteps: {steps}\nthreads: {threads}\nworkers: {workers}\n"
-            f"dist: {{allreduce: {algorithm}, compression: {compression}}}\neval: {{every_epochs: 0}}\n"
+            f"dist: {{allreduce: {algorithm}, compression: {compression}{extra}}}\neval: {{every_epochs: 0}}\n"
             f"log_every: 1000\n")
 
 
@@ -90,11 +99,12 @@ def recalibrated(args, work, model):
     return out
 
 
-def one_case(args, work, model, workers, algorithm, round_, cluster, compression="none"):
-    name = f"{model}-{workers}w-{algorithm}" + ("" if compression == "none" else f"-{compression}") + f"-r{round_}"
+def one_case(args, work, model, workers, algorithm, round_, cluster, compression="none", hetero=None):
+    name = (f"{model}-{workers}w-{algorithm}" + ("" if compression == "none" else f"-{compression}") +
+            (f"-{hetero}" if hetero else "") + f"-r{round_}")
     cfg = work / "configs" / f"{name}.yaml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
-    cfg.write_text(config_text(model, workers, algorithm, args.steps, compression))
+    cfg.write_text(config_text(model, workers, algorithm, args.hetero_steps if hetero else args.steps, compression, hetero))
     runs = work / "runs" / name
     runs.mkdir(parents=True, exist_ok=True)
     cmd = [MPIRUN, "-np", str(workers), "--oversubscribe", "--bind-to", "none", str(BINARY), "run",
@@ -115,6 +125,7 @@ def one_case(args, work, model, workers, algorithm, round_, cluster, compression
     meas, meas_codec = measured_step(run_file, args.warmup)
     pred = predicted(pred_file)
     row = {"model": model, "workers": workers, "algorithm": algorithm, "compression": compression, "round": round_,
+           "hetero": hetero or "",
            "measured_codec_s": meas_codec, "predicted_codec_s": pred["compress"] + pred["decompress"],
            "measured_s": meas, "predicted_s": pred["step_time"], "error": (pred["step_time"] - meas) / meas,
            "predicted_compute_s": pred["compute"], "predicted_comm_s": pred["comm"],
@@ -150,6 +161,7 @@ def markdown(summary, rows):
     for r in rows:
         compression = r.get("compression", "none")
         exchange = r["algorithm"] + ("" if compression == "none" else f" + {compression}")
+        exchange += f", {r['hetero']}" if r.get("hetero") else ""
         codec = "" if compression == "none" else f"{r['measured_codec_s'] * 1e3:.2f} / {r['predicted_codec_s'] * 1e3:.2f}"
         lines.append(f"| {r['model']} | {r['workers']} | {exchange} | {r['measured_s'] * 1e3:.2f} | "
                      f"{r['predicted_s'] * 1e3:.2f} | {r['error'] * 100:+.1f}% | "
@@ -168,6 +180,8 @@ def main():
     p.add_argument("--models", default="lenet,resnet20")
     p.add_argument("--algorithms", default="mpi,ring,tree,ps,shm")
     p.add_argument("--compression", default="", help="compressors to run at 2 workers with ring (comma-separated)")
+    p.add_argument("--hetero", action="store_true", help="worker 1 3x slower under each dist.partition (2 workers)")
+    p.add_argument("--hetero-steps", type=int, default=150)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--recalibrate-s", type=float, default=20.0)
     p.add_argument("--no-recalibrate", action="store_true")
@@ -183,10 +197,11 @@ def main():
     for round_ in range(args.rounds):
         for model in args.models.split(","):
             cluster = args.cluster if args.no_recalibrate else recalibrated(args, work, model)
-            cases = [(1, "ring", "none")] + [(2, a, "none") for a in args.algorithms.split(",") if a]
-            cases += [(2, "ring", c) for c in args.compression.split(",") if c]
-            for workers, algorithm, compression in cases:
-                row = one_case(args, work, model, workers, algorithm, round_, cluster, compression)
+            cases = [(1, "ring", "none", None)] + [(2, a, "none", None) for a in args.algorithms.split(",") if a]
+            cases += [(2, "ring", c, None) for c in args.compression.split(",") if c]
+            cases += [(2, "ring", "none", h) for h in (HETERO if args.hetero else [])]
+            for workers, algorithm, compression, hetero in cases:
+                row = one_case(args, work, model, workers, algorithm, round_, cluster, compression, hetero)
                 ok &= row is not None
                 if row:
                     rows.append(row)

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/strings.h"
 #include "core/timer.h"
+#include "dist/batch_partition.h"
 #include "metrics/predict_file.h"
 #include "perfmodel/cluster.h"
 #include "perfmodel/predict.h"
@@ -103,6 +104,7 @@ PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, co
     r.decompress.push_back(s.decompress);
     r.wire_bytes.push_back(s.wire_bytes);
     if (!pt.compression.empty()) r.compression = pt.compression;
+    if (!pt.shares.empty()) r.shares.push_back(std::to_string(pt.workers) + ": " + shares_text(pt.shares));
     r.throughput.push_back(pt.throughput);
     r.scaling_efficiency.push_back(pt.scaling_efficiency);
     r.allreduce.push_back(std::to_string(pt.workers) + ": " + pt.allreduce);
@@ -169,8 +171,9 @@ int command_predict(const std::vector<std::string>& args) {
       "throughput, the scaling efficiency against one worker, and each layer's bound (compute, memory,\n"
       "network). Nothing is trained; no MPI is started.\n"
       "dist.compression is priced from the codec rates in the cluster file's calibration.compression\n"
-      "(trainscale calibrate measures them); async_ps, hogwild and heterogeneous workers are not priced:\n"
-      "such a config is refused.\n"
+      "(trainscale calibrate measures them); unequal shares (dist.partition) and a slowed rank\n"
+      "(dist.emulate_slowdown) rank by rank, the step being the slowest rank's; async_ps, hogwild and\n"
+      "ranks of different backends or threads are not priced: such a config is refused.\n"
       "Exit codes: 0 ok, 2 usage/config error (a config or cluster key, a worker count, a config the model\n"
       "does not price).\n\noptions");
   opts.add_options()("help,h", "show this help")
@@ -204,6 +207,10 @@ int command_predict(const std::vector<std::string>& args) {
             << "all-reduce at " << p.points.back().workers << " workers: " << p.points.back().allreduce << "\n";
   if (!p.points.back().compression.empty())
     std::cout << "compression: " << p.points.back().compression << " (comm_ms includes encoding and decoding)\n";
+  for (const perf::WorkerPoint& pt : p.points)
+    if (!pt.shares.empty())
+      std::cout << "shares at " << pt.workers << " workers: " << shares_text(pt.shares)
+                << " (the row is the slowest rank's: its batch and step)\n";
   std::cout << "\n";
   print_points(std::cout, p);
   print_layers(std::cout, p);

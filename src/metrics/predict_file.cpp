@@ -71,6 +71,7 @@ void write_predict_file(const std::string& path, const PredictResult& r) {
     h5::Group top = file.create_group("predict");
     top.set_attr("allreduce", join(r.allreduce, "\n"));
     top.set_attr("compression", r.compression);
+    top.set_attr("shares", join(r.shares, "\n"));
     top.write("workers", r.workers).set_attr("units", "workers");
     top.write("nodes", r.nodes).set_attr("units", "nodes");
     top.write("ranks_per_node", r.ranks_per_node).set_attr("units", "ranks");

@@ -37,6 +37,7 @@ struct PredictResult {
   std::vector<double> compress, decompress, wire_bytes;  // parts of comm, and bytes (0 without compression)
   std::vector<std::string> allreduce;  // the all-reduce model at each count, in words
   std::string compression;             // the compression model in words ("" without compression)
+  std::vector<std::string> shares;     // uneven ranks: "<workers>: 96,32" per worker count
   // layers
   std::vector<PredictLayerRow> layers;
   // [workers x layers], row-major

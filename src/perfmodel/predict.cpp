@@ -1,12 +1,14 @@
 // See predict.h.
 #include "perfmodel/predict.h"
 
+#include <map>
 #include <memory>
 
 #include "config/enums.h"
 #include "dist/exchange_strategy.h"
 #include "core/error.h"
 #include "nn/models.h"
+#include "perfmodel/shares_model.h"
 
 namespace ts::perf {
 namespace {
@@ -40,18 +42,27 @@ StepOptions step_options(const RunConfig& c, int64_t batch) {
   return o;
 }
 
+// Unequal shares or a slowed rank (dist.partition, dist.emulate_slowdown): priced per rank.
+bool uneven(const RunConfig& c) {
+  return c.dist.partition != PartitionKind::equal || c.dist.emulate_slowdown_rank >= 0;
+}
+
+// The minibatch of the layer table at `workers`: the batch per worker, the even split of the
+// global batch, or for uneven ranks the largest equal share (their own shares need no division).
+int64_t nominal_batch(const RunConfig& c, int64_t workers) {
+  if (uneven(c) && c.batch_per_worker == 0) return (c.global_batch + workers - 1) / workers;
+  return batch_at(c, workers);
+}
+
 WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t workers, const std::vector<LayerWork>& layers,
                       const PredictOptions& options) {
   WorkerPoint pt;
   pt.workers = workers;
-  pt.batch_per_worker = batch_at(c, workers);
+  pt.batch_per_worker = nominal_batch(c, workers);
   pt.placement = place_workers(cluster, workers, c.threads);
   pt.rate = worker_rate(cluster, pt.placement, precision_name(c.precision));
   const AllreduceModel allreduce(cluster, allreduce_algorithm_name(c.dist.allreduce), pt.placement);
   pt.allreduce = allreduce.describe();
-  StepOptions o = step_options(c, pt.batch_per_worker);
-  o.gemm_only = options.gemm_only;
-  o.worker_cores = cluster.node.gpus > 0 ? 0.0 : pt.placement.cores_per_worker;
   // Compressed buckets: the 16-bit, qsgd and topk collectives are the MPI library's own.
   const AllreduceModel library(cluster, "mpi", pt.placement);
   std::unique_ptr<CompressionModel> compression;
@@ -60,11 +71,52 @@ WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t wo
     if (co.kind == CompressionKind::powersgd) co.matrices = weight_matrices_of_work(layers);
     compression = std::make_unique<CompressionModel>(co, cluster, allreduce, library, pt.rate, workers);
     pt.compression = compression->describe();
-    o.compression = compression.get();
   }
-  pt.step = predict_step(layers, pt.rate, allreduce, cluster.calibration, o);
-  pt.throughput = pt.step.step > 0 ? static_cast<double>(workers * pt.batch_per_worker) / pt.step.step : 0.0;
+  // One rank's step at minibatch `batch` (the layers at that batch), before any slowdown.
+  std::map<int64_t, StepPrediction> steps;
+  auto step_at = [&](int64_t batch) -> const StepPrediction& {
+    auto it = steps.find(batch);
+    if (it != steps.end()) return it->second;
+    StepOptions o = step_options(c, batch);
+    o.gemm_only = options.gemm_only;
+    o.worker_cores = cluster.node.gpus > 0 ? 0.0 : pt.placement.cores_per_worker;
+    o.compression = compression.get();
+    const std::vector<LayerWork> at = batch == pt.batch_per_worker ? layers : model_work(work_request(c, cluster, batch));
+    return steps.emplace(batch, predict_step(at, pt.rate, allreduce, cluster.calibration, o)).first->second;
+  };
+  if (!uneven(c)) {
+    pt.step = step_at(pt.batch_per_worker);
+    pt.throughput = pt.step.step > 0 ? static_cast<double>(workers * pt.batch_per_worker) / pt.step.step : 0.0;
+    return pt;
+  }
+  // Uneven ranks: every rank waits for the slowest at the exchange, so the step is its step,
+  // with the emulated slowdown's sleep ((factor - 1) x forward + backward) after its backward.
+  const RankLoads loads = rank_loads(c, workers, [&](int64_t b) {
+    const StepPrediction& s = step_at(b);
+    return s.forward + s.backward;
+  });
+  for (size_t r = 0; r < loads.shares.size(); ++r) {
+    StepPrediction s = step_at(loads.shares[r]);
+    const double slept = (loads.slowdown[r] - 1.0) * (s.forward + s.backward);
+    s.compute += slept;
+    s.step += slept;
+    if (r == 0 || s.step > pt.step.step) {
+      pt.step = s;
+      pt.batch_per_worker = loads.shares[r];
+    }
+  }
+  pt.shares = loads.shares;
+  pt.throughput = pt.step.step > 0 ? static_cast<double>(global_batch_at(c, workers)) / pt.step.step : 0.0;
   return pt;
+}
+
+// The reference of scaling efficiency: one plain worker (no shares to split, no slowdown).
+RunConfig single_plain_worker(const RunConfig& c) {
+  RunConfig plain = c;
+  plain.dist.partition = PartitionKind::equal;
+  plain.dist.emulate_slowdown_rank = -1;
+  plain.dist.shares.clear();
+  return plain;
 }
 
 }  // namespace
@@ -75,19 +127,16 @@ void check_modelled(const ResolvedConfig& cfg) {
   if (d.strategy == DistStrategy::async_ps || d.strategy == DistStrategy::hogwild)
     throw ConfigError(cfg.locate("dist.strategy") + ": the performance model prices sync and weight_avg, not " +
                       dist_strategy_name(d.strategy) + measure);
-  if (d.heterogeneous()) {
-    const char* key = d.partition != PartitionKind::equal     ? "dist.partition"
-                      : d.emulate_slowdown_rank >= 0          ? "dist.emulate_slowdown.rank"
-                      : !cfg.run.rank_backends.empty()        ? "ranks.backend"
-                                                              : "ranks.threads";
-    throw ConfigError(cfg.locate(key) + ": the performance model prices equal workers, not heterogeneous ones "
-                      "(unequal shares, a slowed rank, ranks of different backends or threads); "
-                      "predict the run without " + std::string(key) + measure);
+  if (d.ranks_differ) {
+    const char* key = !cfg.run.rank_backends.empty() ? "ranks.backend" : "ranks.threads";
+    throw ConfigError(cfg.locate(key) + ": the performance model prices ranks of one kind (a cluster file describes "
+                      "one node), not ranks of different backends or threads; predict the run without " +
+                      std::string(key) + " (unequal shares and dist.emulate_slowdown are priced)" + measure);
   }
 }
 
 WorkerPoint predict_point(const RunConfig& config, const ClusterSpec& cluster, int64_t workers, const PredictOptions& options) {
-  const std::vector<LayerWork> layers = model_work(work_request(config, cluster, batch_at(config, workers)));
+  const std::vector<LayerWork> layers = model_work(work_request(config, cluster, nominal_batch(config, workers)));
   return point_for(config, cluster, workers, layers, options);
 }
 
@@ -101,7 +150,7 @@ Prediction predict(const RunConfig& config, const ClusterSpec& cluster, const st
   std::vector<LayerWork> fixed;
   if (config.batch_per_worker > 0) fixed = model_work(work_request(config, cluster, config.batch_per_worker));
   auto layers_for = [&](int64_t w) {
-    return config.batch_per_worker > 0 ? fixed : model_work(work_request(config, cluster, batch_at(config, w)));
+    return config.batch_per_worker > 0 ? fixed : model_work(work_request(config, cluster, nominal_batch(config, w)));
   };
   for (int64_t w : workers) {
     if (w < 1) throw ConfigError("--workers: worker counts must be >= 1 (got " + std::to_string(w) + ")");
@@ -109,9 +158,13 @@ Prediction predict(const RunConfig& config, const ClusterSpec& cluster, const st
     out.points.push_back(point_for(config, cluster, w, layers, options));
     if (out.layers.empty()) out.layers = layers;
   }
-  // Scaling efficiency against one worker (predicted even when 1 is not in the list).
-  const double single = workers.front() == 1 ? out.points.front().throughput
-                                             : point_for(config, cluster, 1, layers_for(1), options).throughput;
+  // Scaling efficiency against one plain worker (predicted even when 1 is not in the list).
+  const RunConfig plain = single_plain_worker(config);
+  const double single = workers.front() == 1 && !uneven(config)
+                            ? out.points.front().throughput
+                            : point_for(plain, cluster, 1, model_work(work_request(plain, cluster, nominal_batch(plain, 1))),
+                                        options)
+                                  .throughput;
   for (WorkerPoint& pt : out.points)
     pt.scaling_efficiency = single > 0 ? pt.throughput / (static_cast<double>(pt.workers) * single) : 0.0;
   return out;

@@ -26,6 +26,9 @@ struct WorkerPoint {
   WorkerRate rate;
   std::string allreduce;        // AllreduceModel::describe()
   std::string compression;      // CompressionModel::describe(), "" without compression
+  // Uneven ranks (dist.partition, dist.emulate_slowdown): each rank's samples per step; the
+  // point's step and batch_per_worker are then the slowest rank's. Empty for equal workers.
+  std::vector<int64_t> shares;
   StepPrediction step;
   double throughput = 0;        // samples per second over all workers
   double scaling_efficiency = 0;  // throughput / (workers x throughput at 1 worker)
@@ -38,11 +41,11 @@ struct Prediction {
 };
 
 // ConfigError (exit 2, naming the key and where it is set) for what the model does not price:
-// async_ps and hogwild, and heterogeneous workers (unequal shares, an emulated slowdown, ranks
-// of different backends or threads). The model prices sync and weight_avg exchanged by equal
-// workers, sync's buckets compressed or not (docs/model.md); a prediction that silently left the
-// rest out would be wrong. (A compressor without codec rates in the cluster file is refused by
-// predict itself: perfmodel/compression_model.h.)
+// async_ps and hogwild, and ranks of different backends or threads. The model prices sync and
+// weight_avg, sync's buckets compressed or not, on ranks of one kind with equal or unequal
+// shares and an emulated slow rank (docs/model.md); a prediction that silently left the rest out
+// would be wrong. (A compressor without codec rates in the cluster file is refused by predict
+// itself: perfmodel/compression_model.h.)
 void check_modelled(const ResolvedConfig& config);
 
 // The steps of `config` on `cluster` at each worker count (its `workers` key is replaced; a

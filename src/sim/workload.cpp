@@ -23,20 +23,30 @@ void read_graph(const RunConfig& r, Workload& w) {
   w.flops_per_sample = net->flops_per_sample();
 }
 
-}  // namespace
-
-ExchangeOptions exchange_options_for(const DistConfig& dist) {
+// What the simulated ranks cannot do, refused before the model prices anything.
+void refuse_unsimulated(const DistConfig& dist) {
   // The simulated ranks move no real gradients, so no codec would run on them.
   if (dist.compression.enabled())
     throw ConfigError(std::string("dist.compression: trainscale-sim does not simulate ") +
                       compression_kind_name(dist.compression.kind) +
                       " (its ranks carry no real gradients to encode); predict it with trainscale predict, simulate the "
                       "run with dist.compression: none, or measure it with trainscale run");
+  // The simulated ranks all compute the model's one worker step.
+  if (dist.partition != PartitionKind::equal || dist.emulate_slowdown_rank >= 0)
+    throw ConfigError(std::string(dist.partition != PartitionKind::equal ? "dist.partition" : "dist.emulate_slowdown") +
+                      ": trainscale-sim simulates equal workers; predict uneven shares or a slowed rank with trainscale "
+                      "predict, or measure them with trainscale run");
   // async_ps needs server ranks beyond the workers and hogwild threads sharing weights: neither
   // is a per-step exchange of simulated ranks.
   if (dist.strategy == DistStrategy::async_ps || dist.strategy == DistStrategy::hogwild)
     throw ConfigError(std::string("dist.strategy: trainscale-sim simulates sync and weight_avg, not ") +
                       dist_strategy_name(dist.strategy) + "; run it with trainscale run");
+}
+
+}  // namespace
+
+ExchangeOptions exchange_options_for(const DistConfig& dist) {
+  refuse_unsimulated(dist);
   ExchangeOptions options;
   options.strategy = dist.strategy;
   options.algorithm = dist.allreduce;
@@ -46,6 +56,7 @@ ExchangeOptions exchange_options_for(const DistConfig& dist) {
 }
 
 Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, int64_t workers) {
+  refuse_unsimulated(cfg.run.dist);
   perf::check_modelled(cfg);  // the simulated ranks compute what the model prices
   const perf::Prediction prediction = perf::predict(cfg.run, cluster, {workers});
   Workload w;

@@ -120,9 +120,7 @@ def test_errors_exit_2(tmp_path, args, expected):
 @pytest.mark.parametrize("line, expected", [
     ("dist: {strategy: async_ps, servers: 1}", "run.yaml:7: key 'dist.strategy': the performance model prices sync and weight_avg, not async_ps"),
     ("workers: 1\ndist: {strategy: hogwild, threads_per_worker: 2}", "not hogwild"),
-    ("global_batch: 64\ndist: {partition: static, shares: [48, 16]}", "key 'dist.partition': the performance model prices equal workers"),
-    ("dist: {emulate_slowdown: {rank: 1, factor: 3}}", "key 'dist.emulate_slowdown.rank'"),
-    ("ranks: [{backend: cpu}, {backend: ref}]", "key 'ranks.backend'"),
+    ("ranks: [{backend: cpu}, {backend: ref}]", "key 'ranks.backend': the performance model prices ranks of one kind"),
 ])
 def test_what_the_model_does_not_price_is_refused(tmp_path, line, expected):
     text = LENET.replace("batch_per_worker: 32\n", "" if "global_batch" in line else "batch_per_worker: 32\n")
@@ -151,6 +149,33 @@ def test_compression_is_priced_from_the_clusters_codec_rates(tmp_path):
     proc = run(["predict", "--config", cfg, "--cluster", SKYLAKE])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "has no calibration.compression.powersgd" in proc.stderr and "trainscale calibrate" in proc.stderr, proc.stderr
+
+
+def test_uneven_shares_and_a_slow_rank_are_priced_rank_by_rank(tmp_path):
+    """The step is the slowest rank's; measured shares follow the predicted speeds."""
+    base = LENET.replace("batch_per_worker: 32\n", "global_batch: 128\n") + "workers: 2\n"
+    slow = "emulate_slowdown: {rank: 1, factor: 3}"
+    rows = {}
+    for name, dist in [("plain", "{}"), ("equal", "{" + slow + "}"),
+                       ("static", "{partition: static, shares: [96, 32], " + slow + "}"),
+                       ("measured", "{partition: measured, " + slow + "}")]:
+        proc, f = predict(tmp_path, base + f"dist: {dist}\n", LOCAL, "--workers", "2")
+        with f:
+            p = f["predict"]
+            rows[name] = {k: p[k][0] for k in ("step_time", "compute", "forward", "backward", "throughput",
+                                                 "batch_per_worker")}
+            rows[name]["shares"] = p.attrs["shares"]
+    assert rows["plain"]["shares"] == "" and rows["equal"]["shares"] == "2: 64,64"
+    # Equal shares run at the slow rank's pace: it sleeps twice its forward + backward.
+    plain = rows["plain"]
+    assert rows["equal"]["compute"] == pytest.approx(plain["compute"] + 2 * (plain["forward"] + plain["backward"]))
+    assert rows["equal"]["step_time"] == pytest.approx(plain["step_time"] + 2 * (plain["forward"] + plain["backward"]))
+    # The static split's slowest rank is the slowed one with its 32 samples.
+    assert rows["static"]["shares"] == "2: 96,32" and rows["static"]["batch_per_worker"] == 32
+    assert rows["static"]["throughput"] > 1.5 * rows["equal"]["throughput"]
+    assert rows["static"]["throughput"] < rows["plain"]["throughput"]
+    assert rows["measured"]["shares"].startswith("2: 9")  # about 3 : 1
+    assert rows["static"]["throughput"] == pytest.approx(128 / rows["static"]["step_time"])
 
 
 def test_bad_cluster_file_names_file_line_and_key(tmp_path):

@@ -1,0 +1,58 @@
+// See shares_model.h.
+#include "perfmodel/shares_model.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "dist/batch_partition.h"
+
+namespace ts::perf {
+namespace {
+
+// Each rank's samples per second at its current share.
+std::vector<double> speeds(const RankLoads& loads, const std::function<double(int64_t)>& compute_seconds) {
+  std::vector<double> out;
+  for (size_t r = 0; r < loads.shares.size(); ++r) {
+    const double t = compute_seconds(loads.shares[r]) * loads.slowdown[r];
+    out.push_back(t > 0 ? static_cast<double>(loads.shares[r]) / t : 0.0);
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t global_batch_at(const RunConfig& c, int64_t workers) {
+  return c.global_batch > 0 ? c.global_batch : c.batch_per_worker * workers;
+}
+
+RankLoads rank_loads(const RunConfig& c, int64_t workers, const std::function<double(int64_t)>& compute_seconds) {
+  const DistConfig& d = c.dist;
+  const int64_t global = global_batch_at(c, workers);
+  RankLoads loads;
+  loads.slowdown.assign(static_cast<size_t>(workers), 1.0);
+  if (d.emulate_slowdown_rank >= 0 && d.emulate_slowdown_rank < workers)
+    loads.slowdown[static_cast<size_t>(d.emulate_slowdown_rank)] = d.emulate_slowdown_factor;
+  if (d.partition == PartitionKind::static_) {
+    if (static_cast<int64_t>(d.shares.size()) != workers)
+      throw ConfigError("dist.shares gives " + std::to_string(d.shares.size()) + " shares, and the prediction is for " +
+                        std::to_string(workers) + " workers; predict static shares at their own worker count");
+    loads.shares = d.shares;
+    return loads;
+  }
+  if (global < workers)
+    throw ConfigError("a global batch of " + std::to_string(global) + " cannot be shared by " + std::to_string(workers) +
+                      " workers");
+  loads.shares = equal_shares(global, static_cast<int>(workers));
+  if (d.partition == PartitionKind::equal) return loads;
+  const int64_t quantum = global % d.share_quantum == 0 && global >= workers * d.share_quantum ? d.share_quantum : 1;
+  loads.shares = shares_by_speed(speeds(loads, compute_seconds), global, quantum);
+  if (d.partition == PartitionKind::measured) return loads;
+  for (int round = 0; round < 20; ++round) {  // adaptive: re-balance until the shares stand still
+    const std::vector<int64_t> next = shares_by_speed(speeds(loads, compute_seconds), global, quantum);
+    if (next == loads.shares) break;
+    loads.shares = next;
+  }
+  return loads;
+}
+
+}  // namespace ts::perf
