@@ -3,7 +3,8 @@
 - `load_prediction(path)`: one DataFrame row per worker count (step, compute, comm,
   exposed_comm, data, throughput, scaling_efficiency) with the run's model, batch, all-reduce,
   overlap and the cluster's name, topology and mpi.allreduce as columns; with compression, its
-  codec seconds (compress, decompress: parts of comm), wire_bytes and the model in words.
+  codec seconds (compress, decompress: parts of comm), wire_bytes and the model in words; with
+  uneven workers, each rank's shares ("96,32"; the row's times are the slowest rank's).
 - `comparison_report(predict_files, run_dirs, out)`: the section "predicted vs simulated vs
   measured": each run (a measured run file, or a `trainscale-sim` one: root attribute
   `simulated` = 1) beside the prediction of the same model, batch, all-reduce and worker count.
@@ -50,6 +51,9 @@ def load_prediction(path: str | Path) -> pd.DataFrame:
         for k in COMPRESSION:
             df[k] = p[k][:] if k in p else 0.0
         df["compression"] = _text(p.attrs.get("compression", ""))
+        # Uneven workers: "<workers>: 96,32" per line (the row's times are the slowest rank's).
+        shares = dict(line.split(": ", 1) for line in _text(p.attrs.get("shares", "")).splitlines() if ": " in line)
+        df["shares"] = [shares.get(str(w), "") for w in df["workers"]]
         bound = p["layer_bound"][:]
         layer_total = p["layer_fp"][:] + p["layer_bp_gc"][:] + p["layer_bp_wu"][:]
     net = cluster.get("interconnect", {})

@@ -45,6 +45,19 @@ def test_load_prediction(files):
     assert (df["step_time"] > 0).all() and df["scaling_efficiency"].iloc[0] == pytest.approx(1.0)
     assert ((df["compute_bound_share"] >= 0) & (df["compute_bound_share"] <= 1)).all()
     assert (df["wire_bytes"] == 0).all() and set(df["compression"]) == {""}  # an uncompressed run
+    assert set(df["shares"]) == {""}  # equal workers
+
+
+def test_load_prediction_of_uneven_workers(tmp_path):
+    text = LENET + "workers: 2\ndist: {partition: static, shares: [24, 8], emulate_slowdown: {rank: 1, factor: 5}}\n"
+    cfg = write_config(tmp_path / "uneven.yaml", text)
+    pred = tmp_path / "uneven.h5"
+    proc = run(["predict", "--config", cfg, "--cluster", REPO / "configs/clusters/local.yaml", "--workers", "2",
+                "--out", pred])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    df = predict.load_prediction(pred)
+    assert list(df["shares"]) == ["24,8"]
+    assert list(df["batch_per_worker"]) == [8]  # the slowed rank's share: the slowest step
 
 
 def test_predicted_vs_simulated_vs_measured(files):
