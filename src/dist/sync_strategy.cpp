@@ -100,7 +100,9 @@ void SyncExchange::compress_bucket(size_t i) {
 }
 
 StepVerdict SyncExchange::finish_step(bool /*average_weights: every step exchanges*/) {
-  link_->wait(link_->now_mark());  // device arenas: the rest of backward, also compute
+  // Device arenas: the rest of backward is compute, not comm_wait. One rank exchanges nothing,
+  // so it does not wait (its update is queued behind backward; docs/gpu.md).
+  if (comm_.size() > 1) link_->wait(link_->now_mark());
   times_.comm_wait += pipeline_.complete();
   link_->order_compute_after_pushes();
   StepVerdict v;
