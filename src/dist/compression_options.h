@@ -34,6 +34,14 @@ struct WeightMatrix {
   int64_t offset = 0, rows = 0, cols = 0;
 };
 
+// The rows of `m` PowerSGD compresses in the arena range [begin, end): the rows lying wholly in
+// it, when their rank-`r` form sends less than they do ((rows + cols) r < rows cols). `rows` is
+// 0 when it compresses none. The trainer's compressor and the performance model both use it.
+struct MatrixRows {
+  int64_t first = 0, rows = 0;
+};
+MatrixRows powersgd_rows(const WeightMatrix& m, int64_t begin, int64_t end, int64_t r);
+
 struct CompressionOptions {
   CompressionKind kind = CompressionKind::none;
   int qsgd_bits = 8;             // bits per element, sign included (2..8)

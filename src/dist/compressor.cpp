@@ -1,6 +1,8 @@
 // Compression names and the compressor factory (see compression_options.h, compressor.h).
 #include "dist/compressor.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "dist/half_compressor.h"
 #include "dist/powersgd_compressor.h"
@@ -41,6 +43,15 @@ const char* error_feedback_mode_name(ErrorFeedbackMode mode) {
 
 std::vector<ErrorFeedbackMode> all_error_feedback_modes() {
   return {ErrorFeedbackMode::auto_, ErrorFeedbackMode::on, ErrorFeedbackMode::off};
+}
+
+MatrixRows powersgd_rows(const WeightMatrix& m, int64_t begin, int64_t end, int64_t r) {
+  if (m.cols <= 0 || m.rows <= 0) return {};
+  const int64_t first = std::clamp<int64_t>((begin - m.offset + m.cols - 1) / m.cols, 0, m.rows);
+  const int64_t last = std::clamp<int64_t>(end >= m.offset ? (end - m.offset) / m.cols : 0, 0, m.rows);
+  const int64_t rows = last - first;
+  if (rows <= 0 || (rows + m.cols) * r >= rows * m.cols) return {};  // a rank-r form would not be smaller
+  return {first, rows};
 }
 
 void Compressor::restore_checkpoint_state(const std::vector<Bucket>& /*buckets*/, const std::vector<float>& state) {

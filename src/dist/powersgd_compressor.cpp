@@ -41,16 +41,13 @@ PowerSgdCompressor::BucketLayout& PowerSgdCompressor::layout_of(const BucketSlot
   auto found = layouts_.find(slot.index);
   if (found != layouts_.end()) return found->second;
   BucketLayout& layout = layouts_[slot.index];
-  const int64_t begin = slot.offset, end = slot.offset + slot.count, r = rank_r_;
+  const int64_t begin = slot.offset, end = slot.offset + slot.count;
   for (const WeightMatrix& m : matrices_) {
-    if (m.cols <= 0 || m.rows <= 0) continue;
-    const int64_t first = std::clamp<int64_t>((begin - m.offset + m.cols - 1) / m.cols, 0, m.rows);
-    const int64_t last = std::clamp<int64_t>(end >= m.offset ? (end - m.offset) / m.cols : 0, 0, m.rows);
-    const int64_t rows = last - first;
-    if (rows <= 0 || (rows + m.cols) * r >= rows * m.cols) continue;  // a rank-r form would not be smaller
+    const MatrixRows whole = powersgd_rows(m, begin, end, rank_r_);
+    if (whole.rows == 0) continue;
     Slice slice;
-    slice.offset = m.offset + first * m.cols - begin;
-    slice.rows = rows;
+    slice.offset = m.offset + whole.first * m.cols - begin;
+    slice.rows = whole.rows;
     slice.cols = m.cols;
     layout.slices.push_back(std::move(slice));
   }

@@ -36,18 +36,11 @@ std::vector<float> gradients_of(const std::string& model, int64_t batch) {
   return std::vector<float>(net->grads(), net->grads() + net->param_count());
 }
 
-// Elements of the arena PowerSGD compresses (whole matrices with (rows + cols) r < rows cols).
-int64_t compressed_elements(const std::vector<WeightMatrix>& matrices, int rank) {
-  int64_t n = 0;
-  for (const WeightMatrix& m : matrices)
-    if ((m.rows + m.cols) * rank < m.rows * m.cols) n += m.rows * m.cols;
-  return n;
-}
-
-double codec_parameter(const CompressionOptions& o) {
-  if (o.kind == CompressionKind::topk) return o.topk_ratio;
-  if (o.kind == CompressionKind::powersgd) return static_cast<double>(o.powersgd_rank);
-  return 0;
+// Elements of the arena (one bucket of n) PowerSGD compresses.
+int64_t compressed_elements(const std::vector<WeightMatrix>& matrices, int64_t n, int rank) {
+  int64_t count = 0;
+  for (const WeightMatrix& m : matrices) count += powersgd_rows(m, 0, n, rank).rows * m.cols;
+  return count;
 }
 
 }  // namespace
@@ -79,7 +72,7 @@ std::map<std::string, CodecRate> measure_codec_rates(const std::string& model, i
     }
     // Per element of the bucket; PowerSGD's per element of the matrices it compresses.
     const double per = static_cast<double>(
-        std::max<int64_t>(1, kind == CompressionKind::powersgd ? compressed_elements(matrices, o.powersgd_rank) : n));
+        std::max<int64_t>(1, kind == CompressionKind::powersgd ? compressed_elements(matrices, n, o.powersgd_rank) : n));
     rates[compression_kind_name(kind)] = {encode / per, decode / per, codec_parameter(o)};
   }
   return rates;

@@ -15,16 +15,19 @@ namespace {
 // input - sent (3): 8 x 4 bytes through memory (dist/error_feedback.h).
 constexpr double kFeedbackBytesPerElement = 32.0;
 
-// Where the rate's parameter scales the cost: topk's decoding follows k = ratio n, PowerSGD's
-// products follow its rank; qsgd's and the 16-bit codecs' follow n alone.
+// The run's parameter over the one the rate was measured at (1 for codecs without one).
 double parameter_scale(const CompressionOptions& o, const CodecRate& r) {
-  if (r.parameter <= 0) return 1.0;
-  if (o.kind == CompressionKind::topk) return o.topk_ratio / r.parameter;
-  if (o.kind == CompressionKind::powersgd) return static_cast<double>(o.powersgd_rank) / r.parameter;
-  return 1.0;
+  const double run = codec_parameter(o);
+  return run > 0 && r.parameter > 0 ? run / r.parameter : 1.0;
 }
 
 }  // namespace
+
+double codec_parameter(const CompressionOptions& o) {
+  if (o.kind == CompressionKind::topk) return o.topk_ratio;
+  if (o.kind == CompressionKind::powersgd) return static_cast<double>(o.powersgd_rank);
+  return 0;
+}
 
 std::vector<WeightMatrix> weight_matrices_of_work(const std::vector<LayerWork>& layers) {
   std::vector<WeightMatrix> matrices;
@@ -104,12 +107,9 @@ void CompressionModel::price_powersgd(int64_t offset, int64_t count, CompressedB
   const int64_t r = options_.powersgd_rank;
   double p_floats = 0, q_floats = 0, compressed = 0;
   for (const WeightMatrix& m : options_.matrices) {
-    const int64_t lo = std::max(offset, m.offset), hi = std::min(offset + count, m.offset + m.rows * m.cols);
-    if (hi <= lo) continue;
-    const int64_t rows = (hi - lo) / m.cols;  // whole rows on this side of a bucket edge
-    if (rows < 1 || (rows + m.cols) * r >= rows * m.cols) continue;
+    const int64_t rows = powersgd_rows(m, offset, offset + count, r).rows;  // the trainer's rows
     p_floats += static_cast<double>(rows * r);
-    q_floats += static_cast<double>(m.cols * r);
+    q_floats += static_cast<double>(rows > 0 ? m.cols * r : 0);
     compressed += static_cast<double>(rows * m.cols);
   }
   const double plain = static_cast<double>(count) - compressed;

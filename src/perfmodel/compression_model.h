@@ -26,6 +26,10 @@ struct CompressedBucketCost {
   double seconds() const { return encode + wire + decode + feedback; }
 };
 
+// The parameter a codec's cost follows beyond the bucket's size, and its rate records: topk's
+// ratio (decoding follows k), PowerSGD's rank (its products); 0 for the others.
+double codec_parameter(const CompressionOptions& options);
+
 // The weight matrices of the model's conv and fc layers in the parameter arena, as PowerSGD
 // sees them (train/run_setup.cpp weight_matrices_of): a conv's (oc, ic/g kh kw), an fc's (oc, ic).
 std::vector<WeightMatrix> weight_matrices_of_work(const std::vector<LayerWork>& layers);

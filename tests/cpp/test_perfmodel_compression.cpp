@@ -108,6 +108,10 @@ TEST(CompressionModel, PowerSgdOnWholeRowsOfTheBucketsMatrices) {
   // A bucket edge through the matrix: the 40 whole rows on this side are compressed.
   const CompressedBucketCost cut = model.bucket(0, 2025, false);
   EXPECT_DOUBLE_EQ(cut.wire_bytes, 4.0 * (40 * 4 + 50 * 4 + 25));
+  // Both edges inside rows ([25, 2025): 2,000 floats, 39 whole rows, from row 1): the trainer's
+  // rows (powersgd_rows), not the 40 rows' worth of floats.
+  const CompressedBucketCost inner = model.bucket(25, 2000, false);
+  EXPECT_DOUBLE_EQ(inner.wire_bytes, 4.0 * (39 * 4 + 50 * 4 + (2000 - 39 * 50)));
 }
 
 TEST(CompressionModel, LenetWeightMatricesAreTheTrainers) {
