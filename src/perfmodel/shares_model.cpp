@@ -44,7 +44,13 @@ RankLoads rank_loads(const RunConfig& c, int64_t workers, const std::function<do
                       " workers");
   loads.shares = equal_shares(global, static_cast<int>(workers));
   if (d.partition == PartitionKind::equal) return loads;
-  const int64_t quantum = global % d.share_quantum == 0 && global >= workers * d.share_quantum ? d.share_quantum : 1;
+  // As the config check for the run's own worker count (config/partition_config.cpp), at each
+  // count predicted: shares the trainer would refuse are not predicted either.
+  const int64_t quantum = d.share_quantum;
+  if (global % quantum != 0 || global < workers * quantum)
+    throw ConfigError("dist.share_quantum: shares in multiples of " + std::to_string(quantum) + " need a global batch (" +
+                      std::to_string(global) + ") that is a multiple of it and holds one per worker (" +
+                      std::to_string(workers) + " predicted); predict other worker counts or choose another quantum");
   loads.shares = shares_by_speed(speeds(loads, compute_seconds), global, quantum);
   if (d.partition == PartitionKind::measured) return loads;
   for (int round = 0; round < 20; ++round) {  // adaptive: re-balance until the shares stand still

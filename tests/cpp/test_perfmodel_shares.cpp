@@ -46,8 +46,11 @@ TEST(SharesModel, MeasuredSharesFollowThePredictedSpeeds) {
   RunConfig c = two_workers(PartitionKind::measured);
   c.dist.share_quantum = 16;
   EXPECT_EQ(rank_loads(c, 2, linear).shares, (std::vector<int64_t>{96, 32}));
-  c.dist.share_quantum = 48;  // 128 is no multiple of it: the shares fall back to single samples
+  c.dist.share_quantum = 48;  // 128 is no multiple of it: refused, as the trainer refuses it
+  EXPECT_THROW(rank_loads(c, 2, linear), ConfigError);
+  c.dist.share_quantum = 32;  // 128 holds one quantum for each of 2 workers, not for 8
   EXPECT_EQ(rank_loads(c, 2, linear).shares, (std::vector<int64_t>{96, 32}));
+  EXPECT_THROW(rank_loads(c, 8, linear), ConfigError);
 }
 
 TEST(SharesModel, AdaptiveSharesAreTheRulesFixedPoint) {
