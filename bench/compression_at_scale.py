@@ -16,10 +16,11 @@ is deterministic, so the same code and files give the same table.
 import argparse
 import os
 import pathlib
-import re
 import subprocess
 import sys
+import tempfile
 
+import h5py
 import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -38,20 +39,20 @@ def codec_sets(codecs_file):
     return sets
 
 
-def predict(model, kind, bandwidth, sets):
+def predict(model, kind, bandwidth, sets, workdir):
+    """{workers: (step ms, scaling efficiency)} from the prediction file."""
+    out = pathlib.Path(workdir) / f"{model}-{kind}-{bandwidth}.h5"
     cmd = [str(BINARY), "predict", "--config", str(REPO / "configs" / "runs" / f"{model}_synthetic.yaml"),
            "--cluster", str(CLUSTER), "--cluster-set", f"interconnect.bandwidth_gbps={bandwidth}", *sets,
            "--set", "threads=56", "--set", "batch_per_worker=60", "--set", "dist.allreduce=mpi",
-           "--set", f"dist.compression={kind}", "--workers", ",".join(map(str, WORKERS))]
+           "--set", f"dist.compression={kind}", "--workers", ",".join(map(str, WORKERS)), "--out", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     if proc.returncode != 0:
         raise RuntimeError(f"predict failed: {proc.stderr}")
-    points = {}
-    for line in proc.stdout.splitlines():
-        f = line.split()
-        if len(f) >= 10 and re.fullmatch(r"\d+", f[0]) and int(f[0]) in WORKERS and f[2] == "60":
-            points[int(f[0])] = (float(f[3]), float(f[9]))  # step_ms, efficiency
-    return points
+    with h5py.File(out, "r") as f:
+        p = f["predict"]
+        return {int(w): (1e3 * step, eff)
+                for w, step, eff in zip(p["workers"][:], p["step_time"][:], p["scaling_efficiency"][:])}
 
 
 def main():
@@ -60,12 +61,13 @@ def main():
     p.add_argument("--out")
     args = p.parse_args()
     sets = codec_sets(args.codecs)
+    workdir = tempfile.mkdtemp(prefix="compression_at_scale.")
     lines = ["| model | network | exchange | " + " | ".join(f"efficiency at {w}" for w in WORKERS[1:]) +
              " | step at 1,000 (ms) |", "|---|---|---|" + "---|" * len(WORKERS)]
     for model in ["resnet50", "vgg16"]:
         for bandwidth in [200, 10]:
             for kind in KINDS:
-                pts = predict(model, kind, bandwidth, sets)
+                pts = predict(model, kind, bandwidth, sets, workdir)
                 cells = [f"{pts[w][1]:.2f}" for w in WORKERS[1:]]
                 lines.append(f"| {model} | {bandwidth} Gbit/s | {kind} | " + " | ".join(cells) +
                              f" | {pts[1000][0]:,.0f} |")
