@@ -61,16 +61,16 @@ def main():
     p.add_argument("--out")
     args = p.parse_args()
     sets = codec_sets(args.codecs)
-    workdir = tempfile.mkdtemp(prefix="compression_at_scale.")
     lines = ["| model | network | exchange | " + " | ".join(f"efficiency at {w}" for w in WORKERS[1:]) +
              " | step at 1,000 (ms) |", "|---|---|---|" + "---|" * len(WORKERS)]
-    for model in ["resnet50", "vgg16"]:
-        for bandwidth in [200, 10]:
-            for kind in KINDS:
-                pts = predict(model, kind, bandwidth, sets, workdir)
-                cells = [f"{pts[w][1]:.2f}" for w in WORKERS[1:]]
-                lines.append(f"| {model} | {bandwidth} Gbit/s | {kind} | " + " | ".join(cells) +
-                             f" | {pts[1000][0]:,.0f} |")
+    with tempfile.TemporaryDirectory(prefix="compression_at_scale.") as workdir:
+        for model in ["resnet50", "vgg16"]:
+            for bandwidth in [200, 10]:
+                for kind in KINDS:
+                    pts = predict(model, kind, bandwidth, sets, workdir)
+                    cells = [f"{pts[w][1]:.2f}" for w in WORKERS[1:]]
+                    lines.append(f"| {model} | {bandwidth} Gbit/s | {kind} | " + " | ".join(cells) +
+                                 f" | {pts[1000][0]:,.0f} |")
     text = "\n".join(lines) + "\n"
     if args.out:
         pathlib.Path(args.out).write_text(text)
