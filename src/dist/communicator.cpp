@@ -218,12 +218,23 @@ std::vector<std::string> Communicator::gather_blobs_to_root(const std::string& l
   return all;
 }
 
+// The blobs' sends and receives wait for one peer like a collective: under the watchdog, or a
+// checkpoint whose peer stopped after the agreement to write it would wait until the walltime.
+// `take` and `make` (writing or reading a checkpoint part) run outside the guard.
 void Communicator::gather_blobs_to_root(const std::string& local, const std::function<void(int, std::string&&)>& take) {
   if (rank_ != 0) {
+    ExchangeGuard guard(impl_->watchdog.get(), "MPI_Send of a message to rank 0 (gather)");
     send_blob(local, 0, impl_->comm);
     return;
   }
-  for (int r = 1; r < size_; ++r) take(r, receive_blob(r, impl_->comm));
+  for (int r = 1; r < size_; ++r) {
+    std::string blob;
+    {
+      ExchangeGuard guard(impl_->watchdog.get(), "MPI_Recv of a rank's message on rank 0 (gather)");
+      blob = receive_blob(r, impl_->comm);
+    }
+    take(r, std::move(blob));
+  }
 }
 
 std::string Communicator::scatter_blobs_from_root(const std::vector<std::string>& all) {
@@ -234,8 +245,15 @@ std::string Communicator::scatter_blobs_from_root(const std::vector<std::string>
 }
 
 std::string Communicator::scatter_blobs_from_root(const std::function<std::string(int)>& make) {
-  if (rank_ != 0) return receive_blob(0, impl_->comm);
-  for (int r = 1; r < size_; ++r) send_blob(make(r), r, impl_->comm);
+  if (rank_ != 0) {
+    ExchangeGuard guard(impl_->watchdog.get(), "MPI_Recv of a message from rank 0 (scatter)");
+    return receive_blob(0, impl_->comm);
+  }
+  for (int r = 1; r < size_; ++r) {
+    const std::string blob = make(r);
+    ExchangeGuard guard(impl_->watchdog.get(), "MPI_Send of rank 0's message to a rank (scatter)");
+    send_blob(blob, r, impl_->comm);
+  }
   return make(0);
 }
 
