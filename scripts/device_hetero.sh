@@ -6,7 +6,9 @@
 #   equal  cpu + cuda, equal shares;     static cpu + cuda, shares in proportion to the
 #                                               speeds of the two single-rank runs;
 #   measured  cpu + cuda, shares from the speeds each rank measures over its first 5 steps;
-#   adaptive  the same, re-measured and re-balanced every 10 steps.
+#   adaptive  the same, re-measured and re-balanced every 10 steps;
+#   static-device  the static shares with dist.hetero_allreduce device (the CPU rank's buckets
+#              summed on the GPU, dist.allreduce nccl) instead of host (the GPU's through ring).
 # Each run file is copied to OUT_DIR/<model>-<run>.h5 (python -m trainscale_analysis report reads
 # them: "Heterogeneous workers" has the per-batch worker table) and OUT_DIR/hetero.txt lists
 # img/s and the shares. Exit 0 when every run finished.
@@ -24,7 +26,7 @@ work=$(mktemp -d)
 # img/s of a finished run, from its summary line ("... 65.5 img/s (median ...").
 img_per_s() { grep -o '[0-9.]* img/s (median' "$1" | cut -d' ' -f1; }
 
-# run NAME MODEL BATCH STEPS WORKERS EXTRA_YAML [EXTRA_DIST_KEYS]
+# run NAME MODEL BATCH STEPS WORKERS EXTRA_YAML [EXTRA_DIST_KEYS]   (dist.allreduce: $algo, ring)
 run() {
   local name=$1 model=$2 batch=$3 steps=$4 workers=$5 extra=$6 dist=${7:-}
   cat >"$work/$name.yaml" <<CFG
@@ -35,7 +37,7 @@ lr: 0.02
 momentum: 0.9
 steps: $steps
 workers: $workers
-dist: {allreduce: ring, bucket_mb: 4$dist}
+dist: {allreduce: ${algo:-ring}, bucket_mb: 4$dist}
 eval: {every_epochs: 0}
 log_every: 10
 seed: 3
@@ -68,6 +70,8 @@ s = 8 * round(b * c / (c + g) / 8) if c + g > 0 else b // 2
 print(min(max(s, 8), b - 8))")
   run "$model-static" "$model" "$batch" "$steps" 2 "$ranks" \
     ", partition: static, shares: [$cpu_share, $((batch - cpu_share))]"
+  algo=nccl run "$model-static-device" "$model" "$batch" "$steps" 2 "$ranks" \
+    ", partition: static, shares: [$cpu_share, $((batch - cpu_share))], hetero_allreduce: device"
   run "$model-measured" "$model" "$batch" "$steps" 2 "$ranks" \
     ", partition: measured, share_quantum: 8, calibration_steps: 5"
   run "$model-adaptive" "$model" "$batch" "$steps" 2 "$ranks" \

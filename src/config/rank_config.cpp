@@ -98,9 +98,10 @@ void check_rank_config(const ResolvedConfig& cfg) {
     throw ConfigError(cfg.locate("dist.allreduce") + ": shm maps host ranks' arenas into one shared window, which "
                       "ranks on a device backend (" + join(r.backend_names()) + " in ranks.backend) cannot join; use "
                       "dist.allreduce mpi, ring, tree or ps");
-  if (r.dist.allreduce == AllreduceAlgorithm::nccl)
+  if (r.dist.allreduce == AllreduceAlgorithm::nccl && !r.dist.hetero_allreduce_device)
     throw ConfigError(cfg.locate("dist.allreduce") + ": nccl reduces GPU memory on every rank, and ranks.backend mixes " +
-                      join(r.backend_names()) + "; use an MPI algorithm (mpi, ring, tree, ps: device gradients are "
+                      join(r.backend_names()) + "; set dist.hetero_allreduce: device (the CPU ranks' gradients are "
+                      "summed on their node's GPU), or use an MPI algorithm (mpi, ring, tree, ps: device gradients are "
                       "staged through host memory)");
 }
 

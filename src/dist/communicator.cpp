@@ -271,6 +271,24 @@ void Communicator::gather_to_root(const float* local, int64_t count, float* all)
   }
 }
 
+namespace {
+constexpr int kFloatsTag = 0x7c4c;
+}  // namespace
+
+void Communicator::send_floats(const float* data, int64_t count, int dest) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Send of a gradient bucket to the rank that sums it");
+  for (int64_t off = 0; off < count; off += kMaxChunk)
+    TS_MPI(MPI_Send(data + off, static_cast<int>(std::min(kMaxChunk, count - off)), MPI_FLOAT, dest, kFloatsTag,
+                    impl_->comm));
+}
+
+void Communicator::receive_floats(float* data, int64_t count, int source) {
+  ExchangeGuard guard(impl_->watchdog.get(), "MPI_Recv of a gradient bucket from another rank");
+  for (int64_t off = 0; off < count; off += kMaxChunk)
+    TS_MPI(MPI_Recv(data + off, static_cast<int>(std::min(kMaxChunk, count - off)), MPI_FLOAT, source, kFloatsTag,
+                    impl_->comm, MPI_STATUS_IGNORE));
+}
+
 void Communicator::broadcast(double* data, int64_t count, int root) {
   ExchangeGuard guard(impl_->watchdog.get(), "MPI_Bcast");
   TS_MPI(MPI_Bcast(data, static_cast<int>(count), MPI_DOUBLE, root, impl_->comm));

@@ -104,6 +104,11 @@ class Communicator {
   // floats) on rank 0; `all` is not touched (may be null) elsewhere. Rank 0's own block is
   // copied locally.
   void gather_to_root(const float* local, int64_t count, float* all);
+  // `count` floats to rank `dest` / from rank `source` (MPI_Send / MPI_Recv, in chunks below
+  // MPI's int counts), matched in the order they are posted: dist.hetero_allreduce device's
+  // buckets between a host rank and the GPU rank that sums for it. Guarded by the watchdog.
+  void send_floats(const float* data, int64_t count, int dest);
+  void receive_floats(float* data, int64_t count, int source);
   void broadcast(double* data, int64_t count, int root);
   void broadcast(float* data, int64_t count, int root);
   void barrier();

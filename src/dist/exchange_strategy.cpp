@@ -35,6 +35,7 @@ const char* arena_transport_name(ArenaTransport transport) {
     case ArenaTransport::staged: return "staged";
     case ArenaTransport::cuda_aware_mpi: return "cuda_aware_mpi";
     case ArenaTransport::nccl: return "nccl";
+    case ArenaTransport::device_sum: return "device_sum";
   }
   return "?";
 }
@@ -73,6 +74,17 @@ std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, Mod
   if (!allreduce_algorithm_built(options.algorithm))
     throw ConfigError("dist.allreduce: " + allreduce_algorithm_missing_reason(options.algorithm));
   check_compression(options);
+  if (options.device_sum) {
+    if (options.strategy != DistStrategy::sync || options.algorithm != AllreduceAlgorithm::nccl)
+      throw ConfigError("dist.hetero_allreduce: device sums the gradients of dist.strategy sync on the GPUs with "
+                        "NCCL; set dist.strategy: sync and dist.allreduce: nccl, or dist.hetero_allreduce: host");
+    if (options.overlap && !CommThread::can_call_mpi())
+      throw ConfigError("dist.overlap: the communication thread needs MPI_THREAD_SERIALIZED, which this MPI library "
+                        "did not provide; set dist.overlap: false");
+#ifdef TRAINSCALE_HAVE_NCCL
+    return make_device_sum_exchange(comm, arenas, options);
+#endif
+  }
   if (options.algorithm == AllreduceAlgorithm::nccl) {
     check_nccl_arenas(arenas, options);
 #ifdef TRAINSCALE_HAVE_NCCL

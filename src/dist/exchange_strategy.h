@@ -70,6 +70,9 @@ struct ExchangeOptions {
   // sync: gradient buckets exchanged compressed (docs/distributed.md "Gradient compression");
   // none keeps today's fp32 path untouched.
   CompressionOptions compression;
+  // sync (dist.hetero_allreduce device): the GPU ranks sum the host ranks' gradients
+  // (dist/device_sum_strategy.h); false: every rank sums with `algorithm` in host memory.
+  bool device_sum = false;
   AsyncPsOptions async_ps;  // async_ps only
   HogwildOptions hogwild;   // hogwild only
 };
@@ -105,8 +108,11 @@ struct ModelArenas {
 //                   MPI algorithm and copied back (dist/arena_link.h);
 //   cuda_aware_mpi  device arenas handed to a CUDA-aware MPI library (algorithm mpi only: the
 //                   others sum on the host and stage); the tail bucket with the loss is staged;
-//   nccl            device arenas reduced by NCCL on its own stream.
-enum class ArenaTransport { host, staged, cuda_aware_mpi, nccl };
+//   nccl            device arenas reduced by NCCL on its own stream;
+//   device_sum      dist.hetero_allreduce device: host ranks send their buckets to a GPU rank
+//                   of their node, which sums them on the GPU (NCCL between the GPU ranks) and
+//                   sends the mean back (dist/device_sum_strategy.h).
+enum class ArenaTransport { host, staged, cuda_aware_mpi, nccl, device_sum };
 const char* arena_transport_name(ArenaTransport transport);
 
 // Where one step's exchange spent its time on this rank (seconds).

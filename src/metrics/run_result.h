@@ -29,7 +29,7 @@ struct RunRecord {
   std::string mpi_flavor, mpi_version;
   std::string mpi_tuning;                   // the MPI library's tuning environment, "NAME=value; ..."
   std::string dist_transport;               // how the exchange reaches the arenas: host | staged |
-                                            // cuda_aware_mpi | nccl (ArenaTransport)
+                                            // cuda_aware_mpi | nccl | device_sum (ArenaTransport)
   // The device facts of the backend (Backend::describe()).
   std::string backend;                      // "ref", "cpu", "cuda"
   std::string device;                       // "cpu", "cuda:0"

@@ -91,7 +91,8 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
   if (!allreduce_algorithm_built(r.dist.allreduce))
     throw ConfigError(cfg.locate("dist.allreduce") + ": " + allreduce_algorithm_missing_reason(r.dist.allreduce) +
                       "; accepted here: " + built_allreduce_names());
-  if (r.dist.allreduce == AllreduceAlgorithm::nccl && r.backend != BackendKind::cuda)
+  // dist.hetero_allreduce device: a CPU rank's gradients reach NCCL through its node's GPU rank.
+  if (r.dist.allreduce == AllreduceAlgorithm::nccl && r.backend != BackendKind::cuda && !r.dist.hetero_allreduce_device)
     throw ConfigError(cfg.locate("dist.allreduce") + ": nccl needs the cuda backend (it reduces GPU memory), and this "
                       "run's backend is " + backend_kind_name(r.backend) + "; set backend: cuda, or use mpi, ring, tree, "
                       "ps or shm");
@@ -99,20 +100,20 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
     throw ConfigError(cfg.locate("dist.allreduce") + ": nccl runs dist.strategy sync, not " +
                       dist_strategy_name(r.dist.strategy) + "; " + dist_strategy_name(r.dist.strategy) +
                       " on GPUs averages through an MPI algorithm (mpi, ring, tree, ps, shm: staged through host memory)");
-  // nccl needs no communication thread: its calls only queue work on NCCL's stream.
-  if (r.dist.strategy == DistStrategy::sync && r.dist.overlap && r.dist.allreduce != AllreduceAlgorithm::nccl &&
-      !mpi_threads_serialized())
+  // nccl needs no communication thread: its calls only queue work on NCCL's stream (with
+  // dist.hetero_allreduce device, the host ranks' buckets travel over MPI on the thread).
+  const bool queued_only = r.dist.allreduce == AllreduceAlgorithm::nccl && !r.dist.hetero_allreduce_device;
+  if (r.dist.strategy == DistStrategy::sync && r.dist.overlap && !queued_only && !mpi_threads_serialized())
     throw ConfigError(cfg.locate("dist.overlap") + ": overlapping the all-reduce with backward needs a communication "
                       "thread, and this MPI library does not provide MPI_THREAD_SERIALIZED; set dist.overlap: false");
-  // dist.hetero_allreduce device (host gradients to a GPU, NCCL, back) needs CUDA and NCCL;
-  // host (what the CPU path does) is always available. docs/distributed.md "Heterogeneous workers".
-  if (r.dist.hetero_allreduce_device)
-    throw ConfigError(cfg.locate("dist.hetero_allreduce") +
-                      (allreduce_algorithm_built(AllreduceAlgorithm::nccl)
-                           ? std::string(": device (summing the ranks' gradients on a GPU with NCCL) is not implemented yet")
-                           : std::string(": device sums the ranks' gradients on a GPU with NCCL, and this build has no "
-                                         "CUDA")) +
-                      "; use dist.hetero_allreduce: host (gradients summed in host memory with the MPI algorithms)");
+  // dist.hetero_allreduce device (host gradients to a GPU, NCCL, back): the GPUs sum with NCCL,
+  // which the dist.allreduce key names; which nodes have a GPU rank is known at start-up
+  // (dist/group_sum.h). docs/distributed.md "Where mixed ranks sum gradients".
+  if (r.dist.hetero_allreduce_device && r.dist.allreduce != AllreduceAlgorithm::nccl)
+    throw ConfigError(cfg.locate("dist.hetero_allreduce") + ": device sums the gradients on the GPUs with NCCL, and "
+                      "dist.allreduce is " + allreduce_algorithm_name(r.dist.allreduce) + " (" +
+                      cfg.locate("dist.allreduce") + "); set dist.allreduce: nccl, or dist.hetero_allreduce: host "
+                      "(gradients summed in host memory with the MPI algorithms)");
 }
 
 void check_device(const ResolvedConfig& cfg, const Backend& backend) {

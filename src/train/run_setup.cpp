@@ -87,6 +87,7 @@ ExchangeOptions exchange_options_of(const DistConfig& dist) {
   options.bucket_elements = std::max<int64_t>(1, static_cast<int64_t>(dist.bucket_mb * 1024.0 * 1024.0 / sizeof(float)));
   options.overlap = dist.overlap;
   options.compression = dist.compression;
+  options.device_sum = dist.hetero_allreduce_device;
   return options;
 }
 

@@ -1,7 +1,8 @@
-// Shared by the device exchange tests (test_cuda_nccl.cpp, test_cuda_mpi_staging.cpp): a few
-// training steps of an exchange strategy on a model's arenas in one backend's memory (the ref
-// backend's host memory, or the cuda backend's device memory), with the same data on every
-// backend, so that a device run can be compared with the host run of the MPI algorithms.
+// Shared by the exchange tests (test_cuda_nccl.cpp, test_cuda_mpi_staging.cpp,
+// test_mpi_device_sum.cpp): a few training steps of an exchange strategy on a model's arenas in
+// one backend's memory (the ref backend's host memory, or the cuda backend's device memory),
+// with the same data on every backend, so that a device run can be compared with the host run
+// of the MPI algorithms.
 //
 // Each rank starts from its own parameters and state (so broadcast_model matters), "backward"
 // writes rank- and step-dependent gradients into the arena from the top in uneven ranges and
@@ -14,7 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -72,8 +75,11 @@ inline void upload(Backend& backend, float* dst, const std::vector<float>& host)
   if (!host.empty()) backend.copy_from_host(dst, host.data(), host.size() * sizeof(float));
 }
 
+// Makes the strategy under test (default: make_exchange_strategy, the trainer's factory).
+using MakeExchange = std::function<std::unique_ptr<ExchangeStrategy>(Communicator&, const ModelArenas&)>;
+
 inline ExchangeRun run_exchange(Backend& backend, Communicator& comm, const ExchangeOptions& options,
-                                const RunSettings& run = {}) {
+                                const RunSettings& run = {}, const MakeExchange& make = {}) {
   const int rank = comm.rank();
   DeviceBuffer params = backend.allocate(kParams * sizeof(float));
   DeviceBuffer grads = backend.allocate(kParams * sizeof(float));
@@ -88,7 +94,7 @@ inline ExchangeRun run_exchange(Backend& backend, Communicator& comm, const Exch
   sgd_options.weight_decay = 1e-4;
   Sgd sgd(backend, kParams, sgd_options);
   const ModelArenas arenas{params.f32(), grads.f32(), kParams, state.f32(), kState, arena_device(backend)};
-  auto exchange = make_exchange_strategy(comm, arenas, options);
+  auto exchange = make ? make(comm, arenas) : make_exchange_strategy(comm, arenas, options);
   exchange->broadcast_model();
 
   ExchangeRun out;

@@ -1,7 +1,8 @@
 // NCCL and device-resident arenas (dist/cuda/): the NCCL all-reduce against a host sum, `sync`
 // with dist.allreduce nccl on the cuda backend's device arenas against `sync` with mpi on the
 // ref backend's host arenas (same data, same averaged update), and the staging path of the MPI
-// algorithms (mpi, ring) on device arenas against the same host run.
+// algorithms (mpi, ring) on device arenas against the same host run; the GPU's sums of
+// dist.hetero_allreduce device (its protocol: test_mpi_device_sum.cpp).
 //
 // Runs as one rank (CTest, one process per case: an MPI world of one) and under
 // `mpiexec -np N` where a node has at least N GPUs (NCCL refuses two ranks on one GPU); every
@@ -21,6 +22,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "core/error.h"
 #include "dist/allreduce_bench.h"
+#include "dist/cuda/device_exchange.h"
 #include "dist/cuda/nccl_comm.h"
 
 #include "exchange_harness.h"
@@ -83,6 +85,45 @@ TEST_F(CudaNccl, AllreduceMatchesAHostSum) {
       ASSERT_NEAR(host[static_cast<size_t>(i)], expected, 1e-6 * n * 3.0) << "count " << count << " element " << i;
     }
   }
+}
+
+// dist.hetero_allreduce device's sums on the GPU (dist/cuda/cuda_group_sum.cpp): two members'
+// buckets from pinned memory added into a range of the device arena, summed over the ranks
+// (NCCL, with more than one), scaled, and the mean in the outbox and in the arena.
+TEST_F(CudaNccl, GroupSumAddsTheMembersBucketsOnTheGpu) {
+  constexpr int64_t kArena = 5000, kOffset = 1234, kCount = 3001;
+  auto own = [](int rank, int64_t i) { return 0.5f * static_cast<float>(i % 17) - rank; };
+  auto member = [](int rank, size_t m, int64_t i) { return 0.25f * static_cast<float>((i + 3 * m) % 11) + rank; };
+  const int device = comm_->local_rank() % CudaBackend::device_count();
+  std::vector<float> host(kArena);
+  for (int64_t i = 0; i < kArena; ++i) host[static_cast<size_t>(i)] = own(comm_->rank(), i);
+  float* grads = nullptr;
+  ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&grads), host.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(grads, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  {
+    auto sum = make_cuda_group_sum(grads, device, *comm_, 2, kCount);
+    for (size_t m = 0; m < 2; ++m) {
+      for (int64_t i = 0; i < kCount; ++i) sum->inbox(m)[i] = member(comm_->rank(), m, kOffset + i);
+      sum->add(m, kOffset, kCount);
+    }
+    sum->sum_over_summers(kOffset, kCount);
+    const float factor = 1.0f / static_cast<float>(3 * comm_->size());
+    sum->scale_to_outbox(kOffset, kCount, factor);
+    ASSERT_EQ(cudaMemcpy(host.data(), grads, host.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int64_t i = 0; i < kArena; ++i) {
+      const bool inside = i >= kOffset && i < kOffset + kCount;
+      double want = own(comm_->rank(), i);
+      if (inside) {
+        want = 0;
+        for (int q = 0; q < comm_->size(); ++q) want += own(q, i) + member(q, 0, i) + member(q, 1, i);
+        want *= factor;
+        ASSERT_NEAR(sum->outbox()[i - kOffset], want, 1e-5) << "outbox " << i - kOffset;
+      }
+      ASSERT_NEAR(host[static_cast<size_t>(i)], want, 1e-5) << "arena " << i << (inside ? " (summed)" : " (untouched)");
+    }
+  }
+  cudaFree(grads);
 }
 
 // bench allreduce's nccl point: device buffer, checked against MPI_Allreduce of the same data.

@@ -148,10 +148,23 @@ def test_shares_that_do_not_fit_are_config_errors(tmp_path, dist, key, says):
 
 
 def test_hetero_allreduce_device_is_refused_without_a_gpu_path(tmp_path):
-    cfg = write_config(tmp_path / "dev.yaml", BASE.format(steps=2, workers=1, dist=", hetero_allreduce: device"))
+    """dist.hetero_allreduce device sums on the GPUs with NCCL (dist/device_sum_strategy.h): it
+    names nccl as its dist.allreduce, and every node needs a CUDA rank to sum its host ranks'
+    gradients. Its sums are checked by tests/cpp/test_mpi_device_sum.cpp (host stand-in for the
+    GPU) and scripts/device_hetero.sh (a GPU machine)."""
+    cfg = write_config(tmp_path / "ring.yaml", BASE.format(steps=2, workers=1, dist=", hetero_allreduce: device"))
     proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "key 'dist.hetero_allreduce'" in proc.stderr and "use dist.hetero_allreduce: host" in proc.stderr
+    assert "key 'dist.hetero_allreduce'" in proc.stderr and "set dist.allreduce: nccl" in proc.stderr, proc.stderr
+    text = BASE.format(steps=2, workers=2, dist=", hetero_allreduce: device").replace("allreduce: ring", "allreduce: nccl")
+    cfg = write_config(tmp_path / "cpu.yaml", text + RANKS)
+    proc = mpirun(2, ["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    # A CUDA build finds no CUDA rank on this node (the same refusal on every rank); a build
+    # without CUDA has no nccl at all.
+    assert ("the node of rank(s) 0, 1 runs no CUDA rank" in proc.stderr
+            or "key 'dist.allreduce'" in proc.stderr and "nccl" in proc.stderr), proc.stderr
+    assert list((tmp_path / "out").glob("*.h5")) == []
 
 
 # Ranks of different kinds (docs/distributed.md "Ranks of different kinds"): here ref and cpu,

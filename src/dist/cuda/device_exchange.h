@@ -11,6 +11,7 @@
 #include "dist/allreduce_bench.h"
 #include "dist/arena_link.h"
 #include "dist/exchange_strategy.h"
+#include "dist/group_sum.h"
 
 namespace ts {
 
@@ -22,6 +23,17 @@ std::unique_ptr<ArenaLink> make_cuda_arena_link(const ModelArenas& arenas, bool 
 // `sync` with nccl on device arenas (dist/cuda/nccl_sync_strategy.h). Collective.
 std::unique_ptr<ExchangeStrategy> make_nccl_sync_exchange(Communicator& comm, const ModelArenas& arenas,
                                                           const ExchangeOptions& options);
+
+// `sync` with dist.hetero_allreduce device: host ranks' buckets summed on their node's GPU rank
+// (dist/device_sum_strategy.h, dist/cuda/cuda_group_sum.cpp). Collective; ConfigError on every
+// rank when a node has host ranks but no GPU rank.
+std::unique_ptr<ExchangeStrategy> make_device_sum_exchange(Communicator& comm, const ModelArenas& arenas,
+                                                           const ExchangeOptions& options);
+
+// A GPU rank's sums for dist.hetero_allreduce device over its device gradient arena `grads` on
+// CUDA device `device` (dist/group_sum.h; NCCL over `summers` when it has several ranks).
+std::unique_ptr<GroupSum> make_cuda_group_sum(float* grads, int device, Communicator& summers, size_t members,
+                                              int64_t capacity);
 
 // "" when this process sees a CUDA device, else why nccl cannot run.
 std::string nccl_device_missing_reason();

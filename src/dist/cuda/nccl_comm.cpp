@@ -51,11 +51,11 @@ std::string nccl_device_missing_reason() {
          (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) + ")";
 }
 
-NcclCommunicator::NcclCommunicator(Communicator& comm) {
+NcclCommunicator::NcclCommunicator(Communicator& comm, int device) {
   const int devices = visible_cuda_devices();
   const std::string shortage = device_shortage(comm, devices);
   if (!shortage.empty()) throw ConfigError("dist.allreduce: " + shortage);
-  device_ = comm.local_rank() % devices;
+  device_ = device >= 0 ? device : comm.local_rank() % devices;
   ncclUniqueId id{};
   if (comm.rank() == 0) TS_NCCL(ncclGetUniqueId(&id));
   TS_MPI(MPI_Bcast(&id, static_cast<int>(sizeof id), MPI_BYTE, 0, mpi_comm(comm)));
@@ -70,9 +70,9 @@ NcclCommunicator::~NcclCommunicator() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-NcclCommunicator& nccl_of(Communicator& comm) {
+NcclCommunicator& nccl_of(Communicator& comm, int device) {
   auto& impl = CommunicatorAccess::impl(comm);
-  if (!impl.nccl) impl.nccl = std::make_shared<NcclCommunicator>(comm);
+  if (!impl.nccl) impl.nccl = std::make_shared<NcclCommunicator>(comm, device);
   return *impl.nccl;
 }
 

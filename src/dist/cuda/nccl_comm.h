@@ -20,8 +20,10 @@ namespace ts {
 class NcclCommunicator {
  public:
   // Collective over `comm`. ConfigError when this node's ranks outnumber its visible devices
-  // (NCCL refuses two ranks on one GPU) or there is no device, on every rank alike.
-  explicit NcclCommunicator(Communicator& comm);
+  // (NCCL refuses two ranks on one GPU) or there is no device, on every rank alike. `device`:
+  // the rank's CUDA device (-1: local_rank() % visible devices, the backend's rule on a
+  // communicator of every rank; a communicator of some ranks passes their arenas' device).
+  explicit NcclCommunicator(Communicator& comm, int device = -1);
   ~NcclCommunicator();
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -38,7 +40,7 @@ class NcclCommunicator {
 
 // The NCCL communicator of `comm`, created on the first call (collective then: every rank calls
 // it at the same point, from the thread that makes the communicator's MPI calls).
-NcclCommunicator& nccl_of(Communicator& comm);
+NcclCommunicator& nccl_of(Communicator& comm, int device = -1);
 
 // CUDA devices this process sees (0 when there is no driver or no device).
 int visible_cuda_devices();

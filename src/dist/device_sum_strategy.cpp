@@ -1,0 +1,119 @@
+// `sync` with dist.hetero_allreduce device (see device_sum_strategy.h).
+#include "dist/device_sum_strategy.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/timer.h"
+
+namespace ts {
+namespace {
+
+// Weights, state and the state's averages go through the arena link with MPI (set-up and
+// evaluation only); the buckets never do.
+ExchangeOptions link_options(ExchangeOptions options) {
+  options.algorithm = AllreduceAlgorithm::mpi;
+  return options;
+}
+
+int64_t largest_bucket(const BucketPlan& plan) {
+  int64_t largest = 0;
+  for (const Bucket& b : plan.buckets) largest = std::max(largest, b.second);
+  return largest;
+}
+
+}  // namespace
+
+DeviceSumExchange::DeviceSumExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options,
+                                     SumGroups groups, const MakeGroupSum& make_sum)
+    : comm_(comm),
+      arenas_(arenas),
+      plan_(BucketPlan::tile(arenas.param_count, options.bucket_elements)),
+      groups_(std::move(groups)),
+      members_(groups_.is_summer(comm.rank()) ? groups_.members_of(comm.rank()) : std::vector<int>{}),
+      summers_(comm.split(groups_.is_summer(comm.rank()) ? 0 : 1)),
+      link_(make_arena_link(arenas, link_options(options), plan_.buckets.size())),
+      verdict_(0),
+      pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
+                [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
+  TS_CHECK(static_cast<int>(groups_.summer_of.size()) == comm.size(),
+           "dist.hetero_allreduce device: groups of " + std::to_string(groups_.summer_of.size()) + " ranks for " +
+               std::to_string(comm.size()));
+  summers_->arm_watchdog(comm.watchdog_timeout());  // collective over each half of the split
+  if (!groups_.is_summer(comm.rank()))
+    TS_CHECK(arenas.device.host_accessible, "dist.hetero_allreduce device: a rank with device arenas must sum");
+  else
+    sum_ = make_sum(*summers_, members_.size(), largest_bucket(plan_));
+}
+
+void DeviceSumExchange::broadcast_model() {
+  const size_t now = link_->now_mark();
+  link_->broadcast(comm_, Arena::params, 0, arenas_.param_count, 0, now);
+  link_->broadcast(comm_, Arena::state, 0, arenas_.state_count, 0, now);
+  link_->order_compute_after_pushes();
+}
+
+void DeviceSumExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
+  local_loss_ = std::move(local_loss);
+  update_ = std::move(update);
+  times_ = ExchangeTimes{};
+  pipeline_.begin_step();
+}
+
+// One bucket: a host rank hands it to its summer and takes the mean back; a summer sums.
+void DeviceSumExchange::reduce_bucket(size_t i) {
+  const auto [offset, count] = plan_.buckets[i];
+  const bool tail = i + 1 == plan_.buckets.size();
+  if (comm_.size() == 1) {  // nothing to sum: only the verdict's loss is recorded
+    if (tail) verdict_.set_loss(local_loss_.value());
+    return;
+  }
+  link_->wait(i);  // device arenas: backward up to this bucket is compute, not communication
+  const double t0 = now_seconds();
+  if (sum_) {
+    sum_as_summer(offset, count);
+  } else {
+    const int summer = groups_.summer_of[static_cast<size_t>(comm_.rank())];
+    comm_.send_floats(arenas_.grads + offset, count, summer);
+    comm_.receive_floats(arenas_.grads + offset, count, summer);
+  }
+  if (tail) exchange_verdict();
+  times_.wire_bytes += static_cast<double>(count) * sizeof(float);
+  times_.comm += now_seconds() - t0;
+}
+
+// grads = (own + members') summed over the summers, x 1/N; the mean back to the members.
+void DeviceSumExchange::sum_as_summer(int64_t offset, int64_t count) {
+  for (size_t m = 0; m < members_.size(); ++m) {
+    comm_.receive_floats(sum_->inbox(m), count, members_[m]);
+    sum_->add(m, offset, count);
+  }
+  sum_->sum_over_summers(offset, count);
+  sum_->scale_to_outbox(offset, count, 1.0f / static_cast<float>(comm_.size()));
+  for (int member : members_) comm_.send_floats(sum_->outbox(), count, member);
+}
+
+void DeviceSumExchange::exchange_verdict() {
+  verdict_.set_loss(local_loss_.value());
+  comm_.allreduce_sum(verdict_.data(), verdict_.size());
+}
+
+StepVerdict DeviceSumExchange::finish_step(bool /*average_weights: every step exchanges*/) {
+  if (comm_.size() > 1) link_->wait(link_->now_mark());  // the rest of backward is compute
+  times_.comm_wait += pipeline_.complete();
+  // A summer's sums are done on its device (scale_to_outbox waited for them): the update
+  // queued next reads the means.
+  link_->order_compute_after_pushes();
+  StepVerdict v;
+  verdict_.read_verdict(v, comm_.size());
+  if (!v.diverged) timed_update(update_, 0, arenas_.param_count, times_);
+  v.times = times_;
+  return v;
+}
+
+void DeviceSumExchange::average_state() {
+  link_->average(comm_, AllreduceAlgorithm::mpi, Arena::state, 0, arenas_.state_count, link_->now_mark());
+  link_->order_compute_after_pushes();
+}
+
+}  // namespace ts
