@@ -4,6 +4,8 @@
 // created by make_exchange_strategy from the run's dist settings:
 //   sync        (dist/sync_strategy.h) w -= lr * mean_i(g_i): gradient buckets all-reduced as
 //               soon as backward has produced them (overlap: on a communication thread);
+//   device_sum  (dist/device_sum_strategy.h) sync with dist.hetero_allreduce device: CPU ranks'
+//               buckets summed on their node's GPU rank, NCCL between the GPU ranks;
 //   ps          (dist/ps_strategy.h) sync with dist.allreduce ps: rank 0 gathers the gradient
 //               buckets, averages them, steps the optimizer and broadcasts the weights;
 //   weight_avg  (dist/weight_avg_strategy.h) every rank steps on its own gradients; weights and
