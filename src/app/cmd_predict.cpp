@@ -96,6 +96,7 @@ PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, co
     r.compute.push_back(s.compute);
     r.comm.push_back(s.comm);
     r.exposed_comm.push_back(s.exposed_comm);
+    r.contention.push_back(s.contention);
     r.data.push_back(s.data);
     r.forward.push_back(s.forward);
     r.backward.push_back(s.backward);

@@ -27,7 +27,60 @@ double ready_time(const std::vector<int64_t>& first_param, const std::vector<dou
   return done_at.empty() ? 0.0 : done_at.front();
 }
 
+// When backward ends and when the communication thread has reduced each bucket, both in
+// seconds after backward starts: the buckets one after another on the thread, each starting
+// once backward has progressed to its `ready` point (seconds of backward alone) and the bucket
+// before it is done; while both run they progress at `rates`, alone at full speed.
+struct OverlapTimeline {
+  double backward_end = 0;
+  std::vector<double> done;
+};
+
+OverlapTimeline run_overlap(double backward, const std::vector<double>& ready, const std::vector<double>& cost,
+                            const ContentionRates& rates) {
+  OverlapTimeline t;
+  double now = 0, progress = 0, left = 0;  // wall clock, backward's progress, the job's work left
+  size_t next = 0;                         // the bucket the thread takes next
+  bool busy = false;
+  t.backward_end = backward;
+  while (next < ready.size() || busy) {
+    const bool computing = progress < backward;
+    if (!busy && ready[next] <= progress) {
+      busy = true;
+      left = cost[next];
+    }
+    const double rb = busy && computing ? rates.backward : 1.0;
+    const double rc = computing ? rates.comm : 1.0;
+    // The next event: the job ends, or the next bucket is ready, or backward ends.
+    double dt = busy ? left / rc : (ready[next] - progress) / rb;
+    const bool backward_ends = computing && (backward - progress) / rb <= dt;
+    if (backward_ends) dt = (backward - progress) / rb;
+    now += dt;
+    if (computing) progress = backward_ends ? backward : progress + rb * dt;
+    if (backward_ends) t.backward_end = now;
+    if (busy) left = backward_ends && left - rc * dt > 0 ? left - rc * dt : 0;
+    if (busy && left == 0) {
+      t.done.push_back(now);
+      busy = false;
+      ++next;
+    }
+  }
+  return t;
+}
+
 }  // namespace
+
+ContentionRates contention_rates(const StepOptions& o) {
+  ContentionRates r;
+  if (o.node_cores <= 0 || !o.overlap || o.weight_average) return r;
+  const double workers = static_cast<double>(std::max<int64_t>(1, o.workers_on_node));
+  const double threads = std::max(1.0, o.compute_threads);
+  const double alone = std::min(1.0, o.node_cores / (workers * threads));
+  const double shared = std::min(1.0, o.node_cores / (workers * (threads + 1)));
+  r.backward = shared / alone;
+  r.comm = shared;
+  return r;
+}
 
 std::vector<LayerTime> layer_times(const std::vector<LayerWork>& layers, const WorkerRate& rate, const Calibration& calibration,
                                    const std::string& model, bool gemm_only, double worker_cores) {
@@ -82,7 +135,7 @@ StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRa
   } else {
     const int64_t bucket_elements = static_cast<int64_t>(o.bucket_mb * 1048576.0 / 4.0);
     const BucketPlan plan = BucketPlan::tile(params, bucket_elements);
-    double free_at = 0;  // the communication thread
+    std::vector<double> costs;
     for (size_t i = 0; i < plan.buckets.size(); ++i) {
       const Bucket& b = plan.buckets[i];
       const bool tail = i + 1 == plan.buckets.size();  // carries the loss: reduced after backward
@@ -94,16 +147,16 @@ StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRa
         s.decompress += c.decode;
         s.wire_bytes += c.wire_bytes;
       }
-      const double ready = (o.overlap && !tail) ? ready_time(first_param, done_at, b.first) : s.backward;
-      const double start = std::max(ready, free_at);
-      free_at = start + cost;
+      s.bucket_ready.push_back((o.overlap && !tail) ? ready_time(first_param, done_at, b.first) : s.backward);
+      costs.push_back(cost);
       s.comm += cost;
-      s.bucket_ready.push_back(ready);
-      s.bucket_done.push_back(free_at);
     }
-    s.exposed_comm = std::max(0.0, free_at - s.backward);
+    const OverlapTimeline t = run_overlap(s.backward, s.bucket_ready, costs, contention_rates(o));
+    s.bucket_done = t.done;
+    s.contention = t.backward_end - s.backward;
+    s.exposed_comm = std::max(0.0, t.done.back() - t.backward_end);
   }
-  s.step = s.compute + s.exposed_comm + s.data;
+  s.step = s.compute + s.contention + s.exposed_comm + s.data;
   return s;
 }
 

@@ -33,6 +33,12 @@ struct StepOptions {
   std::string model;            // for calibrated per-layer efficiencies
   double data_bytes = 0;        // input bytes of one minibatch (copied into the net per step)
   double worker_cores = 0;      // cores one worker computes on (picks the calibrated efficiencies)
+  // CPU nodes (0: a GPU node, whose compute does not use the cores): the node's cores, the
+  // workers on it and each worker's compute threads. With overlap, each worker's communication
+  // thread competes with them for the cores while both run (ContentionRates).
+  double node_cores = 0;
+  int64_t workers_on_node = 1;
+  double compute_threads = 1;
   // dist.compression other than none: each bucket exchanged compressed (null: fp32 averages).
   const CompressionModel* compression = nullptr;
 };
@@ -45,10 +51,23 @@ struct StepPrediction {
   double compress = 0, decompress = 0;  // the parts of comm in a compressor's codec
   double wire_bytes = 0;          // compressed exchanges: bytes this worker hands to the collectives
   double exposed_comm = 0;        // the part of comm that backward does not hide
+  double contention = 0;          // backward's time lost to the communication thread's cores
   double data = 0;                // copying the minibatch in
-  double step = 0;                // compute + exposed_comm + data
-  std::vector<double> bucket_ready, bucket_done;  // seconds after backward starts
+  double step = 0;                // compute + contention + exposed_comm + data
+  // Per bucket: backward's progress (seconds of backward alone) when it is final, and when it is
+  // reduced (seconds after backward starts, contention included).
+  std::vector<double> bucket_ready, bucket_done;
 };
+
+// How fast backward and the communication thread progress while both run, against each alone
+// (1: no contention). A node of C cores runs r workers of t compute threads each; a busy
+// communication thread adds one thread per worker, and the threads share the cores evenly:
+// each gets min(1, C / (r (t + 1))) of a core instead of min(1, C / (r t)). Two workers of one
+// thread on two cores: both at 0.5.
+struct ContentionRates {
+  double backward = 1, comm = 1;
+};
+ContentionRates contention_rates(const StepOptions& options);
 
 // Time of each pass of each layer for one worker at `rate` (efficiencies from the cluster's
 // calibration measured at the worker's `worker_cores` threads, or at the calibration's own

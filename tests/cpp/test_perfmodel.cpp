@@ -232,6 +232,76 @@ TEST(StepModel, OverlapHidesCommunicationBehindBackward) {
   EXPECT_DOUBLE_EQ(alone.comm, 0.0);
 }
 
+TEST(StepModel, ContentionRatesOfTheCommunicationThread) {
+  StepOptions o;
+  o.node_cores = 2;
+  o.workers_on_node = 2;
+  o.compute_threads = 1;
+  ContentionRates r = contention_rates(o);  // 4 busy threads on 2 cores: each at half speed
+  EXPECT_DOUBLE_EQ(r.backward, 0.5);
+  EXPECT_DOUBLE_EQ(r.comm, 0.5);
+  o.workers_on_node = 1;  // 2 threads on 2 cores: none waits
+  r = contention_rates(o);
+  EXPECT_DOUBLE_EQ(r.backward, 1.0);
+  EXPECT_DOUBLE_EQ(r.comm, 1.0);
+  o.node_cores = 40;  // 41 threads on 40 cores
+  o.compute_threads = 40;
+  r = contention_rates(o);
+  EXPECT_DOUBLE_EQ(r.backward, 40.0 / 41.0);
+  EXPECT_DOUBLE_EQ(r.comm, 40.0 / 41.0);
+  o.overlap = false;  // the buckets are reduced after backward: nothing runs beside it
+  EXPECT_DOUBLE_EQ(contention_rates(o).backward, 1.0);
+  o.overlap = true;
+  o.node_cores = 0;  // a GPU node: backward is the GPU's
+  EXPECT_DOUBLE_EQ(contention_rates(o).comm, 1.0);
+}
+
+// Two workers of one thread on a 2-core node: while a bucket is reduced beside backward, both
+// run at half speed, so backward ends later by the overlapped work (the timeline by hand).
+TEST(StepModel, TheCommunicationThreadSlowsBackwardOnABusyNode) {
+  const ClusterSpec c = parse_cluster_file(kTiny, "tiny.yaml");
+  ModelWorkRequest r;
+  r.model = "lenet";
+  r.batch = 32;
+  const std::vector<LayerWork> layers = model_work(r);
+  const Placement pl = place_workers(c, 4, 4);
+  const WorkerRate rate = worker_rate(c, pl, "fp32");
+  const AllreduceModel ring(c, "ring", pl);
+  StepOptions o;
+  o.bucket_mb = 0.25;
+  const StepPrediction free = predict_step(layers, rate, ring, Calibration{}, o);
+  o.node_cores = 2;
+  o.workers_on_node = 2;
+  o.compute_threads = 1;
+  const StepPrediction busy = predict_step(layers, rate, ring, Calibration{}, o);
+  EXPECT_DOUBLE_EQ(free.contention, 0.0);
+  EXPECT_NEAR(free.step, free.compute + free.exposed_comm + free.data, 1e-15);
+  EXPECT_NEAR(busy.step, busy.compute + busy.contention + busy.exposed_comm + busy.data, 1e-15);
+  EXPECT_NEAR(busy.comm, free.comm, 1e-15);  // the same work, done more slowly
+  EXPECT_GT(busy.contention, 0.0);
+  EXPECT_GT(busy.step, free.step);
+  // Replay by hand: a job beside backward does half its work per second and costs backward as
+  // much; alone (after backward) it runs at full speed.
+  const double B = free.backward;
+  double now = 0, progress = 0;
+  std::vector<double> done;
+  for (size_t i = 0; i < busy.bucket_ready.size(); ++i) {
+    const double start = std::max(free.bucket_ready[i], i > 0 ? free.bucket_done[i - 1] : 0.0);
+    const double cost = free.bucket_done[i] - start;  // the bucket's work, from the free timeline
+    if (progress < busy.bucket_ready[i]) {  // idle thread: backward alone until the bucket is final
+      now += busy.bucket_ready[i] - progress;
+      progress = busy.bucket_ready[i];
+    }
+    const double shared_for = std::min(2.0 * cost, (B - progress) / 0.5);  // seconds both run
+    now += shared_for;
+    progress += 0.5 * shared_for;
+    now += cost - 0.5 * shared_for;  // what is left once backward has ended, at full speed
+    done.push_back(now);
+  }
+  ASSERT_EQ(done.size(), busy.bucket_done.size());
+  for (size_t i = 0; i < done.size(); ++i) EXPECT_NEAR(busy.bucket_done[i], done[i], 1e-12) << "bucket " << i;
+}
+
 TEST(ClusterFile, ShippedFilesParseAndRoundTrip) {
   for (const char* name : {"skylake-8180m", "dgx-h100", "local"}) {
     const std::string path = kSource + "/configs/clusters/" + name + ".yaml";
