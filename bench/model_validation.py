@@ -25,7 +25,7 @@ fits of --cluster into OUT_DIR/<git sha>/clusters/<model>.yaml; --no-recalibrate
                             [--recalibrate-s 20 | --no-recalibrate]
                             [--models lenet,resnet20] [--algorithms mpi,ring,tree,ps,shm]
                             [--compression fp16,bf16,qsgd,topk,powersgd] [--hetero [--hetero-steps 150]]
-                            [--rounds 1] [--out-dir reports/model/validation]
+                            [--rounds 1] [--out-dir reports/model/validation] [--tag NAME]
 
 Run `mpirun -np 2 trainscale calibrate --out configs/clusters/local.yaml` first (the runs must
 see the machine the calibration saw). Environment: TRAINSCALE_BINARY (default
@@ -186,10 +186,11 @@ def main():
     p.add_argument("--recalibrate-s", type=float, default=20.0)
     p.add_argument("--no-recalibrate", action="store_true")
     p.add_argument("--out-dir", default=str(REPO / "reports" / "model" / "validation"))
+    p.add_argument("--tag", default="", help="names the series OUT_DIR/<git sha>-TAG (several series of one commit)")
     args = p.parse_args()
     assert MPIRUN, "mpirun not found"
     out_dir = pathlib.Path(args.out_dir)
-    sha = git_sha()
+    sha = git_sha() + (f"-{args.tag}" if args.tag else "")
     work = out_dir / sha
     work.mkdir(parents=True, exist_ok=True)
     load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
