@@ -63,6 +63,7 @@ class CudaGroupSum : public GroupSum {
 
   void sum_over_summers(int64_t offset, int64_t count) override {
     if (!nccl_ || count <= 0) return;
+    TS_DIST_CUDA(cudaSetDevice(device_));  // a summer without members calls this first on its thread
     TS_NCCL(ncclAllReduce(grads_ + offset, grads_ + offset, static_cast<size_t>(count), ncclFloat, ncclSum,
                           nccl_->comm(), stream_));
   }
