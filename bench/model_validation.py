@@ -12,8 +12,8 @@ predicted step time with the measured median step (`/timing/step`, slowest rank 
 first --warmup steps left out; compressed runs also their codec seconds, /timing/compress +
 decompress, against the predicted ones). The error, (predicted - measured) / measured, is a tracked
 figure: it is printed, and written with the machine (CPU model, load average before and after)
-and the command line to OUT_DIR/<git sha>.json and .md, with the run and prediction files under
-OUT_DIR/<git sha>/. Not a pass/fail test.
+and the command line to OUT_DIR/<git sha>[-TAG].json and .md, with the run and prediction files
+under OUT_DIR/<git sha>[-TAG]/. Not a pass/fail test.
 
 On a machine shared with other jobs the speed drifts within minutes, so by default each model's
 cases start with a fresh one-rank calibration of the node and that model's layers
