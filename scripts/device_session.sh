@@ -8,11 +8,11 @@
 #   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
 #
 # PARTS (comma-separated, in order; default checkpoint,generations,tests: 530 s at most, the
-# unmeasured parts first, within one call of 600 s; then hetero,peer (410 s: hetero again since
+# unmeasured parts first, within one call of 600 s; then hetero,peer (440 s: hetero again since
 # a device rank's compute time waits for its device) or peer,zoo (580 s) as a second call when
 # the session has the time; memory ran at 7ab771a):
 #   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
-#   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 170 s)
+#   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 200 s)
 #   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)
 #   peer    bench/gpu_peer.py --no-compile  trainscale vs PyTorch eager      (limit 240 s)
 #   checkpoint   scripts/device_checkpoint.sh  CUDA checkpoints, bit-exact resume (limit 200 s)
@@ -48,7 +48,7 @@ for name in "${wanted[@]}"; do
   case $name in
     memory) part memory 150 scripts/device_memory.sh "$out/memory"
             cat "$out/memory/memory.txt" >>"$summary" 2>/dev/null ;;
-    hetero) part hetero 170 scripts/device_hetero.sh "$out/hetero" 12
+    hetero) part hetero 200 scripts/device_hetero.sh "$out/hetero" 12
             cat "$out/hetero/hetero.txt" >>"$summary" 2>/dev/null ;;
     tests)  part tests 130 scripts/device_test.sh "$out/tests"
             tail -n 20 "$out/tests.log" >>"$summary" ;;
