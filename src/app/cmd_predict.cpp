@@ -1,6 +1,6 @@
 // `trainscale predict`: the analytical model (src/perfmodel/, docs/model.md) of a run config on
 // a cluster file, per worker count: the step split into compute / communication / exposed
-// communication / data, throughput, scaling efficiency and each layer's bound, printed as
+// communication / contention (the communication thread's cores) / data, throughput, scaling efficiency and each layer's bound, printed as
 // tables and (with --out) written as an HDF5 prediction file (docs/hdf5-schema.md).
 #include <boost/program_options.hpp>
 
@@ -123,7 +123,8 @@ PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, co
 // Each field starts with a space: a value wider than its column (a step of minutes on 1,000
 // workers) still reads apart from its neighbours.
 void print_points(std::ostream& os, const perf::Prediction& p) {
-  os << "workers  nodes  batch   step_ms  compute_ms   comm_ms  exposed_ms   data_ms  samples/s  efficiency  "
+  os << "workers  nodes  batch   step_ms  compute_ms   comm_ms  exposed_ms  contention_ms   data_ms  samples/s  "
+        "efficiency  "
         "layers c/m/n\n";
   for (const perf::WorkerPoint& pt : p.points) {
     const perf::StepPrediction& s = pt.step;
@@ -132,7 +133,7 @@ void print_points(std::ostream& os, const perf::Prediction& p) {
     os << fmt(" %6.0f", static_cast<double>(pt.workers)) << fmt(" %6.0f", static_cast<double>(pt.placement.nodes))
        << fmt(" %6.0f", static_cast<double>(pt.batch_per_worker)) << fmt(" %9.3f", s.step * 1e3)
        << fmt(" %11.3f", s.compute * 1e3) << fmt(" %9.3f", s.comm * 1e3) << fmt(" %11.3f", s.exposed_comm * 1e3)
-       << fmt(" %9.3f", s.data * 1e3) << fmt(" %10.1f", pt.throughput) << fmt(" %11.3f", pt.scaling_efficiency) << "  "
+       << fmt(" %14.3f", s.contention * 1e3) << fmt(" %9.3f", s.data * 1e3) << fmt(" %10.1f", pt.throughput) << fmt(" %11.3f", pt.scaling_efficiency) << "  "
        << bounds[0] << "/" << bounds[1] << "/" << bounds[2] << (pt.placement.oversubscribed ? "  (oversubscribed)" : "")
        << "\n";
   }
@@ -168,9 +169,10 @@ int command_predict(const std::vector<std::string>& args) {
       "The analytical performance model (docs/model.md): the run's model, layer by layer (FP, BP-GC, BP-WU as\n"
       "GEMMs), on the cluster's nodes (roofline with the blocked-GEMM intensity, calibrated efficiencies) and\n"
       "network (the run's dist.allreduce as an alpha-beta cost, buckets, overlap). Per worker count it prints\n"
-      "and writes the step time split into compute / communication / exposed communication / data, the\n"
-      "throughput, the scaling efficiency against one worker, and each layer's bound (compute, memory,\n"
-      "network). Nothing is trained; no MPI is started.\n"
+      "and writes the step time split into compute / communication / exposed communication / contention\n"
+      "(backward's time lost to the communication thread on a CPU node's cores) / data, the throughput,\n"
+      "the scaling efficiency against one worker, and each layer's bound (compute, memory, network).\n"
+      "Nothing is trained; no MPI is started.\n"
       "dist.compression is priced from the codec rates in the cluster file's calibration.compression\n"
       "(trainscale calibrate measures them); unequal shares (dist.partition) and a slowed rank\n"
       "(dist.emulate_slowdown) rank by rank, the step being the slowest rank's; async_ps, hogwild and\n"
