@@ -200,15 +200,26 @@ TEST(AllreduceModel, PlacementAndFormulas) {
   EXPECT_THROW(AllreduceModel(c, "gossip", one_node), ConfigError);
 }
 
+// lenet at batch 32 on 4 workers of the tiny cluster, reduced with ring: the step model's input.
+struct LenetOnTiny {
+  ClusterSpec c = parse_cluster_file(kTiny, "tiny.yaml");
+  std::vector<LayerWork> layers = model_work([] {
+    ModelWorkRequest r;
+    r.model = "lenet";
+    r.batch = 32;
+    return r;
+  }());
+  Placement pl = place_workers(c, 4, 4);
+  WorkerRate rate = worker_rate(c, pl, "fp32");
+  AllreduceModel ring{c, "ring", pl};
+};
+
 TEST(StepModel, OverlapHidesCommunicationBehindBackward) {
-  const ClusterSpec c = parse_cluster_file(kTiny, "tiny.yaml");
-  ModelWorkRequest r;
-  r.model = "lenet";
-  r.batch = 32;
-  const std::vector<LayerWork> layers = model_work(r);
-  const Placement pl = place_workers(c, 4, 4);
-  const WorkerRate rate = worker_rate(c, pl, "fp32");
-  const AllreduceModel ring(c, "ring", pl);
+  const LenetOnTiny t;
+  const ClusterSpec& c = t.c;
+  const std::vector<LayerWork>& layers = t.layers;
+  const WorkerRate& rate = t.rate;
+  const AllreduceModel& ring = t.ring;
   StepOptions o;
   o.bucket_mb = 0.25;  // several buckets
   o.overlap = false;
@@ -259,14 +270,11 @@ TEST(StepModel, ContentionRatesOfTheCommunicationThread) {
 // Two workers of one thread on a 2-core node: while a bucket is reduced beside backward, both
 // run at half speed, so backward ends later by the overlapped work (the timeline by hand).
 TEST(StepModel, TheCommunicationThreadSlowsBackwardOnABusyNode) {
-  const ClusterSpec c = parse_cluster_file(kTiny, "tiny.yaml");
-  ModelWorkRequest r;
-  r.model = "lenet";
-  r.batch = 32;
-  const std::vector<LayerWork> layers = model_work(r);
-  const Placement pl = place_workers(c, 4, 4);
-  const WorkerRate rate = worker_rate(c, pl, "fp32");
-  const AllreduceModel ring(c, "ring", pl);
+  const LenetOnTiny t;
+  const ClusterSpec& c = t.c;
+  const std::vector<LayerWork>& layers = t.layers;
+  const WorkerRate& rate = t.rate;
+  const AllreduceModel& ring = t.ring;
   StepOptions o;
   o.bucket_mb = 0.25;
   const StepPrediction free = predict_step(layers, rate, ring, Calibration{}, o);
