@@ -271,7 +271,6 @@ TEST(StepModel, ContentionRatesOfTheCommunicationThread) {
 // run at half speed, so backward ends later by the overlapped work (the timeline by hand).
 TEST(StepModel, TheCommunicationThreadSlowsBackwardOnABusyNode) {
   const LenetOnTiny t;
-  const ClusterSpec& c = t.c;
   const std::vector<LayerWork>& layers = t.layers;
   const WorkerRate& rate = t.rate;
   const AllreduceModel& ring = t.ring;
