@@ -45,7 +45,7 @@ OverlapTimeline run_overlap(double backward, const std::vector<double>& ready, c
   t.backward_end = backward;
   while (next < ready.size() || busy) {
     const bool computing = progress < backward;
-    if (!busy && ready[next] <= progress) {
+    if (!busy && (ready[next] <= progress || !computing)) {  // (every bucket is ready once backward ends)
       busy = true;
       left = cost[next];
     }
