@@ -3,14 +3,12 @@
 
 #include <cstdio>
 
+#include "core/strings.h"
+
 namespace ts {
 
 std::string config_id_of(const std::string& canonical_yaml) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : canonical_yaml) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
+  const uint64_t h = fnv1a64(canonical_yaml);
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return std::string(buf, 12);

@@ -94,4 +94,13 @@ std::string json_quote(std::string_view text) {
   return out + "\"";
 }
 
+uint64_t fnv1a64(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
 }  // namespace ts

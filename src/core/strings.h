@@ -2,6 +2,7 @@
 // closest-spelling suggestion that error messages use ("did you mean 'momentum'?").
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,5 +23,8 @@ size_t edit_distance(std::string_view a, std::string_view b);
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 // `text` as a JSON string literal, quotes included ("a\"b" -> "\"a\\\"b\"").
 std::string json_quote(std::string_view text);
+// 64-bit FNV-1a of `text`'s bytes (config ids, sweep seeds and manifest hashes, the jpeg_dir
+// hold-out, the node of a host name): the same on every machine and every run.
+uint64_t fnv1a64(std::string_view text);
 
 }  // namespace ts

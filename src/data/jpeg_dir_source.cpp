@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace ts {
 namespace {
@@ -151,8 +152,7 @@ void check_options(const JpegDirOptions& o) {
 }  // namespace
 
 bool jpeg_dir_holds_out(const std::string& class_name, const std::string& file_name, double test_fraction) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 of "<class>/<file>"
-  for (unsigned char c : class_name + "/" + file_name) h = (h ^ c) * 0x100000001b3ull;
+  uint64_t h = fnv1a64(class_name + "/" + file_name);
   h ^= h >> 33;  // a finaliser, so that similar names spread over [0, 2^64)
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;

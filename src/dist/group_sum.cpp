@@ -1,11 +1,10 @@
 // Sum groups and the host GroupSum (see group_sum.h).
 #include "dist/group_sum.h"
 
-#include <algorithm>
-#include <cstring>
 #include <map>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "dist/bucket_plan.h"
 
 namespace ts {
@@ -44,23 +43,12 @@ SumGroups SumGroups::of(const std::vector<RankPlace>& ranks) {
   return groups;
 }
 
-namespace {
-
-// FNV-1a: the same 64 bits for the same host name on every rank.
-uint64_t node_key(const std::string& host) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : host) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-}  // namespace
-
 SumGroups sum_groups_of(Communicator& comm, bool device_arenas) {
   struct Wire {
     uint64_t node;
     uint64_t device;
   };
-  const Wire mine{node_key(comm.host()), device_arenas ? 1u : 0u};
+  const Wire mine{fnv1a64(comm.host()), device_arenas ? 1u : 0u};  // the same key for one host on every rank
   std::vector<Wire> all(static_cast<size_t>(comm.size()));
   comm.allgather_bytes(&mine, sizeof(Wire), all.data());
   std::vector<RankPlace> places;

@@ -17,20 +17,13 @@
 #include "config/run_config.h"
 #include "core/file_io.h"
 #include "core/names.h"
+#include "core/strings.h"
 
 namespace ts {
 namespace {
 
 namespace fs = std::filesystem;
 
-uint64_t fnv1a64(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // Text compared by exclusion: numbers and booleans in one spelling ("0.020" == "0.02",
 // "32" == "32.0", "yes" == "true"), everything else as written.

@@ -177,3 +177,11 @@ TEST(Strings, ClosestMatchSuggestsPlausibleTypos) {
   EXPECT_EQ(closest_match("H100", {"p100", "h100"}), "h100");  // a case-only difference wins the tie
   EXPECT_EQ(json_quote("a\"b\n"), "\"a\\\"b\\n\"");
 }
+
+// The published FNV-1a 64 test vectors: config ids, sweep seeds, manifest hashes and the
+// jpeg_dir hold-out depend on these exact bits.
+TEST(Strings, Fnv1a64MatchesThePublishedVectors) {
+  EXPECT_EQ(ts::fnv1a64(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(ts::fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(ts::fnv1a64("foobar"), 0x85944171f73967e8ULL);
+}
