@@ -46,6 +46,18 @@ void ArenaLink::broadcast(Communicator& comm, Arena a, int64_t offset, int64_t c
   if (comm.rank() != root) push(a, offset, count);
 }
 
+void ArenaLink::broadcast_model(Communicator& comm, const ModelArenas& arenas) {
+  const size_t now = now_mark();
+  broadcast(comm, Arena::params, 0, arenas.param_count, 0, now);
+  broadcast(comm, Arena::state, 0, arenas.state_count, 0, now);
+  order_compute_after_pushes();
+}
+
+void ArenaLink::average_state(Communicator& comm, AllreduceAlgorithm algorithm, const ModelArenas& arenas) {
+  average(comm, algorithm, Arena::state, 0, arenas.state_count, now_mark());
+  order_compute_after_pushes();
+}
+
 std::unique_ptr<ArenaLink> make_arena_link(const ModelArenas& arenas, const ExchangeOptions& options, size_t marks) {
   if (arenas.device.host_accessible) return std::make_unique<HostArenaLink>(arenas);
 #ifdef TRAINSCALE_HAVE_NCCL

@@ -57,6 +57,12 @@ class ArenaLink {
                        size_t slot, PsTimings* ps = nullptr);
   // Rank `root`'s [offset, offset + count) of arena `a` on every rank, after mark `slot`.
   virtual void broadcast(Communicator& comm, Arena a, int64_t offset, int64_t count, int root, size_t slot);
+
+  // Caller's thread, the strategies' broadcast_model and average_state: rank 0's parameters and
+  // state on every rank (set-up), or the state's mean over ranks with `algorithm` (before an
+  // evaluation), after the compute work queued so far; compute queued next runs after them.
+  void broadcast_model(Communicator& comm, const ModelArenas& arenas);
+  void average_state(Communicator& comm, AllreduceAlgorithm algorithm, const ModelArenas& arenas);
 };
 
 // The link for `arenas` with `marks` mark slots (the strategy's buckets). Device arenas need the

@@ -12,6 +12,12 @@ namespace {
 constexpr int64_t kMaxTail = 16384;  // floats in the staged last bucket, at most
 }  // namespace
 
+int64_t BucketPlan::largest() const {
+  int64_t most = 0;
+  for (const Bucket& b : buckets) most = std::max(most, b.second);
+  return most;
+}
+
 BucketPlan BucketPlan::tile(int64_t param_count, int64_t bucket_elements) {
   BucketPlan plan;
   const int64_t bucket = std::max<int64_t>(1, bucket_elements);

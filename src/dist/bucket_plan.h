@@ -21,6 +21,7 @@ namespace ts {
 struct BucketPlan {
   std::vector<Bucket> buckets;  // reduction order: highest offsets first, the tail [0, T) last
   int64_t tail() const { return buckets.back().second; }
+  int64_t largest() const;  // floats of the largest bucket (0 for an empty arena)
   // At least one bucket (the tail, possibly empty when param_count is 0).
   static BucketPlan tile(int64_t param_count, int64_t bucket_elements);
 };

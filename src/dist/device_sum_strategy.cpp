@@ -1,8 +1,6 @@
 // `sync` with dist.hetero_allreduce device (see device_sum_strategy.h).
 #include "dist/device_sum_strategy.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "core/timer.h"
 
@@ -14,12 +12,6 @@ namespace {
 ExchangeOptions link_options(ExchangeOptions options) {
   options.algorithm = AllreduceAlgorithm::mpi;
   return options;
-}
-
-int64_t largest_bucket(const BucketPlan& plan) {
-  int64_t largest = 0;
-  for (const Bucket& b : plan.buckets) largest = std::max(largest, b.second);
-  return largest;
 }
 
 }  // namespace
@@ -43,14 +35,11 @@ DeviceSumExchange::DeviceSumExchange(Communicator& comm, ModelArenas arenas, con
   if (!groups_.is_summer(comm.rank()))
     TS_CHECK(arenas.device.host_accessible, "dist.hetero_allreduce device: a rank with device arenas must sum");
   else
-    sum_ = make_sum(*summers_, members_.size(), largest_bucket(plan_));
+    sum_ = make_sum(*summers_, members_.size(), plan_.largest());
 }
 
 void DeviceSumExchange::broadcast_model() {
-  const size_t now = link_->now_mark();
-  link_->broadcast(comm_, Arena::params, 0, arenas_.param_count, 0, now);
-  link_->broadcast(comm_, Arena::state, 0, arenas_.state_count, 0, now);
-  link_->order_compute_after_pushes();
+  link_->broadcast_model(comm_, arenas_);
 }
 
 void DeviceSumExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
@@ -112,8 +101,7 @@ StepVerdict DeviceSumExchange::finish_step(bool /*average_weights: every step ex
 }
 
 void DeviceSumExchange::average_state() {
-  link_->average(comm_, AllreduceAlgorithm::mpi, Arena::state, 0, arenas_.state_count, link_->now_mark());
-  link_->order_compute_after_pushes();
+  link_->average_state(comm_, AllreduceAlgorithm::mpi, arenas_);
 }
 
 }  // namespace ts

@@ -27,18 +27,11 @@ ParameterServerExchange::ParameterServerExchange(Communicator& comm, ModelArenas
       staging_(plan_.tail()),
       pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
                 [this](size_t i) { gather_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
-  if (comm.rank() == 0) {
-    int64_t largest = 0;
-    for (const auto& b : plan_.buckets) largest = std::max(largest, b.second);
-    gathered_.resize(static_cast<size_t>((largest + kExtras) * comm.size()));
-  }
+  if (comm.rank() == 0) gathered_.resize(static_cast<size_t>((plan_.largest() + kExtras) * comm.size()));
 }
 
 void ParameterServerExchange::broadcast_model() {
-  const size_t now = link_->now_mark();
-  link_->broadcast(comm_, Arena::params, 0, arenas_.param_count, 0, now);
-  link_->broadcast(comm_, Arena::state, 0, arenas_.state_count, 0, now);
-  link_->order_compute_after_pushes();
+  link_->broadcast_model(comm_, arenas_);
 }
 
 void ParameterServerExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
@@ -126,8 +119,7 @@ StepVerdict ParameterServerExchange::finish_step(bool /*average_weights: every s
 }
 
 void ParameterServerExchange::average_state() {
-  link_->average(comm_, AllreduceAlgorithm::ps, Arena::state, 0, arenas_.state_count, link_->now_mark());
-  link_->order_compute_after_pushes();
+  link_->average_state(comm_, AllreduceAlgorithm::ps, arenas_);
 }
 
 }  // namespace ts

@@ -1,7 +1,6 @@
 // `sync` gradient averaging (see sync_strategy.h).
 #include "dist/sync_strategy.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -22,18 +21,13 @@ SyncExchange::SyncExchange(Communicator& comm, ModelArenas arenas, const Exchang
   if (!compression.enabled()) return;
   compressor_ = make_compressor(compression, algorithm_, comm.rank());
   if (compression.error_feedback_on()) feedback_ = std::make_unique<ErrorFeedback>(arenas.param_count);
-  int64_t largest = 0;
-  for (const Bucket& b : plan_.buckets) largest = std::max(largest, b.second);
-  input_.resize(static_cast<size_t>(largest));
-  sent_.resize(static_cast<size_t>(largest));
+  input_.resize(static_cast<size_t>(plan_.largest()));
+  sent_.resize(static_cast<size_t>(plan_.largest()));
   warmup_steps_ = compression.warmup_steps;
 }
 
 void SyncExchange::broadcast_model() {
-  const size_t now = link_->now_mark();
-  link_->broadcast(comm_, Arena::params, 0, arenas_.param_count, 0, now);
-  link_->broadcast(comm_, Arena::state, 0, arenas_.state_count, 0, now);
-  link_->order_compute_after_pushes();
+  link_->broadcast_model(comm_, arenas_);
 }
 
 void SyncExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
@@ -136,8 +130,7 @@ void SyncExchange::restore_checkpoint_state(const std::vector<float>& state, int
 }
 
 void SyncExchange::average_state() {
-  link_->average(comm_, algorithm_, Arena::state, 0, arenas_.state_count, link_->now_mark());
-  link_->order_compute_after_pushes();
+  link_->average_state(comm_, algorithm_, arenas_);
 }
 
 }  // namespace ts

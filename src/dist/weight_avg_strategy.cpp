@@ -17,10 +17,7 @@ WeightAveragingExchange::WeightAveragingExchange(Communicator& comm, ModelArenas
       staging_(plan_.tail() + arenas.state_count) {}
 
 void WeightAveragingExchange::broadcast_model() {
-  const size_t now = link_->now_mark();
-  link_->broadcast(comm_, Arena::params, 0, arenas_.param_count, 0, now);
-  link_->broadcast(comm_, Arena::state, 0, arenas_.state_count, 0, now);
-  link_->order_compute_after_pushes();
+  link_->broadcast_model(comm_, arenas_);
 }
 
 void WeightAveragingExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
@@ -92,8 +89,7 @@ StepVerdict WeightAveragingExchange::finish_step(bool average_weights_now) {
 }
 
 void WeightAveragingExchange::average_state() {
-  link_->average(comm_, algorithm_, Arena::state, 0, arenas_.state_count, link_->now_mark());
-  link_->order_compute_after_pushes();
+  link_->average_state(comm_, algorithm_, arenas_);
 }
 
 void WeightAveragingExchange::restore_checkpoint_state(const std::vector<float>& state, int64_t /*steps_done*/) {
