@@ -11,6 +11,8 @@
 #            prints the newest GLIBC symbol version the package needs); UCX's shared-memory
 #            transport module (lib/ucx). Libraries over 4 MiB are stored xz-compressed (*.xz);
 #            scripts/device_env.sh unpacks them on the device (outside .device/).
+#    fashion-mnist/  12,000 training and 2,000 test samples of Fashion-MNIST (scripts/fmnist_subset.py)
+#            for the zoo part's LeNet comparison.
 # 3. Prints the package's size (it travels to the device machine, limit 64 MiB with the sources).
 #
 # Usage: scripts/pack_device.sh [extra cmake -D options]     Then see docs/gpu.md.
@@ -75,6 +77,14 @@ git rev-parse --short=12 HEAD >"$pack/COMMIT"
 for f in "$pack"/lib/*.so*; do
   if (($(stat -c %s "$f") > 4 * 1024 * 1024)); then xz -T"$jobs" -6 "$f"; fi
 done
+# The zoo part's LeNet-on-Fashion-MNIST comparison (scripts/device_zoo.sh) reads a subset carried
+# here: the GPU machine has no data sets.
+if [[ -d /usr/share/datasets/fashion-mnist ]]; then
+  python3 scripts/fmnist_subset.py --train 12000 --test 2000 --out "$pack/fashion-mnist" >/dev/null
+else
+  echo "pack_device.sh: /usr/share/datasets/fashion-mnist is missing (apt install dataset-fashion-mnist);" \
+    "the zoo part's Fashion-MNIST runs will fail on the device" >&2
+fi
 echo "packed $(ls "$pack/bin" | wc -l) programs and $(ls "$pack/lib" | grep -c '\.so') libraries into $pack/" \
   "($(du -sh --apparent-size "$pack" | cut -f1)); the device needs $glibc or newer (ldd --version there)"
 echo "on the device: source scripts/device_env.sh && scripts/device_test.sh   (docs/gpu.md)"
