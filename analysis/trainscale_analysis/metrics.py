@@ -221,14 +221,21 @@ def loss_area_winners(df: pd.DataFrame, threshold: float | None, by: str = "work
 
 
 def relative_performance(df: pd.DataFrame, dim: str, baseline, metric: str = "images_per_s",
-                         lower_is_better: bool = False) -> pd.DataFrame:
+                         lower_is_better: bool = False, by: str | None = None) -> pd.DataFrame:
     """Each value of `dim` against `baseline`, matched on every other configuration key.
 
     For every combination of the other varying config columns, the median metric of each
     value of `dim` is divided by the baseline's (a time is inverted so that > 1 is always
     better). Returns one row per value of `dim`: `relative` (median ratio over the matched
     combinations), `relative_min`, `relative_max` and `matched` (combinations compared).
+
+    `by` (a column of `df` that is no configuration key, such as the device label of
+    device_generation()): the ratios are taken and summarised within each of its values, one
+    row per (by, value of `dim`), since a median over CPU and GPU matches describes neither.
+    Groups where `dim` does not vary or the baseline has no finished run are left out.
     """
+    if by is not None:
+        return _relative_by(df, dim, baseline, metric, lower_is_better, by)
     agg = aggregate_repetitions(df, [metric])
     if dim not in agg.columns:
         raise KeyError(f"relative_performance: no column {dim!r}")
@@ -255,6 +262,20 @@ def relative_performance(df: pd.DataFrame, dim: str, baseline, metric: str = "im
                      "relative_max": float(r.max()) if len(r) else math.nan,
                      "matched": int(len(r)), "baseline": baseline, "metric": metric})
     return pd.DataFrame(rows)
+
+
+def _relative_by(df: pd.DataFrame, dim: str, baseline, metric: str, lower_is_better: bool,
+                 by: str) -> pd.DataFrame:
+    parts = []
+    for value, group in df.groupby(by, sort=True):
+        ok = finished(group)
+        if ok[dim].nunique() < 2 or not (ok[dim] == baseline).any():
+            continue
+        rel = relative_performance(group.drop(columns=[by]), dim, baseline, metric,
+                                   lower_is_better)
+        parts.append(rel.assign(**{by: value}))
+    columns = [by, dim, "relative", "relative_min", "relative_max", "matched", "baseline", "metric"]
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 
 # GPU generations oldest first (backend/gpu_generation.h); a run file's device_generation is one

@@ -262,12 +262,20 @@ def plot_time_breakdown(df: pd.DataFrame, out, label_keys: Sequence[str] | None 
     return save(fig, out)
 
 
+def short_device(label) -> str:
+    """A device label short enough for a tick: 'Intel(R) Xeon(R) Processor' -> 'Xeon'."""
+    text = str(label).replace("(R)", "").replace("(TM)", "").replace("CPU", "")
+    words = [w for w in text.split() if w not in ("Intel", "AMD", "NVIDIA", "Processor", "@")]
+    return " ".join(words[:2]) if words else str(label)
+
+
 def plot_relative(df: pd.DataFrame, out, dim: str, baseline, metric: str = "images_per_s",
-                  lower_is_better: bool = False) -> Path:
+                  lower_is_better: bool = False, by: str | None = None) -> Path:
     """Bars: each value of `dim` relative to `baseline` (1.0), matched on all other config
-    keys; error bars span the min-max over the matched configurations."""
-    rel = metrics.relative_performance(df, dim, baseline, metric, lower_is_better)
-    fig, ax = plt.subplots(figsize=(1.0 * len(rel) + 3, 3.2))
+    keys; error bars span the min-max over the matched configurations. With `by` (a device
+    column, metrics.relative_performance), one bar per (by, value), labelled with both."""
+    rel = metrics.relative_performance(df, dim, baseline, metric, lower_is_better, by)
+    fig, ax = plt.subplots(figsize=(min(16.0, 1.0 * len(rel) + 3), 3.2 if by is None else 3.8))
     x = np.arange(len(rel))
     err = [rel["relative"] - rel["relative_min"], rel["relative_max"] - rel["relative"]]
     colors = ["#8c8c8c" if v == baseline else "#4c72b0" for v in rel[dim]]
@@ -276,8 +284,10 @@ def plot_relative(df: pd.DataFrame, out, dim: str, baseline, metric: str = "imag
         ax.text(i, v / 2 if np.isfinite(v) else 0, f"{v:.2f}x", ha="center", color="white",
                 fontsize=9)
     ax.axhline(1.0, color="k", ls="--", lw=1)
-    ax.set_xticks(x, [fmt(v) for v in rel[dim]])
-    ax.set_xlabel(dim)
+    labels = [fmt(v) for v in rel[dim]] if by is None else \
+        [f"{fmt(v)}\n{short_device(d)}" for v, d in zip(rel[dim], rel[by])]
+    ax.set_xticks(x, labels, fontsize=9 if by is None else 7)
+    ax.set_xlabel(dim if by is None else f"{dim} (per {by})")
     ax.set_ylabel(f"{metric} relative to {fmt(baseline)}")
     ax.set_title(f"{dim}: relative {metric.replace('_', ' ')} (baseline {fmt(baseline)})")
     fig.tight_layout()

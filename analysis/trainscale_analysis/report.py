@@ -143,7 +143,10 @@ def matrix_table(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return varying, constant
 
 
-def choose_baseline(df: pd.DataFrame, dim: str, baselines: dict[str, Any]):
+def choose_baseline(df: pd.DataFrame, dim: str, baselines: dict[str, Any], by: str | None = None):
+    """The --baseline value of `dim`, else its first value; with `by` (the device column),
+    the first value that every device where `dim` varies has run, so that no device's bars
+    go missing for want of the baseline."""
     ok = metrics.finished(df)
     vals = values_of(ok, dim)
     if dim in baselines:
@@ -153,6 +156,11 @@ def choose_baseline(df: pd.DataFrame, dim: str, baselines: dict[str, Any]):
                 return v
         raise ValueError(f"--baseline {dim}={want}: no finished run has that value; "
                          f"values are {', '.join(fmt(v) for v in vals)}")
+    if by is not None:
+        per_device = [set(g[dim].dropna()) for _, g in ok.groupby(by) if g[dim].nunique() > 1]
+        shared = [v for v in vals if all(v in s for s in per_device)]
+        if shared:
+            return shared[0]
     return vals[0] if vals else None
 
 
@@ -296,13 +304,25 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
     if not dims:
         rep.para("No other dimension (storage, data format, precision, MPI flavor, algorithm, "
                  "...) varied, so there are no relative-performance bars.", note=True)
+    # Campaigns that ran on several devices (a CPU study and its GPU part) compare within each.
+    by = "device" if metrics.device_generation(ok).nunique() > 1 else None
+    by_df = df.assign(device=metrics.device_generation(df)) if by else df
+    not_compared = []
     for dim in dims:
-        base = choose_baseline(df, dim, baselines)
-        rel = metrics.relative_performance(df, dim, base)
-        rep.figure(plots.plot_relative(df, fig_dir / f"relative_{safe(dim)}", dim, base),
+        base = choose_baseline(by_df, dim, baselines, by)
+        rel = metrics.relative_performance(by_df, dim, base, by=by)
+        if not (rel.loc[rel[dim] != base, "matched"] > 0).any():
+            not_compared.append(dim)
+            continue
+        rep.figure(plots.plot_relative(by_df, fig_dir / f"relative_{safe(dim)}", dim, base, by=by),
                    f"images/s for each value of {dim} relative to {fmt(base)}, matched on "
-                   f"all other configuration keys (bars span min-max over the matches).")
-        rep.table(rel[[dim, "relative", "relative_min", "relative_max", "matched"]], None)
+                   f"all other configuration keys{' within each device' if by else ''} "
+                   f"(bars span min-max over the matches).")
+        rep.table(rel[([by] if by else []) + [dim, "relative", "relative_min", "relative_max",
+                                             "matched"]], None)
+    if not_compared:
+        rep.para("Not compared: " + ", ".join(not_compared) + " (no two finished runs"
+                 f"{' on one device' if by else ''} differ in that key alone).", note=True)
 
     strategies.strategy_section(rep, df, fig_dir)
     exchange.exchange_section(rep, df, fig_dir)

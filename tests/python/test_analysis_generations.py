@@ -9,7 +9,7 @@ import pytest
 
 import conftest as fx
 from trainscale_analysis import load_campaigns, metrics, plots
-from trainscale_analysis.report import build_report
+from trainscale_analysis.report import build_report, choose_baseline
 
 # (model, precision) -> device -> nominal images/s (median of the repetitions below).
 DEVICES = {"v100": "Tesla V100-SXM2-32GB", "a100": "NVIDIA A100-SXM4-80GB",
@@ -118,3 +118,58 @@ def test_report_omits_the_view_for_one_device(campaigns, tmp_path):
     assert "Relative throughput across GPU generations" in text
     assert "Every finished run computed on one GPU generation or device (Test CPU @ 2.0GHz)" in text
     assert not (tmp_path / "s_figures" / "generations.png").exists()
+
+
+def make_cpu_and_gpu_study(root: Path) -> Path:
+    """Study 4's shape: a CPU part (lenet, fp32 and bf16, two storages) and a GPU part (resnet50,
+    fp32, bf16 and fp16) in one report; images/s known by construction."""
+    cdir = root / "study"
+    (cdir / "runs").mkdir(parents=True)
+    points = [("cpu", "lenet", "fp32", "local", 1000.0), ("cpu", "lenet", "bf16", "local", 1500.0),
+              ("cpu", "lenet", "fp32", "nfs", 900.0), ("cpu", "lenet", "bf16", "nfs", 1350.0),
+              ("cuda", "resnet50", "fp32", "local", 1000.0), ("cuda", "resnet50", "bf16", "local", 3000.0),
+              ("cuda", "resnet50", "fp16", "local", 2500.0)]
+    for backend, model, precision, storage, ips in points:
+        cfg = fx.base_config(model=model, precision=precision, backend=backend,
+                             **{"dataset.storage": storage})
+        run_id = f"{fx.config_id(cfg)}-r0"
+        gpu = backend == "cuda"
+        fx.write_run(cdir / "runs" / f"{run_id}.h5", cfg=cfg, run_id=run_id, campaign="study",
+                     time=np.linspace(0, 10, 11), loss=np.linspace(2.0, 1.0, 11),
+                     samples=np.arange(11) * 64, summary=fx.summary_for(ips, 1, 1.0, False),
+                     device_name=DEVICES["h100"] if gpu else "Test CPU @ 2.0GHz",
+                     device_generation="h100" if gpu else "none")
+    return cdir
+
+
+def test_relative_bars_compare_within_each_device(tmp_path):
+    """A median over CPU and GPU matches describes neither: with several devices, the ratios of
+    each dimension are taken and summarised per device; a key that only tells the devices'
+    parts apart (model, backend) is listed as not compared instead of drawn as empty bars."""
+    df = load_campaigns(make_cpu_and_gpu_study(tmp_path)).assign(
+        device=lambda d: metrics.device_generation(d))
+    rel = metrics.relative_performance(df, "precision", "fp32", by="device")
+    got = {(r.device, r.precision): (r.relative, r.relative_max, r.matched) for r in rel.itertuples()}
+    assert got == {("Test CPU @ 2.0GHz", "bf16"): (pytest.approx(1.5), pytest.approx(1.5), 2),
+                   ("Test CPU @ 2.0GHz", "fp32"): (1.0, 1.0, 2),
+                   ("h100", "bf16"): (pytest.approx(3.0), pytest.approx(3.0), 1),
+                   ("h100", "fp16"): (pytest.approx(2.5), pytest.approx(2.5), 1),
+                   ("h100", "fp32"): (1.0, 1.0, 1)}
+    # Pooled, the CPU's and the GPU's bf16 ratios would share one range.
+    pooled = metrics.relative_performance(df.drop(columns=["device"]), "precision", "fp32")
+    assert pooled.set_index("precision").loc["bf16", "relative_max"] == pytest.approx(3.0)
+    storage = metrics.relative_performance(df, "dataset.storage", "local", by="device")
+    assert list(storage["device"].unique()) == ["Test CPU @ 2.0GHz"]  # the GPU part has no nfs run
+    assert storage.set_index("dataset.storage").loc["nfs", "relative"] == pytest.approx(0.9)
+    html, md = build_report([tmp_path / "study"], tmp_path / "r.html")
+    text = md.read_text()
+    assert "| device | precision | relative | relative_min | relative_max | matched |" in text
+    assert "| h100 | fp16 | 0.8333 | 0.8333 | 0.8333 | 1 |" in text  # baseline bf16: 2500 / 3000
+    # The default baseline is the first value every device ran: without the GPU's bf16 run,
+    # fp32 (bf16 sorts first but would leave the GPU without bars).
+    without = df[~((df["device"] == "h100") & (df["precision"] == "bf16"))]
+    assert choose_baseline(without, "precision", {}, by="device") == "fp32"
+    assert choose_baseline(without, "precision", {}) == "bf16"
+    assert "matched on all other configuration keys within each device" in text
+    assert "Not compared: backend, model (no two finished runs on one device differ in that key alone)" in text
+    assert not (tmp_path / "r_figures" / "relative_model.png").exists()
