@@ -7,10 +7,9 @@
 #           mv reports /tmp/reports-aside     # the tracked files and the archive must fit 64 MiB
 #   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
 #
-# PARTS (comma-separated, in order; default checkpoint,generations,tests: 530 s at most, the
-# unmeasured parts first, within one call of 600 s; then hetero,peer (440 s: hetero again since
-# a device rank's compute time waits for its device) or peer,zoo (580 s) as a second call when
-# the session has the time; memory ran at 7ab771a):
+# PARTS (comma-separated, in order; default tests,checkpoint,hetero,generations: 232 s on an H200
+# at 5c05d93; then peer,zoo as a second call when the session has the time, 407 s there; memory
+# ran at 7ab771a):
 #   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
 #   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 200 s)
 #   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)
@@ -26,7 +25,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-device-results}
 mkdir -p "$out"
-parts=${1:-checkpoint,generations,tests}
+parts=${1:-tests,checkpoint,hetero,generations}
 if [[ ! -d .device && -f .device.tar.xz ]]; then
   python3 -c "import tarfile; tarfile.open('.device.tar.xz').extractall()" && rm -f .device.tar.xz
 fi
