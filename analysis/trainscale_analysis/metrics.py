@@ -227,7 +227,9 @@ def relative_performance(df: pd.DataFrame, dim: str, baseline, metric: str = "im
     For every combination of the other varying config columns, the median metric of each
     value of `dim` is divided by the baseline's (a time is inverted so that > 1 is always
     better). Returns one row per value of `dim`: `relative` (median ratio over the matched
-    combinations), `relative_min`, `relative_max` and `matched` (combinations compared).
+    combinations), `relative_min`, `relative_max`, `matched` (combinations compared) and
+    `varies_with`: the varying keys not matched on because each takes one value per value of
+    `dim` (they change with it, so the ratio is theirs as much as its).
 
     `by` (a column of `df` that is no configuration key, such as the device label of
     device_generation()): the ratios are taken and summarised within each of its values, one
@@ -239,10 +241,9 @@ def relative_performance(df: pd.DataFrame, dim: str, baseline, metric: str = "im
     agg = aggregate_repetitions(df, [metric])
     if dim not in agg.columns:
         raise KeyError(f"relative_performance: no column {dim!r}")
-    # Keys that take one value per value of `dim` describe that value (dist.shares of
-    # dist.partition static), not another dimension: matching on them would leave it alone.
-    others = [c for c in load.varying(agg, group_keys(df)) if c != dim and
-              not (agg.groupby(dim)[c].nunique(dropna=False) <= 1).all()]
+    varying = [c for c in load.varying(agg, group_keys(df)) if c != dim]
+    others = [c for c in varying if not _describes(agg, c, dim)]
+    varies_with = ", ".join(c for c in varying if c not in others)
     if not (agg[dim] == baseline).any():
         raise ValueError(f"relative_performance: baseline {dim}={baseline!r} has no finished "
                          f"run; values are {sorted(agg[dim].astype(str).unique())}")
@@ -260,8 +261,21 @@ def relative_performance(df: pd.DataFrame, dim: str, baseline, metric: str = "im
         rows.append({dim: value, "relative": float(r.median()) if len(r) else math.nan,
                      "relative_min": float(r.min()) if len(r) else math.nan,
                      "relative_max": float(r.max()) if len(r) else math.nan,
-                     "matched": int(len(r)), "baseline": baseline, "metric": metric})
+                     "matched": int(len(r)), "baseline": baseline, "metric": metric,
+                     "varies_with": varies_with})
     return pd.DataFrame(rows)
+
+
+def _describes(agg: pd.DataFrame, key: str, dim: str) -> bool:
+    """Whether `key` describes the values of `dim` rather than being a dimension of its own, so
+    that matching on it would leave `dim` nothing to compare: it takes one value per value of
+    `dim` (the runs that leave `dim` unset are a value too), or it is a parameter that only some
+    values of `dim` set (dist.shares of static, dist.rebalance_steps of adaptive)."""
+    per = agg.groupby(dim, dropna=False)[key]
+    if (per.nunique(dropna=False) <= 1).all():
+        return True
+    unset = per.apply(lambda values: values.isna().all())
+    return bool(unset.any() and not unset.all())
 
 
 def _relative_by(df: pd.DataFrame, dim: str, baseline, metric: str, lower_is_better: bool,
@@ -274,7 +288,8 @@ def _relative_by(df: pd.DataFrame, dim: str, baseline, metric: str, lower_is_bet
         rel = relative_performance(group.drop(columns=[by]), dim, baseline, metric,
                                    lower_is_better)
         parts.append(rel.assign(**{by: value}))
-    columns = [by, dim, "relative", "relative_min", "relative_max", "matched", "baseline", "metric"]
+    columns = [by, dim, "relative", "relative_min", "relative_max", "matched", "baseline", "metric",
+               "varies_with"]
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 

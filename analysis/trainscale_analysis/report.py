@@ -320,6 +320,11 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                    f"(bars span min-max over the matches).")
         rep.table(rel[([by] if by else []) + [dim, "relative", "relative_min", "relative_max",
                                              "matched"]], None)
+        compared = rel[(rel[dim] != base) & (rel["matched"] > 0) & (rel["varies_with"] != "")]
+        for _, m in compared[([by] if by else []) + ["varies_with"]].drop_duplicates().iterrows():
+            where = f"On {m[by]}, " if by else ""
+            rep.para(f"{where}{m['varies_with']} changed with {dim} (one value per value of it), so "
+                     f"they are not matched on and the ratios are theirs as much as {dim}'s.", note=True)
     if not_compared:
         rep.para("Not compared: " + ", ".join(not_compared) + " (no two finished runs"
                  f"{' on one device' if by else ''} differ in that key alone).", note=True)

@@ -215,3 +215,29 @@ def test_compression_view_reads_thinned_timing_of_an_archived_copy(tmp_path):
     for key in ("comm_s", "compress_s", "decompress_s"):
         assert b[key] == pytest.approx(a[key], rel=1e-6)
     assert a["comm_s"] == pytest.approx(0.004 * steps)
+
+
+def test_relative_performance_does_not_match_across_a_model_that_varies_among_unset_runs(tmp_path):
+    """dist.shares is set on the static runs only, one value per model. The equal runs leave it
+    unset and cover both models, so model is a dimension of its own and must be matched on: the
+    two shares values (one per model) are not comparable. Comparing dist.partition, dist.shares
+    changes with it (one value per partition and model): listed in varies_with."""
+    from trainscale_analysis import metrics
+    cdir = tmp_path / "shares"
+    (cdir / "runs").mkdir(parents=True)
+    points = [("lenet", {"dist.partition": "equal"}, 1000.0),
+              ("lenet", {"dist.partition": "static", "dist.shares": "96,32"}, 1500.0),
+              ("resnet20", {"dist.partition": "equal"}, 100.0),
+              ("resnet20", {"dist.partition": "static", "dist.shares": "112,16"}, 180.0)]
+    for model, keys, ips in points:
+        cfg = base_config(workers=2, model=model, **keys)
+        run_id = f"{config_id(cfg)}-r0"
+        write_run(cdir / "runs" / f"{run_id}.h5", cfg=cfg, run_id=run_id, campaign="shares",
+                  time=np.linspace(0, 10, 11), loss=np.linspace(LOSS_START, 0.3, 11),
+                  samples=np.arange(11) * 128, summary=summary_for(ips, 2, 0.3, False))
+    df = load.load_campaigns(cdir)
+    shares = metrics.relative_performance(df, "dist.shares", "96,32").set_index("dist.shares")
+    assert shares.loc["112,16", "matched"] == 0  # lenet's shares against resnet20's: no match
+    part = metrics.relative_performance(df, "dist.partition", "equal").set_index("dist.partition")
+    assert part.loc["static", "relative"] == pytest.approx(1.65)  # the median of 1.5 and 1.8
+    assert part.loc["static", "matched"] == 2 and part.loc["static", "varies_with"] == "dist.shares"
