@@ -51,7 +51,7 @@ esac
 out=reports/studies/$name
 mkdir -p "$out"
 if [[ $name == salvaris && -z $report_only ]]; then
-  for format in records hdf5; do
+  for format in records hdf5 jpeg_dir; do
     [[ -d campaigns/data/fmnist-$format ]] || "$bin" data convert --dataset fashion_mnist \
       --from /usr/share/datasets/fashion-mnist --format $format --out campaigns/data/fmnist-$format
   done

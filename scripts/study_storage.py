@@ -7,7 +7,8 @@ the study's data sets, up while the command runs and gone after it.
 
 - BASE/data: real copies (not links: a link on the mount would resolve to the local file) of
   Fashion-MNIST's IDX files (`fashion-mnist/`, from /usr/share/datasets/fashion-mnist) and of
-  every directory named on --data (default campaigns/data/fmnist-records and fmnist-hdf5);
+  every directory named on --data (default campaigns/data/fmnist-records, fmnist-hdf5 and
+  fmnist-jpeg_dir);
 - `nfs`: BASE/data mounted at BASE/sshfs/mnt through sshfs over an sshd on 127.0.0.1
   (tests/python/sshfs_mount.py, the tests' real network mount): every open, stat and read
   crosses the SSH/SFTP protocol as it would to a file server;
@@ -94,7 +95,8 @@ def main() -> int:
     r.add_argument("--base", default="/tmp/trainscale-study-storage")
     r.add_argument("--port", type=int, default=18480)
     r.add_argument("--data", action="append", default=None,
-                   help="a data-set directory to copy in (repeatable; default campaigns/data/fmnist-records, fmnist-hdf5)")
+                   help="a data-set directory to copy in (repeatable; default campaigns/data/fmnist-records, "
+                        "fmnist-hdf5 and fmnist-jpeg_dir)")
     r.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -109,7 +111,8 @@ def main() -> int:
     if os.path.ismount(base / "sshfs" / "mnt"):
         subprocess.run(["fusermount3", "-uz", str(base / "sshfs" / "mnt")], capture_output=True)
     shutil.rmtree(base / "sshfs", ignore_errors=True)
-    extra = [pathlib.Path(d) for d in (args.data or [REPO / "campaigns/data/fmnist-records", REPO / "campaigns/data/fmnist-hdf5"])]
+    extra = [pathlib.Path(d) for d in (args.data or [REPO / "campaigns/data" / f"fmnist-{f}"
+                                                     for f in ("records", "hdf5", "jpeg_dir")])]
     copy_data(base / "data", extra)
     mount = nginx = None
     try:

@@ -58,7 +58,7 @@ def test_malformed_sweep_exits_2(tmp_path):
 # on, with the run count its header promises; a _sim sweep needs the simulate site.
 STUDY_RUNS = {"batch_lr": 120, "batch_lr_low": 48, "batch_lr_cifar10": 120, "neuron_averaging": 12, "ps_timing": 29,
               "ps_timing_sim": 18, "hetero_partition": 5, "sync_async": 33,
-              "salvaris": 96, "salvaris_sim": 12, "salvaris_gpu": 8, "model_skylake_sim": 168,
+              "salvaris": 132, "salvaris_sim": 12, "salvaris_gpu": 8, "model_skylake_sim": 168,
               "model_skylake_sim_mesh": 168}
 STUDY_REPETITIONS = {"sync_async": 3, "salvaris": 3, "salvaris_gpu": 2}  # runs per point (each its own seed); 1 elsewhere
 
