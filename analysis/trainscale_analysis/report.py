@@ -192,10 +192,34 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
         rep.para("The campaign has no runs yet: nothing to report.", note=True)
         return rep.write(out_html)
 
-    keys = metrics.group_keys(df)
-    vary = load.varying(df, keys)
+    vary = load.varying(df, metrics.group_keys(df))
+    with_files = ok[ok["path"].notna()] if "path" in ok.columns else ok  # runs with a run file
+    matrix_and_runs_section(rep, df, vary)
+    scaling_section(rep, df, ok, vary, baseline_workers, fig_dir)
+    loss_sections(rep, df, with_files, vary, threshold, fig_dir)
+    rep.section("Time breakdown")
+    tb = metrics.time_breakdown(df) if not with_files.empty else pd.DataFrame()
+    if tb.empty:
+        rep.para("No finished run recorded /timing, so there is no time breakdown.", note=True)
+    else:
+        rep.figure(plots.plot_time_breakdown(df, fig_dir / "time_breakdown"),
+                   "Mean time per step by phase (after warm-up, mean over ranks, median over "
+                   "repetitions); 'other' is step time outside the recorded phases.")
 
-    # --- matrix and runs ---------------------------------------------------------------
+    relative_section(rep, df, ok, vary, baselines, fig_dir)
+    strategies.strategy_section(rep, df, fig_dir)
+    exchange.exchange_section(rep, df, fig_dir)
+    io_sections(rep, df, io_paths, fig_dir)
+    generations_section(rep, df, fig_dir, baselines.get("generation"))
+    strategy_budget_section(rep, df)
+    rank_variability_section(rep, with_files, fig_dir)
+    heterogeneous_section(rep, with_files)
+    environment_section(rep, df)
+    return rep.write(out_html)
+
+
+def matrix_and_runs_section(rep: Report, df: pd.DataFrame, vary: list[str]) -> None:
+    """The campaign matrix (varying and constant keys) and the table of every run."""
     rep.section("Campaign matrix")
     varying_t, constant_t = matrix_table(df)
     if varying_t.empty:
@@ -219,7 +243,10 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                  f"missing or unreadable); they are listed above with their message and left out of "
                  f"medians, scaling and winners.", note=True)
 
-    # --- scaling -----------------------------------------------------------------------
+
+def scaling_section(rep: Report, df: pd.DataFrame, ok: pd.DataFrame, vary: list[str],
+                    baseline_workers: int | None, fig_dir: Path) -> None:
+    """Weak scaling over the worker counts, split by the first other varying key."""
     rep.section("Scaling")
     nworkers = ok["workers"].nunique() if "workers" in ok.columns else 0
     if nworkers < 2:
@@ -241,9 +268,11 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                               "images_per_s_max", "n", "baseline_workers", "speedup",
                               "efficiency"]], None)
 
-    # --- loss curves, loss area, winners ----------------------------------------------
+
+def loss_sections(rep: Report, df: pd.DataFrame, with_files: pd.DataFrame, vary: list[str],
+                  threshold: float | None, fig_dir: Path) -> None:
+    """Loss curves, the batch x LR loss-area views and the winners by the SHM-Learn-Dist rule."""
     rep.section("Training loss")
-    with_files = ok[ok["path"].notna()] if "path" in ok.columns else ok
     if with_files.empty or "workers" not in df.columns:
         rep.para("No finished run has a training-loss series.", note=True)
     else:
@@ -289,16 +318,11 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
     else:
         rep.para("No finished run: no winners.", note=True)
 
-    # --- time breakdown and per-rank variability -----------------------------------------
-    rep.section("Time breakdown")
-    tb = metrics.time_breakdown(df) if not with_files.empty else pd.DataFrame()
-    if tb.empty:
-        rep.para("No finished run recorded /timing, so there is no time breakdown.", note=True)
-    else:
-        rep.figure(plots.plot_time_breakdown(df, fig_dir / "time_breakdown"),
-                   "Mean time per step by phase (after warm-up, mean over ranks, median over "
-                   "repetitions); 'other' is step time outside the recorded phases.")
 
+def relative_section(rep: Report, df: pd.DataFrame, ok: pd.DataFrame, vary: list[str],
+                     baselines: dict[str, Any], fig_dir: Path) -> None:
+    """Bars per dimension against its baseline, matched on every other key (per device when the
+    runs computed on several)."""
     rep.section("Relative performance by dimension")
     dims = [k for k in vary if k not in OWN_RELATIVE_SECTIONS and ok[k].nunique() > 1]
     if not dims:
@@ -329,12 +353,9 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
         rep.para("Not compared: " + ", ".join(not_compared) + " (no two finished runs"
                  f"{' on one device' if by else ''} differ in that key alone).", note=True)
 
-    strategies.strategy_section(rep, df, fig_dir)
-    exchange.exchange_section(rep, df, fig_dir)
-    io_sections(rep, df, io_paths, fig_dir)
-    generations_section(rep, df, fig_dir, baselines.get("generation"))
-    strategy_budget_section(rep, df)
 
+def rank_variability_section(rep: Report, with_files: pd.DataFrame, fig_dir: Path) -> None:
+    """Per-step times per rank of the slowest run at the largest worker count."""
     rep.section("Per-rank variability")
     multi = with_files[with_files["workers"] > 1] if "workers" in with_files.columns else \
         with_files.iloc[0:0]
@@ -356,9 +377,9 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
         else:
             rep.para("The multi-worker runs recorded no /timing.", note=True)
 
-    heterogeneous_section(rep, with_files)
 
-    # --- environment ----------------------------------------------------------------------
+def environment_section(rep: Report, df: pd.DataFrame) -> None:
+    """What each campaign's run files recorded of their environment."""
     rep.section("Environment")
     env_cols = [c for c in ENV_COLUMNS if c in df.columns]
     if not env_cols:
@@ -376,7 +397,6 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
                 rows.append({"campaign": camp, "attribute": c.removeprefix("env."),
                              "values": ", ".join(fmt(v) for v in vals)})
         rep.table(pd.DataFrame(rows), None)
-    return rep.write(out_html)
 
 
 def io_sections(rep: Report, df: pd.DataFrame, io_paths: Sequence[str | Path], fig_dir: Path) -> None:
