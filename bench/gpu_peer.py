@@ -38,9 +38,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "tf32": "float32"}
 
 
-def trainscale_run(binary, model, batch, precision, steps, loader_threads, workdir):
+def trainscale_run(binary, model, batch, precision, steps, loader_threads, workdir, loss_reads=""):
+    """One `trainscale run`; loss_reads "" leaves the key unset (the run's own choice)."""
     import h5py
-    cfg = os.path.join(workdir, f"{model}_{precision}.yaml")
+    cfg = os.path.join(workdir, f"{model}_{precision}_{loss_reads or 'default'}.yaml")
     with open(cfg, "w") as f:
         f.write(f"""model: {model}
 dataset: {{name: synthetic, synthetic_samples: {batch * 8}, loader_threads: {loader_threads}, prefetch: 4}}
@@ -54,8 +55,8 @@ precision: {precision}
 gpu: any
 eval: {{every_epochs: 0}}
 log_every: 10
-""")
-    out = os.path.join(workdir, f"out_{model}_{precision}")
+""" + (f"loss_reads: {loss_reads}\n" if loss_reads else ""))
+    out = os.path.join(workdir, f"out_{model}_{precision}_{loss_reads or 'default'}")
     proc = subprocess.run([binary, "run", "--config", cfg, "--out", out], capture_output=True, text=True)
     if proc.returncode != 0:
         return {"ok": False, "error": (proc.stderr + proc.stdout)[-2000:]}
@@ -70,6 +71,7 @@ log_every: 10
                 "parameters": int(h["model"].attrs["parameters"]),
                 "flops_per_sample": int(h["model"].attrs["flops_per_sample"]),
                 "device_name": str(h.attrs["device_name"]), "device_libraries": str(h.attrs["device_libraries"]),
+                "loss_reads": str(h.attrs.get("loss_reads", "")),
                 "device_workspace_bytes": int(h.attrs["device_workspace_bytes"]),
                 "device_plans": str(h.attrs["device_plans"]).splitlines()[:400]}
 
@@ -150,7 +152,8 @@ def report(result):
     for prec, peers in result["runs"].items():
         eager = peers.get("torch_eager", {}).get("images_per_s")
         comp = peers.get("torch_compile", {}).get("images_per_s")
-        flops = peers.get("trainscale", {}).get("flops_per_sample")
+        flops = next((r.get("flops_per_sample") for n, r in peers.items() if n.startswith("trainscale") and r.get("ok")),
+                     None)
         for name, r in peers.items():
             if not r.get("ok"):
                 lines.append(f"| {prec} | {name} | failed | | | | {r.get('error', '')[:80]!r} |")
@@ -158,6 +161,8 @@ def report(result):
             ips = r["images_per_s"]
             frac = f"{3 * flops * ips / result['peak'][prec]:.1%}" if flops else ""
             note = f"data_wait median {r['data_wait_median'] * 1e3:.1f} ms" if "data_wait_median" in r else ""
+            if r.get("loss_reads"):
+                note += f", loss_reads {r['loss_reads']}"
             lines.append(f"| {prec} | {name} | {ips:.0f} | {ratio(ips, eager)} | {ratio(ips, comp)} | {frac} | {note} |")
     lines.append("")
     lines.append("Dense peak measured (8192^3 torch.mm): " +
@@ -175,6 +180,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--loader-threads", type=int, default=8)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile peer")
+    ap.add_argument("--loss-reads", default="",
+                    help="trainscale's loss_reads: unset (the run's default), step, log, or both "
+                         "(step,log: one trainscale peer each, named trainscale_step and trainscale_log)")
     ap.add_argument("--out-dir", default=os.path.join(REPO, "reports", "gpu_peer"))
     ap.add_argument("--name", default=time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     a = ap.parse_args()
@@ -190,8 +198,11 @@ def main():
         for prec in precisions:
             runs = result["runs"][prec] = {}
             result["peak"][prec] = dense_peak(prec)
-            runs["trainscale"] = trainscale_run(a.binary, a.model, a.batch, prec, a.steps + a.warmup,
-                                                a.loader_threads, work)
+            reads = a.loss_reads.split(",") if a.loss_reads else [""]
+            for r in reads:
+                name = f"trainscale_{r}" if len(reads) > 1 else "trainscale"
+                runs[name] = trainscale_run(a.binary, a.model, a.batch, prec, a.steps + a.warmup, a.loader_threads,
+                                            work, r)
             for name, compiled in (("torch_eager", False), ("torch_compile", True)):
                 if compiled and a.no_compile:
                     continue

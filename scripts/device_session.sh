@@ -7,13 +7,15 @@
 #           mv reports /tmp/reports-aside     # the tracked files and the archive must fit 64 MiB
 #   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
 #
-# PARTS (comma-separated, in order; default tests,checkpoint,hetero,generations: 232 s on an H200
-# at 5c05d93; then peer,zoo as a second call when the session has the time, 407 s there; memory
-# ran at 7ab771a):
+# PARTS (comma-separated, in order; default tests,peer,checkpoint: the marks, loss_reads log beside
+# step, and checkpoints settled under log, none of which has run on a GPU yet; hetero,generations
+# (with tests and checkpoint: 232 s on an H200 at 5c05d93) and zoo (with peer: 407 s there) as
+# further calls when the session has the time; memory ran at 7ab771a):
 #   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
 #   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 200 s)
 #   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)
-#   peer    bench/gpu_peer.py --no-compile  trainscale vs PyTorch eager      (limit 240 s)
+#   peer    bench/gpu_peer.py --no-compile  trainscale (loss_reads step and log) vs PyTorch eager
+#           (limit 300 s)
 #   checkpoint   scripts/device_checkpoint.sh  CUDA checkpoints, bit-exact resume (limit 200 s)
 #   generations  scripts/device_generations.sh  study 4's GPU part: resnet50, 4 precisions x 2
 #           (limit 200 s; bring campaign/ back to reports/studies/salvaris/gpu/, see its README)
@@ -25,7 +27,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-device-results}
 mkdir -p "$out"
-parts=${1:-tests,checkpoint,hetero,generations}
+parts=${1:-tests,peer,checkpoint}
 if [[ ! -d .device && -f .device.tar.xz ]]; then
   python3 -c "import tarfile; tarfile.open('.device.tar.xz').extractall()" && rm -f .device.tar.xz
 fi
@@ -51,8 +53,8 @@ for name in "${wanted[@]}"; do
             cat "$out/hetero/hetero.txt" >>"$summary" 2>/dev/null ;;
     tests)  part tests 130 scripts/device_test.sh "$out/tests"
             tail -n 20 "$out/tests.log" >>"$summary" ;;
-    peer)   part peer 240 python3 bench/gpu_peer.py --binary .device/bin/trainscale --no-compile --steps 30 \
-              --warmup 8 --out-dir "$out/peer" --name "$(cat .device/COMMIT 2>/dev/null)-$(nvidia-smi \
+    peer)   part peer 300 python3 bench/gpu_peer.py --binary .device/bin/trainscale --no-compile --steps 30 \
+              --warmup 8 --loss-reads step,log --out-dir "$out/peer" --name "$(cat .device/COMMIT 2>/dev/null)-$(nvidia-smi \
               --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')-eager"
             tail -n 8 "$out/peer.log" >>"$summary" ;;
     checkpoint) part checkpoint 200 scripts/device_checkpoint.sh "$out/checkpoint"

@@ -40,7 +40,7 @@ SUPPORTED_SCHEMAS = (SCHEMA,)
 # the root attribute what was found).
 ENV_ATTRS = (
     "version", "git_sha", "start_time", "end_time", "hosts", "world_size", "mpi_flavor",
-    "mpi_version", "mpi_tuning", "dist_transport", "backend", "device", "device_name", "device_generation",
+    "mpi_version", "mpi_tuning", "dist_transport", "loss_reads", "backend", "device", "device_name", "device_generation",
     "device_libraries", "cpu_model", "isa", "threads", "precision", "seed",
     # trainscale-sim's runs: simulated = 1 (absent, i.e. measured, in older files), the cluster
     # file and platform they ran on (docs/hdf5-schema.md).

@@ -130,22 +130,29 @@ class Backend {
   // until staged_copies_done) to device_dst and returns at once; wait_for_staged makes the
   // compute queue wait (the host does not) for every staged copy before the ops queued next;
   // staged_copies_done blocks the host until they finished (then their host memory may be
-  // reused). CPU backends copy at once.
+  // reused). release_staged says that the work queued so far is the last to read memory staged
+  // into before: a later stage_from_host waits for that work on the device (the host does not)
+  // before it overwrites. CPU backends copy at once.
   virtual void stage_from_host(void* device_dst, const void* host_src, size_t bytes) {
     copy_from_host(device_dst, host_src, bytes);
   }
   virtual void wait_for_staged() {}
   virtual void staged_copies_done() {}
+  virtual void release_staged() {}
 
   // ---- results the host reads later: device-to-host copies queued behind compute ----
   // queue_copy_to_host queues a copy of device_src to host_dst (allocate_host memory) after the
-  // ops queued so far and returns at once; wait_for_queued_copies blocks the host until the
-  // latest such copy has landed, not until the queue is empty: work queued after the copy (the
-  // step's backward, after its loss) keeps the device busy meanwhile. CPU backends copy at once.
+  // ops queued so far and returns at once. mark() records the point after the work queued so far
+  // and returns its number (increasing); wait_for_mark(m) blocks the host until the device has
+  // passed point m, not until the queue is empty: work queued after it (the step's backward,
+  // after its loss) keeps the device busy meanwhile. The host reads what a queued copy wrote
+  // once it has waited for a mark recorded after it. Any thread may wait. CPU backends execute
+  // each call at once: there is nothing to wait for.
   virtual void queue_copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
     copy_to_host(host_dst, device_src, bytes);
   }
-  virtual void wait_for_queued_copies() {}
+  virtual int64_t mark() { return 0; }
+  virtual void wait_for_mark(int64_t /*mark*/) {}
 
   // ---- captured work (cuda: CUDA graphs) ----
   // A backend that supports capture records the ops queued between begin_capture and

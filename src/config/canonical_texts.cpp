@@ -202,6 +202,7 @@ RunConfig typed_config(const KeyTexts& t) {
   if (has("checkpoint.keep")) r.checkpoint.keep = flag("checkpoint.keep");
   r.seed = static_cast<uint64_t>(i64("seed"));
   r.log_every = i64("log_every");
+  if (has("loss_reads")) r.loss_reads = enum_from_name(all_loss_reads(), loss_reads_name, str("loss_reads"), "loss_reads");
   return r;
 }
 

@@ -135,6 +135,22 @@ void check_compression(const ResolvedConfig& cfg, const KeyTexts& text) {
 
 }  // namespace
 
+// loss_reads: log holds the losses back, so nothing in the step may need this step's loss: one
+// rank of sync (its verdict is its own loss), without cuda.sync_phases (which reads it at once).
+void check_loss_reads(const ResolvedConfig& cfg, const KeyTexts& text) {
+  const RunConfig& r = cfg.run;
+  if (r.loss_reads != LossReads::log) return;
+  const std::string where = cfg.locate("loss_reads") + ": 'log' reads the loss every log_every steps only";
+  if (r.workers != 1 || r.dist.strategy != DistStrategy::sync || r.dist.allreduce == AllreduceAlgorithm::nccl)
+    throw ConfigError(where + ", which needs a step whose verdict is the rank's own loss: one worker of dist.strategy "
+                      "sync, not dist.allreduce nccl; this run has " + std::to_string(r.workers) +
+                      " worker(s) of dist.strategy " + text.at("dist.strategy") + " with dist.allreduce " +
+                      text.at("dist.allreduce") + ", whose exchange combines the losses every step; remove loss_reads "
+                      "or set it to step");
+  if (r.cuda_sync_phases)
+    throw ConfigError(where + ", and cuda.sync_phases: true reads it right after each forward; drop one of them");
+}
+
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_exclusive(cfg, {"batch_per_worker", "global_batch"});
   check_exclusive(cfg, {"epochs", "steps", "train_samples"});
@@ -143,6 +159,7 @@ void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_gpu_against_backend(cfg);
   check_partition_config(cfg, texts);
   check_compression(cfg, texts);
+  check_loss_reads(cfg, texts);
 }
 
 }  // namespace ts

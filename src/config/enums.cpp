@@ -32,6 +32,15 @@ const char* loss_scale_mode_name(LossScaleMode mode) {
   return "?";
 }
 
+const char* loss_reads_name(LossReads reads) {
+  switch (reads) {
+    case LossReads::auto_: return "auto";
+    case LossReads::step: return "step";
+    case LossReads::log: return "log";
+  }
+  return "?";
+}
+
 const char* mpi_flavor_name(MpiFlavor flavor) {
   switch (flavor) {
     case MpiFlavor::any: return "any";
@@ -69,6 +78,7 @@ std::vector<LrScale> all_lr_scales() { return {LrScale::none, LrScale::linear}; 
 std::vector<LossScaleMode> all_loss_scale_modes() {
   return {LossScaleMode::auto_, LossScaleMode::off, LossScaleMode::static_, LossScaleMode::dynamic};
 }
+std::vector<LossReads> all_loss_reads() { return {LossReads::step, LossReads::log}; }  // what a config may give
 std::vector<MpiFlavor> all_mpi_flavors() {
   return {MpiFlavor::any, MpiFlavor::openmpi, MpiFlavor::mpich, MpiFlavor::intel, MpiFlavor::mvapich2};
 }

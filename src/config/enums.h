@@ -15,6 +15,7 @@ std::vector<Precision> all_precisions();
 std::vector<LrScheduleKind> all_lr_schedule_kinds();
 std::vector<LrScale> all_lr_scales();
 std::vector<LossScaleMode> all_loss_scale_modes();
+std::vector<LossReads> all_loss_reads();  // step, log (auto is the key unset)
 std::vector<MpiFlavor> all_mpi_flavors();
 std::vector<GpuGeneration> all_gpu_generations();  // none, the generations oldest first, any
 

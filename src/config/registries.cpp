@@ -31,6 +31,7 @@ std::vector<std::string> accepted_allreduce_names() {
 std::vector<std::string> accepted_lr_schedule_kinds() { return enum_names(all_lr_schedule_kinds(), lr_schedule_kind_name); }
 std::vector<std::string> accepted_lr_scales() { return enum_names(all_lr_scales(), lr_scale_name); }
 std::vector<std::string> accepted_loss_scale_modes() { return enum_names(all_loss_scale_modes(), loss_scale_mode_name); }
+std::vector<std::string> accepted_loss_reads() { return enum_names(all_loss_reads(), loss_reads_name); }
 std::vector<std::string> accepted_mpi_flavors() { return enum_names(all_mpi_flavors(), mpi_flavor_name); }
 // The enum's names; a test checks that they are "none", backend/gpu_generation.h's list and "any".
 std::vector<std::string> accepted_gpu_generations() { return enum_names(all_gpu_generations(), gpu_generation_name); }

@@ -24,6 +24,7 @@ std::vector<std::string> accepted_lr_schedule_kinds();
 std::vector<std::string> accepted_lr_scales();
 std::vector<std::string> accepted_loss_scale_modes();
 std::vector<std::string> accepted_mpi_flavors();
+std::vector<std::string> accepted_loss_reads();  // loss_reads
 // none, the GPU generations of backend/gpu_generation.h (oldest first), any.
 std::vector<std::string> accepted_gpu_generations();
 

@@ -28,6 +28,12 @@ enum class LossScaleMode { auto_, off, static_, dynamic };
 // intel and mvapich2 are not linked here: trainscale run refuses them (its MPI library is another),
 // trainscale-sim simulates them with SMPI's collective selectors (docs/model.md "Simulation").
 enum class MpiFlavor { any, openmpi, mpich, intel, mvapich2 };
+// When the host reads a step's loss (loss_reads; train/loss_ledger.h): step reads it in every
+// step; log leaves it on the device's queue and reads the held losses every log_every steps
+// (and before evaluations, checkpoints and the end), so the step never waits for its own
+// forward. auto (the key unset) is log on a single rank of sync on a device the host cannot
+// address (cuda), step otherwise.
+enum class LossReads { auto_, step, log };
 // The GPU a run expects (checked against the device when it starts): none (a CPU backend), a
 // generation of backend/gpu_generation.h, or any GPU. Unset, it is `any` for backend cuda and
 // `none` otherwise.
@@ -134,6 +140,7 @@ struct RunConfig {
   int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)
   AlgorithmChoice cuda_algorithms = AlgorithmChoice::find;  // cuda.algorithms (unset: find)
   bool cuda_sync_phases = false;  // cuda.sync_phases: read the loss after forward, wait for the device after backward (exact split)
+  LossReads loss_reads = LossReads::auto_;  // loss_reads (unset: auto, decided at set-up)
   int threads = 2;
   int workers = 1;
   // ranks.backend / ranks.threads: one entry per worker (empty: every rank takes backend /
@@ -193,6 +200,7 @@ const char* lr_schedule_kind_name(LrScheduleKind kind);
 const char* lr_scale_name(LrScale scale);
 const char* loss_scale_mode_name(LossScaleMode mode);
 const char* mpi_flavor_name(MpiFlavor flavor);
+const char* loss_reads_name(LossReads reads);
 const char* gpu_generation_name(GpuGeneration generation);
 // True for backends that compute on a GPU (cuda); ref and cpu compute on the CPU.
 bool backend_has_gpu(BackendKind kind);

@@ -166,6 +166,10 @@ class ExchangeStrategy {
   //    diverged). `average_weights` matters for strategies that average weights periodically
   //    (weight_avg): average this step (the verdict covers every step since the previous one).
   virtual StepVerdict finish_step(bool average_weights) = 0;
+  // False when a step's verdict is just this rank's own loss (sync on one rank: nothing is
+  // exchanged): the trainer may then hand begin_step a stand-in and read the loss itself later
+  // (loss_reads: log, train/loss_ledger.h); the verdict's loss and divergence are the stand-in's.
+  virtual bool combines_losses() const { return true; }
 
   // Averages the non-trainable state over ranks (before evaluation: BN running statistics are
   // per worker during training).

@@ -31,6 +31,7 @@ class SyncExchange : public ExchangeStrategy {
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override;
   StepVerdict finish_step(bool average_weights) override;
+  bool combines_losses() const override { return comm_.size() > 1; }
   void average_state() override;
   const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
   bool replicas_identical() const override { return true; }

@@ -109,6 +109,7 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("mpi_version", r.mpi_version);
   file.set_attr("mpi_tuning", r.mpi_tuning);
   file.set_attr("dist_transport", r.dist_transport);
+  if (!r.loss_reads.empty()) file.set_attr("loss_reads", r.loss_reads);
   file.set_attr("backend", r.backend);
   file.set_attr("device", r.device);
   file.set_attr("device_name", r.device_name);

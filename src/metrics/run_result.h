@@ -30,6 +30,8 @@ struct RunRecord {
   std::string mpi_tuning;                   // the MPI library's tuning environment, "NAME=value; ..."
   std::string dist_transport;               // how the exchange reaches the arenas: host | staged |
                                             // cuda_aware_mpi | nccl | device_sum (ArenaTransport)
+  std::string loss_reads;                   // step | log (config/run_config.h LossReads); "": not
+                                            // written (simulated runs read no losses)
   // The device facts of the backend (Backend::describe()).
   std::string backend;                      // "ref", "cpu", "cuda"
   std::string device;                       // "cpu", "cuda:0"

@@ -132,7 +132,8 @@ void Net::finalize(uint64_t seed) {
   backend_.copy_from_host(params_.data(), params.data(), param_bytes);
   backend_.copy_from_host(state_.data(), state.data(), state_bytes);
   loss_ = backend_.allocate(sizeof(float));
-  loss_on_host_ = backend_.allocate_host(sizeof(float));
+  loss_on_host_ = backend_.allocate_host(kLossSlots * sizeof(float));
+  loss_marks_.assign(kLossSlots, 0);
   bind_layers();
   decide_fusion();
   finalized_ = true;
@@ -310,6 +311,7 @@ void Net::forward_queued(const float* images, const int32_t* labels, const float
              "Net::forward_queued without images needs a stage_input for this batch size before");
     backend_.wait_for_staged();
     backend_.copy(input.dst.data(), staged.data(), input.desc.bytes);
+    backend_.release_staged();  // the next copy into that buffer waits for this one on the device
     input_staged_ = false;
   }
   if (capture_forward_ && mode == Mode::train)
@@ -322,7 +324,11 @@ void Net::forward_queued(const float* images, const int32_t* labels, const float
   Node& loss_node = node(static_cast<int>(last));
   auto* loss = static_cast<LossLayer*>(loss_node.layer.get());
   loss->forward_loss(backend_, loss_node.srcs[0], labels, targets, loss_.f32());
-  backend_.queue_copy_to_host(loss_on_host_.data(), loss_.data(), sizeof(float));
+  const int64_t id = losses_queued_ + 1;
+  const size_t slot = static_cast<size_t>(id % kLossSlots);
+  backend_.queue_copy_to_host(loss_on_host_.f32() + slot, loss_.data(), sizeof(float));
+  loss_marks_[slot] = backend_.mark();
+  losses_queued_ = id;
 }
 
 void Net::run_layers(Mode mode) {
@@ -380,9 +386,14 @@ void Net::use_captured_forward(bool on) {
   capture_forward_ = on;
 }
 
-float Net::loss() const {
-  backend_.wait_for_queued_copies();
-  return *static_cast<const float*>(loss_on_host_.data());
+float Net::loss_of(int64_t id) const {
+  TS_CHECK(id > 0 && id <= losses_queued_ && id > losses_queued_ - kLossSlots,
+           "Net::loss_of(" + std::to_string(id) + "): the host slots hold losses " +
+               std::to_string(std::max<int64_t>(1, losses_queued_ - kLossSlots + 1)) + " to " +
+               std::to_string(losses_queued_));
+  const size_t slot = static_cast<size_t>(id % kLossSlots);
+  backend_.wait_for_mark(loss_marks_[slot]);
+  return loss_on_host_.f32()[slot];
 }
 
 void Net::set_loss_scale(float scale) {

@@ -82,7 +82,14 @@ class Net {
   // without waiting for the device; loss() then waits for that copy only (work queued after
   // forward keeps running) and returns the loss.
   void forward_queued(const float* images, const int32_t* labels, const float* targets, Mode mode);
-  float loss() const;
+  float loss() const { return loss_of(last_loss_id()); }
+  // The losses forward_queued copied are numbered 1, 2, ... (last_loss_id: the latest, 0 before
+  // the first); each lands in its own host slot, and the latest kLossSlots stay readable, so a
+  // trainer may read many steps' losses at once (loss_reads: log). loss_of(id) waits for that
+  // loss's copy only. Throws for an id no longer (or not yet) held.
+  static constexpr int64_t kLossSlots = 1024;
+  int64_t last_loss_id() const { return losses_queued_; }
+  float loss_of(int64_t id) const;
   // Training forwards of the layers between the input and the loss run as one recorded unit
   // (Backend::begin_capture; cuda: a CUDA graph): the first forward after each plan runs
   // plainly, the second is recorded, and every later one replays the recording. Throws
@@ -160,9 +167,12 @@ class Net {
   std::vector<DeviceBuffer> diff_pool_;  // gradient buffers, shared by nodes (plan_gradient_memory)
   std::vector<DeviceBuffer> scratch_;    // diff targets for inputs whose diff is already written
   DeviceBuffer loss_;                  // the loss node's scalar (1 float)
-  DeviceBuffer loss_on_host_;          // its copy in host memory (allocate_host: 1 float)
+  DeviceBuffer loss_on_host_;          // its copies in host memory (allocate_host: kLossSlots floats)
+  std::vector<int64_t> loss_marks_;    // [kLossSlots] the backend's mark after each slot's copy
+  int64_t losses_queued_ = 0;          // loss `id` lands in slot id % kLossSlots
   // stage_input's copies of the next images (their batch's input bytes), used in turn: a copy into one
-  // runs while the device may still read the other (the batch before; its loss was read since).
+  // runs while the device may still read the other; forward_queued's release_staged makes the
+  // copy into one wait on the device for the forward that read it last.
   std::array<DeviceBuffer, 2> staged_input_;
   int staged_turn_ = 0;  // the buffer the latest stage_input wrote
   bool input_staged_ = false;

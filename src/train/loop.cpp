@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "train/evaluate.h"
+#include "train/loss_ledger.h"
 #include "train/progress.h"
 #include "train/step_boundary.h"
 #include "train/train_step.h"
@@ -36,6 +37,21 @@ std::string divergence_message(const StepVerdict& v, int64_t step) {
   return "a worker's loss became NaN/Inf by step " + at_step + " (weight_avg checks at each weight average)";
 }
 
+// loss_reads: log: reads the held losses into the recording. False, with the run marked
+// diverged, when one of them was not finite.
+bool settle_losses(LossLedger* ledger, RunRecording& rec, int64_t step, bool root, std::ostream& log) {
+  if (!ledger) return true;
+  const int64_t bad = ledger->settle(rec);
+  if (bad < 0) return true;
+  const float loss = rec.local_loss.at(static_cast<size_t>(bad));
+  rec.diverged = true;
+  rec.message = std::string("loss became ") + (std::isnan(loss) ? "NaN" : "Inf") + " at step " +
+                std::to_string(rec.step.at(static_cast<size_t>(bad))) + " (read at step " + std::to_string(step) +
+                ": loss_reads log reads the losses every log_every steps)";
+  if (root) log << "diverged: " << rec.message << "; stopping\n";
+  return false;
+}
+
 // Averages the non-trainable state (BN running statistics are per worker during training),
 // evaluates, records.
 void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostream& log) {
@@ -52,9 +68,12 @@ void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostre
 
 // Between step `step` and the next: a checkpoint when one is due, and the stop of a preemption.
 // True when the loop must stop.
+// With loss_reads: log the held losses are read first; a non-finite one stops the loop there,
+// before a checkpoint could keep the diverged model.
 bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRecording& rec, RunSetup& s,
-                   Communicator& comm, std::ostream& log, const CheckpointTarget* checkpoints) {
+                   Communicator& comm, std::ostream& log, const CheckpointTarget* checkpoints, LossLedger* ledger) {
   const BoundaryDecision d = boundary.after_step(step, sync_point, comm, *s.exchange);
+  if ((d.checkpoint || d.preempt_signal != 0) && !settle_losses(ledger, rec, step, comm.rank() == 0, log)) return true;
   if (d.checkpoint && checkpoints) {
     const double before = rec.checkpoint_seconds;
     const std::string path = save_checkpoint(*checkpoints, step, rec, s, comm);
@@ -78,13 +97,14 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   StepBoundary boundary(r.checkpoint);
   TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader, s.scaler.get(), s.staged.get()};
   state.step = rec.steps();
-  // A device rank's compute time is its device's where shares are decided from it, or asked for.
-  state.wait_for_device = s.staged != nullptr && (s.shares->active() || r.cuda_sync_phases);
+  state.wait_for_device = s.waits_for_device;
   if (s.shares->active()) {
     state.global_batch = plan.global_batch;
     state.world = comm.size();
   }
   if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
+  state.defer_loss = s.loss_reads == LossReads::log;
+  std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net) : nullptr;
   const int64_t first_step = rec.steps() + 1;
   for (int64_t step = first_step; step <= plan.total_steps; ++step) {
     const double lr = s.lr->at(step - 1);
@@ -103,15 +123,21 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
       if (root) log << "diverged: " << rec.message << "; stopping\n";
       break;
     }
+    const bool log_now = step % r.log_every == 0 || last;
+    if (ledger) {
+      ledger->hold(rec.local_loss.size() - 1, res.loss_id);
+      if ((log_now || eval_now || ledger->full()) && !settle_losses(ledger.get(), rec, step, root, log)) break;
+    }
     const size_t changes = s.shares->changes().size();
     s.shares->after_step(step, res.compute, res.batch, *s.data->train_loader, r.dataset.prefetch, s.staged ? 1 : 0,
                          comm);
     if (root && s.shares->changes().size() > changes)
       log << "shares: " << shares_text(s.shares->shares()) << " from step " << s.shares->changes().back().step << "\n";
-    if (root && (step % r.log_every == 0 || last)) log_progress(log, rec, plan, res.verdict.loss, res.verdict.exchanged);
+    if (root && log_now)
+      log_progress(log, rec, plan, ledger ? rec.local_loss.back() : res.verdict.loss, res.verdict.exchanged);
     if (eval_now) evaluate_now(rec, s, comm, log);
     // The ranks synchronise anyway where the strategy averages (every step but with weight_avg).
-    if (!last && between_steps(step, average_now, boundary, rec, s, comm, log, checkpoints)) break;
+    if (!last && between_steps(step, average_now, boundary, rec, s, comm, log, checkpoints, ledger.get())) break;
   }
 }
 

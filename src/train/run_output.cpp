@@ -53,6 +53,7 @@ void fill_record(RunRecord& a, const RunRecording& rec, const ResolvedConfig& cf
   a.mpi_version = lib.version;
   a.mpi_tuning = join(lib.tuning, "; ");
   a.dist_transport = arena_transport_name(setup.exchange->transport());
+  a.loss_reads = loss_reads_name(setup.loss_reads);
   const DeviceDescription d = setup.backend->describe();
   // ranks.backend mixing backends: all of them ("cpu+cuda"); the device facts are rank 0's.
   a.backend = r.mixed_backends() ? join(r.backend_names(), "+") : backend_kind_name(r.backend);

@@ -14,6 +14,7 @@
 #include "nn/layers/fully_connected.h"
 #include "nn/models.h"
 #include "train/capabilities.h"
+#include "train/loss_ledger.h"
 #include "train/resources.h"
 
 namespace ts {
@@ -201,6 +202,13 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
                      }};
   s->exchange = set_up_exchange(options, *s->net, comm);
   s->replicas_identical = s->exchange->replicas_identical() && !r.mixed_backends();
+  // A device rank's compute time is its device's where shares are decided from it, or asked for.
+  s->waits_for_device = s->staged != nullptr && (s->shares->active() || r.cuda_sync_phases);
+  try {
+    s->loss_reads = resolve_loss_reads(r.loss_reads, s->staged != nullptr, s->waits_for_device, *s->exchange);
+  } catch (const ConfigError& e) {
+    throw ConfigError(cfg.locate("loss_reads") + ": " + e.what());
+  }
   if (hogwild)
     s->hogwild = std::make_unique<HogwildCrew>(cfg, s->net->params(), s->net->param_count(), s->plan.batch,
                                                s->plan.total_steps, *s->lr, s->data->prepared);

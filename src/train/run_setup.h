@@ -43,6 +43,10 @@ struct RunSetup {
   std::unique_ptr<LearningRate> lr;
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)
+  // A staged rank that waits for its device after forward and after backward (TrainState::
+  // wait_for_device): heterogeneous shares are decided from its compute time, or cuda.sync_phases.
+  bool waits_for_device = false;
+  LossReads loss_reads = LossReads::step;  // resolved (train/loss_ledger.h); the run file records it
   std::unique_ptr<ShareBalancer> shares;  // the ranks' shares of the global batch
   std::unique_ptr<HogwildCrew> hogwild;  // hogwild: the replicas beyond the main thread's (last: stopped first)
   RunPlan plan;

@@ -47,12 +47,15 @@ double StagedInput::prepare() {
 
 void StagedInput::forward_queued(Mode mode, double& data_wait) {
   data_wait = prepare();
-  // The device reads labels/targets when the loss runs; this step's buffers are not written
-  // again before the step after next, and this step's loss is read before then.
+  // The device reads labels/targets when the loss runs: this turn's buffers were read by the
+  // forward two steps back, which the device has passed unless the host is that far ahead.
+  Backend& backend = net_.backend();
+  backend.wait_for_mark(read_by_[turn_]);
   const int32_t* labels = pinned_labels();
   const float* targets = pinned_targets();
-  turn_ ^= 1;
   net_.forward_queued(nullptr, labels, targets, mode);
+  read_by_[turn_] = backend.mark();
+  turn_ ^= 1;
   data_wait += timed_fetch_and_stage();  // overlaps forward on the device
 }
 

@@ -4,10 +4,14 @@
 //   step k: [labels of batch k -> page-locked copy] queue forward k (its input: the staged
 //           images) and the copy of its loss to the host | wait for the staged copy of k,
 //           loader.next() = batch k+1 (frees k's slot), stage k+1's images | (the trainer)
-//           queue backward k, then read the loss (Net::loss: waits for forward k only).
+//           queue backward k, then read the loss (Net::loss: waits for forward k only), or
+//           leave it for later (loss_reads: log).
 // So the loader's wait and the copy overlap forward k on the device, and backward k is queued
-// before the host first waits in the step. Labels/targets are copied
-// into two page-locked buffers used in turn: the device reads one while the host fills the other.
+// before the host first waits in the step. Labels/targets are copied into two page-locked
+// buffers used in turn: the device reads one while the host fills the other, and before the
+// host refills one it waits for the forward that read it (two steps back: a mark, not the queue).
+// The copy of k+1's images waits on the device for forward k-1 to have read its buffer before
+// (Backend::release_staged), so the host never has to.
 #pragma once
 
 #include <array>
@@ -42,6 +46,7 @@ class StagedInput {
   bool ready_ = false;
   int turn_ = 0;         // which of the two label/target buffers this step uses
   std::array<DeviceBuffer, 2> labels_, targets_;  // page-locked host memory
+  std::array<int64_t, 2> read_by_{0, 0};  // the mark after the forward that read each turn's buffers
 };
 
 }  // namespace ts

@@ -2,6 +2,7 @@
 #include "train/train_step.h"
 
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "core/error.h"
@@ -90,16 +91,24 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   const double t0 = now_seconds();
   double t1 = 0;
   float weight = 1.0f;
-  const bool loss_known = forward_on_batch(st, out, weight, t1);
+  bool loss_known = forward_on_batch(st, out, weight, t1);
+  out.loss_id = st.net.last_loss_id();
   out.reads = st.loader.last_read_counts();
   const double t2 = now_seconds();
   // Backward hands each layer's finished gradients to the exchange, which reduces them in
   // buckets (overlapped with the rest of backward when it has a communication thread). The
   // exchange keeps the update until it applies it: lr by value. A loss still on the device is
-  // read where the exchange first needs it (its last bucket, or finish_step).
+  // read where the exchange first needs it (its last bucket, or finish_step), or not in this step
+  // at all (defer_loss: the exchange's verdict is then the stand-in's, and ignored).
   Net& net = st.net;
-  LocalLoss loss = loss_known ? LocalLoss(out.local_loss * weight)
-                               : LocalLoss([&net, weight] { return net.loss() * weight; });
+  const int64_t id = out.loss_id;
+  if (st.defer_loss) {
+    TS_CHECK(!st.exchange.combines_losses(), "train_step: defer_loss with an exchange that combines the losses");
+    if (!loss_known) out.local_loss = std::numeric_limits<float>::quiet_NaN();
+    loss_known = true;
+  }
+  LocalLoss loss = loss_known ? LocalLoss(st.defer_loss ? 0.0f : out.local_loss * weight)
+                               : LocalLoss([&net, id, weight] { return net.loss_of(id) * weight; });
   st.exchange.begin_step(std::move(loss), make_update(st, lr, out));
   ExchangeStrategy& exchange = st.exchange;
   net.backward([&exchange](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
@@ -108,7 +117,7 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   double loss_wait = 0;
   if (!loss_known) {
     const double w0 = now_seconds();
-    out.local_loss = net.loss();
+    out.local_loss = net.loss_of(id);
     loss_wait = now_seconds() - w0;
   }
   if (st.wait_for_device) net.backend().synchronize();

@@ -40,10 +40,15 @@ struct TrainState {
   // input to a device: their shares and /partition's compute and idle seconds are decided and
   // recorded from it; cuda.sync_phases sets it too.
   bool wait_for_device = false;
+  // loss_reads: log (train/loss_ledger.h): the step never reads its loss; the exchange must not
+  // combine losses (ExchangeStrategy::combines_losses) and gets a stand-in, and the trainer reads
+  // the loss later by StepResult::loss_id.
+  bool defer_loss = false;
 };
 
 struct StepResult {
-  float local_loss = 0;   // this rank's loss on its batch
+  float local_loss = 0;   // this rank's loss on its batch (NaN when the step left it unread: defer_loss)
+  int64_t loss_id = 0;    // the loss's number in the net (Net::loss_of)
   StepVerdict verdict;    // the exchange's: mean loss over ranks (when exchanged), diverged
   PhaseSeconds seconds{};  // this rank's time per phase
   bool skipped = false;    // loss scaling found a non-finite gradient: no update this step

@@ -1,6 +1,6 @@
 // The CUDA backend's core (backend/cuda/cuda_backend.cpp, cuda_kernels.cu) against the ref
 // backend and host computations: memory and copies, zeroing, f32/f16/bf16 conversion, the
-// optimizer and statistics ops, scale_check_finite, describe(). Every case that needs a device
+// optimizer and statistics ops, scale_check_finite, marks and the staging order, describe(). Every case that needs a device
 // skips with the reason where there is none; the no-device cases run everywhere else instead.
 #include <gtest/gtest.h>
 
@@ -280,6 +280,58 @@ TEST_F(CudaBackendTest, ScaleCheckFinite) {
   EXPECT_TRUE(backend_->scale_check_finite(n, 4.0f, b.f32()));
   EXPECT_TRUE(std::isinf(to_host(b.data(), 1)[0]));
   EXPECT_TRUE(backend_->scale_check_finite(0, 2.0f, nullptr));
+}
+
+// Backend::mark / wait_for_mark (cuda_marks.h): each queued loss copy is readable once its mark
+// is passed, also a mark the ring of events has overwritten since (loss_reads: log reads up to
+// Net::kLossSlots of them at once), and a mark never made is refused.
+TEST_F(CudaBackendTest, QueuedCopiesLandByTheirMarks) {
+  constexpr int kCopies = 300;  // several times the ring's events
+  std::vector<float> values(kCopies);
+  for (int i = 0; i < kCopies; ++i) values[static_cast<size_t>(i)] = 0.5f * static_cast<float>(i) - 7.0f;
+  DeviceBuffer d = from_host(values);
+  DeviceBuffer host = backend_->allocate_host(kCopies * sizeof(float));
+  std::vector<int64_t> marks;
+  for (int i = 0; i < kCopies; ++i) {
+    backend_->queue_copy_to_host(host.f32() + i, d.f32() + i, sizeof(float));
+    marks.push_back(backend_->mark());
+    if (i > 0) EXPECT_GT(marks.back(), marks[marks.size() - 2]);
+  }
+  backend_->wait_for_mark(marks.front());  // long overwritten: waits through a later event
+  EXPECT_EQ(host.f32()[0], values[0]);
+  backend_->wait_for_mark(marks.back());
+  for (int i = 0; i < kCopies; ++i) EXPECT_EQ(host.f32()[i], values[static_cast<size_t>(i)]) << i;
+  EXPECT_THROW(backend_->wait_for_mark(marks.back() + 1), std::exception);
+  backend_->wait_for_mark(0);  // nothing to wait for
+}
+
+// Backend::release_staged: a staged copy into a buffer waits (on the device) for the compute work
+// queued before that read the buffer, however long it runs. The compute queue is kept busy for
+// many milliseconds before it copies the staged buffer out; without the order the staging copy
+// (microseconds, its own stream) would overwrite the buffer first.
+TEST_F(CudaBackendTest, AStagedCopyWaitsForTheLastReaderOfItsBuffer) {
+  const int64_t n = 1 << 20;
+  const std::vector<float> first(static_cast<size_t>(n), 1.0f), second(static_cast<size_t>(n), 2.0f);
+  DeviceBuffer pinned_first = backend_->allocate_host(n * sizeof(float));
+  DeviceBuffer pinned_second = backend_->allocate_host(n * sizeof(float));
+  std::memcpy(pinned_first.data(), first.data(), n * sizeof(float));
+  std::memcpy(pinned_second.data(), second.data(), n * sizeof(float));
+  DeviceBuffer staged = backend_->allocate(n * sizeof(float));
+  DeviceBuffer input = backend_->allocate(n * sizeof(float));
+  backend_->stage_from_host(staged.data(), pinned_first.data(), n * sizeof(float));
+  backend_->staged_copies_done();
+  const int64_t busy_n = int64_t{1} << 26;  // 256 MiB, 64 passes: tens of ms on any GPU
+  DeviceBuffer busy_x = backend_->allocate(busy_n * sizeof(float));
+  DeviceBuffer busy_y = backend_->allocate(busy_n * sizeof(float));
+  for (int pass = 0; pass < 64; ++pass) backend_->axpby(busy_n, 0.5f, busy_x.f32(), 0.5f, busy_y.f32());
+  backend_->wait_for_staged();
+  backend_->copy(input.data(), staged.data(), n * sizeof(float));  // the last reader of `staged`
+  backend_->release_staged();
+  backend_->stage_from_host(staged.data(), pinned_second.data(), n * sizeof(float));
+  backend_->synchronize();
+  backend_->staged_copies_done();
+  expect_same_values(to_host(input.data(), n), first, "the buffer as it was before the next staging");
+  expect_same_values(to_host(staged.data(), n), second, "the next staging");
 }
 
 TEST_F(CudaBackendTest, DescribeNamesTheDevice) {

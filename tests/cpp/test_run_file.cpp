@@ -65,6 +65,7 @@ ts::RunResult sample_result() {
   a.mpi_version = "4.1.4";
   a.mpi_tuning = "OMPI_MCA_btl_vader_single_copy_mechanism=none";
   a.dist_transport = "staged";
+  a.loss_reads = "log";
   a.device_plans = "conv:mb1_ic1oc1_ih1iw1_kh1kw1_sh1sw1_ph0pw0 fwd algo 1\nfc 2";
   a.device_workspace_bytes = int64_t{3} << 20;
   a.backend = "cpu";
@@ -213,7 +214,7 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
       {"status", "ok"}, {"message", ""}, {"config", a.config_yaml}, {"version", a.version}, {"git_sha", a.git_sha},
       {"start_time", a.start_time}, {"end_time", a.end_time}, {"hosts", a.hosts}, {"mpi_flavor", a.mpi_flavor},
       {"mpi_version", a.mpi_version}, {"mpi_tuning", a.mpi_tuning},
-      {"dist_transport", a.dist_transport}, {"backend", a.backend}, {"device", a.device}, {"device_name", a.device_name},
+      {"dist_transport", a.dist_transport}, {"loss_reads", a.loss_reads}, {"backend", a.backend}, {"device", a.device}, {"device_name", a.device_name},
       {"device_generation", a.device_generation}, {"isa", a.isa}, {"device_libraries", a.device_libraries},
       {"device_plans", a.device_plans}, {"cpu_model", a.cpu_model}, {"precision", a.precision}};
   for (const auto& [k, v] : strings) EXPECT_EQ(string_attr(f, "/", k), v) << k;

@@ -17,6 +17,7 @@
 #include "data/synthetic_source.h"
 #include "dist/communicator.h"
 #include "nn/models.h"
+#include "train/loss_ledger.h"
 #include "train/run_setup.h"
 #include "train/train_step.h"
 
@@ -90,9 +91,11 @@ class RangeCountingExchange final : public ExchangeStrategy {
     inner_->gradients_ready(offset, count);
   }
   StepVerdict finish_step(bool average_weights) override { return inner_->finish_step(average_weights); }
+  bool combines_losses() const override { return pretend_combining || inner_->combines_losses(); }
   void average_state() override { inner_->average_state(); }
   const std::vector<Bucket>& buckets() const override { return inner_->buckets(); }
   int ranges = 0;
+  bool pretend_combining = false;  // stands for a multi-rank exchange
 
  private:
   std::unique_ptr<ExchangeStrategy> inner_;
@@ -164,8 +167,8 @@ TEST(StagedInput, AHeterogeneousDeviceRankWaitsForItsDeviceAfterBackward) {
 }
 
 // A device stand-in that tells a drain of its queue (copy_to_host, synchronize: the host waits
-// for everything queued) from a wait for the queued loss copy only, and the exchange's view of
-// backward at each such wait.
+// for everything queued) from a wait for a mark (the queued loss copy, a buffer's last reader),
+// and records the exchange's view of backward at each such wait.
 class QueueWatchingBackend final : public RefBackend {
  public:
   void copy_to_host(void* host_dst, const void* device_src, size_t bytes) override {
@@ -179,10 +182,27 @@ class QueueWatchingBackend final : public RefBackend {
   void queue_copy_to_host(void* host_dst, const void* device_src, size_t bytes) override {
     RefBackend::copy_to_host(host_dst, device_src, bytes);  // queued behind compute: no drain
   }
-  void wait_for_queued_copies() override { ranges_queued_at_wait.push_back(*ranges_queued); }
+  int64_t mark() override { return ++marks; }
+  void wait_for_mark(int64_t m) override { waits.push_back({m, *ranges_queued}); }
+  // The waits for marks made after `since` (this step's own work).
+  std::vector<int> ranges_at_waits_after(int64_t since) const {
+    std::vector<int> out;
+    for (const Wait& w : waits)
+      if (w.mark > since) out.push_back(w.ranges);
+    return out;
+  }
+  void forget() {
+    drains = 0;
+    waits.clear();
+  }
+  struct Wait {
+    int64_t mark;
+    int ranges;  // gradient ranges handed to the exchange when the host waited
+  };
   int drains = 0;
+  int64_t marks = 0;
   const int* ranges_queued = nullptr;
-  std::vector<int> ranges_queued_at_wait;
+  std::vector<Wait> waits;
 };
 
 TEST(StagedInput, AStagedStepQueuesBackwardBeforeItWaitsForTheLoss) {
@@ -192,27 +212,79 @@ TEST(StagedInput, AStagedStepQueuesBackwardBeforeItWaitsForTheLoss) {
   backend.ranges_queued = &exchange.ranges;
   TrainState& state = rig.state;
   train_step(state, 0.05, true);  // the pipeline filled
-  backend.drains = 0;
-  backend.ranges_queued_at_wait.clear();
+  backend.forget();
+  int64_t before = backend.marks;
   const StepResult res = train_step(state, 0.05, true);
   EXPECT_EQ(backend.drains, 0) << "a plain staged step never empties the device's queue";
-  ASSERT_FALSE(backend.ranges_queued_at_wait.empty()) << "the loss is read";
+  const std::vector<int> own = backend.ranges_at_waits_after(before);
+  ASSERT_FALSE(own.empty()) << "the loss is read";
   ASSERT_GT(exchange.ranges, 0);
-  for (int at_wait : backend.ranges_queued_at_wait)
-    EXPECT_EQ(at_wait, exchange.ranges) << "the loss is read once backward is queued whole";
+  for (int at_wait : own) EXPECT_EQ(at_wait, exchange.ranges) << "the loss is read once backward is queued whole";
+  for (const auto& w : backend.waits)
+    if (w.mark <= before) EXPECT_LT(w.mark, before) << "an earlier wait is for work at least a step old";
   EXPECT_TRUE(std::isfinite(res.local_loss));
   EXPECT_EQ(res.verdict.loss, res.local_loss) << "the exchange saw the loss read late";
 
   // cuda.sync_phases and heterogeneous device ranks: the loss is read right after forward, and
   // the device is waited for after backward, so the phases are the device's.
   state.wait_for_device = true;
-  backend.drains = 0;
-  backend.ranges_queued_at_wait.clear();
+  backend.forget();
   exchange.ranges = 0;  // (begin_step resets it, after the read)
+  before = backend.marks;
   train_step(state, 0.05, true);
   EXPECT_EQ(backend.drains, 1);
-  ASSERT_FALSE(backend.ranges_queued_at_wait.empty());
-  EXPECT_EQ(backend.ranges_queued_at_wait.front(), 0) << "read before backward";
+  const std::vector<int> read = backend.ranges_at_waits_after(before);
+  ASSERT_FALSE(read.empty());
+  EXPECT_EQ(read.front(), 0) << "read before backward";
+}
+
+// loss_reads: log. The step waits for none of its own work (its loss stays in the net's host
+// slots), and the losses read later are those a step that reads them gets, on the same weights.
+TEST(StagedInput, AStepThatDefersItsLossWaitsForNothingItQueuedAndLosesNoLoss) {
+  QueueWatchingBackend backend;
+  StagedMlp deferred(backend);
+  backend.ranges_queued = &deferred.exchange.ranges;
+  deferred.state.defer_loss = true;
+  std::vector<int64_t> ids;
+  for (int step = 0; step < 6; ++step) {
+    const int64_t before = backend.marks;
+    backend.forget();
+    const StepResult res = train_step(deferred.state, 0.05, true);
+    EXPECT_EQ(backend.drains, 0) << "step " << step;
+    EXPECT_TRUE(backend.ranges_at_waits_after(before).empty()) << "step " << step << " waited for its own work";
+    EXPECT_TRUE(std::isnan(res.local_loss)) << "unread: the trainer reads it by id";
+    ids.push_back(res.loss_id);
+  }
+  RefBackend plain_backend;
+  StagedMlp reading(plain_backend);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const StepResult res = train_step(reading.state, 0.05, true);
+    EXPECT_EQ(deferred.net->loss_of(ids[i]), res.local_loss) << "step " << i;
+  }
+  EXPECT_EQ(std::vector<float>(deferred.net->params(), deferred.net->params() + deferred.net->param_count()),
+            std::vector<float>(reading.net->params(), reading.net->params() + reading.net->param_count()));
+}
+
+// loss_reads unset reads every step except on a staged device rank whose exchange does not
+// combine losses and that does not wait for its device anyway; `log` where the step needs the
+// loss is a configuration error.
+TEST(StagedInput, LossReadsResolveToLogOnlyWhereNothingInTheStepNeedsTheLoss) {
+  RefBackend backend;
+  StagedMlp rig(backend);
+  RangeCountingExchange& one_rank = rig.exchange;
+  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, true, false, one_rank), LossReads::log);
+  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, false, false, one_rank), LossReads::step) << "host backend";
+  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, true, true, one_rank), LossReads::step) << "waits anyway";
+  EXPECT_EQ(resolve_loss_reads(LossReads::log, false, false, one_rank), LossReads::log) << "asked for (tests, CPU)";
+  EXPECT_THROW(resolve_loss_reads(LossReads::log, true, true, one_rank), ConfigError);
+  one_rank.pretend_combining = true;
+  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, true, false, one_rank), LossReads::step);
+  try {
+    resolve_loss_reads(LossReads::log, true, false, one_rank);
+    ADD_FAILURE() << "log with an exchange that combines the losses";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("combines the losses every step"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

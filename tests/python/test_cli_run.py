@@ -24,7 +24,7 @@ seed: 7
 """
 
 STRING_ATTRS = ["schema", "run_id", "config_id", "campaign", "status", "message", "config", "version", "git_sha",
-                "start_time", "end_time", "hosts", "mpi_flavor", "mpi_version", "mpi_tuning", "dist_transport", "backend",
+                "start_time", "end_time", "hosts", "mpi_flavor", "mpi_version", "mpi_tuning", "dist_transport", "loss_reads", "backend",
                 "device", "device_name", "device_generation", "cpu_model", "isa", "precision"]
 INT_ATTRS = ["world_size", "threads", "seed", "flush_denormals"]
 SUMMARY = ["images_per_s", "images_per_s_per_worker", "step_time_median", "step_time_p90", "warmup_steps",
@@ -74,6 +74,7 @@ def test_run_file_schema(short_run):
         assert f.attrs["run_id"].endswith(f.attrs["config_id"])
         assert f.attrs["mpi_flavor"] in ("openmpi", "mpich")
         assert f.attrs["dist_transport"] == "host", "a CPU backend's arenas are host memory"
+        assert f.attrs["loss_reads"] == "step", "loss_reads unset: a CPU rank reads each step's loss"
         assert "model: \"lenet\"" in f.attrs["config"]
         # /config: every resolved key, flattened with dots.
         cfg = f["config"].attrs

@@ -108,7 +108,8 @@ CudaBackend::CudaBackend(int local_rank) {
     TS_CUDA_CHECK(cudaMalloc(&nonfinite_, sizeof(int)));
     TS_CUDA_CHECK(cudaStreamCreateWithFlags(&staging_stream_, cudaStreamNonBlocking));
     TS_CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
-    TS_CUDA_CHECK(cudaEventCreateWithFlags(&copied_to_host_, cudaEventDisableTiming));
+    TS_CUDA_CHECK(cudaEventCreateWithFlags(&staged_released_, cudaEventDisableTiming));
+    marks_ = std::make_unique<cuda::StreamMarks>();
     set_precision(Precision::fp32);
   } catch (...) {
     destroy_staging();
@@ -127,10 +128,11 @@ CudaBackend::~CudaBackend() {
 void CudaBackend::destroy_staging() {  // never throws: the destructor calls it
   if (staging_stream_) cudaStreamSynchronize(staging_stream_);
   if (staged_) cudaEventDestroy(staged_);
-  if (copied_to_host_) cudaEventDestroy(copied_to_host_);
+  if (staged_released_) cudaEventDestroy(staged_released_);
   if (staging_stream_) cudaStreamDestroy(staging_stream_);
+  marks_.reset();
   staged_ = nullptr;
-  copied_to_host_ = nullptr;
+  staged_released_ = nullptr;
   staging_stream_ = nullptr;
 }
 
@@ -260,8 +262,11 @@ void CudaBackend::fill_zero(void* device_dst, size_t bytes) {
 
 void CudaBackend::synchronize() { TS_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }
 
+// The copy waits (on the device) for the compute work that release_staged named: the last
+// reads of what it overwrites. An event never recorded is passed at once.
 void CudaBackend::stage_from_host(void* device_dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
+  TS_CUDA_CHECK(cudaStreamWaitEvent(staging_stream_, staged_released_, 0));
   TS_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, bytes, cudaMemcpyHostToDevice, staging_stream_));
   TS_CUDA_CHECK(cudaEventRecord(staged_, staging_stream_));
 }
@@ -270,18 +275,18 @@ void CudaBackend::wait_for_staged() { TS_CUDA_CHECK(cudaStreamWaitEvent(ctx_.str
 
 void CudaBackend::staged_copies_done() { TS_CUDA_CHECK(cudaEventSynchronize(staged_)); }
 
+void CudaBackend::release_staged() { TS_CUDA_CHECK(cudaEventRecord(staged_released_, ctx_.stream)); }
+
 // host_dst must be pinned (allocate_host): from pageable memory the copy would wait for the stream.
 void CudaBackend::queue_copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
   if (bytes == 0) return;
   TS_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
-  TS_CUDA_CHECK(cudaEventRecord(copied_to_host_, ctx_.stream));
 }
 
+int64_t CudaBackend::mark() { return marks_->record(ctx_.stream); }
+
 // Any thread may wait (an exchange's communication thread reads the loss): it names the device.
-void CudaBackend::wait_for_queued_copies() {
-  TS_CUDA_CHECK(cudaSetDevice(ctx_.device));
-  TS_CUDA_CHECK(cudaEventSynchronize(copied_to_host_));
-}
+void CudaBackend::wait_for_mark(int64_t mark) { marks_->wait(mark, ctx_.device); }
 
 void CudaBackend::begin_capture() {
   // Relaxed: the libraries may query or allocate on this thread while work is recorded.

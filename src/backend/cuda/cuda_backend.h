@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_context.h"
+#include "backend/cuda/cuda_marks.h"
 
 namespace ts {
 class CudaBackend final : public Backend {
@@ -44,9 +45,11 @@ class CudaBackend final : public Backend {
   void stage_from_host(void* device_dst, const void* host_src, size_t bytes) override;
   void wait_for_staged() override;
   void staged_copies_done() override;
-  // Device-to-host copies on the compute stream; an event marks the latest.
+  void release_staged() override;
+  // Device-to-host copies on the compute stream; marks are a ring of events on it (cuda_marks.h).
   void queue_copy_to_host(void* host_dst, const void* device_src, size_t bytes) override;
-  void wait_for_queued_copies() override;
+  int64_t mark() override;
+  void wait_for_mark(int64_t mark) override;
   // CUDA graphs: stream capture (relaxed mode) into an instantiated graph per recording.
   bool supports_capture() const override { return true; }
   void begin_capture() override;
@@ -89,7 +92,8 @@ class CudaBackend final : public Backend {
   int* nonfinite_ = nullptr;  // device flag of scale_check_finite
   cudaStream_t staging_stream_ = nullptr;  // stage_from_host's copies
   cudaEvent_t staged_ = nullptr;           // recorded after the latest staged copy
-  cudaEvent_t copied_to_host_ = nullptr;   // recorded after the latest queue_copy_to_host
+  cudaEvent_t staged_released_ = nullptr;  // recorded on the compute stream by release_staged
+  std::unique_ptr<cuda::StreamMarks> marks_;
   void destroy_staging();
   std::vector<cudaGraphExec_t> captures_;  // by id; null once released
 };
