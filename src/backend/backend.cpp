@@ -104,4 +104,21 @@ void DeviceBuffer::reset() {
   bytes_ = 0;
 }
 
+// Loss scaling on the device, for host-memory backends: the state is host memory, and every call
+// runs at once.
+
+void Backend::unscale_check(int64_t n, LossScaleState* state, float* x) {
+  state->nonfinite = scale_check_finite(n, 1.0f / state->scale, x) ? 0 : 1;
+}
+
+void Backend::sgd_step_if_finite(const LossScaleState* state, int64_t n, float lr, float momentum,
+                                 float weight_decay, bool nesterov, float* weights, const float* grads,
+                                 float* velocity) {
+  if (state->nonfinite == 0) sgd_step(n, lr, momentum, weight_decay, nesterov, weights, grads, velocity);
+}
+
+void Backend::update_loss_scale(LossScaleState* state, const LossScaleRule& rule) {
+  apply_loss_scale_rule(*state, rule);
+}
+
 }  // namespace ts

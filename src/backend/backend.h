@@ -24,6 +24,7 @@
 
 #include "backend/descriptors.h"
 #include "backend/device_buffer.h"
+#include "backend/loss_scale_state.h"
 #include "backend/ops.h"
 #include "backend/tensor.h"
 #include "core/error.h"
@@ -197,6 +198,18 @@ class Backend {
   // before scaling: fp16 training unscales its gradients and detects an overflow in one pass.
   // Waits for the result (a host synchronisation).
   virtual bool scale_check_finite(int64_t n, float a, float* x) = 0;
+
+  // ---- loss scaling decided on the device (loss_reads: log; backend/loss_scale_state.h) ----
+  // `state` is device memory holding a LossScaleState; none of these waits for the device.
+  // unscale_check: x *= 1 / state->scale over n values (the float reciprocal, as the host's
+  // scale_check_finite(n, 1.0f / scale, x)), state->nonfinite = some x was not finite before;
+  // sgd_step_if_finite: sgd_step unless state->nonfinite; update_loss_scale:
+  // apply_loss_scale_rule. Backends that compute in host memory run them at once (the defaults).
+  virtual void unscale_check(int64_t n, LossScaleState* state, float* x);
+  virtual void sgd_step_if_finite(const LossScaleState* state, int64_t n, float lr, float momentum,
+                                  float weight_decay, bool nesterov, float* weights, const float* grads,
+                                  float* velocity);
+  virtual void update_loss_scale(LossScaleState* state, const LossScaleRule& rule);
 
   // ---- what planning chose (recorded in the run file) ----
   // One line per planned op that chose something (algorithm, math mode, workspace), in plan order.

@@ -119,15 +119,27 @@ class DropoutOp {
                         const Tensor& diff_src) = 0;
 };
 
+// The factor a loss's backward multiplies its gradient by (fp16 loss scaling, unequal shares; 1
+// otherwise): `factor`, times *device_factor when given (device memory: the scale the device
+// decides under loss_reads: log, backend/loss_scale_state.h). Backends that compute in host
+// memory read it at once (value()); the product is rounded once, as on the device.
+struct LossGradScale {
+  LossGradScale(float factor = 1.0f, const float* device_factor = nullptr)  // NOLINT: a plain factor converts
+      : factor(factor), device_factor(device_factor) {}
+  float factor;
+  const float* device_factor;
+  float value() const { return device_factor ? factor * *device_factor : factor; }
+};
+
 // Softmax cross-entropy: logits (mb,classes), labels (mb) int32 in [0,classes) -> probs
 // (mb,classes) plain f32 and the mean loss into loss[0] (device memory); backward writes
-// diff_logits = loss_scale * (probs - onehot(labels)) / mb (loss_scale: the dynamic loss scale
-// of fp16 training, 1 otherwise).
+// diff_logits = loss_scale * (probs - onehot(labels)) / mb.
 class SoftmaxXentOp {
  public:
   virtual ~SoftmaxXentOp() = default;
   virtual void forward(const Tensor& logits, const int32_t* labels, float* probs, float* loss) = 0;
-  virtual void backward(const float* probs, const int32_t* labels, float loss_scale, const Tensor& diff_logits) = 0;
+  virtual void backward(const float* probs, const int32_t* labels, const LossGradScale& loss_scale,
+                        const Tensor& diff_logits) = 0;
 };
 
 // Mean-squared error over all n values of pred: loss[0] = mean((pred - target)^2); backward
@@ -136,7 +148,8 @@ class MseOp {
  public:
   virtual ~MseOp() = default;
   virtual void forward(const Tensor& pred, const float* target, float* loss) = 0;
-  virtual void backward(const Tensor& pred, const float* target, float loss_scale, const Tensor& diff_pred) = 0;
+  virtual void backward(const Tensor& pred, const float* target, const LossGradScale& loss_scale,
+                        const Tensor& diff_pred) = 0;
 };
 
 }  // namespace ts

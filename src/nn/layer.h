@@ -123,16 +123,16 @@ class LossLayer : public Layer {
   // diff_src (src's desc) of the mean loss, times the loss scale.
   virtual void backward_loss(Backend& backend, const Tensor& src, const Tensor& diff_src) = 0;
   // The factor backward multiplies the loss gradient by: fp16 training's dynamic loss scale
-  // (the optimizer divides it out again), 1 otherwise.
-  void set_loss_scale(float scale) { loss_scale_ = scale; }
-  float loss_scale() const { return loss_scale_; }
+  // (the optimizer divides it out again) times a share's weight, 1 otherwise; with a device
+  // factor (loss_reads: log) the device's scale times `factor`.
+  void set_loss_scale(LossGradScale scale) { loss_scale_ = scale; }
 
   void forward(Backend&, const std::vector<Tensor>&, const Tensor&, Mode) final;
   void backward(Backend&, const std::vector<Tensor>&, const Tensor&, const Tensor&,
                 const std::vector<Tensor>&) final;
 
  protected:
-  float loss_scale_ = 1.0f;
+  LossGradScale loss_scale_;
 };
 
 }  // namespace ts

@@ -396,8 +396,8 @@ float Net::loss_of(int64_t id) const {
   return loss_on_host_.f32()[slot];
 }
 
-void Net::set_loss_scale(float scale) {
-  static_cast<LossLayer*>(nodes_.back()->layer.get())->set_loss_scale(scale);
+void Net::set_loss_scale(float scale, const float* device_scale) {
+  static_cast<LossLayer*>(nodes_.back()->layer.get())->set_loss_scale({scale, device_scale});
 }
 
 void Net::backward(const std::function<void(ParamRange)>& on_layer_grads) {

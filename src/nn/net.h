@@ -100,8 +100,9 @@ class Net {
   // until Backend::staged_copies_done. The next forward_queued(nullptr, ...) uses them; `mb`
   // may differ from batch() (a share that changes: set_batch(mb) before that forward).
   void stage_input(const float* images, int64_t mb);
-  // The factor backward multiplies the loss gradient by (fp16 loss scaling; 1 by default).
-  void set_loss_scale(float scale);
+  // The factor backward multiplies the loss gradient by (fp16 loss scaling, a share's weight; 1
+  // by default), times *device_scale when given (device memory: loss_reads: log).
+  void set_loss_scale(float scale, const float* device_scale = nullptr);
   // Backward from the loss through every layer; overwrites the gradient arena.
   // `on_layer_grads(range)` is called as soon as a layer's parameter gradients are final
   // (in reverse layer order), so communication can overlap with the rest of backward.

@@ -74,6 +74,7 @@ bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRec
                    Communicator& comm, std::ostream& log, const CheckpointTarget* checkpoints, LossLedger* ledger) {
   const BoundaryDecision d = boundary.after_step(step, sync_point, comm, *s.exchange);
   if ((d.checkpoint || d.preempt_signal != 0) && !settle_losses(ledger, rec, step, comm.rank() == 0, log)) return true;
+  if (d.checkpoint && checkpoints) s.scaler->read_back();  // a scaler on the device: its state as of this step
   if (d.checkpoint && checkpoints) {
     const double before = rec.checkpoint_seconds;
     const std::string path = save_checkpoint(*checkpoints, step, rec, s, comm);
@@ -105,6 +106,8 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
   state.defer_loss = s.loss_reads == LossReads::log;
   std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net) : nullptr;
+  // loss_reads: log: the overflow check of loss scaling is decided on the device too.
+  if (state.defer_loss && s.scaler->enabled() && !s.scaler->on_device()) s.scaler->keep_on_device(*s.backend);
   const int64_t first_step = rec.steps() + 1;
   for (int64_t step = first_step; step <= plan.total_steps; ++step) {
     const double lr = s.lr->at(step - 1);
@@ -139,6 +142,7 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
     // The ranks synchronise anyway where the strategy averages (every step but with weight_avg).
     if (!last && between_steps(step, average_now, boundary, rec, s, comm, log, checkpoints, ledger.get())) break;
   }
+  s.scaler->read_back();  // a scaler on the device: the summary's skipped steps and final scale
 }
 
 }  // namespace ts

@@ -4,39 +4,64 @@
 // as it goes: a step whose averaged gradients hold an inf or NaN (an fp16 overflow) is skipped
 // and S halves; growth_interval good steps in a row double S. Every rank of a synchronous run
 // sees the same averaged gradients, so every rank takes the same decisions.
+//
+// The host decides each step (update), or, with loss_reads: log, the device does: after
+// keep_on_device the state lives in device memory, the step queues the check, the update if
+// finite and the rule (Backend::unscale_check, sgd_step_if_finite, update_loss_scale; the rule
+// is backend/loss_scale_state.h's, the same for both), and the host reads the state back at its
+// boundaries (read_back) before it reports or checkpoints it.
 #pragma once
 
 #include <cstdint>
 
+#include "backend/backend.h"
+#include "backend/loss_scale_state.h"
 #include "config/run_config.h"
 
 namespace ts {
 
 class LossScaler {
  public:
-  // `mode` as RunConfig::effective_loss_scale() resolves it (never auto).
+  // `mode` as RunConfig::effective_loss_scale() resolves it (never auto); the scale is a float.
   LossScaler(LossScaleMode mode, double init, int64_t growth_interval);
   static LossScaler from_config(const RunConfig& r) {
     return LossScaler(r.effective_loss_scale(), r.loss_scale.init, r.loss_scale.growth_interval);
   }
   bool enabled() const { return mode_ != LossScaleMode::off; }
   LossScaleMode mode() const { return mode_; }
-  float scale() const { return static_cast<float>(scale_); }
-  // After a step's gradients were checked: a finite step counts towards growth, a non-finite one
-  // is counted as skipped and (dynamic) halves the scale.
+  const LossScaleRule& rule() const { return rule_; }
+  // After a step's gradients were checked on the host: a finite step counts towards growth, a
+  // non-finite one is counted as skipped and (dynamic) halves the scale.
   void update(bool finite);
-  int64_t skipped_steps() const { return skipped_; }
-  int64_t good_steps() const { return good_steps_; }
-  double exact_scale() const { return scale_; }  // scale() before its rounding to float
-  // Continues where a checkpointed scaler stopped (scale, good steps in a row, skipped steps).
+  // The host's copy (after read_back when the state is on the device).
+  float scale() const;
+  int64_t skipped_steps() const;
+  int64_t good_steps() const;
+  double exact_scale() const { return scale(); }  // what checkpoints keep
+  // Continues where a checkpointed scaler stopped (scale, good steps in a row, skipped steps);
+  // before keep_on_device.
   void restore(double scale, int64_t good_steps, int64_t skipped_steps);
 
+  // loss_reads: log. Moves the state into `backend`'s memory; the step then queues its decision
+  // on device_state() and backward reads the scale there.
+  void keep_on_device(Backend& backend);
+  bool on_device() const { return device_.data() != nullptr; }
+  // The state for the step to queue its decision on: the host's copy is stale from then on.
+  LossScaleState* device_state() {
+    host_current_ = false;
+    return static_cast<LossScaleState*>(device_.data());
+  }
+  // Copies the device's state to the host copy (waits for the work queued before).
+  void read_back();
+
  private:
+  const LossScaleState& host() const;
   LossScaleMode mode_;
-  double scale_;
-  int64_t growth_interval_;
-  int64_t good_steps_ = 0;  // finite steps since the last change
-  int64_t skipped_ = 0;
+  LossScaleRule rule_;
+  LossScaleState state_;  // the host's copy
+  Backend* backend_ = nullptr;
+  DeviceBuffer device_;       // the state while on the device
+  bool host_current_ = true;  // false from keep_on_device until read_back
 };
 
 }  // namespace ts

@@ -19,6 +19,15 @@ RangeUpdate make_update(TrainState& st, double lr, StepResult& out) {
   LossScaler* scaler = st.scaler && st.scaler->enabled() ? st.scaler : nullptr;
   if (!scaler)
     return [&net, &sgd, lr](int64_t offset, int64_t count) { sgd.step_range(net.params(), net.grads(), lr, offset, count); };
+  if (scaler->on_device())  // loss_reads: log: the device decides, the host queues (out.skipped unknown)
+    return [&net, &sgd, scaler, lr](int64_t offset, int64_t count) {
+      TS_CHECK(offset == 0 && count == net.param_count(), "loss scaling needs the update over all parameters at once");
+      Backend& backend = net.backend();
+      LossScaleState* state = scaler->device_state();
+      backend.unscale_check(count, state, net.grads());
+      sgd.step_range(net.params(), net.grads(), lr, offset, count, state);
+      backend.update_loss_scale(state, scaler->rule());
+    };
   return [&net, &sgd, scaler, lr, &out](int64_t offset, int64_t count) {
     // The decision covers the whole step: every strategy applies its update over all parameters
     // in one call, so there is nothing to undo.
@@ -38,10 +47,13 @@ float share_weight(const TrainState& st, int64_t batch) {
 }
 
 // The scale of the loss gradient: the loss scaler's, times the share weight (the scaler's
-// unscaling leaves the weight in the gradients).
+// unscaling leaves the weight in the gradients). A scaler on the device: backward reads it there.
 void set_gradient_scale(TrainState& st, float weight) {
   const bool scaling = st.scaler && st.scaler->enabled();
-  if (scaling || st.global_batch > 0) st.net.set_loss_scale((scaling ? st.scaler->scale() : 1.0f) * weight);
+  if (scaling && st.scaler->on_device())
+    st.net.set_loss_scale(weight, &st.scaler->device_state()->scale);
+  else if (scaling || st.global_batch > 0)
+    st.net.set_loss_scale((scaling ? st.scaler->scale() : 1.0f) * weight);
 }
 
 // dist.emulate_slowdown: this rank takes `slowdown` x its compute time; the seconds slept.

@@ -334,6 +334,46 @@ TEST_F(CudaBackendTest, AStagedCopyWaitsForTheLastReaderOfItsBuffer) {
   expect_same_values(to_host(staged.data(), n), second, "the next staging");
 }
 
+// Loss scaling decided on the device (loss_reads: log): unscale_check, sgd_step_if_finite and
+// update_loss_scale on the GPU take the decisions, and leave the weights, velocity and state,
+// that the host defaults (the ref backend) take, bit for bit, over finite steps, an overflow,
+// and the growth of the scale.
+TEST_F(CudaBackendTest, LossScalingOnTheDeviceDecidesAsTheHost) {
+  const int64_t n = (1 << 16) + 5;
+  auto ref = make_backend("ref");
+  const std::vector<float> weights0 = spread_values(n, 21), velocity0(static_cast<size_t>(n), 0.0f);
+  const LossScaleRule rule{true, 2, 1.0f / 16384.0f, 16777216.0f};
+  DeviceBuffer w = from_host(weights0), v = from_host(velocity0), g = backend_->allocate(n * sizeof(float));
+  DeviceBuffer state_d = backend_->allocate(sizeof(LossScaleState));
+  LossScaleState initial;
+  initial.scale = 4096.0f;
+  backend_->copy_from_host(state_d.data(), &initial, sizeof(initial));
+  auto* state = static_cast<LossScaleState*>(state_d.data());
+  std::vector<float> hw = weights0, hv = velocity0;
+  LossScaleState host = initial;
+  for (int step = 0; step < 6; ++step) {
+    std::vector<float> grads = spread_values(n, 100 + step);
+    for (float& x : grads) x *= host.scale;
+    if (step == 2) grads[n / 2] = std::numeric_limits<float>::infinity();  // an overflow: skipped, halved
+    backend_->copy_from_host(g.data(), grads.data(), grads.size() * sizeof(float));
+    backend_->unscale_check(n, state, g.f32());
+    backend_->sgd_step_if_finite(state, n, 0.01f, 0.9f, 1e-4f, true, w.f32(), g.f32(), v.f32());
+    backend_->update_loss_scale(state, rule);
+    ref->unscale_check(n, &host, grads.data());
+    ref->sgd_step_if_finite(&host, n, 0.01f, 0.9f, 1e-4f, true, hw.data(), grads.data(), hv.data());
+    ref->update_loss_scale(&host, rule);
+  }
+  LossScaleState got;
+  backend_->copy_to_host(&got, state_d.data(), sizeof(got));
+  EXPECT_EQ(got.scale, host.scale);
+  EXPECT_EQ(got.skipped, 1);
+  EXPECT_EQ(host.skipped, 1);
+  EXPECT_EQ(got.good_steps, host.good_steps);
+  EXPECT_EQ(host.scale, 8192.0f) << "doubled after steps 1 and 4, halved at step 2 (growth interval 2)";
+  expect_same_values(to_host(w.data(), n), hw, "weights");
+  expect_same_values(to_host(v.data(), n), hv, "velocity");
+}
+
 TEST_F(CudaBackendTest, DescribeNamesTheDevice) {
   const DeviceDescription d = backend_->describe();
   EXPECT_EQ(d.backend, "cuda");

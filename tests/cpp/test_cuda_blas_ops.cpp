@@ -656,6 +656,45 @@ TEST_P(CudaOpsAtPrecision, MseAgainstRef) {
   }
 }
 
+// loss_reads: log keeps the loss scale on the device (LossGradScale::device_factor): the loss
+// gradients must be those of the same scale given by the host, bit for bit, with a share weight
+// as factor too (the host multiplies the two first).
+TEST_P(CudaOpsAtPrecision, LossGradientsTakeTheScaleFromTheDeviceAlike) {
+  const float scale = 1024.0f, weight = 0.75f;
+  DeviceBuffer scale_d = be().allocate(sizeof(float));
+  be().copy_from_host(scale_d.data(), &scale, sizeof(float));
+  const float* on_device = scale_d.f32();
+  const int64_t mb = 7, classes = 13;
+  const TensorDesc logits_desc = TensorDesc::plain(Shape{mb, classes}, act());
+  const Vec logits = rounded(random_vec(mb * classes, 300), act());
+  const std::vector<int32_t> labels = random_labels(mb, classes, 301);
+  auto xent = be().plan_softmax_xent(logits_desc);
+  DeviceTensor logits_d = upload(be(), logits, logits_desc);
+  DeviceBuffer labels_d = be().allocate(labels.size() * sizeof(int32_t));
+  be().copy_from_host(labels_d.data(), labels.data(), labels.size() * sizeof(int32_t));
+  const auto* labels_ptr = static_cast<const int32_t*>(labels_d.data());
+  DeviceTensor probs_d = upload(be(), nan_vec(mb * classes), TensorDesc::plain(Shape{mb, classes}));
+  DeviceTensor loss_d = upload(be(), nan_vec(1), TensorDesc::plain(Shape{1}));
+  xent->forward(logits_d.tensor(), labels_ptr, probs_d.buffer.f32(), loss_d.buffer.f32());
+  const TensorDesc pred_desc = TensorDesc::plain(Shape{mb * classes}, act());
+  auto mse = be().plan_mse(pred_desc);
+  DeviceTensor pred_d = upload(be(), logits, pred_desc);
+  DeviceTensor target_d = upload(be(), random_vec(mb * classes, 302), TensorDesc::plain(Shape{mb * classes}));
+  for (const auto& [host, device] : std::vector<std::pair<LossGradScale, LossGradScale>>{
+           {LossGradScale(scale), LossGradScale(1.0f, on_device)},
+           {LossGradScale(scale * weight), LossGradScale(weight, on_device)}}) {
+    SCOPED_TRACE("factor " + std::to_string(device.factor));
+    DeviceTensor a = upload(be(), nan_vec(mb * classes), logits_desc), b = upload(be(), nan_vec(mb * classes), logits_desc);
+    xent->backward(probs_d.buffer.f32(), labels_ptr, host, a.tensor());
+    xent->backward(probs_d.buffer.f32(), labels_ptr, device, b.tensor());
+    expect_identical(download(be(), b), download(be(), a), "softmax cross-entropy backward");
+    DeviceTensor c = upload(be(), nan_vec(mb * classes), pred_desc), d = upload(be(), nan_vec(mb * classes), pred_desc);
+    mse->backward(pred_d.tensor(), target_d.buffer.f32(), host, c.tensor());
+    mse->backward(pred_d.tensor(), target_d.buffer.f32(), device, d.tensor());
+    expect_identical(download(be(), d), download(be(), c), "mean-squared error backward");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Precisions, CudaOpsAtPrecision, ::testing::ValuesIn(kPrecisions), precision_param_name);
 
 }  // namespace

@@ -1,7 +1,12 @@
 // LossScaler: dynamic halving on overflow, doubling after growth_interval good steps, static
-// and off modes, and the bounds of the scale.
+// and off modes, the bounds of the scale, and the same decisions taken on the device
+// (loss_reads: log) through the backend's defaults.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
+#include "backend/ref/ref_backend.h"
 #include "train/loss_scaler.h"
 
 namespace ts {
@@ -48,6 +53,32 @@ TEST(LossScaler, ScaleStaysWithinBounds) {
   EXPECT_EQ(s.scale(), 1.0f / 16384.0f);
   for (int i = 0; i < 100; ++i) s.update(true);
   EXPECT_EQ(s.scale(), 16777216.0f);
+}
+
+// keep_on_device: the step queues the check, the update and the rule on the backend; read back,
+// the state is the one the host's update() reaches with the same flags. Until then the host's
+// copy is stale and refuses to be read.
+TEST(LossScaler, OnTheDeviceItTakesTheHostsDecisions) {
+  RefBackend backend;
+  LossScaler on_host(LossScaleMode::dynamic, 1024.0, 2);
+  LossScaler on_device(LossScaleMode::dynamic, 1024.0, 2);
+  on_device.keep_on_device(backend);
+  std::vector<float> grads(4);
+  for (bool finite : {true, false, true, true, true, false, false, true}) {
+    grads.assign(4, 2.0f);
+    if (!finite) grads[1] = std::numeric_limits<float>::infinity();
+    LossScaleState* state = on_device.device_state();
+    backend.unscale_check(4, state, grads.data());
+    backend.update_loss_scale(state, on_device.rule());
+    on_host.update(finite);
+    EXPECT_THROW(on_device.scale(), std::exception) << "stale until read_back";
+    on_device.read_back();
+    EXPECT_EQ(on_device.scale(), on_host.scale());
+    EXPECT_EQ(on_device.good_steps(), on_host.good_steps());
+    EXPECT_EQ(on_device.skipped_steps(), on_host.skipped_steps());
+  }
+  EXPECT_EQ(on_host.skipped_steps(), 3);
+  EXPECT_THROW(on_device.update(true), std::exception) << "the host no longer decides";
 }
 
 TEST(LossScaler, AutoResolvesToDynamicForFp16Only) {

@@ -4,11 +4,14 @@ end). On a CPU rank, which reads the loss for free, it must record exactly what 
 the same /train/loss, the same final parameters, and a divergence found at the same step. The
 device runs where it saves the host's waits are in docs/gpu.md; here the bookkeeping is checked."""
 import re
+import signal
+import subprocess
+import time
 
 import h5py
 import numpy as np
 
-from trainscale_cli import run, write_config
+from trainscale_cli import REPO, env, require_binary, run, write_config
 
 MLP = """model: mlp
 dataset: {name: synthetic, format: synthetic, synthetic_samples: 1024}
@@ -84,3 +87,41 @@ def test_log_reads_need_a_step_that_does_not_combine_the_losses(tmp_path):
     cfg = write_config(tmp_path / "bad.yaml", MLP + "loss_reads: sometimes\n")
     proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2 and "step" in proc.stderr and "log" in proc.stderr
+
+
+def test_log_reads_settle_before_a_checkpoint_and_resume_bit_exact(tmp_path):
+    """A preemption after a checkpoint, then --resume: the held losses and the loss scale kept on
+    the device (dynamic scaling) are read before each checkpoint, so the resumed run ends with the
+    uninterrupted run's parameters and losses."""
+    text = """model: lenet
+dataset: {name: synthetic, synthetic_samples: 2048}
+batch_per_worker: 16
+lr: 0.01
+steps: 120
+threads: 1
+eval: {every_epochs: 0}
+log_every: 7
+checkpoint: {every_steps: 10}
+loss_reads: log
+loss_scale: {mode: dynamic, init: 1.7014118346046923e+38, growth_interval: 5}
+"""
+    _, whole = run_mlp(tmp_path, "whole", text)
+    cfg = write_config(tmp_path / "cut.yaml", text)
+    out = tmp_path / "cut"
+    proc = subprocess.Popen([str(require_binary()), "run", "--config", str(cfg), "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
+    deadline = time.monotonic() + 120
+    while not list(out.glob("*.checkpoint.*.hdf5")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 4, stdout + stderr
+    resumed = run(["run", "--config", cfg, "--out", out, "--resume"])
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    (path,) = out.glob("*.h5")
+    with whole, h5py.File(path) as cut:
+        assert int(cut.attrs["attempt"]) == 2
+        for key in ("params_sha256", "skipped_steps", "loss_scale_final"):
+            assert cut["summary"].attrs[key] == whole["summary"].attrs[key], key
+        assert whole["summary"].attrs["skipped_steps"] >= 1
+        np.testing.assert_array_equal(cut["train/loss"][:], whole["train/loss"][:])

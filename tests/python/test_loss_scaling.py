@@ -1,7 +1,9 @@
 """Loss scaling (train/loss_scaler.h) end to end on the CPU: a power-of-two static scale leaves
 an fp32 trajectory bit for bit unchanged (scaling by 2^k commutes with every rounding of
 backward), dynamic scaling skips the steps whose gradients overflow and halves its scale until
-they fit, and both are recorded in the run file. fp16 on a GPU uses the same code (docs/gpu.md)."""
+they fit, and both are recorded in the run file. With loss_reads: log the device takes those
+decisions itself (the host defaults run them here) and reaches the same run. fp16 on a GPU uses
+the same code (docs/gpu.md)."""
 import h5py
 import numpy as np
 import yaml
@@ -44,6 +46,23 @@ def test_dynamic_scale_skips_overflowing_steps_and_shrinks(tmp_path):
     assert 1 <= skipped < 10
     assert final == init / 2 ** skipped
     assert loss[-5:].mean() < loss[:5].mean(), "training after the skipped steps must make progress"
+
+
+def test_the_decisions_taken_on_the_device_are_the_hosts(tmp_path):
+    """loss_reads: log keeps the scale, the overflow flag and the counts in the backend's memory
+    (LossScaler::keep_on_device); the skipped steps, the scale and every weight must be those of
+    the host's per-step decisions."""
+    init = 2.0 ** 127
+    sets = ("loss_scale.mode=dynamic", f"loss_scale.init={init!r}", "loss_scale.growth_interval=7")
+    step = run_with(tmp_path, "step", *sets, "loss_reads=step")
+    log = run_with(tmp_path, "log", *sets, "loss_reads=log")
+    with h5py.File(step) as a, h5py.File(log) as b:
+        assert b.attrs["loss_reads"] == "log"
+        for key in ("skipped_steps", "loss_scale_final", "params_sha256"):
+            assert a["summary"].attrs[key] == b["summary"].attrs[key], key
+        assert a["summary"].attrs["skipped_steps"] >= 1
+        assert a["summary"].attrs["loss_scale_final"] != init, "it shrank, and grew again every 7 good steps"
+        np.testing.assert_array_equal(a["train/loss"][:], b["train/loss"][:])
 
 
 def test_static_scale_that_always_overflows_skips_every_step(tmp_path):

@@ -44,10 +44,11 @@ class CpuSoftmaxXentOp final : public SoftmaxXentOp {
   }
 
   // diff_logits = loss_scale * (probs - onehot(labels)) / mb
-  void backward(const float* probs, const int32_t* labels, float loss_scale, const Tensor& diff_logits) override {
+  void backward(const float* probs, const int32_t* labels, const LossGradScale& loss_scale,
+                const Tensor& diff_logits) override {
     float* diff = static_cast<float*>(diff_out_.target(ctx_, diff_logits.data).get_data_handle());
     const int64_t mb = mb_, classes = classes_;
-    const float inv_mb = loss_scale / static_cast<float>(mb);
+    const float inv_mb = loss_scale.value() / static_cast<float>(mb);
 #pragma omp parallel for
     for (int64_t n = 0; n < mb; ++n)
       for (int64_t k = 0; k < classes; ++k)
@@ -86,11 +87,12 @@ class CpuMseOp final : public MseOp {
   }
 
   // diff_pred = loss_scale * 2 (pred - target) / n
-  void backward(const Tensor& pred, const float* target, float loss_scale, const Tensor& diff_pred) override {
+  void backward(const Tensor& pred, const float* target, const LossGradScale& loss_scale,
+                const Tensor& diff_pred) override {
     const float* p = static_cast<const float*>(pred_in_.get(ctx_, pred.data).get_data_handle());
     float* diff = static_cast<float*>(diff_out_.target(ctx_, diff_pred.data).get_data_handle());
     const int64_t n = n_;
-    const float k = 2.0f * loss_scale / static_cast<float>(n);
+    const float k = 2.0f * loss_scale.value() / static_cast<float>(n);
 #pragma omp parallel for
     for (int64_t i = 0; i < n; ++i) diff[i] = k * (p[i] - target[i]);
     diff_out_.finish(ctx_, diff_pred.data);

@@ -381,4 +381,18 @@ bool CudaBackend::scale_check_finite(int64_t n, float a, float* x) {
   return nonfinite == 0;
 }
 
+void CudaBackend::unscale_check(int64_t n, LossScaleState* state, float* x) {
+  cuda::unscale_check(n, state, x, ctx_.stream);
+}
+
+void CudaBackend::sgd_step_if_finite(const LossScaleState* state, int64_t n, float lr, float momentum,
+                                     float weight_decay, bool nesterov, float* weights, const float* grads,
+                                     float* velocity) {
+  cuda::sgd_step(n, lr, momentum, weight_decay, nesterov, weights, grads, velocity, ctx_.stream, &state->nonfinite);
+}
+
+void CudaBackend::update_loss_scale(LossScaleState* state, const LossScaleRule& rule) {
+  cuda::update_loss_scale(state, rule, ctx_.stream);
+}
+
 }  // namespace ts

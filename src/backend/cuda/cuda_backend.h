@@ -74,6 +74,10 @@ class CudaBackend final : public Backend {
                 const float* grads, float* velocity) override;
   void axpby(int64_t n, float a, const float* x, float b, float* y) override;
   bool scale_check_finite(int64_t n, float a, float* x) override;
+  void unscale_check(int64_t n, LossScaleState* state, float* x) override;
+  void sgd_step_if_finite(const LossScaleState* state, int64_t n, float lr, float momentum, float weight_decay,
+                          bool nesterov, float* weights, const float* grads, float* velocity) override;
+  void update_loss_scale(LossScaleState* state, const LossScaleRule& rule) override;
   std::vector<std::string> plan_notes() const override { return ctx_.plan_notes; }
   void drop_plan_notes(size_t keep) override {
     if (ctx_.plan_notes.size() > keep) ctx_.plan_notes.resize(keep);

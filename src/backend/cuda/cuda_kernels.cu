@@ -56,7 +56,8 @@ void launch_convert_from(const Src* src, void* dst, DType dst_type, int64_t n, c
 
 //   g' = g + wd * w;  v = momentum * v + g';  w -= lr * (nesterov ? g' + momentum * v : v)
 __global__ void sgd_step_kernel(int64_t n, double lr, double momentum, double weight_decay, bool nesterov,
-                                float* weights, const float* grads, float* velocity) {
+                                float* weights, const float* grads, float* velocity, const int32_t* skip) {
+  if (skip && *skip != 0) return;  // loss scaling found a non-finite gradient this step
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const double w = weights[i];
     const double g = __dadd_rn(double(grads[i]), __dmul_rn(weight_decay, w));
@@ -84,6 +85,22 @@ __global__ void scale_check_finite_kernel(int64_t n, float a, float* x, int* non
   if (!finite) *nonfinite = 1;  // every writer writes the same value: no atomic needed
 }
 
+// The same with a = 1 / state->scale, divided as the host divides (IEEE, round to nearest).
+__global__ void unscale_check_kernel(int64_t n, const float* scale, float* x, int32_t* nonfinite) {
+  const float a = __fdiv_rn(1.0f, *scale);
+  bool finite = true;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = x[i];
+    finite &= isfinite(v);
+    x[i] = __fmul_rn(v, a);
+  }
+  if (!finite) *nonfinite = 1;
+}
+
+__global__ void update_loss_scale_kernel(LossScaleState* state, LossScaleRule rule) {
+  apply_loss_scale_rule(*state, rule);
+}
+
 }  // namespace
 
 void convert(const void* src, DType src_type, void* dst, DType dst_type, int64_t n, cudaStream_t stream) {
@@ -105,10 +122,10 @@ void convert(const void* src, DType src_type, void* dst, DType dst_type, int64_t
 }
 
 void sgd_step(int64_t n, float lr, float momentum, float weight_decay, bool nesterov, float* weights,
-              const float* grads, float* velocity, cudaStream_t stream) {
+              const float* grads, float* velocity, cudaStream_t stream, const int32_t* skip) {
   if (n <= 0) return;
   sgd_step_kernel<<<blocks_for(n), kBlock, 0, stream>>>(n, lr, momentum, weight_decay, nesterov, weights, grads,
-                                                        velocity);
+                                                        velocity, skip);
   TS_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -121,6 +138,18 @@ void axpby(int64_t n, float a, const float* x, float b, float* y, cudaStream_t s
 void scale_check_finite(int64_t n, float a, float* x, int* nonfinite, cudaStream_t stream) {
   if (n <= 0) return;
   scale_check_finite_kernel<<<blocks_for(n), kBlock, 0, stream>>>(n, a, x, nonfinite);
+  TS_CUDA_CHECK(cudaGetLastError());
+}
+
+void unscale_check(int64_t n, LossScaleState* state, float* x, cudaStream_t stream) {
+  TS_CUDA_CHECK(cudaMemsetAsync(&state->nonfinite, 0, sizeof(state->nonfinite), stream));
+  if (n <= 0) return;
+  unscale_check_kernel<<<blocks_for(n), kBlock, 0, stream>>>(n, &state->scale, x, &state->nonfinite);
+  TS_CUDA_CHECK(cudaGetLastError());
+}
+
+void update_loss_scale(LossScaleState* state, const LossScaleRule& rule, cudaStream_t stream) {
+  update_loss_scale_kernel<<<1, 1, 0, stream>>>(state, rule);
   TS_CUDA_CHECK(cudaGetLastError());
 }
 

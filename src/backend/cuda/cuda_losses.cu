@@ -54,9 +54,17 @@ __global__ void softmax_xent_rows_kernel(const void* logits, DType type, const i
   if (threadIdx.x == 0) row_loss[blockIdx.x] = zmax + logf(sum) - load_as_float(logits, type, base + labels[blockIdx.x]);
 }
 
+// numerator x the loss scale (factor x *device_factor when given) / divisor, rounded as the
+// host backends round it: the same gradients whether the host or the device knows the scale.
+__device__ __forceinline__ float gradient_scale(float numerator, LossGradScale s, float divisor) {
+  const float factor = s.device_factor ? __fmul_rn(s.factor, *s.device_factor) : s.factor;
+  return __fdiv_rn(__fmul_rn(numerator, factor), divisor);
+}
+
 // diff = (probs - onehot(labels)) * scale over (mb, classes), scale = loss_scale / mb.
 __global__ void softmax_xent_backward_kernel(const float* probs, const int32_t* labels, int64_t mb, int64_t classes,
-                                             float scale, void* diff, DType diff_type) {
+                                             LossGradScale loss_scale, void* diff, DType diff_type) {
+  const float scale = gradient_scale(1.0f, loss_scale, static_cast<float>(mb));
   const int64_t n = mb * classes;
   for (int64_t i = grid_first(); i < n; i += grid_stride()) {
     const int64_t row = i / classes, k = i % classes;
@@ -90,13 +98,14 @@ class CudaSoftmaxXentOp final : public SoftmaxXentOp {
   }
 
   // diff_logits (mb, classes) in its desc's type = loss_scale * (probs - onehot(labels)) / mb
-  void backward(const float* probs, const int32_t* labels, float loss_scale, const Tensor& diff_logits) override {
+  void backward(const float* probs, const int32_t* labels, const LossGradScale& loss_scale,
+                const Tensor& diff_logits) override {
     require_plain_activation(diff_logits.desc, "softmax cross-entropy backward");
     TS_CHECK(diff_logits.desc.numel() == mb_ * classes_,
              "softmax cross-entropy backward: diff_logits " + diff_logits.desc.str() + " is not " + logits_.str());
     const int64_t n = mb_ * classes_;
     softmax_xent_backward_kernel<<<grid_blocks(n), kThreadsPerBlock, 0, ctx_.stream>>>(
-        probs, labels, mb_, classes_, loss_scale / static_cast<float>(mb_), diff_logits.data, diff_logits.desc.dtype);
+        probs, labels, mb_, classes_, loss_scale, diff_logits.data, diff_logits.desc.dtype);
     TS_CUDA_CHECK(cudaGetLastError());
   }
 
@@ -122,8 +131,9 @@ __global__ void squared_error_partials_kernel(const void* pred, DType type, cons
 }
 
 // diff = (pred - target) * scale over n values, scale = 2 loss_scale / n.
-__global__ void mse_backward_kernel(const void* pred, DType pred_type, const float* target, int64_t n, float scale,
-                                    void* diff, DType diff_type) {
+__global__ void mse_backward_kernel(const void* pred, DType pred_type, const float* target, int64_t n,
+                                    LossGradScale loss_scale, void* diff, DType diff_type) {
+  const float scale = gradient_scale(2.0f, loss_scale, static_cast<float>(n));
   for (int64_t i = grid_first(); i < n; i += grid_stride())
     store_from_float(diff, diff_type, i, (load_as_float(pred, pred_type, i) - target[i]) * scale);
 }
@@ -148,13 +158,13 @@ class CudaMseOp final : public MseOp {
   }
 
   // diff_pred (n) in its desc's type = loss_scale * 2 (pred - target) / n
-  void backward(const Tensor& pred, const float* target, float loss_scale, const Tensor& diff_pred) override {
+  void backward(const Tensor& pred, const float* target, const LossGradScale& loss_scale,
+                const Tensor& diff_pred) override {
     require_plain_activation(diff_pred.desc, "mean-squared error backward");
     TS_CHECK(diff_pred.desc.numel() == n_,
              "mean-squared error backward: diff_pred " + diff_pred.desc.str() + " is not " + pred_.str());
     mse_backward_kernel<<<grid_blocks(n_), kThreadsPerBlock, 0, ctx_.stream>>>(
-        pred.data, pred_.dtype, target, n_, 2.0f * loss_scale / static_cast<float>(n_), diff_pred.data,
-        diff_pred.desc.dtype);
+        pred.data, pred_.dtype, target, n_, loss_scale, diff_pred.data, diff_pred.desc.dtype);
     TS_CUDA_CHECK(cudaGetLastError());
   }
 

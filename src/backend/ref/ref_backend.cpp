@@ -221,9 +221,10 @@ class RefSoftmaxXentOp final : public SoftmaxXentOp {
   void forward(const Tensor& logits, const int32_t* labels, float* probs, float* loss) override {
     loss[0] = ref::softmax_xent_forward(mb_, classes_, logits.f32(), labels, probs);
   }
-  void backward(const float* probs, const int32_t* labels, float loss_scale, const Tensor& diff_logits) override {
+  void backward(const float* probs, const int32_t* labels, const LossGradScale& loss_scale,
+                const Tensor& diff_logits) override {
     ref::softmax_xent_backward(mb_, classes_, probs, labels, diff_logits.f32());
-    if (loss_scale != 1.0f) ref::scale(mb_ * classes_, loss_scale, diff_logits.f32());
+    if (const float s = loss_scale.value(); s != 1.0f) ref::scale(mb_ * classes_, s, diff_logits.f32());
   }
 
  private:
@@ -238,9 +239,10 @@ class RefMseOp final : public MseOp {
   void forward(const Tensor& pred, const float* target, float* loss) override {
     loss[0] = ref::mse_forward(n_, pred.f32(), target);
   }
-  void backward(const Tensor& pred, const float* target, float loss_scale, const Tensor& diff_pred) override {
+  void backward(const Tensor& pred, const float* target, const LossGradScale& loss_scale,
+                const Tensor& diff_pred) override {
     ref::mse_backward(n_, pred.f32(), target, diff_pred.f32());
-    if (loss_scale != 1.0f) ref::scale(n_, loss_scale, diff_pred.f32());
+    if (const float s = loss_scale.value(); s != 1.0f) ref::scale(n_, s, diff_pred.f32());
   }
 
  private:
