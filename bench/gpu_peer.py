@@ -28,6 +28,7 @@ one failed (recorded in the file), 2 for a usage error.
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -36,6 +37,21 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "tf32": "float32"}
+
+
+SEARCHED = re.compile(r"\b(fwd|bwd_data|bwd_filter)=\w+\([^,()]+,find,([0-9.]+)ms\)")
+
+
+def searched_conv_ms(plans):
+    """The convolutions' share of a step by cuDNN's search: the sum over the plan notes of the
+    time the search measured for each chosen algorithm ({direction: ms}); directions chosen
+    otherwise (heuristics) are not in it. An estimate: a lone timed run of each algorithm, and the
+    first layer's backward-data, which training skips, included."""
+    total = {"fwd": 0.0, "bwd_data": 0.0, "bwd_filter": 0.0}
+    for line in plans:
+        for direction, ms in SEARCHED.findall(line):
+            total[direction] += float(ms)
+    return total
 
 
 def trainscale_run(binary, model, batch, precision, steps, loader_threads, workdir, loss_reads=""):
@@ -73,7 +89,8 @@ log_every: 10
                 "device_name": str(h.attrs["device_name"]), "device_libraries": str(h.attrs["device_libraries"]),
                 "loss_reads": str(h.attrs.get("loss_reads", "")),
                 "device_workspace_bytes": int(h.attrs["device_workspace_bytes"]),
-                "device_plans": str(h.attrs["device_plans"]).splitlines()[:400]}
+                "device_plans": str(h.attrs["device_plans"]).splitlines()[:400],
+                "searched_conv_ms": searched_conv_ms(str(h.attrs["device_plans"]).splitlines())}
 
 
 def torch_run(model_name, batch, precision, steps, warmup, compiled):
@@ -163,6 +180,9 @@ def report(result):
             note = f"data_wait median {r['data_wait_median'] * 1e3:.1f} ms" if "data_wait_median" in r else ""
             if r.get("loss_reads"):
                 note += f", loss_reads {r['loss_reads']}"
+            conv = sum(r.get("searched_conv_ms", {}).values())
+            if conv > 0:
+                note += f", convs {conv:.1f} of {r['step_time_median'] * 1e3:.1f} ms by cuDNN's search"
             lines.append(f"| {prec} | {name} | {ips:.0f} | {ratio(ips, eager)} | {ratio(ips, comp)} | {frac} | {note} |")
     lines.append("")
     lines.append("Dense peak measured (8192^3 torch.mm): " +

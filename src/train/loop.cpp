@@ -74,8 +74,8 @@ bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRec
                    Communicator& comm, std::ostream& log, const CheckpointTarget* checkpoints, LossLedger* ledger) {
   const BoundaryDecision d = boundary.after_step(step, sync_point, comm, *s.exchange);
   if ((d.checkpoint || d.preempt_signal != 0) && !settle_losses(ledger, rec, step, comm.rank() == 0, log)) return true;
-  if (d.checkpoint && checkpoints) s.scaler->read_back();  // a scaler on the device: its state as of this step
   if (d.checkpoint && checkpoints) {
+    s.scaler->read_back();  // a scaler on the device: its state as of this step
     const double before = rec.checkpoint_seconds;
     const std::string path = save_checkpoint(*checkpoints, step, rec, s, comm);
     boundary.checkpoint_written();

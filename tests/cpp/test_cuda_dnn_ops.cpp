@@ -582,7 +582,7 @@ TEST(CudaConvPlanning, RecordsOneNotePerConvWithAlgorithmsAndWorkspace) {
   EXPECT_EQ(note.rfind(head, 0), 0u) << note;
   for (const char* key : {"bwd_data=", "bwd_filter=", " ws=", "MiB limit=", "planned_in="})
     EXPECT_NE(note.find(key), std::string::npos) << key << " missing in: " << note;
-  const bool searched_or_guessed = note.find(",find)") != std::string::npos ||
+  const bool searched_or_guessed = note.find(",find,") != std::string::npos ||
                                    note.find(",heuristic)") != std::string::npos;
   EXPECT_TRUE(searched_or_guessed) << "with the default workspace limit a search or the heuristics choose: " << note;
   if (precision == Precision::fp32) EXPECT_EQ(note.find("(tensor_op"), std::string::npos) << "fp32 is FMA math: " << note;

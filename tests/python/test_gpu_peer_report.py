@@ -34,3 +34,21 @@ def test_a_failed_peer_is_a_row_with_its_error():
         "trainscale": {"ok": False, "error": "exit 2: no CUDA device"},
         "torch_eager": {"ok": True, "images_per_s": 5000.0}}}))
     assert "| fp16 | trainscale | failed |" in text and "no CUDA device" in text
+
+
+def test_searched_conv_times_are_summed_per_direction_and_noted():
+    peer = load_gpu_peer()
+    plans = ["conv:mb256_ic3oc64_ih224iw224_kh7kw7_sh2sw2_ph3pw3_g1_nobias f16 nhwc: "
+             "fwd=IMPLICIT_PRECOMP_GEMM(tensor_op,find,1.250ms) bwd_data=ALGO_1(tensor_op,find,2.000ms) "
+             "bwd_filter=ALGO_1(tensor_op,heuristic) ws=490.0MiB limit=512.0MiB planned_in=337.9ms",
+             "bn:mb256c64_h112w112_relu f16 nhwc: SPATIAL_PERSISTENT (Ex, ReLU fused) ws=17127972 B reserve=0 B",
+             "conv:mb256_ic64oc64_ih56iw56_kh1kw1_sh1sw1_ph0pw0_g1_nobias f16 nhwc: "
+             "fwd=IMPLICIT_GEMM(tensor_op,find,0.250ms) bwd_data=ALGO_0(tensor_op,find,0.500ms) "
+             "bwd_filter=ALGO_1(tensor_op,find,0.750ms) ws=2.0MiB limit=512.0MiB planned_in=56.9ms"]
+    assert peer.searched_conv_ms(plans) == {"fwd": 1.5, "bwd_data": 2.5, "bwd_filter": 0.75}
+    text = peer.report(result({"fp16": {
+        "trainscale_log": {"ok": True, "images_per_s": 4000.0, "flops_per_sample": 12.3e9, "data_wait_median": 0.0,
+                           "step_time_median": 0.064, "loss_reads": "log", "searched_conv_ms": {"fwd": 1.5}},
+        "torch_eager": {"ok": True, "images_per_s": 5000.0}}}))
+    row = next(line for line in text.splitlines() if "trainscale_log" in line)
+    assert "loss_reads log" in row and "convs 1.5 of 64.0 ms by cuDNN's search" in row and "19.7%" in row

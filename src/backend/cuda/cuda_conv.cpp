@@ -51,11 +51,15 @@ std::string mebibytes(size_t bytes) {
   return text;
 }
 
-// "conv:mb..._g1 f16 nhwc: fwd=IMPLICIT_PRECOMP_GEMM(tensor_op,find) bwd_data=ALGO_1(tensor_op,find)
-//  bwd_filter=ALGO_1(tensor_op,heuristic) ws=12.0MiB limit=512.0MiB planned_in=35.2ms"
+// "conv:mb..._g1 f16 nhwc: fwd=IMPLICIT_PRECOMP_GEMM(tensor_op,find,0.412ms)
+//  bwd_data=ALGO_1(tensor_op,find,0.388ms) bwd_filter=ALGO_1(tensor_op,heuristic) ws=12.0MiB
+//  limit=512.0MiB planned_in=35.2ms": a searched algorithm with the time the search measured for
+// it (what bench/gpu_peer.py sums to weigh the convolutions against the step).
 std::string conv_plan_note(const ConvDesc& d, DType t, bool nhwc, const ConvAlgos& a, size_t limit, double plan_ms) {
   auto one = [](const std::string& algo, const ConvAlgo& c) {
-    return algo + "(" + math_name(c.math) + "," + c.chosen_by + ")";
+    char time[32] = "";
+    if (c.find_ms >= 0) std::snprintf(time, sizeof time, ",%.3fms", static_cast<double>(c.find_ms));
+    return algo + "(" + math_name(c.math) + "," + c.chosen_by + time + ")";
   };
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.1fms", plan_ms);

@@ -70,7 +70,8 @@ std::optional<ConvAlgo> first_fitting(const Direction<Perf>& d, const Perf* perf
     d.conv->set_math(perf.mathType);
     size_t bytes = 0;
     if (d.workspace_of(static_cast<int>(perf.algo), &bytes) != CUDNN_STATUS_SUCCESS || bytes > limit) continue;
-    return ConvAlgo{static_cast<int>(perf.algo), perf.mathType, bytes, chosen_by};
+    const bool timed = std::string(chosen_by) == "find";
+    return ConvAlgo{static_cast<int>(perf.algo), perf.mathType, bytes, chosen_by, timed ? perf.time : -1.0f};
   }
   return std::nullopt;
 }

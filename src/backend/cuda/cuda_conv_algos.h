@@ -31,6 +31,7 @@ struct ConvAlgo {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace = 0;        // bytes the algorithm needs
   const char* chosen_by = "";  // "find", "heuristic", "deterministic" or "fallback"
+  float find_ms = -1;          // chosen by find: the search's time of one run (ms), else -1
 };
 
 struct ConvAlgos {
