@@ -54,10 +54,10 @@ def searched_conv_ms(plans):
     return total
 
 
-def trainscale_run(binary, model, batch, precision, steps, loader_threads, workdir, loss_reads=""):
-    """One `trainscale run`; loss_reads "" leaves the key unset (the run's own choice)."""
+def trainscale_run(binary, model, batch, precision, steps, loader_threads, workdir, variant="trainscale", keys=()):
+    """One `trainscale run`; `keys`: (key, value) pairs of the variant (--variant), given with --set."""
     import h5py
-    cfg = os.path.join(workdir, f"{model}_{precision}_{loss_reads or 'default'}.yaml")
+    cfg = os.path.join(workdir, f"{model}_{precision}_{variant}.yaml")
     with open(cfg, "w") as f:
         f.write(f"""model: {model}
 dataset: {{name: synthetic, synthetic_samples: {batch * 8}, loader_threads: {loader_threads}, prefetch: 4}}
@@ -71,9 +71,10 @@ precision: {precision}
 gpu: any
 eval: {{every_epochs: 0}}
 log_every: 10
-""" + (f"loss_reads: {loss_reads}\n" if loss_reads else ""))
-    out = os.path.join(workdir, f"out_{model}_{precision}_{loss_reads or 'default'}")
-    proc = subprocess.run([binary, "run", "--config", cfg, "--out", out], capture_output=True, text=True)
+""")
+    out = os.path.join(workdir, f"out_{model}_{precision}_{variant}")
+    sets = [arg for key, value in keys for arg in ("--set", f"{key}={value}")]
+    proc = subprocess.run([binary, "run", "--config", cfg, "--out", out] + sets, capture_output=True, text=True)
     if proc.returncode != 0:
         return {"ok": False, "error": (proc.stderr + proc.stdout)[-2000:]}
     path = [os.path.join(out, p) for p in os.listdir(out) if p.endswith(".h5")][0]
@@ -87,7 +88,7 @@ log_every: 10
                 "parameters": int(h["model"].attrs["parameters"]),
                 "flops_per_sample": int(h["model"].attrs["flops_per_sample"]),
                 "device_name": str(h.attrs["device_name"]), "device_libraries": str(h.attrs["device_libraries"]),
-                "loss_reads": str(h.attrs.get("loss_reads", "")),
+                "loss_reads": str(h.attrs.get("loss_reads", "")), "variant": dict(keys),
                 "device_workspace_bytes": int(h.attrs["device_workspace_bytes"]),
                 "device_plans": str(h.attrs["device_plans"]).splitlines()[:400],
                 "searched_conv_ms": searched_conv_ms(str(h.attrs["device_plans"]).splitlines())}
@@ -156,6 +157,20 @@ def dense_peak(precision):
     return best
 
 
+def variants(specs):
+    """[(peer name, ((key, value), ...))] from --variant NAME:KEY=VALUE[,KEY=VALUE] specs."""
+    if not specs:
+        return [("trainscale", ())]
+    out = []
+    for spec in specs:
+        name, _, sets = spec.partition(":")
+        keys = tuple(tuple(kv.split("=", 1)) for kv in sets.split(",") if kv)
+        if not name or any(len(kv) != 2 for kv in keys):
+            raise SystemExit(f"gpu_peer: --variant {spec!r}: expected NAME:KEY=VALUE[,KEY=VALUE]")
+        out.append((f"trainscale_{name}", keys))
+    return out
+
+
 def ratio(ips, peer_ips):
     """'0.84x', or '-' where the peer did not run (--no-compile) or failed."""
     return f"{ips / peer_ips:.2f}x" if peer_ips else "-"
@@ -200,9 +215,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--loader-threads", type=int, default=8)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile peer")
-    ap.add_argument("--loss-reads", default="",
-                    help="trainscale's loss_reads: unset (the run's default), step, log, or both "
-                         "(step,log: one trainscale peer each, named trainscale_step and trainscale_log)")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+                    help="a trainscale peer named trainscale_NAME run with these config keys, e.g. "
+                         "log:loss_reads=log or graph:cuda.conv_api=graph (repeatable; none: one peer "
+                         "'trainscale' with the defaults)")
     ap.add_argument("--out-dir", default=os.path.join(REPO, "reports", "gpu_peer"))
     ap.add_argument("--name", default=time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     a = ap.parse_args()
@@ -218,11 +234,9 @@ def main():
         for prec in precisions:
             runs = result["runs"][prec] = {}
             result["peak"][prec] = dense_peak(prec)
-            reads = a.loss_reads.split(",") if a.loss_reads else [""]
-            for r in reads:
-                name = f"trainscale_{r}" if len(reads) > 1 else "trainscale"
+            for name, keys in variants(a.variant):
                 runs[name] = trainscale_run(a.binary, a.model, a.batch, prec, a.steps + a.warmup, a.loader_threads,
-                                            work, r)
+                                            work, name, keys)
             for name, compiled in (("torch_eager", False), ("torch_compile", True)):
                 if compiled and a.no_compile:
                     continue

@@ -8,14 +8,17 @@
 #   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
 #
 # PARTS (comma-separated, in order; default tests,peer,checkpoint: the marks, loss_reads log beside
-# step, and checkpoints settled under log, none of which has run on a GPU yet; hetero,generations
-# (with tests and checkpoint: 232 s on an H200 at 5c05d93) and zoo (with peer: 407 s there) as
-# further calls when the session has the time; memory ran at 7ab771a):
+# step, and checkpoints settled under log, none of which has run on a GPU yet; then graph (the
+# graph API's engines) in a second call; hetero,generations (with tests and checkpoint: 232 s on
+# an H200 at 5c05d93) and zoo (with peer: 407 s there) when the session has more time; memory ran
+# at 7ab771a):
 #   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
 #   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 200 s)
 #   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)
 #   peer    bench/gpu_peer.py --no-compile  trainscale (loss_reads step and log) vs PyTorch eager
 #           (limit 300 s)
+#   graph   bench/gpu_peer.py, fp16 and tf32: cuda.conv_api legacy and graph vs PyTorch eager
+#           (limit 300 s; the graph API's engines have not run on a GPU yet)
 #   checkpoint   scripts/device_checkpoint.sh  CUDA checkpoints, bit-exact resume (limit 200 s)
 #   generations  scripts/device_generations.sh  study 4's GPU part: resnet50, 4 precisions x 2
 #           (limit 200 s; bring campaign/ back to reports/studies/salvaris/gpu/, see its README)
@@ -44,6 +47,7 @@ part() {
   echo "$name: exit $?" >>"$summary"
 }
 
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')
 IFS=, read -r -a wanted <<<"$parts"
 for name in "${wanted[@]}"; do
   case $name in
@@ -54,16 +58,21 @@ for name in "${wanted[@]}"; do
     tests)  part tests 130 scripts/device_test.sh "$out/tests"
             tail -n 20 "$out/tests.log" >>"$summary" ;;
     peer)   part peer 300 python3 bench/gpu_peer.py --binary .device/bin/trainscale --no-compile --steps 30 \
-              --warmup 8 --loss-reads step,log --out-dir "$out/peer" --name "$(cat .device/COMMIT 2>/dev/null)-$(nvidia-smi \
-              --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr ' ' '_')-eager"
-            tail -n 8 "$out/peer.log" >>"$summary" ;;
+              --warmup 8 --variant step:loss_reads=step --variant log:loss_reads=log --out-dir "$out/peer" \
+              --name "$(cat .device/COMMIT 2>/dev/null)-$gpu_name-eager"
+            tail -n 11 "$out/peer.log" >>"$summary" ;;
+    graph)  part graph 300 python3 bench/gpu_peer.py --binary .device/bin/trainscale --no-compile --steps 30 \
+              --warmup 8 --precisions fp16,tf32 --variant legacy:cuda.conv_api=legacy \
+              --variant graph:cuda.conv_api=graph --out-dir "$out/graph" \
+              --name "$(cat .device/COMMIT 2>/dev/null)-$gpu_name-graph"
+            tail -n 8 "$out/graph.log" >>"$summary" ;;
     checkpoint) part checkpoint 200 scripts/device_checkpoint.sh "$out/checkpoint"
             cat "$out/checkpoint/checkpoint.txt" >>"$summary" 2>/dev/null ;;
     generations) part generations 200 scripts/device_generations.sh "$out/generations"
             cat "$out/generations/generations.txt" >>"$summary" 2>/dev/null ;;
     zoo)    part zoo 340 scripts/device_zoo.sh "$out/zoo"
             cat "$out/zoo/zoo.txt" >>"$summary" 2>/dev/null ;;
-    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, checkpoint, generations, zoo)" >&2; exit 2 ;;
+    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, graph, checkpoint, generations, zoo)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && tar czf session.tgz "${wanted[@]}" ./*.log 2>/dev/null && rm -rf "${wanted[@]}" ./*.log)

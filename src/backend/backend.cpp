@@ -28,6 +28,10 @@ std::vector<AlgorithmChoice> all_algorithm_choices() {
   return {AlgorithmChoice::find, AlgorithmChoice::heuristic, AlgorithmChoice::deterministic};
 }
 
+const char* conv_api_name(ConvApi api) { return api == ConvApi::graph ? "graph" : "legacy"; }
+
+std::vector<ConvApi> all_conv_apis() { return {ConvApi::legacy, ConvApi::graph}; }
+
 const char* op_name(Op op) {
   switch (op) {
     case Op::conv: return "conv";

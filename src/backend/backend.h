@@ -46,6 +46,13 @@ enum class AlgorithmChoice { find, heuristic, deterministic };
 const char* algorithm_choice_name(AlgorithmChoice c);
 std::vector<AlgorithmChoice> all_algorithm_choices();
 
+// Which API a backend plans convolutions with (cuda.conv_api; cuDNN): legacy, the
+// cudnnConvolution* calls and their algorithm enums; graph, the backend (graph) API's engines, as
+// PyTorch plans them (backend/cuda/cuda_conv_graph.h), with the legacy API where no engine fits.
+enum class ConvApi { legacy, graph };
+const char* conv_api_name(ConvApi api);
+std::vector<ConvApi> all_conv_apis();
+
 // Op groups a backend may or may not support at a given precision.
 enum class Op {
   conv, pool, fc, batchnorm, eltwise, softmax_xent, mse, add, concat, dropout, sgd
@@ -112,6 +119,8 @@ class Backend {
   // How ops planned from now on choose their algorithms. Backends without a choice (cpu: oneDNN
   // picks one implementation per shape and ISA; ref) compute deterministically and ignore it.
   virtual void set_algorithm_choice(AlgorithmChoice choice) {}
+  // Which API convolutions planned from now on use (backends without cuDNN ignore it).
+  virtual void set_conv_api(ConvApi api) {}
 
   // ---- memory and the queue ----
   // `bytes` of device memory, zeroed. Throws RuntimeError when the device is out of memory.

@@ -19,6 +19,7 @@ std::vector<std::string> accepted_strategy_names() { return enum_names(all_dist_
 std::vector<std::string> accepted_algorithm_choice_names() {
   return enum_names(all_algorithm_choices(), algorithm_choice_name);
 }
+std::vector<std::string> accepted_conv_api_names() { return enum_names(all_conv_apis(), conv_api_name); }
 std::vector<std::string> accepted_partition_names() { return enum_names(all_partition_kinds(), partition_kind_name); }
 std::vector<std::string> accepted_hetero_allreduce_names() { return {"host", "device"}; }
 std::vector<std::string> accepted_compression_names() { return enum_names(all_compression_kinds(), compression_kind_name); }

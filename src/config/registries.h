@@ -13,7 +13,8 @@ namespace ts {
 std::vector<std::string> accepted_model_names();
 std::vector<std::string> accepted_backend_names();    // every backend the project knows, built or not
 std::vector<std::string> accepted_precision_names();
-std::vector<std::string> accepted_algorithm_choice_names();  // cuda.algorithms
+std::vector<std::string> accepted_algorithm_choice_names();
+std::vector<std::string> accepted_conv_api_names();  // cuda.conv_api  // cuda.algorithms
 std::vector<std::string> accepted_strategy_names();
 std::vector<std::string> accepted_partition_names();        // dist.partition
 std::vector<std::string> accepted_hetero_allreduce_names();  // dist.hetero_allreduce

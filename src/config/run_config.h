@@ -139,6 +139,7 @@ struct RunConfig {
   bool flush_denormals = true;  // core/float_environment.h: FTZ + DAZ on the threads that compute
   int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)
   AlgorithmChoice cuda_algorithms = AlgorithmChoice::find;  // cuda.algorithms (unset: find)
+  ConvApi cuda_conv_api = ConvApi::legacy;                   // cuda.conv_api (unset: legacy)
   bool cuda_sync_phases = false;  // cuda.sync_phases: read the loss after forward, wait for the device after backward (exact split)
   LossReads loss_reads = LossReads::auto_;  // loss_reads (unset: auto, decided at set-up)
   int threads = 2;

@@ -19,6 +19,8 @@
 //   bf16 2e-2  tensors stored with 8-bit mantissas, f32 accumulation.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -221,9 +223,7 @@ class CudaConv : public ::testing::TestWithParam<PrecisionAndDesc> {};
 
 // Planned as a net plans it (src in the activation type, dst "any"): two forwards with different
 // src buffers, then the backward of the second (which may reuse what that forward converted).
-TEST_P(CudaConv, ForwardBackwardAgainstRef) {
-  const auto [precision, text] = GetParam();
-  USE_PRECISION(precision);
+void check_conv_against_ref(Precision precision, const char* text) {
   const ConvDesc d = ConvDesc::parse(text);
   const std::string name = d.str() + " at " + precision_name(precision);
   const DType t = act_dtype(precision);
@@ -266,6 +266,36 @@ TEST_P(CudaConv, ForwardBackwardAgainstRef) {
   op->backward(src_dev.tensor, diff_dst_dev.tensor, wei_dev.tensor.f32(), Tensor(), diff_wei_only.tensor.f32(),
                diff_bia_ptr);
   expect_close(download_f32(diff_wei_only.data(), n_wei), diff_wei_ref, tol, name + " backward_weights only");
+}
+
+TEST_P(CudaConv, ForwardBackwardAgainstRef) {
+  const auto [precision, text] = GetParam();
+  USE_PRECISION(precision);
+  check_conv_against_ref(precision, text);
+}
+
+// cuda.conv_api: graph, the graph API's engines (cuda_conv_graph.h), against the same oracle; the
+// plan note names an engine for every direction, or says why the legacy calls ran instead.
+TEST_P(CudaConv, GraphEnginesForwardBackwardAgainstRef) {
+  const auto [precision, text] = GetParam();
+  USE_PRECISION(precision);
+  struct Restore {
+    ~Restore() { gpu().set_conv_api(ConvApi::legacy); }
+  } restore;
+  gpu().set_conv_api(ConvApi::graph);
+  const size_t before = gpu().plan_notes().size();
+  check_conv_against_ref(precision, text);
+  const std::vector<std::string> notes = gpu().plan_notes();
+  ASSERT_GT(notes.size(), before);
+  const std::string& note = notes[before];
+  const bool engines = note.find("fwd=ENGINE_") != std::string::npos &&
+                       note.find("bwd_data=ENGINE_") != std::string::npos &&
+                       note.find("bwd_filter=ENGINE_") != std::string::npos;
+  EXPECT_TRUE(engines || note.find(" graph_refused=") != std::string::npos) << note;
+  const ConvDesc d = ConvDesc::parse(text);
+  if (d.groups == 1 && d.ic % 8 == 0 && d.oc % 8 == 0)
+    EXPECT_TRUE(engines) << "an ungrouped convolution of tensor-core channel counts has engines: " << note;
+  std::cout << "[ graph    ] " << note << "\n";
 }
 
 // Conv shapes: padding on a non-square input, batch 1 with stride 2 and groups, depthwise,

@@ -66,3 +66,21 @@ def test_sync_phases_is_a_boolean_that_stays_out_of_the_config_id_when_unset(tmp
         assert recorded == (name == "set")
         assert ("sync_phases" in config_text) == (name == "set")
     assert names["unset"] != names["set"]
+
+
+def test_conv_api_is_legacy_or_graph_and_stays_out_of_the_config_id_when_unset(tmp_path):
+    bad = write_config(tmp_path / "c.yaml", SHORT_LENET + "cuda: {conv_api: frontend}\n")
+    proc = run(["run", "--config", bad, "--out", tmp_path / "bad"])
+    assert proc.returncode == 2 and "cuda.conv_api" in proc.stderr
+    assert "legacy" in proc.stderr and "graph" in proc.stderr
+    names = {}
+    for name, extra in (("unset", ""), ("graph", "cuda: {conv_api: graph}\n")):
+        cfg = write_config(tmp_path / "lenet.yaml", SHORT_LENET + extra)
+        out = tmp_path / name
+        proc = run(["run", "--config", cfg, "--out", out, "--set", "steps=2", "--set", "eval.every_epochs=0"])
+        assert proc.returncode == 0, proc.stderr
+        (run_file,) = out.glob("*.h5")
+        names[name] = run_file.name
+        with h5py.File(run_file) as f:
+            assert ("cuda.conv_api" in f["config"].attrs) == (name == "graph")
+    assert names["unset"] != names["graph"], "set, it is another configuration (ignored by the cpu backend)"

@@ -52,3 +52,16 @@ def test_searched_conv_times_are_summed_per_direction_and_noted():
         "torch_eager": {"ok": True, "images_per_s": 5000.0}}}))
     row = next(line for line in text.splitlines() if "trainscale_log" in line)
     assert "loss_reads log" in row and "convs 1.5 of 64.0 ms by cuDNN's search" in row and "19.7%" in row
+
+
+def test_variants_name_peers_and_carry_their_keys():
+    peer = load_gpu_peer()
+    assert peer.variants([]) == [("trainscale", ())]
+    assert peer.variants(["log:loss_reads=log", "graph:cuda.conv_api=graph,loss_reads=log"]) == [
+        ("trainscale_log", (("loss_reads", "log"),)),
+        ("trainscale_graph", (("cuda.conv_api", "graph"), ("loss_reads", "log")))]
+    try:
+        peer.variants(["nokeys:loss_reads"])
+        raise AssertionError("a key without a value is refused")
+    except SystemExit as e:
+        assert "NAME:KEY=VALUE" in str(e)

@@ -14,11 +14,13 @@
 // NHWC algorithm within the workspace limit; inputs in the other layout are converted at the
 // op's edge by its ports.
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_conv_algos.h"
+#include "backend/cuda/cuda_conv_graph.h"
 #include "backend/cuda/cuda_dnn_kernels.h"
 #include "backend/cuda/cuda_dtype_port.h"
 #include "backend/cuda/cuda_layout.h"
@@ -51,22 +53,27 @@ std::string mebibytes(size_t bytes) {
   return text;
 }
 
+// One direction of a legacy choice: "IMPLICIT_PRECOMP_GEMM(tensor_op,find,0.412ms)", the time
+// the search measured for it when it searched.
+std::string legacy_note(const std::string& algo, const ConvAlgo& c) {
+  char time[32] = "";
+  if (c.find_ms >= 0) std::snprintf(time, sizeof time, ",%.3fms", static_cast<double>(c.find_ms));
+  return algo + "(" + math_name(c.math) + "," + c.chosen_by + time + ")";
+}
+
 // "conv:mb..._g1 f16 nhwc: fwd=IMPLICIT_PRECOMP_GEMM(tensor_op,find,0.412ms)
 //  bwd_data=ALGO_1(tensor_op,find,0.388ms) bwd_filter=ALGO_1(tensor_op,heuristic) ws=12.0MiB
-//  limit=512.0MiB planned_in=35.2ms": a searched algorithm with the time the search measured for
-// it (what bench/gpu_peer.py sums to weigh the convolutions against the step).
-std::string conv_plan_note(const ConvDesc& d, DType t, bool nhwc, const ConvAlgos& a, size_t limit, double plan_ms) {
-  auto one = [](const std::string& algo, const ConvAlgo& c) {
-    char time[32] = "";
-    if (c.find_ms >= 0) std::snprintf(time, sizeof time, ",%.3fms", static_cast<double>(c.find_ms));
-    return algo + "(" + math_name(c.math) + "," + c.chosen_by + time + ")";
-  };
+//  limit=512.0MiB planned_in=35.2ms", or with cuda.conv_api: graph
+//  "fwd=ENGINE_12(graph,find,0.401ms) ...", and " graph_refused=<why>" where it fell back to the
+// legacy calls. bench/gpu_peer.py sums the searched times to weigh the convolutions against the step.
+std::string conv_plan_note(const ConvDesc& d, DType t, bool nhwc, const std::string (&directions)[3],
+                           size_t workspace, size_t limit, double plan_ms, const std::string& graph_refused) {
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.1fms", plan_ms);
-  return d.str() + " " + dtype_name(t) + (nhwc ? " nhwc" : " nchw") + ": fwd=" + one(fwd_algo_name(a.fwd.algo), a.fwd) +
-         " bwd_data=" + one(bwd_data_algo_name(a.bwd_data.algo), a.bwd_data) +
-         " bwd_filter=" + one(bwd_filter_algo_name(a.bwd_filter.algo), a.bwd_filter) +
-         " ws=" + mebibytes(a.max_workspace()) + " limit=" + mebibytes(limit) + " planned_in=" + ms;
+  return d.str() + " " + dtype_name(t) + (nhwc ? " nhwc" : " nchw") + ": fwd=" + directions[0] +
+         " bwd_data=" + directions[1] + " bwd_filter=" + directions[2] + " ws=" + mebibytes(workspace) +
+         " limit=" + mebibytes(limit) + " planned_in=" + ms +
+         (graph_refused.empty() ? std::string() : " graph_refused=" + graph_refused);
 }
 
 class CudaConvOp final : public ConvOp {
@@ -81,7 +88,8 @@ class CudaConvOp final : public ConvOp {
     choose_layout_and_algos();  // may fall back to NCHW
     const LayoutId layout = nhwc_ ? kNhwcLayout : kPlainLayout;
     if (dst.is_any()) dst_ = layout_desc(conv_dst_dims(d), t_, layout);
-    ctx.reserve_workspace(algos_.max_workspace());
+    const size_t workspace = graphs_ ? graphs_->max_workspace() : algos_.max_workspace();
+    ctx.reserve_workspace(workspace);
     const int64_t n_wei = d.weight_count();
     const std::string what = "conv " + name_;
     const TensorDesc x = layout_desc(src.dims, t_, layout), y = layout_desc(conv_dst_dims(d), t_, layout);
@@ -97,7 +105,13 @@ class CudaConvOp final : public ConvOp {
       diff_wei_out_ = OutPort(t_, DType::f32, n_wei, what + " diff_wei");
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    ctx.plan_notes.push_back(conv_plan_note(d, t_, nhwc_, algos_, ctx.workspace_limit, ms));
+    const std::string directions[3] = {
+        graphs_ ? graphs_->fwd.note() : legacy_note(fwd_algo_name(algos_.fwd.algo), algos_.fwd),
+        graphs_ ? graphs_->bwd_data.note() : legacy_note(bwd_data_algo_name(algos_.bwd_data.algo), algos_.bwd_data),
+        graphs_ ? graphs_->bwd_filter.note()
+                : legacy_note(bwd_filter_algo_name(algos_.bwd_filter.algo), algos_.bwd_filter)};
+    ctx.plan_notes.push_back(
+        conv_plan_note(d, t_, nhwc_, directions, workspace, ctx.workspace_limit, ms, graph_refused_));
   }
 
   const TensorDesc& dst_desc() const override { return dst_; }
@@ -110,9 +124,13 @@ class CudaConvOp final : public ConvOp {
     const void* w = weights(wei, false);
     void* y = dst_out_.target(dst.data);
     const float one = 1.0f, zero = 0.0f;
-    TS_CUDNN_CHECK(cudnnConvolutionForward(ctx_.cudnn, &one, problem_.x.get(), x, problem_.w.get(), w,
-                                           problem_.fwd.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo),
-                                           workspace(algos_.fwd), algos_.fwd.workspace, &zero, problem_.y.get(), y));
+    if (graphs_)
+      graphs_->fwd.execute(ctx_.cudnn, const_cast<void*>(x), const_cast<void*>(w), y, workspace(graphs_->fwd.workspace()));
+    else
+      TS_CUDNN_CHECK(cudnnConvolutionForward(ctx_.cudnn, &one, problem_.x.get(), x, problem_.w.get(), w,
+                                             problem_.fwd.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algos_.fwd.algo),
+                                             workspace(algos_.fwd.workspace), algos_.fwd.workspace, &zero,
+                                             problem_.y.get(), y));
     bias_relu_forward(y, t_, d_.bias ? bia : nullptr, d_.mb, d_.oc, d_.oh() * d_.ow(), d_.relu, nhwc_, stream);
     dst_out_.finish(dst.data, stream);
   }
@@ -127,19 +145,27 @@ class CudaConvOp final : public ConvOp {
     const void* dy = diff_dst_in_.get(diff_dst.data, stream);
     void* dw = nhwc_ ? diff_wei_krsc_.get() : diff_wei_out_.target(diff_wei);
     const float one = 1.0f, zero = 0.0f;
-    TS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-        ctx_.cudnn, &one, problem_.x.get(), x, problem_.y.get(), dy, problem_.bwd_filter.get(),
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo), workspace(algos_.bwd_filter),
-        algos_.bwd_filter.workspace, &zero, problem_.w.get(), dw));
+    if (graphs_)
+      graphs_->bwd_filter.execute(ctx_.cudnn, const_cast<void*>(x), dw, const_cast<void*>(dy),
+                                  workspace(graphs_->bwd_filter.workspace()));
+    else
+      TS_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+          ctx_.cudnn, &one, problem_.x.get(), x, problem_.y.get(), dy, problem_.bwd_filter.get(),
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algos_.bwd_filter.algo), workspace(algos_.bwd_filter.workspace),
+          algos_.bwd_filter.workspace, &zero, problem_.w.get(), dw));
     finish_diff_wei(diff_wei);
     if (d_.bias) bias_backward(dy, t_, d_.mb, d_.oc, d_.oh() * d_.ow(), nhwc_, diff_bia, stream);
     if (!diff_src) return;
     const void* w = weights(wei, true);
     void* dx = diff_src_out_.target(diff_src.data);
-    TS_CUDNN_CHECK(cudnnConvolutionBackwardData(
-        ctx_.cudnn, &one, problem_.w.get(), w, problem_.y.get(), dy, problem_.bwd_data.get(),
-        static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), workspace(algos_.bwd_data),
-        algos_.bwd_data.workspace, &zero, problem_.x.get(), dx));
+    if (graphs_)
+      graphs_->bwd_data.execute(ctx_.cudnn, dx, const_cast<void*>(w), const_cast<void*>(dy),
+                                workspace(graphs_->bwd_data.workspace()));
+    else
+      TS_CUDNN_CHECK(cudnnConvolutionBackwardData(
+          ctx_.cudnn, &one, problem_.w.get(), w, problem_.y.get(), dy, problem_.bwd_data.get(),
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algos_.bwd_data.algo), workspace(algos_.bwd_data.workspace),
+          algos_.bwd_data.workspace, &zero, problem_.x.get(), dx));
     diff_src_out_.finish(diff_src.data, stream);
   }
 
@@ -168,9 +194,15 @@ class CudaConvOp final : public ConvOp {
   }
 
   // cuDNN's problem and algorithms in the preferred layout; when cuDNN has no algorithm for NHWC
-  // within the workspace limit, NCHW instead (the ports convert at the edges).
+  // within the workspace limit, NCHW instead (the ports convert at the edges). cuda.conv_api:
+  // graph takes the graph API's engines in the preferred layout where every direction has one.
   void choose_layout_and_algos() {
     const std::string what = "conv " + name_;
+    if (ctx_.conv_api == ConvApi::graph) {
+      describe_problem();  // checks cuDNN's output size
+      graphs_ = choose_conv_graphs(ctx_, ConvGeometry{d_, t_, nhwc_}, graph_refused_);
+      if (graphs_) return;
+    }
     if (nhwc_) {
       try {
         describe_problem();
@@ -205,13 +237,13 @@ class CudaConvOp final : public ConvOp {
                         ctx_.stream);
   }
 
-  // The shared workspace for one algorithm (reserved at plan time; fetched at every call since
-  // a later plan may have grown it).
-  void* workspace(const ConvAlgo& a) const {
-    if (a.workspace == 0) return nullptr;
-    TS_CHECK(ctx_.workspace_bytes() >= a.workspace,
+  // The shared workspace for one algorithm or engine (reserved at plan time; fetched at every
+  // call since a later plan may have grown it).
+  void* workspace(size_t bytes) const {
+    if (bytes == 0) return nullptr;
+    TS_CHECK(ctx_.workspace_bytes() >= bytes,
              "conv " + name_ + ": the CUDA workspace (" + std::to_string(ctx_.workspace_bytes()) +
-                 " bytes) is smaller than the " + std::to_string(a.workspace) + " bytes reserved at plan time");
+                 " bytes) is smaller than the " + std::to_string(bytes) + " bytes reserved at plan time");
     return ctx_.workspace();
   }
 
@@ -222,7 +254,9 @@ class CudaConvOp final : public ConvOp {
   bool nhwc_ = false;  // cuDNN computes in NHWC (filter KRSC), else NCHW (filter KCRS)
   TensorDesc dst_;
   ConvProblem problem_;
-  ConvAlgos algos_;
+  ConvAlgos algos_;                    // the legacy calls' choice, unless graphs_
+  std::optional<ConvGraphs> graphs_;   // cuda.conv_api: graph, where every direction has an engine
+  std::string graph_refused_;          // why graph fell back to the legacy calls ("" otherwise)
   InPort src_in_, wei_in_, diff_dst_in_;
   OutPort dst_out_, diff_src_out_, diff_wei_out_;
   DeviceMemory wei_krsc_, diff_wei_krsc_;  // NHWC only: (oc,kh,kw,ic) in t
