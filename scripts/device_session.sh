@@ -19,6 +19,9 @@
 #           (limit 300 s)
 #   graph   bench/gpu_peer.py, fp16 and tf32: cuda.conv_api legacy and graph vs PyTorch eager
 #           (limit 300 s; the graph API's engines have not run on a GPU yet)
+#   b128    bench/gpu_peer.py at batch 128, fp16 and bf16, loss_reads step and log (limit 200 s):
+#           fp16 took 40-43 ms a step there against bf16's 28 ms at 5c05d93; if the per-step
+#           overflow check was why, log (the device decides) closes the gap
 #   checkpoint   scripts/device_checkpoint.sh  CUDA checkpoints, bit-exact resume (limit 200 s)
 #   generations  scripts/device_generations.sh  study 4's GPU part: resnet50, 4 precisions x 2
 #           (limit 200 s; bring campaign/ back to reports/studies/salvaris/gpu/, see its README)
@@ -66,13 +69,17 @@ for name in "${wanted[@]}"; do
               --variant graph:cuda.conv_api=graph --out-dir "$out/graph" \
               --name "$(cat .device/COMMIT 2>/dev/null)-$gpu_name-graph"
             tail -n 8 "$out/graph.log" >>"$summary" ;;
+    b128)   part b128 200 python3 bench/gpu_peer.py --binary .device/bin/trainscale --no-compile --steps 30 \
+              --warmup 8 --batch 128 --precisions fp16,bf16 --variant step:loss_reads=step \
+              --variant log:loss_reads=log --out-dir "$out/b128" --name "$(cat .device/COMMIT 2>/dev/null)-$gpu_name-b128"
+            tail -n 8 "$out/b128.log" >>"$summary" ;;
     checkpoint) part checkpoint 200 scripts/device_checkpoint.sh "$out/checkpoint"
             cat "$out/checkpoint/checkpoint.txt" >>"$summary" 2>/dev/null ;;
     generations) part generations 200 scripts/device_generations.sh "$out/generations"
             cat "$out/generations/generations.txt" >>"$summary" 2>/dev/null ;;
     zoo)    part zoo 340 scripts/device_zoo.sh "$out/zoo"
             cat "$out/zoo/zoo.txt" >>"$summary" 2>/dev/null ;;
-    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, graph, checkpoint, generations, zoo)" >&2; exit 2 ;;
+    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, graph, b128, checkpoint, generations, zoo)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && tar czf session.tgz "${wanted[@]}" ./*.log 2>/dev/null && rm -rf "${wanted[@]}" ./*.log)
