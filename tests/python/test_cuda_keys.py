@@ -51,20 +51,7 @@ def test_sync_phases_is_a_boolean_that_stays_out_of_the_config_id_when_unset(tmp
     assert "cuda.sync_phases" in proc.stderr
     # On the cpu backend the key changes nothing but the configuration: set, it is another run
     # (its own config_id); unset, the run is the configuration it was before the key existed.
-    names = {}
-    for name, extra in (("unset", ""), ("set", "cuda: {sync_phases: true}\n")):
-        cfg = write_config(tmp_path / "lenet.yaml", SHORT_LENET + extra)
-        out = tmp_path / name
-        proc = run(["run", "--config", cfg, "--out", out, "--set", "steps=2", "--set", "eval.every_epochs=0"])
-        assert proc.returncode == 0, proc.stderr
-        (run_file,) = out.glob("*.h5")
-        names[name] = run_file.name
-        with h5py.File(run_file) as f:
-            recorded = "cuda.sync_phases" in f["config"].attrs
-            config_text = f.attrs["config"]
-            config_text = config_text.decode() if isinstance(config_text, bytes) else config_text
-        assert recorded == (name == "set")
-        assert ("sync_phases" in config_text) == (name == "set")
+    names = run_unset_and_set(tmp_path, "cuda.sync_phases", "cuda: {sync_phases: true}\n")
     assert names["unset"] != names["set"]
 
 
@@ -73,14 +60,26 @@ def test_conv_api_is_legacy_or_graph_and_stays_out_of_the_config_id_when_unset(t
     proc = run(["run", "--config", bad, "--out", tmp_path / "bad"])
     assert proc.returncode == 2 and "cuda.conv_api" in proc.stderr
     assert "legacy" in proc.stderr and "graph" in proc.stderr
+    names = run_unset_and_set(tmp_path, "cuda.conv_api", "cuda: {conv_api: graph}\n")
+    assert names["unset"] != names["set"], "set, it is another configuration (ignored by the cpu backend)"
+
+
+def run_unset_and_set(tmp_path, key, extra):
+    """Two 2-step lenet runs on the cpu backend, without and with `extra` (which sets `key`); their
+    run file names by "unset" and "set", after checking that only the set one records the key
+    (in /config and the config text)."""
     names = {}
-    for name, extra in (("unset", ""), ("graph", "cuda: {conv_api: graph}\n")):
-        cfg = write_config(tmp_path / "lenet.yaml", SHORT_LENET + extra)
+    for name, text in (("unset", ""), ("set", extra)):
+        cfg = write_config(tmp_path / "lenet.yaml", SHORT_LENET + text)
         out = tmp_path / name
         proc = run(["run", "--config", cfg, "--out", out, "--set", "steps=2", "--set", "eval.every_epochs=0"])
         assert proc.returncode == 0, proc.stderr
         (run_file,) = out.glob("*.h5")
         names[name] = run_file.name
         with h5py.File(run_file) as f:
-            assert ("cuda.conv_api" in f["config"].attrs) == (name == "graph")
-    assert names["unset"] != names["graph"], "set, it is another configuration (ignored by the cpu backend)"
+            recorded = key in f["config"].attrs
+            config_text = f.attrs["config"]
+            config_text = config_text.decode() if isinstance(config_text, bytes) else config_text
+        assert recorded == (name == "set"), key
+        assert (key.split(".")[-1] in config_text) == (name == "set"), key
+    return names
