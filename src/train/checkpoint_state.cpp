@@ -36,7 +36,7 @@ RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& s, bool wit
     r.velocity = device_floats(backend, s.sgd->velocity(), net.param_count());
   }
   r.strategy = s.exchange->checkpoint_state();
-  r.loss_scale = s.scaler->exact_scale();
+  r.loss_scale = s.scaler->scale();
   r.loss_scale_good_steps = s.scaler->good_steps();
   r.skipped_steps = s.scaler->skipped_steps();
   r.train_clock = rec.train_clock;

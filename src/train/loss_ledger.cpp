@@ -29,8 +29,6 @@ void LossLedger::hold(size_t record, int64_t loss_id) {
 }
 
 int64_t LossLedger::settle(RunRecording& rec) {
-  if (held_.empty()) return -1;
-  net_.loss_of(held_.back().loss_id);  // one wait: the copies landed in queue order
   int64_t first_nonfinite = -1;
   for (const Held& h : held_) {
     const float loss = net_.loss_of(h.loss_id);

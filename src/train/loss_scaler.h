@@ -37,7 +37,6 @@ class LossScaler {
   float scale() const;
   int64_t skipped_steps() const;
   int64_t good_steps() const;
-  double exact_scale() const { return scale(); }  // what checkpoints keep
   // Continues where a checkpointed scaler stopped (scale, good steps in a row, skipped steps);
   // before keep_on_device.
   void restore(double scale, int64_t good_steps, int64_t skipped_steps);
