@@ -175,10 +175,16 @@ RunConfig typed_config(const KeyTexts& t) {
   r.backend = enum_from_name(all_backend_kinds(), backend_kind_name, str("backend"), "backend");
   r.threads = static_cast<int>(i64("threads"));
   r.workers = static_cast<int>(i64("workers"));
-  r.dist = {enum_from_name(all_dist_strategies(), dist_strategy_name, str("dist.strategy"), "dist.strategy"),
-            enum_from_name(known_allreduce_algorithms(), allreduce_algorithm_name, str("dist.allreduce"), "dist.allreduce"),
-            f64("dist.bucket_mb"), flag("dist.overlap"), i64("dist.period"), i64("dist.shm_chunk_kb"),
-            i64("dist.shm_buffers"), f64("dist.timeout_s")};
+  r.dist = DistConfig{};
+  r.dist.strategy = enum_from_name(all_dist_strategies(), dist_strategy_name, str("dist.strategy"), "dist.strategy");
+  r.dist.allreduce =
+      enum_from_name(known_allreduce_algorithms(), allreduce_algorithm_name, str("dist.allreduce"), "dist.allreduce");
+  r.dist.bucket_mb = f64("dist.bucket_mb");
+  r.dist.overlap = flag("dist.overlap");
+  r.dist.period = i64("dist.period");
+  r.dist.shm_chunk_kb = i64("dist.shm_chunk_kb");
+  r.dist.shm_buffers = i64("dist.shm_buffers");
+  r.dist.timeout_s = f64("dist.timeout_s");
   read_partition_config(t, r.dist);
   read_rank_config(t, r);  // after r.dist: it sets dist.ranks_differ
   CompressionOptions& c = r.dist.compression;

@@ -135,18 +135,22 @@ void check_compression(const ResolvedConfig& cfg, const KeyTexts& text) {
 
 }  // namespace
 
-// loss_reads: log holds the losses back, so nothing in the step may need this step's loss: one
-// rank of sync (its verdict is its own loss), without cuda.sync_phases (which reads it at once).
+// loss_reads: log holds the losses back, so nothing in the step may need this step's loss on the
+// host: one rank of sync (its verdict is its own loss), or sync with dist.allreduce nccl (the
+// losses combined on the device), without cuda.sync_phases (which reads it at once).
 void check_loss_reads(const ResolvedConfig& cfg, const KeyTexts& text) {
   const RunConfig& r = cfg.run;
   if (r.loss_reads != LossReads::log) return;
   const std::string where = cfg.locate("loss_reads") + ": 'log' reads the loss every log_every steps only";
-  if (r.workers != 1 || r.dist.strategy != DistStrategy::sync || r.dist.allreduce == AllreduceAlgorithm::nccl)
-    throw ConfigError(where + ", which needs a step whose verdict is the rank's own loss: one worker of dist.strategy "
-                      "sync, not dist.allreduce nccl; this run has " + std::to_string(r.workers) +
+  const bool nccl = r.dist.allreduce == AllreduceAlgorithm::nccl;
+  if (r.dist.strategy != DistStrategy::sync || (r.workers != 1 && !nccl) || r.dist.hetero_allreduce_device)
+    throw ConfigError(where + ", which needs a step whose verdict is the rank's own loss (one worker of "
+                      "dist.strategy sync) or whose losses are combined on the device (dist.strategy sync with "
+                      "dist.allreduce nccl); this run has " + std::to_string(r.workers) +
                       " worker(s) of dist.strategy " + text.at("dist.strategy") + " with dist.allreduce " +
-                      text.at("dist.allreduce") + ", whose exchange combines the losses every step; remove loss_reads "
-                      "or set it to step");
+                      text.at("dist.allreduce") + (r.dist.hetero_allreduce_device ? " and dist.hetero_allreduce device" : "") +
+                      ", whose exchange combines the losses on the host every step; remove loss_reads or set it to "
+                      "step");
   if (r.cuda_sync_phases)
     throw ConfigError(where + ", and cuda.sync_phases: true reads it right after each forward; drop one of them");
 }

@@ -25,9 +25,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "dist/allreduce.h"
 #include "dist/boundary_arbiter.h"
 #include "dist/communicator.h"
@@ -134,6 +136,17 @@ struct StepVerdict {
   double loss = 0;         // mean loss over ranks if exchanged, else this rank's loss
   bool diverged = false;   // some rank saw a non-finite loss (known on every rank alike)
   ExchangeTimes times;
+  // A loss combined on the device (LocalLoss::on_device): the step's number for
+  // ExchangeStrategy::combined (1, 2, ...); loss, diverged and times.comm are then not known yet
+  // (NaN, false, 0). 0: everything above is known.
+  int64_t combined_id = 0;
+};
+
+// What a strategy that combines the losses on the device learns of a step once the device has
+// done it (ExchangeStrategy::combined).
+struct CombinedStep {
+  double loss = 0;  // mean over ranks (the same bits on every rank)
+  double comm = 0;  // seconds in communication (ExchangeTimes::comm)
 };
 
 // (offset, count) of a range of the arenas.
@@ -170,6 +183,17 @@ class ExchangeStrategy {
   // exchanged): the trainer may then hand begin_step a stand-in and read the loss itself later
   // (loss_reads: log, train/loss_ledger.h); the verdict's loss and divergence are the stand-in's.
   virtual bool combines_losses() const { return true; }
+  // True when the strategy combines a loss handed over on the device (LocalLoss::on_device) on
+  // the device, with no host wait in the step (nccl): its verdicts then carry combined_id, and
+  // combined(id) waits for that step's exchange and gives its mean loss and communication time.
+  // The host must read a step before `combined_capacity()` later steps have begun (the strategy
+  // keeps that many). loss_reads: log (train/loss_ledger.h).
+  virtual bool combines_losses_on_device() const { return false; }
+  virtual int64_t combined_capacity() const { return 0; }
+  virtual CombinedStep combined(int64_t id) {
+    TS_CHECK(false, std::string(name()) + " does not combine losses on the device (step " + std::to_string(id) + ")");
+    return {};
+  }
 
   // Averages the non-trainable state over ranks (before evaluation: BN running statistics are
   // per worker during training).

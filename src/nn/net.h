@@ -90,6 +90,9 @@ class Net {
   static constexpr int64_t kLossSlots = 1024;
   int64_t last_loss_id() const { return losses_queued_; }
   float loss_of(int64_t id) const;
+  // Where forward writes the loss (backend memory, 1 float): an exchange that combines the
+  // losses on the device reads it there (dist/local_loss.h LocalLoss::on_device).
+  const float* device_loss() const { return loss_.f32(); }
   // Training forwards of the layers between the input and the loss run as one recorded unit
   // (Backend::begin_capture; cuda: a CUDA graph): the first forward after each plan runs
   // plainly, the second is recorded, and every later one replays the recording. Throws

@@ -41,13 +41,13 @@ std::string divergence_message(const StepVerdict& v, int64_t step) {
 // diverged, when one of them was not finite.
 bool settle_losses(LossLedger* ledger, RunRecording& rec, int64_t step, bool root, std::ostream& log) {
   if (!ledger) return true;
-  const int64_t bad = ledger->settle(rec);
-  if (bad < 0) return true;
-  const float loss = rec.local_loss.at(static_cast<size_t>(bad));
+  const LossLedger::Nonfinite bad = ledger->settle(rec);
+  if (bad.record < 0) return true;
   rec.diverged = true;
-  rec.message = std::string("loss became ") + (std::isnan(loss) ? "NaN" : "Inf") + " at step " +
-                std::to_string(rec.step.at(static_cast<size_t>(bad))) + " (read at step " + std::to_string(step) +
-                ": loss_reads log reads the losses every log_every steps)";
+  rec.message = std::string(bad.combined ? "the mean loss over ranks became " : "loss became ") +
+                (std::isnan(bad.loss) ? "NaN" : "Inf") + " at step " +
+                std::to_string(rec.step.at(static_cast<size_t>(bad.record))) + " (read at step " +
+                std::to_string(step) + ": loss_reads log reads the losses every log_every steps)";
   if (root) log << "diverged: " << rec.message << "; stopping\n";
   return false;
 }
@@ -105,7 +105,7 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   }
   if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
   state.defer_loss = s.loss_reads == LossReads::log;
-  std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net) : nullptr;
+  std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net, *s.exchange) : nullptr;
   // loss_reads: log: the overflow check of loss scaling is decided on the device too.
   if (state.defer_loss && s.scaler->enabled() && !s.scaler->on_device()) s.scaler->keep_on_device(*s.backend);
   const int64_t first_step = rec.steps() + 1;
@@ -128,7 +128,7 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
     }
     const bool log_now = step % r.log_every == 0 || last;
     if (ledger) {
-      ledger->hold(rec.local_loss.size() - 1, res.loss_id);
+      ledger->hold(rec.local_loss.size() - 1, res.loss_id, res.verdict.combined_id);
       if ((log_now || eval_now || ledger->full()) && !settle_losses(ledger.get(), rec, step, root, log)) break;
     }
     const size_t changes = s.shares->changes().size();
@@ -137,7 +137,8 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
     if (root && s.shares->changes().size() > changes)
       log << "shares: " << shares_text(s.shares->shares()) << " from step " << s.shares->changes().back().step << "\n";
     if (root && log_now)
-      log_progress(log, rec, plan, ledger ? rec.local_loss.back() : res.verdict.loss, res.verdict.exchanged);
+      log_progress(log, rec, plan, ledger ? ledger->last_loss() : res.verdict.loss,
+                   ledger ? ledger->last_combined() : res.verdict.exchanged);
     if (eval_now) evaluate_now(rec, s, comm, log);
     // The ranks synchronise anyway where the strategy averages (every step but with weight_avg).
     if (!last && between_steps(step, average_now, boundary, rec, s, comm, log, checkpoints, ledger.get())) break;

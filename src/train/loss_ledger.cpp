@@ -1,7 +1,9 @@
 // Losses read at the trainer's boundaries (see loss_ledger.h).
 #include "train/loss_ledger.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "core/error.h"
 #include "dist/exchange_strategy.h"
@@ -10,33 +12,50 @@ namespace ts {
 
 LossReads resolve_loss_reads(LossReads asked, bool staged_device, bool waits_for_device,
                              const ExchangeStrategy& exchange) {
-  if (asked == LossReads::auto_)
+  const bool on_host = exchange.combines_losses() && !exchange.combines_losses_on_device();
+  if (asked == LossReads::auto_)  // nccl keeps step until its deferred verdicts are measured on GPUs
     return staged_device && !waits_for_device && !exchange.combines_losses() ? LossReads::log : LossReads::step;
-  if (asked == LossReads::log && exchange.combines_losses())
-    throw ConfigError(std::string("'log' needs an exchange whose verdict is the rank's own loss, and ") +
-                      exchange.name() + " on this run's ranks combines the losses every step; remove loss_reads or "
-                      "set it to step");
+  if (asked == LossReads::log && on_host)
+    throw ConfigError(std::string("'log' needs an exchange whose verdict is the rank's own loss or that combines the "
+                                  "losses on the device (dist.allreduce nccl), and ") +
+                      exchange.name() + " on this run's ranks combines the losses on the host every step; remove "
+                      "loss_reads or set it to step");
   if (asked == LossReads::log && waits_for_device)
     throw ConfigError("'log' reads the loss every log_every steps only, and this rank reads it after each "
                       "forward (a heterogeneous device rank, or cuda.sync_phases); remove loss_reads or set it to step");
   return asked;
 }
 
-void LossLedger::hold(size_t record, int64_t loss_id) {
-  TS_CHECK(!full(), "LossLedger::hold: " + std::to_string(held_.size()) + " losses held, the net keeps " +
-                        std::to_string(Net::kLossSlots) + "; settle first");
-  held_.push_back({record, loss_id});
+LossLedger::LossLedger(const Net& net, ExchangeStrategy& exchange)
+    : net_(net),
+      exchange_(exchange),
+      capacity_(exchange.combines_losses_on_device() ? std::min(Net::kLossSlots, exchange.combined_capacity())
+                                                     : Net::kLossSlots) {
+  TS_CHECK(capacity_ > 0, std::string("LossLedger: ") + exchange.name() + " keeps no combined steps");
 }
 
-int64_t LossLedger::settle(RunRecording& rec) {
-  int64_t first_nonfinite = -1;
+void LossLedger::hold(size_t record, int64_t loss_id, int64_t combined_id) {
+  TS_CHECK(!full(), "LossLedger::hold: " + std::to_string(held_.size()) + " losses held, the net and exchange keep " +
+                        std::to_string(capacity_) + "; settle first");
+  held_.push_back({record, loss_id, combined_id});
+}
+
+LossLedger::Nonfinite LossLedger::settle(RunRecording& rec) {
+  Nonfinite first;
   for (const Held& h : held_) {
     const float loss = net_.loss_of(h.loss_id);
     rec.local_loss.at(h.record) = loss;
-    if (!std::isfinite(loss) && first_nonfinite < 0) first_nonfinite = static_cast<int64_t>(h.record);
+    last_loss_ = loss;
+    last_combined_ = h.combined_id > 0;
+    if (last_combined_) {
+      const CombinedStep c = exchange_.combined(h.combined_id);
+      rec.seconds[static_cast<size_t>(Phase::comm)].at(h.record) = static_cast<float>(c.comm);
+      last_loss_ = c.loss;
+    }
+    if (!std::isfinite(last_loss_) && first.record < 0) first = {static_cast<int64_t>(h.record), last_loss_, last_combined_};
   }
   held_.clear();
-  return first_nonfinite;
+  return first;
 }
 
 }  // namespace ts

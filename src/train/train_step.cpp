@@ -111,16 +111,19 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   // buckets (overlapped with the rest of backward when it has a communication thread). The
   // exchange keeps the update until it applies it: lr by value. A loss still on the device is
   // read where the exchange first needs it (its last bucket, or finish_step), or not in this step
-  // at all (defer_loss: the exchange's verdict is then the stand-in's, and ignored).
+  // at all (defer_loss: the exchange's verdict is then the stand-in's, and ignored, or, where it
+  // combines the losses on the device, it reads the loss there and the trainer its mean later).
   Net& net = st.net;
   const int64_t id = out.loss_id;
   if (st.defer_loss) {
-    TS_CHECK(!st.exchange.combines_losses(), "train_step: defer_loss with an exchange that combines the losses");
+    TS_CHECK(!st.exchange.combines_losses() || st.exchange.combines_losses_on_device(),
+             "train_step: defer_loss with an exchange that combines the losses on the host");
     if (!loss_known) out.local_loss = std::numeric_limits<float>::quiet_NaN();
     loss_known = true;
   }
-  LocalLoss loss = loss_known ? LocalLoss(st.defer_loss ? 0.0f : out.local_loss * weight)
-                               : LocalLoss([&net, id, weight] { return net.loss_of(id) * weight; });
+  LocalLoss loss = st.defer_loss && st.exchange.combines_losses() ? LocalLoss::on_device(net.device_loss(), weight)
+                   : loss_known ? LocalLoss(st.defer_loss ? 0.0f : out.local_loss * weight)
+                                : LocalLoss([&net, id, weight] { return net.loss_of(id) * weight; });
   st.exchange.begin_step(std::move(loss), make_update(st, lr, out));
   ExchangeStrategy& exchange = st.exchange;
   net.backward([&exchange](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });

@@ -40,9 +40,10 @@ struct TrainState {
   // input to a device: their shares and /partition's compute and idle seconds are decided and
   // recorded from it; cuda.sync_phases sets it too.
   bool wait_for_device = false;
-  // loss_reads: log (train/loss_ledger.h): the step never reads its loss; the exchange must not
-  // combine losses (ExchangeStrategy::combines_losses) and gets a stand-in, and the trainer reads
-  // the loss later by StepResult::loss_id.
+  // loss_reads: log (train/loss_ledger.h): the step never reads its loss, and the trainer reads it
+  // later by StepResult::loss_id. An exchange that combines losses must do so on the device
+  // (ExchangeStrategy::combines_losses_on_device): it gets the loss's place there and its
+  // verdict's combined_id; any other gets a stand-in.
   bool defer_loss = false;
 };
 

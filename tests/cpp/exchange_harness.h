@@ -57,11 +57,15 @@ struct ExchangeRun {
 };
 
 // A NaN loss on `nan_rank` at step `nan_step` (-1: none). weight_avg averages every `period`
-// steps and at the last one.
+// steps and at the last one. losses_on_device: each step's loss is handed over in device memory
+// (LocalLoss::on_device, as half its value with weight 2), and the verdicts that come back with
+// a combined_id are completed from ExchangeStrategy::combined after the last step (loss_reads:
+// log with nccl).
 struct RunSettings {
   int steps = 4;
   int period = 1;
   int nan_rank = -1, nan_step = -1;
+  bool losses_on_device = false;
 };
 
 inline std::vector<float> download(Backend& backend, const float* src, int64_t count) {
@@ -96,13 +100,20 @@ inline ExchangeRun run_exchange(Backend& backend, Communicator& comm, const Exch
   const ModelArenas arenas{params.f32(), grads.f32(), kParams, state.f32(), kState, arena_device(backend)};
   auto exchange = make ? make(comm, arenas) : make_exchange_strategy(comm, arenas, options);
   exchange->broadcast_model();
+  DeviceBuffer device_losses = backend.allocate(static_cast<size_t>(run.steps) * sizeof(float));
 
   ExchangeRun out;
   std::vector<std::vector<float>> grads_host(static_cast<size_t>(run.steps), std::vector<float>(kParams));
   for (int step = 0; step < run.steps; ++step) {
     const float loss = rank == run.nan_rank && step == run.nan_step ? std::numeric_limits<float>::quiet_NaN()
                                                                      : loss_of(rank, step);
-    exchange->begin_step(loss, [&](int64_t offset, int64_t count) {
+    LocalLoss local_loss(loss);
+    if (run.losses_on_device) {
+      const float half = loss / 2;
+      backend.copy_from_host(device_losses.f32() + step, &half, sizeof(float));
+      local_loss = LocalLoss::on_device(device_losses.f32() + step, 2.0f);
+    }
+    exchange->begin_step(std::move(local_loss), [&](int64_t offset, int64_t count) {
       sgd.step_range(params.f32(), grads.f32(), 0.1, offset, count);
     });
     // Backward from the top in uneven "layers" (each kept alive: copies may read it later).
@@ -117,6 +128,12 @@ inline ExchangeRun run_exchange(Backend& backend, Communicator& comm, const Exch
     }
     const bool last = step + 1 == run.steps;
     out.verdicts.push_back(exchange->finish_step(last || (step + 1) % run.period == 0));
+  }
+  for (StepVerdict& v : out.verdicts) {
+    if (v.combined_id == 0) continue;
+    const CombinedStep c = exchange->combined(v.combined_id);
+    v.loss = c.loss;
+    v.times.comm = c.comm;
   }
   exchange->average_state();
   out.params = download(backend, params.f32(), kParams);

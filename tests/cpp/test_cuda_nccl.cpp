@@ -169,6 +169,32 @@ TEST_F(CudaNccl, SyncWithNcclTimesItsBuckets) {
   }
 }
 
+// loss_reads: log. The loss handed over on the device and every verdict read after the last step
+// (ExchangeStrategy::combined): the same updates and mean losses as sync + mpi reading each
+// step, NCCL time for every step, and no host wait in any; a NaN on the last rank makes that
+// step's mean NaN on every rank (the update still runs, as on one rank: train/loss_ledger.h).
+TEST_F(CudaNccl, SyncWithNcclDefersItsVerdictsToTheLossReads) {
+  const ExchangeRun want = run_exchange(*host_, *comm_, options(AllreduceAlgorithm::mpi, false));
+  testing_support::RunSettings run;
+  run.losses_on_device = true;
+  for (bool overlap : {true, false}) {
+    const ExchangeRun got = run_exchange(*device_, *comm_, options(AllreduceAlgorithm::nccl, overlap), run);
+    expect_same_run(got, want, 1e-5, std::string("nccl deferred, overlap ") + (overlap ? "on" : "off"));
+    for (size_t s = 0; s < got.verdicts.size(); ++s) {
+      EXPECT_EQ(got.verdicts[s].combined_id, static_cast<int64_t>(s) + 1);
+      EXPECT_GT(got.verdicts[s].times.comm, 0.0) << "step " << s;
+      EXPECT_EQ(got.verdicts[s].times.comm_wait, 0.0) << "step " << s << ": the host waited";
+    }
+  }
+  run.nan_rank = comm_->size() - 1;
+  run.nan_step = 2;
+  const ExchangeRun got = run_exchange(*device_, *comm_, options(AllreduceAlgorithm::nccl, true), run);
+  for (size_t s = 0; s < got.verdicts.size(); ++s) {
+    EXPECT_EQ(std::isnan(got.verdicts[s].loss), s == 2) << "step " << s << ": mean " << got.verdicts[s].loss;
+    EXPECT_FALSE(got.verdicts[s].diverged) << "found by the reader, not the step";
+  }
+}
+
 // The MPI algorithms on device arenas stage every bucket through pinned host memory: the same
 // arithmetic as on host arenas.
 TEST_F(CudaNccl, StagedMpiAndRingMatchHostArenas) {

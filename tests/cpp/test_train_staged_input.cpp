@@ -75,6 +75,11 @@ TEST(StagedInput, RegressionTrainsOnTheSameTargetsAsThePlainPath) {
 }
 
 // Counts the gradient ranges backward has handed over this step; the rest is the real strategy.
+// With combine_on_device it stands for nccl's deferred verdicts (dist/cuda/nccl_sync_strategy.h)
+// on one rank of a host backend: it takes the loss where forward wrote it, hands the real
+// strategy a stand-in, and keeps each step's "mean" (that loss times its weight, read at
+// finish_step: one rank) and a made-up communication time (id ms) until combined() reads them;
+// the mean of step `poisoned` is NaN (as if another rank's loss were).
 class RangeCountingExchange final : public ExchangeStrategy {
  public:
   explicit RangeCountingExchange(std::unique_ptr<ExchangeStrategy> inner) : inner_(std::move(inner)) {}
@@ -84,18 +89,41 @@ class RangeCountingExchange final : public ExchangeStrategy {
   void broadcast_model() override { inner_->broadcast_model(); }
   void begin_step(LocalLoss local_loss, RangeUpdate update) override {
     ranges = 0;
-    inner_->begin_step(std::move(local_loss), std::move(update));
+    EXPECT_EQ(local_loss.on_device(), combine_on_device) << "the loss on the device exactly when combined there";
+    device_loss = local_loss.device_loss();
+    weight = local_loss.weight();
+    inner_->begin_step(local_loss.on_device() ? LocalLoss(0.0f) : std::move(local_loss), std::move(update));
   }
   void gradients_ready(int64_t offset, int64_t count) override {
     ++ranges;
     inner_->gradients_ready(offset, count);
   }
-  StepVerdict finish_step(bool average_weights) override { return inner_->finish_step(average_weights); }
-  bool combines_losses() const override { return pretend_combining || inner_->combines_losses(); }
+  StepVerdict finish_step(bool average_weights) override {
+    StepVerdict v = inner_->finish_step(average_weights);
+    if (!combine_on_device) return v;
+    const auto id = static_cast<int64_t>(means.size()) + 1;
+    means.push_back(id == poisoned ? std::nanf("") : *device_loss * weight);
+    v.loss = std::nan("");
+    v.combined_id = id;
+    return v;
+  }
+  bool combines_losses() const override { return pretend_combining || combine_on_device || inner_->combines_losses(); }
+  bool combines_losses_on_device() const override { return combine_on_device; }
+  int64_t combined_capacity() const override { return 4; }
+  CombinedStep combined(int64_t id) override {
+    reads.push_back(id);
+    return {means.at(static_cast<size_t>(id - 1)), 1e-3 * static_cast<double>(id)};
+  }
   void average_state() override { inner_->average_state(); }
   const std::vector<Bucket>& buckets() const override { return inner_->buckets(); }
   int ranges = 0;
-  bool pretend_combining = false;  // stands for a multi-rank exchange
+  bool pretend_combining = false;  // stands for a multi-rank exchange that combines on the host
+  bool combine_on_device = false;
+  int64_t poisoned = -1;
+  const float* device_loss = nullptr;
+  float weight = 1.0f;
+  std::vector<float> means;
+  std::vector<int64_t> reads;
 
  private:
   std::unique_ptr<ExchangeStrategy> inner_;
@@ -265,9 +293,52 @@ TEST(StagedInput, AStepThatDefersItsLossWaitsForNothingItQueuedAndLosesNoLoss) {
             std::vector<float>(reading.net->params(), reading.net->params() + reading.net->param_count()));
 }
 
+// loss_reads: log with an exchange that combines the losses on the device (nccl). The step waits
+// for none of its own work and hands the exchange the loss where forward wrote it; the ledger
+// reads each step's loss from the net and its mean and communication time from the exchange, at
+// least every combined_capacity() steps, and judges divergence by the mean.
+TEST(StagedInput, AStepWhoseExchangeCombinesOnTheDeviceLeavesTheMeanToTheLedger) {
+  QueueWatchingBackend backend;
+  StagedMlp rig(backend);
+  RangeCountingExchange& exchange = rig.exchange;
+  backend.ranges_queued = &exchange.ranges;
+  exchange.combine_on_device = true;
+  exchange.poisoned = 6;
+  rig.state.defer_loss = true;
+  LossLedger ledger(*rig.net, exchange);
+  RunRecording rec;
+  std::vector<LossLedger::Nonfinite> settled;
+  for (int64_t step = 1; step <= 7; ++step) {
+    const int64_t before = backend.marks;
+    backend.forget();
+    const StepResult res = train_step(rig.state, 0.05, true);
+    EXPECT_EQ(backend.drains, 0) << "step " << step;
+    EXPECT_TRUE(backend.ranges_at_waits_after(before).empty()) << "step " << step << " waited for its own work";
+    EXPECT_EQ(exchange.device_loss, rig.net->device_loss()) << "where forward wrote the loss";
+    EXPECT_EQ(res.verdict.combined_id, step);
+    rec.step.push_back(step);
+    rec.local_loss.push_back(res.local_loss);
+    for (auto& phase : rec.seconds) phase.push_back(0.0f);
+    ledger.hold(rec.local_loss.size() - 1, res.loss_id, res.verdict.combined_id);
+    if (ledger.full() || step == 7) settled.push_back(ledger.settle(rec));
+  }
+  EXPECT_EQ(exchange.reads, (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7})) << "full after 4 (the exchange's capacity)";
+  ASSERT_EQ(settled.size(), 2u);
+  EXPECT_EQ(settled[0].record, -1);
+  EXPECT_EQ(settled[1].record, 5) << "step 6's mean is NaN, its own loss is not";
+  EXPECT_TRUE(settled[1].combined && std::isnan(settled[1].loss));
+  for (size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(rec.local_loss[i], rig.net->loss_of(static_cast<int64_t>(i) + 1)) << "this rank's own loss, step " << i + 1;
+    EXPECT_TRUE(std::isfinite(rec.local_loss[i]));
+    EXPECT_FLOAT_EQ(rec.seconds[static_cast<size_t>(Phase::comm)][i], 1e-3f * static_cast<float>(i + 1));
+  }
+  EXPECT_TRUE(ledger.last_combined());
+  EXPECT_EQ(ledger.last_loss(), exchange.means.back()) << "the progress line shows the mean";
+}
+
 // loss_reads unset reads every step except on a staged device rank whose exchange does not
 // combine losses and that does not wait for its device anyway; `log` where the step needs the
-// loss is a configuration error.
+// loss is a configuration error; an exchange that combines on the device takes `log` when asked.
 TEST(StagedInput, LossReadsResolveToLogOnlyWhereNothingInTheStepNeedsTheLoss) {
   RefBackend backend;
   StagedMlp rig(backend);
@@ -283,8 +354,14 @@ TEST(StagedInput, LossReadsResolveToLogOnlyWhereNothingInTheStepNeedsTheLoss) {
     resolve_loss_reads(LossReads::log, true, false, one_rank);
     ADD_FAILURE() << "log with an exchange that combines the losses";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("combines the losses every step"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("combines the losses on the host every step"), std::string::npos)
+        << e.what();
   }
+  one_rank.pretend_combining = false;
+  one_rank.combine_on_device = true;
+  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, true, false, one_rank), LossReads::step) << "nccl: step unless asked";
+  EXPECT_EQ(resolve_loss_reads(LossReads::log, true, false, one_rank), LossReads::log);
+  EXPECT_THROW(resolve_loss_reads(LossReads::log, true, true, one_rank), ConfigError);
 }
 
 }  // namespace

@@ -76,11 +76,21 @@ def test_log_reads_find_a_divergence_at_its_step_and_stop_at_the_next_read(tmp_p
     assert f"diverged: {message}; stopping" in proc.stdout
 
 
-def test_log_reads_need_a_step_that_does_not_combine_the_losses(tmp_path):
+def test_log_reads_need_a_step_that_does_not_combine_the_losses_on_the_host(tmp_path):
     cfg = write_config(tmp_path / "two.yaml", MLP + "loss_reads: log\nworkers: 2\n")
     proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "two.yaml:11: key 'loss_reads'" in proc.stderr and "combines the losses every step" in proc.stderr
+    assert "two.yaml:11: key 'loss_reads'" in proc.stderr, proc.stderr
+    assert "combines the losses on the host every step" in proc.stderr, proc.stderr
+    # nccl combines them on the device: the configuration passes (this single-rank launch is then
+    # refused for its worker count, or a build without CUDA for its backend, after every
+    # configuration check).
+    cfg = write_config(tmp_path / "nccl.yaml", MLP + "loss_reads: log\nworkers: 2\nbackend: cuda\n"
+                                                    "dist: {allreduce: nccl}\n")
+    proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "key 'loss_reads'" not in proc.stderr, proc.stderr
+    assert "this MPI world has 1 rank(s)" in proc.stderr or "is not built into this binary" in proc.stderr, proc.stderr
     cfg = write_config(tmp_path / "sync.yaml", MLP + "loss_reads: log\ncuda: {sync_phases: true}\n")
     proc = run(["run", "--config", cfg, "--out", tmp_path / "out"])
     assert proc.returncode == 2 and "cuda.sync_phases: true reads it right after each forward" in proc.stderr
