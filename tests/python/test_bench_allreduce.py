@@ -93,8 +93,11 @@ def test_bad_flag_exits_2(tmp_path):
 def test_nccl_is_refused_where_it_cannot_run():
     """nccl needs the CUDA build and a device: refused before MPI starts, exit 2, with the reason."""
     proc = mpirun(2, ["bench", "allreduce", "--algorithms", "mpi,nccl", "--max-bytes", 64])
-    if proc.returncode == 0:
-        return  # a CUDA build on a machine with a GPU per rank runs it
+    if proc.returncode == 0:  # a CUDA build on a machine with a GPU per rank runs it: exact rows
+        rows = [line.split() for line in proc.stdout.splitlines() if line.strip() and line.split()[0].isdigit()]
+        nccl = [r for r in rows if r[2] == "nccl"]
+        assert nccl and all(r[-1] == "0" for r in nccl), proc.stdout
+        return
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--algorithms nccl" in proc.stderr, proc.stderr
     assert "nccl needs the cuda backend" in proc.stderr or "no CUDA device was found" in proc.stderr, proc.stderr
