@@ -248,8 +248,9 @@ TEST(StagedInput, AStagedStepQueuesBackwardBeforeItWaitsForTheLoss) {
   ASSERT_FALSE(own.empty()) << "the loss is read";
   ASSERT_GT(exchange.ranges, 0);
   for (int at_wait : own) EXPECT_EQ(at_wait, exchange.ranges) << "the loss is read once backward is queued whole";
-  for (const auto& w : backend.waits)
+  for (const auto& w : backend.waits) {
     if (w.mark <= before) EXPECT_LT(w.mark, before) << "an earlier wait is for work at least a step old";
+  }
   EXPECT_TRUE(std::isfinite(res.local_loss));
   EXPECT_EQ(res.verdict.loss, res.local_loss) << "the exchange saw the loss read late";
 
