@@ -8,10 +8,10 @@
 #   there:  scripts/device_session.sh [PARTS]        (then move reports/ back here)
 #
 # PARTS (comma-separated, in order; default tests,peer,checkpoint: the marks, loss_reads log beside
-# step, and checkpoints settled under log, none of which has run on a GPU yet; then graph (the
-# graph API's engines) in a second call; hetero,generations (with tests and checkpoint: 232 s on
-# an H200 at 5c05d93) and zoo (with peer: 407 s there) when the session has more time; memory ran
-# at 7ab771a):
+# step (and nccl step vs log in tests), and checkpoints settled under log, none of which has run
+# on a GPU yet; then graph,reduced (the graph API's engines) in a second call;
+# hetero,generations (with tests and checkpoint: 232 s on an H200 at 5c05d93) and zoo (with
+# peer: 407 s there) when the session has more time; memory ran at 7ab771a):
 #   memory  scripts/device_memory.sh       the device memory check          (limit 150 s)
 #   hetero  scripts/device_hetero.sh 12    a CPU and a CUDA rank together    (limit 200 s)
 #   tests   scripts/device_test.sh         every test_cuda_*, LeNet cuda/cpu (limit 130 s)
@@ -19,6 +19,9 @@
 #           (limit 300 s)
 #   graph   bench/gpu_peer.py, fp16 and tf32: cuda.conv_api legacy and graph vs PyTorch eager
 #           (limit 300 s; the graph API's engines have not run on a GPU yet)
+#   reduced bench/gpu_peer.py, fp16 and bf16: the graph API with and without
+#           cuda.reduced_precision_reduction (the engines PyTorch's filter keeps and ours leaves
+#           out unless asked) vs PyTorch eager (limit 240 s)
 #   b128    bench/gpu_peer.py at batch 128, fp16 and bf16, loss_reads step and log (limit 200 s):
 #           fp16 took 40-43 ms a step there against bf16's 28 ms at 5c05d93; if the per-step
 #           overflow check was why, log (the device decides) closes the gap
@@ -69,6 +72,11 @@ for name in "${wanted[@]}"; do
               --variant graph:cuda.conv_api=graph --out-dir "$out/graph" \
               --name "$(cat .device/COMMIT 2>/dev/null)-$gpu_name-graph"
             tail -n 8 "$out/graph.log" >>"$summary" ;;
+    reduced) part reduced 240 python3 bench/gpu_peer.py --binary .device/bin/trainscale --no-compile --steps 30 \
+              --warmup 8 --precisions fp16,bf16 --variant graph:cuda.conv_api=graph \
+              --variant reduced:cuda.conv_api=graph,cuda.reduced_precision_reduction=true --out-dir "$out/reduced" \
+              --name "$(cat .device/COMMIT 2>/dev/null)-$gpu_name-reduced"
+            tail -n 8 "$out/reduced.log" >>"$summary" ;;
     b128)   part b128 200 python3 bench/gpu_peer.py --binary .device/bin/trainscale --no-compile --steps 30 \
               --warmup 8 --batch 128 --precisions fp16,bf16 --variant step:loss_reads=step \
               --variant log:loss_reads=log --out-dir "$out/b128" --name "$(cat .device/COMMIT 2>/dev/null)-$gpu_name-b128"
@@ -79,7 +87,7 @@ for name in "${wanted[@]}"; do
             cat "$out/generations/generations.txt" >>"$summary" 2>/dev/null ;;
     zoo)    part zoo 340 scripts/device_zoo.sh "$out/zoo"
             cat "$out/zoo/zoo.txt" >>"$summary" 2>/dev/null ;;
-    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, graph, b128, checkpoint, generations, zoo)" >&2; exit 2 ;;
+    *) echo "device_session.sh: unknown part '$name' (memory, hetero, tests, peer, graph, reduced, b128, checkpoint, generations, zoo)" >&2; exit 2 ;;
   esac
 done
 (cd "$out" && tar czf session.tgz "${wanted[@]}" ./*.log 2>/dev/null && rm -rf "${wanted[@]}" ./*.log)

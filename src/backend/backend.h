@@ -119,8 +119,9 @@ class Backend {
   // How ops planned from now on choose their algorithms. Backends without a choice (cpu: oneDNN
   // picks one implementation per shape and ISA; ref) compute deterministically and ignore it.
   virtual void set_algorithm_choice(AlgorithmChoice choice) {}
-  // Which API convolutions planned from now on use (backends without cuDNN ignore it).
-  virtual void set_conv_api(ConvApi api) {}
+  // Which API convolutions planned from now on use, and (graph) whether engines that reduce in
+  // the activations' reduced precision may be chosen (backends without cuDNN ignore both).
+  virtual void set_conv_api(ConvApi api, bool reduced_precision_reduction) {}
 
   // ---- memory and the queue ----
   // `bytes` of device memory, zeroed. Throws RuntimeError when the device is out of memory.

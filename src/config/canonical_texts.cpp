@@ -167,6 +167,8 @@ RunConfig typed_config(const KeyTexts& t) {
   if (has("flush_denormals")) r.flush_denormals = flag("flush_denormals");
   r.cuda_workspace_mb = i64("cuda.workspace_mb");
   if (has("cuda.sync_phases")) r.cuda_sync_phases = flag("cuda.sync_phases");
+  if (has("cuda.reduced_precision_reduction"))
+    r.cuda_reduced_precision_reduction = flag("cuda.reduced_precision_reduction");
   if (has("cuda.conv_api"))
     r.cuda_conv_api = enum_from_name(all_conv_apis(), conv_api_name, str("cuda.conv_api"), "cuda.conv_api");
   if (has("cuda.algorithms"))

@@ -155,6 +155,16 @@ void check_loss_reads(const ResolvedConfig& cfg, const KeyTexts& text) {
     throw ConfigError(where + ", and cuda.sync_phases: true reads it right after each forward; drop one of them");
 }
 
+// cuda.reduced_precision_reduction chooses among the graph API's engines; the legacy calls have
+// no such choice, so the key would change nothing there.
+void check_reduced_precision_reduction(const ResolvedConfig& cfg) {
+  const RunConfig& r = cfg.run;
+  if (r.cuda_reduced_precision_reduction && r.cuda_conv_api != ConvApi::graph)
+    throw ConfigError(cfg.locate("cuda.reduced_precision_reduction") +
+                      ": true selects among cuDNN's graph API engines, and this run plans its convolutions with the "
+                      "legacy calls (cuda.conv_api unset or legacy); set cuda.conv_api: graph or remove the key");
+}
+
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_exclusive(cfg, {"batch_per_worker", "global_batch"});
   check_exclusive(cfg, {"epochs", "steps", "train_samples"});
@@ -164,6 +174,7 @@ void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
   check_partition_config(cfg, texts);
   check_compression(cfg, texts);
   check_loss_reads(cfg, texts);
+  check_reduced_precision_reduction(cfg);
 }
 
 }  // namespace ts

@@ -140,6 +140,7 @@ struct RunConfig {
   int64_t cuda_workspace_mb = 512;  // cuda: workspace bound per op (algorithms needing more are not chosen)
   AlgorithmChoice cuda_algorithms = AlgorithmChoice::find;  // cuda.algorithms (unset: find)
   ConvApi cuda_conv_api = ConvApi::legacy;                   // cuda.conv_api (unset: legacy)
+  bool cuda_reduced_precision_reduction = false;             // cuda.reduced_precision_reduction (unset: false)
   bool cuda_sync_phases = false;  // cuda.sync_phases: read the loss after forward, wait for the device after backward (exact split)
   LossReads loss_reads = LossReads::auto_;  // loss_reads (unset: auto, decided at set-up)
   int threads = 2;

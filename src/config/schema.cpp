@@ -122,6 +122,8 @@ const std::vector<KeySpec>& run_config_schema() {
          "cuda: wait for the device after forward and after backward, so /timing's forward and backward are its own (unset: false)"},
         {"cuda.conv_api", T::string, "", accepted_conv_api_names,
          "cuda: cuDNN's convolutions through its legacy calls or its graph API's engines (unset: legacy)"},
+        {"cuda.reduced_precision_reduction", T::boolean, "", {},
+         "cuda, conv_api graph: also engines that reduce in fp16/bf16, as PyTorch allows (unset: false)"},
         {"cuda.algorithms", T::string, "", accepted_algorithm_choice_names,
          "cuda: how cuDNN algorithms are chosen (unset: find; deterministic: bit-reproducible)"},
         {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},

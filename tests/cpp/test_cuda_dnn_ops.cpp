@@ -223,11 +223,11 @@ class CudaConv : public ::testing::TestWithParam<PrecisionAndDesc> {};
 
 // Planned as a net plans it (src in the activation type, dst "any"): two forwards with different
 // src buffers, then the backward of the second (which may reuse what that forward converted).
-void check_conv_against_ref(Precision precision, const char* text) {
+void check_conv_against_ref(Precision precision, const char* text, double tol_factor = 1.0) {
   const ConvDesc d = ConvDesc::parse(text);
   const std::string name = d.str() + " at " + precision_name(precision);
   const DType t = act_dtype(precision);
-  const double tol = tolerance(precision);
+  const double tol = tolerance(precision) * tol_factor;
   const size_t n_src = conv_src(d).numel(), n_dst = conv_dst(d).numel(), n_wei = d.weight_count();
   const TensorDesc src_desc = act_desc(conv_src(d), precision);
   auto op = gpu().plan_conv(d, src_desc, TensorDesc::any(conv_dst(d)));
@@ -280,9 +280,9 @@ TEST_P(CudaConv, GraphEnginesForwardBackwardAgainstRef) {
   const auto [precision, text] = GetParam();
   USE_PRECISION(precision);
   struct Restore {
-    ~Restore() { gpu().set_conv_api(ConvApi::legacy); }
+    ~Restore() { gpu().set_conv_api(ConvApi::legacy, false); }
   } restore;
-  gpu().set_conv_api(ConvApi::graph);
+  gpu().set_conv_api(ConvApi::graph, false);
   const size_t before = gpu().plan_notes().size();
   check_conv_against_ref(precision, text);
   const std::vector<std::string> notes = gpu().plan_notes();
@@ -295,7 +295,27 @@ TEST_P(CudaConv, GraphEnginesForwardBackwardAgainstRef) {
   const ConvDesc d = ConvDesc::parse(text);
   if (d.groups == 1 && d.ic % 8 == 0 && d.oc % 8 == 0)
     EXPECT_TRUE(engines) << "an ungrouped convolution of tensor-core channel counts has engines: " << note;
+  EXPECT_EQ(note.find(",reduced)"), std::string::npos) << "no reduced-precision reduction unless asked: " << note;
   std::cout << "[ graph    ] " << note << "\n";
+}
+
+// cuda.reduced_precision_reduction: engines that reduce in fp16/bf16 may be chosen too (PyTorch's
+// filter allows them). Against the same oracle within 4x the precision's tolerance (partial sums
+// rounded to 8 or 11 bits); the plan notes mark the engines that do (",reduced").
+TEST_P(CudaConv, GraphEnginesWithReducedPrecisionReductionAgainstRef) {
+  const auto [precision, text] = GetParam();
+  USE_PRECISION(precision);
+  if (precision != Precision::fp16 && precision != Precision::bf16)
+    GTEST_SKIP() << "reduced-precision reductions are a choice of fp16 and bf16 only";
+  struct Restore {
+    ~Restore() { gpu().set_conv_api(ConvApi::legacy, false); }
+  } restore;
+  gpu().set_conv_api(ConvApi::graph, true);
+  const size_t before = gpu().plan_notes().size();
+  check_conv_against_ref(precision, text, 4.0);
+  const std::vector<std::string> notes = gpu().plan_notes();
+  ASSERT_GT(notes.size(), before);
+  std::cout << "[ reduced  ] " << notes[before] << "\n";
 }
 
 // Conv shapes: padding on a non-square input, batch 1 with stride 2 and groups, depthwise,

@@ -1,5 +1,6 @@
 """The cuda.* run-config keys on a machine without a GPU: cuda.graphs is refused (exit 2, naming
-the key) by a backend that cannot record work, and cuda.workspace_mb is range-checked. Their
+the key) by a backend that cannot record work, cuda.workspace_mb is range-checked, and
+cuda.reduced_precision_reduction needs cuda.conv_api: graph. Their
 effect on a GPU is checked by scripts/device_zoo.sh (docs/gpu.md)."""
 import h5py
 
@@ -62,6 +63,18 @@ def test_conv_api_is_legacy_or_graph_and_stays_out_of_the_config_id_when_unset(t
     assert "legacy" in proc.stderr and "graph" in proc.stderr
     names = run_unset_and_set(tmp_path, "cuda.conv_api", "cuda: {conv_api: graph}\n")
     assert names["unset"] != names["set"], "set, it is another configuration (ignored by the cpu backend)"
+
+
+def test_reduced_precision_reduction_needs_the_graph_api_and_stays_out_of_the_config_id_when_unset(tmp_path):
+    """The key picks among the graph API's engines: with the legacy calls it would change nothing,
+    so it is refused there (exit 2, naming both keys)."""
+    bad = write_config(tmp_path / "r.yaml", SHORT_LENET + "cuda: {reduced_precision_reduction: true}\n")
+    proc = run(["run", "--config", bad, "--out", tmp_path / "bad"])
+    assert proc.returncode == 2, proc.stderr
+    assert "key 'cuda.reduced_precision_reduction'" in proc.stderr and "set cuda.conv_api: graph" in proc.stderr
+    names = run_unset_and_set(tmp_path, "cuda.reduced_precision_reduction",
+                              "cuda: {conv_api: graph, reduced_precision_reduction: true}\n")
+    assert names["unset"] != names["set"]
 
 
 def run_unset_and_set(tmp_path, key, extra):

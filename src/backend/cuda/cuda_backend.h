@@ -30,7 +30,10 @@ class CudaBackend final : public Backend {
   Precision precision() const override { return ctx_.precision; }
   void set_workspace_limit(size_t bytes) override { ctx_.workspace_limit = bytes; }
   void set_algorithm_choice(AlgorithmChoice choice) override { ctx_.algorithm_choice = choice; }
-  void set_conv_api(ConvApi api) override { ctx_.conv_api = api; }
+  void set_conv_api(ConvApi api, bool reduced_precision_reduction) override {
+    ctx_.conv_api = api;
+    ctx_.reduced_precision_reduction = reduced_precision_reduction;
+  }
 
   DeviceMemoryUse device_memory() const override;  // cudaMemGetInfo on this device
 

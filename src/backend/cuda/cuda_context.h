@@ -39,6 +39,7 @@ struct CudaContext {
   size_t workspace_limit = size_t{512} << 20;
   AlgorithmChoice algorithm_choice = AlgorithmChoice::find;  // cuda.algorithms (cuda_conv_algos.h)
   ConvApi conv_api = ConvApi::legacy;                        // cuda.conv_api (cuda_conv_graph.h)
+  bool reduced_precision_reduction = false;                  // cuda.reduced_precision_reduction (graph)
   std::vector<std::string> plan_notes;  // one line per planned op that chose something
 
   DType act_dtype() const {

@@ -85,16 +85,22 @@ GraphDescriptor operation(ConvDirection dir, const GraphDescriptor& x, const Gra
 }
 
 // Whether the run may take an engine (cuda_conv_graph.h): its numerical and behaviour notes.
-bool engine_allowed(const GraphDescriptor& engine, Precision precision, bool deterministic_only) {
+// `reduces_in_low_precision` says whether it carries the reduced-precision-reduction note.
+bool engine_allowed(const GraphDescriptor& engine, const CudaContext& ctx, bool& reduces_in_low_precision) {
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   const int64_t n = engine.get(CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
                                CUDNN_NUMERICAL_NOTE_TYPE_COUNT, notes);
+  reduces_in_low_precision = false;
   for (int64_t i = 0; i < n; ++i) {
     const cudnnBackendNumericalNote_t note = notes[i];
-    if (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS || note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)
+    if (note == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return false;
+    if (note == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) {
+      if (!ctx.reduced_precision_reduction) return false;
+      reduces_in_low_precision = true;
+    }
+    if (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && ctx.precision == Precision::fp32) return false;
+    if (note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && ctx.algorithm_choice == AlgorithmChoice::deterministic)
       return false;
-    if (note == CUDNN_NUMERICAL_NOTE_TENSOR_CORE && precision == Precision::fp32) return false;
-    if (note == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC && deterministic_only) return false;
   }
   cudnnBackendBehaviorNote_t behaviours[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
   const int64_t b = engine.get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
@@ -131,6 +137,7 @@ struct Candidate {
   GraphDescriptor config, plan;
   size_t workspace = 0;
   int64_t engine = -1;
+  bool reduced = false;  // reduces in the activations' precision (cuda.reduced_precision_reduction)
 };
 
 // The plan of one proposed configuration, when the run allows its engine, it finalizes on this
@@ -142,9 +149,8 @@ std::optional<Candidate> candidate_of(GraphDescriptor config, CudaContext& ctx, 
   if (cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
                                &raw) != CUDNN_STATUS_SUCCESS || n != 1)
     return std::nullopt;
-  if (!engine_allowed(engine, ctx.precision, ctx.algorithm_choice == AlgorithmChoice::deterministic))
-    return std::nullopt;
   Candidate c;
+  if (!engine_allowed(engine, ctx, c.reduced)) return std::nullopt;
   engine.get(CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &c.engine);
   c.plan = GraphDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
   c.plan.set_descriptor(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
@@ -260,24 +266,25 @@ std::optional<ConvGraph> choose_direction(CudaContext& ctx, const ConvGeometry& 
   }
   Candidate& c = candidates[chosen];
   parts.push_back(std::move(c.config));
-  return ConvGraph(std::move(parts), std::move(c.plan), c.workspace, c.engine, by, chosen_ms);
+  return ConvGraph(std::move(parts), std::move(c.plan), c.workspace, c.engine, by, chosen_ms, c.reduced);
 }
 
 }  // namespace
 
 ConvGraph::ConvGraph(std::vector<GraphDescriptor> parts, GraphDescriptor plan, size_t workspace, int64_t engine,
-                     const char* chosen_by, float find_ms)
+                     const char* chosen_by, float find_ms, bool reduced)
     : parts_(std::move(parts)),
       plan_(std::move(plan)),
       workspace_(workspace),
       engine_(engine),
       chosen_by_(chosen_by),
-      find_ms_(find_ms) {}
+      find_ms_(find_ms),
+      reduced_(reduced) {}
 
 std::string ConvGraph::note() const {
   char time[32] = "";
   if (find_ms_ >= 0) std::snprintf(time, sizeof time, ",%.3fms", static_cast<double>(find_ms_));
-  return "ENGINE_" + std::to_string(engine_) + "(graph," + chosen_by_ + time + ")";
+  return "ENGINE_" + std::to_string(engine_) + "(graph," + chosen_by_ + time + (reduced_ ? ",reduced" : "") + ")";
 }
 
 void ConvGraph::execute(cudnnHandle_t handle, void* x, void* w, void* y, void* workspace) {

@@ -1,9 +1,10 @@
 // Convolutions through cuDNN's graph (backend) API (cuda.conv_api: graph), the API PyTorch's
 // cuDNN convolutions use: per direction an operation graph of one convolution; the engine
 // configurations cuDNN's heuristics propose (mode A, then the fallback list); those the run
-// allows (numerical notes: no tensor cores in fp32, never down-converted inputs or
-// reduced-precision reductions, nothing non-deterministic under cuda.algorithms: deterministic;
-// no runtime-compiled engines, which would make planning take seconds) whose plan finalizes
+// allows (numerical notes: no tensor cores in fp32, never down-converted inputs,
+// reduced-precision reductions only with cuda.reduced_precision_reduction (PyTorch allows them),
+// nothing non-deterministic under cuda.algorithms: deterministic; no runtime-compiled engines,
+// which would make planning take seconds) whose plan finalizes
 // and whose workspace fits the limit; chosen as the legacy algorithms are (cuda_conv_algos.h):
 // timed on scratch buffers (find), or the heuristics' first (heuristic, deterministic). The
 // execution plan is kept and run with a variant pack of the call's pointers (rebuilt only when
@@ -36,14 +37,16 @@ class ConvGraph {
  public:
   ConvGraph() = default;
   // `parts`: every descriptor the plan was made from, kept alive with it.
+  // `reduced`: the engine reduces in the activations' precision (its plan note says so).
   ConvGraph(std::vector<GraphDescriptor> parts, GraphDescriptor plan, size_t workspace, int64_t engine,
-            const char* chosen_by, float find_ms);
+            const char* chosen_by, float find_ms, bool reduced);
   ConvGraph(ConvGraph&&) = default;
   ConvGraph& operator=(ConvGraph&&) = default;
 
   size_t workspace() const { return workspace_; }
   float find_ms() const { return find_ms_; }  // the search's time of one run (ms), -1 when not searched
-  // "ENGINE_12(graph,find,0.412ms)", "ENGINE_3(graph,heuristic)": for the plan note.
+  // "ENGINE_12(graph,find,0.412ms)", "ENGINE_3(graph,heuristic)", "ENGINE_7(graph,find,0.2ms,reduced)":
+  // for the plan note.
   std::string note() const;
   // x (mb,ic,ih,iw), w (oc,ic/g,kh,kw), y (mb,oc,oh,ow) in the geometry's type and layouts; the
   // direction writes y (forward), x (backward_data) or w (backward_filter). Queued on the
@@ -59,6 +62,7 @@ class ConvGraph {
   int64_t engine_ = -1;          // cuDNN's global engine index
   const char* chosen_by_ = "";
   float find_ms_ = -1;
+  bool reduced_ = false;
 };
 
 struct ConvGraphs {
