@@ -93,13 +93,14 @@ def plot_scaling(df: pd.DataFrame, out, metric: str = "images_per_s", mode: str 
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3)
     series = len(axes[2].get_lines())
-    if series > 8:  # a batch x lr grid: the legend goes below the panels, in columns
+    fig.suptitle(f"{mode} scaling ({metric}; median of repetitions, bars min-max)")
+    if series > 8:  # a batch x lr grid: the legend goes below the panels, in columns, after the
+        fig.tight_layout()  # panels are laid out (the saved image's tight box takes it in)
         axes[2].legend(fontsize=7, loc="upper center", bbox_to_anchor=(-0.7, -0.18),
                        ncol=min(6, -(-series // 6)))
     else:
         axes[2].legend(fontsize=8, loc="lower left")
-    fig.suptitle(f"{mode} scaling ({metric}; median of repetitions, bars min-max)")
-    fig.tight_layout()
+        fig.tight_layout()
     return save(fig, out)
 
 

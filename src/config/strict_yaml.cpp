@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -45,12 +46,18 @@ class StrictChecker : public YAML::EventHandler {
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
     begin_node(mark, std::nullopt);
-    stack_.push_back(Frame{false, anchor});
+    Frame frame;
+    frame.is_map = false;
+    frame.anchor = anchor;
+    stack_.push_back(std::move(frame));
   }
   void OnSequenceEnd() override { end_collection(); }
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
     begin_node(mark, std::nullopt);
-    stack_.push_back(Frame{true, anchor});
+    Frame frame;
+    frame.is_map = true;
+    frame.anchor = anchor;
+    stack_.push_back(std::move(frame));
   }
   void OnMapEnd() override { end_collection(); }
 
@@ -75,7 +82,7 @@ class StrictChecker : public YAML::EventHandler {
     for (size_t i = 0; i + 1 < stack_.size(); ++i) {
       const Frame& f = stack_[i];
       if (f.is_map) path += (path.empty() ? "" : ".") + f.current_key;
-      else path += "[" + std::to_string(f.items) + "]";
+      else path.append(1, '[').append(std::to_string(f.items)).append(1, ']');  // (the same false positive)
     }
     return path.empty() ? key : path + "." + key;
   }
@@ -85,7 +92,7 @@ class StrictChecker : public YAML::EventHandler {
     if (stack_.empty() || !stack_.back().is_map || !stack_.back().expect_key) return;
     Frame& map = stack_.back();
     if (!key_text) {
-      map.current_key = "?";
+      map.current_key.assign(1, '?');  // not = "?": GCC 12's -Wrestrict false positive (PR 105329)
       return;
     }
     const auto [it, inserted] = map.key_lines.emplace(*key_text, mark.line + 1);
