@@ -82,7 +82,7 @@ class StrictChecker : public YAML::EventHandler {
     for (size_t i = 0; i + 1 < stack_.size(); ++i) {
       const Frame& f = stack_[i];
       if (f.is_map) path += (path.empty() ? "" : ".") + f.current_key;
-      else path.append(1, '[').append(std::to_string(f.items)).append(1, ']');  // (the same false positive)
+      else path += "[" + std::to_string(f.items) + "]";
     }
     return path.empty() ? key : path + "." + key;
   }
@@ -92,7 +92,7 @@ class StrictChecker : public YAML::EventHandler {
     if (stack_.empty() || !stack_.back().is_map || !stack_.back().expect_key) return;
     Frame& map = stack_.back();
     if (!key_text) {
-      map.current_key.assign(1, '?');  // not = "?": GCC 12's -Wrestrict false positive (PR 105329)
+      map.current_key = "?";
       return;
     }
     const auto [it, inserted] = map.key_lines.emplace(*key_text, mark.line + 1);

@@ -3,7 +3,6 @@
 #include "data/convert.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 
 #include "core/error.h"
@@ -23,10 +22,10 @@ constexpr int kDefaultJpegQuality = 90;
 
 // "00042.jpg" padded to the digits of `count`, so that names sort in sample order.
 std::string jpeg_name(int64_t index, int64_t count) {
-  const int digits = std::max<int>(5, static_cast<int>(std::to_string(count).size()));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%0*lld.jpg", digits, static_cast<long long>(index));
-  return buf;
+  const size_t digits = std::max<size_t>(5, std::to_string(count).size());
+  std::string name = std::to_string(index);
+  if (name.size() < digits) name.insert(0, digits - name.size(), '0');
+  return name + ".jpg";
 }
 
 // ROOT/<split>/<class_name>/<index>.jpg, one JPEG of (H,W,C) per sample. The tree is written as
