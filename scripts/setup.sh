@@ -24,6 +24,7 @@ APT_PACKAGES=(
   clang-14 libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer and clang's sanitizer runtimes
   libturbojpeg0-dev libcurl4-openssl-dev  # jpeg_dir and JPEG records; blob storage (HTTP, S3)
   nginx openssh-server sshfs fuse3  # the tests' real servers on 127.0.0.1: HTTP, and an sshfs mount as nfs
+  iproute2 util-linux iperf3  # scripts/testbed.sh: hosts in network namespaces, shaped links, the link-rate peer
 )
 
 quiet() {  # run a command, show its output only if it fails
