@@ -25,7 +25,7 @@ stage ctest-mpich ctest --test-dir build-mpich --output-on-failure -j 2
 TRAINSCALE_BINARY=build-mpich/bin/trainscale stage pytest-mpich .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py \
   tests/python/test_failures_ranks.py tests/python/test_dist_equivalence.py tests/python/test_checkpoint_mpi.py \
   tests/python/test_dist_hetero.py tests/python/test_data_storage.py::test_two_ranks_of_one_node_stage_once \
-  tests/python/test_compression_training.py tests/python/test_async_ps.py
+  tests/python/test_compression_training.py tests/python/test_async_ps.py tests/python/test_multihost.py
 stage sanitize scripts/sanitize.sh  # ASan + UBSan C++ suite, TSan thread tests (docs/reliability.md)
 FUZZ_RUNS=10000 stage fuzz scripts/fuzz.sh  # each fuzz target: the same 10000 inputs on every run
 exit $status

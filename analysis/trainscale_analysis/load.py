@@ -39,7 +39,7 @@ SUPPORTED_SCHEMAS = (SCHEMA,)
 # (several share a name with config keys, e.g. mpi_flavor: the config says what was expected,
 # the root attribute what was found).
 ENV_ATTRS = (
-    "version", "git_sha", "start_time", "end_time", "hosts", "world_size", "mpi_flavor",
+    "version", "git_sha", "start_time", "end_time", "hosts", "rank_hosts", "local_ranks", "world_size", "mpi_flavor",
     "mpi_version", "mpi_tuning", "dist_transport", "loss_reads", "backend", "device", "device_name", "device_generation",
     "device_libraries", "cpu_model", "isa", "threads", "precision", "seed",
     # trainscale-sim's runs: simulated = 1 (absent, i.e. measured, in older files), the cluster

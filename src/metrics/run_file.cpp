@@ -104,6 +104,8 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("start_time", r.start_time);
   file.set_attr("end_time", r.end_time);
   file.set_attr("hosts", r.hosts);
+  file.set_attr("rank_hosts", r.rank_hosts);
+  file.set_attr("local_ranks", r.local_ranks);
   file.set_attr("world_size", r.world_size);
   file.set_attr("mpi_flavor", r.mpi_flavor);
   file.set_attr("mpi_version", r.mpi_version);

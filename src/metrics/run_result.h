@@ -25,6 +25,8 @@ struct RunRecord {
   std::string version, git_sha;             // of the binary
   std::string start_time, end_time;         // ISO 8601 (UTC)
   std::string hosts;                        // unique host names of all ranks, comma-separated
+  std::string rank_hosts;                   // every rank's host name in rank order, comma-separated
+  std::string local_ranks;                  // every rank's index on its node in rank order, "0,1,0,1"
   int64_t world_size = 1;                   // int64
   std::string mpi_flavor, mpi_version;
   std::string mpi_tuning;                   // the MPI library's tuning environment, "NAME=value; ..."

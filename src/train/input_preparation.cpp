@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "core/timer.h"
 #include "data/blob_storage.h"
 #include "data/file_system_type.h"
@@ -62,6 +63,17 @@ void record_s3_endpoint(const DatasetConfig& d, InputPreparation& p) {
   p.text["endpoint_source"] = !d.endpoint.empty() ? "dataset.endpoint" : !o.endpoint.empty() ? "AWS_ENDPOINT_URL" : "default";
 }
 
+// Every node's staging result on rank 0, "host: copied N files (B bytes); host: ...", in the
+// order of the nodes' first ranks: the run file shows that each node made its own copy.
+std::string gather_stage_results(const InputPreparation& p, Communicator& comm) {
+  const auto it = p.text.find("stage_result");
+  const std::string mine = comm.local_rank() == 0 && it != p.text.end() ? comm.host() + ": " + it->second : "";
+  std::vector<std::string> nodes;
+  for (std::string& s : comm.gather_strings_to_root(mine))
+    if (!s.empty()) nodes.push_back(std::move(s));
+  return join(nodes, "; ");
+}
+
 }  // namespace
 
 std::string stage_dir_of(const DatasetConfig& dataset) {
@@ -106,7 +118,11 @@ InputPreparation prepare_input(const RunConfig& run, Communicator& comm) {
   if (failed > 0)
     throw RuntimeError("preparing the data set (dataset.stage / dataset.cache) failed on " +
                        std::to_string(static_cast<int>(failed)) + " node(s); their first rank's log names the file");
-  if (d.stage == "node_local") p.stage_seconds = now_seconds() - t0;
+  if (d.stage == "node_local") {
+    p.stage_seconds = now_seconds() - t0;
+    const std::string per_node = gather_stage_results(p, comm);
+    if (comm.rank() == 0) p.text["stage_hosts"] = per_node;
+  }
   p.numbers["stage_seconds"] = p.stage_seconds;
   return p;
 }

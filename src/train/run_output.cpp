@@ -175,6 +175,7 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compres
   gather_reads(rec, res, comm);
   const std::vector<float> losses = comm.gather_to_root(rec.local_loss);
   const std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
+  const std::vector<std::string> local_ranks = comm.gather_strings_to_root(std::to_string(comm.local_rank()));
   if (partition) gather_partition(res.partition, rec, comm);
   if (comm.rank() != 0) return res;
   for (int64_t s = 0; s < S; ++s) {  // mean over ranks, summed in double in rank order
@@ -193,6 +194,8 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compres
   }
   const std::set<std::string> unique_hosts(hosts.begin(), hosts.end());
   res.record.hosts = join({unique_hosts.begin(), unique_hosts.end()}, ",");
+  res.record.rank_hosts = join(hosts, ",");
+  res.record.local_ranks = join(local_ranks, ",");
   res.record.world_size = world;
   return res;
 }

@@ -61,6 +61,8 @@ ts::RunResult sample_result() {
   a.start_time = "2024-01-01T00:00:00Z";
   a.end_time = "2024-01-01T00:01:00Z";
   a.hosts = "node1,node2";
+  a.rank_hosts = "node1,node2";
+  a.local_ranks = "0,0";
   a.mpi_flavor = "openmpi";
   a.mpi_version = "4.1.4";
   a.mpi_tuning = "OMPI_MCA_btl_vader_single_copy_mechanism=none";
@@ -212,7 +214,8 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   const std::pair<const char*, std::string> strings[] = {
       {"schema", "trainscale-run/1"}, {"run_id", a.run_id}, {"config_id", a.config_id}, {"campaign", a.campaign},
       {"status", "ok"}, {"message", ""}, {"config", a.config_yaml}, {"version", a.version}, {"git_sha", a.git_sha},
-      {"start_time", a.start_time}, {"end_time", a.end_time}, {"hosts", a.hosts}, {"mpi_flavor", a.mpi_flavor},
+      {"start_time", a.start_time}, {"end_time", a.end_time}, {"hosts", a.hosts}, {"rank_hosts", a.rank_hosts},
+      {"local_ranks", a.local_ranks}, {"mpi_flavor", a.mpi_flavor},
       {"mpi_version", a.mpi_version}, {"mpi_tuning", a.mpi_tuning},
       {"dist_transport", a.dist_transport}, {"loss_reads", a.loss_reads}, {"backend", a.backend}, {"device", a.device}, {"device_name", a.device_name},
       {"device_generation", a.device_generation}, {"isa", a.isa}, {"device_libraries", a.device_libraries},

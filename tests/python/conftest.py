@@ -268,3 +268,18 @@ def grid_dir(campaigns) -> Path:
 @pytest.fixture(scope="session")
 def scaling_dir(campaigns) -> Path:
     return campaigns["scaling"]
+
+
+@pytest.fixture(scope="session")
+def testbed():
+    """Two hosts of the multi-host test bed (tests/python/testbed.py), two slots each; skips with
+    the reason where namespaces cannot be made."""
+    from testbed import Testbed, unavailable
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    bed = Testbed(2, ranks_per_host=2)
+    try:
+        yield bed
+    finally:
+        bed.down()

@@ -24,7 +24,7 @@ seed: 7
 """
 
 STRING_ATTRS = ["schema", "run_id", "config_id", "campaign", "status", "message", "config", "version", "git_sha",
-                "start_time", "end_time", "hosts", "mpi_flavor", "mpi_version", "mpi_tuning", "dist_transport", "loss_reads", "backend",
+                "start_time", "end_time", "hosts", "rank_hosts", "local_ranks", "mpi_flavor", "mpi_version", "mpi_tuning", "dist_transport", "loss_reads", "backend",
                 "device", "device_name", "device_generation", "cpu_model", "isa", "precision"]
 INT_ATTRS = ["world_size", "threads", "seed", "flush_denormals"]
 SUMMARY = ["images_per_s", "images_per_s_per_worker", "step_time_median", "step_time_p90", "warmup_steps",
