@@ -38,6 +38,8 @@ STATE=${TRAINSCALE_TESTBED_DIR:-/run/trainscale-testbed}
 DIR=$STATE/slurm
 CPUS=$(nproc)
 WAIT=60
+SLURMD_TIMEOUT=10
+RTS=1
 
 die() { echo "testbed-slurm: $*" >&2; exit "${2:-1}"; }
 usage() { sed -n '/^#   scripts\/testbed-slurm.sh up/,/^#$/p' "$0" | sed '$d; s/^#   scripts/usage: scripts/; s/^#/      /' >&2; exit 2; }
@@ -48,6 +50,8 @@ parse() {
       --dir) DIR=${2:?--dir needs a directory}; shift 2 ;;
       --cpus) CPUS=${2:?--cpus needs a count}; shift 2 ;;
       --wait) WAIT=${2:?--wait needs seconds}; shift 2 ;;
+      --slurmd-timeout) SLURMD_TIMEOUT=${2:?--slurmd-timeout needs seconds}; shift 2 ;;
+      --return-to-service) RTS=${2:?--return-to-service needs 0, 1 or 2}; shift 2 ;;
       -h|--help) usage ;;
       *) die "unknown argument '$1'" 2 ;;
     esac
@@ -103,8 +107,8 @@ SelectTypeParameters=CR_Core
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=none
-ReturnToService=2
-SlurmdTimeout=10
+ReturnToService=$RTS
+SlurmdTimeout=$SLURMD_TIMEOUT
 MessageTimeout=5
 InactiveLimit=0
 KillWait=5

@@ -26,6 +26,7 @@
 #include "core/file_io.h"
 #include "core/host_info.h"
 #include "core/run_marker.h"
+#include "core/strings.h"
 #include "core/timer.h"
 #include "sweep/simulate.h"
 #include "sweep/submit.h"
@@ -125,6 +126,17 @@ void kill_session(pid_t sid) {
   }
 }
 
+// `command` run through `prefix` as ssh runs a remote command: its words shell-quoted and joined.
+std::vector<std::string> with_launcher_prefix(const std::vector<std::string>& prefix,
+                                              const std::vector<std::string>& command) {
+  if (prefix.empty()) return command;
+  std::vector<std::string> quoted;
+  for (const std::string& word : command) quoted.push_back(shell_quote(word));
+  std::vector<std::string> out = prefix;
+  out.push_back(join(quoted, " "));
+  return out;
+}
+
 // The launcher command of every run in `indices`, checked to be runnable here.
 std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign& c, const std::vector<int64_t>& indices) {
   std::map<int64_t, std::vector<std::string>> argv_of;
@@ -134,21 +146,26 @@ std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign
   }
   for (const auto& g : group_by_shape(c, indices))  // validates gpu/mpi/storage against the site
     for (int64_t i : g.indices) {
-      auto cmd = launch_command(shape_mpi(c.site, g.shape), g.shape.workers);
+      const SiteMpi mpi = shape_mpi(c.site, g.shape);
+      auto cmd = launch_command(mpi, g.shape.workers);
       if (::access(cmd.back().c_str(), X_OK) != 0)
         throw ConfigError("site " + c.site.path + ": " +
                           (!g.shape.gpu.empty() && !c.site.gpu.at(g.shape.gpu).binary.empty() ? "gpu." + g.shape.gpu
                                                                                              : "mpi." + g.shape.mpi) +
                           ".binary: " + cmd.back() +
                           " is not an executable here; build it (scripts/build.sh) or fix `binary` in the site file");
-      if (!program_on_path(cmd.front()))
+      if (mpi.launcher_prefix.empty() && !program_on_path(cmd.front()))
         throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ": the launcher '" + cmd.front() +
                           "' is not on PATH; install it or set launcher_command");
+      if (!mpi.launcher_prefix.empty() && !program_on_path(mpi.launcher_prefix.front()))
+        throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ".launcher_prefix: '" +
+                          mpi.launcher_prefix.front() + "' is not an executable here or on PATH" +
+                          " (the test bed's agent: scripts/testbed.sh up)");
       for (const char* a : {"run", "--manifest"}) cmd.push_back(a);
       cmd.push_back(c.dir);
       cmd.push_back("--index");
       cmd.push_back(std::to_string(i));
-      argv_of[i] = cmd;
+      argv_of[i] = with_launcher_prefix(mpi.launcher_prefix, cmd);
     }
   return argv_of;
 }

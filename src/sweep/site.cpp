@@ -192,14 +192,16 @@ void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
   }
 }
 
-// mpi: flavor -> {modules, launcher, launcher_command, srun_mpi, launcher_args, binary}.
+// mpi: flavor -> {modules, launcher, launcher_command, srun_mpi, launcher_args, launcher_prefix, binary}.
 void read_mpis(const SiteParser& p, const YAML::Node& n, Site& s) {
-  if (!n.IsMap()) p.fail(n, "mpi: expected a mapping of MPI flavors to {modules, launcher, launcher_command, srun_mpi, launcher_args, binary}");
+  if (!n.IsMap())
+    p.fail(n, "mpi: expected a mapping of MPI flavors to {modules, launcher, launcher_command, srun_mpi, launcher_args, "
+              "launcher_prefix, binary}");
   for (const auto& kv : n) {
     const std::string name = p.entry_name(kv.first, "mpi");
     const std::string sec = "mpi." + name;
     const YAML::Node e = kv.second.IsNull() ? YAML::Node(YAML::NodeType::Map) : kv.second;
-    p.check_keys(e, sec, {"modules", "launcher", "launcher_command", "srun_mpi", "launcher_args", "binary"});
+    p.check_keys(e, sec, {"modules", "launcher", "launcher_command", "srun_mpi", "launcher_args", "launcher_prefix", "binary"});
     SiteMpi m;
     if (e["modules"]) m.modules = p.strings(e["modules"], sec + ".modules");
     if (e["launcher"]) m.launcher = p.scalar(e["launcher"], sec + ".launcher");
@@ -208,6 +210,7 @@ void read_mpis(const SiteParser& p, const YAML::Node& n, Site& s) {
     if (e["launcher_command"]) m.launcher_command = p.scalar(e["launcher_command"], sec + ".launcher_command");
     if (e["srun_mpi"]) m.srun_mpi = p.scalar(e["srun_mpi"], sec + ".srun_mpi");
     if (e["launcher_args"]) m.launcher_args = p.strings(e["launcher_args"], sec + ".launcher_args");
+    if (e["launcher_prefix"]) m.launcher_prefix = p.strings(e["launcher_prefix"], sec + ".launcher_prefix");
     if (e["binary"]) m.binary = p.scalar(e["binary"], sec + ".binary");
     s.mpi[name] = m;
     s.mpi_order.push_back(name);

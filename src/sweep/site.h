@@ -48,6 +48,10 @@ struct SiteMpi {
   std::string launcher_command;            // the program to run ("" = `launcher`), e.g. mpiexec.mpich
   std::string srun_mpi = "pmix";           // srun --mpi=<srun_mpi>
   std::vector<std::string> launcher_args;  // extra launcher arguments, e.g. [--oversubscribe]
+  // The local executor only: a command that runs the launcher on another host, as ssh does
+  // (e.g. [ssh, head1], or the test bed's [/run/trainscale-testbed/agent, tsnode1]): the launcher's
+  // words follow it shell-quoted and joined into one argument. Empty: the launcher runs here.
+  std::vector<std::string> launcher_prefix;
   std::string binary;                      // trainscale built for this flavor ("" = the running binary)
 };
 

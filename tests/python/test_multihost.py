@@ -17,6 +17,7 @@ Without root or network namespaces every test skips with the reason."""
 import os
 import pathlib
 import signal
+import subprocess
 import time
 
 import h5py
@@ -25,7 +26,8 @@ import pytest
 
 from small_idx import write_small_idx
 from test_cli_mpi import mpirun
-from trainscale_cli import FMNIST, run, write_config
+from testbed import BED_ENV, flavor_of
+from trainscale_cli import BINARY, FMNIST, REPO, run, write_config
 
 BASE = """\
 model: mlp
@@ -274,3 +276,33 @@ def test_a_checkpointed_two_host_run_killed_everywhere_resumes_bit_exactly(testb
     with h5py.File(path) as f:
         assert f.attrs["attempt"] == 2 and f.attrs["resumed_from_step"] >= 8
         assert f["summary"].attrs["params_sha256"] == reference
+
+
+def test_a_campaign_on_the_testbed_site_places_its_ranks_on_the_hosts(testbed, tmp_path):
+    """configs/sites/testbed.yaml (pointed at the tests' bed): the local executor starts each
+    launcher on the first host through the bed's agent (`launcher_prefix`), and a 4-worker run
+    fills both hosts."""
+    site = (REPO / "configs" / "sites" / "testbed.yaml").read_text()
+    for default, ours in (("/run/trainscale-testbed", str(testbed.dir)), ("tsnode1", testbed.hosts[0]),
+                          ("10.213.0.", BED_ENV["TRAINSCALE_TESTBED_SUBNET"] + ".")):
+        assert default in site
+        site = site.replace(default, ours)
+    site = site.replace("binary: build-mpich/bin/trainscale", f"binary: {REPO / 'build-mpich/bin/trainscale'}")
+    write_config(tmp_path / "site.yaml", site)
+    # The binary's own flavor picks the site's mpi entry (scripts/test.sh runs this file for both).
+    write_config(tmp_path / "base.yaml", BASE.format(batch=8, workers=2, strategy="sync", allreduce="shm",
+                                                     overlap="true", momentum=0.9, extra="") +
+                 f"mpi_flavor: {flavor_of(BINARY)}\n")
+    write_config(tmp_path / "sweep.yaml", "campaign: bed\nbase: base.yaml\nmatrix: {workers: [2, 4]}\n")
+    camp = tmp_path / "camp"
+    res = run(["sweep", "expand", tmp_path / "sweep.yaml", "--site", tmp_path / "site.yaml", "--out", camp])
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([str(BINARY), "sweep", "submit", str(camp), "--scheduler", "local"], capture_output=True,
+                         text=True, env=testbed.launch_env, cwd=REPO, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    placements = {}
+    for path in (camp / "runs").glob("*.h5"):
+        got = read(path)
+        placements[len(got["rank_hosts"])] = (got["rank_hosts"], got["local_ranks"])
+    h1, h2 = testbed.hosts
+    assert placements == {2: ([h1, h1], [0, 1]), 4: ([h1, h1, h2, h2], [0, 1, 0, 1])}
