@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds trainscale (Release): build/ against Open MPI (everything), then
 # build-mpich/ against MPICH (the driver and the MPI tests only, -DTRAINSCALE_TESTS_MPI_ONLY=ON),
-# so the MPI tests run under both flavors. Logs: build.log, build-mpich/build.log.
+# so the MPI tests run under both flavors, and build-impi/ against Intel MPI from PyPI (.venv-impi,
+# the same subset) when scripts/setup.sh installed it. Logs: build.log, build-*/build.log.
 # build/ also builds the CUDA backend (-DTRAINSCALE_CUDA=ON) when the CUDA toolkit is at
 # /usr/local/cuda: its tests that need no device run everywhere, the others skip (label gpu).
 # build-mpich/ stays CPU-only. build/ also builds build/bin/trainscale-sim (the simulator, SimGrid
@@ -27,3 +28,7 @@ cuda=()
 [[ -x /usr/local/cuda/bin/nvcc ]] && cuda=(-DTRAINSCALE_CUDA=ON)
 build_one build build.log openmpi "${cuda[@]}" "$@"
 build_one build-mpich build-mpich/build.log mpich -DTRAINSCALE_TESTS_MPI_ONLY=ON -DTRAINSCALE_CUDA=OFF "$@"
+# Intel MPI (from PyPI, scripts/setup.sh): the third flavor, built like MPICH's when installed.
+if [[ -x .venv-impi/bin/mpicxx ]]; then
+  build_one build-impi build-impi/build.log intel -DTRAINSCALE_TESTS_MPI_ONLY=ON -DTRAINSCALE_CUDA=OFF "$@"
+fi

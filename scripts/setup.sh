@@ -90,3 +90,18 @@ if ((${#reqs[@]})); then
     echo "$sum" >"$stamp"
   fi
 fi
+
+# Intel MPI from PyPI, the third MPI flavor (docs/multihost.md "Intel MPI"): its own venv, so
+# that its `mpirun` never shadows Open MPI's. 2021.18.1 is pinned: 2021.19 requires a libfabric
+# >= 2.6 that is not on PyPI (pip would fall back to 2021.18.1 silently); 2021.18.1 ships its
+# libfabric 2.4. scripts/impi_env.sh sets the variables it needs; scripts/build.sh builds
+# build-impi/ against it. TRAINSCALE_IMPI=0 skips it.
+IMPI_VERSION=2021.18.1
+if [[ ${TRAINSCALE_IMPI:-1} != 0 ]]; then
+  if [[ ! -f .venv-impi/.impi-$IMPI_VERSION ]]; then
+    rm -rf .venv-impi
+    quiet "$PY" -m venv .venv-impi
+    quiet .venv-impi/bin/python -m pip install -q --disable-pip-version-check "impi-rt==$IMPI_VERSION" "impi-devel==$IMPI_VERSION"
+    touch ".venv-impi/.impi-$IMPI_VERSION"
+  fi
+fi

@@ -1,35 +1,42 @@
 #!/usr/bin/env bash
 # A real multi-node Slurm cluster on the hosts of a test bed (scripts/testbed.sh): one slurmd per
 # host, started inside that host's network, UTS and mount namespaces, so each node has its own
-# hostname and IP; slurmctld and munged run on the machine itself (the test bed's "head", the
-# bridge address). All of it lives in one directory on the shared file system (slurm.conf, the
-# munge key and socket, state, spool, pid files, logs), which every host sees, so the daemons and
-# the client commands inside the hosts (srun in a batch script) reach munged through its socket.
-# No accounting (sacct is unavailable; use squeue / scontrol show job), proctrack/linuxproc,
-# task/none, select/cons_tres, SlurmUser=root, credentials that expire after 5 s (a requeued job
-# restarts after ~6 s), SlurmdTimeout=10 s (a lost node is noticed within ~10-20 s), ReturnToService=2.
-# Needs root and Debian's slurm-wlm and munge.
+# hostname (its NodeName) and IP (its NodeAddr); slurmctld and munged run on the machine itself,
+# reached by the hosts at the bridge address (PREFIXhead in /etc/hosts). Everything lives in one
+# directory on the shared file system (slurm.conf, mpi.conf, the munge key and socket, state,
+# spool, pid files, logs), which every host sees: the daemons and the commands inside the hosts
+# (srun in a batch script) reach munged through its socket there.
+# Settings: partition `tb` (default) of all hosts, no accounting (no sacct: use squeue -t all and
+# scontrol show job), proctrack/linuxproc, task/none, select/cons_tres (CR_Core), SlurmUser=root,
+# credentials that expire after 5 s (a requeued job runs again after ~6 s), SlurmdTimeout=10
+# (a lost node is DOWN "Not responding" and its jobs NODE_FAIL, reason NodeDown, ~15-20 s
+# after it died), ReturnToService=1 (a node that stopped responding comes back when its slurmd
+# registers again; one set DOWN with scontrol stays down until state=resume).
+# Each node gets CPUs=--cpus (default: this machine's CPU count, what a slurmd sees inside its
+# host): the hosts share the machine's cores, so N hosts oversubscribe them N times.
+# Open MPI: srun --mpi=pmix, or mpirun inside the allocation (it starts its daemons with srun).
+# MPICH (Debian's has no PMIx): srun --mpi=pmi2. Needs root and Debian's slurm-wlm and munge.
 #
-#   scripts/testbed-slurm.sh up [--dir DIR] [--cpus N] [--wait SECONDS]
+#   scripts/testbed-slurm.sh up [--dir DIR] [--cpus N] [--wait S] [--slurmd-timeout S] [--return-to-service 0|1|2]
 #                                         write DIR/slurm.conf (default $TRAINSCALE_TESTBED_DIR/slurm),
-#                                         start munged, slurmctld and one slurmd per host, wait until
-#                                         every node is idle, print `export SLURM_CONF=...`
+#                                         start munged, slurmctld and one slurmd per host, wait (60 s at
+#                                         most) until every node is idle, print `export SLURM_CONF=...`
 #   scripts/testbed-slurm.sh down [--dir DIR]     stop everything `up` started (idempotent)
-#   scripts/testbed-slurm.sh status [--dir DIR]   sinfo and the daemons' state
-#   scripts/testbed-slurm.sh crash HOST [--dir DIR]    a node failure: SIGKILL to everything on HOST
-#                                         (slurmd, job steps, ranks), not to the host itself
-#   scripts/testbed-slurm.sh restart HOST [--dir DIR]  start HOST's slurmd again (ReturnToService=2
-#                                         puts the node back in service when it registers)
+#   scripts/testbed-slurm.sh status [--dir DIR]   the daemons and sinfo
+#   scripts/testbed-slurm.sh crash HOST [--dir DIR]    a node failure: SIGKILL to everything running on
+#                                         HOST (slurmd, job steps, ranks) except the host itself
+#   scripts/testbed-slurm.sh restart HOST [--dir DIR]  start HOST's slurmd again (after crash)
 #
-# Partition `tb` (default) holds every host of the test bed. Each node gets CPUs=--cpus (default:
-# this machine's CPU count, which is what a slurmd sees inside its host): the hosts share the
-# machine's cores, so N hosts oversubscribe them N times, as the test bed's ranks do.
 # Typical use:
 #   scripts/testbed.sh up 2 && eval "$(scripts/testbed-slurm.sh up)" && sbatch --nodes 2 job.sh
-#   scripts/testbed-slurm.sh down && scripts/testbed.sh down    # in this order: `down` of the test
-#                                                               # bed removes DIR with the pid files
-# State in DIR: slurm.conf, env.sh (source it), munge/ (key, socket, munged.log), state/,
+#   scripts/testbed-slurm.sh down && scripts/testbed.sh down   # this order: the test bed's `down`
+#                                                              # removes DIR with the pid files
+# State in DIR: slurm.conf, mpi.conf, env.sh (source it), munge/ (key, socket, munged.log), state/,
 # spool/HOST/, run/*.pid, log/ (slurmctld.log, slurmd-HOST.log, *.out).
+# Made to work on the test bed: the hosts' fresh /sys lacks /sys/fs/cgroup, which slurmd needs
+# even without cgroup plugins, so `up` mounts the machine's cgroup hierarchies there in each host;
+# the hosts share /tmp, where the pmix plugin's per-step directories would collide, so mpi.conf
+# puts them in each host's private /dev/shm (PMIxCliTmpDirBase).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,7 +49,7 @@ SLURMD_TIMEOUT=10
 RTS=1
 
 die() { echo "testbed-slurm: $*" >&2; exit "${2:-1}"; }
-usage() { sed -n '/^#   scripts\/testbed-slurm.sh up/,/^#$/p' "$0" | sed '$d; s/^#   scripts/usage: scripts/; s/^#/      /' >&2; exit 2; }
+usage() { sed -n '/^#   scripts\/testbed-slurm.sh up/,/^#$/p' "$0" | sed '$d; s/^#   scripts/usage: scripts/; s/^#/   /' >&2; exit 2; }
 
 parse() {
   while (($#)); do
@@ -56,6 +63,9 @@ parse() {
       *) die "unknown argument '$1'" 2 ;;
     esac
   done
+  [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got '$CPUS'" 2
+  [[ $WAIT =~ ^[1-9][0-9]*$ && $SLURMD_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "--wait and --slurmd-timeout take seconds" 2
+  [[ $RTS =~ ^[012]$ ]] || die "--return-to-service must be 0, 1 or 2, got '$RTS'" 2
   [[ $DIR == /* ]] || DIR=$(pwd)/$DIR
   CONF=$DIR/slurm.conf
 }
@@ -68,7 +78,7 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 }
 
-pid_alive() { [[ -n ${1:-} && -d /proc/$1 ]]; }
+pid_alive() { [[ -n ${1:-} && -r /proc/$1/stat && $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]; }
 read_pid() { [[ -s $1 ]] && tr -dc 0-9 <"$1"; return 0; }
 
 logs() {
@@ -194,35 +204,47 @@ cmd_restart() {
 }
 
 cmd_down() {
-  local f pid t left
-  # Daemons found by their pid files, and (should the pid files be gone) by the exact
-  # configuration file on their command line.
-  local pids=()
+  local f pid t h left=() pids=() steps=()
+  # Jobs first, while slurmctld is there to cancel them.
+  if [[ -s $CONF ]] && pid_alive "$(read_pid "$DIR/run/slurmctld.pid")"; then
+    SLURM_CONF=$CONF timeout 10 scancel --user=root >/dev/null 2>&1 && sleep 1 || true
+  fi
+  # The daemons by their pid files, and (should the pid files be gone: `scripts/testbed.sh down`
+  # removed DIR) by this cluster's configuration file or munge socket on their command line.
   for f in "$DIR"/run/slurmd-*.pid "$DIR"/run/slurmctld.pid "$DIR"/munge/munged.pid; do
     pid=$(read_pid "$f")
     pid_alive "$pid" && pids+=("$pid")
   done
   for f in /proc/[0-9]*/cmdline; do
     pid=${f#/proc/}; pid=${pid%/cmdline}
-    if tr '\0' ' ' <"$f" 2>/dev/null | grep -qE "^[^ ]*(slurmctld|slurmd|slurmstepd|munged) .*($CONF|$DIR/munge/munge.sock)( |$)"; then
+    if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -qE "^[^ ]*(slurmctld|slurmd|munged) .*($CONF|$DIR/munge/munge.sock)( |$)"; then
       pids+=("$pid")
     fi
   done
-  # Job steps left on the hosts (their slurmstepd and what it started) go with the slurmd.
-  local h
-  if [[ -s $CONF ]] && pid_alive "$(read_pid "$DIR/run/slurmctld.pid")"; then
-    SLURM_CONF=$CONF timeout 10 scancel --user=root >/dev/null 2>&1 || true
-  fi
+  # What is left of jobs on the hosts: each slurmstepd and the processes it started.
   for h in $(hosts); do
     for pid in $(ip netns pids "$h" 2>/dev/null); do
-      [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurmstepd ]] && pids+=("$pid")
+      [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurmstepd ]] && steps+=("$pid")
     done
   done
+  if ((${#steps[@]})); then
+    local tree=()
+    mapfile -t tree < <(ps -e -o pid=,ppid= | awk -v roots="${steps[*]}" '
+      BEGIN { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1 }
+      { parent[$1] = $2 }
+      END { do { grew = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grew = 1 } } while (grew)
+            for (p in keep) print p }')
+    pids+=("${tree[@]}")
+  fi
   ((${#pids[@]})) || { echo "testbed-slurm: down"; return 0; }
+  # (a slurmstepd outlives SIGTERM)
+  ((${#steps[@]})) && kill -KILL "${steps[@]}" 2>/dev/null || true
   kill -TERM "${pids[@]}" 2>/dev/null || true
-  for ((t = 0; t < 100; t++)); do
+  for ((t = 0; t < 50; t++)); do
     left=()
-    for pid in "${pids[@]}"; do pid_alive "$pid" && [[ $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]] && left+=("$pid"); done
+    for pid in "${pids[@]}"; do
+      pid_alive "$pid" && left+=("$pid")
+    done
     ((${#left[@]})) || break
     sleep 0.1
   done
@@ -254,7 +276,7 @@ cmd_up() {
   rm -rf "$DIR/state" "$DIR/spool" "$DIR/run" "$DIR/log"
   mkdir -p "$DIR/state" "$DIR/run" "$DIR/log" "$DIR/munge"
   for h in $(hosts); do mkdir -p "$DIR/spool/$h"; done
-  chmod 700 "$DIR/munge"
+  chmod 755 "$DIR/munge"  # (munged warns when others cannot reach its socket)
   if [[ ! -s $DIR/munge/munge.key ]]; then
     (umask 077; head -c 1024 /dev/urandom >"$DIR/munge/munge.key")
   fi
@@ -304,6 +326,7 @@ EOF
 
 cmd_status() {
   [[ -f $CONF ]] || { echo "testbed-slurm: no cluster in $DIR"; return 0; }
+  pid_alive "$(read_pid "$DIR/run/slurmctld.pid")" || { echo "testbed-slurm: down ($DIR)"; return 0; }
   local f pid
   for f in "$DIR"/munge/munged.pid "$DIR"/run/slurmctld.pid "$DIR"/run/slurmd-*.pid; do
     [[ -e $f ]] || continue

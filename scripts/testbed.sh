@@ -93,9 +93,13 @@ add_host() {  # add_host I NAME SCRATCH_SIZE
   # A holder process keeps the host's UTS and mount namespaces (its hostname, /sys of its network
   # namespace, private tmpfs for scratch and /dev/shm); the agent enters them through its /proc
   # entry, which every host and the machine itself can see.
+  # Its own kernel boot id too: UCX (under MPICH's ch4:ucx) takes processes with one boot id for one
+  # machine and would pass their messages through memory instead of the network.
+  cat /proc/sys/kernel/random/uuid >"$STATE/ns/$h.boot_id"
   setsid nsenter --net="/run/netns/$h" unshare --uts --mount --propagation private /bin/sh -c \
     "hostname $h && mount -t sysfs sysfs /sys && mount -t tmpfs -o size=$size,mode=1777 tmpfs '$STATE/scratch' \
-     && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && echo \$\$ >'$STATE/ns/$h.pid.tmp' && exec sleep infinity" \
+     && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && mount --bind '$STATE/ns/$h.boot_id' /proc/sys/kernel/random/boot_id \
+     && echo \$\$ >'$STATE/ns/$h.pid.tmp' && exec sleep infinity" \
     </dev/null >/dev/null 2>&1 &
   for ((t = 0; t < 100; t++)); do
     [[ -s $STATE/ns/$h.pid.tmp ]] && { mv "$STATE/ns/$h.pid.tmp" "$STATE/ns/$h.pid"; return 0; }

@@ -370,6 +370,7 @@ std::vector<std::string> mpi_tuning_environment(const std::string& flavor) {
   std::vector<const char*> prefixes{"UCX_"};
   if (flavor == "openmpi") prefixes.push_back("OMPI_MCA_");
   if (flavor == "mpich") prefixes.insert(prefixes.end(), {"MPIR_CVAR_", "MPICH_"});
+  if (flavor == "intel") prefixes.insert(prefixes.end(), {"I_MPI_", "FI_", "MPIR_CVAR_"});
   std::vector<std::string> found;
   for (char** e = environ; e && *e; ++e) {
     const std::string entry(*e);
@@ -409,6 +410,11 @@ MpiLibrary mpi_library() {
     lib.flavor = "openmpi";
     auto v = first.find(" v");
     if (v != std::string::npos) lib.version = first.substr(v + 2, first.find_first_of(", ", v + 2) - (v + 2));
+  } else if (first.find("Intel(R) MPI Library") != std::string::npos) {  // "... 2021.18.1 for Linux* OS"
+    lib.flavor = "intel";
+    const auto v = first.find("Library") + 7;
+    const auto s = first.find_first_not_of(' ', v);
+    if (s != std::string::npos) lib.version = first.substr(s, first.find(' ', s) - s);
   } else if (first.find("MPICH") != std::string::npos) {
     lib.flavor = "mpich";
     auto v = first.find("Version:");

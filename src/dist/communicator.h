@@ -16,7 +16,7 @@ enum class HalfFormat { fp16, bf16 };
 
 // The MPI library this binary is linked against.
 struct MpiLibrary {
-  std::string flavor;   // "openmpi" | "mpich" | "unknown"
+  std::string flavor;   // "openmpi" | "mpich" | "intel" | "unknown"
   std::string version;  // e.g. "4.1.4" (first line of MPI_Get_library_version, trimmed)
   std::string full;     // the library's own version string
   // The MPI library's tuning settings in this process's environment (Open MPI: OMPI_MCA_*;

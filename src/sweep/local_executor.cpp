@@ -219,8 +219,8 @@ void remove_dead_running(const RunFiles& f) {
 
 // What a launcher's log says about a rank that ended the job, on one line ("" when it says
 // nothing we know): Open MPI's "mpirun noticed that process rank 1 with PID 0 on node n1 exited
-// on signal 9 (Killed).", MPICH's "BAD TERMINATION" box ("PID 4321 RUNNING AT n1, EXIT CODE: 9"),
-// or a rank's own last words ("trainscale run: rank 0 ...": a watchdog or an error).
+// on signal 9 (Killed).", MPICH's "BAD TERMINATION" box ("PID 4321 RUNNING AT n1, EXIT CODE: 9";
+// Intel MPI's says "RANK 1 PID 4321 RUNNING AT n1, KILLED BY SIGNAL: 9 (Killed)"), or a rank's own last words ("trainscale run: rank 0 ...": a watchdog or an error).
 std::string launcher_notice(const std::string& log_path) {
   std::ifstream in(log_path);
   std::string openmpi, mpich, ours;
@@ -229,7 +229,8 @@ std::string launcher_notice(const std::string& log_path) {
     if (text == std::string::npos) continue;
     const std::string trimmed = line.substr(text, line.find_last_not_of(" \t\r") + 1 - text);
     if (openmpi.empty() && trimmed.find("noticed that process rank") != std::string::npos) openmpi = trimmed;
-    if (trimmed.rfind("PID ", 0) == 0 || trimmed.rfind("EXIT CODE:", 0) == 0 || trimmed.rfind("KILLED BY SIGNAL", 0) == 0)
+    if (trimmed.rfind("PID ", 0) == 0 || trimmed.rfind("RANK ", 0) == 0 || trimmed.rfind("EXIT CODE:", 0) == 0 ||
+        trimmed.rfind("KILLED BY SIGNAL", 0) == 0)
       mpich += (mpich.empty() ? "" : ", ") + trimmed;
     if (ours.empty() && trimmed.rfind("trainscale run: rank ", 0) == 0) ours = trimmed;
   }

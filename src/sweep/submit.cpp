@@ -132,6 +132,7 @@ bool local_executor_alive(long pid) {
 }  // namespace
 
 bool program_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;  // a path, not a name
   const char* path = std::getenv("PATH");
   std::istringstream in(path ? path : "");
   std::string dir;

@@ -10,7 +10,6 @@ are in the checkpoint); two workers with a staleness bound, one of them slow, st
 server 0 names when one worker alone gets SIGUSR1, and resume to the end."""
 import os
 import pathlib
-import shutil
 import signal
 import subprocess
 import time
@@ -19,7 +18,7 @@ import h5py
 import pytest
 
 from test_cli_mpi import mpi_flavor, mpirun
-from trainscale_cli import REPO, env, require_binary, write_config
+from trainscale_cli import REPO, env, launcher_argv, require_binary, write_config
 
 SYNC = """model: lenet
 dataset: {name: synthetic, synthetic_samples: 2048}
@@ -40,10 +39,7 @@ WEIGHT_AVG = SYNC.replace("dist: {strategy: sync, allreduce: ring, overlap: true
 
 def launch(args, np=2):
     """Starts `np` ranks under the flavor's launcher without waiting."""
-    if mpi_flavor() == "mpich":
-        cmd = [shutil.which("mpiexec.mpich"), "-n", str(np)]
-    else:
-        cmd = [shutil.which("mpirun.openmpi") or shutil.which("mpirun"), "-np", str(np), "--oversubscribe"]
+    cmd = launcher_argv(np, mpi_flavor())
     cmd += [str(require_binary())] + [str(a) for a in args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
 

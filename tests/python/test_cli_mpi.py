@@ -2,13 +2,12 @@
 mpiexec, from `trainscale info`): the world size is checked against `workers`, rank 0 alone
 prints and writes per-rank timings (R = world size)."""
 import functools
-import shutil
 import subprocess
 
 import h5py
 import numpy as np
 
-from trainscale_cli import REPO, env, require_binary, write_config
+from trainscale_cli import REPO, env, launcher_argv, require_binary, write_config
 
 
 @functools.lru_cache(maxsize=None)
@@ -24,14 +23,7 @@ def mpi_flavor():
 
 def mpirun(np_, args, timeout=300):
     """Runs the binary on `np_` ranks (oversubscribed) with its own flavor's launcher."""
-    if mpi_flavor() == "mpich":
-        launcher = shutil.which("mpiexec.mpich")
-        assert launcher, "mpiexec.mpich not found: scripts/setup.sh installs mpich"
-        cmd = [launcher, "-n", str(np_)]
-    else:
-        launcher = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
-        assert launcher, "mpirun not found: scripts/setup.sh installs openmpi-bin"
-        cmd = [launcher, "-np", str(np_), "--oversubscribe"]
+    cmd = launcher_argv(np_, mpi_flavor())
     cmd += [str(require_binary())] + [str(a) for a in args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=timeout, cwd=REPO)
 

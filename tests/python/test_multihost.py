@@ -287,7 +287,8 @@ def test_a_campaign_on_the_testbed_site_places_its_ranks_on_the_hosts(testbed, t
                           ("10.213.0.", BED_ENV["TRAINSCALE_TESTBED_SUBNET"] + ".")):
         assert default in site
         site = site.replace(default, ours)
-    site = site.replace("binary: build-mpich/bin/trainscale", f"binary: {REPO / 'build-mpich/bin/trainscale'}")
+    for build in ("build-mpich", "build-impi"):
+        site = site.replace(f"binary: {build}/bin/trainscale", f"binary: {REPO / build / 'bin/trainscale'}")
     write_config(tmp_path / "site.yaml", site)
     # The binary's own flavor picks the site's mpi entry (scripts/test.sh runs this file for both).
     write_config(tmp_path / "base.yaml", BASE.format(batch=8, workers=2, strategy="sync", allreduce="shm",

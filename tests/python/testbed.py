@@ -93,6 +93,10 @@ class Testbed:
         np_ = str(sum(layout))
         if flavor == "mpich":
             return [shutil.which("mpiexec.mpich") or "mpiexec.mpich", "-hosts", hosts, "-n", np_]
+        if flavor == "intel":  # Intel's hydra reads HYDRA_LAUNCHER(_EXEC) as MPICH's does, not host:count
+            assert len(set(layout)) == 1, f"Intel MPI's -ppn places equal counts per host, not {layout}"
+            names = ",".join(self.hosts[:len(layout)])
+            return [str(REPO / "scripts" / "impi-mpirun"), "-hosts", names, "-ppn", str(layout[0]), "-n", np_]
         # --bind-to none: every host has this machine's cores; bound ranks of two hosts would share one.
         return [shutil.which("mpirun.openmpi") or "mpirun", "--host", hosts, "-np", np_, "--bind-to", "none"]
 

@@ -17,6 +17,30 @@ def env():
     return e
 
 
+def launcher_argv(np_, flavor):
+    """The MPI flavor's own launcher for `np_` ranks on this machine (oversubscribed), without the
+    program: Open MPI's mpirun, MPICH's mpiexec, Intel MPI's mpiexec.hydra (scripts/impi-mpirun)."""
+    import shutil
+    if flavor == "mpich":
+        launcher = shutil.which("mpiexec.mpich")
+        assert launcher, "mpiexec.mpich not found: scripts/setup.sh installs mpich"
+        return [launcher, "-n", str(np_)]
+    if flavor == "intel":
+        return [str(REPO / "scripts" / "impi-mpirun"), "-n", str(np_)]
+    launcher = shutil.which("mpirun.openmpi") or shutil.which("mpirun")
+    assert launcher, "mpirun not found: scripts/setup.sh installs openmpi-bin"
+    return [launcher, "-np", str(np_), "--oversubscribe"]
+
+
+def site_mpi_entry(flavor):
+    """The site file's `mpi:` entry that launches the binary under test with its own flavor."""
+    if flavor == "mpich":
+        return {"launcher": "mpiexec", "launcher_command": "mpiexec.mpich"}
+    if flavor == "intel":
+        return {"launcher": "mpiexec", "launcher_command": str(REPO / "scripts" / "impi-mpirun")}
+    return {"launcher": "mpirun", "launcher_args": ["--oversubscribe", "--bind-to", "none"]}
+
+
 def require_binary():
     assert BINARY.exists(), f"{BINARY} is missing: run scripts/build.sh (scripts/test.sh does it)"
     return BINARY
