@@ -11,7 +11,10 @@
 #   scripts/testbed.sh shape GBIT|off      reshape every host link (both directions)
 #   scripts/testbed.sh exec HOST CMD...    run CMD on HOST (in the current directory)
 #   scripts/testbed.sh status              hosts, addresses, link rate, state directory
-#   scripts/testbed.sh down                remove everything `up` made (idempotent, also after a crash)
+#   scripts/testbed.sh slurm up|down|status|crash HOST|restart HOST [options]
+#                                          a multi-node Slurm on the hosts (scripts/testbed-slurm.sh)
+#   scripts/testbed.sh down                remove everything `up` made (idempotent, also after a crash;
+#                                          a Slurm on the hosts goes first)
 #
 # State: $TRAINSCALE_TESTBED_DIR (default /run/trainscale-testbed): `hosts` (one name per
 # line), `hostfile` (Open MPI), `hostfile.hydra` (MPICH, Intel MPI), `agent` (the launcher
@@ -168,6 +171,8 @@ cmd_up() {
 cmd_down() {
   [[ $(id -u) -eq 0 ]] || die "down needs root" 2
   local h f
+  # A Slurm cluster on the hosts (scripts/testbed-slurm.sh) first: its daemons hold the hosts.
+  [[ -d $STATE/slurm ]] && "$(dirname "$0")/testbed-slurm.sh" down >/dev/null 2>&1 || true
   for h in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$PREFIX[0-9]*$" || true); do
     # Anything still running on the host (a crashed test's ranks, a slurmd) goes first.
     ip netns pids "$h" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
@@ -219,5 +224,6 @@ case ${1:-} in
          shape "$2"; cmd_status ;;
   exec) shift; cmd_exec "$@" ;;
   status) cmd_status ;;
+  slurm) shift; exec "$(dirname "$0")/testbed-slurm.sh" "$@" ;;
   *) usage ;;
 esac
