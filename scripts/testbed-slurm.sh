@@ -25,7 +25,8 @@
 #   scripts/testbed-slurm.sh status [--dir DIR]   the daemons and sinfo
 #   scripts/testbed-slurm.sh crash HOST [--dir DIR]    a node failure: SIGKILL to everything running on
 #                                         HOST (slurmd, job steps, ranks) except the host itself
-#   scripts/testbed-slurm.sh restart HOST [--dir DIR]  start HOST's slurmd again (after crash)
+#   scripts/testbed-slurm.sh restart HOST [--dir DIR]  HOST back after a crash, as after a reboot: its
+#                                         /dev/shm and the dead steps' spool sockets cleared, slurmd started
 #
 # Typical use:
 #   scripts/testbed.sh up 2 && eval "$(scripts/testbed-slurm.sh up)" && sbatch --nodes 2 job.sh
@@ -191,6 +192,11 @@ cmd_restart() {
   pid=$(read_pid "$DIR/run/slurmd-$1.pid")
   if pid_alive "$pid"; then echo "testbed-slurm: slurmd on $1 is running (pid $pid)"; return 0; fi
   rm -f "$DIR/run/slurmd-$1.pid"
+  # As a reboot would: the dead steps' pmix sockets and directories in the spool (a requeued job
+  # reuses the step id, and the plugin cannot make them again: "Address already in use", "File
+  # exists", "task 1 launch failed") and the host's /dev/shm (the pmix client directories).
+  rm -rf "$DIR/spool/$1"/stepd.* "$DIR/spool/$1"/pmix.* 2>/dev/null || true
+  nsenter -t "$(read_pid "$STATE/ns/$1.pid")" --mount -- /bin/sh -c 'rm -rf /dev/shm/* /dev/shm/.[!.]* 2>/dev/null; true'
   mirror_cgroups "$1"
   start_slurmd "$1"
   for ((t = 0; t < 100; t++)); do

@@ -3,6 +3,8 @@
 // resubmit.
 #include <boost/program_options.hpp>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 
@@ -17,6 +19,7 @@
 #include "core/strings.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
+#include "sweep/launcher_end.h"
 #include "sweep/local_executor.h"
 #include "sweep/shape_check.h"
 #include "sweep/simulate.h"
@@ -36,6 +39,7 @@ constexpr const char* kSweepUsage =
     "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
     "       trainscale sweep status CAMPAIGN_DIR [--format text|json]\n"
     "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
+    "       trainscale sweep record-end CAMPAIGN_DIR --index I --exit-code RC --since EPOCH_S [--log FILE]   (job scripts)\n"
     "`trainscale sweep <subcommand> --help` describes each; docs/sweeps.md has the file formats.\n";
 
 int sweep_expand(const std::vector<std::string>& args) {
@@ -301,6 +305,46 @@ int sweep_resubmit(const std::vector<std::string>& args) {
   return submit_indices(campaign, indices, scheduler, throttle, vm.count("dry-run") > 0, next_resubmit_tag(campaign.dir));
 }
 
+int sweep_record_end(const std::vector<std::string>& args) {
+  po::options_description opts(
+      "usage: trainscale sweep record-end CAMPAIGN_DIR --index I --exit-code RC --since EPOCH_S [--log FILE]\n\n"
+      "What a Slurm or PBS job script runs after its task's launcher ended with RC (not 0, 3 or 4):\n"
+      "when the task recorded no outcome since EPOCH_S (a complete result, a FAILED or PREEMPTED\n"
+      "marker), it writes runs/<run_id>.FAILED saying how the launcher ended and what its output\n"
+      "FILE says (the rank it lost, Slurm's \"Node failure on n2\"), and removes the attempt's\n"
+      "RUNNING marker, so that `sweep status` shows the task failed with that reason instead of\n"
+      "running. Prints the reason it wrote, or nothing. Exit codes: 0 ok, 2 usage error.\n\noptions");
+  opts.add_options()("help,h", "show this help")
+      ("campaign", po::value<std::string>(), "campaign directory (positional)")
+      ("index", po::value<int64_t>(), "manifest index of the task")
+      ("exit-code", po::value<int>(), "the launcher's exit status")
+      ("since", po::value<int64_t>(), "when the task started, seconds since the epoch (date +%s)")
+      ("log", po::value<std::string>()->default_value(""), "the launcher's output (the job's log)");
+  const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
+  if (!parsed) return kExitOk;
+  const po::variables_map& vm = *parsed;
+  for (const char* key : {"campaign", "index", "exit-code", "since"})
+    if (!vm.count(key))
+      throw ConfigError(std::string("--") + key + " is required: trainscale sweep record-end CAMPAIGN_DIR --index I "
+                        "--exit-code RC --since EPOCH_S [--log FILE]");
+  const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
+  const int64_t index = vm["index"].as<int64_t>();
+  if (index < 0 || index >= static_cast<int64_t>(campaign.runs.size()))
+    throw ConfigError("--index " + std::to_string(index) + ": the campaign has runs 0.." +
+                      std::to_string(campaign.runs.size() - 1));
+  LauncherEnd end;
+  end.how = "exited with code " + std::to_string(vm["exit-code"].as<int>());
+  end.log_path = vm["log"].as<std::string>();
+  if (!end.log_path.empty()) end.log_reference = "see " + end.log_path;
+  // file_time_type has no portable conversion from the epoch: go through "now" on both clocks.
+  const auto ago = std::chrono::seconds(std::time(nullptr) - vm["since"].as<int64_t>());
+  end.since = fs::file_time_type::clock::now() - ago;
+  const auto& run = campaign.runs[static_cast<size_t>(index)];
+  if (const std::optional<std::string> reason = record_launcher_end(campaign.dir, run.run_id, end))
+    std::cout << "run " << run.run_id << " (index " << index << "): failed: " << *reason << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 int command_sweep(const std::vector<std::string>& args) {
@@ -314,7 +358,8 @@ int command_sweep(const std::vector<std::string>& args) {
   if (sub == "submit") return sweep_submit(rest);
   if (sub == "status") return sweep_status(rest);
   if (sub == "resubmit") return sweep_resubmit(rest);
-  throw ConfigError("unknown sweep subcommand '" + sub + "'; available: expand, submit, status, resubmit");
+  if (sub == "record-end") return sweep_record_end(rest);
+  throw ConfigError("unknown sweep subcommand '" + sub + "'; available: expand, submit, status, resubmit, record-end");
 }
 
 }  // namespace ts

@@ -209,7 +209,9 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   } else if (scheduled && sched->second.state == "running") {
     rs.state = RunState::running;
     rs.reason = "scheduler: running";
-  } else if (running.marker && running.live) {
+  } else if (running.marker && running.live && !(scheduled && running.marker->host != host)) {
+    // (A task the scheduler holds queued while its marker names another host was requeued: its
+    // processes there are gone, and the scheduler, not the marker, says what happens next.)
     rs.state = RunState::running;
     rs.reason = running.note;
   } else if (scheduled) {

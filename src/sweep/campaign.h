@@ -104,7 +104,8 @@ using SchedulerStates = std::map<int64_t, SchedulerTask>;
 
 // Classifies every run, first match wins: a DONE marker whose run file is complete ->
 // done/diverged; the scheduler says running, or a RUNNING marker of a live attempt (on another
-// host: trusted) -> running; the scheduler says pending -> pending (with its reason); a
+// host: trusted, unless the scheduler holds the task queued: a requeued task) -> running; the
+// scheduler says pending -> pending (with its reason); a
 // PREEMPTED marker -> preempted; a DONE marker whose run file is missing, unreadable or
 // incomplete -> failed (saying so); a RUNNING marker of a dead process on this host -> failed;
 // a FAILED marker -> failed (its text is the reason); else missing.

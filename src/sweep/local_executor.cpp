@@ -28,6 +28,7 @@
 #include "core/run_marker.h"
 #include "core/strings.h"
 #include "core/timer.h"
+#include "sweep/launcher_end.h"
 #include "sweep/simulate.h"
 #include "sweep/submit.h"
 
@@ -217,28 +218,6 @@ void remove_dead_running(const RunFiles& f) {
   fs::remove(f.running, ec);
 }
 
-// What a launcher's log says about a rank that ended the job, on one line ("" when it says
-// nothing we know): Open MPI's "mpirun noticed that process rank 1 with PID 0 on node n1 exited
-// on signal 9 (Killed).", MPICH's "BAD TERMINATION" box ("PID 4321 RUNNING AT n1, EXIT CODE: 9";
-// Intel MPI's says "RANK 1 PID 4321 RUNNING AT n1, KILLED BY SIGNAL: 9 (Killed)"), or a rank's own last words ("trainscale run: rank 0 ...": a watchdog or an error).
-std::string launcher_notice(const std::string& log_path) {
-  std::ifstream in(log_path);
-  std::string openmpi, mpich, ours;
-  for (std::string line; std::getline(in, line);) {
-    const auto text = line.find_first_not_of("= \t");
-    if (text == std::string::npos) continue;
-    const std::string trimmed = line.substr(text, line.find_last_not_of(" \t\r") + 1 - text);
-    if (openmpi.empty() && trimmed.find("noticed that process rank") != std::string::npos) openmpi = trimmed;
-    if (trimmed.rfind("PID ", 0) == 0 || trimmed.rfind("RANK ", 0) == 0 || trimmed.rfind("EXIT CODE:", 0) == 0 ||
-        trimmed.rfind("KILLED BY SIGNAL", 0) == 0)
-      mpich += (mpich.empty() ? "" : ", ") + trimmed;
-    if (ours.empty() && trimmed.rfind("trainscale run: rank ", 0) == 0) ours = trimmed;
-  }
-  std::string notice = !openmpi.empty() ? openmpi : !mpich.empty() ? "the launcher: " + mpich : "";
-  if (!ours.empty()) notice += (notice.empty() ? "" : "; ") + ours;
-  return notice;
-}
-
 // What a finished launcher left: a complete result, a skip (exit 0 without a result: the task
 // runner found the task's lock held), a fresh PREEMPTED or FAILED marker, or nothing, in
 // which case this writes a FAILED marker saying what happened.
@@ -254,21 +233,24 @@ TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, f
   if (const auto preempted = fresh_marker(f.preempted, started))
     return {Outcome::preempted, "preempted: " + (preempted->reason.empty() ? std::string("checkpoint written") : preempted->reason)};
   if (const auto failed = fresh_marker(f.failed, started)) return {Outcome::failed, "failed: " + failed->reason};
-  RunMarker marker;
   const std::string log = "see logs/" + run.run_id + ".launcher.log";
-  if (interrupted_by != 0)
+  if (interrupted_by != 0) {
+    RunMarker marker;
     marker.reason = "interrupted by " + signal_name(interrupted_by) +
                     ": the local executor stopped the task before it wrote a result or a checkpoint; " + log;
-  else {
-    const std::string notice = launcher_notice(campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log");
-    marker.reason = (WIFEXITED(wstatus) ? "the launcher exited with code " + std::to_string(WEXITSTATUS(wstatus))
-                                        : "the launcher was killed by " + signal_name(WTERMSIG(wstatus))) +
-                    " without a result" + (notice.empty() ? "" : " (" + notice + ")") + "; " + log;
+    marker.host = host_name();
+    marker.end = utc_timestamp();
+    write_marker(f.failed, marker);
+    return {Outcome::failed, "failed: " + marker.reason};
   }
-  marker.host = host_name();
-  marker.end = utc_timestamp();
-  write_marker(f.failed, marker);
-  return {Outcome::failed, "failed: " + marker.reason};
+  LauncherEnd end;
+  end.how = WIFEXITED(wstatus) ? "exited with code " + std::to_string(WEXITSTATUS(wstatus))
+                               : "was killed by " + signal_name(WTERMSIG(wstatus));
+  end.log_path = campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log";
+  end.log_reference = log;
+  end.since = started;
+  const std::optional<std::string> reason = record_launcher_end(c.dir, run.run_id, end);
+  return {Outcome::failed, "failed: " + reason.value_or("the launcher " + end.how)};
 }
 
 // Why a queued task must not start now ("" = start it): already done, or an attempt that is

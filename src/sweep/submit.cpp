@@ -320,6 +320,7 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   v["INDEX_FILE"] = shell_quote(index_file);
   v["SETUP"] = join(setup, "\n");
   v["LAUNCH"] = join(launch, " ");
+  v["TRAINSCALE"] = shell_quote(resolve_binary(mpi));
   std::vector<std::string> directives;
   if (scheduler == "slurm") {
     v["ARRAY"] = "0-" + std::to_string(count - 1) + (throttle > 0 ? "%" + std::to_string(throttle) : "");
@@ -328,7 +329,9 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
     if (!shape.gres.empty()) directives.push_back("#SBATCH --gres=" + shape.gres);
     if (!shape.constraint.empty()) directives.push_back("#SBATCH --constraint=" + shape.constraint);
     if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + slurm_memory(shape.mem));
-    if (site.requeue) directives.push_back("#SBATCH --requeue");
+    // Slurm requeues a batch job whose node failed unless told not to: requeue: false means the
+    // task ends failed (its job script records why) and waits for `sweep resubmit --failed`.
+    directives.push_back(site.requeue ? "#SBATCH --requeue" : "#SBATCH --no-requeue");
     if (site.signal_seconds > 0) directives.push_back("#SBATCH --signal=B:USR1@" + std::to_string(site.signal_seconds));
   } else {
     if (count > 1) {

@@ -1,0 +1,65 @@
+// What a task's launcher left when it ended (see launcher_end.h).
+#include "sweep/launcher_end.h"
+
+#include <fstream>
+
+#include "core/host_info.h"
+#include "core/run_marker.h"
+#include "core/timer.h"
+#include "sweep/campaign.h"
+
+namespace ts {
+namespace fs = std::filesystem;
+
+namespace {
+
+// A marker written since `since` (markers of earlier attempts do not describe this one).
+bool fresh(const std::string& path, fs::file_time_type since) {
+  std::error_code ec;
+  const auto written = fs::last_write_time(path, ec);
+  return !ec && written >= since && read_marker_if_present(path).has_value();
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+std::string launcher_notice(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string openmpi, hydra, scheduler, ours;
+  for (std::string line; std::getline(in, line);) {
+    const auto text = line.find_first_not_of("= \t");
+    if (text == std::string::npos) continue;
+    const std::string trimmed = line.substr(text, line.find_last_not_of(" \t\r") + 1 - text);
+    if (openmpi.empty() && trimmed.find("noticed that process rank") != std::string::npos) openmpi = trimmed;
+    if (starts_with(trimmed, "PID ") || starts_with(trimmed, "RANK ") || starts_with(trimmed, "EXIT CODE:") ||
+        starts_with(trimmed, "KILLED BY SIGNAL"))
+      hydra += (hydra.empty() ? "" : ", ") + trimmed;
+    if (scheduler.empty() && (trimmed.find("Node failure on") != std::string::npos ||
+                              trimmed.find("DUE TO NODE FAILURE") != std::string::npos))
+      scheduler = "Slurm: " + trimmed;
+    if (ours.empty() && starts_with(trimmed, "trainscale run: rank ")) ours = trimmed;
+  }
+  std::string notice = !openmpi.empty() ? openmpi : !hydra.empty() ? "the launcher: " + hydra : "";
+  for (const std::string* more : {&scheduler, &ours})
+    if (!more->empty()) notice += (notice.empty() ? "" : "; ") + *more;
+  return notice;
+}
+
+std::optional<std::string> record_launcher_end(const std::string& campaign_dir, const std::string& run_id,
+                                               const LauncherEnd& end) {
+  const RunFiles f = run_files(campaign_dir, run_id);
+  if (check_done(f).valid() || fresh(f.failed, end.since) || fresh(f.preempted, end.since)) return std::nullopt;
+  const std::string notice = end.log_path.empty() ? "" : launcher_notice(end.log_path);
+  RunMarker marker;
+  marker.reason = "the launcher " + end.how + " without a result" + (notice.empty() ? "" : " (" + notice + ")") +
+                  (end.log_reference.empty() ? "" : "; " + end.log_reference);
+  marker.host = host_name();
+  marker.end = utc_timestamp();
+  write_marker(f.failed, marker);
+  std::error_code ec;
+  if (fresh(f.running, end.since)) fs::remove(f.running, ec);  // this attempt's: its ranks are gone
+  return marker.reason;
+}
+
+}  // namespace ts

@@ -1,0 +1,35 @@
+// What a campaign task's launcher left when it ended (docs/sweeps.md "Task outcomes"): the task
+// records its own outcome (DONE, FAILED, PREEMPTED); when the launcher ended without one (a rank
+// killed, a lost node, a launcher that could not start), whoever waited for the launcher (the
+// local executor, or the Slurm/PBS job script through `trainscale sweep record-end`) writes the
+// FAILED marker with what the launcher and the scheduler said.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace ts {
+
+// Why the job ended, on one line, from the launcher's output ("" when it says nothing known):
+// Open MPI's "mpirun noticed that process rank 1 ...", MPICH's and Intel MPI's BAD TERMINATION
+// box ("RANK 1 PID 4321 RUNNING AT n1, KILLED BY SIGNAL: 9"), Slurm's "srun: error: Node failure
+// on n2" and "*** JOB 8 ON n1 CANCELLED AT ... DUE TO NODE FAILURE ***", and a rank's own last
+// words ("trainscale run: rank 0 ...": a watchdog or an error).
+std::string launcher_notice(const std::string& log_path);
+
+struct LauncherEnd {
+  std::string how;            // "exited with code 1", "was killed by SIGKILL"
+  std::string log_path;       // the launcher's output, read for its notice ("" = none)
+  std::string log_reference;  // where the reason sends the reader: "see logs/x.launcher.log"
+  std::filesystem::file_time_type since;  // the task started then: older markers are earlier attempts'
+};
+
+// nullopt when the attempt recorded its outcome (a complete result, or a FAILED or PREEMPTED
+// marker written since `end.since`); else writes the FAILED marker "the launcher <how> without a
+// result (<notice>); <log_reference>", removes the attempt's RUNNING marker (its processes are
+// gone) and returns that reason.
+std::optional<std::string> record_launcher_end(const std::string& campaign_dir, const std::string& run_id,
+                                               const LauncherEnd& end);
+
+}  // namespace ts
