@@ -260,6 +260,7 @@ TEST_F(Submit, EachGpuGenerationIsItsOwnSlurmArray) {
                                   "#SBATCH --partition=gpu",
                                   "#SBATCH --account=proj123"};
     d.insert(d.end(), gpu_lines.begin(), gpu_lines.end());
+    d.push_back("#SBATCH --no-requeue");  // the site does not requeue: a lost node fails the task
     return d;
   };
   const std::vector<std::string> text = {read(scripts[0].script), read(scripts[1].script), read(scripts[2].script),

@@ -240,9 +240,9 @@ def test_gpu_generations_example_is_one_array_per_generation(tmp_path):
     common = ["#SBATCH --ntasks-per-node={n}", "#SBATCH --cpus-per-task=8", "#SBATCH --time=00:30:00",
               f"#SBATCH --output={camp}/logs/%x_%A_%a.out"]
 
-    def expected(k, n, gpu_lines):
+    def expected(k, n, gpu_lines):  # the example site does not requeue: --no-requeue last
         return [f"#SBATCH --job-name=ts-gpu_generations-s{k}", "#SBATCH --array=0-1%8", "#SBATCH --nodes=1",
-                f"#SBATCH --ntasks={n}"] + [c.format(n=n) for c in common] + gpu_lines
+                f"#SBATCH --ntasks={n}"] + [c.format(n=n) for c in common] + gpu_lines + ["#SBATCH --no-requeue"]
     assert sbatch_lines(jobs / "s0.slurm") == expected(0, 1, ["#SBATCH --partition=gpu", "#SBATCH --account=proj123",
                                                                "#SBATCH --gres=gpu:v100:1"])
     assert sbatch_lines(jobs / "s1.slurm") == expected(1, 4, ["#SBATCH --partition=gpu", "#SBATCH --account=proj123",
