@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "dist/mpi_comm.h"
 #include "dist/reduce_kernel.h"
+#include "dist/request_wait.h"
 #include "dist/shm_allreduce.h"
 #ifdef TRAINSCALE_HAVE_NCCL
 #include "dist/cuda/device_exchange.h"
@@ -31,29 +32,73 @@ float* scratch_of(Communicator& comm, int64_t count) {
 // adds chunk (r - s - 1) received from r - 1; after n - 1 steps rank r holds the full sum of
 // chunk (r + 1). All-gather: the reduced chunks travel once more around the ring.
 // Each rank sends 2 (n - 1) / n of the data.
+// Pipelined in slices of kRingSliceFloats: the 2 (n - 1) steps form one chain per slice (what a
+// rank sends in step k + 1 is the slice it received, and in the reduce-scatter added, in step
+// k), so slice j goes on as soon as it arrived instead of waiting for its whole chunk. The link
+// then never idles between steps; without it a step's last bytes cross the network's queues
+// before the next step starts (docs/multihost.md "All-reduce across hosts"). Every element is
+// added in the same order as unsliced: the sums are bit-identical.
+constexpr int kRingSliceFloats = 1 << 18;  // 1 MiB
+
+struct RingPlan {
+  int n = 1, r = 0, base = 0, extra = 0;
+  int mod(int v) const { return ((v % n) + n) % n; }
+  int begin(int c) const { return c * base + std::min(c, extra); }
+  int size(int c) const { return base + (c < extra ? 1 : 0); }
+  int slices(int c) const { return std::max(1, (size(c) + kRingSliceFloats - 1) / kRingSliceFloats); }
+  int slice_size(int c, int j) const { return std::min(kRingSliceFloats, size(c) - j * kRingSliceFloats); }
+  int steps() const { return 2 * (n - 1); }
+  bool reduces(int k) const { return k < n - 1; }  // reduce-scatter steps add what they receive
+  int send_chunk(int k) const { return reduces(k) ? mod(r - k) : mod(r + 1 - (k - (n - 1))); }
+  int recv_chunk(int k) const { return reduces(k) ? mod(r - k - 1) : mod(r - (k - (n - 1))); }
+};
+
 void ring_segment(MPI_Comm mc, ScratchFloats& scratch, float* data, int count) {
-  int n = 1, r = 0;
-  TS_MPI(MPI_Comm_size(mc, &n));
-  TS_MPI(MPI_Comm_rank(mc, &r));
-  const int base = count / n, extra = count % n;
-  auto chunk_begin = [&](int c) { return c * base + std::min(c, extra); };
-  auto chunk_size = [&](int c) { return base + (c < extra ? 1 : 0); };
-  auto mod = [n](int v) { return ((v % n) + n) % n; };
-  const int right = mod(r + 1), left = mod(r - 1);
-  if (static_cast<int>(scratch.size()) < base + 1) scratch.resize(static_cast<size_t>(base + 1));
-  float* recv = scratch.data();
-  for (int s = 0; s < n - 1; ++s) {
-    const int send_c = mod(r - s), recv_c = mod(r - s - 1);
-    TS_MPI(MPI_Sendrecv(data + chunk_begin(send_c), chunk_size(send_c), MPI_FLOAT, right, kTagRing,
-                        recv, chunk_size(recv_c), MPI_FLOAT, left, kTagRing, mc, MPI_STATUS_IGNORE));
-    add_into(data + chunk_begin(recv_c), recv, chunk_size(recv_c));
+  RingPlan p;
+  TS_MPI(MPI_Comm_size(mc, &p.n));
+  TS_MPI(MPI_Comm_rank(mc, &p.r));
+  if (p.n == 1 || count == 0) return;
+  p.base = count / p.n;
+  p.extra = count % p.n;
+  const int right = p.mod(p.r + 1), left = p.mod(p.r - 1);
+  if (static_cast<int>(scratch.size()) < p.base + 1) scratch.resize(static_cast<size_t>(p.base + 1));
+  float* recv = scratch.data();  // reduce-scatter slices land here (slot j), all-gather ones in place
+  // The newest send from each (chunk, slice) of `data`: a receive into it waits for that send.
+  std::vector<MPI_Request> sent(static_cast<size_t>(p.n * p.slices(0)), MPI_REQUEST_NULL);
+  std::vector<MPI_Request> receiving(static_cast<size_t>(p.slices(0)), MPI_REQUEST_NULL);
+  auto post_send = [&](int k, int j) {
+    const int c = p.send_chunk(k);
+    MPI_Request& slot = sent[static_cast<size_t>(c * p.slices(0) + j)];
+    if (slot != MPI_REQUEST_NULL) wait_all_requests(1, &slot);
+    TS_MPI(MPI_Isend(data + p.begin(c) + j * kRingSliceFloats, p.slice_size(c, j), MPI_FLOAT, right, kTagRing, mc,
+                     &slot));
+  };
+  auto post_recv = [&](int k, int j) {
+    const int c = p.recv_chunk(k);
+    float* into = p.reduces(k) ? recv + j * kRingSliceFloats : data + p.begin(c) + j * kRingSliceFloats;
+    if (!p.reduces(k)) {  // a send still reading this slice of data finishes first
+      MPI_Request& pending = sent[static_cast<size_t>(c * p.slices(0) + j)];
+      if (pending != MPI_REQUEST_NULL) wait_all_requests(1, &pending);
+    }
+    TS_MPI(MPI_Irecv(into, p.slice_size(c, j), MPI_FLOAT, left, kTagRing, mc, &receiving[static_cast<size_t>(j)]));
+  };
+  for (int j = 0; j < p.slices(p.recv_chunk(0)); ++j) post_recv(0, j);
+  for (int j = 0; j < p.slices(p.send_chunk(0)); ++j) post_send(0, j);
+  for (int k = 0; k < p.steps(); ++k) {
+    const int c = p.recv_chunk(k), slices = p.slices(c);
+    const bool last = k + 1 == p.steps();
+    // Slices are taken in order, so sends and receives of one pair keep the order MPI matches.
+    for (int j = 0; j < slices; ++j) {
+      wait_all_requests(1, &receiving[static_cast<size_t>(j)]);
+      if (p.reduces(k)) add_into(data + p.begin(c) + j * kRingSliceFloats, recv + j * kRingSliceFloats, p.slice_size(c, j));
+      if (last) continue;
+      post_send(k + 1, j);  // the chunk received in step k is the one sent in step k + 1
+      if (j < p.slices(p.recv_chunk(k + 1))) post_recv(k + 1, j);
+    }
+    if (!last)
+      for (int j = slices; j < p.slices(p.recv_chunk(k + 1)); ++j) post_recv(k + 1, j);
   }
-  for (int s = 0; s < n - 1; ++s) {
-    const int send_c = mod(r + 1 - s), recv_c = mod(r - s);
-    TS_MPI(MPI_Sendrecv(data + chunk_begin(send_c), chunk_size(send_c), MPI_FLOAT, right, kTagRing,
-                        data + chunk_begin(recv_c), chunk_size(recv_c), MPI_FLOAT, left, kTagRing, mc,
-                        MPI_STATUS_IGNORE));
-  }
+  wait_all_requests(static_cast<int>(sent.size()), sent.data());
 }
 
 // Binomial tree rooted at rank 0. Rank r's parent is r - lowbit(r); its children are r + m for
@@ -69,16 +114,16 @@ void tree_segment(Communicator& comm, float* data, int count) {
   // Reduce: children in increasing distance (1, 2, 4, ...), then send the partial sum up.
   for (int m = 1; m < lowbit; m <<= 1) {
     if (r + m >= n) continue;
-    TS_MPI(MPI_Recv(recv, count, MPI_FLOAT, r + m, kTagTree, mc, MPI_STATUS_IGNORE));
+    recv_patiently(recv, count, MPI_FLOAT, r + m, kTagTree, mc);
     add_into(data, recv, count);
   }
   if (r != 0) {
-    TS_MPI(MPI_Send(data, count, MPI_FLOAT, r - lowbit, kTagTree, mc));
+    send_patiently(data, count, MPI_FLOAT, r - lowbit, kTagTree, mc);
     // Broadcast: the total comes back down from the parent.
-    TS_MPI(MPI_Recv(data, count, MPI_FLOAT, r - lowbit, kTagTree, mc, MPI_STATUS_IGNORE));
+    recv_patiently(data, count, MPI_FLOAT, r - lowbit, kTagTree, mc);
   }
   for (int m = lowbit >> 1; m >= 1; m >>= 1)
-    if (r + m < n) TS_MPI(MPI_Send(data, count, MPI_FLOAT, r + m, kTagTree, mc));
+    if (r + m < n) send_patiently(data, count, MPI_FLOAT, r + m, kTagTree, mc);
 }
 
 // Butterfly (recursive doubling) over the largest power of two p2 <= n ranks. With
@@ -97,9 +142,9 @@ void butterfly_segment(Communicator& comm, float* data, int count) {
   const bool folded_out = r < 2 * rem && r % 2 == 0;
   float* recv = scratch_of(comm, count);
   if (r < 2 * rem) {
-    if (folded_out) TS_MPI(MPI_Send(data, count, MPI_FLOAT, r + 1, kTagButterfly, mc));
+    if (folded_out) send_patiently(data, count, MPI_FLOAT, r + 1, kTagButterfly, mc);
     else {
-      TS_MPI(MPI_Recv(recv, count, MPI_FLOAT, r - 1, kTagButterfly, mc, MPI_STATUS_IGNORE));
+      recv_patiently(recv, count, MPI_FLOAT, r - 1, kTagButterfly, mc);
       add_into(data, recv, count);
     }
   }
@@ -108,14 +153,14 @@ void butterfly_segment(Communicator& comm, float* data, int count) {
     auto rank_of = [rem](int i) { return i < rem ? 2 * i + 1 : i + rem; };
     for (int distance = 1; distance < p2; distance *= 2) {
       const int partner = rank_of(index ^ distance);
-      TS_MPI(MPI_Sendrecv(data, count, MPI_FLOAT, partner, kTagButterfly, recv, count, MPI_FLOAT, partner,
-                          kTagButterfly, mc, MPI_STATUS_IGNORE));
+      sendrecv_patiently(data, count, MPI_FLOAT, partner, kTagButterfly, recv, count, MPI_FLOAT, partner,
+                         kTagButterfly, mc);
       add_into(data, recv, count);
     }
   }
   if (r < 2 * rem) {
-    if (folded_out) TS_MPI(MPI_Recv(data, count, MPI_FLOAT, r + 1, kTagButterfly, mc, MPI_STATUS_IGNORE));
-    else TS_MPI(MPI_Send(data, count, MPI_FLOAT, r - 1, kTagButterfly, mc));
+    if (folded_out) recv_patiently(data, count, MPI_FLOAT, r + 1, kTagButterfly, mc);
+    else send_patiently(data, count, MPI_FLOAT, r - 1, kTagButterfly, mc);
   }
 }
 

@@ -19,7 +19,8 @@ using namespace ts;
 
 namespace {
 
-const int64_t kCounts[] = {0, 1, 2, 3, 5, 7, 13, 1009, 65537, int64_t{1} << 20};
+// (3 << 20) + 17: the ring cuts its chunks into several 1 MiB slices, the last one short.
+const int64_t kCounts[] = {0, 1, 2, 3, 5, 7, 13, 1009, 65537, int64_t{1} << 20, (int64_t{3} << 20) + 17};
 
 std::vector<float> mpi_reference(const std::vector<float>& local) {
   std::vector<float> ref(local.size());

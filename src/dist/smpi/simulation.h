@@ -11,7 +11,9 @@
 //                               ranks (SMPI copies nothing into shared memory);
 //   shm_not_simulated.cpp       the shm all-reduce is refused (its ranks poll shared memory
 //                               without MPI calls, which a simulation cannot schedule);
-//   rank_init.cpp               MPI start-up of a simulated rank (init_simulated_rank).
+//   rank_init.cpp               MPI start-up of a simulated rank (init_simulated_rank);
+//   simulated_request_wait.cpp  the host algorithms wait with MPI_Waitall (the real build sleeps
+//                               between tests, dist/request_wait.h; a sleep here is real time).
 // The rest of dist/ is compiled unchanged against SMPI's mpi.h. This header is what the
 // simulator (sim/) sets up; it is not part of the trainscale binary.
 #pragma once
