@@ -165,7 +165,8 @@ void print_layers(std::ostream& os, const perf::Prediction& p) {
 int command_predict(const std::vector<std::string>& args) {
   po::options_description opts(
       "usage: trainscale predict --config RUN.yaml --cluster configs/clusters/NAME.yaml [--workers 1,2,4 | 1..1024]\n"
-      "                          [--set key=value ...] [--cluster-set key=value ...] [--gemm-only] [--out FILE.h5]\n\n"
+      "                          [--set key=value ...] [--cluster-set key=value ...] [--gemm-only] [--workers-per-node K]\n"
+      "                          [--out FILE.h5]\n\n"
       "The analytical performance model (docs/model.md): the run's model, layer by layer (FP, BP-GC, BP-WU as\n"
       "GEMMs), on the cluster's nodes (roofline with the blocked-GEMM intensity, calibrated efficiencies) and\n"
       "network (the run's dist.allreduce as an alpha-beta cost, buckets, overlap). Per worker count it prints\n"
@@ -187,6 +188,9 @@ int command_predict(const std::vector<std::string>& args) {
       ("cluster-set", po::value<std::vector<std::string>>()->composing(),
        "override a cluster-file key: interconnect.topology=mesh, interconnect.dims=[32,32] (repeatable)")
       ("gemm-only", "only conv and fc layers cost time (the material's node model)")
+      ("workers-per-node", po::value<int64_t>()->default_value(0),
+       "the run's layout: workers on each node (Slurm's --ntasks-per-node, the test bed's ranks per host); "
+       "0: each node's cores / threads filled first")
       ("out", po::value<std::string>(), "write the prediction file (HDF5, schema trainscale-predict/1)");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
@@ -203,6 +207,8 @@ int command_predict(const std::vector<std::string>& args) {
       vm.count("workers") ? parse_worker_list(vm["workers"].as<std::string>()) : std::vector<int64_t>{cfg.run.workers};
   perf::PredictOptions options;
   options.gemm_only = vm.count("gemm-only") > 0;
+  options.workers_per_node = vm["workers-per-node"].as<int64_t>();
+  if (options.workers_per_node < 0) throw ConfigError("--workers-per-node must be >= 0 (0: fill each node's cores)");
   const perf::Prediction p = perf::predict(cfg.run, cluster, workers, options);
 
   std::cout << "model " << p.model << " (" << p.precision << ") on " << cluster.name << " (" << cluster.path << ")"

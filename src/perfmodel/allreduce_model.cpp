@@ -62,12 +62,13 @@ CostTerms formula_terms(const std::string& f, int64_t p, double m, const std::ve
   throw ConfigError("all-reduce formula '" + f + "' is not known; accepted: " + join(formula_names()));
 }
 
-Placement place_workers(const ClusterSpec& cluster, int64_t workers, int64_t threads) {
+Placement place_workers(const ClusterSpec& cluster, int64_t workers, int64_t threads, int64_t workers_per_node) {
   if (workers < 1) throw ConfigError("the performance model needs at least 1 worker (got " + std::to_string(workers) + ")");
   Placement pl;
   pl.workers = workers;
   const int64_t places = cluster.ranks_per_node(threads);
-  pl.nodes = std::min(cluster.nodes, (workers + places - 1) / places);
+  const int64_t per_node = workers_per_node > 0 ? workers_per_node : places;
+  pl.nodes = std::min(cluster.nodes, (workers + per_node - 1) / per_node);
   pl.ranks_per_node = (workers + pl.nodes - 1) / pl.nodes;
   pl.oversubscribed = pl.ranks_per_node > places;
   const double cores = static_cast<double>(cluster.node.cores);

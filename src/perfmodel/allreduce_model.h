@@ -23,7 +23,9 @@ struct Placement {
   bool oversubscribed = false; // more ranks on a node than it has places (cores / threads, GPUs)
   double cores_per_worker = 1; // CPU clusters: cores one worker computes on
 };
-Placement place_workers(const ClusterSpec& cluster, int64_t workers, int64_t threads);
+// `workers_per_node` > 0: the run's layout (Slurm's --ntasks-per-node, the test bed's ranks per
+// host) instead of filling each node's places (cores / threads, GPUs) first.
+Placement place_workers(const ClusterSpec& cluster, int64_t workers, int64_t threads, int64_t workers_per_node = 0);
 
 // Peak flop/s and memory bandwidth of one worker at `precision` under `placement`: a GPU's
 // own; on CPU nodes its cores' share of the node's peak and of the node's bandwidth.

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <set>
 
 #include "core/host_info.h"
+#include "core/timer.h"
 #include "dist/allreduce.h"
 #include "dist/allreduce_bench.h"
 #include "perfmodel/allreduce_model.h"
@@ -65,6 +67,46 @@ void calibrate_allreduce(Communicator& comm, const CalibrateOptions& o, const Cl
   }
 }
 
+// Ranks on several hosts (a cluster, the test bed of docs/multihost.md): the number of hosts
+// becomes `nodes`, and rank 0's link to the first rank of another host the `network` level:
+// alpha is half the median round trip of a one-float message, the bandwidth one 16 MiB message's
+// bytes over half its round trip less alpha (best of three). Collective.
+void calibrate_network(Communicator& comm, ClusterSpec& spec, std::ostream& log) {
+  const std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
+  double peer = -1, host_count = 1;
+  if (comm.rank() == 0) {
+    host_count = static_cast<double>(std::set<std::string>(hosts.begin(), hosts.end()).size());
+    for (size_t r = 1; r < hosts.size() && peer < 0; ++r)
+      if (hosts[r] != hosts[0]) peer = static_cast<double>(r);
+  }
+  comm.broadcast(&peer, 1, 0);
+  if (peer < 0) return;
+  const int other = static_cast<int>(peer);
+  const bool pinging = comm.rank() == 0, ponging = comm.rank() == other;
+  auto round_trip = [&](std::vector<float>& message) {
+    const double t0 = now_seconds();
+    const auto n = static_cast<int64_t>(message.size());
+    if (pinging) comm.send_floats(message.data(), n, other), comm.receive_floats(message.data(), n, other);
+    if (ponging) comm.receive_floats(message.data(), n, 0), comm.send_floats(message.data(), n, 0);
+    return now_seconds() - t0;
+  };
+  std::vector<float> small(1), large(int64_t{4} << 20);
+  std::vector<double> small_rtt;
+  for (int i = 0; i < 200; ++i) small_rtt.push_back(round_trip(small));
+  std::sort(small_rtt.begin(), small_rtt.end());
+  double large_rtt = 1e30;
+  for (int i = 0; i < 3; ++i) large_rtt = std::min(large_rtt, round_trip(large));
+  comm.barrier();
+  if (!pinging) return;
+  const double alpha = small_rtt[small_rtt.size() / 2] / 2;
+  const double bytes = static_cast<double>(large.size() * sizeof(float));
+  const double gbps = bytes * 8 / std::max(1e-9, large_rtt / 2 - alpha) / 1e9;
+  spec.nodes = static_cast<int64_t>(host_count);
+  spec.interconnect.levels.push_back(LinkLevel{"network", Topology::star, {}, alpha * 1e6, gbps});
+  log << "network: " << spec.nodes << " hosts; rank 0 (" << hosts[0] << ") to rank " << other << " (" << hosts[other]
+      << "): alpha " << fixed(alpha * 1e6, "%.2f") << " us, " << fixed(gbps, "%.3f") << " Gbit/s\n";
+}
+
 // Per-layer efficiencies with `threads` threads, into `set`.
 void calibrate_layers(const CalibrateOptions& o, int threads, double budget_s, const ClusterSpec& spec, LayerEfficiency& set,
                       std::ostream& log) {
@@ -121,13 +163,15 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
   spec.node.cores = host_hardware_threads();
   spec.node.memory_gb = static_cast<double>(host_memory_bytes()) / 1e9;
   spec.interconnect.levels.push_back(LinkLevel{"shared_memory", Topology::star, {}, 1.0, 100.0});
-  spec.mpi.allreduce = mpi_library().flavor == "mpich" ? "mpich" : "ompi";
+  const std::string flavor = mpi_library().flavor;
+  spec.mpi.allreduce = flavor == "mpich" || flavor == "intel" ? flavor : "ompi";
   spec.calibration.machine = host_cpu_model();
   spec.calibration.date = today();
   spec.calibration.threads = threads;
   spec.calibration.layer_batch = o.batch;
   // The all-reduce fits first, on every rank; then rank 0 measures the node alone while the
   // others have finished (a rank waiting in a barrier would poll a core away from it).
+  calibrate_network(comm, spec, log);
   calibrate_allreduce(comm, o, spec, spec.calibration, log);
   if (comm.rank() == 0) {
     const double gemm_s = 0.1 * o.budget_s, triad_s = 0.1 * o.budget_s, layers_s = 0.5 * o.budget_s;
@@ -155,7 +199,8 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
   spec.source = "trainscale calibrate on " + host_name() + " (" + spec.calibration.machine + "), " + spec.calibration.date +
                 ": gemm peak, triad bandwidth, compressor codecs, layer efficiency (batch " + std::to_string(o.batch) + ", " +
                 std::to_string(threads) + " threads)" + (comm.size() > 1 ? ", all-reduce fits at " +
-                std::to_string(comm.size()) + " ranks" : "");
+                std::to_string(comm.size()) + " ranks" : "") +
+                (spec.nodes > 1 ? " on " + std::to_string(spec.nodes) + " hosts, their network measured by ping-pong" : "");
   return spec;
 }
 

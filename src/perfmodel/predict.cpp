@@ -59,7 +59,7 @@ WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t wo
   WorkerPoint pt;
   pt.workers = workers;
   pt.batch_per_worker = nominal_batch(c, workers);
-  pt.placement = place_workers(cluster, workers, c.threads);
+  pt.placement = place_workers(cluster, workers, c.threads, options.workers_per_node);
   pt.rate = worker_rate(cluster, pt.placement, precision_name(c.precision));
   const AllreduceModel allreduce(cluster, allreduce_algorithm_name(c.dist.allreduce), pt.placement);
   pt.allreduce = allreduce.describe();

@@ -17,6 +17,7 @@ namespace ts::perf {
 
 struct PredictOptions {
   bool gemm_only = false;  // only conv and fc layers cost time (the material's node model)
+  int64_t workers_per_node = 0;  // > 0: the run's layout; 0: each node's places filled first
 };
 
 struct WorkerPoint {

@@ -51,6 +51,7 @@ int command_run(const std::vector<std::string>& args) {
       ("steps", po::value<int64_t>(), "simulated training steps (default 3; every step is alike)")
       ("network-model", po::value<std::string>(), "SimGrid network model: CM02 (default), SMPI, LV08")
       ("coll-selector", po::value<std::string>(), "SMPI collective selector: ompi, mpich, impi, mvapich2, default")
+      ("workers-per-node", po::value<int64_t>(), "the run's layout: ranks on each simulated node (0: fill each node's cores)")
       ("manifest", po::value<std::string>(), "campaign directory (scheduler: simulate)")
       ("index", po::value<int64_t>(), "manifest index");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
@@ -62,6 +63,8 @@ int command_run(const std::vector<std::string>& args) {
   if (vm.count("steps")) flags.steps = vm["steps"].as<int64_t>();
   if (vm.count("network-model")) flags.network_model = vm["network-model"].as<std::string>();
   if (vm.count("coll-selector")) flags.coll_selector = vm["coll-selector"].as<std::string>();
+  if (vm.count("workers-per-node")) flags.workers_per_node = vm["workers-per-node"].as<int64_t>();
+  if (flags.workers_per_node < 0) throw ConfigError("--workers-per-node must be >= 0 (0: fill each node's cores)");
   if (vm.count("manifest") || vm.count("index")) {
     if (!vm.count("manifest") || !vm.count("index"))
       throw ConfigError("--manifest CAMPAIGN_DIR and --index I go together (see trainscale-sim run --help)");

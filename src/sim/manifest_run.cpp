@@ -26,6 +26,7 @@ SimRunRequest request_of(const SimFlags& flags, ResolvedConfig cfg) {
   q.steps = flags.steps.value_or(3);
   if (!flags.network_model.empty()) q.network_model = flags.network_model;
   q.coll_selector = flags.coll_selector;
+  q.workers_per_node = flags.workers_per_node;
   return q;
 }
 

@@ -20,6 +20,7 @@ struct SimFlags {
   std::optional<int64_t> steps;           // default 3
   std::string network_model;              // "" = CM02
   std::string coll_selector;              // "" = from the run's mpi_flavor / the cluster file
+  int64_t workers_per_node = 0;           // > 0: the run's layout (perf::place_workers)
 };
 
 // The request for `cfg` with the flags' cluster and settings (run id, path: the caller's).

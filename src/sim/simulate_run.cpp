@@ -72,7 +72,7 @@ void simulate_run(const SimRunRequest& q, std::ostream& log) {
   const auto wall0 = std::chrono::steady_clock::now();
   const std::string start_time = utc_timestamp();
   const int64_t workers = q.cfg.run.workers;
-  const Workload w = model_workload(q.cfg, q.cluster, workers);
+  const Workload w = model_workload(q.cfg, q.cluster, workers, q.workers_per_node);
   const MpiSelection mpi = select_mpi(q.cfg.run, q.cluster, q.coll_selector);
   SimulationSettings settings;
   settings.network_model = q.network_model;

@@ -17,6 +17,7 @@ struct SimRunRequest {
   int64_t steps = 3;             // simulated training steps
   std::string network_model = "CM02";
   std::string coll_selector;     // "" = from the run's mpi_flavor or the cluster file
+  int64_t workers_per_node = 0;  // > 0: the run's layout; 0: each node's places filled first
   std::string run_id, config_id, campaign;
   std::string run_path;          // the run file to write
 };

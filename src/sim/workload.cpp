@@ -55,10 +55,13 @@ ExchangeOptions exchange_options_for(const DistConfig& dist) {
   return options;
 }
 
-Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, int64_t workers) {
+Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, int64_t workers,
+                        int64_t workers_per_node) {
   refuse_unsimulated(cfg.run.dist);
   perf::check_modelled(cfg);  // the simulated ranks compute what the model prices
-  const perf::Prediction prediction = perf::predict(cfg.run, cluster, {workers});
+  perf::PredictOptions options;
+  options.workers_per_node = workers_per_node;
+  const perf::Prediction prediction = perf::predict(cfg.run, cluster, {workers}, options);
   Workload w;
   w.point = prediction.points.front();
   w.layers = prediction.layers;

@@ -36,7 +36,8 @@ struct Workload {
 };
 
 // The workload of `cfg` on `workers` workers of `cluster`.
-Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, int64_t workers);
+Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, int64_t workers,
+                        int64_t workers_per_node = 0);
 
 // The exchange options a run's dist settings give (as the trainer's train/run_setup.cpp).
 ExchangeOptions exchange_options_for(const DistConfig& dist);
