@@ -7,7 +7,7 @@
 # Usage: scripts/run_study.sh NAME [--report-only]
 #   --report-only: no runs; the report from the copies already under reports/studies/NAME/
 #   NAME: batch_lr | neuron_averaging | ps_timing | hetero_partition | sync_async | salvaris |
-#         model_skylake (simulated: about 2 hours here)
+#         model_skylake (simulated: about 2 hours here) | network (the test bed's hosts: root)
 # The campaigns live in campaigns/studies/ (git-ignored); a second call resumes a campaign
 # (finished runs are kept) and re-writes the report.
 set -euo pipefail
@@ -44,7 +44,13 @@ case $name in
   model_skylake)  # study 7's simulated part; its predicted part: reports/model/skylake
     parts=("model_skylake_sim:$sim_site" "model_skylake_sim_mesh:configs/sites/simulate-skylake-mesh.yaml")
     args=(--title "Scalability of four CNNs on the simulated 1,000-node Skylake cluster (Castello et al.)") ;;
-  *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async|salvaris|model_skylake" >&2
+  network)  # study 8: its own runner (one campaign per link rate of the test bed), then its report
+    out=reports/studies/network
+    [[ -n $report_only ]] || .venv/bin/python scripts/study_network.py --out "$out"
+    .venv/bin/python -m trainscale_analysis network-study "$out"/network_* --predictions "$out/predictions.json" \
+      --links "$out/links.json" -o "$out" --title "The effect of the network (Salvaris et al.'s Ethernet vs InfiniBand, on the test bed)"
+    exit 0 ;;
+  *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async|salvaris|model_skylake|network" >&2
      exit 2 ;;
 esac
 [[ -n $report_only || -x $bin ]] || { echo "run_study.sh: $bin not built (scripts/build.sh)" >&2; exit 1; }

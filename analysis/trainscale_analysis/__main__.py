@@ -1,4 +1,5 @@
-"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|sim-study|compression|archive ... (see docs/analysis.md).
+"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|sim-study|network-study|compression|archive ...
+(see docs/analysis.md).
 
 Exit codes follow the driver's: 0 ok, 1 failed, 2 usage or input error (bad campaign
 directory, unknown schema version).
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import archive, compare, compression, load, predict, report, sim_study
+from . import archive, compare, compression, load, network_study, predict, report, sim_study
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     si.add_argument("--validation", default=None, metavar="reports/model/validation/SHA.json",
                     help="bench/model_validation.py's JSON: the model against runs measured here")
     si.add_argument("--title", default=None)
+    n = sub.add_parser("network-study", help="study 8: throughput and scaling efficiency over the test bed's link "
+                                             "rates, beside the model and the simulator (Markdown + figure)")
+    n.add_argument("campaigns", nargs="+", metavar="network_RATE", help="the study's campaigns, one per link rate")
+    n.add_argument("--predictions", required=True, metavar="predictions.json", help="scripts/study_network.py's")
+    n.add_argument("--links", required=True, metavar="links.json", help="scripts/study_network.py's")
+    n.add_argument("-o", "--out", required=True, metavar="reports/studies/network")
+    n.add_argument("--title", default=None)
     z = sub.add_parser("compression", help="accuracy vs bytes on the wire vs time per compressor (Markdown + PNG)")
     z.add_argument("runs", nargs="+", metavar="RUN_FILE_OR_DIR")
     z.add_argument("-o", "--out", required=True, metavar="reports/NAME.md")
@@ -79,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "sim-study":
             print(sim_study.sim_study_report(args.runs, args.out, args.validation, args.title))
+            return 0
+        if args.command == "network-study":
+            print(network_study.network_study_report(args.campaigns, args.predictions, args.links, args.out, args.title))
             return 0
         if args.command == "compression":
             print(compression.compression_report(args.runs, args.out, args.title))
