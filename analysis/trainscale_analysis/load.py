@@ -3,13 +3,15 @@
 A campaign is a directory with an optional `manifest.yaml` (written by `trainscale sweep
 expand`: a top-level `runs:` list of {index, run_id, config_id, config}) and `runs/`, holding
 one `<run_id>.h5` per finished run plus `<run_id>.DONE` / `<run_id>.FAILED` /
-`<run_id>.PREEMPTED` markers. A
+`<run_id>.PREEMPTED` / `<run_id>.UNSUPPORTED` markers. A
 directory with neither but with `*.h5` files at its top (the `--out DIR` of single
 `trainscale run`s) is read as a campaign too. Every
 run the campaign knows about becomes one row of the DataFrame `load_campaigns` returns:
 finished runs (status ok or diverged, read from the file), failed runs (a FAILED marker and
 no file; the marker's text is the message), preempted runs (a PREEMPTED marker and no file: a
-signal stopped them after a checkpoint; `sweep resubmit --preempted` resumes them), runs the
+signal stopped them after a checkpoint; `sweep resubmit --preempted` resumes them), unsupported
+runs (an UNSUPPORTED marker: what the build, machine or GPU generation cannot run, found by
+`sweep expand` or by the task; the marker's reason is the message), runs the
 manifest lists that have none of these (status missing) and run files that cannot be read
 (status unreadable: garbage or truncated bytes, or no /summary group; the message names the file
 and the reason, and the other runs are loaded as usual). Nothing is dropped silently.
@@ -54,7 +56,7 @@ SUMMARY_KEYS = (
 # Timing phases in the order they happen in a step; `step` is the whole step.
 PHASES = ("data_wait", "forward", "backward", "comm", "comm_wait", "optimizer",
           "gather", "average", "broadcast")
-STATUSES = ("ok", "diverged", "failed", "missing", "unreadable")
+STATUSES = ("ok", "diverged", "failed", "missing", "unreadable", "unsupported")
 
 # Columns that identify a run rather than configure it.
 ID_COLUMNS = ("campaign", "campaign_dir", "run_id", "config_id", "repetition", "index",
@@ -298,6 +300,7 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
     files = {p.stem: p for p in sorted(runs_dir.glob("*.h5"))} if runs_dir.is_dir() else {}
     failed = {p.stem: p for p in sorted(runs_dir.glob("*.FAILED"))} if runs_dir.is_dir() else {}
     preempted = {p.stem: p for p in sorted(runs_dir.glob("*.PREEMPTED"))} if runs_dir.is_dir() else {}
+    unsupported = {p.stem: p for p in sorted(runs_dir.glob("*.UNSUPPORTED"))} if runs_dir.is_dir() else {}
     by_id = {e.run_id: e for e in entries}
     campaign = manifest_name or cdir.resolve().name
 
@@ -315,7 +318,10 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
                       f"unreadable and left out of the metrics", file=sys.stderr)
         else:
             row = {"run_id": run_id, "path": None}
-            if run_id in preempted and not (run_id in failed and
+            if run_id in unsupported:  # what this build, machine or GPU generation cannot run
+                row["status"] = "unsupported"
+                row["message"] = failed_reason(unsupported[run_id])
+            elif run_id in preempted and not (run_id in failed and
                                             failed[run_id].stat().st_mtime > preempted[run_id].stat().st_mtime):
                 row["status"] = "preempted"
                 row["message"] = failed_reason(preempted[run_id]) or "stopped by a signal after a checkpoint"

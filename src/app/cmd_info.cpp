@@ -20,6 +20,19 @@ namespace po = boost::program_options;
 
 namespace ts {
 
+namespace {
+
+// The precisions a backend computes conv and fc in on this machine ("fp32, bf16"): what a run's
+// `precision` may be here (bf16_native says whether bf16 is native or emulated on AVX-512).
+std::string precisions_of(const Backend& backend) {
+  std::vector<std::string> out;
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16})
+    if (backend.supports(Op::conv, p) && backend.supports(Op::fc, p)) out.push_back(precision_name(p));
+  return join(out);
+}
+
+}  // namespace
+
 int command_info(const std::vector<std::string>& args) {
   po::options_description opts("usage: trainscale info\n\nPrints build options, backends, oneDNN version and ISA,\n"
                                "the MPI library and thread counts as `key: value` lines.\n\noptions");
@@ -62,6 +75,7 @@ int command_info(const std::vector<std::string>& args) {
               << "backend." << name << ".generation: " << d.generation << "\n"
               << "backend." << name << ".memory_bytes: " << d.memory_bytes << "\n"
               << "backend." << name << ".compute_units: " << d.compute_units << "\n"
+              << "backend." << name << ".precisions: " << precisions_of(*backend) << "\n"
               << "backend." << name << ".bf16_native: " << (d.bf16_native ? "yes" : "no") << "\n"
               << "backend." << name << ".host_accessible: " << (d.host_accessible ? "yes" : "no") << "\n"
               << "backend." << name << ".collectives: " << (d.collectives.empty() ? "none" : join(d.collectives)) << "\n";

@@ -90,6 +90,7 @@ class Attempt {
     log_.open(log_path);
     if (!log_) throw RuntimeError(log_path + ": cannot write the attempt log");
     fs::remove(files_.failed, ec);  // a stale reason from an earlier attempt
+    fs::remove(files_.unsupported, ec);
     RunMarker running = stamped();
     running.pid = ::getpid();
     running.start = utc_timestamp();
@@ -104,6 +105,16 @@ class Attempt {
 
   // The trainer wrote the PREEMPTED marker (with the checkpoint); the attempt ends here.
   void preempted(const PreemptedError& e) { end("preempted", e.what()); }
+
+  // What this build or machine cannot run (UnsupportedError): the UNSUPPORTED marker, not failed.
+  void unsupported(const std::string& reason) {
+    RunMarker marker = stamped();
+    marker.reason = reason;
+    marker.log = "logs/" + fs::path(attempt_log_path(dir_, run_.run_id, number_)).filename().string();
+    marker.end = utc_timestamp();
+    write_marker(files_.unsupported, marker);
+    end("unsupported", reason);
+  }
 
   void finished(int exit_code, double stage_in_s) {
     RunMarker done = stamped();
@@ -292,6 +303,12 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
     if (root) attempt->preempted(e);
     if (root) throw;
     return kExitPreempted;
+  } catch (const UnsupportedError& e) {  // every rank refused alike (refuse_collectively)
+    if (root) {
+      attempt->unsupported(e.what());
+      std::cout << "run " << run.run_id << " (index " << index << "): unsupported here: " << e.what() << "\n";
+    }
+    return kExitOk;
   } catch (const std::exception& e) {
     if (attempt) attempt->failed(e);
     const int rc = fail_collectively(*comm, e);

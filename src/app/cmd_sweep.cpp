@@ -7,6 +7,8 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <unistd.h>
 
@@ -16,7 +18,10 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
+#include "core/run_marker.h"
 #include "core/strings.h"
+#include "core/timer.h"
+#include "config/run_config.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
 #include "sweep/launcher_end.h"
@@ -26,6 +31,7 @@
 #include "sweep/site.h"
 #include "sweep/submit.h"
 #include "sweep/sweep_file.h"
+#include "train/capabilities.h"
 
 namespace po = boost::program_options;
 
@@ -33,6 +39,37 @@ namespace ts {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The points this build, machine or GPU generation cannot run (train/capabilities.h
+// unsupported_reason), index -> reason. The machine is known here only when the site runs the
+// campaign on it (the local executor); elsewhere a task finds out when it starts. Decided once
+// per backends, precision and GPU generation (a 10,000-point sweep asks the backends a few times).
+std::map<int64_t, std::string> unsupported_points(const Expansion& expansion, const Site& site) {
+  const bool here = site.scheduler == "local";
+  std::map<std::string, std::optional<std::string>> decided;
+  std::map<int64_t, std::string> out;
+  for (const auto& r : expansion.runs) {
+    const ResolvedConfig cfg = parse_run_config(r.config_yaml, expansion.sweep_path, {});
+    std::string key;
+    for (BackendKind b : cfg.run.backends()) key += std::string(backend_kind_name(b)) + ",";
+    key += std::string(precision_name(cfg.run.precision)) + "," + gpu_generation_name(cfg.run.gpu);
+    auto it = decided.find(key);
+    if (it == decided.end()) it = decided.emplace(key, unsupported_reason(cfg, here)).first;
+    if (it->second) out[r.index] = *it->second;
+  }
+  return out;
+}
+
+// One line per reason: "unsupported here (REASON): indices 1,3,5".
+void print_unsupported(const std::map<int64_t, std::string>& points, std::ostream& out) {
+  std::map<std::string, std::vector<int64_t>> by_reason;
+  for (const auto& [index, reason] : points) by_reason[reason].push_back(index);
+  for (const auto& [reason, indices] : by_reason) {
+    out << "  unsupported " << indices.size() << " (" << reason << "): indices ";
+    for (size_t i = 0; i < indices.size() && i < 20; ++i) out << (i ? "," : "") << indices[i];
+    out << (indices.size() > 20 ? ",...\n" : "\n");
+  }
+}
 
 constexpr const char* kSweepUsage =
     "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--max-runs N] [--dry-run]\n"
@@ -74,8 +111,10 @@ int sweep_expand(const std::vector<std::string>& args) {
   if (max_runs < 1) throw ConfigError("--max-runs: expected an integer >= 1, got " + std::to_string(max_runs));
   const Expansion expansion = expand_sweep(sweep, max_runs);
   check_expansion_against_site(expansion, site);
+  const std::map<int64_t, std::string> unsupported = unsupported_points(expansion, site);
   if (dry_run) {
     std::cout << dry_run_table(expansion);
+    print_unsupported(unsupported, std::cout);
     // The allocation shapes `sweep submit` would make on this site (one job array each).
     Campaign c;
     c.dir = vm.count("out") ? vm["out"].as<std::string>() : ".";
@@ -93,15 +132,31 @@ int sweep_expand(const std::vector<std::string>& args) {
   write_campaign(out, manifest, sweep.path, site_path);
   std::cout << "campaign " << expansion.campaign << ": " << expansion.runs.size() << " runs -> " << out << "/manifest.yaml ("
             << manifest_hash(manifest) << ")\n";
+  for (const auto& [index, reason] : unsupported) {  // neither failed nor dropped: a state of its own
+    RunMarker marker;
+    marker.reason = reason;
+    marker.host = host_name();
+    marker.end = utc_timestamp();
+    write_marker(run_files(out, expansion.runs[static_cast<size_t>(index)].run_id).unsupported, marker);
+  }
+  if (!unsupported.empty()) {
+    std::cout << "campaign " << expansion.campaign << ": " << unsupported.size() << " of " << expansion.runs.size()
+              << " runs cannot run " << (site.scheduler == "local" ? "here" : "on their GPU generation")
+              << "; marked unsupported (sweep status lists them):\n";
+    print_unsupported(unsupported, std::cout);
+  }
   return kExitOk;
 }
 
 // The local executor's closing line and exit code: 1 when a run failed, 4 when it was
-// interrupted or a run ended preempted (resubmit continues), else 0.
+// interrupted or a run ended preempted (resubmit continues), else 0 (unsupported runs included:
+// every run this machine can run finished).
 int report_local_run(const Campaign& campaign, const LocalRunSummary& sum) {
-  std::cout << "campaign " << campaign.name << ": " << sum.finished - sum.failed - sum.preempted - sum.skipped
+  std::cout << "campaign " << campaign.name << ": "
+            << sum.finished - sum.failed - sum.preempted - sum.skipped - sum.unsupported
             << " runs finished (done or diverged), " << sum.failed << " failed, " << sum.preempted << " preempted, "
             << sum.skipped << " skipped";
+  if (sum.unsupported) std::cout << ", " << sum.unsupported << " unsupported here";
   if (sum.interrupted_by) std::cout << ", " << sum.not_started << " not started (interrupted)";
   if (sum.failed > 0 || sum.preempted > 0 || sum.not_started > 0)
     std::cout << "; see trainscale sweep status " << campaign.dir << ", continue with trainscale sweep resubmit "
@@ -219,13 +274,17 @@ int sweep_submit(const std::vector<std::string>& args) {
   const CampaignStatus st = campaign_status(campaign, query_scheduler(campaign, &notes));
   for (const auto& n : notes) std::cerr << "trainscale sweep submit: note: " << n << "\n";
   std::vector<int64_t> todo;
-  int64_t already = 0, elsewhere = 0;
+  int64_t already = 0, elsewhere = 0, unsupported = 0;
   for (const auto& r : st.runs) {
     if (r.state == RunState::done || r.state == RunState::diverged) ++already;
     else if (r.state == RunState::running || r.state == RunState::pending) ++elsewhere;
+    else if (r.state == RunState::unsupported) ++unsupported;
     else todo.push_back(r.index);
   }
   if (already > 0) std::cout << "campaign " << campaign.name << ": " << already << " runs already done, skipped\n";
+  if (unsupported > 0)
+    std::cout << "campaign " << campaign.name << ": " << unsupported << " runs unsupported (trainscale sweep status "
+              << campaign.dir << " says why), skipped\n";
   if (elsewhere > 0)
     std::cout << "campaign " << campaign.name << ": " << elsewhere << " runs running or queued (trainscale sweep status "
               << campaign.dir << "), skipped\n";
@@ -237,10 +296,13 @@ int sweep_status(const std::vector<std::string>& args) {
       "usage: trainscale sweep status CAMPAIGN_DIR [--format text|json]\n\n"
       "Counts the campaign's runs: total, done, diverged, failed (with reasons), preempted,\n"
       "running, pending (asked from the scheduler when the campaign was submitted to one, with\n"
-      "its reason: squeue %r, qstat comment) and missing. A DONE marker counts only when its run\n"
-      "file opens and has a complete /summary; otherwise the run is failed, saying why.\n"
+      "its reason: squeue %r, qstat comment), missing and unsupported (what this build, machine or\n"
+      "GPU generation cannot run: marked by sweep expand or by the task, with the reason). A DONE\n"
+      "marker counts only when its run file opens and has a complete /summary; otherwise the run is\n"
+      "failed, saying why.\n"
       "json: one object with exactly the keys total, done, diverged, failed, preempted, running,\n"
-      "pending, pending_reasons, missing; failed, preempted and pending_reasons are lists of\n"
+      "pending, pending_reasons, missing, unsupported; failed, preempted, unsupported and\n"
+      "pending_reasons are lists of\n"
       "{index, run_id, reason}, the others are counts.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")

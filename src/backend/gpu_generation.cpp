@@ -25,6 +25,12 @@ bool has_word(const std::string& text, const std::string& word) {
 
 std::vector<std::string> known_gpu_generations() { return {"k80", "p40", "p100", "v100", "a100", "h100", "h200"}; }
 
+std::vector<std::string> gpu_generation_precisions(const std::string& generation) {
+  if (generation == "a100" || generation == "h100" || generation == "h200") return {"fp32", "tf32", "fp16", "bf16"};
+  if (generation == "p40" || generation == "p100" || generation == "v100") return {"fp32", "fp16"};
+  return {"fp32"};
+}
+
 std::string gpu_generation_of(const std::string& device_name) {
   std::string upper;
   for (char c : device_name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

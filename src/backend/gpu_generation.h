@@ -20,4 +20,9 @@ std::vector<std::string> known_gpu_generations();
 // variants A800 and H800 count as a100 and h100.
 std::string gpu_generation_of(const std::string& device_name);
 
+// The precisions a generation's tensor or CUDA cores compute in, as the cuda backend uses them:
+// fp32 everywhere; fp16 from Pascal on (P40, P100; K80 has no fp16 arithmetic); tf32 and bf16
+// from Ampere on (A100, H100, H200). An unknown name gets fp32 only.
+std::vector<std::string> gpu_generation_precisions(const std::string& generation);
+
 }  // namespace ts

@@ -25,6 +25,15 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A configuration that is valid but that this build or machine cannot run: a precision the CPU
+// has no arithmetic for, one a GPU generation lacks, a backend not built or without a device.
+// A single run exits 2 as for any ConfigError; a campaign task records it as unsupported (its
+// UNSUPPORTED marker), neither failed nor dropped (docs/sweeps.md "Run states").
+class UnsupportedError : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
 // A runtime failure: missing/corrupt data file, library call failed, I/O error.
 class RuntimeError : public std::runtime_error {
  public:

@@ -31,6 +31,7 @@ std::string marker_path(const std::string& run_file, MarkerKind kind) {
     case MarkerKind::failed: suffix = ".FAILED"; break;
     case MarkerKind::running: suffix = ".RUNNING"; break;
     case MarkerKind::preempted: suffix = ".PREEMPTED"; break;
+    case MarkerKind::unsupported: suffix = ".UNSUPPORTED"; break;
   }
   return p.string() + suffix;
 }

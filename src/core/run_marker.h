@@ -12,9 +12,10 @@
 
 namespace ts {
 
-enum class MarkerKind { done, failed, running, preempted };
+enum class MarkerKind { done, failed, running, preempted, unsupported };
 
-// "runs/x-r0.h5" or "runs/x-r0" -> "runs/x-r0.DONE" | ".FAILED" | ".RUNNING" | ".PREEMPTED".
+// "runs/x-r0.h5" or "runs/x-r0" -> "runs/x-r0.DONE" | ".FAILED" | ".RUNNING" | ".PREEMPTED" |
+// ".UNSUPPORTED".
 std::string marker_path(const std::string& run_file, MarkerKind kind);
 
 // Every field is optional: empty strings, 0 and nullopt are left out of the text.

@@ -111,7 +111,8 @@ RunFiles run_files(const std::string& campaign_dir, const std::string& run_id) {
           marker_path(run_file, MarkerKind::failed),
           marker_path(run_file, MarkerKind::running),
           marker_path(run_file, MarkerKind::preempted),
-          (fs::path(campaign_dir) / "runs" / (run_id + ".lock")).string()};
+          (fs::path(campaign_dir) / "runs" / (run_id + ".lock")).string(),
+          marker_path(run_file, MarkerKind::unsupported)};
 }
 
 bool process_alive(long pid) {
@@ -157,6 +158,7 @@ const char* run_state_name(RunState s) {
     case RunState::running: return "running";
     case RunState::pending: return "pending";
     case RunState::missing: return "missing";
+    case RunState::unsupported: return "unsupported";
   }
   return "?";
 }
@@ -206,6 +208,9 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   std::optional<RunMarker> marker;
   if (done.valid()) {
     rs.state = done.marker->status == "diverged" ? RunState::diverged : RunState::done;
+  } else if ((marker = read_marker_if_present(f.unsupported))) {
+    rs.state = RunState::unsupported;
+    rs.reason = marker->reason;
   } else if (scheduled && sched->second.state == "running") {
     rs.state = RunState::running;
     rs.reason = "scheduler: running";
@@ -252,6 +257,7 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
       case RunState::running: ++st.running; break;
       case RunState::pending: ++st.pending; break;
       case RunState::missing: ++st.missing; break;
+      case RunState::unsupported: ++st.unsupported; break;
     }
     st.runs.push_back(std::move(rs));
   }
@@ -261,11 +267,11 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
 
 namespace {
 
-// Pending runs grouped by the scheduler's reason, in order of first appearance.
-std::vector<std::pair<std::string, std::vector<const RunStatus*>>> pending_by_reason(const CampaignStatus& st) {
+// The runs in `state` grouped by their reason, in order of first appearance.
+std::vector<std::pair<std::string, std::vector<const RunStatus*>>> by_reason(const CampaignStatus& st, RunState state) {
   std::vector<std::pair<std::string, std::vector<const RunStatus*>>> groups;
   for (const auto& r : st.runs) {
-    if (r.state != RunState::pending) continue;
+    if (r.state != state) continue;
     const std::string reason = r.reason.empty() ? "no reason given" : r.reason;
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == reason; });
     if (it == groups.end()) groups.push_back({reason, {&r}});
@@ -291,18 +297,20 @@ std::string status_text(const Campaign& campaign, const CampaignStatus& st) {
   std::ostringstream out;
   out << "campaign " << campaign.name << " (" << campaign.dir << "): " << st.total << " runs\n"
       << "  done " << st.done << ", diverged " << st.diverged << ", failed " << st.failed << ", preempted " << st.preempted
-      << ", running " << st.running << ", pending " << st.pending << ", missing " << st.missing << "\n";
+      << ", running " << st.running << ", pending " << st.pending << ", missing " << st.missing
+      << (st.unsupported ? ", unsupported " + std::to_string(st.unsupported) : std::string()) << "\n";
   for (const auto& r : st.runs)
     if (r.state == RunState::failed) out << "  failed  " << r.index << "  " << r.run_id << ": " << r.reason << "\n";
   for (const auto& r : st.runs)
     if (r.state == RunState::preempted) out << "  preempted " << r.index << "  " << r.run_id << ": " << r.reason << "\n";
   for (const auto& r : st.runs)
     if (r.state == RunState::running) out << "  running " << r.index << "  " << r.run_id << " (" << r.reason << ")\n";
-  for (const auto& [reason, runs] : pending_by_reason(st)) {
-    out << "  pending " << runs.size() << " (" << reason << "): indices ";
-    for (size_t i = 0; i < runs.size() && i < 20; ++i) out << (i ? "," : "") << runs[i]->index;
-    out << (runs.size() > 20 ? ",...\n" : "\n");
-  }
+  for (RunState state : {RunState::pending, RunState::unsupported})
+    for (const auto& [reason, runs] : by_reason(st, state)) {
+      out << "  " << run_state_name(state) << " " << runs.size() << " (" << reason << "): indices ";
+      for (size_t i = 0; i < runs.size() && i < 20; ++i) out << (i ? "," : "") << runs[i]->index;
+      out << (runs.size() > 20 ? ",...\n" : "\n");
+    }
   for (const auto& n : st.notes) out << "  note: " << n << "\n";
   return out.str();
 }
@@ -312,7 +320,8 @@ std::string status_json(const CampaignStatus& st) {
   out << "{\"total\": " << st.total << ", \"done\": " << st.done << ", \"diverged\": " << st.diverged
       << ", \"failed\": " << json_runs(st, RunState::failed) << ", \"preempted\": " << json_runs(st, RunState::preempted)
       << ", \"running\": " << st.running << ", \"pending\": " << st.pending
-      << ", \"pending_reasons\": " << json_runs(st, RunState::pending) << ", \"missing\": " << st.missing << "}\n";
+      << ", \"pending_reasons\": " << json_runs(st, RunState::pending) << ", \"missing\": " << st.missing
+      << ", \"unsupported\": " << json_runs(st, RunState::unsupported) << "}\n";
   return out.str();
 }
 

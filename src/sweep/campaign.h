@@ -50,7 +50,7 @@ struct Campaign {
 Campaign load_campaign(const std::string& dir);
 
 struct RunFiles {
-  std::string run_file, done, failed, running, preempted, lock;
+  std::string run_file, done, failed, running, preempted, lock, unsupported;
 };
 RunFiles run_files(const std::string& campaign_dir, const std::string& run_id);
 std::string campaign_logs_dir(const std::string& campaign_dir);
@@ -74,7 +74,7 @@ DoneCheck check_done(const RunFiles& files);
 // some containers, keeps dead ranks as zombies): is a RUNNING marker's attempt alive?
 bool process_alive(long pid);
 
-enum class RunState { done, diverged, failed, preempted, running, pending, missing };
+enum class RunState { done, diverged, failed, preempted, running, pending, missing, unsupported };
 const char* run_state_name(RunState s);
 
 struct RunStatus {
@@ -88,7 +88,8 @@ struct RunStatus {
 };
 
 struct CampaignStatus {
-  int64_t total = 0, done = 0, diverged = 0, failed = 0, preempted = 0, running = 0, pending = 0, missing = 0;
+  int64_t total = 0, done = 0, diverged = 0, failed = 0, preempted = 0, running = 0, pending = 0, missing = 0,
+          unsupported = 0;
   std::vector<RunStatus> runs;  // manifest order
   std::vector<std::string> notes;  // e.g. "squeue not found: pending not asked from Slurm"
 };
@@ -103,7 +104,8 @@ struct SchedulerTask {
 using SchedulerStates = std::map<int64_t, SchedulerTask>;
 
 // Classifies every run, first match wins: a DONE marker whose run file is complete ->
-// done/diverged; the scheduler says running, or a RUNNING marker of a live attempt (on another
+// done/diverged; an UNSUPPORTED marker (what this build, machine or GPU generation cannot run,
+// found at expand or at run time) -> unsupported, with its reason; the scheduler says running, or a RUNNING marker of a live attempt (on another
 // host: trusted, unless the scheduler holds the task queued: a requeued task) -> running; the
 // scheduler says pending -> pending (with its reason); a
 // PREEMPTED marker -> preempted; a DONE marker whose run file is missing, unreadable or
@@ -113,11 +115,11 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
 // One run's state by the same rule.
 RunStatus run_status(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler);
 
-// "text": the counts, one line per failed and preempted run, running runs, pending runs by
-// reason and notes. "json": one object with exactly the keys total, done, diverged, failed,
-// preempted, running, pending, pending_reasons, missing: failed and preempted are lists of
-// {index, run_id, reason}, pending_reasons a list of {index, run_id, reason} for every pending
-// run, the others counts.
+// "text": the counts, one line per failed and preempted run, running runs, pending and
+// unsupported runs by reason (one line each) and notes. "json": one object with exactly the keys
+// total, done, diverged, failed, preempted, running, pending, pending_reasons, missing,
+// unsupported: failed, preempted and unsupported are lists of {index, run_id, reason},
+// pending_reasons a list of {index, run_id, reason} for every pending run, the others counts.
 std::string status_text(const Campaign& campaign, const CampaignStatus& status);
 std::string status_json(const CampaignStatus& status);
 

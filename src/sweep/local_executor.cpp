@@ -194,7 +194,7 @@ pid_t start_local_run(const Campaign& c, const ManifestRun& run, std::vector<std
   ::_exit(127);
 }
 
-enum class Outcome { done, diverged, failed, preempted, skipped };
+enum class Outcome { done, diverged, failed, preempted, skipped, unsupported };
 
 struct TaskResult {
   Outcome outcome = Outcome::failed;
@@ -227,6 +227,8 @@ TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, f
   const DoneCheck done = check_done(f);
   if (done.valid())
     return done.marker->status == "diverged" ? TaskResult{Outcome::diverged, "diverged"} : TaskResult{Outcome::done, "done"};
+  if (const auto unsupported = fresh_marker(f.unsupported, started))
+    return {Outcome::unsupported, "unsupported here: " + unsupported->reason};
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
     return {Outcome::skipped, "skipped: another process holds its lock (runs/" + run.run_id + ".lock): it runs elsewhere"};
   remove_dead_running(f);
@@ -259,6 +261,7 @@ std::string reason_not_to_start(const Campaign& c, const ManifestRun& run) {
   const RunStatus st = run_status(c, run, {});
   if (st.state == RunState::done || st.state == RunState::diverged) return "skipped: already done";
   if (st.state == RunState::running) return "skipped: running elsewhere (" + st.reason + ")";
+  if (st.state == RunState::unsupported) return "unsupported here: " + st.reason;
   return "";
 }
 
@@ -300,7 +303,7 @@ class Executor {
       const int64_t index = indices_[next_++];
       const std::string reason = reason_not_to_start(c_, c_.runs[index]);
       if (!reason.empty()) {
-        ++sum_.skipped;
+        ++(reason.rfind("unsupported", 0) == 0 ? sum_.unsupported : sum_.skipped);
         report(index, reason);
         continue;
       }
@@ -345,6 +348,7 @@ class Executor {
       if (r.outcome == Outcome::failed) ++sum_.failed;
       if (r.outcome == Outcome::preempted) ++sum_.preempted;
       if (r.outcome == Outcome::skipped) ++sum_.skipped;
+      if (r.outcome == Outcome::unsupported) ++sum_.unsupported;
       report(task.index, r.text);
     }
   }

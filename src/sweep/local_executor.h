@@ -25,6 +25,7 @@ struct LocalRunSummary {
   int64_t failed = 0;       // ended failed (interrupted ones included)
   int64_t preempted = 0;    // ended preempted (a checkpoint to resume from)
   int64_t skipped = 0;      // done, or running elsewhere (a live attempt or its lock held)
+  int64_t unsupported = 0;  // what this build or machine cannot run (UNSUPPORTED marker)
   int64_t not_started = 0;  // queued tasks an interrupt kept from starting
   int interrupted_by = 0;   // the signal that interrupted the executor; 0 when none did
 };

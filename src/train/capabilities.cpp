@@ -37,6 +37,37 @@ void check_async_ps(const ResolvedConfig& cfg, int world_size) {
                       "pushes host gradients; use backend cpu or ref");
 }
 
+
+// A precision the run's GPU generation has no arithmetic for ("" when it has, or no generation).
+std::string generation_lacks_precision(const ResolvedConfig& cfg) {
+  const RunConfig& r = cfg.run;
+  if (r.gpu == GpuGeneration::none || r.gpu == GpuGeneration::any) return "";
+  const std::string generation = gpu_generation_name(r.gpu), precision = precision_name(r.precision);
+  const std::vector<std::string> has = gpu_generation_precisions(generation);
+  if (std::find(has.begin(), has.end(), precision) != has.end()) return "";
+  return cfg.locate("precision") + ": GPU generation " + generation + " has no " + precision + " arithmetic (" +
+         cfg.locate("gpu") + "; it computes in " + join(has) + ")";
+}
+
+// What one backend of this binary cannot do here for `cfg`'s precision ("" when it can).
+std::string backend_cannot(const ResolvedConfig& cfg, BackendKind kind) {
+  const std::string name = backend_kind_name(kind);
+  const auto built = available_backends();
+  if (std::find(built.begin(), built.end(), name) == built.end())
+    return cfg.locate("backend") + ": backend '" + name + "' is not built into this binary (available: " + join(built) + ")";
+  std::unique_ptr<Backend> backend;
+  try {
+    backend = make_backend(name);
+  } catch (const NoDeviceError& e) {
+    return cfg.locate("backend") + ": backend '" + name + "' has no device on this machine (" + e.reason + ")";
+  }
+  for (Op op : {Op::conv, Op::fc})
+    if (!backend->supports(op, cfg.run.precision))
+      return cfg.locate("precision") + ": backend '" + name + "' cannot compute in " + precision_name(cfg.run.precision) +
+             " on this machine (" + backend->describe().isa + ")";
+  return "";
+}
+
 }  // namespace
 
 void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
@@ -65,7 +96,7 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
   const std::string backend = backend_kind_name(r.backend);
   const auto built = available_backends();
   if (std::find(built.begin(), built.end(), backend) == built.end())
-    throw ConfigError(cfg.locate("backend") + ": backend '" + backend + "' is not built into this binary; available: " +
+    throw UnsupportedError(cfg.locate("backend") + ": backend '" + backend + "' is not built into this binary; available: " +
                       join(built) +
                       (r.backend == BackendKind::cuda
                            ? " (configure with -DTRAINSCALE_CUDA=ON on a machine with the CUDA toolkit)"
@@ -137,12 +168,13 @@ void check_device(const ResolvedConfig& cfg, const Backend& backend) {
     }
     for (const std::string& known : known_backends())
       if (std::find(built.begin(), built.end(), known) == built.end()) not_built.push_back(known);
-    throw ConfigError(cfg.locate("precision") + ": '" + precision_name(precision) + "' is not supported by backend '" +
+    throw UnsupportedError(cfg.locate("precision") + ": '" + precision_name(precision) + "' is not supported by backend '" +
                       name + "' (it computes in: " + join(ok) + "); backends of this build that compute in " +
                       precision_name(precision) + ": " + (elsewhere.empty() ? "none" : join(elsewhere)) +
                       (not_built.empty() ? "" : " (not built here: " + join(not_built) + ")"));
   }
   check_gpu_generation(cfg, backend.describe());
+  if (std::string why = generation_lacks_precision(cfg); !why.empty()) throw UnsupportedError(why);
 }
 
 void check_gpu_generation(const ResolvedConfig& cfg, const DeviceDescription& device) {
@@ -171,6 +203,14 @@ void check_gpu_generation(const ResolvedConfig& cfg, const DeviceDescription& de
     throw ConfigError(cfg.locate("gpu") + ": the run expects GPU generation '" + expected + "' but detected '" +
                       detected + "': " + found + "; run it on a node with a " + expected +
                       " GPU (a site's gpu." + expected + " mapping requests one), or set " + matching);
+}
+
+std::optional<std::string> unsupported_reason(const ResolvedConfig& cfg, bool this_machine) {
+  if (std::string why = generation_lacks_precision(cfg); !why.empty()) return why;
+  if (!this_machine) return std::nullopt;
+  for (BackendKind kind : cfg.run.backends())
+    if (std::string why = backend_cannot(cfg, kind); !why.empty()) return why;
+  return std::nullopt;
 }
 
 }  // namespace ts

@@ -4,6 +4,9 @@
 // and what is accepted here.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "backend/backend.h"
 #include "config/run_config.h"
 
@@ -19,5 +22,12 @@ void check_device(const ResolvedConfig& config, const Backend& backend);
 // CPU (generation "none"), any wants some GPU, a generation wants exactly that one. The
 // message names both the expected and the detected generation.
 void check_gpu_generation(const ResolvedConfig& config, const DeviceDescription& device);
+
+// Why this point of a campaign cannot run (docs/sweeps.md "Run states"), or nullopt: a
+// precision its `gpu` generation lacks (always); with `this_machine` (the site runs the campaign
+// here), also a backend this binary lacks or has no device for, and a precision a backend
+// cannot compute in on this machine (bf16 without AVX-512). `sweep expand` marks such points
+// UNSUPPORTED; the same facts found when a task starts raise UnsupportedError.
+std::optional<std::string> unsupported_reason(const ResolvedConfig& config, bool this_machine);
 
 }  // namespace ts

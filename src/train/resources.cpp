@@ -9,23 +9,30 @@
 
 namespace ts {
 
-void refuse_collectively(Communicator& comm, const std::string& local_refusal) {
+void refuse_collectively(Communicator& comm, const std::string& local_refusal, bool unsupported) {
   if (comm.size() == 1) {
-    if (!local_refusal.empty()) throw ConfigError(local_refusal);
-    return;
+    if (local_refusal.empty()) return;
+    if (unsupported) throw UnsupportedError(local_refusal);
+    throw ConfigError(local_refusal);
   }
-  const std::vector<std::string> all = comm.gather_strings_to_root(local_refusal);
+  // Each refusal travels with its kind as the first character: 'u' unsupported, 'c' config.
+  const std::vector<std::string> all =
+      comm.gather_strings_to_root(local_refusal.empty() ? "" : (unsupported ? "u" : "c") + local_refusal);
   std::string message;
+  bool all_unsupported = true;
   for (size_t r = 0; r < all.size(); ++r) {
     if (all[r].empty()) continue;
+    all_unsupported = all_unsupported && all[r][0] == 'u';
     if (all[r] == all.front() && r > 0) continue;  // the same reason as rank 0 (a homogeneous cluster)
     if (!message.empty()) message += "; ";
-    message += r == 0 ? all[r] : "rank " + std::to_string(r) + ": " + all[r];
+    message += r == 0 ? all[r].substr(1) : "rank " + std::to_string(r) + ": " + all[r].substr(1);
   }
-  double refused = message.empty() ? 0.0 : 1.0;
-  comm.broadcast(&refused, 1, 0);
-  if (refused == 0.0) return;
-  throw ConfigError(comm.rank() == 0 ? message : "refused by the check of rank 0 (its message names the reason)");
+  double verdict = message.empty() ? 0.0 : all_unsupported ? 2.0 : 1.0;
+  comm.broadcast(&verdict, 1, 0);
+  if (verdict == 0.0) return;
+  const std::string text = comm.rank() == 0 ? message : "refused by the check of rank 0 (its message names the reason)";
+  if (verdict == 2.0) throw UnsupportedError(text);
+  throw ConfigError(text);
 }
 
 void check_host_threads(const ResolvedConfig& cfg, Communicator& comm) {

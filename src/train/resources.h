@@ -26,7 +26,8 @@ void check_host_threads(const ResolvedConfig& config, Communicator& comm);
 
 // The collective verdict of a per-rank check: `local_refusal` is this rank's reason ("" when it
 // accepts). Returns when every rank accepts; otherwise every rank throws ConfigError, rank 0's
-// naming each refusing rank and its host with its reason. Collective.
-void refuse_collectively(Communicator& comm, const std::string& local_refusal);
+// naming each refusing rank and its host with its reason; UnsupportedError instead when every
+// refusing rank says `unsupported` (what this build or machine cannot run). Collective.
+void refuse_collectively(Communicator& comm, const std::string& local_refusal, bool unsupported = false);
 
 }  // namespace ts

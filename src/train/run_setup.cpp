@@ -9,6 +9,7 @@
 #include "backend/backend_factory.h"
 #include "config/schema.h"
 #include "dist/allreduce.h"
+#include "core/error.h"
 #include "core/memory_limits.h"
 #include "nn/layers/conv2d.h"
 #include "nn/layers/fully_connected.h"
@@ -139,16 +140,21 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   // Collective: with ranks.backend only some ranks may lack their device or precision, and the
   // others must not wait for them in the next collective.
   std::string refusal;
+  bool unsupported = false;  // what this machine cannot run: a campaign marks the point, not failed
   try {
     s->backend = make_backend(backend_kind_name(r.backend), comm.local_rank());  // cuda: the device NCCL uses
     s->backend->set_threads(r.threads);
     check_device(cfg, *s->backend);
   } catch (const NoDeviceError& e) {  // built, but no device here: exit 2 naming the key
     refusal = cfg.locate("backend") + ": " + e.what();
+    unsupported = true;
+  } catch (const UnsupportedError& e) {
+    refusal = e.what();
+    unsupported = true;
   } catch (const ConfigError& e) {
     refusal = e.what();
   }
-  refuse_collectively(comm, refusal);
+  refuse_collectively(comm, refusal, unsupported);
   s->backend->set_precision(r.precision);
   s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
   s->backend->set_algorithm_choice(r.cuda_algorithms);

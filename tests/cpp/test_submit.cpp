@@ -409,7 +409,7 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   EXPECT_EQ(json, "{\"total\": 10, \"done\": 1, \"diverged\": 1, \"failed\": [{\"index\": 2, \"run_id\": \"" + c.runs[2].run_id +
                       "\", \"reason\": \"out of memory \\\"conv1\\\" [attempt 2, log: logs/x.attempt2.log]\"}, " + entry(4) + ", " + entry(8) +
                       "], \"preempted\": [" + entry(9) + "], \"running\": 2, \"pending\": 1, \"pending_reasons\": [" + entry(5) +
-                      "], \"missing\": 1}\n");
+                      "], \"missing\": 1, \"unsupported\": []}\n");
   const std::string text = status_text(c, st);
   EXPECT_NE(text.find("done 1, diverged 1, failed 3, preempted 1, running 2, pending 1, missing 1"), std::string::npos) << text;
   EXPECT_NE(text.find("  pending 1 (JobHeldUser): indices 5\n"), std::string::npos) << text;

@@ -69,7 +69,7 @@ def test_done_diverged_failed_and_idempotent(tmp_path):
     assert res.returncode == 0, res.stderr
     st = json.loads(res.stdout)
     assert list(st) == ["total", "done", "diverged", "failed", "preempted", "running", "pending", "pending_reasons",
-                        "missing"]
+                        "missing", "unsupported"]
     assert (st["total"], st["done"], st["diverged"], st["running"], st["pending"], st["missing"]) == (3, 1, 1, 0, 0, 0)
     assert [(f["index"], f["run_id"]) for f in st["failed"]] == [(2, bad)]
     assert "/nonexistent/fmnist" in st["failed"][0]["reason"]

@@ -73,7 +73,7 @@ def test_local_executor_status_and_resubmit(tmp_path):
 
     st = status(camp)
     assert list(st) == ["total", "done", "diverged", "failed", "preempted", "running", "pending", "pending_reasons",
-                        "missing"]
+                        "missing", "unsupported"]
     assert (st["total"], st["done"], st["diverged"], st["running"], st["pending"], st["missing"]) == (5, 4, 0, 0, 0, 0)
     assert [f["index"] for f in st["failed"]] == [4]
     assert "/nonexistent/fmnist" in st["failed"][0]["reason"]
