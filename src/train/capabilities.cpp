@@ -169,7 +169,7 @@ void check_device(const ResolvedConfig& cfg, const Backend& backend) {
     for (const std::string& known : known_backends())
       if (std::find(built.begin(), built.end(), known) == built.end()) not_built.push_back(known);
     throw UnsupportedError(cfg.locate("precision") + ": '" + precision_name(precision) + "' is not supported by backend '" +
-                      name + "' (it computes in: " + join(ok) + "); backends of this build that compute in " +
+                      name + "' on this machine (" + backend.describe().isa + "; it computes in: " + join(ok) + "); backends of this build that compute in " +
                       precision_name(precision) + ": " + (elsewhere.empty() ? "none" : join(elsewhere)) +
                       (not_built.empty() ? "" : " (not built here: " + join(not_built) + ")"));
   }
