@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "config/registries.h"
+#include "config/schema.h"
 #include "config/resolve_steps.h"
 #include "core/error.h"
 #include "core/strings.h"
@@ -166,8 +167,7 @@ void check_reduced_precision_reduction(const ResolvedConfig& cfg) {
 }
 
 void check_run_config(const ResolvedConfig& cfg, const KeyTexts& texts) {
-  check_exclusive(cfg, {"batch_per_worker", "global_batch"});
-  check_exclusive(cfg, {"epochs", "steps", "train_samples"});
+  for (const auto& group : exclusive_key_groups()) check_exclusive(cfg, group);
   check_combinations(cfg, texts);  // ranges were checked with each value: workers > 0 divides global_batch
   check_rank_config(cfg);
   check_gpu_against_backend(cfg);

@@ -120,6 +120,14 @@ RawValues read_yaml_values(const std::string& yaml_text, const std::string& orig
 
 void apply_override(RawValues& values, const std::string& assignment) {
   const std::string where = "--set " + one_line(assignment);  // messages stay one line
+  if (!assignment.empty() && assignment[0] == '~') {  // --set ~key: the key as if the YAML lacked it
+    const std::string key = assignment.substr(1);
+    if (!find_key_spec(key) && !is_key_group(key))
+      fail(where, "~KEY removes a key (or every key of a group: ~dist); " + unknown_key_message(key, ""));
+    for (auto it = values.begin(); it != values.end();)
+      it = it->first == key || it->first.rfind(key + ".", 0) == 0 ? values.erase(it) : std::next(it);
+    return;
+  }
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
     fail(where, "expected key=value with a dotted key, e.g. --set dist.allreduce=tree");
@@ -127,6 +135,17 @@ void apply_override(RawValues& values, const std::string& assignment) {
   if (!find_key_spec(key)) {
     if (is_key_group(key)) fail(where, "'" + key + "' is a group; set one of its keys, e.g. " + key + ".<key>=...");
     fail(where, unknown_key_message(key, ""));
+  }
+  const auto earlier = values.find(key);
+  if (earlier != values.end() && earlier->second.where.rfind("--set ", 0) == 0)
+    fail(where, "key '" + key + "' is set twice (also " + earlier->second.where + "); keep one");
+  // An override of one key of an exclusive group replaces the YAML's other key of that group.
+  for (const auto& group : exclusive_key_groups()) {
+    if (std::find(group.begin(), group.end(), key) == group.end()) continue;
+    for (const std::string& other : group) {
+      const auto it = values.find(other);
+      if (other != key && it != values.end() && it->second.where.rfind("--set ", 0) != 0) values.erase(it);
+    }
   }
   values[key] = {assignment.substr(eq + 1), where};
 }

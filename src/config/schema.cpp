@@ -187,6 +187,12 @@ const KeySpec* find_key_spec(const std::string& key) {
   return nullptr;
 }
 
+const std::vector<std::vector<std::string>>& exclusive_key_groups() {
+  static const std::vector<std::vector<std::string>> groups = {{"batch_per_worker", "global_batch"},
+                                                               {"epochs", "steps", "train_samples"}};
+  return groups;
+}
+
 bool is_key_group(const std::string& prefix) {
   for (const auto& s : run_config_schema())
     if (starts_with(s.key, prefix + ".")) return true;

@@ -49,6 +49,12 @@ const std::vector<KeySpec>& run_config_schema();
 const KeySpec* find_key_spec(const std::string& key);
 // True when `prefix` names a group of keys ("dist", "lr_schedule").
 bool is_key_group(const std::string& prefix);
+
+// Keys of which a config gives at most one: batch_per_worker | global_batch (the batch),
+// epochs | steps | train_samples (the run's length). An override of one replaces the others of
+// its group that the YAML gave (--set steps=150 on a config with epochs); two overrides of one
+// group, or a YAML that gives two, are refused.
+const std::vector<std::vector<std::string>>& exclusive_key_groups();
 // Every accepted dotted key, for --help, suggestions and sweep-file checks.
 std::vector<std::string> run_config_keys();
 // Keys of earlier versions that were removed: key -> why, and what to do instead.

@@ -311,3 +311,23 @@ TEST(RunConfig, CheckpointKeys) {
   EXPECT_NE(error_of("", {"checkpoint.keep=maybe"}).find("checkpoint.keep"), std::string::npos);
   EXPECT_NE(error_of("checkpoint: {every_step: 5}\n").find("did you mean"), std::string::npos);
 }
+
+// An override replaces the other keys of its exclusive group that the YAML gave; overrides of one
+// group or of one key twice are refused; ~KEY removes a key or a group (docs/config.md "Overrides").
+TEST(RunConfig, OverridesReplaceTheirGroupAndRemoveKeys) {
+  const std::string yaml = "model: lenet\nepochs: 2\nbatch_per_worker: 32\nlr_schedule: {kind: cosine, warmup_epochs: 0.1}\n";
+  auto c = parse_run_config(yaml, "cfg.yaml", {"steps=150", "global_batch=256"});
+  EXPECT_EQ(c.run.steps, 150);
+  EXPECT_EQ(c.where.count("epochs"), 0u);
+  EXPECT_EQ(c.run.global_batch, 256);
+  EXPECT_EQ(c.where.count("batch_per_worker"), 0u);
+  EXPECT_NE(error_of(yaml, {"steps=150", "epochs=1"}).find("conflicts with"), std::string::npos);
+  EXPECT_NE(error_of(yaml, {"lr=0.1", "lr=0.2"}).find("key 'lr' is set twice (also --set lr=0.1)"), std::string::npos);
+  EXPECT_NE(error_of(yaml + "steps: 3\n").find("conflicts with 'epochs'"), std::string::npos) << "the YAML's own conflict";
+  auto removed = parse_run_config(yaml, "cfg.yaml", {"~lr_schedule.warmup_epochs"});
+  EXPECT_EQ(removed.where.count("lr_schedule.warmup_epochs"), 0u);
+  EXPECT_EQ(removed.where.count("lr_schedule.kind"), 1u);
+  auto group = parse_run_config(yaml, "cfg.yaml", {"~lr_schedule"});
+  EXPECT_EQ(group.where.count("lr_schedule.kind"), 0u);
+  EXPECT_NE(error_of(yaml, {"~lrr"}).find("~KEY removes a key"), std::string::npos);
+}
