@@ -47,7 +47,7 @@ case $name in
   network)  # study 8: its own runner (one campaign per link rate of the test bed), then its report
     out=reports/studies/network
     [[ -n $report_only ]] || .venv/bin/python scripts/study_network.py --out "$out"
-    .venv/bin/python -m trainscale_analysis network-study "$out"/network_* --predictions "$out/predictions.json" \
+    .venv/bin/python -m trainscale_analysis network-study "$out"/network_*/ --predictions "$out/predictions.json" \
       --links "$out/links.json" -o "$out" --title "The effect of the network (Salvaris et al.'s Ethernet vs InfiniBand, on the test bed)"
     exit 0 ;;
   *) echo "usage: scripts/run_study.sh batch_lr|neuron_averaging|ps_timing|hetero_partition|sync_async|salvaris|model_skylake|network" >&2

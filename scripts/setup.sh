@@ -3,8 +3,17 @@
 # apt-get (as root), Python packages with pip into .venv. Idempotent and quiet unless something
 # fails. Without root (a cluster login node, environment modules) it only checks and lists what
 # is missing, with the package names to ask for.
+#   scripts/setup.sh          everything: the builds, the test suite, the benchmarks' peers
+#   scripts/setup.sh --main   only what the main job needs (scripts/quickstart.sh): the driver's
+#                             build, Open MPI, the data set, Python for the report
 set -euo pipefail
 cd "$(dirname "$0")/.."
+main_only=0
+case ${1:-} in
+  --main) main_only=1 ;;
+  "") ;;
+  *) echo "setup.sh: unknown option '$1'; accepted: --main" >&2; exit 2 ;;
+esac
 
 # Debian packages: build tools (and GNU time: /usr/bin/time -v reports peak RSS), the libraries
 # the driver links, the data set, MPI launchers, SimGrid's SMPI (trainscale-sim; without it
@@ -26,6 +35,18 @@ APT_PACKAGES=(
   nginx openssh-server sshfs fuse3  # the tests' real servers on 127.0.0.1: HTTP, and an sshfs mount as nfs
   iproute2 util-linux iperf3  # scripts/testbed.sh: hosts in network namespaces, shaped links, the link-rate peer
 )
+# The main job's share of them: the driver (no tests, simulator or second MPI), the data set,
+# Python for the report.
+if ((main_only)); then
+  APT_PACKAGES=(
+    build-essential cmake pkg-config git
+    libboost-program-options-dev libyaml-cpp-dev libhdf5-dev libdnnl-dev zlib1g-dev
+    libopenmpi-dev openmpi-bin
+    libturbojpeg0-dev libcurl4-openssl-dev
+    dataset-fashion-mnist
+    python3 python3-venv python3-pip
+  )
+fi
 
 quiet() {  # run a command, show its output only if it fails
   local log
@@ -78,12 +99,14 @@ if [[ ! -x .venv/bin/python ]]; then
   quiet "$PY" -m venv .venv
 fi
 reqs=()
-for f in analysis/requirements.txt tests/python/requirements.txt; do
+requirement_files=(analysis/requirements.txt tests/python/requirements.txt)
+((main_only)) && requirement_files=(analysis/requirements.txt)
+for f in "${requirement_files[@]}"; do
   [[ -f $f ]] && reqs+=(-r "$f")
 done
 if ((${#reqs[@]})); then
   stamp=.venv/.requirements.sha
-  sum=$(cat analysis/requirements.txt tests/python/requirements.txt 2>/dev/null | sha256sum | cut -d' ' -f1)
+  sum=$(cat "${requirement_files[@]}" 2>/dev/null | sha256sum | cut -d" " -f1)
   if [[ ! -f $stamp || $(cat "$stamp") != "$sum" ]]; then
     quiet .venv/bin/python -m pip install -q --disable-pip-version-check "${reqs[@]}"
     [[ -f analysis/pyproject.toml ]] && quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e analysis
@@ -97,7 +120,7 @@ fi
 # libfabric 2.4. scripts/impi_env.sh sets the variables it needs; scripts/build.sh builds
 # build-impi/ against it. TRAINSCALE_IMPI=0 skips it.
 IMPI_VERSION=2021.18.1
-if [[ ${TRAINSCALE_IMPI:-1} != 0 ]]; then
+if [[ ${TRAINSCALE_IMPI:-1} != 0 ]] && ((!main_only)); then
   if [[ ! -f .venv-impi/.impi-$IMPI_VERSION ]]; then
     rm -rf .venv-impi
     quiet "$PY" -m venv .venv-impi

@@ -2,6 +2,7 @@
 #include "train/capabilities.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "backend/backend_factory.h"
@@ -15,6 +16,8 @@
 
 namespace ts {
 namespace {
+
+using Locate = std::function<std::string(const std::string&)>;
 
 std::string built_allreduce_names() {
   std::vector<std::string> names;
@@ -39,31 +42,32 @@ void check_async_ps(const ResolvedConfig& cfg, int world_size) {
 
 
 // A precision the run's GPU generation has no arithmetic for ("" when it has, or no generation).
-std::string generation_lacks_precision(const ResolvedConfig& cfg) {
+// `locate` names a key: where it was set (a run), or just the key (a point of a sweep).
+std::string generation_lacks_precision(const ResolvedConfig& cfg, const Locate& locate) {
   const RunConfig& r = cfg.run;
   if (r.gpu == GpuGeneration::none || r.gpu == GpuGeneration::any) return "";
   const std::string generation = gpu_generation_name(r.gpu), precision = precision_name(r.precision);
   const std::vector<std::string> has = gpu_generation_precisions(generation);
   if (std::find(has.begin(), has.end(), precision) != has.end()) return "";
-  return cfg.locate("precision") + ": GPU generation " + generation + " has no " + precision + " arithmetic (" +
-         cfg.locate("gpu") + "; it computes in " + join(has) + ")";
+  return locate("precision") + ": GPU generation " + generation + " has no " + precision + " arithmetic (" +
+         locate("gpu") + "; it computes in " + join(has) + ")";
 }
 
 // What one backend of this binary cannot do here for `cfg`'s precision ("" when it can).
-std::string backend_cannot(const ResolvedConfig& cfg, BackendKind kind) {
+std::string backend_cannot(const ResolvedConfig& cfg, BackendKind kind, const Locate& locate) {
   const std::string name = backend_kind_name(kind);
   const auto built = available_backends();
   if (std::find(built.begin(), built.end(), name) == built.end())
-    return cfg.locate("backend") + ": backend '" + name + "' is not built into this binary (available: " + join(built) + ")";
+    return locate("backend") + ": backend '" + name + "' is not built into this binary (available: " + join(built) + ")";
   std::unique_ptr<Backend> backend;
   try {
     backend = make_backend(name);
   } catch (const NoDeviceError& e) {
-    return cfg.locate("backend") + ": backend '" + name + "' has no device on this machine (" + e.reason + ")";
+    return locate("backend") + ": backend '" + name + "' has no device on this machine (" + e.reason + ")";
   }
   for (Op op : {Op::conv, Op::fc})
     if (!backend->supports(op, cfg.run.precision))
-      return cfg.locate("precision") + ": backend '" + name + "' cannot compute in " + precision_name(cfg.run.precision) +
+      return locate("precision") + ": backend '" + name + "' cannot compute in " + precision_name(cfg.run.precision) +
              " on this machine (" + backend->describe().isa + ")";
   return "";
 }
@@ -174,7 +178,8 @@ void check_device(const ResolvedConfig& cfg, const Backend& backend) {
                       (not_built.empty() ? "" : " (not built here: " + join(not_built) + ")"));
   }
   check_gpu_generation(cfg, backend.describe());
-  if (std::string why = generation_lacks_precision(cfg); !why.empty()) throw UnsupportedError(why);
+  const Locate where = [&cfg](const std::string& key) { return cfg.locate(key); };
+  if (std::string why = generation_lacks_precision(cfg, where); !why.empty()) throw UnsupportedError(why);
 }
 
 void check_gpu_generation(const ResolvedConfig& cfg, const DeviceDescription& device) {
@@ -206,10 +211,12 @@ void check_gpu_generation(const ResolvedConfig& cfg, const DeviceDescription& de
 }
 
 std::optional<std::string> unsupported_reason(const ResolvedConfig& cfg, bool this_machine) {
-  if (std::string why = generation_lacks_precision(cfg); !why.empty()) return why;
+  // A sweep point: the key and its value say it (the point's config is no file with lines).
+  const Locate key = [&cfg](const std::string& k) { return cfg.flat.count(k) ? k + " " + cfg.flat.at(k) : k; };
+  if (std::string why = generation_lacks_precision(cfg, key); !why.empty()) return why;
   if (!this_machine) return std::nullopt;
   for (BackendKind kind : cfg.run.backends())
-    if (std::string why = backend_cannot(cfg, kind); !why.empty()) return why;
+    if (std::string why = backend_cannot(cfg, kind, key); !why.empty()) return why;
   return std::nullopt;
 }
 
