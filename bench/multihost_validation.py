@@ -4,12 +4,13 @@
 
 On a test bed of --hosts hosts with one rank each (scripts/testbed.sh; one thread per rank, so the
 ranks of the bed never share a core of this machine), for each link rate of --rates (tbf shaping
-in Gbit/s, `off` = the unshaped veth): `trainscale calibrate` runs across the hosts (the network's
-alpha and bandwidth by ping-pong, every all-reduce's alpha-beta fit, the node and the layers of
---models) into a cluster file of the bed at that rate; then each --cases run trains across the
-hosts (`trainscale run`, synthetic data, --steps steps), is predicted (`trainscale predict
---workers-per-node 1`) and simulated (`trainscale-sim run --workers-per-node 1`) on that cluster
-file. Measured = the median step (slowest rank per step) after --warmup steps; predicted = the
+in Gbit/s, `off` = the unshaped veth) and each --cases run: `trainscale calibrate` runs across the
+hosts right before the run (the network's alpha and bandwidth by ping-pong, every all-reduce's
+alpha-beta fit, the node and the run's model's layers) into a cluster file of the bed at that
+rate, so that a machine whose speed drifts within minutes (a cloud guest) is measured as the
+run finds it; then the run trains across the hosts (`trainscale run`, synthetic data, --steps
+steps), is predicted (`trainscale predict --workers-per-node 1`) and simulated (`trainscale-sim
+run --workers-per-node 1`) on that cluster file. Measured = the median step (slowest rank per step) after --warmup steps; predicted = the
 model's step; simulated = the simulated run's median step.
 
 Writes OUT_DIR/validation.json ({"points": [{config, hosts, link_gbps, measured_step_s,
@@ -18,8 +19,7 @@ and the median |error| of model and simulator) and the cluster files, run files,
 and simulated runs under OUT_DIR/work/. Not a pass/fail test. Needs root (the test bed).
 
   bench/multihost_validation.py [--hosts 2] [--rates 1,10,off] [--steps 30] [--warmup 5]
-      [--cases lenet:32,lenet:128,mlp:32,mlp:256,resnet20:32] [--models lenet,resnet20,mlp]
-      [--budget-s 30] [--out-dir reports/multihost]
+      [--cases lenet:32,lenet:128,mlp:32,mlp:256,resnet20:32] [--budget-s 15] [--out-dir reports/multihost]
 """
 import argparse
 import datetime
@@ -32,6 +32,7 @@ import sys
 
 import h5py
 import numpy as np
+import yaml
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 BINARY = REPO / "build" / "bin" / "trainscale"
@@ -88,8 +89,18 @@ def median_step(run_file, warmup):
     return float(np.median(step.max(axis=1)[warmup:]))
 
 
-def one_point(bed, args, work, rate, cluster, model, batch):
+def calibrated(bed, args, work, rate, name, model):
+    """A cluster file of the bed at this rate, measured now: the network, the fits, `model`'s layers."""
+    cluster = work / "clusters" / f"{name}.yaml"
+    cluster.parent.mkdir(parents=True, exist_ok=True)
+    bed.mpirun([BINARY, "calibrate", "--out", cluster, "--name", f"testbed-{rate}", "--threads", 1,
+                "--models", model, "--budget-s", args.budget_s])
+    return cluster
+
+
+def one_point(bed, args, work, rate, model, batch):
     name = f"{model}-b{batch}-{len(bed.hosts)}h-{rate}"
+    cluster = calibrated(bed, args, work, rate, name, model)
     cfg = work / "configs" / f"{name}.yaml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text(config_text(model, batch, len(bed.hosts), args.steps))
@@ -115,7 +126,8 @@ def one_point(bed, args, work, rate, cluster, model, batch):
            "predicted_comm_s": predicted["comm"], "predicted_exposed_comm_s": predicted["exposed_comm"],
            "predicted_compute_s": predicted["compute"],
            "model_error": (predicted["step_time"] - measured) / measured, "sim_error": (simulated - measured) / measured,
-           "cluster_file": os.path.relpath(cluster, REPO)}
+           "cluster_file": os.path.relpath(cluster, REPO),
+           "network": yaml.safe_load(cluster.read_text())["interconnect"]["levels"][-1]}
     print(f"{name:28s} measured {measured * 1e3:8.2f} ms  model {predicted['step_time'] * 1e3:8.2f} ms "
           f"({row['model_error'] * 100:+6.1f}%)  sim {simulated * 1e3:8.2f} ms ({row['sim_error'] * 100:+6.1f}%)", flush=True)
     return row
@@ -126,7 +138,7 @@ def markdown(doc):
     lines = [f"# Model and simulator against measured steps on the test bed ({doc['date']})", "",
              f"Machine: {doc['machine']}; commit {doc['commit']}. Command: `{doc['command']}`.",
              f"{pts[0]['hosts']} hosts of scripts/testbed.sh, one rank and one thread each, sync ring with overlap; "
-             "the cluster file of each link rate is `trainscale calibrate` across the hosts at that rate.", "",
+             "each point's cluster file is `trainscale calibrate` across the hosts at that rate, right before its run.", "",
              "| config | hosts | link | measured ms | model ms | error | simulated ms | error | model comm (exposed) ms |",
              "|---|---|---|---|---|---|---|---|---|"]
     for p in pts:
@@ -148,28 +160,21 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--cases", default="lenet:32,lenet:128,mlp:32,mlp:256,resnet20:32")
-    ap.add_argument("--models", default="lenet,resnet20,mlp")
-    ap.add_argument("--budget-s", type=float, default=30)
+    ap.add_argument("--budget-s", type=float, default=15)
     ap.add_argument("--out-dir", default="reports/multihost")
     args = ap.parse_args()
     out = (REPO / args.out_dir).resolve()
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
-    import yaml
     bed = Bed(args.hosts)
     points, networks = [], {}
     try:
         for rate in args.rates.split(","):
             bed.shape(rate)
-            cluster = work / "clusters" / f"testbed-{args.hosts}h-{rate}.yaml"
-            cluster.parent.mkdir(parents=True, exist_ok=True)
-            bed.mpirun([BINARY, "calibrate", "--out", cluster, "--name", f"testbed-{rate}", "--threads", 1,
-                        "--models", args.models, "--budget-s", args.budget_s])
-            net = yaml.safe_load(cluster.read_text())["interconnect"]["levels"][-1]
-            networks[rate] = net
             for case in args.cases.split(","):
                 model, batch = case.split(":")
-                points.append(one_point(bed, args, work, rate, cluster, model, int(batch)))
+                points.append(one_point(bed, args, work, rate, model, int(batch)))
+            networks[rate] = points[-1]["network"]
     finally:
         bed.down()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
