@@ -61,14 +61,16 @@ std::vector<std::pair<double, double>> time_layers(Net& net, int64_t batch, cons
 
 }  // namespace
 
-std::map<std::string, PhaseEfficiency> measure_layer_efficiency(const std::string& model, int64_t batch, int threads,
-                                                                 const ClusterSpec& node_only, double budget_s) {
+LayerTimes measure_layer_times(const std::string& model, int64_t batch, int threads, double budget_s) {
   std::unique_ptr<Backend> backend = make_backend("cpu");
   backend->set_threads(threads);
   const ModelInput input = model_expected_input(model);
   std::unique_ptr<Net> net = build_model(model, *backend, input, 1);
-  const std::vector<std::pair<double, double>> measured = time_layers(*net, batch, input, budget_s);
+  return time_layers(*net, batch, input, budget_s);
+}
 
+std::map<std::string, PhaseEfficiency> layer_efficiency(const std::string& model, int64_t batch, int threads,
+                                                        const ClusterSpec& node_only, const LayerTimes& measured) {
   ModelWorkRequest request;
   request.model = model;
   request.batch = batch;

@@ -107,12 +107,19 @@ void calibrate_network(Communicator& comm, ClusterSpec& spec, std::ostream& log)
       << "): alpha " << fixed(alpha * 1e6, "%.2f") << " us, " << fixed(gbps, "%.3f") << " Gbit/s\n";
 }
 
-// Per-layer efficiencies with `threads` threads, into `set`.
-void calibrate_layers(const CalibrateOptions& o, int threads, double budget_s, const ClusterSpec& spec, LayerEfficiency& set,
-                      std::ostream& log) {
+// Each model's layer times with `threads` threads, `budget_s` for all of them.
+std::map<std::string, LayerTimes> time_models(const CalibrateOptions& o, int threads, double budget_s) {
+  std::map<std::string, LayerTimes> out;
   const double each = budget_s / static_cast<double>(std::max<size_t>(1, o.models.size()));
+  for (const std::string& model : o.models) out[model] = measure_layer_times(model, o.batch, threads, each);
+  return out;
+}
+
+// Per-layer efficiencies of the times measured with `threads` threads, into `set`.
+void calibrate_layers(const CalibrateOptions& o, int threads, const std::map<std::string, LayerTimes>& times,
+                      const ClusterSpec& spec, LayerEfficiency& set, std::ostream& log) {
   for (const std::string& model : o.models) {
-    set.layers[model] = measure_layer_efficiency(model, o.batch, threads, spec, each);
+    set.layers[model] = layer_efficiency(model, o.batch, threads, spec, times.at(model));
     log << "layers of " << model << " (batch " << o.batch << ", " << threads << " threads):";
     for (const auto& [layer, e] : set.layers[model]) log << " " << layer << " " << fixed(e.fp, "%.2f") << "/" << fixed(e.bp, "%.2f");
     log << "\n";
@@ -169,12 +176,17 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
   spec.calibration.date = today();
   spec.calibration.threads = threads;
   spec.calibration.layer_batch = o.batch;
-  // The all-reduce fits first, on every rank; then rank 0 measures the node alone while the
-  // others have finished (a rank waiting in a barrier would poll a core away from it).
+  // The network and the all-reduce fits first, on every rank. Then the layers on one core, on
+  // every rank at once: a worker of a run of one worker per core computes while the others do,
+  // sharing the caches and the memory bandwidth (and on the test bed's hosts, which share this
+  // machine, the cores' neighbours); rank 0 keeps its times. Then rank 0 measures the node alone
+  // while the others have finished (a rank waiting in a barrier would poll a core away from it).
   calibrate_network(comm, spec, log);
   calibrate_allreduce(comm, o, spec, spec.calibration, log);
+  const double layers_s = 0.5 * o.budget_s;
+  const std::map<std::string, LayerTimes> one_core = time_models(o, 1, threads > 1 ? layers_s / 2 : layers_s);
   if (comm.rank() == 0) {
-    const double gemm_s = 0.1 * o.budget_s, triad_s = 0.1 * o.budget_s, layers_s = 0.5 * o.budget_s;
+    const double gemm_s = 0.1 * o.budget_s, triad_s = 0.1 * o.budget_s;
     for (const char* precision : {"fp32", "bf16"}) {
       const double gflops = measure_gemm_gflops(precision, threads, 1024, gemm_s / 2);
       if (gflops > 0) spec.node.peak_gflops[precision] = gflops;
@@ -184,12 +196,13 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
     log << "memory (triad): " << fixed(spec.node.memory_bandwidth_gbs) << " GB/s\n";
     // The shared-memory link: a copy through memory moves each byte in and out.
     spec.interconnect.levels[0].bandwidth_gbps = spec.node.memory_bandwidth_gbs * 8.0 / 2.0;
-    // At the run's thread count, and on one core (a worker of a run with more ranks than cores / threads).
+    // At the run's thread count (alone: a run of one worker takes every core), and on one core
+    // (a worker of a run with more ranks than cores / threads; measured above).
     LayerEfficiency main;
-    calibrate_layers(o, threads, threads > 1 ? layers_s / 2 : layers_s, spec, main, log);
+    calibrate_layers(o, threads, threads > 1 ? time_models(o, threads, layers_s / 2) : one_core, spec, main, log);
     spec.calibration.kinds = main.kinds;
     spec.calibration.layers = main.layers;
-    if (threads > 1) calibrate_layers(o, 1, layers_s / 2, spec, spec.calibration.at_threads[1], log);
+    if (threads > 1) calibrate_layers(o, 1, one_core, spec, spec.calibration.at_threads[1], log);
     spec.calibration.compression = measure_codec_rates(o.models.front(), o.batch, 0.1 * o.budget_s);
     for (const auto& [kind, r] : spec.calibration.compression)
       log << "compression " << kind << " (" << o.models.front() << "'s gradients): encode "

@@ -30,10 +30,14 @@ double measure_gemm_gflops(const std::string& precision, int threads, int64_t si
 // Triad a = b + s c over three arrays of `bytes_per_array`, on `threads` threads: the best
 // rate, counting 3 x 8 bytes per element as STREAM does.
 double measure_triad_gbs(int threads, int64_t bytes_per_array, double budget_s);
-// measured / roofline time of each layer of `model` (cpu backend, fp32, `batch`) on a node
-// described by `node_only` (its peak and bandwidth; no calibration): layer name -> efficiency.
-std::map<std::string, PhaseEfficiency> measure_layer_efficiency(const std::string& model, int64_t batch, int threads,
-                                                                 const ClusterSpec& node_only, double budget_s);
+// The median forward and backward seconds of each node of `model`'s net (cpu backend, fp32,
+// `batch`, `threads` threads), each layer timed inside the real net, in node order.
+using LayerTimes = std::vector<std::pair<double, double>>;
+LayerTimes measure_layer_times(const std::string& model, int64_t batch, int threads, double budget_s);
+// roofline / measured time of each layer of `model` on a node described by `node_only` (its peak
+// and bandwidth; no calibration): layer name -> efficiency.
+std::map<std::string, PhaseEfficiency> layer_efficiency(const std::string& model, int64_t batch, int threads,
+                                                        const ClusterSpec& node_only, const LayerTimes& measured);
 // The median efficiency per layer kind over the layers of several models (fp and bp apart).
 std::map<std::string, PhaseEfficiency> kind_medians(
     const std::map<std::string, std::map<std::string, PhaseEfficiency>>& layers);

@@ -202,7 +202,11 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   rs.run_id = run.run_id;
   const RunFiles f = run_files(campaign.dir, run.run_id);
   const auto sched = scheduler.find(run.index);
-  const bool scheduled = sched != scheduler.end();
+  // "ended": the scheduler answered and lists the task's job no more. A RUNNING marker it left on
+  // another host is then from processes that are gone (its node lost, or the job killed before
+  // its script could record why).
+  const bool ended = sched != scheduler.end() && sched->second.state == "ended";
+  const bool scheduled = sched != scheduler.end() && !ended;
   const DoneCheck done = check_done(f);
   const RunningMarker running = read_running(f, run.run_id, host);
   std::optional<RunMarker> marker;
@@ -214,7 +218,7 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   } else if (scheduled && sched->second.state == "running") {
     rs.state = RunState::running;
     rs.reason = "scheduler: running";
-  } else if (running.marker && running.live && !(scheduled && running.marker->host != host)) {
+  } else if (running.marker && running.live && !ended && !(scheduled && running.marker->host != host)) {
     // (A task the scheduler holds queued while its marker names another host was requeued: its
     // processes there are gone, and the scheduler, not the marker, says what happens next.)
     rs.state = RunState::running;
@@ -228,9 +232,13 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   } else if (done.marker) {
     rs.state = RunState::failed;
     rs.reason = done.problem;
-  } else if (running.marker) {
+  } else if (running.marker && !(ended && written_after(f.failed, f.running))) {
     rs.state = RunState::failed;
-    rs.reason = running.note;
+    rs.reason = !ended || !running.live ? running.note
+                                        : "attempt " + std::to_string(running.marker->attempt) + " on " + running.marker->host +
+                                              " ended without a result: its job is no longer in the scheduler's queue (a "
+                                              "node lost, or the job killed before it could say why); see logs/" +
+                                              run.run_id + ".attempt" + std::to_string(running.marker->attempt) + ".log";
   } else if ((marker = read_marker_if_present(f.failed))) {
     rs.state = RunState::failed;
     rs.reason = failure_summary(*marker);

@@ -94,9 +94,9 @@ struct CampaignStatus {
   std::vector<std::string> notes;  // e.g. "squeue not found: pending not asked from Slurm"
 };
 
-// What a scheduler says about one manifest index: state "running" | "pending", and for pending
-// tasks why they wait (Slurm's reason code such as Priority, Resources or JobHeldUser; PBS's
-// comment), "" when it gives none.
+// What a scheduler says about one manifest index: state "running" | "pending" | "ended" (Slurm
+// answered and no longer lists the task's job), and for pending tasks why they wait (Slurm's
+// reason code such as Priority, Resources or JobHeldUser; PBS's comment), "" when it gives none.
 struct SchedulerTask {
   std::string state;
   std::string reason;
@@ -105,8 +105,9 @@ using SchedulerStates = std::map<int64_t, SchedulerTask>;
 
 // Classifies every run, first match wins: a DONE marker whose run file is complete ->
 // done/diverged; an UNSUPPORTED marker (what this build, machine or GPU generation cannot run,
-// found at expand or at run time) -> unsupported, with its reason; the scheduler says running, or a RUNNING marker of a live attempt (on another
-// host: trusted, unless the scheduler holds the task queued: a requeued task) -> running; the
+// found at expand or at run time) -> unsupported, with its reason; the scheduler says running, or
+// a RUNNING marker of a live attempt (on another host: trusted, unless the scheduler holds the
+// task queued, a requeued task, or says its job ended) -> running; the
 // scheduler says pending -> pending (with its reason); a
 // PREEMPTED marker -> preempted; a DONE marker whose run file is missing, unreadable or
 // incomplete -> failed (saying so); a RUNNING marker of a dead process on this host -> failed;

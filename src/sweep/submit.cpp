@@ -508,6 +508,10 @@ void ask_slurm(const RecordedJobs& jobs, SchedulerStates& states, std::vector<st
     const bool pending = st == "PD";
     mark_task(states, jobs, job, task, {pending ? "pending" : "running", pending && reason != "None" ? reason : ""});
   }
+  // squeue lists pending and running jobs only: every other task of a recorded array has ended
+  // (campaign.h: a RUNNING marker such a task left on another host is stale).
+  for (const auto& [job, index_file] : jobs)
+    for (int64_t index : read_index_file(index_file)) states.emplace(index, SchedulerTask{"ended", ""});
 }
 
 // One subjob of `qstat -f -t`: its id, job_state and comment (continuation lines joined).

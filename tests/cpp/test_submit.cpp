@@ -423,6 +423,17 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   write_marker(files(9).failed, later);
   fs::remove(files(9).running);
   EXPECT_EQ(campaign_status(c, {}).runs[9].state, RunState::failed);
+
+  // A RUNNING marker of another host: running while the scheduler runs the job or says nothing;
+  // pending while it holds the task queued (requeued); failed once it lists the job no more.
+  fs::remove(files(6).failed);
+  std::ofstream(files(6).running) << "host: node-that-died\npid: 4242\nattempt: 3\n";
+  EXPECT_EQ(campaign_status(c, {}).runs[6].state, RunState::running);
+  EXPECT_EQ(campaign_status(c, {{6, {"pending", "BeginTime"}}}).runs[6].state, RunState::pending);
+  const RunStatus lost = campaign_status(c, {{6, {"ended", ""}}}).runs[6];
+  EXPECT_EQ(lost.state, RunState::failed);
+  EXPECT_NE(lost.reason.find("attempt 3 on node-that-died ended without a result: its job is no longer in the scheduler's queue"),
+            std::string::npos) << lost.reason;
 }
 
 TEST_F(Submit, SubmissionsAreRecorded) {
