@@ -54,7 +54,16 @@ CostTerms bkt_allreduce(const std::vector<int64_t>& dims, double m) {
   return bkt_reduce_scatter(dims, m) + bkt_allgather(dims, m);
 }
 
-CostTerms ring_allreduce(int64_t p, double m) { return bkt_allreduce({p}, m); }
+CostTerms ring_allreduce(int64_t p, double m) {
+  CostTerms terms = bkt_allreduce({p}, m);
+  // Pipelined (chunks of m / p in slices): while slice j is added, the next ones are on the
+  // wire, so with more than one slice per chunk only the last slice's addition stays on the
+  // critical path. That assumes the link is slower than the addition (beta >= gamma), as on
+  // every cluster file here; the simulator, running the same code, agrees (test_cli_sim.py).
+  const double chunk = p > 0 ? m / static_cast<double>(p) : 0.0;
+  if (chunk > kRingSliceBytes) terms.reduced = kRingSliceBytes;
+  return terms;
+}
 
 CostTerms tree_allreduce(int64_t p, double m) { return mst_allreduce({p}, m); }
 

@@ -39,7 +39,9 @@ CostTerms mst_allreduce(const std::vector<int64_t>& dims, double m);   // reduce
 CostTerms bkt_allreduce(const std::vector<int64_t>& dims, double m);   // reduce-scatter + all-gather
 
 // docs/distributed.md's algorithms on p ranks (topology-blind: a 1-D ring, a binomial tree).
-CostTerms ring_allreduce(int64_t p, double m);          // 2(p-1) a + 2(p-1)/p m b + (p-1)/p m g
+// dist/allreduce.cpp's ring sends each chunk in slices of this many bytes (kRingSliceFloats).
+constexpr double kRingSliceBytes = 1 << 20;
+CostTerms ring_allreduce(int64_t p, double m);  // 2(p-1) a + 2(p-1)/p m b + (p-1)/p m g, or one slice's g once m/p > slice
 CostTerms tree_allreduce(int64_t p, double m);          // 2 ceil(log2 p) (a + m b) + ceil(log2 p) m g
 // recursive doubling: log2 p (a + m b + m g) for p a power of two; otherwise, with p2 the largest
 // power of two below p, (log2 p2 + 2)(a + m b) + (log2 p2 + 1) m g (fold in, butterfly, fold out)

@@ -160,6 +160,9 @@ TEST(Collectives, DistributedMdAlgorithms) {
   const double m = 4096;
   EXPECT_DOUBLE_EQ(ring_allreduce(4, m).latency, 6);
   EXPECT_DOUBLE_EQ(ring_allreduce(4, m).bytes, 1.5 * m);
+  EXPECT_DOUBLE_EQ(ring_allreduce(4, m).reduced, 0.75 * m);  // chunks of one slice: as unsliced
+  // 16 MiB on 4 ranks: chunks of 4 slices; the last slice's addition stays on the path.
+  EXPECT_DOUBLE_EQ(ring_allreduce(4, 16.0 * (1 << 20)).reduced, 1.0 * (1 << 20));
   EXPECT_DOUBLE_EQ(tree_allreduce(4, m).latency, 4);
   EXPECT_DOUBLE_EQ(tree_allreduce(4, m).reduced, 2 * m);
   EXPECT_DOUBLE_EQ(butterfly_allreduce(4, m).bytes, 2 * m);
