@@ -32,7 +32,7 @@ endif()
 if(TS_BUILD_SIM)
   # dist/ against SMPI: every file but those src/dist/smpi/ replaces.
   file(GLOB dist_smpi_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/dist/*.cpp ${CMAKE_SOURCE_DIR}/src/dist/smpi/*.cpp)
-  list(FILTER dist_smpi_srcs EXCLUDE REGEX "/src/dist/(comm_thread|shm_allreduce|scratch_memory|reduce_kernel|mpi_sum|request_wait)\\.cpp$")
+  list(FILTER dist_smpi_srcs EXCLUDE REGEX "/src/dist/(comm_thread|shm_allreduce|scratch_memory|reduce_kernel|mpi_sum|request_wait|bounded_finalize)\\.cpp$")
   add_library(ts_dist_smpi STATIC ${dist_smpi_srcs})
   # SMPI's mpi.h first; Open MPI's include directory is never on this target's path.
   target_include_directories(ts_dist_smpi BEFORE PUBLIC ${SIMGRID_INCLUDE_DIR}/smpi)

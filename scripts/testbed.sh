@@ -179,6 +179,11 @@ cmd_down() {
     ip netns del "$h" 2>/dev/null || true
   done
   ip link del "$BRIDGE" 2>/dev/null || true
+  # A host's veth outlives its namespace's name while the kernel still holds the namespace (the
+  # sockets of ranks killed mid-transfer); deleting our end removes the pair.
+  for f in $(ip -o link show 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep -E "^${PREFIX:0:8}v[0-9]+$" || true); do
+    ip link del "$f" 2>/dev/null || true
+  done
   for f in "$STATE"/ns/*.pid; do [[ -f $f ]] && kill -KILL "$(cat "$f")" 2>/dev/null || true; done
   # Whatever is still mounted under the state directory (an older or interrupted `up`), deepest first.
   for f in $(awk -v d="$STATE" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo | sort -r); do

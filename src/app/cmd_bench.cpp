@@ -248,7 +248,7 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
   MpiSession mpi(&argc, &argv);
   auto comm = Communicator::world();
   try {
-    return run_bench(*comm, settings);
+    return mpi.set_exit_code(run_bench(*comm, settings));
   } catch (const ConfigError&) {
     throw;  // raised by every rank alike (nccl's device check is collective): exit 2 everywhere
   } catch (const std::exception& e) {

@@ -275,7 +275,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
   auto comm = Communicator::world();
   const bool root = comm->rank() == 0;
   std::optional<TaskClaim> claim;  // rank 0 holds the task's lock until the attempt ends
-  if (const std::optional<int> skipped = claim_for_all(dir, run, *comm, claim)) return *skipped;
+  if (const std::optional<int> skipped = claim_for_all(dir, run, *comm, claim)) return mpi.set_exit_code(*skipped);
   std::unique_ptr<Attempt> attempt;
   std::ostringstream discard;
   try {
@@ -291,18 +291,18 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
     // Line numbers in messages are the manifest's (campaign.h).
     ResolvedConfig cfg = parse_run_config(run.config_yaml, campaign.manifest_path, {});
     const std::optional<double> stage_in_s = stage_in(campaign, cfg, *comm, root ? attempt->log() : discard);
-    if (!stage_in_s) return kExitFailed;  // rank 0 reports it
+    if (!stage_in_s) return mpi.set_exit_code(kExitFailed);  // rank 0 reports it
     RunIdentity id{run.run_id, run.config_id, campaign.name, root ? attempt->number() : 0};
     const std::string runs_dir = (fs::path(dir) / "runs").string();
     // A task continues from its checkpoint by itself (a requeued or resubmitted task).
     RunOutcome out = train(cfg, id, runs_dir, *comm, root ? log : static_cast<std::ostream&>(discard),
                            ResumeMode::automatic);
     if (root) attempt->finished(out.exit_code, *stage_in_s);
-    return out.exit_code;
+    return mpi.set_exit_code(out.exit_code);
   } catch (const PreemptedError& e) {
     if (root) attempt->preempted(e);
     if (root) throw;
-    return kExitPreempted;
+    return mpi.set_exit_code(kExitPreempted);
   } catch (const UnsupportedError& e) {  // every rank refused alike (refuse_collectively)
     if (root) {
       attempt->unsupported(e.what());
@@ -313,7 +313,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
     if (attempt) attempt->failed(e);
     const int rc = fail_collectively(*comm, e);
     if (root) throw;
-    return rc;
+    return mpi.set_exit_code(rc);
   }
 }
 
@@ -391,10 +391,10 @@ int command_run(const std::vector<std::string>& args) {
     std::ostringstream discard;
     RunOutcome out = train(cfg, id, vm["out"].as<std::string>(), *comm, comm->rank() == 0 ? std::cout : discard,
                            vm.count("resume") ? ResumeMode::requested : ResumeMode::off);
-    return out.exit_code;
+    return mpi.set_exit_code(out.exit_code);
   } catch (const std::exception& e) {
     const int rc = fail_collectively(*comm, e);
-    if (comm->rank() != 0) return rc;
+    if (comm->rank() != 0) return mpi.set_exit_code(rc);
     throw;
   }
 }

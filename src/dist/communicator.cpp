@@ -13,9 +13,11 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <numeric>
 
 #include "core/error.h"
+#include "dist/bounded_finalize.h"
 #include "dist/half_codec.h"
 #include "dist/mpi_comm.h"
 
@@ -55,7 +57,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (!finalized) finalize_mpi_bounded(std::uncaught_exceptions() > 0 ? 1 : exit_code_);
 }
 
 std::unique_ptr<Communicator> CommunicatorAccess::duplicate(MPI_Comm base) {

@@ -34,12 +34,20 @@ struct MpiLibrary {
 // while the main thread computes, never at the same time as it (dist/comm_thread.h).
 // A library that provides less is accepted here; mpi_threads_serialized() tells, and
 // dist.overlap (which needs it) is refused with a clear error.
+// Leaving: a barrier, then MPI_Finalize with a deadline (dist/bounded_finalize.h); past it the
+// process exits with the code given to set_exit_code (0 unless told; 1 while an exception
+// unwinds).
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
+  // The command's exit code, for a finalize that has to be abandoned; returns `code`.
+  int set_exit_code(int code) { return exit_code_ = code; }
+
+ private:
+  int exit_code_ = 0;
 };
 
 // What a rank's watchdog found when one of its exchanges did not complete within the timeout

@@ -1,0 +1,22 @@
+// How a process leaves MPI (MpiSession's destructor). MPI_Finalize is collective in practice:
+// MPICH 4.0 over UCX (Debian's ch4:ucx) closes its endpoints in MPI_Finalize and one rank can
+// wait forever for a peer that already went on into the launcher's PMI barrier and no longer
+// drives UCX (measured on the test bed of docs/multihost.md: 2 hosts x 2 ranks, about four
+// runs in five hung after their run files were written). An MPI barrier first brings every rank
+// to the closing together (one in five still hung), and a deadline ends what is left: results
+// are written before MPI_Finalize, so a process whose finalize does not return within
+// kFinalizeDeadlineSeconds says so and exits with its own code; the launchers then end the job
+// with that code (hydra and Open MPI's mpirun both report 0 for a job whose ranks exit 0).
+// trainscale-sim compiles dist/smpi/simulated_finalize.cpp instead (plain MPI_Finalize: a
+// real-time deadline means nothing to a simulated rank).
+#pragma once
+
+namespace ts {
+
+inline constexpr int kFinalizeDeadlineSeconds = 15;
+
+// MPI_Barrier on MPI_COMM_WORLD (more than one rank) and MPI_Finalize, bounded as above;
+// `exit_code` is what the process exits with if the deadline passes.
+void finalize_mpi_bounded(int exit_code);
+
+}  // namespace ts
