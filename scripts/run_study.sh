@@ -35,7 +35,7 @@ case $name in
     args=(--baseline dist.partition=equal
           --title "Heterogeneous workers: equal, static, measured, adaptive partitions (Choi et al.)") ;;
   salvaris)  # the data formats it reads are converted first (campaigns/data/, kept between runs)
-    parts=("salvaris:configs/sites/local-storage-study.yaml" "salvaris_intel:configs/sites/local-storage-study.yaml"
+    parts=("salvaris:configs/sites/local-storage-study.yaml" "salvaris_flavors:configs/sites/local-storage-study.yaml"
            "salvaris_sim:$sim_site")
     args=(--baseline mpi_flavor=openmpi --baseline precision=fp32 --baseline dataset.format=idx --baseline dataset.storage=local
           --title "Relative throughput by MPI flavor, precision and data format (Salvaris et al.)") ;;
@@ -75,7 +75,7 @@ for part in "${parts[@]}"; do
   # Study 4's storage dimension reads through an sshfs mount and an HTTP server that exist only
   # while its campaign runs (scripts/study_storage.py).
   around=()
-  [[ $sweep == salvaris || $sweep == salvaris_intel ]] && around=("$py" scripts/study_storage.py run --)
+  [[ $sweep == salvaris ]] && around=("$py" scripts/study_storage.py run --)
   "$bin" sweep expand "configs/studies/$sweep.yaml" --site "$site" --out "$camp"
   "${around[@]}" "$bin" sweep submit "$camp" || echo "run_study.sh: some runs of $sweep failed; the report shows them"
   "$py" -m trainscale_analysis archive "$camp" -o "$out/$sweep"

@@ -58,9 +58,9 @@ def test_malformed_sweep_exits_2(tmp_path):
 # on, with the run count its header promises; a _sim sweep needs the simulate site.
 STUDY_RUNS = {"batch_lr": 120, "batch_lr_low": 48, "batch_lr_cifar10": 120, "neuron_averaging": 12, "ps_timing": 29,
               "ps_timing_sim": 18, "hetero_partition": 5, "sync_async": 33,
-              "salvaris": 132, "salvaris_intel": 66, "salvaris_sim": 12, "salvaris_gpu": 8, "model_skylake_sim": 168,
+              "salvaris": 132, "salvaris_flavors": 18, "salvaris_sim": 12, "salvaris_gpu": 8, "model_skylake_sim": 168,
               "model_skylake_sim_mesh": 168, "network": 18}
-STUDY_REPETITIONS = {"sync_async": 3, "salvaris": 3, "salvaris_intel": 3, "salvaris_gpu": 2, "network": 3}  # runs per point (each its own seed); 1 elsewhere
+STUDY_REPETITIONS = {"sync_async": 3, "salvaris": 3, "salvaris_flavors": 3, "salvaris_gpu": 2, "network": 3}  # runs per point (each its own seed); 1 elsewhere
 
 
 def test_every_study_sweep_expands_with_its_run_count(tmp_path):
@@ -69,7 +69,7 @@ def test_every_study_sweep_expands_with_its_run_count(tmp_path):
               if not p.stem.endswith("_base") and p.stem != "model_skylake"}
     assert sweeps == set(STUDY_RUNS)  # a new study gets a line here
     for name, count in STUDY_RUNS.items():
-        site = {"salvaris": "local-storage-study", "salvaris_intel": "local-storage-study",
+        site = {"salvaris": "local-storage-study", "salvaris_flavors": "local-storage-study",
                 "model_skylake_sim_mesh": "simulate-skylake-mesh", "salvaris_gpu": "device-local",
                 "network": "testbed"}.get(
             name, "simulate-skylake" if name.endswith("_sim") else "local-oversubscribe")
