@@ -317,6 +317,18 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
   }
 }
 
+// `run --config` names its file by the config (<out>/<run_id>.h5), so running a config again into
+// the same --out would silently replace the first result: refused unless asked for (--overwrite)
+// or continuing it (--resume). Checked before MPI starts, by every rank alike.
+void refuse_to_overwrite(const std::string& out_dir, const std::string& run_id, bool resume, bool overwrite) {
+  const fs::path run_file = fs::path(out_dir) / (run_id + ".h5");
+  std::error_code ec;
+  if (resume || overwrite || !fs::exists(run_file, ec)) return;
+  throw ConfigError("--out " + out_dir + " already holds the run file of this config (" + run_file.string() +
+                    ", from an earlier run): pass --overwrite to replace it, another --out to keep both, or --resume "
+                    "to continue it");
+}
+
 }  // namespace
 
 int command_run(const std::vector<std::string>& args) {
@@ -353,6 +365,7 @@ int command_run(const std::vector<std::string>& args) {
       ("set", po::value<std::vector<std::string>>()->composing(), "override a key: --set dist.allreduce=mpi (repeatable)")
       ("out", po::value<std::string>()->default_value("runs"), "directory for the run file")
       ("resume", "continue from the newest valid checkpoint in --out (none: start at step 0, with a note)")
+      ("overwrite", "replace the run file an earlier run of this config left in --out (refused otherwise)")
       ("manifest", po::value<std::string>(), "campaign directory (sweep runs)")
       ("index", po::value<int64_t>(), "manifest index (sweep runs)")
       ("restart-count", po::value<int>()->default_value(0),
@@ -381,6 +394,7 @@ int command_run(const std::vector<std::string>& args) {
   const std::string stem = std::filesystem::path(path).stem().string();
   check_name(stem, "run id prefix (the config file's name without its extension; rename the file)", "--config " + path, "");
   id.run_id = stem + "-" + id.config_id;
+  refuse_to_overwrite(vm["out"].as<std::string>(), id.run_id, vm.count("resume") > 0, vm.count("overwrite") > 0);
 
   int argc = 0;
   char** argv = nullptr;

@@ -7,6 +7,7 @@
 
 #include "app/command_errors.h"
 #include "app/commands.h"
+#include "core/build_info.h"
 #include "core/error.h"
 
 namespace {
@@ -23,7 +24,7 @@ commands:
   data      data sets: data convert (records, hdf5, jpeg_dir), data inspect (checksums, corruption),
             data make-synthetic-jpeg (an ImageNet-shaped JPEG folder)
 
-`trainscale <command> --help` describes each command.
+`trainscale <command> --help` describes each command; `trainscale --version` prints the version.
 exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss),
             4 preempted (SIGTERM/SIGUSR1: checkpoint written, continue with `run --resume`)
 )";
@@ -35,6 +36,12 @@ int main(int argc, char** argv) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
     return args.empty() ? ts::kExitUsage : ts::kExitOk;
+  }
+  if (args[0] == "--version" || args[0] == "-V") {
+    // The version, the commit it was built from and the MPI flavor: what a bug report needs.
+    std::cout << "trainscale " << TRAINSCALE_VERSION << " (commit " << TRAINSCALE_GIT_SHA << ", "
+              << TRAINSCALE_BUILD_TYPE << ", MPI " << TRAINSCALE_MPI_FLAVOR_BUILT << ")\n";
+    return ts::kExitOk;
   }
   const std::string command = args[0];
   args.erase(args.begin());

@@ -338,3 +338,29 @@ def test_bf16_converges_within_half_a_point_of_fp32(one_epoch_fp32, tmp_path):
         # fp32 loss and optimizer: the training loss curves stay close too.
         loss32, loss16 = f32["train/loss"][-50:].mean(), b16["train/loss"][-50:].mean()
         assert abs(loss16 - loss32) < 0.05, (loss16, loss32)
+
+
+def test_version_names_the_release_the_commit_and_the_mpi_flavor():
+    res = run(["--version"])
+    assert res.returncode == 0, res.stderr
+    info = run(["info"]).stdout
+    version = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("version:"))
+    flavor = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("mpi_flavor_built:"))
+    assert res.stdout.startswith(f"trainscale {version} (commit "), res.stdout
+    assert f"MPI {flavor})" in res.stdout and res.stdout.count("\n") == 1
+
+
+def test_a_second_run_of_a_config_into_the_same_out_is_refused_unless_overwrite(tmp_path):
+    cfg = write_config(tmp_path / "again.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic, "
+                       "synthetic_samples: 256}\nbatch_per_worker: 16\nsteps: 3\nthreads: 1\neval: {every_epochs: 0}\n")
+    first = run(["run", "--config", cfg, "--out", tmp_path / "o"])
+    assert first.returncode == 0, first.stderr
+    (path,) = (tmp_path / "o").glob("*.h5")
+    written = path.stat().st_mtime_ns
+    second = run(["run", "--config", cfg, "--out", tmp_path / "o"])
+    assert second.returncode == 2
+    assert "already holds the run file of this config" in second.stderr and "--overwrite" in second.stderr
+    assert path.stat().st_mtime_ns == written, "the first result was left as it was"
+    third = run(["run", "--config", cfg, "--out", tmp_path / "o", "--overwrite"])
+    assert third.returncode == 0, third.stderr
+    assert path.stat().st_mtime_ns != written
