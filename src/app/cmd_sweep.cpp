@@ -399,7 +399,10 @@ int sweep_record_end(const std::vector<std::string>& args) {
   end.log_path = vm["log"].as<std::string>();
   if (!end.log_path.empty()) end.log_reference = "see " + end.log_path;
   // file_time_type has no portable conversion from the epoch: go through "now" on both clocks.
-  const auto ago = std::chrono::seconds(std::time(nullptr) - vm["since"].as<int64_t>());
+  // Both ends are whole seconds (date +%s, time()), so the start is known to within a second:
+  // one second more keeps the marker of a task that failed in its first second its own (an
+  // earlier attempt's marker is older than a requeue).
+  const auto ago = std::chrono::seconds(std::time(nullptr) - vm["since"].as<int64_t>() + 1);
   end.since = fs::file_time_type::clock::now() - ago;
   const auto& run = campaign.runs[static_cast<size_t>(index)];
   if (const std::optional<std::string> reason = record_launcher_end(campaign.dir, run.run_id, end))
