@@ -11,6 +11,7 @@
 #include "config/resolve_steps.h"
 #include "config/strict_yaml.h"
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace ts {
 
@@ -72,17 +73,12 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
 }
 
 ResolvedConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
-  if (fs::is_directory(path))
-    throw ConfigError(path + ": is a directory, not a run config file; give --config the YAML file (configs/*.yaml)");
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open the run config file; check the path given to --config");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_config_text(path, "run config file (--config)");
   // An empty file is a careless mistake far more often than a wish for all defaults; `{}` says that.
-  if (yaml_is_empty(load_yaml_strictly(ss.str(), path)))
+  if (yaml_is_empty(load_yaml_strictly(text, path)))
     throw ConfigError(path + ": the run config is empty (no keys); write the keys (docs/config.md), or `{}` for "
                       "every default");
-  return parse_run_config(ss.str(), path, overrides);
+  return parse_run_config(text, path, overrides);
 }
 
 }  // namespace ts

@@ -16,6 +16,8 @@
 namespace ts {
 namespace {
 
+namespace fs = std::filesystem;
+
 std::string errno_text() { return std::strerror(errno); }
 
 // fsync of an open-able path (a file, or a directory opened O_DIRECTORY). File systems that
@@ -102,6 +104,29 @@ std::string read_text_file(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string read_config_text(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec) {
+    throw ConfigError(path + ": cannot read the " + what + " (" + ec.message() + "); check the path");
+  }
+  if (fs::is_directory(st)) throw ConfigError(path + ": is a directory, not a " + what + "; give the YAML file");
+  if (!fs::is_regular_file(st))
+    throw ConfigError(path + ": is not a regular file (a FIFO, socket or device), so not a " + what +
+                      "; give the YAML file");
+  const auto size = fs::file_size(path, ec);
+  if (!ec && static_cast<int64_t>(size) > kMaxConfigFileBytes)
+    throw ConfigError(path + ": " + std::to_string(size) + " bytes is too large for a " + what + " (at most " +
+                      std::to_string(kMaxConfigFileBytes >> 20) + " MiB); is this the right file?");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path + ": cannot read the " + what + " (" + errno_text() + ")");
+  std::string text;
+  text.resize(static_cast<size_t>(ec ? 0 : size));
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 }  // namespace ts

@@ -5,6 +5,7 @@
 // nor a reader ever sees a half-written file. Errors are RuntimeError naming the file.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -46,5 +47,14 @@ void write_whole_file(const std::string& path, std::string_view bytes, const std
 std::string io_error_text(int error_number, const std::string& path);
 // The whole file; RuntimeError naming it when it cannot be read.
 std::string read_text_file(const std::string& path);
+
+// The largest input file a person writes (run config, sweep, site, cluster file): 16 MiB, far
+// above any real one (the biggest shipped is a few KiB), so a wrong path never reads for minutes.
+inline constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
+// A file a person gives as `what` ("run config", "sweep file", ...), whole. ConfigError (exit 2)
+// naming it, with the system's reason, when it is missing or unreadable ("Permission denied"),
+// not a regular file (a directory, a FIFO, /dev/zero: they would block or never end) or larger
+// than kMaxConfigFileBytes; the size is checked before anything is read.
+std::string read_config_text(const std::string& path, const std::string& what);
 
 }  // namespace ts

@@ -158,9 +158,9 @@ int64_t ClusterSpec::ranks_per_node(int64_t threads) const {
 
 ClusterSpec load_cluster_file(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code not_a_path;  // a path from a site file or --cluster may be anything: no throw
-  if (!std::filesystem::is_regular_file(path, not_a_path))
-    throw ConfigError(path + ": cannot open the cluster file; give one of configs/clusters/*.yaml (docs/model.md)");
-  return parse_cluster_file(read_text_file(path), path, overrides);
+  if (!std::filesystem::exists(path, not_a_path))
+    throw ConfigError(path + ": no such cluster file; give one of configs/clusters/*.yaml (docs/model.md)");
+  return parse_cluster_file(read_config_text(path, "cluster file"), path, overrides);
 }
 
 ClusterSpec parse_cluster_file(const std::string& text, const std::string& path, const std::vector<std::string>& overrides) {

@@ -250,8 +250,7 @@ std::vector<std::string> site_file_keys() {
 }
 
 Site load_site_file(const std::string& path) {
-  if (!fs::is_regular_file(path)) throw ConfigError(path + ": cannot open the site file; check the path given to --site");
-  return parse_site_file(read_text_file(path), path);
+  return parse_site_file(read_config_text(path, "site file"), path);
 }
 
 Site parse_site_file(const std::string& text, const std::string& path) {

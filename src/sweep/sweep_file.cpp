@@ -111,8 +111,7 @@ std::vector<std::string> sweep_file_keys() {
 }
 
 SweepFile load_sweep_file(const std::string& path) {
-  if (!fs::is_regular_file(path)) throw ConfigError(path + ": cannot open the sweep file; check the path");
-  return parse_sweep_file(read_text_file(path), path);
+  return parse_sweep_file(read_config_text(path, "sweep file"), path);
 }
 
 namespace {
@@ -160,7 +159,7 @@ void read_base(const SweepParser& p, const YAML::Node& node, SweepFile& sweep) {
     p.fail(node, "base: run config '" + base + "' not found");
   }
   sweep.base_path = base_path.lexically_normal().string();
-  sweep.base_text = read_text_file(sweep.base_path);
+  sweep.base_text = read_config_text(sweep.base_path, "base run config (base:)");
   if (yaml_is_empty(load_yaml_strictly(sweep.base_text, sweep.base_path)))
     p.fail(node, "base: run config '" + sweep.base_path + "' is empty (no keys); write its keys (docs/config.md), or `{}` "
                  "for every default");

@@ -269,3 +269,26 @@ def test_derived_step_count_is_bounded(tmp_path):
                                                "batch_per_worker: 1\nepochs: 100000\nthreads: 1\n")
     expect_refused(run(["run", "--config", cfg, "--out", tmp_path / "out"], timeout=120),
                    "long.yaml:4: key 'epochs': the run would take 1677721600000 steps", "more than the 1000000000")
+
+
+def test_special_and_oversized_input_files_are_refused_before_reading(tmp_path):
+    """A FIFO would block forever, /dev/zero never ends, a huge sparse file reads for minutes:
+    each is refused at once, for every kind of file a person gives (core/file_io.h)."""
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    expect_refused(run(["run", "--config", fifo], timeout=30), "pipe.yaml: is not a regular file", "run config")
+    expect_refused(run(["run", "--config", "/dev/zero"], timeout=30), "/dev/zero: is not a regular file")
+    huge = tmp_path / "huge.yaml"
+    with huge.open("wb") as f:  # sparse: 3 GB of size, nothing on disk
+        f.truncate(3 << 30)
+    expect_refused(run(["run", "--config", huge], timeout=30), "huge.yaml: 3221225472 bytes is too large for a run config")
+    expect_refused(run(["run", "--config", tmp_path / "missing.yaml"]), "missing.yaml: cannot read the run config",
+                   "No such file or directory")
+    write_config(tmp_path / "base.yaml", BASE)
+    sweep = write_config(tmp_path / "sweep.yaml", "base: base.yaml\nmatrix: {lr: [0.1, 0.2]}\n")
+    expect_refused(run(["sweep", "expand", fifo, "--dry-run"], timeout=30), "pipe.yaml: is not a regular file",
+                   "sweep file")
+    expect_refused(run(["sweep", "expand", sweep, "--site", "/dev/zero", "--dry-run"], timeout=30),
+                   "/dev/zero: is not a regular file", "site file")
+    expect_refused(run(["predict", "--config", tmp_path / "base.yaml", "--cluster", fifo, "--workers", "2"], timeout=30),
+                   "pipe.yaml: is not a regular file", "cluster file")
