@@ -3,10 +3,13 @@
 // wait forever for a peer that already went on into the launcher's PMI barrier and no longer
 // drives UCX (measured on the test bed of docs/multihost.md: 2 hosts x 2 ranks, about four
 // runs in five hung after their run files were written). An MPI barrier first brings every rank
-// to the closing together (one in five still hung), and a deadline ends what is left: results
+// to the closing together but does not remove the hang (the deadline still ended 5 of 8 runs),
+// so a deadline ends what is left: results
 // are written before MPI_Finalize, so a process whose finalize does not return within
-// kFinalizeDeadlineSeconds says so and exits with its own code; the launchers then end the job
-// with that code (hydra and Open MPI's mpirun both report 0 for a job whose ranks exit 0).
+// kFinalizeDeadlineSeconds says so and exits with its own code. Hydra then reports that code for
+// most such jobs (sometimes 255: its proxy fails writing the PMI barrier's answer to a rank that
+// left); Open MPI's finalize (ob1/TCP) and Intel MPI's did not hang here (docs/multihost.md
+// "MPICH across hosts").
 // trainscale-sim compiles dist/smpi/simulated_finalize.cpp instead (plain MPI_Finalize: a
 // real-time deadline means nothing to a simulated rank).
 #pragma once
