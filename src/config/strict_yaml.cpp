@@ -25,7 +25,8 @@ class StrictChecker : public YAML::EventHandler {
   void OnDocumentEnd() override {}
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor, std::string()); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string& value) override {
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor, const std::string& value) override {
+    check_tag(mark, tag);
     leaf(mark, anchor, value);
   }
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -43,8 +44,9 @@ class StrictChecker : public YAML::EventHandler {
     end_node(nodes);
   }
 
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
+    check_tag(mark, tag);
     begin_node(mark, std::nullopt);
     Frame frame;
     frame.is_map = false;
@@ -52,7 +54,9 @@ class StrictChecker : public YAML::EventHandler {
     stack_.push_back(std::move(frame));
   }
   void OnSequenceEnd() override { end_collection(); }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    check_tag(mark, tag);
     begin_node(mark, std::nullopt);
     Frame frame;
     frame.is_map = true;
@@ -74,6 +78,14 @@ class StrictChecker : public YAML::EventHandler {
 
   [[noreturn]] void fail(const YAML::Mark& mark, const std::string& msg) const {
     throw ConfigError(origin_ + ":" + std::to_string(mark.line + 1) + ": " + msg);
+  }
+
+  // yaml-cpp keeps a tag it does not know (`!custom 3`) and reads the value as if it were not
+  // there: an application tag means something to its author that nothing here would honour.
+  // Accepted: no tag ("?" plain, "!" quoted) and YAML's own (`!!str`, tag:yaml.org,2002:...).
+  void check_tag(const YAML::Mark& mark, const std::string& tag) const {
+    if (tag.empty() || tag == "?" || tag == "!" || tag.rfind("tag:yaml.org,2002:", 0) == 0) return;
+    fail(mark, "the YAML tag '" + tag + "' is not understood here (only YAML's own, such as !!str); remove it");
   }
 
   // "dist.allreduce" or "runs[3].config.lr": where the node being read sits.

@@ -292,3 +292,15 @@ def test_special_and_oversized_input_files_are_refused_before_reading(tmp_path):
                    "/dev/zero: is not a regular file", "site file")
     expect_refused(run(["predict", "--config", tmp_path / "base.yaml", "--cluster", fifo, "--workers", "2"], timeout=30),
                    "pipe.yaml: is not a regular file", "cluster file")
+
+
+def test_an_unknown_yaml_tag_is_refused_and_yamls_own_are_read(tmp_path):
+    cfg = write_config(tmp_path / "tagged.yaml", BASE + "lr: !custom 0.1\n")
+    expect_refused(run(["run", "--config", cfg]), "tagged.yaml:", "the YAML tag '!custom' is not understood here")
+    write_config(tmp_path / "base.yaml", BASE)
+    sweep = write_config(tmp_path / "sweep.yaml", "base: base.yaml\nmatrix: !setlike {lr: [0.1, 0.2]}\n")
+    expect_refused(run(["sweep", "expand", sweep, "--dry-run"]), "sweep.yaml:2: the YAML tag '!setlike'")
+    write_config(tmp_path / "own.yaml", BASE.replace("steps: 2", "steps: !!int 2"))
+    res = run(["sweep", "expand", write_config(tmp_path / "s2.yaml", "base: own.yaml\nmatrix: {lr: [!!float 0.1]}\n"),
+               "--dry-run"])
+    assert res.returncode == 0, res.stderr  # YAML's own tags (!!int, !!float) are read as ever
