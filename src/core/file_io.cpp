@@ -110,7 +110,7 @@ std::string read_config_text(const std::string& path, const std::string& what) {
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (ec) {
-    throw ConfigError(path + ": cannot read the " + what + " (" + ec.message() + "); check the path");
+    throw ConfigError(path + ": cannot open the " + what + " (" + ec.message() + "); check the path");
   }
   if (fs::is_directory(st)) throw ConfigError(path + ": is a directory, not a " + what + "; give the YAML file");
   if (!fs::is_regular_file(st))
@@ -121,7 +121,7 @@ std::string read_config_text(const std::string& path, const std::string& what) {
     throw ConfigError(path + ": " + std::to_string(size) + " bytes is too large for a " + what + " (at most " +
                       std::to_string(kMaxConfigFileBytes >> 20) + " MiB); is this the right file?");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path + ": cannot read the " + what + " (" + errno_text() + ")");
+  if (!in) throw ConfigError(path + ": cannot open the " + what + " (" + errno_text() + ")");
   std::string text;
   text.resize(static_cast<size_t>(ec ? 0 : size));
   in.read(text.data(), static_cast<std::streamsize>(text.size()));

@@ -282,7 +282,7 @@ def test_special_and_oversized_input_files_are_refused_before_reading(tmp_path):
     with huge.open("wb") as f:  # sparse: 3 GB of size, nothing on disk
         f.truncate(3 << 30)
     expect_refused(run(["run", "--config", huge], timeout=30), "huge.yaml: 3221225472 bytes is too large for a run config")
-    expect_refused(run(["run", "--config", tmp_path / "missing.yaml"]), "missing.yaml: cannot read the run config",
+    expect_refused(run(["run", "--config", tmp_path / "missing.yaml"]), "missing.yaml: cannot open the run config",
                    "No such file or directory")
     write_config(tmp_path / "base.yaml", BASE)
     sweep = write_config(tmp_path / "sweep.yaml", "base: base.yaml\nmatrix: {lr: [0.1, 0.2]}\n")

@@ -148,9 +148,12 @@ def test_a_task_that_loses_a_node_is_failed_with_slurms_reason(slurm, testbed, t
     finally:
         subprocess.run(slurm + ["restart", testbed.hosts[1]], capture_output=True, env=testbed.script_env, timeout=60)
     (failed,) = st["failed"]
-    # The job script records Slurm's words when it outlives the launcher long enough (KillWait);
-    # else status finds the attempt's job gone from the queue: failed either way, saying why.
+    # The job script records Slurm's words when it outlives the launcher long enough (KillWait):
+    # srun's "Node failure on HOST" or slurmstepd's "CANCELLED ... DUE TO NODE FAILURE", whichever
+    # reached the log first; else status finds the attempt's job gone from the queue: failed
+    # either way, saying why.
     assert f"Node failure on {testbed.hosts[1]}" in failed["reason"] or \
+        ("Slurm: " in failed["reason"] and "DUE TO NODE FAILURE" in failed["reason"]) or \
         "its job is no longer in the scheduler's queue" in failed["reason"], failed
     assert not (camp / "runs" / f"{rid}.RUNNING").exists(), "the lost attempt is not shown running"
 
