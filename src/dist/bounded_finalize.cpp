@@ -14,11 +14,12 @@
 namespace ts {
 namespace {
 
-// Runs `exit_code`'s _exit on its own thread unless disarmed within the deadline.
-class FinalizeDeadline {
+// Ends the process unless disarmed (destroyed) within the deadline.
+class Deadline {
  public:
-  explicit FinalizeDeadline(int exit_code) : thread_([this, exit_code] { watch(exit_code); }) {}
-  ~FinalizeDeadline() {
+  Deadline(int seconds, int exit_code, const char* what, const char* why)
+      : thread_([=, this] { watch(seconds, exit_code, what, why); }) {}
+  ~Deadline() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;
@@ -26,17 +27,15 @@ class FinalizeDeadline {
     wake_.notify_one();
     thread_.join();
   }
-  FinalizeDeadline(const FinalizeDeadline&) = delete;
-  FinalizeDeadline& operator=(const FinalizeDeadline&) = delete;
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
 
  private:
-  void watch(int exit_code) {
+  void watch(int seconds, int exit_code, const char* what, const char* why) {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (wake_.wait_for(lock, std::chrono::seconds(kFinalizeDeadlineSeconds), [this] { return done_; })) return;
-    std::fprintf(stderr,
-                 "trainscale: MPI_Finalize did not return within %d s (the MPI library's closing waits for a "
-                 "peer that already left; results were written before it); exiting with code %d\n",
-                 kFinalizeDeadlineSeconds, exit_code);
+    if (wake_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; })) return;
+    std::fprintf(stderr, "trainscale: %s did not return within %d s (%s); exiting with code %d\n", what, seconds, why,
+                 exit_code);
     std::fflush(stderr);
     _exit(exit_code);
   }
@@ -49,12 +48,21 @@ class FinalizeDeadline {
 
 }  // namespace
 
+void run_with_deadline(int seconds, int exit_code, const char* what, const char* why,
+                       const std::function<void()>& body) {
+  Deadline deadline(seconds, exit_code, what, why);
+  body();
+}
+
 void finalize_mpi_bounded(int exit_code) {
-  FinalizeDeadline deadline(exit_code);
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1) MPI_Barrier(MPI_COMM_WORLD);
-  MPI_Finalize();
+  run_with_deadline(kFinalizeDeadlineSeconds, exit_code, "MPI_Finalize",
+                    "the MPI library's closing waits for a peer that already left; results were written before it",
+                    [] {
+                      int size = 1;
+                      MPI_Comm_size(MPI_COMM_WORLD, &size);
+                      if (size > 1) MPI_Barrier(MPI_COMM_WORLD);
+                      MPI_Finalize();
+                    });
 }
 
 }  // namespace ts

@@ -57,7 +57,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) finalize_mpi_bounded(std::uncaught_exceptions() > 0 ? 1 : exit_code_);
+  if (!finalized) finalize_mpi_bounded(std::uncaught_exceptions() > 0 ? kExitFailed : exit_code_);
 }
 
 std::unique_ptr<Communicator> CommunicatorAccess::duplicate(MPI_Comm base) {
