@@ -15,6 +15,8 @@ int bench_io_command(const std::vector<std::string>& args);  // app/cmd_bench_io
 int command_predict(const std::vector<std::string>& args);    // app/cmd_predict.cpp
 int command_calibrate(const std::vector<std::string>& args);  // app/cmd_calibrate.cpp
 int command_data(const std::vector<std::string>& args);       // app/cmd_data.cpp
+int command_show(const std::vector<std::string>& args);       // app/cmd_show.cpp
+int command_trace(const std::vector<std::string>& args);      // app/cmd_trace.cpp
 int command_make_synthetic_jpeg(const std::vector<std::string>& args);  // `data make-synthetic-jpeg`
 // Commands of the contract that later work implements: a clear usage error until then.
 int command_not_built(const std::string& name, const std::vector<std::string>& args);

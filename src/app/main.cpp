@@ -16,6 +16,8 @@ const char* kUsage = R"(usage: trainscale <command> [options]
 
 commands:
   run       train one configuration and write its HDF5 run file
+  show      print a run file: summary, per-phase times, per-rank table, config (--json, --csv)
+  trace     a run file's per-rank phases as a Chrome trace (Perfetto, chrome://tracing)
   info      build options, backends, oneDNN version and ISA, MPI library, threads
   sweep     experiment campaigns: sweep expand, submit (slurm, pbs, local), status, resubmit
   bench     benchmarks: bench allreduce (mpi, ring, tree, ps, shm, butterfly), bench io (the input pipeline)
@@ -53,6 +55,8 @@ int main(int argc, char** argv) {
     if (command == "predict") return ts::command_predict(args);
     if (command == "calibrate") return ts::command_calibrate(args);
     if (command == "data") return ts::command_data(args);
+    if (command == "show") return ts::command_show(args);
+    if (command == "trace") return ts::command_trace(args);
     std::cerr << "trainscale: unknown command '" << command << "'\n\n" << kUsage;
     return ts::kExitUsage;
   });

@@ -32,12 +32,6 @@ bool parse_double(const std::string& t, double& out) {
   return res.ec == std::errc() && res.ptr == t.data() + t.size() && std::isfinite(out);
 }
 
-// Shortest text that parses back to the same double ("0.05", "1e-05", "2").
-std::string format_number(double v) {
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, res.ptr);
-}
 
 // "must be at most 1024, got 5000 (accepted: 1..1024, docs/config.md)" when `value` lies outside
 // the key's range, else "".
@@ -70,7 +64,7 @@ std::string canonical_text(const KeySpec& spec, const RawValue& raw) {
       double v;
       if (!parse_double(raw.text, v)) bad("'" + raw.text + "' is not a finite number");
       if (const std::string e = out_of_range(spec, raw.text, v); !e.empty()) bad(e);
-      return format_number(v);
+      return shortest_number_text(v);
     }
     case ValueType::boolean: {
       bool v;
@@ -213,6 +207,7 @@ RunConfig typed_config(const KeyTexts& t) {
   r.seed = static_cast<uint64_t>(i64("seed"));
   r.log_every = i64("log_every");
   if (has("loss_reads")) r.loss_reads = enum_from_name(all_loss_reads(), loss_reads_name, str("loss_reads"), "loss_reads");
+  if (has("metrics.au_threshold")) r.au_threshold = f64("metrics.au_threshold");
   return r;
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 
 namespace ts {
@@ -71,6 +73,14 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   if (best_distance == std::string::npos || best_distance > std::max<size_t>(2, word.size() / 3)) return "";
   return best;
 }
+
+std::string shortest_number_text(double value) {
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string(buf, res.ptr);
+}
+
+std::string json_number(double value) { return std::isfinite(value) ? shortest_number_text(value) : "null"; }
 
 std::string json_quote(std::string_view text) {
   std::string out = "\"";

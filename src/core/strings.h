@@ -21,6 +21,10 @@ size_t edit_distance(std::string_view a, std::string_view b);
 // The candidate closest to `word` by edit distance (dotted names also compare their last
 // part), or "" when none is plausibly a typo of it (more than about a third of it differs).
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+// The shortest text that reads back to the same double ("0.05", "1e-05", "2", "nan", "inf").
+std::string shortest_number_text(double value);
+// `value` as a JSON number: its shortest text, or null for NaN and infinities (JSON has neither).
+std::string json_number(double value);
 // `text` as a JSON string literal, quotes included ("a\"b" -> "\"a\\\"b\"").
 std::string json_quote(std::string_view text);
 // 64-bit FNV-1a of `text`'s bytes (config ids, sweep seeds and manifest hashes, the jpeg_dir

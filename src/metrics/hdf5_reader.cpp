@@ -150,6 +150,36 @@ std::vector<std::string> ReadFile::members(const std::string& group) const {
   return names;
 }
 
+std::vector<std::string> ReadFile::attribute_names(const std::string& object) const {
+  QuietErrors quiet;
+  Id obj(H5Oopen(id_, object.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!obj.ok()) fail(path_, object + " is missing");
+  std::vector<std::string> names;
+  const auto collect = [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+    return 0;
+  };
+  hsize_t at = 0;
+  if (H5Aiterate2(obj, H5_INDEX_NAME, H5_ITER_INC, &at, collect, &names) < 0)
+    fail(path_, "the attributes of " + object + " cannot be listed");
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ReadFile::AttributeKind ReadFile::attribute_kind(const std::string& object, const std::string& name) const {
+  QuietErrors quiet;
+  Id attr(open_attr(id_, path_, object, name), H5Aclose);
+  Id type(H5Aget_type(attr), H5Tclose);
+  Id space(H5Aget_space(attr), H5Sclose);
+  if (!type.ok() || !space.ok() || H5Sget_simple_extent_type(space) != H5S_SCALAR) return AttributeKind::other;
+  switch (H5Tget_class(type)) {
+    case H5T_STRING: return AttributeKind::string;
+    case H5T_INTEGER: return AttributeKind::integer;
+    case H5T_FLOAT: return AttributeKind::real;
+    default: return AttributeKind::other;
+  }
+}
+
 void ReadFile::read_dataset(const std::string& dataset, int64_t mem_type, bool integer, size_t elem_size,
                             std::vector<int64_t>& dims, std::vector<unsigned char>& bytes) const {
   QuietErrors quiet;

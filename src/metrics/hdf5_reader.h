@@ -39,6 +39,11 @@ class ReadFile {
   double real_attr(const std::string& object, const std::string& name) const;
   // The names in a group, sorted.
   std::vector<std::string> members(const std::string& group) const;
+  // The names of `object`'s attributes, sorted ("/" for the root).
+  std::vector<std::string> attribute_names(const std::string& object) const;
+  // The kind of a scalar attribute's value: which of the three readers above takes it.
+  enum class AttributeKind { string, integer, real, other };
+  AttributeKind attribute_kind(const std::string& object, const std::string& name) const;
   // The whole dataset converted to T (HDF5 converts between numeric types; a dataset of
   // another class, or of more than 2 dims, is a RuntimeError).
   Array<float> floats(const std::string& dataset) const;

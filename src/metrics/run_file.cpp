@@ -66,6 +66,9 @@ void validate(const std::string& path, const RunResult& r) {
     if (n != 0 && n != S * static_cast<size_t>(R))
       bad_result(path, "/io/read_bytes or /io/read_seconds has " + std::to_string(n) +
                            " entries, expected steps x ranks = " + std::to_string(S) + " x " + std::to_string(R));
+  if (!r.au.empty() && (r.au.size() != static_cast<size_t>(R) || r.data_wait_share.size() != r.au.size()))
+    bad_result(path, "/utilisation/au and data_wait_share have " + std::to_string(r.au.size()) + " and " +
+                         std::to_string(r.data_wait_share.size()) + " entries, expected ranks = " + std::to_string(R));
   for (const auto& [name, v] : r.compression)
     if (v.size() != S * static_cast<size_t>(R))
       bad_result(path, "/compression/" + name + " has " + std::to_string(v.size()) +
@@ -198,6 +201,12 @@ void write_contents(h5::File& file, const RunResult& r) {
     }
     summary.set_attr("diverged", static_cast<int64_t>(r.diverged ? 1 : 0));
     if (!r.params_sha256.empty()) summary.set_attr("params_sha256", r.params_sha256);
+  }
+  if (!r.au.empty()) {
+    h5::Group utilisation = file.create_group("utilisation");
+    utilisation.write("au", r.au).set_attr("units", "fraction");
+    utilisation.write("data_wait_share", r.data_wait_share).set_attr("units", "fraction");
+    utilisation.set_attr("threshold", r.au_threshold);
   }
   if (!r.read_bytes.empty() || !r.io_text.empty() || !r.io_numbers.empty()) {
     h5::Group io = file.create_group("io");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -103,6 +104,11 @@ struct RunResult {
   // binary32 little-endian in arena order (core/sha256.h); "" leaves it out.
   std::string params_sha256;
   bool diverged = false;
+  // /utilisation (written when `au` is not empty): per rank [R], the accelerator utilisation and
+  // the data-wait share of the steps after warm-up (metrics/utilisation.h), and the threshold
+  // they were judged against (metrics.au_threshold; NaN: none).
+  std::vector<double> au, data_wait_share;
+  double au_threshold = std::numeric_limits<double>::quiet_NaN();
 
   // /model
   std::string model_name;

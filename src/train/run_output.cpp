@@ -15,6 +15,7 @@
 #include "core/timer.h"
 #include "data/blob_storage.h"
 #include "dist/async_ps_worker.h"
+#include "metrics/utilisation.h"
 #include "train/summary.h"
 
 namespace ts {
@@ -101,6 +102,19 @@ void fill_partition(PartitionRecord& p, const DistConfig& dist, const ShareBalan
     p.change_step.push_back(c.step);
     p.change_shares.insert(p.change_shares.end(), c.shares.begin(), c.shares.end());
   }
+}
+
+// /utilisation and its /summary figures, over the steps after warm-up (metrics/utilisation.h).
+void add_utilisation(RunResult& res, double threshold) {
+  const int64_t world = res.record.world_size;
+  const int64_t warmup = warmup_steps_for(static_cast<int64_t>(res.step.size()));
+  const std::vector<RankUtilisation> ranks = rank_utilisation(res.timing, world, warmup);
+  for (const RankUtilisation& u : ranks) {
+    res.au.push_back(u.au);
+    res.data_wait_share.push_back(u.data_wait_share);
+  }
+  res.au_threshold = threshold;
+  for (const auto& [key, value] : utilisation_summary(ranks, threshold)) res.summary[key] = value;
 }
 
 // SHA-256 of the final parameters (rank 0's; every rank holds the same after the last step).
@@ -281,6 +295,7 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
                         static_cast<double>(res.compression.at("wire_bytes").size());
     res.summary["compression_ratio"] = sent > 0 ? fp32 / sent : std::numeric_limits<double>::quiet_NaN();
   }
+  add_utilisation(res, cfg.run.au_threshold);
   res.params_sha256 = final_params_sha256(setup);
   if (setup.shares->active()) fill_partition(res.partition, cfg.run.dist, *setup.shares, rec.steps());
   res.diverged = rec.diverged;

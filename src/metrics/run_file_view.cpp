@@ -1,0 +1,127 @@
+// Reading a run file back whole (see run_file_view.h).
+#include "metrics/run_file_view.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "metrics/hdf5_reader.h"
+
+namespace ts {
+namespace {
+
+using Kind = h5::ReadFile::AttributeKind;
+
+std::string attribute_text(const h5::ReadFile& f, const std::string& object, const std::string& name) {
+  switch (f.attribute_kind(object, name)) {
+    case Kind::string: return f.string_attr(object, name);
+    case Kind::integer: return std::to_string(f.int_attr(object, name));
+    case Kind::real: return shortest_number_text(f.real_attr(object, name));
+    case Kind::other: break;
+  }
+  return "";  // an array or compound attribute: not one of the schema's, left out
+}
+
+void read_summary(const h5::ReadFile& f, RunFileView& v) {
+  if (!f.exists("/summary")) return;
+  for (const std::string& name : f.attribute_names("/summary")) {
+    const Kind kind = f.attribute_kind("/summary", name);
+    if (kind == Kind::real) v.summary[name] = f.real_attr("/summary", name);
+    else if (kind == Kind::integer) v.summary[name] = static_cast<double>(f.int_attr("/summary", name));
+    else if (kind == Kind::string) v.summary_text[name] = f.string_attr("/summary", name);
+  }
+}
+
+// A [S, R] phase of /timing, checked against the file's step count and world size.
+std::vector<float> read_phase(const h5::ReadFile& f, const std::string& phase, int64_t steps, int64_t ranks) {
+  h5::Array<float> a = f.floats("/timing/" + phase);
+  const bool shaped = a.dims.size() == 2 ? a.dims[0] == steps && a.dims[1] == ranks : steps == 0 && a.values.empty();
+  if (!shaped)
+    throw RuntimeError("run file " + f.path() + ": /timing/" + phase + " is not steps x ranks (" +
+                       std::to_string(steps) + " x " + std::to_string(ranks) + ")");
+  return std::move(a.values);
+}
+
+void read_series(const h5::ReadFile& f, RunFileView& v) {
+  v.step = f.int64s("/train/step").values;
+  v.samples = f.int64s("/train/samples").values;
+  v.epoch = f.doubles("/train/epoch").values;
+  v.time = f.doubles("/train/time").values;
+  v.loss = f.floats("/train/loss").values;
+  v.lr = f.floats("/train/lr").values;
+  v.steps = static_cast<int64_t>(v.step.size());
+  if (f.exists("/timing"))
+    for (const std::string& phase : f.members("/timing")) v.timing[phase] = read_phase(f, phase, v.steps, v.ranks);
+  if (f.exists("/eval")) {
+    v.eval_step = f.int64s("/eval/step").values;
+    v.eval_epoch = f.doubles("/eval/epoch").values;
+    v.eval_time = f.doubles("/eval/time").values;
+    v.eval_loss = f.doubles("/eval/loss").values;
+    v.eval_accuracy = f.doubles("/eval/accuracy").values;
+  }
+  if (f.exists("/utilisation/au")) {
+    v.au = f.doubles("/utilisation/au").values;
+    v.data_wait_share = f.doubles("/utilisation/data_wait_share").values;
+  }
+}
+
+}  // namespace
+
+std::string RunFileView::attribute(const std::string& name) const {
+  const auto it = attributes.find(name);
+  return it == attributes.end() ? "" : it->second;
+}
+
+std::string RunFileView::config_value(const std::string& key, const std::string& fallback) const {
+  const auto it = config.find(key);
+  return it == config.end() ? fallback : it->second;
+}
+
+double RunFileView::summary_value(const std::string& name) const {
+  const auto it = summary.find(name);
+  return it == summary.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+}
+
+std::vector<std::string> RunFileView::phases() const {
+  static const std::vector<std::string> order = {"data_wait", "forward", "backward", "comm", "comm_wait", "optimizer",
+                                                 "step", "gather", "average", "broadcast", "compress", "decompress"};
+  std::vector<std::string> out;
+  for (const std::string& p : order)
+    if (timing.count(p)) out.push_back(p);
+  for (const auto& [p, values] : timing)
+    if (std::find(order.begin(), order.end(), p) == order.end()) out.push_back(p);
+  return out;
+}
+
+RunFileView read_run_file_view(const std::string& path) {
+  const h5::ReadFile f = h5::ReadFile::open(path);
+  RunFileView v;
+  v.path = path;
+  for (const std::string& name : f.attribute_names("/")) {
+    v.attributes[name] = attribute_text(f, "/", name);
+    const Kind kind = f.attribute_kind("/", name);
+    if (kind == Kind::integer || kind == Kind::real) v.numeric_attributes.insert(name);
+  }
+  if (v.attribute("schema").rfind("trainscale-run/", 0) != 0)
+    throw RuntimeError("run file " + path + ": not a trainscale run file (root attribute 'schema' is '" +
+                       v.attribute("schema") + "', expected trainscale-run/1)");
+  if (f.exists("/config"))
+    for (const std::string& key : f.attribute_names("/config")) v.config[key] = attribute_text(f, "/config", key);
+  v.ranks = f.int_attr("/", "world_size");
+  if (v.ranks < 1) throw RuntimeError("run file " + path + ": world_size " + std::to_string(v.ranks) + " < 1");
+  v.rank_hosts = split(v.attribute("rank_hosts"), ',');
+  v.local_ranks = split(v.attribute("local_ranks"), ',');
+  if (static_cast<int64_t>(v.rank_hosts.size()) != v.ranks) v.rank_hosts.clear();
+  if (static_cast<int64_t>(v.local_ranks.size()) != v.ranks) v.local_ranks.clear();
+  read_summary(f, v);
+  read_series(f, v);
+  if (f.exists("/model")) {
+    v.model_name = f.string_attr("/model", "name");
+    v.model_parameters = f.int_attr("/model", "parameters");
+    v.model_flops_per_sample = f.int_attr("/model", "flops_per_sample");
+  }
+  return v;
+}
+
+}  // namespace ts

@@ -1,0 +1,123 @@
+// Chrome trace events of a run file (see trace_events.h).
+#include "metrics/trace_events.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "core/strings.h"
+
+namespace ts {
+namespace {
+
+constexpr int kTrainingThread = 0, kCommThread = 1;
+
+// Seconds as the format's microseconds, in fixed notation to the nanosecond ("5000000", "12.5").
+std::string micros(double seconds) {
+  if (!std::isfinite(seconds)) return "0";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", seconds * 1e6);
+  std::string text(buf);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text == "-0" ? "0" : text;
+}
+
+struct EventSink {
+  std::vector<std::string> events;
+
+  // A complete event ("ph": "X"); times in seconds, written in microseconds as the format wants.
+  void span(const std::string& name, const char* category, int64_t rank, int thread, double start, double seconds,
+            int64_t step) {
+    events.push_back("{\"name\": " + json_quote(name) + ", \"cat\": \"" + category + "\", \"ph\": \"X\", \"ts\": " +
+                     micros(start) + ", \"dur\": " + micros(seconds) + ", \"pid\": " +
+                     std::to_string(rank) + ", \"tid\": " + std::to_string(thread) +
+                     ", \"args\": {\"step\": " + std::to_string(step) + "}}");
+  }
+  void name_process(int64_t rank, const std::string& name) {
+    events.push_back("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + std::to_string(rank) +
+                     ", \"args\": {\"name\": " + json_quote(name) + "}}");
+    events.push_back("{\"name\": \"process_sort_index\", \"ph\": \"M\", \"pid\": " + std::to_string(rank) +
+                     ", \"args\": {\"sort_index\": " + std::to_string(rank) + "}}");
+  }
+  void name_thread(int64_t rank, int thread, const char* name) {
+    events.push_back("{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": " + std::to_string(rank) +
+                     ", \"tid\": " + std::to_string(thread) + ", \"args\": {\"name\": \"" + name + "\"}}");
+  }
+};
+
+double seconds_of(const RunFileView& run, const char* phase, int64_t step, int64_t rank) {
+  const auto it = run.timing.find(phase);
+  if (it == run.timing.end()) return 0;
+  const float v = it->second[static_cast<size_t>(step * run.ranks + rank)];
+  return std::isfinite(v) ? v : 0;
+}
+
+bool has(const RunFileView& run, const char* phase) { return run.timing.count(phase) > 0; }
+
+// The communication thread of one step: comm ending where comm_wait ends, its parts inside it.
+void comm_events(EventSink& out, const RunFileView& run, int64_t s, int64_t r, double step_start, double comm_end) {
+  const double comm = seconds_of(run, "comm", s, r);
+  if (!has(run, "comm")) return;
+  const double start = std::max(step_start, comm_end - comm);
+  out.span("comm", "communication", r, kCommThread, start, comm, s);
+  double at = start;  // the parameter-server phases, one after another inside comm
+  for (const char* part : {"gather", "average", "broadcast"}) {
+    if (!has(run, part)) continue;
+    out.span(part, "communication", r, kCommThread, at, seconds_of(run, part, s, r), s);
+    at += seconds_of(run, part, s, r);
+  }
+  if (has(run, "compress")) out.span("compress", "communication", r, kCommThread, start, seconds_of(run, "compress", s, r), s);
+  if (has(run, "decompress")) {
+    const double d = seconds_of(run, "decompress", s, r);
+    out.span("decompress", "communication", r, kCommThread, start + comm - d, d, s);
+  }
+}
+
+// One step of one rank, starting at `start` seconds of the training clock.
+void step_events(EventSink& out, const RunFileView& run, int64_t s, int64_t r, double start) {
+  const double step = seconds_of(run, "step", s, r);
+  out.span("step " + std::to_string(run.step.empty() ? s + 1 : run.step[static_cast<size_t>(s)]), "step", r,
+           kTrainingThread, start, step, s);
+  double at = start;
+  for (const char* phase : {"data_wait", "forward", "backward"}) {
+    if (!has(run, phase)) continue;
+    out.span(phase, "compute", r, kTrainingThread, at, seconds_of(run, phase, s, r), s);
+    at += seconds_of(run, phase, s, r);
+  }
+  const double wait = seconds_of(run, "comm_wait", s, r), update = seconds_of(run, "optimizer", s, r);
+  const double tail = std::max(at, start + step - wait - update);  // where comm_wait begins
+  if (tail > at) out.span("step_other", "compute", r, kTrainingThread, at, tail - at, s);
+  if (has(run, "comm_wait")) out.span("comm_wait", "communication", r, kTrainingThread, tail, wait, s);
+  if (has(run, "optimizer")) out.span("optimizer", "compute", r, kTrainingThread, tail + wait, update, s);
+  comm_events(out, run, s, r, start, tail + wait);
+}
+
+}  // namespace
+
+std::string chrome_trace_json(const RunFileView& run) {
+  EventSink out;
+  for (int64_t r = 0; r < run.ranks; ++r) {
+    const std::string host = run.rank_hosts.empty() ? "" : " (" + run.rank_hosts[static_cast<size_t>(r)] + ")";
+    out.name_process(r, "rank " + std::to_string(r) + host);
+    out.name_thread(r, kTrainingThread, "training");
+    if (has(run, "comm")) out.name_thread(r, kCommThread, "communication");
+  }
+  double start = 0;  // rank 0's training clock at the start of step s
+  for (int64_t s = 0; s < run.steps; ++s) {
+    if (has(run, "step"))
+      for (int64_t r = 0; r < run.ranks; ++r) step_events(out, run, s, r, start);
+    const double clock = run.time.empty() ? 0 : run.time[static_cast<size_t>(s)];
+    start = std::max(start + seconds_of(run, "step", s, 0), clock);
+  }
+  for (size_t e = 0; e < run.eval_time.size(); ++e)
+    out.events.push_back("{\"name\": \"evaluation\", \"cat\": \"evaluation\", \"ph\": \"i\", \"s\": \"g\", \"ts\": " +
+                         micros(run.eval_time[e]) + ", \"pid\": 0, \"tid\": 0, \"args\": {\"step\": " +
+                         std::to_string(run.eval_step[e]) + ", \"accuracy\": " + json_number(run.eval_accuracy[e]) + "}}");
+  return "{\"traceEvents\": [\n" + join(out.events, ",\n") + "\n],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {" +
+         "\"run_id\": " + json_quote(run.attribute("run_id")) + ", \"file\": " + json_quote(run.path) +
+         ", \"clock\": \"training clock of rank 0 (evaluations and checkpoints excluded), seconds x 1e6\"}}\n";
+}
+
+}  // namespace ts

@@ -1,0 +1,23 @@
+// A run's per-rank phases as a Chrome trace (the Trace Event Format's JSON object form, which
+// Perfetto and chrome://tracing open): `trainscale trace RUN.h5 -o trace.json`.
+//
+// The run file holds each phase's seconds per step and rank (/timing [S, R]), not when each
+// began, so the trace places them: a step starts where rank 0's training clock (/train/time)
+// ended the step before; on each rank's "training" thread come data_wait, forward, backward,
+// then comm_wait and optimizer at the end of the step (the gap before them, if any, is
+// "step_other": the exchange's own work on that thread). The "communication" thread holds comm
+// (and its parts compress and decompress, the parameter-server phases gather, average and
+// broadcast), placed to end where comm_wait ends: the moment the training thread stopped
+// waiting for it. Every event's duration is the file's value exactly; only its start is
+// placed. One process per rank (pid = rank, named "rank R (host)"), evaluations as instant events.
+#pragma once
+
+#include <string>
+
+#include "metrics/run_file_view.h"
+
+namespace ts {
+
+std::string chrome_trace_json(const RunFileView& run);
+
+}  // namespace ts

@@ -1,0 +1,158 @@
+"""`trainscale show` (a run file for people and scripts: text, --json, --csv), `trainscale trace`
+(the per-rank phases as Chrome trace events) and the accelerator utilisation of /utilisation
+(docs/hdf5-schema.md "Reading a run file", "Timelines", "/utilisation")."""
+import csv
+import io
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from test_cli_mpi import mpirun
+from trainscale_cli import run, write_config
+
+CONFIG = """\
+model: lenet
+dataset: {name: synthetic, format: synthetic, synthetic_samples: 1024}
+batch_per_worker: 16
+lr: 0.01
+steps: 12
+threads: 1
+workers: 2
+dist: {strategy: sync, allreduce: ring, overlap: true, bucket_mb: 1}
+eval: {every_epochs: 1, batch: 64}
+log_every: 4
+"""
+
+
+@pytest.fixture(scope="module")
+def two_rank_run(tmp_path_factory):
+    """One 2-rank run with an evaluation and an AU threshold no CPU run misses (0.01)."""
+    tmp = tmp_path_factory.mktemp("show")
+    cfg = write_config(tmp / "two.yaml", CONFIG)
+    res = mpirun(2, ["run", "--config", cfg, "--out", tmp / "out", "--set", "metrics.au_threshold=0.01"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    (path,) = (tmp / "out").glob("*.h5")
+    return path
+
+
+def phases_of(f):
+    return sorted(f["timing"].keys())
+
+
+def test_the_run_file_holds_each_ranks_utilisation_and_the_verdict(two_rank_run):
+    with h5py.File(two_rank_run) as f:
+        warm = int(f["summary"].attrs["warmup_steps"])
+        t = {p: f["timing"][p][warm:] for p in ("forward", "backward", "optimizer", "data_wait", "step")}
+        au = (t["forward"] + t["backward"] + t["optimizer"]).sum(axis=0, dtype=np.float64) / t["step"].sum(axis=0, dtype=np.float64)
+        wait = t["data_wait"].sum(axis=0, dtype=np.float64) / t["step"].sum(axis=0, dtype=np.float64)
+        np.testing.assert_allclose(f["utilisation/au"][:], au, rtol=1e-5)
+        np.testing.assert_allclose(f["utilisation/data_wait_share"][:], wait, rtol=1e-5, atol=1e-9)
+        assert f["utilisation"].attrs["threshold"] == pytest.approx(0.01)
+        s = f["summary"].attrs
+        assert s["au_min"] == pytest.approx(au.min(), rel=1e-5) and s["au_mean"] == pytest.approx(au.mean(), rel=1e-5)
+        assert 0 < s["au_min"] <= 1 and s["au_pass"] == 1.0
+
+
+def test_without_a_threshold_there_is_no_verdict_and_an_unreachable_one_fails(tmp_path):
+    cfg = write_config(tmp_path / "one.yaml", CONFIG.replace("workers: 2", "workers: 1"))
+    for threshold, verdict in ((None, None), ("1", 0.0)):
+        args = ["run", "--config", cfg, "--out", tmp_path / f"o{threshold}"]
+        res = run(args + (["--set", f"metrics.au_threshold={threshold}"] if threshold else []))
+        assert res.returncode == 0, res.stderr
+        (path,) = (tmp_path / f"o{threshold}").glob("*.h5")
+        with h5py.File(path) as f:
+            got = f["summary"].attrs["au_pass"]
+            assert np.isnan(got) if verdict is None else got == verdict
+    bad = run(["run", "--config", cfg, "--out", tmp_path / "bad", "--set", "metrics.au_threshold=1.5"])
+    assert bad.returncode == 2 and "metrics.au_threshold" in bad.stderr
+
+
+def test_show_prints_the_run_its_summary_phases_ranks_and_config(two_rank_run):
+    res = run(["show", two_rank_run])
+    assert res.returncode == 0, res.stderr
+    text = res.stdout
+    with h5py.File(two_rank_run) as f:
+        run_id = f.attrs["run_id"]
+        images = f["summary"].attrs["images_per_s"]
+        phases = phases_of(f)
+    assert text.startswith(f"run       {run_id}  status ok")
+    assert f"images_per_s              {images:.4g}" in text
+    for phase in phases:
+        assert f"\n  {phase} " in text, phase
+    rank_rows = [line.split() for line in text.splitlines() if line.startswith("  0 ") or line.startswith("  1 ")]
+    assert len(rank_rows) == 2 and rank_rows[1][2] == "1", rank_rows  # rank, host, local rank
+    assert "\nconfig\n" in text and "  dist.allreduce: ring\n" in text and "  metrics.au_threshold: 0.01\n" in text
+
+
+def test_show_json_and_csv_hold_the_files_values(two_rank_run):
+    res = run(["show", two_rank_run, "--json"])
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    with h5py.File(two_rank_run) as f:
+        assert doc["run"]["run_id"] == f.attrs["run_id"] and doc["run"]["world_size"] == 2
+        assert doc["summary"]["images_per_s"] == f["summary"].attrs["images_per_s"]  # full precision
+        assert doc["summary"]["time_to_target"] is None or np.isfinite(f["summary"].attrs["time_to_target"])
+        assert [p["phase"] for p in doc["phases"]][:3] == ["data_wait", "forward", "backward"]
+        assert sorted(p["phase"] for p in doc["phases"]) == phases_of(f)
+        warm = int(f["summary"].attrs["warmup_steps"])
+        step = f["timing/step"][warm:].astype(np.float64)
+        assert doc["per_rank"][1]["phase_means"]["step"] == pytest.approx(step[:, 1].mean(), rel=1e-9)
+        assert doc["per_rank"][0]["au"] == f["utilisation/au"][0]
+        assert doc["config"]["workers"] == "2"
+    rows = list(csv.DictReader(io.StringIO(run(["show", two_rank_run, "--csv"]).stdout)))
+    by = {(r["section"], r["name"], r["rank"]): r["value"] for r in rows}
+    assert float(by[("summary", "images_per_s", "")]) == doc["summary"]["images_per_s"]
+    assert float(by[("rank", "au", "1")]) == doc["per_rank"][1]["au"]
+    assert by[("run", "config", "")].startswith("model: ")  # a multi-line value, quoted
+    assert by[("config", "dist.allreduce", "")] == "ring"
+
+
+def test_show_refuses_what_is_not_a_run_file(tmp_path):
+    bad = tmp_path / "not.h5"
+    bad.write_text("not hdf5")
+    res = run(["show", bad])
+    assert res.returncode == 1 and "cannot be opened as HDF5" in res.stderr
+    with h5py.File(tmp_path / "foreign.h5", "w") as f:
+        f.attrs["schema"] = "something-else/1"
+    res = run(["show", tmp_path / "foreign.h5"])
+    assert res.returncode == 1 and "not a trainscale run file" in res.stderr
+    assert run(["show"]).returncode == 2
+    assert run(["show", bad, "--json", "--csv"]).returncode == 2
+
+
+def test_trace_is_chrome_trace_json_with_every_phase_at_its_recorded_duration(two_rank_run, tmp_path):
+    out = tmp_path / "trace.json"
+    res = run(["trace", two_rank_run, "-o", out])
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"]
+    assert doc["displayTimeUnit"] == "ms"
+    for e in events:  # the Trace Event Format's fields for the phases used here
+        assert e["ph"] in ("X", "M", "i") and isinstance(e["name"], str) and isinstance(e["pid"], int)
+        if e["ph"] == "X":
+            assert isinstance(e["ts"], (int, float)) and e["dur"] >= 0 and isinstance(e["tid"], int)
+    names = {(e["pid"], e["args"]["name"]) for e in events if e["name"] == "process_name"}
+    assert {pid for pid, _ in names} == {0, 1}
+    spans = {}
+    for e in events:
+        if e["ph"] == "X" and e["cat"] != "step" and e["name"] != "step_other":
+            spans[(e["name"], e["args"]["step"], e["pid"])] = e
+    with h5py.File(two_rank_run) as f:
+        assert sum(1 for e in events if e["ph"] == "i") == len(f["eval/step"])
+        for phase in phases_of(f):
+            if phase == "step":
+                continue
+            seconds = f["timing"][phase][:]
+            for s in range(seconds.shape[0]):
+                for r in range(2):
+                    e = spans[(phase, s, r)]
+                    assert e["dur"] == pytest.approx(float(seconds[s, r]) * 1e6, rel=1e-6, abs=1e-3), (phase, s, r)
+        steps = [e for e in events if e.get("cat") == "step" and e["pid"] == 0]
+        assert len(steps) == len(f["train/step"])
+        starts = [e["ts"] for e in steps]
+        assert starts == sorted(starts), "steps follow each other on the timeline"
+    for (name, s, r), e in spans.items():  # each step's phases lie inside it
+        step = next(x for x in events if x.get("cat") == "step" and x["pid"] == r and x["args"]["step"] == s)
+        assert e["ts"] >= step["ts"] - 1e-3 and e["ts"] + e["dur"] <= step["ts"] + step["dur"] + 1e-3, (name, s, r)
