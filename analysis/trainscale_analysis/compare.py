@@ -75,6 +75,7 @@ def build_compare_report(a: str | Path, b: str | Path, out_html: str | Path,
     fig_dir = out_html.with_name(out_html.stem + "_figures")
     fig_dir.mkdir(parents=True, exist_ok=True)
     rep = report.Report(title, fig_dir, fig_dir.name)
+    rep.settings = set(load.config_columns(da)) | set(load.config_columns(db))
     rep.para(f"A = {a} ({len(da)} runs), B = {b} ({len(db)} runs). Ratios are B / A: above "
              f"1 for images/s means B is faster; below 1 for times means B is faster.")
     rep.section("What differs")

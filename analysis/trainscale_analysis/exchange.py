@@ -69,23 +69,29 @@ def exchange_summary(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_exchange(summary: pd.DataFrame, out) -> Path:
-    """Left: the parameter server's gather, average, broadcast (rank 0) against workers; right:
-    every algorithm's exchange time per step. Measured solid, simulated dashed; log-log."""
-    fig, (left, right) = plots.plt.subplots(1, 2, figsize=(12, 4.2))
-    style = {"measured": "-", "simulated": "--"}
+    """Left: the parameter server's gather, average, broadcast (rank 0) against workers (only
+    when a ps run recorded them: no empty panel); right: every algorithm's exchange time per
+    step. Measured solid, simulated dashed; log-log."""
     ps = summary[summary["algorithm"] == "ps"]
+    has_ps = bool(len(ps)) and any(p in ps.columns and ps[p].notna().any() for p in PS_PHASES)
+    fig, axes = plots.plt.subplots(1, 2 if has_ps else 1, figsize=(12 if has_ps else 6.5, 4.2),
+                                   squeeze=False)
+    left, right = (axes[0][0], axes[0][1]) if has_ps else (None, axes[0][0])
+    style = {"measured": "-", "simulated": "--"}
+    ps = ps if has_ps else ps.iloc[0:0]
     for kind, g in ps.groupby("kind"):
         for phase in PS_PHASES:
             if phase in g.columns:
                 left.plot(g["workers"], g[phase] * 1e3, style.get(kind, "-"), marker="o",
                           color=plots.PHASE_COLORS[phase], label=f"{phase} ({kind})")
-    left.set_title("parameter server (rank 0): time per step by phase")
+    if left is not None:
+        left.set_title("parameter server (rank 0): time per step by phase")
     colors = {a: f"C{i}" for i, a in enumerate(sorted(summary["algorithm"].unique()))}
     for (kind, algo), g in summary.groupby(["kind", "algorithm"]):
         right.plot(g["workers"], g["exchange"] * 1e3, style.get(kind, "-"), marker="o",
                    color=colors[algo], label=f"{algo} ({kind})")
     right.set_title("exchange time per step by algorithm")
-    for ax in (left, right):
+    for ax in [a for a in (left, right) if a is not None]:
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("workers")
@@ -101,17 +107,19 @@ def exchange_section(rep, df: pd.DataFrame, fig_dir: Path) -> None:
     rep.section("Exchange time by algorithm")
     summary = exchange_summary(df[df["workers"] > 1]) if "workers" in df.columns else pd.DataFrame()
     if summary.empty or summary["workers"].nunique() < 2:
-        rep.para("No finished multi-worker runs at two or more worker counts recorded the "
-                 "exchange's time, so there is no exchange plot.", note=True)
+        rep.skip("No finished multi-worker runs at two or more worker counts recorded the "
+                 "exchange's time, so there is no exchange plot.")
         return
     t = exchange_times(df)
     overlap = sorted(set(t["overlap"].astype(str)))
+    ps_panel = ("Left: the parameter server's phases on rank 0 (gather: the workers' gradients "
+                "arrive; average: rank 0 sums and scales them; broadcast: the new weights go "
+                "out). Right: ps = the three phases, the all-reduces = /timing/comm (mean over "
+                "ranks). ") if (summary["algorithm"] == "ps").any() else \
+        "The all-reduces' time is /timing/comm (mean over ranks). "
     rep.figure(plot_exchange(summary, fig_dir / "exchange_times"),
-               "Mean time per step of the exchange (after warm-up; median over repetitions). "
-               "Left: the parameter server's phases on rank 0 (gather: the workers' gradients "
-               "arrive; average: rank 0 sums and scales them; broadcast: the new weights go "
-               "out). Right: ps = the three phases, the all-reduces = /timing/comm (mean over "
-               "ranks). Solid measured, dashed simulated.")
+               "Mean time per step of the exchange (after warm-up; median over repetitions). " +
+               ps_panel + "Solid measured, dashed simulated.")
     if overlap != ["False"] and overlap != ["false"]:
         rep.para(f"dist.overlap was {', '.join(overlap)}: with overlap the all-reduces' time "
                  "runs beside backward, so it is not the exchange alone.", note=True)

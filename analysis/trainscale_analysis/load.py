@@ -135,6 +135,13 @@ def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def config_values(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Flattened config values with numbers as numbers, whichever text wrote them: YAML reads
+    `5e-04` (no dot) as a string where the run file's /config says `0.0005`, and the two must
+    group as one value."""
+    return {key: parse_config_value(value) for key, value in flat.items()}
+
+
 def check_schema(path: Path, schema: str | None) -> None:
     if schema is None or schema == "":
         raise SchemaError(
@@ -197,7 +204,7 @@ def _read_run_file(path: Path) -> dict[str, Any]:
             config = {k: parse_config_value(v) for k, v in f["config"].attrs.items()}
         elif isinstance(root.get("config"), str):
             try:
-                config = flatten(yaml.safe_load(root["config"]) or {})
+                config = config_values(flatten(yaml.safe_load(root["config"]) or {}))
             except yaml.YAMLError:
                 config = {}
         for key, value in config.items():
@@ -270,7 +277,7 @@ def read_manifest(campaign_dir: Path) -> tuple[str | None, list[ManifestEntry]]:
         entries.append(ManifestEntry(
             index=entry.get("index", i), run_id=str(entry["run_id"]),
             config_id=None if entry.get("config_id") is None else str(entry["config_id"]),
-            config=flatten(config) if isinstance(config, Mapping) else {}))
+            config=config_values(flatten(config)) if isinstance(config, Mapping) else {}))
     return (None if name is None else str(name)), entries
 
 

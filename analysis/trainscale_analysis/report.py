@@ -3,24 +3,26 @@
 The HTML embeds every figure as a base64 PNG data: URI and uses inline CSS only, so it loads
 nothing from the network and can be mailed or attached as one file. The figures are also
 written as PNG and SVG to `<name>_figures/` beside it, and `<name>.md` summarises the tables
-for papers and issues. A section whose dimension did not vary becomes one sentence saying so.
+for papers and issues. The campaign's dimensions are the keys its sweep file varied
+(dimensions.py); runs are listed in their order, effects are credited to them, and the keys
+that follow them (eval.batch, global_batch) are listed apart. A section with nothing to show is
+left out, and the report ends with the list of those and why (report_document.py).
 """
 from __future__ import annotations
 
-import base64
 import datetime as _dt
-import html
-import math
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
-from . import exchange, hetero, io_bench, load, metrics, plots, strategies
+from . import dimensions, exchange, hetero, io_bench, load, metrics, plots, strategies
+from .number_format import fmt, format_setting
+from .report_document import CSS, Report  # noqa: F401  (compare.py and callers use them here)
+from .tables import table_html, table_md  # noqa: F401
 
-# Dimensions the scaling and loss-area sections handle themselves; every other varying config
-# key (storage, data format, precision, MPI flavor, algorithm, ...) gets relative bars, except
+# Dimensions the scaling and loss-area sections handle themselves; every other dimension
+# (storage, data format, precision, MPI flavor, algorithm, ...) gets relative bars, except
 # `gpu`: the GPU-generation section compares what the runs computed on (the run files' device).
 OWN_SECTIONS = ("workers", "batch_per_worker", "lr", "global_batch", "seed")
 OWN_RELATIVE_SECTIONS = OWN_SECTIONS + ("gpu",)
@@ -30,117 +32,31 @@ ENV_COLUMNS = ("env.hosts", "env.world_size", "env.mpi_flavor", "env.mpi_version
 RUN_METRICS = ("images_per_s", "step_time_median", "min_train_loss", "loss_area_time",
                "final_accuracy", "time_to_target")
 
-CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;
-color:#222;padding:0 1em}
-h1{border-bottom:2px solid #4c72b0}h2{margin-top:2em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}
-td,th{border:1px solid #ccc;padding:3px 7px;text-align:left}th{background:#f0f3f8}
-tr:nth-child(even) td{background:#fafafa}
-.status-ok{color:#2e7d32}.status-diverged{color:#e65100;font-weight:bold}
-.status-failed,.status-missing,.status-unreadable{color:#c62828;font-weight:bold}.status-preempted{color:#e65100}
-.note{color:#555;font-style:italic}img{max-width:100%;border:1px solid #eee;margin:.5em 0}
-figure{margin:1em 0}figcaption{font-size:13px;color:#444}
-"""
-
-
-def fmt(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    if isinstance(v, (float, np.floating)):
-        if math.isinf(v):
-            return "inf"
-        return f"{v:.4g}"
-    return str(v)
-
-
-def table_html(df: pd.DataFrame, status_col: str | None = "status") -> str:
-    if df.empty:
-        return '<p class="note">(no rows)</p>'
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-    body = []
-    for _, r in df.iterrows():
-        cells = []
-        for c in df.columns:
-            v = fmt(r[c])
-            cls = f' class="status-{html.escape(v)}"' if c == status_col else ""
-            cells.append(f"<td{cls}>{html.escape(v)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def table_md(df: pd.DataFrame) -> str:
-    if df.empty:
-        return "_(no rows)_\n"
-    cols = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.iterrows():
-        lines.append("| " + " | ".join(fmt(r[c]).replace("|", "\\|") for c in df.columns) + " |")
-    return "\n".join(lines) + "\n"
-
-
-class Report:
-    """Accumulates HTML and Markdown sections side by side."""
-
-    def __init__(self, title: str, fig_dir: Path, md_fig_prefix: str):
-        self.title = title
-        self.fig_dir = fig_dir
-        self.md_fig_prefix = md_fig_prefix
-        self.html: list[str] = []
-        self.md: list[str] = [f"# {title}\n"]
-
-    def section(self, title: str):
-        self.html.append(f"<h2>{html.escape(title)}</h2>")
-        self.md.append(f"\n## {title}\n")
-
-    def para(self, text: str, note: bool = False):
-        cls = ' class="note"' if note else ""
-        self.html.append(f"<p{cls}>{html.escape(text)}</p>")
-        self.md.append(f"{'_' + text + '_' if note else text}\n")
-
-    def table(self, df: pd.DataFrame, status_col: str | None = "status"):
-        self.html.append(table_html(df, status_col))
-        self.md.append(table_md(df))
-
-    def figure(self, png: Path, caption: str):
-        data = base64.b64encode(Path(png).read_bytes()).decode("ascii")
-        self.html.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(caption)}">'
-            f"<figcaption>{html.escape(caption)} "
-            f"(<code>{html.escape(Path(png).with_suffix('.svg').name)}</code> beside the "
-            f"report)</figcaption></figure>")
-        self.md.append(f"![{caption}]({self.md_fig_prefix}/{Path(png).name})\n")
-
-    def write(self, out_html: Path) -> tuple[Path, Path]:
-        doc = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-               f"<title>{html.escape(self.title)}</title><style>{CSS}</style></head><body>"
-               f"<h1>{html.escape(self.title)}</h1>" + "\n".join(self.html) + "</body></html>")
-        out_html.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out_html.with_name(out_html.name + ".tmp")
-        tmp.write_text(doc, encoding="utf-8")
-        tmp.replace(out_html)
-        md = out_html.with_suffix(".md")
-        md.write_text("\n".join(self.md), encoding="utf-8")
-        return out_html, md
-
 
 def values_of(df: pd.DataFrame, col: str) -> list:
-    vals = df[col].dropna().unique().tolist()
-    try:
-        return sorted(vals)
-    except TypeError:
-        return sorted(vals, key=str)
+    """The distinct values of `col` (numbers normalised: 5e-04 and 0.0005 are one), sorted."""
+    return [v for v in dimensions.distinct(df[col]) if v is not None]
 
 
-def matrix_table(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(varying keys with their values, constant keys with their value)."""
+def listed(values: Iterable[Any]) -> str:
+    return ", ".join(format_setting(v) for v in values)
+
+
+def matrix_table(df: pd.DataFrame, dims: Sequence[str] | None = None
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(the swept keys with their values, the constant keys with their value, the keys that
+    vary without being swept with their values)."""
+    dims = dimensions.swept_dimensions(df) if dims is None else list(dims)
     keys = metrics.group_keys(df)
-    vary = load.varying(df, keys)
-    varying = pd.DataFrame({"key": vary, "values": [", ".join(fmt(v) for v in values_of(df, k))
-                                                     for k in vary]})
-    const = [k for k in keys if k not in vary and df[k].notna().any()]
-    constant = pd.DataFrame({"key": const, "value": [fmt(values_of(df, k)[0]) for k in const]})
-    return varying, constant
+    derived = dimensions.derived_keys(df, dims)
+    swept = pd.DataFrame({"key": dims, "values": [listed(values_of(df, k)) for k in dims]},
+                         columns=["key", "values"])
+    const = [k for k in keys if k not in dims and k not in derived and df[k].notna().any()]
+    constant = pd.DataFrame({"key": const, "value": [listed(values_of(df, k)[:1]) for k in const]},
+                            columns=["key", "value"])
+    follow = pd.DataFrame({"key": derived, "values": [listed(values_of(df, k)) for k in derived]},
+                          columns=["key", "values"])
+    return swept, constant, follow
 
 
 def choose_baseline(df: pd.DataFrame, dim: str, baselines: dict[str, Any], by: str | None = None):
@@ -182,30 +98,24 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
     for old in [*fig_dir.glob("*.png"), *fig_dir.glob("*.svg")]:
         old.unlink()  # figures of an earlier report whose sections this one may not have
     rep = Report(title, fig_dir, fig_dir.name)
+    rep.settings = set(load.config_columns(df)) | {"value", "values", "device", "generation"}
     ok = metrics.finished(df)
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
-    rep.para(f"Campaigns: {', '.join(str(p) for p in paths)}. {len(df)} runs: " +
-             ", ".join(f"{counts.get(s, 0)} {s}" for s in load.STATUSES) +
+    statuses = [s for s in dict.fromkeys(list(load.STATUSES) + list(counts)) if counts.get(s)]
+    rep.para(f"Campaigns: {', '.join(str(p) for p in paths)}. {len(df)} runs" +
+             (": " + ", ".join(f"{counts[s]} {s}" for s in statuses) if statuses else "") +
              f". Generated {_dt.datetime.now().isoformat(timespec='seconds')} by "
              f"trainscale_analysis.")
     if df.empty:
         rep.para("The campaign has no runs yet: nothing to report.", note=True)
         return rep.write(out_html)
 
-    vary = load.varying(df, metrics.group_keys(df))
+    vary = dimensions.swept_dimensions(df)
     with_files = ok[ok["path"].notna()] if "path" in ok.columns else ok  # runs with a run file
     matrix_and_runs_section(rep, df, vary)
     scaling_section(rep, df, ok, vary, baseline_workers, fig_dir)
     loss_sections(rep, df, with_files, vary, threshold, fig_dir)
-    rep.section("Time breakdown")
-    tb = metrics.time_breakdown(df) if not with_files.empty else pd.DataFrame()
-    if tb.empty:
-        rep.para("No finished run recorded /timing, so there is no time breakdown.", note=True)
-    else:
-        rep.figure(plots.plot_time_breakdown(df, fig_dir / "time_breakdown"),
-                   "Mean time per step by phase (after warm-up, mean over ranks, median over "
-                   "repetitions); 'other' is step time outside the recorded phases.")
-
+    time_breakdown_section(rep, df, with_files, vary, fig_dir)
     relative_section(rep, df, ok, vary, baselines, fig_dir)
     strategies.strategy_section(rep, df, fig_dir)
     exchange.exchange_section(rep, df, fig_dir)
@@ -219,54 +129,68 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
 
 
 def matrix_and_runs_section(rep: Report, df: pd.DataFrame, vary: list[str]) -> None:
-    """The campaign matrix (varying and constant keys) and the table of every run."""
+    """The campaign matrix (swept, derived and constant keys) and the table of every run, in
+    the order of the swept keys."""
     rep.section("Campaign matrix")
-    varying_t, constant_t = matrix_table(df)
-    if varying_t.empty:
-        rep.para("No configuration key varied: every run has the same configuration.",
+    swept, constant, follow = matrix_table(df, vary)
+    if swept.empty:
+        rep.para("No configuration key was swept: every run has the same configuration.",
                  note=True)
     else:
-        rep.table(varying_t, None)
-    rep.html.append("<details><summary>Constant keys</summary>")
-    rep.table(constant_t, None)
-    rep.html.append("</details>")
+        rep.table(swept, None, name="matrix")
+    if not follow.empty:
+        rep.details(f"Keys that follow the swept ones (not dimensions): "
+                    f"{', '.join(follow['key'])}", follow)
+    if not constant.empty:
+        rep.details(f"Constant keys ({len(constant)})", constant)
 
     rep.section("Runs")
-    cols = ["run_id", "campaign", "status"] + [k for k in vary if k != "global_batch"] + \
-        [m for m in RUN_METRICS if m in df.columns] + ["message"]
+    cols = ["run_id", "campaign", "status"] + list(vary) + \
+        [m for m in RUN_METRICS if m in df.columns and df[m].notna().any()] + ["message"]
     if df["campaign"].nunique() == 1:
         cols.remove("campaign")
-    rep.table(df[cols].sort_values([c for c in ("workers", "run_id") if c in cols]))
+    if not df["message"].fillna("").astype(str).str.strip().any():
+        cols.remove("message")  # every run finished without a word
+    runs = dimensions.sort_runs(df, (["campaign"] if "campaign" in cols else []) + list(vary))
+    rep.table(runs[cols], name="runs")
     bad = df[df["status"] != "ok"]
     if len(bad):
-        rep.para(f"{len(bad)} run(s) did not finish normally (status diverged, failed, preempted, "
-                 f"missing or unreadable); they are listed above with their message and left out of "
-                 f"medians, scaling and winners.", note=True)
+        rep.para(f"{len(bad)} run(s) did not finish normally; they are listed above (the whole "
+                 f"reason in the tooltip of their message) and left out of medians, scaling and "
+                 f"winners. By status and reason:", note=True)
+        rep.table(reasons_table(bad), None, name="reasons")
+
+
+def reasons_table(bad: pd.DataFrame) -> pd.DataFrame:
+    """One line per status and reason of the runs that did not finish normally."""
+    msg = bad["message"].fillna("").astype(str).map(lambda m: " ".join(m.split()))
+    table = bad.assign(message=msg).groupby(["status", "message"], sort=True)["run_id"].count()
+    return table.reset_index().rename(columns={"run_id": "runs"})[["status", "runs", "message"]]
 
 
 def scaling_section(rep: Report, df: pd.DataFrame, ok: pd.DataFrame, vary: list[str],
                     baseline_workers: int | None, fig_dir: Path) -> None:
-    """Weak scaling over the worker counts, split by the first other varying key."""
+    """Weak scaling over the worker counts, split by the first other swept key."""
     rep.section("Scaling")
     nworkers = ok["workers"].nunique() if "workers" in ok.columns else 0
     if nworkers < 2:
         w = fmt(values_of(df, "workers")[0]) if "workers" in df.columns and \
             df["workers"].notna().any() else "?"
-        rep.para(f"The worker count did not vary (every finished run used {w} workers), so "
-                 f"there is no scaling plot.", note=True)
-    else:
-        split = [k for k in vary if k not in OWN_SECTIONS]
-        by = split[0] if split else None
-        png = plots.plot_scaling(df, fig_dir / "scaling", "images_per_s", "weak", by,
-                                 baseline_workers)
-        sc = metrics.scaling(df, "images_per_s", "weak", baseline_workers, by)
-        rep.figure(png, "Weak scaling: images/s, speedup and parallel efficiency against "
-                        "workers (median of repetitions, bars min-max, ideal dashed).")
-        skeys = [k for k in sc.attrs.get("series_keys", []) if k in sc.columns
-                 and sc[k].astype(str).nunique() > 1]
-        rep.table(sc[skeys + ["workers", "images_per_s", "images_per_s_min",
-                              "images_per_s_max", "n", "baseline_workers", "speedup",
-                              "efficiency"]], None)
+        rep.skip(f"The worker count did not vary (every finished run used {w} workers), so "
+                 f"there is no scaling plot.")
+        return
+    split = [k for k in vary if k not in OWN_SECTIONS]
+    by = split[0] if split else None
+    png = plots.plot_scaling(df, fig_dir / "scaling", "images_per_s", "weak", by,
+                             baseline_workers, label_keys=vary)
+    sc = metrics.scaling(df, "images_per_s", "weak", baseline_workers, by)
+    rep.figure(png, "Weak scaling: images/s, speedup and parallel efficiency against "
+                    "workers (median of repetitions, bars min-max, ideal dashed).")
+    series = sc.attrs.get("series_keys", [])
+    skeys = [k for k in vary if k in series and k in sc.columns and sc[k].astype(str).nunique() > 1]
+    table = dimensions.sort_runs(sc, skeys + ["workers"])
+    rep.table(table[skeys + ["workers", "images_per_s", "images_per_s_min", "images_per_s_max",
+                             "n", "baseline_workers", "speedup", "efficiency"]], None)
 
 
 def loss_sections(rep: Report, df: pd.DataFrame, with_files: pd.DataFrame, vary: list[str],
@@ -274,60 +198,82 @@ def loss_sections(rep: Report, df: pd.DataFrame, with_files: pd.DataFrame, vary:
     """Loss curves, the batch x LR loss-area views and the winners by the SHM-Learn-Dist rule."""
     rep.section("Training loss")
     if with_files.empty or "workers" not in df.columns:
-        rep.para("No finished run has a training-loss series.", note=True)
+        rep.skip("No finished run has a training-loss series.")
     else:
         thr = "no threshold" if threshold is None else f"minimum loss <= {threshold:g}"
-        rep.figure(plots.plot_loss_curves(df, fig_dir / "loss_vs_time", "time", threshold),
-                   f"Training loss against wall-clock time; per worker count the run with "
-                   f"the smallest loss area ({thr}).")
-        rep.figure(plots.plot_loss_curves(df, fig_dir / "loss_vs_samples", "samples",
-                                          threshold),
-                   f"Training loss against samples seen (all workers); per worker count the "
-                   f"run with the smallest loss area over samples ({thr}).")
+        keys = [k for k in vary if k != "workers"]
+        rep.figure(plots.plot_loss_curves(df, fig_dir / "loss_vs_time", "time", threshold,
+                                          label_keys=keys),
+                   f"Training loss against wall-clock time, one panel per worker count: every "
+                   f"finished run of it (diverged runs dashed), the run with the smallest loss "
+                   f"area ({thr}) drawn bold.")
+        rep.figure(plots.plot_loss_curves(df, fig_dir / "loss_vs_samples", "samples", threshold,
+                                          label_keys=keys),
+                   f"Training loss against samples seen (all workers), one panel per worker "
+                   f"count; bold: the run with the smallest loss area over samples ({thr}).")
+    loss_area_section(rep, df, with_files, vary, threshold, fig_dir)
+    winners_section(rep, df, with_files, vary, threshold)
 
+
+def loss_area_section(rep: Report, df: pd.DataFrame, with_files: pd.DataFrame, vary: list[str],
+                      threshold: float | None, fig_dir: Path) -> None:
     rep.section("Loss area: batch size x learning rate")
     hp = [k for k in ("batch_per_worker", "lr") if k in vary]
     if not hp or with_files.empty:
-        rep.para("Neither batch_per_worker nor lr varied, so there is no batch x LR heatmap; "
-                 "the winners table below compares whatever runs there are.", note=True)
-    else:
-        rep.figure(plots.plot_loss_area_heatmaps(df, fig_dir / "loss_area_heatmaps",
-                                                 threshold),
-                   "Area under the training-loss curve over wall-clock time, per worker "
-                   "count; hatched cells diverged or failed, the winner is outlined.")
-        rep.figure(plots.plot_loss_area_histograms(df, fig_dir / "loss_area_histograms",
-                                                   threshold),
-                   "Distribution of the loss areas per worker count (grey: minimum loss above "
-                   "the threshold; black line: the winner; the title counts runs that "
-                   "diverged or failed, which have no area, and runs off the axis, whose loss "
-                   "blew up without becoming NaN).")
+        rep.skip("Neither batch_per_worker nor lr varied, so there is no batch x LR heatmap.")
+        return
+    rep.figure(plots.plot_loss_area_heatmaps(df, fig_dir / "loss_area_heatmaps", threshold),
+               "Area under the training-loss curve over wall-clock time, per worker "
+               "count; hatched cells diverged or failed, the winner is outlined.")
+    rep.figure(plots.plot_loss_area_histograms(df, fig_dir / "loss_area_histograms", threshold),
+               "Distribution of the loss areas per worker count (grey: minimum loss above "
+               "the threshold; black line: the winner; the title counts runs that "
+               "diverged or failed, which have no area, and runs off the axis, whose loss "
+               "blew up without becoming NaN).")
+
+
+def winners_section(rep: Report, df: pd.DataFrame, with_files: pd.DataFrame, vary: list[str],
+                    threshold: float | None) -> None:
     rep.section("Winners (smallest loss area per worker count)")
-    if "workers" in df.columns and not with_files.empty:
-        win = metrics.loss_area_winners(df, threshold, by="workers")
-        win = win.merge(df[["run_id", "final_accuracy"]].drop_duplicates("run_id"), on="run_id", how="left") \
-            if "final_accuracy" in df.columns else win
-        show = [c for c in ["workers", "run_id", "batch_per_worker", "lr"] +
-                [k for k in vary if k not in OWN_SECTIONS] +
-                ["loss_area", "min_train_loss", "final_accuracy", "candidates",
-                 "discarded_threshold", "discarded_status"] if c in win.columns]
-        rep.para("Rule (SHM-Learn-Dist): per worker count, drop runs that diverged or failed "
-                 "and curves whose minimum training loss is above the threshold "
-                 f"({'none given; use --loss-threshold' if threshold is None else f'{threshold:g}'}"
-                 "), then the smallest area under the loss-vs-time curve wins.")
-        rep.table(win[show], None)
-    else:
-        rep.para("No finished run: no winners.", note=True)
+    if "workers" not in df.columns or with_files.empty:
+        rep.skip("No finished run: no winners.")
+        return
+    win = metrics.loss_area_winners(df, threshold, by="workers")
+    win = win.merge(df[["run_id", "final_accuracy"]].drop_duplicates("run_id"), on="run_id", how="left") \
+        if "final_accuracy" in df.columns else win
+    show = [c for c in dict.fromkeys(["workers", "run_id"] + [k for k in vary if k != "workers"] +
+                                     ["loss_area", "min_train_loss", "final_accuracy", "candidates",
+                                      "discarded_threshold", "discarded_status"]) if c in win.columns]
+    rep.para("Rule (SHM-Learn-Dist): per worker count, drop runs that diverged or failed "
+             "and curves whose minimum training loss is above the threshold "
+             f"({'none given; use --loss-threshold' if threshold is None else f'{threshold:g}'}"
+             "), then the smallest area under the loss-vs-time curve wins.")
+    rep.table(win[show], None)
+
+
+def time_breakdown_section(rep: Report, df: pd.DataFrame, with_files: pd.DataFrame,
+                           vary: list[str], fig_dir: Path) -> None:
+    rep.section("Time breakdown")
+    tb = metrics.time_breakdown(df) if not with_files.empty else pd.DataFrame()
+    if tb.empty:
+        rep.skip("No finished run recorded /timing, so there is no time breakdown.")
+        return
+    rep.figure(plots.plot_time_breakdown(df, fig_dir / "time_breakdown", label_keys=vary),
+               "Mean time per step by phase (after warm-up, mean over ranks, median over "
+               "repetitions), one bar per point of the swept keys; 'other' is step time outside "
+               "the recorded phases.")
 
 
 def relative_section(rep: Report, df: pd.DataFrame, ok: pd.DataFrame, vary: list[str],
                      baselines: dict[str, Any], fig_dir: Path) -> None:
-    """Bars per dimension against its baseline, matched on every other key (per device when the
+    """Bars per swept key against its baseline, matched on every other key (per device when the
     runs computed on several)."""
     rep.section("Relative performance by dimension")
     dims = [k for k in vary if k not in OWN_RELATIVE_SECTIONS and ok[k].nunique() > 1]
     if not dims:
-        rep.para("No other dimension (storage, data format, precision, MPI flavor, algorithm, "
-                 "...) varied, so there are no relative-performance bars.", note=True)
+        rep.skip("No other swept key (storage, data format, precision, MPI flavor, algorithm, "
+                 "...) varied, so there are no relative-performance bars.")
+        return
     # Campaigns that ran on several devices (a CPU study and its GPU part) compare within each.
     by = "device" if metrics.device_generation(ok).nunique() > 1 else None
     by_df = df.assign(device=metrics.device_generation(df)) if by else df
@@ -346,12 +292,19 @@ def relative_section(rep: Report, df: pd.DataFrame, ok: pd.DataFrame, vary: list
                                              "matched"]], None)
         compared = rel[(rel[dim] != base) & (rel["matched"] > 0) & (rel["varies_with"] != "")]
         for _, m in compared[([by] if by else []) + ["varies_with"]].drop_duplicates().iterrows():
+            swept = [k for k in m["varies_with"].split(", ") if k in vary]
+            if not swept:
+                continue  # keys that follow dim (its resolved defaults) share nothing of its effect
             where = f"On {m[by]}, " if by else ""
-            rep.para(f"{where}{m['varies_with']} changed with {dim} (one value per value of it), so "
+            rep.para(f"{where}{', '.join(swept)} changed with {dim} (one value per value of it), so "
                      f"they are not matched on and the ratios are theirs as much as {dim}'s.", note=True)
     if not_compared:
-        rep.para("Not compared: " + ", ".join(not_compared) + " (no two finished runs"
-                 f"{' on one device' if by else ''} differ in that key alone).", note=True)
+        text = ("Not compared: " + ", ".join(not_compared) + " (no two finished runs"
+                f"{' on one device' if by else ''} differ in that key alone).")
+        if len(not_compared) < len(dims):
+            rep.para(text, note=True)
+        else:
+            rep.skip(text)
 
 
 def rank_variability_section(rep: Report, with_files: pd.DataFrame, fig_dir: Path) -> None:
@@ -360,22 +313,19 @@ def rank_variability_section(rep: Report, with_files: pd.DataFrame, fig_dir: Pat
     multi = with_files[with_files["workers"] > 1] if "workers" in with_files.columns else \
         with_files.iloc[0:0]
     if multi.empty:
-        rep.para("Every finished run used one worker, so there is no per-rank comparison.",
-                 note=True)
-    else:
-        run = multi.sort_values(["workers", "images_per_s"], ascending=[False, True]).iloc[0]
-        if load.load_timing(run):
-            rep.figure(plots.plot_rank_variability(run, fig_dir / "rank_variability"),
-                       f"Per-step times per rank of run {run['run_id']} (the slowest run at "
-                       f"the largest worker count); a rank with a higher box is a straggler.")
-            warm = run.get("warmup_steps")
-            timing = load.load_timing(run)
-            if "step" in timing:
-                st = metrics.rank_statistics(
-                    timing, "step", int(warm) if pd.notna(warm) else 0)
-                rep.table(st, None)
-        else:
-            rep.para("The multi-worker runs recorded no /timing.", note=True)
+        rep.skip("Every finished run used one worker, so there is no per-rank comparison.")
+        return
+    run = multi.sort_values(["workers", "images_per_s"], ascending=[False, True]).iloc[0]
+    timing = load.load_timing(run)
+    if not timing:
+        rep.skip("The multi-worker runs recorded no /timing.")
+        return
+    rep.figure(plots.plot_rank_variability(run, fig_dir / "rank_variability"),
+               f"Per-step times per rank of run {run['run_id']} (the slowest run at "
+               f"the largest worker count); a rank with a higher box is a straggler.")
+    warm = run.get("warmup_steps")
+    if "step" in timing:
+        rep.table(metrics.rank_statistics(timing, "step", int(warm) if pd.notna(warm) else 0), None)
 
 
 def environment_section(rep: Report, df: pd.DataFrame) -> None:
@@ -383,20 +333,19 @@ def environment_section(rep: Report, df: pd.DataFrame) -> None:
     rep.section("Environment")
     env_cols = [c for c in ENV_COLUMNS if c in df.columns]
     if not env_cols:
-        rep.para("No run file recorded its environment (failed or missing runs only).",
-                 note=True)
-    else:
-        rows = []
-        for camp, g in df.groupby("campaign"):
-            for c in env_cols:
-                vals = values_of(g, c)
-                if c == "env.hosts":
-                    vals = sorted({h for v in vals for h in str(v).split(",") if h})
-                    if len(vals) > 8:  # a simulated or large cluster: the count says enough
-                        vals = vals[:3] + [f"... ({len(vals)} hosts)"]
-                rows.append({"campaign": camp, "attribute": c.removeprefix("env."),
-                             "values": ", ".join(fmt(v) for v in vals)})
-        rep.table(pd.DataFrame(rows), None)
+        rep.skip("No run file recorded its environment (failed or missing runs only).")
+        return
+    rows = []
+    for camp, g in df.groupby("campaign"):
+        for c in env_cols:
+            vals = values_of(g, c)
+            if c == "env.hosts":
+                vals = sorted({h for v in vals for h in str(v).split(",") if h})
+                if len(vals) > 8:  # a simulated or large cluster: the count says enough
+                    vals = vals[:3] + [f"... ({len(vals)} hosts)"]
+            rows.append({"campaign": camp, "attribute": c.removeprefix("env."),
+                         "values": listed(vals)})
+    rep.table(pd.DataFrame(rows), None)
 
 
 def io_sections(rep: Report, df: pd.DataFrame, io_paths: Sequence[str | Path], fig_dir: Path) -> None:
@@ -407,18 +356,23 @@ def io_sections(rep: Report, df: pd.DataFrame, io_paths: Sequence[str | Path], f
     reads = io_bench.run_read_rates(df) if "path" in df.columns else pd.DataFrame()
     for dim, title in (("format", "Data format"), ("storage", "Storage")):
         rep.section(f"{title}: input pipeline throughput")
+        has_reads = not reads.empty and reads[dim].nunique() > 1
         if io.empty or io[dim].nunique() < 2:
             seen = ", ".join(sorted(io[dim].astype(str).unique())) if not io.empty else ""
-            rep.para(f"No bench io files compare two values of {dim}"
-                     f"{' (only ' + seen + ')' if seen else ''}; make them with `trainscale bench io "
-                     f"--config FILE --set dataset.{dim}=... --out FILE.h5` and pass them with --io.", note=True)
+            hint = (f"No bench io files compare two values of {dim}"
+                    f"{' (only ' + seen + ')' if seen else ''}; make them with `trainscale bench io "
+                    f"--config FILE --set dataset.{dim}=... --out FILE.h5` and pass them with --io.")
+            if not has_reads:
+                rep.skip(hint)
+                continue
+            rep.para(hint, note=True)
         else:
             rel = io_bench.relative_throughput(io, dim)
             rep.figure(plots.plot_io_relative(rel, fig_dir / f"io_{dim}", dim),
                        f"Input pipeline samples/s (no training; `trainscale bench io`) per {dim}, relative to "
                        f"the fastest {dim} (1.0), page cache dropped (cold) or warm; median of the passes.")
             rep.table(rel, None)
-        if not reads.empty and reads[dim].nunique() > 1:
+        if has_reads:
             rep.para(f"Storage read rate of the training runs per {dim} (/io/read_bytes over /io/read_seconds: "
                      f"the seconds the loader threads spent in reads).")
             rep.table(reads.groupby([dim, "cache"], dropna=False)["read_mb_per_s"].median().reset_index(), None)
@@ -463,8 +417,8 @@ def generations_section(rep: Report, df: pd.DataFrame, fig_dir: Path, baseline) 
     labels = metrics.generation_order(metrics.device_generation(metrics.finished(df)).unique())
     if len(labels) < 2:
         on = f" ({labels[0]})" if labels else ""
-        rep.para(f"Every finished run computed on one GPU generation or device{on}, so there is "
-                 f"no comparison across generations.", note=True)
+        rep.skip(f"Every finished run computed on one GPU generation or device{on}, so there is "
+                 f"no comparison across generations.")
         return
     base = None if baseline is None else str(baseline)
     rel = metrics.generation_throughput(df, base)
@@ -500,8 +454,8 @@ def heterogeneous_section(rep: Report, runs: pd.DataFrame, batches: int = 12) ->
         rep.table(hetero.changes_table(run), None)
         rep.table(hetero.batch_table(run, 1, batches), None)
     if not shown:
-        rep.para("No finished run had unequal shares or an emulated slowdown (/partition), so there "
-                 "is no per-batch worker table.", note=True)
+        rep.skip("No finished run had unequal shares or an emulated slowdown (/partition), so there "
+                 "is no per-batch worker table.")
 
 
 def safe(name: str) -> str:

@@ -100,7 +100,7 @@ def strategy_section(rep, df: pd.DataFrame, fig_dir: Path) -> None:
         return  # the strategy did not vary: the campaign matrix already says which one ran
     rep.section("Exchange strategies")
     if _runs(df).empty:
-        rep.para("No finished run has a training-loss series.", note=True)
+        rep.skip("No finished run has a training-loss series.")
         return
     rep.figure(plot_strategy_losses(df, fig_dir / "strategy_losses"),
                "Training loss against the step per worker count, one line per strategy "

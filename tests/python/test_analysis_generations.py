@@ -104,12 +104,12 @@ def test_report_has_the_generations_view(generations, tmp_path):
     assert (tmp_path / "g_figures" / "generations.png").exists()
     assert "images/s on each GPU generation (or device) relative to v100" in text
     assert "| model | precision | generation | images_per_s | relative |" in mdtext
-    assert "| resnet50 | fp32 | h100 | 1400 | 3.5 |" in mdtext
+    assert "| resnet50 | fp32 | h100 | 1400 | 3.500 |" in mdtext  # the column's decimals
     assert "--baseline generation=NAME" in text  # vgg16 fp16 has no v100 run
     # `gpu` varied in the configs, but the generation section replaces its generic bars.
     assert "relative_gpu.png" not in text and not (tmp_path / "g_figures" / "relative_gpu.png").exists()
     html, md = build_report([generations], tmp_path / "a.html", baselines={"generation": "a100"})
-    assert "| resnet50 | fp32 | v100 | 400 | 0.5 |" in md.read_text()
+    assert "| resnet50 | fp32 | v100 | 400 | 0.500 |" in md.read_text()
 
 
 def test_report_omits_the_view_for_one_device(campaigns, tmp_path):
@@ -164,7 +164,7 @@ def test_relative_bars_compare_within_each_device(tmp_path):
     html, md = build_report([tmp_path / "study"], tmp_path / "r.html")
     text = md.read_text()
     assert "| device | precision | relative | relative_min | relative_max | matched |" in text
-    assert "| h100 | fp16 | 0.8333 | 0.8333 | 0.8333 | 1 |" in text  # baseline bf16: 2500 / 3000
+    assert "| h100 | fp16 | 0.833 | 0.833 | 0.833 | 1 |" in text  # baseline bf16: 2500 / 3000 (3 decimals: the column's 1.000)
     # The default baseline is the first value every device ran: without the GPU's bf16 run,
     # fp32 (bf16 sorts first but would leave the GPU without bars).
     without = df[~((df["device"] == "h100") & (df["precision"] == "bf16"))]

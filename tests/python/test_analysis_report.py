@@ -103,7 +103,7 @@ def test_report_says_when_a_dimension_did_not_vary(campaigns, tmp_path):
     text = html.read_text()
     assert "worker count did not vary" in text
     assert "Neither batch_per_worker nor lr varied" in text
-    assert "No other dimension" in text
+    assert "No other swept key" in text
     assert "Every finished run used one worker" in text
 
 
