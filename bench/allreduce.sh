@@ -68,7 +68,8 @@ run() {
   done
   echo "## $flavor: medians over $repeats runs (busbw GB/s; shm/mpi = median of the per-run ratios)"
   awk -v algs="$algorithms" '
-    $1 ~ /^[0-9]+$/ && NF >= 10 { bw[$1, $3] = bw[$1, $3] " " $8; if ($9 != "n/a") r[$1, $3] = r[$1, $3] " " $9; sizes[$1] = 1 }
+    /^# algorithm / { alg = $3; sub(":", "", alg) }  # one block per algorithm: size .. busbw ($7) .. vs_mpi ($12)
+    $1 ~ /^[0-9]+$/ && NF >= 12 { bw[$1, alg] = bw[$1, alg] " " $7; if ($12 != "n/a") r[$1, alg] = r[$1, alg] " " $12; sizes[$1] = 1 }
     function median(list,   a, n, i, j, t) {
       n = split(list, a, " "); if (n == 0) return "n/a"
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }

@@ -96,17 +96,24 @@ class Bed:
         sh([TESTBED, "down"], env=self.env, check=False)
 
 
-ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s+(\d+)\s*$")
+# `bench allreduce` prints one block per algorithm ("# algorithm NAME: ..."), each row: size, count,
+# type, redop, time, algbw, busbw, #wrong, then the slowest rank's call min, max, stdev and vs_mpi.
+BLOCK = re.compile(r"^# algorithm (\w+): ")
+ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+float\s+sum\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)"
+                 r"\s+([\d.]+)\s+(\S+)\s*$")
 
 
 def parse_table(text):
-    rows = []
+    rows, algorithm = [], None
     for line in text.splitlines():
+        b = BLOCK.match(line)
+        if b:
+            algorithm = b[1]
         m = ROW.match(line)
-        if m:
-            rows.append({"bytes": int(m[1]), "algorithm": m[3], "time_avg_us": float(m[4]), "time_min_us": float(m[5]),
-                         "time_max_us": float(m[6]), "algbw_gbs": float(m[7]), "busbw_gbs": float(m[8]),
-                         "wrong": int(m[10])})
+        if m and algorithm:
+            rows.append({"bytes": int(m[1]), "algorithm": algorithm, "time_avg_us": float(m[3]),
+                         "algbw_gbs": float(m[4]), "busbw_gbs": float(m[5]), "wrong": int(m[6]),
+                         "call_min_us": float(m[7]), "call_max_us": float(m[8]), "call_stdev_us": float(m[9])})
     return rows
 
 

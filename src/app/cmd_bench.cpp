@@ -1,13 +1,17 @@
 // `trainscale bench allreduce`: the all-reduce benchmark in the manner of nccl-tests. Message
 // sizes from --min-bytes to --max-bytes by --factor; per size and algorithm, --warmup untimed
-// calls, then --iters timed calls; each rank's mean time per call is reduced to min/avg/max
-// over ranks. algbw = bytes / time_avg, busbw = algbw * 2(n-1)/n (the bytes each rank must move
-// in a bandwidth-optimal all-reduce, so busbw compares across world sizes; with one rank
-// busbw = algbw by convention). Each size runs every algorithm before its rows are printed, so
-// each row also shows its busbw relative to `mpi` (MPI_Allreduce) measured in the same run. A
-// correctness check (on by default) counts wrong elements. nccl (CUDA builds) runs on a device
-// buffer per rank and is checked against MPI_Allreduce of the same data; it is refused before
-// MPI starts where it cannot run (exit 2).
+// calls, then --iters timed calls, each timed on every rank; each rank's mean time per call is
+// reduced to min/avg/max over ranks, and each call's slowest rank to min/max/stdev over the
+// calls (the call-to-call spread). algbw = bytes / time_avg, busbw = algbw * 2(n-1)/n (the
+// bytes each rank must move in a bandwidth-optimal all-reduce, so busbw compares across world
+// sizes; with one rank busbw = algbw by convention). Each size runs every algorithm before the
+// next size (so `vs_mpi`, busbw relative to MPI_Allreduce at the same size, compares calls that
+// saw the same machine state); rank 0 then prints one block per algorithm in nccl-tests' layout,
+// in-place columns only (trainscale's all-reduce sums in place; there is no out-of-place call
+// to time), each block closed by its average busbw. A correctness check (on by default) counts
+// wrong elements against the exact sum. nccl (CUDA builds) runs on a device buffer per rank and
+// is checked against MPI_Allreduce of the same data; it is refused before MPI starts where it
+// cannot run (exit 2).
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -15,11 +19,15 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "app/command_options.h"
 #include "app/commands.h"
+#include "core/build_info.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "core/timer.h"
 #include "dist/allreduce.h"
 #include "dist/allreduce_bench.h"
 #include "dist/communicator.h"
@@ -30,6 +38,7 @@ namespace po = boost::program_options;
 namespace ts {
 namespace {
 
+const char* kBenchAllreduceUsage = "usage: trainscale bench allreduce [options]      (under mpirun -np N for N ranks)\n";
 const char* kBenchUsage =
     "usage: trainscale bench allreduce [options]      (under mpirun -np N for N ranks)\n"
     "       trainscale bench io --config FILE.yaml [--set ...] --out FILE.h5 [--repeats N] [--steps N]\n";
@@ -94,13 +103,18 @@ struct BenchSettings {
 
 po::options_description bench_options() {
   po::options_description opts(
-      std::string(kBenchUsage) +
+      std::string(kBenchAllreduceUsage) +
       "\nTimes each all-reduce algorithm (docs/distributed.md) on float messages from --min-bytes to\n"
-      "--max-bytes, growing by --factor. Prints, on rank 0, per size and algorithm: time per call\n"
-      "(us, avg/min/max over ranks of each rank's mean), algbw = bytes/time_avg and\n"
-      "busbw = algbw*2(n-1)/n in GB/s (n ranks; n = 1: busbw = algbw), vs_mpi = busbw / busbw of\n"
-      "mpi at the same size in this run (n/a without mpi in --algorithms), and the number of wrong\n"
-      "elements of a checked call after the timed loop. Byte sizes accept K, M, G suffixes.\n"
+      "--max-bytes, growing by --factor (every algorithm at one size before the next size). Prints on\n"
+      "rank 0 one block per algorithm in the layout of nccl-tests' all_reduce_perf: size (B), count\n"
+      "(floats), type (float), redop (sum), then the in-place columns time (us: mean over ranks of\n"
+      "each rank's mean per call), algbw = size/time and busbw = algbw*2(n-1)/n (GB/s; n ranks,\n"
+      "n = 1: busbw = algbw) and #wrong (elements of one more call on known data that differ from\n"
+      "the exact sum, over all ranks), then the spread over the timed calls of each call's slowest\n"
+      "rank (min, max, stdev in us) and vs_mpi = busbw / busbw of mpi at the same size in this run\n"
+      "(n/a without mpi in --algorithms). Each block ends with its average busbw over the sizes.\n"
+      "Only in-place calls are measured: trainscale's all-reduce sums the caller's buffer in place\n"
+      "and has no out-of-place form. Byte sizes accept K, M, G suffixes.\n"
       "Exit codes: 0 ok, 1 wrong elements or runtime failure, 2 usage error.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("algorithms", po::value<std::string>()->default_value("mpi,ring,tree,ps,shm,butterfly"),
@@ -119,7 +133,7 @@ po::options_description bench_options() {
       ("shm-buffers", po::value<int64_t>()->default_value(64), "shm: pipeline buffers per rank (1..1024; a run's dist.shm_buffers)")
       ("check", "check results (the default)")
       ("no-check", "skip the correctness check")
-      ("out", po::value<std::string>(), "write the results to this HDF5 file (trainscale-allreduce/1)");
+      ("out", po::value<std::string>(), "write the results to this HDF5 file (trainscale-allreduce/1, docs/hdf5-schema.md)");
   return opts;
 }
 
@@ -153,61 +167,147 @@ BenchSettings bench_settings(const po::variables_map& vm) {
   return b;
 }
 
-void print_header(const BenchSettings& b, int n, const MpiLibrary& lib, const std::string& hosts, double bus_factor) {
+// What each algorithm is, for its block's title.
+std::string algorithm_description(const std::string& name) {
+  if (name == "mpi") return "MPI_Allreduce, the MPI library's own";
+  if (name == "ring") return "reduce-scatter + all-gather around a ring";
+  if (name == "tree") return "binomial-tree reduce + broadcast";
+  if (name == "ps") return "parameter server: gather to rank 0, sum, broadcast";
+  if (name == "shm") return "through node shared memory";
+  if (name == "butterfly") return "recursive doubling";
+  if (name == "nccl") return "ncclAllReduce on a device buffer";
+  return name;
+}
+
+// The table's columns, nccl-tests' first (size .. #wrong, in-place only), then trainscale's.
+constexpr int kColumnWidths[] = {12, 13, 7, 7, 9, 9, 9, 8, 9, 9, 9, 8};
+constexpr size_t kColumns = sizeof kColumnWidths / sizeof kColumnWidths[0];
+
+// The cells right-aligned in their columns, one space apart.
+std::string table_line(const std::vector<std::string>& cells) {
+  std::string line;
+  for (size_t k = 0; k < cells.size() && k < kColumns; ++k) {
+    if (k > 0) line += ' ';
+    const size_t width = static_cast<size_t>(kColumnWidths[k]);
+    if (cells[k].size() < width) line.append(width - cells[k].size(), ' ');
+    line += cells[k];
+  }
+  return line;
+}
+
+// A header line: `label` centred over columns first..last of an otherwise blank line.
+void put_over_columns(std::string& line, const std::string& label, size_t first, size_t last) {
+  size_t begin = 0;
+  for (size_t k = 0; k < first; ++k) begin += static_cast<size_t>(kColumnWidths[k]) + 1;
+  size_t width = 0;
+  for (size_t k = first; k <= last; ++k) width += static_cast<size_t>(kColumnWidths[k]) + (k > first ? 1 : 0);
+  const size_t at = begin + (width > label.size() ? (width - label.size()) / 2 : 0);
+  if (line.size() < at + label.size()) line.resize(at + label.size(), ' ');
+  line.replace(at, label.size(), label);
+}
+
+// A header line: '#' in place of its first (blank) character, trailing blanks dropped.
+std::string commented(std::string line) {
+  line.erase(line.find_last_not_of(' ') + 1);
+  if (!line.empty()) line[0] = '#';
+  return line;
+}
+
+std::string fixed(double v, int decimals) {
+  char t[48];
+  std::snprintf(t, sizeof t, "%.*f", decimals, v);
+  return t;
+}
+
+void print_header(const BenchSettings& b, int n, const MpiLibrary& lib, const std::string& hosts, double bus_factor,
+                  const std::string& start_time) {
   std::printf("# trainscale bench allreduce: %d rank(s), %s %s, hosts %s\n", n, lib.flavor.c_str(), lib.version.c_str(),
               hosts.c_str());
-  std::printf("# iters %d, warmup %d, check %s, %s buffers, shm window %lld x %lld KiB; time per call over ranks; "
-              "busbw = algbw * %.4f\n",
-              b.iters, b.warmup, b.check ? "on" : "off", b.buffers.c_str(), static_cast<long long>(b.shm.buffers),
-              static_cast<long long>(b.shm.chunk_bytes / 1024), bus_factor);
-  std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s %8s\n", "size(B)", "count", "algorithm", "avg(us)", "min(us)",
-              "max(us)", "algbw", "busbw", "vs_mpi", "wrong");
-  std::printf("%12s %12s %9s %12s %12s %12s %10s %10s %8s %8s\n", "", "(floats)", "", "", "", "", "(GB/s)", "(GB/s)", "",
-              "");
+  std::printf("# trainscale %s (commit %s), started %s\n", TRAINSCALE_VERSION, TRAINSCALE_GIT_SHA, start_time.c_str());
+  std::printf("# iters %d, warmup %d, check %s, %s buffers, shm window %lld x %lld KiB; float sum\n", b.iters,
+              b.warmup, b.check ? "on" : "off", b.buffers.c_str(), static_cast<long long>(b.shm.buffers),
+              static_cast<long long>(b.shm.chunk_bytes / 1024));
+  std::printf("# in-place only: every algorithm sums the caller's buffer in place (there is no out-of-place\n"
+              "#   call to time), so the out-of-place columns of nccl-tests are left out\n");
+  std::printf("# time: mean over ranks of each rank's mean per call; algbw = size / time; busbw = algbw * %.4f\n",
+              bus_factor);
+  std::printf("# calls of the slowest rank: min, max and stdev over the %d timed calls of each call's time on its\n"
+              "#   slowest rank; #wrong: elements of a checked call that differ from the exact sum, over all ranks\n",
+              b.iters);
+  std::printf("# vs_mpi: busbw / busbw of mpi at the same size in this run (n/a without mpi in --algorithms)\n");
   std::fflush(stdout);
 }
 
-// Every algorithm at one size: appended to the result's series and printed on rank 0. Returns
-// the wrong elements counted.
-int64_t bench_one_size(Communicator& comm, const BenchSettings& b, int64_t bytes, float* shared, double bus_factor,
-                       AllreduceBenchResult& result) {
-  std::vector<AllreduceBenchPoint> points;
-  for (AllreduceAlgorithm a : b.algorithms)
-    points.push_back(bench_allreduce(comm, {a, bytes / 4, b.iters, b.warmup, b.check, shared}));
-  auto algbw_of = [&](const AllreduceBenchPoint& p) { return p.time_avg > 0 ? static_cast<double>(bytes) / p.time_avg / 1e9 : 0.0; };
-  const auto mpi_at = std::find(b.algorithms.begin(), b.algorithms.end(), AllreduceAlgorithm::mpi);
-  const double mpi_busbw =
-      mpi_at == b.algorithms.end() ? 0.0 : algbw_of(points[static_cast<size_t>(mpi_at - b.algorithms.begin())]) * bus_factor;
+// One algorithm's block: its rows over the sizes, its wrong elements and its average busbw.
+// `mpi` is mpi's series of the same run, or null.
+void print_algorithm_block(const AllreduceSeries& s, const AllreduceSeries* mpi, bool check) {
+  std::string groups = " ";
+  put_over_columns(groups, "in-place", 4, 7);
+  put_over_columns(groups, "calls of the slowest rank", 8, 10);
+  std::printf("#\n# algorithm %s: %s\n", s.algorithm.c_str(), algorithm_description(s.algorithm).c_str());
+  std::printf("%s\n", commented(groups).c_str());
+  std::printf("%s\n", commented(table_line({"size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "min",
+                                            "max", "stdev", "vs_mpi"}))
+                          .c_str());
+  std::printf("%s\n", commented(table_line({"(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)",
+                                            "(us)", ""}))
+                          .c_str());
+  double busbw_sum = 0;
+  int64_t wrong = 0;
+  for (size_t i = 0; i < s.bytes.size(); ++i) {
+    const double mpi_busbw = mpi ? mpi->busbw[i] : 0.0;
+    busbw_sum += s.busbw[i];
+    if (s.wrong[i] > 0) wrong += s.wrong[i];
+    std::printf("%s\n", table_line({std::to_string(s.bytes[i]), std::to_string(s.bytes[i] / 4), "float", "sum",
+                                    fixed(s.time_avg[i] * 1e6, 2), fixed(s.algbw[i], 3), fixed(s.busbw[i], 3),
+                                    check ? std::to_string(s.wrong[i]) : "n/a", fixed(s.call_min[i] * 1e6, 2),
+                                    fixed(s.call_max[i] * 1e6, 2), fixed(s.call_stdev[i] * 1e6, 2),
+                                    mpi_busbw > 0 ? fixed(s.busbw[i] / mpi_busbw, 2) : "n/a"})
+                            .c_str());
+  }
+  if (check) std::printf("# Wrong elements       : %lld %s\n", static_cast<long long>(wrong), wrong == 0 ? "OK" : "FAILED");
+  else std::printf("# Wrong elements       : n/a (--no-check)\n");
+  std::printf("# Avg bus bandwidth    : %.3f GB/s (%s, mean over %zu sizes)\n",
+              s.bytes.empty() ? 0.0 : busbw_sum / static_cast<double>(s.bytes.size()), s.algorithm.c_str(),
+              s.bytes.size());
+  std::fflush(stdout);
+}
+
+// Every algorithm at one size, appended to the result's series (rank 0's times; every rank's
+// wrong counts). Returns the wrong elements counted.
+int64_t measure_one_size(Communicator& comm, const BenchSettings& b, int64_t bytes, float* shared, double bus_factor,
+                         AllreduceBenchResult& result) {
   int64_t wrong = 0;
   for (size_t k = 0; k < b.algorithms.size(); ++k) {
-    const AllreduceBenchPoint& p = points[k];
+    const AllreduceBenchPoint p = bench_allreduce(comm, {b.algorithms[k], bytes / 4, b.iters, b.warmup, b.check, shared});
     if (p.wrong > 0) wrong += p.wrong;
-    const double algbw = algbw_of(p), busbw = algbw * bus_factor;
+    const double algbw = p.time_avg > 0 ? static_cast<double>(bytes) / p.time_avg / 1e9 : 0.0;
     AllreduceSeries& s = result.series[k];
     s.bytes.push_back(bytes);
     s.time_avg.push_back(p.time_avg);
     s.time_min.push_back(p.time_min);
     s.time_max.push_back(p.time_max);
+    s.call_min.push_back(p.call_min);
+    s.call_max.push_back(p.call_max);
+    s.call_stdev.push_back(p.call_stdev);
     s.algbw.push_back(algbw);
-    s.busbw.push_back(busbw);
+    s.busbw.push_back(algbw * bus_factor);
     s.wrong.push_back(p.wrong);
-    if (comm.rank() != 0) continue;
-    char ratio[32] = "n/a";
-    if (mpi_busbw > 0) std::snprintf(ratio, sizeof ratio, "%.2f", busbw / mpi_busbw);
-    std::printf("%12lld %12lld %9s %12.2f %12.2f %12.2f %10.3f %10.3f %8s %8s\n", static_cast<long long>(bytes),
-                static_cast<long long>(bytes / 4), s.algorithm.c_str(), p.time_avg * 1e6, p.time_min * 1e6,
-                p.time_max * 1e6, algbw, busbw, ratio, p.wrong < 0 ? "n/a" : std::to_string(p.wrong).c_str());
-    std::fflush(stdout);
   }
   return wrong;
 }
 
-int run_bench(Communicator& comm, const BenchSettings& b) {
-  const int n = comm.size();
-  const bool root = comm.rank() == 0;
+// What the file records besides the series.
+AllreduceBenchResult result_header(Communicator& comm, const BenchSettings& b, const MpiLibrary& lib) {
   AllreduceBenchResult result;
-  result.world_size = n;
-  const MpiLibrary lib = mpi_library();
+  result.version = TRAINSCALE_VERSION;
+  result.git_sha = TRAINSCALE_GIT_SHA;
+  result.start_time = utc_timestamp();
+  result.iters = b.iters;
+  result.warmup = b.warmup;
+  result.check = b.check ? 1 : 0;
+  result.in_place = 1;
+  result.world_size = comm.size();
   result.mpi_flavor = lib.flavor;
   result.mpi_version = lib.version;
   result.mpi_tuning = join(lib.tuning, "; ");
@@ -215,16 +315,33 @@ int run_bench(Communicator& comm, const BenchSettings& b) {
   result.buffers = b.buffers;
   result.shm_chunk_bytes = b.shm.chunk_bytes;
   result.shm_buffers = b.shm.buffers;
-  for (AllreduceAlgorithm a : b.algorithms) result.series.push_back({allreduce_algorithm_name(a), {}, {}, {}, {}, {}, {}, {}});
+  for (AllreduceAlgorithm a : b.algorithms) {
+    AllreduceSeries s;
+    s.algorithm = allreduce_algorithm_name(a);
+    result.series.push_back(s);
+  }
+  return result;
+}
+
+int run_bench(Communicator& comm, const BenchSettings& b) {
+  const int n = comm.size();
+  const bool root = comm.rank() == 0;
+  const MpiLibrary lib = mpi_library();
+  AllreduceBenchResult result = result_header(comm, b, lib);
   const double bus_factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
   set_shm_window_options(b.shm);  // before the first shm call on this communicator
   // One message buffer for every size and algorithm, in shared memory unless --buffers private.
   float* shared = b.buffers == "shared" ? allocate_shared_floats(comm, b.sizes.back() / 4) : nullptr;
-  if (root) print_header(b, n, lib, result.hosts, bus_factor);
+  if (root) print_header(b, n, lib, result.hosts, bus_factor, result.start_time);
   int64_t total_wrong = 0;
-  for (int64_t bytes : b.sizes) total_wrong += bench_one_size(comm, b, bytes, shared, bus_factor, result);
+  for (int64_t bytes : b.sizes) total_wrong += measure_one_size(comm, b, bytes, shared, bus_factor, result);
+  result.end_time = utc_timestamp();
   if (root) {
-    std::printf("# wrong elements in total: %s\n", b.check ? std::to_string(total_wrong).c_str() : "n/a (--no-check)");
+    const auto mpi_at = std::find(b.algorithms.begin(), b.algorithms.end(), AllreduceAlgorithm::mpi);
+    const AllreduceSeries* mpi =
+        mpi_at == b.algorithms.end() ? nullptr : &result.series[static_cast<size_t>(mpi_at - b.algorithms.begin())];
+    for (const AllreduceSeries& s : result.series) print_algorithm_block(s, mpi, b.check);
+    std::printf("#\n# wrong elements in total: %s\n", b.check ? std::to_string(total_wrong).c_str() : "n/a (--no-check)");
     if (!b.out.empty()) {
       write_allreduce_file(b.out, result);
       std::printf("# wrote %s\n", b.out.c_str());
@@ -233,7 +350,7 @@ int run_bench(Communicator& comm, const BenchSettings& b) {
   }
   comm.barrier();  // no rank exits before rank 0 has written the file
   if (total_wrong == 0) return kExitOk;
-  if (root) std::cerr << "trainscale bench allreduce: " << total_wrong << " wrong element(s); see the wrong column\n";
+  if (root) std::cerr << "trainscale bench allreduce: " << total_wrong << " wrong element(s); see the #wrong column\n";
   return kExitFailed;
 }
 

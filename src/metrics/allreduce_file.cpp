@@ -11,6 +11,14 @@ void write_allreduce_file(const std::string& path, const AllreduceBenchResult& r
   {
     h5::File file = h5::File::create(out.temp_path());
     file.set_attr("schema", "trainscale-allreduce/1");
+    file.set_attr("version", result.version);
+    file.set_attr("git_sha", result.git_sha);
+    file.set_attr("start_time", result.start_time);
+    file.set_attr("end_time", result.end_time);
+    file.set_attr("iters", result.iters);
+    file.set_attr("warmup", result.warmup);
+    file.set_attr("check", result.check);
+    file.set_attr("in_place", result.in_place);
     file.set_attr("world_size", result.world_size);
     file.set_attr("mpi_flavor", result.mpi_flavor);
     file.set_attr("mpi_version", result.mpi_version);
@@ -26,6 +34,9 @@ void write_allreduce_file(const std::string& path, const AllreduceBenchResult& r
       g.write("time_avg", s.time_avg).set_attr("units", "seconds");
       g.write("time_min", s.time_min).set_attr("units", "seconds");
       g.write("time_max", s.time_max).set_attr("units", "seconds");
+      g.write("call_min", s.call_min).set_attr("units", "seconds");
+      g.write("call_max", s.call_max).set_attr("units", "seconds");
+      g.write("call_stdev", s.call_stdev).set_attr("units", "seconds");
       g.write("algbw", s.algbw).set_attr("units", "GB/s");
       g.write("busbw", s.busbw).set_attr("units", "GB/s");
       g.write("wrong", s.wrong).set_attr("units", "elements");

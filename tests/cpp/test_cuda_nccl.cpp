@@ -131,7 +131,14 @@ TEST_F(CudaNccl, BenchPointChecksAgainstMpi) {
   for (int64_t count : {1, 1000, 262144}) {
     const AllreduceBenchPoint p = bench_allreduce(*comm_, {AllreduceAlgorithm::nccl, count, 3, 1, true, nullptr});
     EXPECT_EQ(p.wrong, 0) << "count " << count;
-    if (comm_->rank() == 0) EXPECT_GT(p.time_avg, 0.0);
+    if (comm_->rank() == 0) {
+      EXPECT_GT(p.time_avg, 0.0);
+      // Each call's device time (CUDA events), the slowest rank's: their spread brackets the mean.
+      EXPECT_GT(p.call_min, 0.0);
+      EXPECT_LE(p.call_min, p.call_max);
+      EXPECT_GE(p.call_max, p.time_max * (1 - 1e-9));
+      EXPECT_GE(p.call_stdev, 0.0);
+    }
   }
 }
 

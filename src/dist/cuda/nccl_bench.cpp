@@ -1,9 +1,9 @@
 // The nccl point of `bench allreduce` (see dist/allreduce_bench.h), in the manner of
 // nccl-tests: an in-place ncclAllReduce (sum) of a device buffer on the NCCL communicator's
-// stream; the host times `iters` queued calls up to a stream synchronisation after a barrier,
-// so each rank's time per call is the device's. The check runs one more call on the
-// small-integer data of the host algorithms and compares every element with an MPI_Allreduce
-// of the same data on the host.
+// stream; `iters` calls are queued after a barrier, a CUDA event recorded before the first and
+// after each, so each call's time is the device's (the events' elapsed times; their sum is the
+// loop's, as nccl-tests times it). The check runs one more call on the small-integer data of the
+// host algorithms and compares every element with an MPI_Allreduce of the same data on the host.
 #include <cuda_runtime.h>
 #include <mpi.h>
 
@@ -31,6 +31,24 @@ class DeviceFloats {
 
  private:
   float* data_ = nullptr;
+};
+
+// `count` CUDA events (default flags: timing on), destroyed when they go.
+class DeviceEvents {
+ public:
+  explicit DeviceEvents(size_t count) : events_(count, nullptr) {
+    for (cudaEvent_t& e : events_) TS_DIST_CUDA(cudaEventCreate(&e));
+  }
+  ~DeviceEvents() {
+    for (cudaEvent_t e : events_)
+      if (e) cudaEventDestroy(e);
+  }
+  DeviceEvents(const DeviceEvents&) = delete;
+  DeviceEvents& operator=(const DeviceEvents&) = delete;
+  cudaEvent_t operator[](size_t i) const { return events_[i]; }
+
+ private:
+  std::vector<cudaEvent_t> events_;
 };
 
 void nccl_sum(NcclCommunicator& nccl, float* data, int64_t count) {
@@ -64,13 +82,23 @@ AllreduceBenchPoint bench_nccl_allreduce(Communicator& comm, const AllreduceBenc
   for (int i = 0; i < c.warmup; ++i) nccl_sum(nccl, data.get(), c.count);
   TS_DIST_CUDA(cudaStreamSynchronize(nccl.stream()));
   TS_MPI(MPI_Barrier(mpi_comm(comm)));
-  const double t0 = MPI_Wtime();
-  for (int i = 0; i < c.iters; ++i) nccl_sum(nccl, data.get(), c.count);
+  const size_t iters = static_cast<size_t>(c.iters);
+  DeviceEvents marks(iters + 1);
+  TS_DIST_CUDA(cudaEventRecord(marks[0], nccl.stream()));
+  for (size_t i = 0; i < iters; ++i) {
+    nccl_sum(nccl, data.get(), c.count);
+    TS_DIST_CUDA(cudaEventRecord(marks[i + 1], nccl.stream()));
+  }
   TS_DIST_CUDA(cudaStreamSynchronize(nccl.stream()));
-  const double mean = (MPI_Wtime() - t0) / c.iters;
+  std::vector<double> call_seconds(iters);
+  for (size_t i = 0; i < iters; ++i) {
+    float ms = 0;
+    TS_DIST_CUDA(cudaEventElapsedTime(&ms, marks[i], marks[i + 1]));
+    call_seconds[i] = 1e-3 * static_cast<double>(ms);
+  }
 
   AllreduceBenchPoint p;
-  reduce_bench_times(comm, mean, p);
+  reduce_bench_times(comm, call_seconds, p);
   if (c.check) p.wrong = nccl_wrong_elements(comm, nccl, data.get(), c.count);
   return p;
 }
