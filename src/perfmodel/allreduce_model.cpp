@@ -70,7 +70,8 @@ Placement place_workers(const ClusterSpec& cluster, int64_t workers, int64_t thr
   const int64_t per_node = workers_per_node > 0 ? workers_per_node : places;
   pl.nodes = std::min(cluster.nodes, (workers + per_node - 1) / per_node);
   pl.ranks_per_node = (workers + pl.nodes - 1) / pl.nodes;
-  pl.oversubscribed = pl.ranks_per_node > places;
+  const int64_t threads_on_node = pl.ranks_per_node * std::max<int64_t>(1, threads);
+  pl.oversubscribed = pl.ranks_per_node > places || (cluster.node.gpus == 0 && threads_on_node > cluster.node.cores);
   const double cores = static_cast<double>(cluster.node.cores);
   pl.cores_per_worker = std::min(static_cast<double>(std::max<int64_t>(1, threads)), cores / static_cast<double>(pl.ranks_per_node));
   return pl;

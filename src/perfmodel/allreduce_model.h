@@ -20,7 +20,9 @@ struct Placement {
   int64_t workers = 1;
   int64_t nodes = 1;           // nodes used
   int64_t ranks_per_node = 1;  // ranks on the fullest node
-  bool oversubscribed = false; // more ranks on a node than it has places (cores / threads, GPUs)
+  // More ranks on a node than it has places (cores / threads, GPUs), or on a CPU node more
+  // compute threads than cores (ranks x threads > cores: one worker of more threads than cores).
+  bool oversubscribed = false;
   double cores_per_worker = 1; // CPU clusters: cores one worker computes on
 };
 // `workers_per_node` > 0: the run's layout (Slurm's --ntasks-per-node, the test bed's ranks per

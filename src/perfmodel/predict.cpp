@@ -1,6 +1,7 @@
 // See predict.h.
 #include "perfmodel/predict.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -136,6 +137,36 @@ void check_modelled(const ResolvedConfig& cfg) {
                       "one node), not ranks of different backends or threads; predict the run without " +
                       std::string(key) + " (unequal shares and dist.emulate_slowdown are priced)" + measure);
   }
+}
+
+int64_t cluster_worker_capacity(const ClusterSpec& cluster, int64_t threads, int64_t workers_per_node) {
+  return cluster.nodes * (workers_per_node > 0 ? workers_per_node : cluster.ranks_per_node(threads));
+}
+
+void check_workers_fit(const ClusterSpec& cluster, const std::vector<int64_t>& workers, int64_t threads,
+                       int64_t workers_per_node, const std::string& asked) {
+  const int64_t capacity = cluster_worker_capacity(cluster, threads, workers_per_node);
+  const auto too_many = std::find_if(workers.begin(), workers.end(), [&](int64_t w) { return w > capacity; });
+  if (too_many == workers.end()) return;
+  const std::string n = std::to_string(capacity);
+  const int64_t per_node = capacity / cluster.nodes;
+  std::string why;
+  if (workers_per_node > 0) why = "--workers-per-node";
+  else if (cluster.node.gpus > 0) why = "one per GPU";
+  else
+    why = std::to_string(cluster.node.cores) + " cores / " + std::to_string(std::max<int64_t>(1, threads)) +
+          " threads per worker";
+  int64_t doubling = 1;  // 1..doubling is the longest range of powers of two that fits
+  while (doubling * 2 <= capacity) doubling *= 2;
+  const std::string example = "1.." + std::to_string(doubling) + (doubling == capacity ? "" : "," + n);
+  std::string fix = "give worker counts up to " + n + " (e.g. --workers " + example +
+                    "), or a larger cluster (--cluster-set nodes=N)";
+  if (workers_per_node == 0 && cluster.node.gpus == 0) fix += ", or fewer threads per worker (--set threads=N)";
+  fix += ", or, to model oversubscribed nodes, more workers per node (--workers-per-node K; predict then warns)";
+  throw ConfigError(asked + ": " + std::to_string(*too_many) + " workers do not fit on cluster " + cluster.name +
+                    (cluster.path.empty() ? "" : " (" + cluster.path + ")") + ", which holds " +
+                    std::to_string(cluster.nodes) + " nodes x " + std::to_string(per_node) + " worker(s) per node (" +
+                    why + ") = " + n + " workers; accepted: 1.." + n + " workers; " + fix);
 }
 
 WorkerPoint predict_point(const RunConfig& config, const ClusterSpec& cluster, int64_t workers, const PredictOptions& options) {

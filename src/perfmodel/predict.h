@@ -49,6 +49,16 @@ struct Prediction {
 // itself: perfmodel/compression_model.h.)
 void check_modelled(const ResolvedConfig& config);
 
+// The most workers `cluster` holds at a layout: its nodes x `workers_per_node` when > 0, else
+// x a node's places (one per GPU, or cores / threads).
+int64_t cluster_worker_capacity(const ClusterSpec& cluster, int64_t threads, int64_t workers_per_node = 0);
+
+// ConfigError (exit 2) for the first count of `workers` above cluster_worker_capacity: what
+// `asked` for it (e.g. "--workers 1..1024"), what the cluster holds and why, the counts accepted
+// and what to change. predict refuses such counts instead of squeezing them onto the nodes.
+void check_workers_fit(const ClusterSpec& cluster, const std::vector<int64_t>& workers, int64_t threads,
+                       int64_t workers_per_node, const std::string& asked);
+
 // The steps of `config` on `cluster` at each worker count (its `workers` key is replaced; a
 // global_batch is split over each count and must divide by it).
 Prediction predict(const RunConfig& config, const ClusterSpec& cluster, const std::vector<int64_t>& workers,

@@ -12,6 +12,7 @@
 #include "perfmodel/collectives.h"
 #include "perfmodel/gemm_model.h"
 #include "perfmodel/layer_costs.h"
+#include "perfmodel/predict.h"
 #include "perfmodel/step_model.h"
 
 using namespace ts;
@@ -216,6 +217,42 @@ struct LenetOnTiny {
   WorkerRate rate = worker_rate(c, pl, "fp32");
   AllreduceModel ring{c, "ring", pl};
 };
+
+// predict's placement facts: what a cluster holds at a layout, the refusal of counts beyond it
+// (naming the count, the cluster's size and the counts accepted), and oversubscription.
+TEST(AllreduceModel, CapacityAndOversubscription) {
+  const ClusterSpec c = parse_cluster_file(kTiny, "tiny.yaml");  // 4 nodes of 4 cores
+  EXPECT_EQ(cluster_worker_capacity(c, 1), 16);
+  EXPECT_EQ(cluster_worker_capacity(c, 2), 8);
+  EXPECT_EQ(cluster_worker_capacity(c, 8), 4);     // more threads than cores: still one per node
+  EXPECT_EQ(cluster_worker_capacity(c, 2, 3), 12);  // --workers-per-node 3
+  EXPECT_NO_THROW(check_workers_fit(c, {1, 2, 4, 8}, 2, 0, "--workers 1..8"));
+  try {
+    check_workers_fit(c, {1, 2, 4, 8, 16}, 2, 0, "--workers 1..16");
+    FAIL() << "16 workers of 2 threads on 4 nodes of 4 cores were accepted";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--workers 1..16: 16 workers do not fit on cluster tiny"), std::string::npos) << m;
+    EXPECT_NE(m.find("4 nodes x 2 worker(s) per node (4 cores / 2 threads per worker) = 8 workers"), std::string::npos) << m;
+    EXPECT_NE(m.find("accepted: 1..8 workers"), std::string::npos) << m;
+    EXPECT_NE(m.find("--workers 1..8)"), std::string::npos) << m;
+    EXPECT_NE(m.find("--set threads=N"), std::string::npos) << m;
+  }
+  try {
+    check_workers_fit(c, {13}, 1, 3, "--workers 13");
+    FAIL() << "13 workers at 3 per node on 4 nodes were accepted";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("= 12 workers"), std::string::npos) << m;
+    EXPECT_NE(m.find("--workers 1..8,12"), std::string::npos) << m;  // the longest doubling range, then the capacity
+  }
+  // Oversubscribed: more ranks than places (--workers-per-node beyond cores / threads), or one
+  // worker with more threads than the node has cores.
+  EXPECT_FALSE(place_workers(c, 8, 2).oversubscribed);
+  EXPECT_TRUE(place_workers(c, 8, 2, 3).oversubscribed);  // 3 x 2 threads on 4 cores
+  EXPECT_TRUE(place_workers(c, 1, 8).oversubscribed);     // 8 threads on 4 cores
+  EXPECT_FALSE(place_workers(c, 1, 4).oversubscribed);
+}
 
 TEST(StepModel, OverlapHidesCommunicationBehindBackward) {
   const LenetOnTiny t;

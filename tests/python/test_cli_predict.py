@@ -1,8 +1,11 @@
 """`trainscale predict` and `trainscale calibrate` (docs/model.md): the printed table, every
 dataset and attribute of the prediction file (schema trainscale-predict/1) and how they add up,
-overlap against no overlap, the material's Skylake cluster as a star and as a mesh up to 1,024
-workers, errors that name the file, line and key (exit 2), and a calibration with a tiny budget
-on 1 and 2 ranks whose cluster file `predict` then reads."""
+overlap against no overlap, the material's Skylake cluster as a star and as a mesh up to 1,000
+workers, the placement (workers per node, threads per worker) printed and warned about when
+workers are packed or nodes oversubscribed, worker counts beyond the cluster and ranges that would
+stop short refused, the per-layer table on request with whole names, errors that name the file,
+line and key (exit 2), and a calibration with a tiny budget on 1 and 2 ranks whose cluster file
+`predict` then reads."""
 import shutil
 import subprocess
 
@@ -65,8 +68,15 @@ def test_file_and_table(tmp_path):
         np.testing.assert_allclose((p["layer_bp_gc"][:] + p["layer_bp_wu"][:]).sum(axis=1), p["backward"][:], rtol=1e-9)
     rows = [line.split() for line in proc.stdout.splitlines() if line.split() and line.split()[0] in ("1", "2")]
     assert len(rows) == 2, proc.stdout
-    assert float(rows[0][3]) == pytest.approx(step[0] * 1e3, rel=1e-3)
-    assert "conv1" in proc.stdout and "bound@" in proc.stdout
+    header = next(line.split() for line in proc.stdout.splitlines() if line.startswith("workers"))
+    assert header[:6] == ["workers", "nodes", "per_node", "threads", "batch", "step_ms"], header
+    # 1 and 2 workers of 1 thread on local's one node of 2 cores: 1 and 2 per node, 1 thread each.
+    assert [r[:4] for r in rows] == [["1", "1", "1", "1"], ["2", "1", "2", "1"]], rows
+    assert float(rows[0][5]) == pytest.approx(step[0] * 1e3, rel=1e-3)
+    assert "placement: 1 thread(s) per worker" in proc.stdout and "the cluster holds 2 workers (1 node(s))" in proc.stdout
+    # The per-layer table only with --layers (the file has every layer anyway).
+    assert "bound@" not in proc.stdout and "10 layers: the per-layer table with --layers" in proc.stdout
+    assert proc.stderr == "", "nothing to warn about"
 
 
 def test_overlap_hides_communication(tmp_path):
@@ -95,14 +105,17 @@ def test_overlap_hides_communication(tmp_path):
     assert 0 <= points[2, "false"]["step_time"] - busy["step_time"] < hidden
 
 
-def test_skylake_star_and_mesh_to_1024(tmp_path):
+def test_skylake_star_and_mesh_to_1000(tmp_path):
+    """The material's cluster: 1,000 nodes of one 56-thread worker each (1,024 workers do not fit:
+    test_workers_beyond_the_cluster_are_refused)."""
     text = "model: resnet50\ndataset: {name: synthetic}\nbatch_per_worker: 60\nthreads: 56\ndist: {allreduce: mpi}\n"
-    _, f = predict(tmp_path, text, SKYLAKE, "--workers", "1..1024", "--gemm-only")
+    _, f = predict(tmp_path, text, SKYLAKE, "--workers", "1..512,1000", "--gemm-only")
     with f:
         star = f["predict"]
         workers = star["workers"][:]
-        assert list(workers) == [2**k for k in range(11)]
-        assert list(star["nodes"][:]) == [min(w, 1000) for w in workers]  # one 56-thread worker per node
+        assert list(workers) == [2**k for k in range(10)] + [1000]
+        assert list(star["nodes"][:]) == list(workers)  # one 56-thread worker per node
+        assert list(star["ranks_per_node"][:]) == [1] * len(workers)
         star_comm = star["comm"][:]
         assert np.all(np.diff(star_comm[1:]) > 0), star_comm  # BKT's latency term grows with p
         compute = star["compute"][:]
@@ -110,13 +123,142 @@ def test_skylake_star_and_mesh_to_1024(tmp_path):
         assert f.attrs["gemm_only"] == 1
         kinds = {n.decode() for n, b in zip(star["layers"]["kind"], star["layer_fp"][0]) if b > 0}
         assert kinds <= {"conv", "fc"}
-    _, f = predict(tmp_path, text, SKYLAKE, "--workers", "1..1024", "--gemm-only",
+    _, f = predict(tmp_path, text, SKYLAKE, "--workers", "1..512,1000", "--gemm-only",
                    "--cluster-set", "interconnect.topology=mesh", "--cluster-set", "interconnect.dims=[32,32]")
     with f:
         mesh_comm = f["predict"]["comm"][:]
         assert "topology: mesh" in f.attrs["cluster"]
-    # A mesh runs BKT dimension by dimension: fewer messages than the star's ring of 1,024.
+    # A mesh runs BKT dimension by dimension: fewer messages than the star's ring of 1,000.
     assert mesh_comm[-1] < star_comm[-1]
+
+
+def predict_lines(tmp_path, text, cluster, *extra):
+    """(exit code, stdout, stderr) of predict without --out."""
+    cfg = write_config(tmp_path / "run.yaml", text)
+    proc = run(["predict", "--config", cfg, "--cluster", cluster] + [str(a) for a in extra])
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def table_rows(stdout):
+    """{workers: {column: text}} of the worker-count table."""
+    lines = stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("workers"))
+    header = lines[at].replace("layers c/m/n", "layers").split()
+    rows = {}
+    for line in lines[at + 1:]:
+        cells = line.split()
+        if not cells or not cells[0].isdigit():
+            break
+        rows[int(cells[0])] = dict(zip(header, cells))
+    return rows
+
+
+def test_packed_workers_are_shown_and_warned(tmp_path):
+    """The new user's case: 1,024 workers of 2 threads on the 1,000-node Skylake cluster. The
+    default placement fills each node's 56 cores: 28 workers on each of 37 nodes. The table shows
+    it, and stderr warns that the cluster's other nodes stay idle and how to give the run's layout."""
+    text = LENET.replace("threads: 1", "threads: 2")
+    code, out, err = predict_lines(tmp_path, text, SKYLAKE, "--workers", "1,1024")
+    assert code == 0, out + err
+    rows = table_rows(out)
+    assert (rows[1024]["nodes"], rows[1024]["per_node"], rows[1024]["threads"]) == ("37", "28", "2"), out
+    assert (rows[1]["nodes"], rows[1]["per_node"]) == ("1", "1")
+    assert "placement: 2 thread(s) per worker" in out and "up to 28 per node" in out
+    assert ("warning: the default placement packs workers on few nodes (at 1024 workers: 28 workers of 2 thread(s) "
+            "on each of 37 of the cluster's 1000 nodes)") in err, err
+    assert "--workers-per-node K" in err and "--set threads=56" in err, err
+    # The run's layout given: one worker per node, nothing packed, nothing to warn about.
+    code, out, err = predict_lines(tmp_path, text, SKYLAKE, "--workers", "1,512", "--workers-per-node", "1")
+    assert code == 0, out + err
+    assert (table_rows(out)[512]["nodes"], table_rows(out)[512]["per_node"]) == ("512", "1")
+    assert "1 worker(s) per node (--workers-per-node)" in out
+    assert err == "", err
+
+
+@pytest.mark.parametrize("threads, extra, expected", [
+    # 2 workers of 56 threads on one node of 56 cores (the run's layout says 2 per node).
+    (56, ["--workers", "2", "--workers-per-node", "2"], "at 2 workers, 2 worker(s) per node x 56 thread(s) = 112 threads on 56 cores"),
+    # One worker of more threads than the node has cores.
+    (112, ["--workers", "1"], "at 1 workers, 1 worker(s) per node x 112 thread(s) = 112 threads on 56 cores"),
+])
+def test_oversubscribed_nodes_are_warned(tmp_path, threads, extra, expected):
+    code, out, err = predict_lines(tmp_path, LENET.replace("threads: 1", f"threads: {threads}"), SKYLAKE, *extra)
+    assert code == 0, out + err
+    assert f"warning: {expected}: the node is oversubscribed" in err, err
+    assert "(oversubscribed)" in out
+
+
+def test_workers_beyond_the_cluster_are_refused(tmp_path):
+    """A count the cluster cannot hold at the layout is refused (exit 2), naming the count, what the
+    cluster holds and why, the counts accepted and what to change; never squeezed onto the nodes."""
+    text = LENET.replace("threads: 1", "threads: 56")
+    code, out, err = predict_lines(tmp_path, text, SKYLAKE, "--workers", "1..1024")
+    assert code == 2, out + err
+    assert "--workers 1..1024: 1024 workers do not fit on cluster skylake-8180m" in err, err
+    assert "1000 nodes x 1 worker(s) per node (56 cores / 56 threads per worker) = 1000 workers" in err, err
+    assert "accepted: 1..1000 workers" in err and "--workers 1..512,1000" in err, err
+    assert "--cluster-set nodes=N" in err and "--set threads=N" in err and "--workers-per-node K" in err, err
+    # 8 workers per node on the 32 DGX nodes: at most 256; GPUs, so no threads advice.
+    code, out, err = predict_lines(tmp_path, LENET, REPO / "configs/clusters/dgx-h100.yaml", "--workers", "256,512")
+    assert code == 2 and "512 workers do not fit" in err and "8 worker(s) per node (one per GPU) = 256" in err, err
+    assert "--set threads" not in err
+    # The config's own workers, without --workers: the message points at the key.
+    code, out, err = predict_lines(tmp_path, LENET + "workers: 4\n", LOCAL)
+    assert code == 2, out + err
+    assert "run.yaml:6: key 'workers': 4 workers do not fit on cluster local" in err, err
+    # A larger cluster, or the run's layout of 4 per node (oversubscribed: warned), takes them.
+    code, out, err = predict_lines(tmp_path, LENET + "workers: 4\n", LOCAL, "--cluster-set", "nodes=2")
+    assert code == 0 and err == "", out + err
+    code, out, err = predict_lines(tmp_path, LENET + "workers: 4\n", LOCAL, "--workers-per-node", "4")
+    assert code == 0 and "oversubscribed" in err, out + err
+
+
+@pytest.mark.parametrize("workers, expected", [
+    ("1..100", "--workers 1..100: range 1..100 doubles from 1 and would stop at 64, short of 100; accepted: LO..HI "
+               "with HI = LO x a power of two (e.g. 1..64 or 1..128), and lists; give 1..64,100 to end at 100"),
+    ("3..20", "would stop at 12, short of 20"),
+    ("8..4", "range 8..4 runs backwards"),
+    ("1..x", "'x' is not a worker count >= 1"),
+])
+def test_ranges_that_would_be_cut_are_refused(tmp_path, workers, expected):
+    code, out, err = predict_lines(tmp_path, LENET, SKYLAKE, "--workers", workers)
+    assert code == 2, out + err
+    assert expected in err, err
+
+
+def test_ranges_that_end_on_their_last_count(tmp_path):
+    code, out, err = predict_lines(tmp_path, LENET, SKYLAKE, "--workers", "3..24,1..2,100")
+    assert code == 0, out + err
+    assert list(table_rows(out)) == [3, 6, 12, 24, 1, 2, 100]
+
+
+def test_layer_table_on_request_with_whole_names(tmp_path):
+    """--layers prints every layer with work under its whole name (inception_v3's run to 30 and more
+    characters; the table used to cut them to 16)."""
+    text = LENET.replace("model: lenet", "model: inception_v3")
+    code, out, err = predict_lines(tmp_path, text, SKYLAKE, "--workers", "1,2")
+    assert code == 0, out + err
+    assert "bound@" not in out and "layers: the per-layer table with --layers" in out
+    code, out, err = predict_lines(tmp_path, text, SKYLAKE, "--workers", "1,2", "--layers")
+    assert code == 0, out + err
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("layer ") and "bound@1" in line)
+    names = [line.split()[0] for line in lines[at + 1:] if line.strip()]
+    assert len(names) > 100, names[:5]
+    longest = max(names, key=len)
+    assert len(longest) > 16, longest
+    # Whole names: the file's layer names, in order, are the printed ones.
+    cfg = write_config(tmp_path / "run.yaml", text)
+    h5 = tmp_path / "p.h5"
+    assert run(["predict", "--config", cfg, "--cluster", SKYLAKE, "--workers", "1,2", "--out", h5]).returncode == 0
+    with h5py.File(h5) as f:
+        file_names = [n.decode() for n in f["predict/layers"]["name"]]
+    assert set(names) <= set(file_names) and longest in file_names
+    # The columns line up under the longest name: each kind starts where the header's does.
+    kind_at = lines[at].index(" kind ") + 1
+    for line in lines[at + 1:]:
+        if line.strip():
+            assert line[:kind_at].rstrip() == line.split()[0] and line[kind_at - 1] == " ", line
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -149,7 +291,8 @@ def test_what_the_model_does_not_price_is_refused(tmp_path, line, expected):
 def test_compression_is_priced_from_the_clusters_codec_rates(tmp_path):
     """Codec rates from calibration.compression; a cluster file without them is refused."""
     text = LENET + "workers: 2\ndist: {strategy: sync, compression: powersgd}\n"
-    proc, f = predict(tmp_path, text, LOCAL, "--workers", "1,2,4")
+    two_nodes = ["--cluster-set", "nodes=2"]  # room for 4 one-thread workers
+    proc, f = predict(tmp_path, text, LOCAL, "--workers", "1,2,4", *two_nodes)
     with f:
         p = f["predict"]
         assert "powersgd" in p.attrs["compression"]
@@ -158,7 +301,7 @@ def test_compression_is_priced_from_the_clusters_codec_rates(tmp_path):
         assert np.all(p["comm"][1:] > p["compress"][1:] + p["decompress"][1:])
         # PowerSGD's rank-4 factors of lenet's matrices: far fewer bytes than the fp32 arena.
         assert 0 < p["wire_bytes"][1] < 4 * 1663370 / 20
-    plain, g = predict(tmp_path, LENET + "workers: 2\n", LOCAL, "--workers", "1,2,4")
+    plain, g = predict(tmp_path, LENET + "workers: 2\n", LOCAL, "--workers", "1,2,4", *two_nodes)
     with g:
         assert g["predict"].attrs["compression"] == "" and np.all(g["predict"]["wire_bytes"][()] == 0)
     cfg = write_config(tmp_path / "run.yaml", text)
