@@ -134,8 +134,7 @@ def matrix_and_runs_section(rep: Report, df: pd.DataFrame, vary: list[str]) -> N
     rep.section("Campaign matrix")
     swept, constant, follow = matrix_table(df, vary)
     if swept.empty:
-        rep.para("No configuration key was swept: every run has the same configuration.",
-                 note=True)
+        rep.para("Every run has the same configuration: nothing was swept.", note=True)
     else:
         rep.table(swept, None, name="matrix")
     if not follow.empty:
