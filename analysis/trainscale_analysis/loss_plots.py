@@ -190,9 +190,11 @@ def plot_loss_area_heatmaps(df: pd.DataFrame, out, threshold: float | None = Non
             ax.add_patch(Rectangle((cvals.index(wc) - .5, rvals.index(wr) - .5), 1, 1,
                                    fill=False, lw=3, edgecolor="black"))
         ax.set_xticks(range(len(cvals)), [fmt(c) for c in cvals])
-        ax.set_yticks(range(len(rvals)), [fmt(r) for r in rvals])
+        # The rows' tick labels once, left of the first panel: between panels they overlap.
+        first = ax is axes[0][0]
+        ax.set_yticks(range(len(rvals)), [fmt(r) for r in rvals] if first else [])
         ax.set_xlabel(cols)
-        if ax is axes[0][0]:
+        if first:
             ax.set_ylabel(rows)
         ax.set_title(f"workers = {fmt(w)}")
     if im is not None:

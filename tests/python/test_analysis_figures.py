@@ -169,3 +169,30 @@ def test_the_overlap_check_sees_a_legend_on_a_label(figures):
     fig.tight_layout()
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.08))  # where the label is
     assert overlaps(fig)
+
+
+def labels_over_other_panels(fig) -> list[str]:
+    """Tick and axis labels of one panel drawn over another panel's plotting area."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    bad = []
+    for ax in axes:
+        own = [ax.xaxis.label, ax.yaxis.label] + ax.get_xticklabels() + ax.get_yticklabels()
+        for lab in own:
+            if not lab.get_text().strip():
+                continue
+            box = lab.get_window_extent(r)
+            for other in axes:
+                if other is not ax and box.overlaps(other.get_window_extent(r)):
+                    bad.append(f"{lab.get_text()!r} over another panel")
+    return bad
+
+
+def test_heatmap_row_labels_stay_off_the_next_panel(grid, tmp_path, figures):
+    plots.plot_loss_area_heatmaps(grid, tmp_path / "heat", fx.THRESHOLD)
+    (fig,) = figures()
+    assert labels_over_other_panels(fig) == []
+    first, *rest = panels(fig)
+    assert [t.get_text() for t in first.get_yticklabels()] == ["32", "64"]
+    assert all(not [t for t in ax.get_yticklabels() if t.get_text()] for ax in rest)
