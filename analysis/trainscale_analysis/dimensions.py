@@ -57,6 +57,34 @@ def sweep_keys(campaign_dir: str | Path) -> list[str] | None:
     return list(dict.fromkeys(keys))
 
 
+def zip_groups(campaign_dir: str | Path) -> list[list[str]]:
+    """The key lists of the sweep file's `zip` groups (keys stepped in lock-step: together they
+    are one dimension), in file order; [] without a sweep file or zips."""
+    try:
+        doc = yaml.safe_load((Path(campaign_dir) / "sweep.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return []
+    zips = doc.get("zip") if isinstance(doc, Mapping) else None
+    if not isinstance(zips, Mapping):
+        return []
+    return [[str(k) for k in g] for g in zips.values() if isinstance(g, Mapping) and g]
+
+
+def lockstep_followers(df: pd.DataFrame, dims: Sequence[str]) -> dict[str, str]:
+    """{key: the first key of its zip group} for every dimension stepped in lock-step with an
+    earlier one (dataset.root with dataset.format): an effect is the group's, credited once,
+    to its first key."""
+    out: dict[str, str] = {}
+    if "campaign_dir" not in df.columns:
+        return out
+    for cdir in df["campaign_dir"].dropna().unique():
+        for group in zip_groups(cdir):
+            members = [k for k in group if k in dims]
+            for k in members[1:]:
+                out.setdefault(k, members[0])
+    return out
+
+
 def normalised(value: Any) -> Any:
     """A configuration value as the one thing it means: numbers as numbers (`5e-04` and
     `0.0005`, `64` and `64.0` are one value), NaN (a key some runs leave unset) as None."""

@@ -268,7 +268,9 @@ def relative_section(rep: Report, df: pd.DataFrame, ok: pd.DataFrame, vary: list
     """Bars per swept key against its baseline, matched on every other key (per device when the
     runs computed on several)."""
     rep.section("Relative performance by dimension")
-    dims = [k for k in vary if k not in OWN_RELATIVE_SECTIONS and ok[k].nunique() > 1]
+    followers = dimensions.lockstep_followers(df, vary)
+    dims = [k for k in vary if k not in OWN_RELATIVE_SECTIONS and k not in followers
+            and ok[k].nunique() > 1]
     if not dims:
         rep.skip("No other swept key (storage, data format, precision, MPI flavor, algorithm, "
                  "...) varied, so there are no relative-performance bars.")
@@ -295,8 +297,14 @@ def relative_section(rep: Report, df: pd.DataFrame, ok: pd.DataFrame, vary: list
             if not swept:
                 continue  # keys that follow dim (its resolved defaults) share nothing of its effect
             where = f"On {m[by]}, " if by else ""
-            rep.para(f"{where}{', '.join(swept)} changed with {dim} (one value per value of it), so "
-                     f"they are not matched on and the ratios are theirs as much as {dim}'s.", note=True)
+            zipped = [k for k in swept if followers.get(k) == dim]
+            if zipped:
+                rep.para(f"{where}{', '.join(zipped)} was swept in lock-step with {dim} (one zip "
+                         f"group): the ratios are the group's.", note=True)
+            others = [k for k in swept if k not in zipped]
+            if others:
+                rep.para(f"{where}{', '.join(others)} changed with {dim} (one value per value of it), so "
+                         f"they are not matched on and the ratios are theirs as much as {dim}'s.", note=True)
     if not_compared:
         text = ("Not compared: " + ", ".join(not_compared) + " (no two finished runs"
                 f"{' on one device' if by else ''} differ in that key alone).")
@@ -358,9 +366,9 @@ def io_sections(rep: Report, df: pd.DataFrame, io_paths: Sequence[str | Path], f
         has_reads = not reads.empty and reads[dim].nunique() > 1
         if io.empty or io[dim].nunique() < 2:
             seen = ", ".join(sorted(io[dim].astype(str).unique())) if not io.empty else ""
-            hint = (f"No bench io files compare two values of {dim}"
-                    f"{' (only ' + seen + ')' if seen else ''}; make them with `trainscale bench io "
-                    f"--config FILE --set dataset.{dim}=... --out FILE.h5` and pass them with --io.")
+            hint = (f"Input pipeline throughput per {dim} needs bench io files that compare two values "
+                    f"of it{' (only ' + seen + ' here)' if seen else ''}: make them with `trainscale bench "
+                    f"io --config FILE --set dataset.{dim}=... --out FILE.h5` and pass them with --io.")
             if not has_reads:
                 rep.skip(hint)
                 continue

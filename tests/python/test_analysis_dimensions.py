@@ -157,3 +157,23 @@ def test_numbers_spelled_differently_are_one_value(tmp_path):
 ])
 def test_distinct_normalises_numbers(values, expected):
     assert dimensions.distinct(values) == expected
+
+
+def test_a_zip_group_is_one_effect_credited_to_its_first_key(tmp_path):
+    """salvaris's zip steps dataset.format with dataset.root: one dimension, so one set of
+    bars (for the first key) and a note naming the others, not two sets of the same ratios."""
+    cdir = tmp_path / "zipped"
+    (cdir / "runs").mkdir(parents=True)
+    for w in (1, 2):
+        for p, root in (("fp32", "/data/a"), ("bf16", "/data/b")):
+            write_point(cdir, fx.base_config(workers=w, precision=p, **{"dataset.root": root}), "zipped")
+    (cdir / "sweep.yaml").write_text("campaign: zipped\nbase: b.yaml\nmatrix: {workers: [1, 2]}\n"
+                                     "zip:\n  data: {precision: [fp32, bf16], dataset.root: [/data/a, /data/b]}\n")
+    df = load_campaigns(cdir)
+    dims = dimensions.swept_dimensions(df)
+    assert dims == ["workers", "precision", "dataset.root"]
+    assert dimensions.lockstep_followers(df, dims) == {"dataset.root": "precision"}
+    html, md = build_report([cdir], tmp_path / "z.html")
+    figs = sorted(p.name for p in (tmp_path / "z_figures").glob("relative_*.png"))
+    assert figs == ["relative_precision.png"]
+    assert "dataset.root was swept in lock-step with precision (one zip group)" in md.read_text()
