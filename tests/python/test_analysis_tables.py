@@ -73,7 +73,6 @@ class Outline(HTMLParser):
     def __init__(self):
         super().__init__()
         self.items = []
-        self.depth_details = 0
 
     def handle_starttag(self, tag, attrs):
         if tag in ("h2", "p", "figure", "table", "details", "ul"):
