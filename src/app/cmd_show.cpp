@@ -15,6 +15,8 @@
 #include "app/commands.h"
 #include "core/error.h"
 #include "core/strings.h"
+#include "core/file_io.h"
+#include "metrics/mllog.h"
 #include "metrics/run_file_view.h"
 #include "metrics/utilisation.h"
 
@@ -24,14 +26,15 @@ namespace ts {
 namespace {
 
 const char* kShowUsage =
-    "usage: trainscale show RUN.h5 [--json | --csv]\n\n"
+    "usage: trainscale show RUN.h5 [--json | --csv | --mllog PATH]\n\n"
     "Prints a run file: the run (id, status, model, backend, precision, ranks, hosts, MPI), its /summary, the\n"
     "seconds of each phase per step (median, p90 and mean over the steps after warm-up, each step's value the\n"
     "mean over ranks; share = the phase's part of the step time), one row per rank (its hosts, mean seconds\n"
     "per phase, accelerator utilisation au = (forward + backward + optimizer) / step, and the data-wait\n"
     "share), and the resolved config. --json prints the same as one JSON object, --csv as rows of\n"
     "section,name,rank,value (rank empty where a value is not per rank). Numbers are full precision in\n"
-    "--json and --csv; NaN (not applicable) is null in JSON and empty in CSV.\n"
+    "--json and --csv; NaN (not applicable) is null in JSON and empty in CSV. --mllog PATH writes the run's\n"
+    "MLPerf logging stream (:::MLLOG lines, as logging.mllog does during a run; docs/interoperability.md).\n"
     "Exit codes: 0 ok, 1 the file cannot be read as a run file, 2 usage error.\n";
 
 struct PhaseStats {
@@ -240,13 +243,20 @@ void print_csv(std::ostream& out, const RunFileView& v, const ShowTables& t) {
 int command_show(const std::vector<std::string>& args) {
   po::options_description opts(std::string(kShowUsage) + "\noptions");
   opts.add_options()("help,h", "show this help")("file", po::value<std::string>(), "the run file (RUN.h5)")
-      ("json", "print one JSON object")("csv", "print rows of section,name,rank,value");
+      ("json", "print one JSON object")("csv", "print rows of section,name,rank,value")
+      ("mllog", po::value<std::string>(), "write the run's MLPerf logging stream (:::MLLOG lines) to this file instead");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "file");
   if (!parsed) return kExitOk;
   const po::variables_map& vm = *parsed;
   if (!vm.count("file")) throw ConfigError("a run file is required: trainscale show RUN.h5 [--json | --csv]");
   if (vm.count("json") && vm.count("csv")) throw ConfigError("--json and --csv exclude each other: give one of them");
   const RunFileView view = read_run_file_view(vm["file"].as<std::string>());
+  if (vm.count("mllog")) {
+    if (vm.count("json") || vm.count("csv")) throw ConfigError("--mllog writes a file: give it without --json or --csv");
+    write_file_atomically(vm["mllog"].as<std::string>(), mllog_text(view));
+    std::cout << "mllog: " << vm["mllog"].as<std::string>() << "\n";
+    return kExitOk;
+  }
   const ShowTables tables = tables_of(view);
   if (vm.count("json")) print_json(std::cout, view, tables);
   else if (vm.count("csv")) print_csv(std::cout, view, tables);

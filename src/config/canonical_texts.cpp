@@ -207,6 +207,7 @@ RunConfig typed_config(const KeyTexts& t) {
   r.seed = static_cast<uint64_t>(i64("seed"));
   r.log_every = i64("log_every");
   if (has("loss_reads")) r.loss_reads = enum_from_name(all_loss_reads(), loss_reads_name, str("loss_reads"), "loss_reads");
+  if (has("logging.mllog")) r.mllog_path = str("logging.mllog");
   if (has("metrics.au_threshold")) r.au_threshold = f64("metrics.au_threshold");
   return r;
 }

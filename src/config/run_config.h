@@ -157,6 +157,7 @@ struct RunConfig {
   CheckpointConfig checkpoint;
   uint64_t seed = 1;
   int64_t log_every = 20;
+  std::string mllog_path;  // logging.mllog: where the MLPerf logging stream goes ("": nowhere)
   double au_threshold = std::numeric_limits<double>::quiet_NaN();  // metrics.au_threshold (NaN: unset)
 
   // The loss scaling this run applies: auto resolves to dynamic for fp16, off otherwise.

@@ -174,6 +174,8 @@ const std::vector<KeySpec>& run_config_schema() {
         {"log_every", T::integer, "20", {}, "progress line period in steps", positive(1e9)},
         {"loss_reads", T::string, "", accepted_loss_reads,
          "when the host reads the loss: every step, or every log_every steps (unset: log on one cuda rank of sync)"},
+        {"logging.mllog", T::string, "", {},
+         "write the run's MLPerf logging stream (:::MLLOG lines) to this file when it ends (unset: none)"},
         {"metrics.au_threshold", T::number, "", {},
          "accelerator utilisation a run must reach on its least utilised rank (au_pass; unset: no verdict)", closed(0, 1)},
     };

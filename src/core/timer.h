@@ -13,6 +13,10 @@ namespace ts {
 // linker never takes it from the archive there.
 double now_seconds();
 
+// Wall-clock seconds since 1970-01-01 UTC (system clock, fractional): when things happened, for
+// the run file's wall times and the MLPerf log's time_ms. Never for durations (now_seconds).
+double unix_seconds();
+
 // The current UTC time as ISO 8601, "2026-11-21T18:31:02Z".
 std::string utc_timestamp();
 

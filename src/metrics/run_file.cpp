@@ -44,6 +44,7 @@ void validate(const std::string& path, const RunResult& r) {
   same(r.time.size(), "time");
   same(r.loss.size(), "loss");
   same(r.lr.size(), "lr");
+  if (!r.wall_time.empty()) same(r.wall_time.size(), "wall_time");
   const int64_t R = r.record.world_size;
   if (R < 1) bad_result(path, "world_size " + std::to_string(R) + " < 1");
   for (const auto& [phase, v] : r.timing) {
@@ -77,6 +78,8 @@ void validate(const std::string& path, const RunResult& r) {
   for (size_t n : {r.eval_epoch.size(), r.eval_time.size(), r.eval_loss.size(), r.eval_accuracy.size()})
     if (n != E)
       bad_result(path, "the /eval arrays differ in length (/eval/step has " + std::to_string(E) + ")");
+  if (!r.eval_wall_time.empty() && (r.eval_wall_time.size() != E || r.eval_seconds.size() != E))
+    bad_result(path, "/eval/wall_time or /eval/seconds differs in length from /eval/step (" + std::to_string(E) + ")");
 }
 
 void check_directory(const std::string& path) {
@@ -136,6 +139,10 @@ void write_record(h5::File& file, const RunRecord& r) {
   }
   file.set_attr("attempt", r.attempt);
   file.set_attr("resumed_from_step", r.resumed_from_step);
+  file.set_attr("setup_start_unix", r.setup_start_unix);
+  file.set_attr("train_start_unix", r.train_start_unix);
+  file.set_attr("train_split_samples", r.train_split_samples);
+  file.set_attr("eval_split_samples", r.eval_split_samples);
 }
 
 // /partition (heterogeneous workers): shares, compute and idle seconds per step and rank.
@@ -171,6 +178,7 @@ void write_contents(h5::File& file, const RunResult& r) {
     train.write("time", r.time).set_attr("units", "seconds");
     train.write("loss", r.loss).set_attr("units", "loss");
     train.write("lr", r.lr).set_attr("units", "learning rate");
+    if (!r.wall_time.empty()) train.write("wall_time", r.wall_time).set_attr("units", "seconds since 1970-01-01 UTC");
   }
   {
     h5::Group timing = file.create_group("timing");
@@ -190,6 +198,10 @@ void write_contents(h5::File& file, const RunResult& r) {
     eval.write("time", r.eval_time).set_attr("units", "seconds");
     eval.write("loss", r.eval_loss).set_attr("units", "loss");
     eval.write("accuracy", r.eval_accuracy).set_attr("units", "fraction");
+    if (!r.eval_wall_time.empty()) {
+      eval.write("wall_time", r.eval_wall_time).set_attr("units", "seconds since 1970-01-01 UTC");
+      eval.write("seconds", r.eval_seconds).set_attr("units", "seconds");
+    }
   }
   {
     h5::Group summary = file.create_group("summary");

@@ -51,6 +51,7 @@ void read_series(const h5::ReadFile& f, RunFileView& v) {
   v.loss = f.floats("/train/loss").values;
   v.lr = f.floats("/train/lr").values;
   v.steps = static_cast<int64_t>(v.step.size());
+  if (f.exists("/train/wall_time")) v.wall_time = f.doubles("/train/wall_time").values;
   if (f.exists("/timing"))
     for (const std::string& phase : f.members("/timing")) v.timing[phase] = read_phase(f, phase, v.steps, v.ranks);
   if (f.exists("/eval")) {
@@ -59,6 +60,10 @@ void read_series(const h5::ReadFile& f, RunFileView& v) {
     v.eval_time = f.doubles("/eval/time").values;
     v.eval_loss = f.doubles("/eval/loss").values;
     v.eval_accuracy = f.doubles("/eval/accuracy").values;
+    if (f.exists("/eval/wall_time")) {
+      v.eval_wall_time = f.doubles("/eval/wall_time").values;
+      v.eval_seconds = f.doubles("/eval/seconds").values;
+    }
   }
   if (f.exists("/utilisation/au")) {
     v.au = f.doubles("/utilisation/au").values;
@@ -71,6 +76,12 @@ void read_series(const h5::ReadFile& f, RunFileView& v) {
 std::string RunFileView::attribute(const std::string& name) const {
   const auto it = attributes.find(name);
   return it == attributes.end() ? "" : it->second;
+}
+
+double RunFileView::attribute_number(const std::string& name) const {
+  const auto it = attributes.find(name);
+  if (it == attributes.end() || !numeric_attributes.count(name)) return std::numeric_limits<double>::quiet_NaN();
+  return std::stod(it->second);
 }
 
 std::string RunFileView::config_value(const std::string& key, const std::string& fallback) const {

@@ -30,11 +30,13 @@ struct RunFileView {
   std::vector<int64_t> step, samples;
   std::vector<double> epoch, time;
   std::vector<float> loss, lr;
+  std::vector<double> wall_time;  // /train/wall_time [S] (empty in files written before it existed)
   // /timing/<phase> [S, R] step-major, every phase the file holds.
   std::map<std::string, std::vector<float>> timing;
   // /eval [E]
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;
+  std::vector<double> eval_wall_time, eval_seconds;  // empty in files written before they existed
   // /utilisation [R] (empty in files written before it existed)
   std::vector<double> au, data_wait_share;
   // /model
@@ -43,6 +45,8 @@ struct RunFileView {
 
   // The root attribute `name`, or "" when the file has none.
   std::string attribute(const std::string& name) const;
+  // The numeric root attribute `name`, NaN when the file has none.
+  double attribute_number(const std::string& name) const;
   // The /config value of `key`, or `fallback` when the file has none.
   std::string config_value(const std::string& key, const std::string& fallback = "") const;
   // The /summary figure `name`, NaN when absent.

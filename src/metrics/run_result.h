@@ -60,6 +60,12 @@ struct RunRecord {
   // (0: it ran from the start).
   int64_t attempt = 1;                      // int64
   int64_t resumed_from_step = 0;            // int64
+  // Wall clock of this attempt (Unix seconds, float64; NaN: not recorded): the set-up's start
+  // and the training loop's start (MLPerf's init_start and run_start).
+  double setup_start_unix = std::numeric_limits<double>::quiet_NaN();
+  double train_start_unix = std::numeric_limits<double>::quiet_NaN();
+  // The data set's split sizes (int64; 0: not recorded): MLPerf's train_samples, eval_samples.
+  int64_t train_split_samples = 0, eval_split_samples = 0;
 };
 
 // /partition (docs/hdf5-schema.md): the shares of the global batch and the per-step compute
@@ -88,6 +94,9 @@ struct RunResult {
   std::vector<int64_t> step, samples;
   std::vector<double> epoch, time;
   std::vector<float> loss, lr;
+  // /train/wall_time [S] (rank 0's wall clock at each step's end, Unix seconds; NaN for the steps
+  // of an earlier attempt of a resumed run); empty: not written.
+  std::vector<double> wall_time;
   // /timing/<phase> [S, R], row-major (step-major): timing[phase][s * R + r]
   std::map<std::string, std::vector<float>> timing;
   PartitionRecord partition;  // /partition, heterogeneous workers only
@@ -97,6 +106,9 @@ struct RunResult {
   // /eval/* [E]
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;
+  // /eval/wall_time and /eval/seconds [E]: each evaluation's start (Unix seconds) and duration
+  // (NaN for an earlier attempt's); empty: not written.
+  std::vector<double> eval_wall_time, eval_seconds;
 
   // /summary attrs (float64, NaN where not applicable) and the diverged flag.
   std::map<std::string, double> summary;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ostream>
 
+#include "core/timer.h"
 #include "train/evaluate.h"
 #include "train/loss_ledger.h"
 #include "train/progress.h"
@@ -20,6 +21,7 @@ void record_step(RunRecording& rec, const StepResult& res, int64_t step, const R
   rec.epoch.push_back(static_cast<double>(step) / static_cast<double>(plan.steps_per_epoch));
   rec.samples.push_back(step * plan.global_batch);
   rec.time.push_back(rec.train_clock);
+  rec.step_wall.push_back(unix_seconds());
   rec.lr.push_back(static_cast<float>(lr));
   rec.local_loss.push_back(res.local_loss);
   for (size_t p = 0; p < kPhaseCount; ++p) rec.seconds[p].push_back(static_cast<float>(res.seconds[p]));
@@ -55,6 +57,7 @@ bool settle_losses(LossLedger* ledger, RunRecording& rec, int64_t step, bool roo
 // Averages the non-trainable state (BN running statistics are per worker during training),
 // evaluates, records.
 void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostream& log) {
+  const double wall = unix_seconds();
   s.exchange->average_state();
   const EvalResult e = evaluate(*s.net, *s.data->eval_loader, s.net->batch(), comm);  // back to this rank's share
   s.note_device_memory(e.device_used);
@@ -63,6 +66,8 @@ void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostre
   rec.eval_time.push_back(rec.train_clock);
   rec.eval_loss.push_back(e.loss);
   rec.eval_accuracy.push_back(e.accuracy);
+  rec.eval_wall.push_back(wall);
+  rec.eval_seconds.push_back(unix_seconds() - wall);
   if (comm.rank() == 0) log_eval(log, rec.step.back(), rec.epoch.back(), e.loss, e.accuracy, rec.train_clock);
 }
 

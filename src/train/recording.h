@@ -24,6 +24,11 @@ struct RunRecording {
   std::vector<int64_t> read_bytes;
   std::vector<float> read_seconds;
   std::vector<float> wire_bytes;  // [S] bytes of this rank's gradient contributions (compressed runs)
+  // Wall clock (core/timer.h unix_seconds) of this attempt only (a resumed run's earlier steps
+  // and evaluations are not in its checkpoint): each step's end, each evaluation's start and
+  // its seconds; the set-up's start and the loop's start.
+  std::vector<double> step_wall, eval_wall, eval_seconds;
+  double setup_start_wall = 0, loop_start_wall = 0;
   // Per evaluation [E].
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;

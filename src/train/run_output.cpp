@@ -104,6 +104,22 @@ void fill_partition(PartitionRecord& p, const DistConfig& dist, const ShareBalan
   }
 }
 
+// The wall times of this attempt, after NaN for what earlier attempts of a resumed run recorded
+// (their wall times are not in the checkpoint).
+std::vector<double> padded_front(const std::vector<double>& mine, size_t total) {
+  std::vector<double> out(total - std::min(total, mine.size()), std::numeric_limits<double>::quiet_NaN());
+  out.insert(out.end(), mine.end() - static_cast<std::ptrdiff_t>(std::min(total, mine.size())), mine.end());
+  return out;
+}
+
+void add_wall_times(RunResult& res, const RunRecording& rec) {
+  res.record.setup_start_unix = rec.setup_start_wall;
+  res.record.train_start_unix = rec.loop_start_wall;
+  res.wall_time = padded_front(rec.step_wall, rec.step.size());
+  res.eval_wall_time = padded_front(rec.eval_wall, rec.eval_step.size());
+  res.eval_seconds = padded_front(rec.eval_seconds, rec.eval_step.size());
+}
+
 // /utilisation and its /summary figures, over the steps after warm-up (metrics/utilisation.h).
 void add_utilisation(RunResult& res, double threshold) {
   const int64_t world = res.record.world_size;
@@ -276,6 +292,9 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.eval_time = rec.eval_time;
   res.eval_loss = rec.eval_loss;
   res.eval_accuracy = rec.eval_accuracy;
+  add_wall_times(res, rec);
+  res.record.train_split_samples = setup.data->train_count;
+  res.record.eval_split_samples = setup.data->test_count;
   res.summary = summary_of(res, rec, cfg, setup.plan);
   res.summary["skipped_steps"] = static_cast<double>(setup.scaler->skipped_steps());
   res.summary["loss_scale_final"] = static_cast<double>(setup.scaler->scale());

@@ -13,11 +13,14 @@
 
 #include "core/error.h"
 #include "core/float_environment.h"
+#include "core/file_io.h"
 #include "core/host_info.h"
 #include "core/memory_limits.h"
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/timer.h"
+#include "metrics/mllog.h"
+#include "metrics/run_file_view.h"
 #include "train/capabilities.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_state.h"
@@ -122,6 +125,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
                          Communicator* ps_world = nullptr) {
   const bool root = comm.rank() == 0;
   const std::string start_time = utc_timestamp();
+  const double setup_start = unix_seconds();
   CheckpointTarget target{out_dir, id.run_id, id.config_id, 1};
   std::optional<Checkpoint> ckpt = find_resume_point(target, resume, comm, log);
   const ResumeState resumed = distribute_checkpoint(ckpt, comm);
@@ -130,6 +134,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   std::unique_ptr<RunSetup> setup =
       set_up_run(cfg, comm, resumed.mine.loader_position, shares ? &*shares : nullptr, ps_world);
   RunRecording rec;
+  rec.setup_start_wall = setup_start;
   apply_checkpoint(resumed, ckpt, *setup, rec, comm);
   if (root && ckpt)
     log << "resuming after step " << resumed.step << " from " << checkpoint_path(out_dir, id.run_id, resumed.step)
@@ -138,6 +143,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   rec.reserve(setup->plan.total_steps);
   if (root) log_run_start(log, id.run_id, cfg.run, *setup, comm.size());
   const bool can_checkpoint = checkpoint_refusal(cfg.run).empty();
+  rec.loop_start_wall = unix_seconds();
   run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
   setup->exchange->leave();
   if (rec.preempted_by != 0) stop_preempted(rec, target.attempt, run_path, comm, log);
@@ -151,6 +157,10 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   attempt_id.attempt = target.attempt;
   setup->note_device_memory(setup->backend->device_memory().used);
   write_run_output(result, rec, cfg, attempt_id, *setup, start_time, run_path, resumed.step);
+  if (!cfg.run.mllog_path.empty()) {  // made from the file just written: one mapping for runs and `show --mllog`
+    write_file_atomically(cfg.run.mllog_path, mllog_text(read_run_file_view(run_path)));
+    log << "mllog: " << cfg.run.mllog_path << "\n";
+  }
   if (!cfg.run.checkpoint.keep) remove_checkpoints(out_dir, id.run_id);
   log_summary(log, rec, result.summary, cfg.run.eval.target_accuracy, run_path, result.params_sha256);
   if (setup->memory.device.applies)

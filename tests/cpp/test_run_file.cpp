@@ -85,6 +85,10 @@ ts::RunResult sample_result() {
   a.seed = 17;
   a.attempt = 3;
   a.resumed_from_step = 2;
+  a.setup_start_unix = 1.7e9;
+  a.train_start_unix = 1.7e9 + 2.5;
+  a.train_split_samples = 60000;
+  a.eval_split_samples = 10000;
   r.config = {{"model", "lenet"}, {"dataset.name", "fashion_mnist"}, {"lr", "0.05"}};
   r.step = {1, 2, 3};
   r.samples = {128, 256, 384};
@@ -92,6 +96,7 @@ ts::RunResult sample_result() {
   r.time = {0.1, 0.2, 0.3};
   r.loss = {2.3f, 1.9f, 1.5f};
   r.lr = {0.05f, 0.05f, 0.04f};
+  r.wall_time = {1.7e9 + 3, 1.7e9 + 3.5, 1.7e9 + 4};
   r.timing["forward"] = {0.01f, 0.02f, 0.03f, 0.04f, 0.05f, 0.06f};  // [s * 2 + r]
   r.timing["step"] = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
   r.eval_step = {2, 3};
@@ -99,6 +104,8 @@ ts::RunResult sample_result() {
   r.eval_time = {0.25, 0.35};
   r.eval_loss = {0.6, 0.5};
   r.eval_accuracy = {0.8, 0.85};
+  r.eval_wall_time = {1.7e9 + 3.6, 1.7e9 + 4.1};
+  r.eval_seconds = {0.05, 0.06};
   r.summary = {{"images_per_s", 1234.5}, {"best_accuracy", 0.85}};
   r.diverged = false;
   r.params_sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -230,7 +237,11 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   EXPECT_EQ(int_attr(f, "/", "attempt"), 3);
   EXPECT_EQ(int_attr(f, "/", "resumed_from_step"), 2);
   EXPECT_EQ(int_attr(f, "/", "flush_denormals"), 1);
-  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 9);
+  EXPECT_EQ(double_attr(f, "/", "setup_start_unix"), 1.7e9);
+  EXPECT_EQ(double_attr(f, "/", "train_start_unix"), 1.7e9 + 2.5);
+  EXPECT_EQ(int_attr(f, "/", "train_split_samples"), 60000);
+  EXPECT_EQ(int_attr(f, "/", "eval_split_samples"), 10000);
+  EXPECT_EQ(attr_count(f, "/"), static_cast<int>(std::size(strings)) + 13);
 
   // /config
   EXPECT_EQ(string_attr(f, "/config", "dataset.name"), "fashion_mnist");
@@ -246,6 +257,8 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   EXPECT_EQ(read_dataset<float>(f, "/train/loss", H5T_FLOAT, {3}), r.loss);
   EXPECT_EQ(read_dataset<float>(f, "/train/lr", H5T_FLOAT, {3}), r.lr);
   EXPECT_EQ(string_attr(f, "/train/time", "units"), "seconds");
+  EXPECT_EQ(read_dataset<double>(f, "/train/wall_time", H5T_FLOAT, {3}), r.wall_time);
+  EXPECT_EQ(string_attr(f, "/train/wall_time", "units"), "seconds since 1970-01-01 UTC");
 
   // /timing [S, R]
   EXPECT_EQ(read_dataset<float>(f, "/timing/forward", H5T_FLOAT, {3, 2}), r.timing["forward"]);
@@ -258,6 +271,8 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   EXPECT_EQ(read_dataset<double>(f, "/eval/time", H5T_FLOAT, {2}), r.eval_time);
   EXPECT_EQ(read_dataset<double>(f, "/eval/loss", H5T_FLOAT, {2}), r.eval_loss);
   EXPECT_EQ(read_dataset<double>(f, "/eval/accuracy", H5T_FLOAT, {2}), r.eval_accuracy);
+  EXPECT_EQ(read_dataset<double>(f, "/eval/wall_time", H5T_FLOAT, {2}), r.eval_wall_time);
+  EXPECT_EQ(read_dataset<double>(f, "/eval/seconds", H5T_FLOAT, {2}), r.eval_seconds);
 
   // /summary: given values, NaN for the missing schema keys, diverged as int64.
   EXPECT_EQ(double_attr(f, "/summary", "images_per_s"), 1234.5);
