@@ -162,13 +162,8 @@ void write_partition(h5::File& file, const PartitionRecord& p, int64_t steps, in
   group.write("change_shares", {changes, ranks}, p.change_shares.data()).set_attr("units", "samples");
 }
 
-void write_contents(h5::File& file, const RunResult& r) {
-  write_record(file, r.record);
-  {
-    h5::Group config = file.create_group("config");
-    for (const auto& [key, value] : r.config) config.set_attr(key, value);
-  }
-
+// /train, /timing (and /partition), /compression and /eval: the run's series.
+void write_series(h5::File& file, const RunResult& r) {
   const int64_t S = static_cast<int64_t>(r.step.size());
   {
     h5::Group train = file.create_group("train");
@@ -203,6 +198,17 @@ void write_contents(h5::File& file, const RunResult& r) {
       eval.write("seconds", r.eval_seconds).set_attr("units", "seconds");
     }
   }
+}
+
+void write_contents(h5::File& file, const RunResult& r) {
+  write_record(file, r.record);
+  {
+    h5::Group config = file.create_group("config");
+    for (const auto& [key, value] : r.config) config.set_attr(key, value);
+  }
+
+  write_series(file, r);
+  const int64_t S = static_cast<int64_t>(r.step.size());
   {
     h5::Group summary = file.create_group("summary");
     for (const char* key : kSummaryKeys)
