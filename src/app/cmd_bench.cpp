@@ -41,7 +41,8 @@ namespace {
 const char* kBenchAllreduceUsage = "usage: trainscale bench allreduce [options]      (under mpirun -np N for N ranks)\n";
 const char* kBenchUsage =
     "usage: trainscale bench allreduce [options]      (under mpirun -np N for N ranks)\n"
-    "       trainscale bench io --config FILE.yaml [--set ...] --out FILE.h5 [--repeats N] [--steps N]\n";
+    "       trainscale bench io --config FILE.yaml [--set ...] --out FILE.h5 [--repeats N] [--steps N]\n"
+    "       trainscale bench checkpoint --model M --storage local|nfs|blob --root DIR|s3://B/P [--out FILE.h5]\n";
 
 // "4096", "64K", "16M", "1G" (binary multiples) -> bytes.
 int64_t parse_bytes(const std::string& flag, const std::string& text) {
@@ -385,13 +386,16 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
 int command_bench(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << kBenchUsage << "\nbenchmarks:\n  allreduce   all-reduce algorithms (trainscale bench allreduce --help)\n"
-              << "  io          the input pipeline alone, cold and warm (trainscale bench io --help)\n";
-    if (args.empty()) throw ConfigError("which benchmark? accepted: allreduce, io (e.g. trainscale bench allreduce --help)");
+              << "  io          the input pipeline alone, cold and warm (trainscale bench io --help)\n"
+              << "  checkpoint  checkpoint write and read per storage (trainscale bench checkpoint --help)\n";
+    if (args.empty())
+      throw ConfigError("which benchmark? accepted: allreduce, io, checkpoint (e.g. trainscale bench allreduce --help)");
     return kExitOk;
   }
   if (args[0] == "io") return bench_io_command(std::vector<std::string>(args.begin() + 1, args.end()));
+  if (args[0] == "checkpoint") return bench_checkpoint_command(std::vector<std::string>(args.begin() + 1, args.end()));
   if (args[0] != "allreduce")
-    throw ConfigError("unknown benchmark '" + args[0] + "'; accepted: allreduce, io (see trainscale bench --help)");
+    throw ConfigError("unknown benchmark '" + args[0] + "'; accepted: allreduce, io, checkpoint (see trainscale bench --help)");
   return bench_allreduce_command(std::vector<std::string>(args.begin() + 1, args.end()));
 }
 

@@ -12,6 +12,7 @@ int command_info(const std::vector<std::string>& args);
 int command_sweep(const std::vector<std::string>& args);  // app/cmd_sweep.cpp
 int command_bench(const std::vector<std::string>& args);  // app/cmd_bench.cpp
 int bench_io_command(const std::vector<std::string>& args);  // app/cmd_bench_io.cpp (bench io)
+int bench_checkpoint_command(const std::vector<std::string>& args);  // app/cmd_bench_checkpoint.cpp
 int command_predict(const std::vector<std::string>& args);    // app/cmd_predict.cpp
 int command_calibrate(const std::vector<std::string>& args);  // app/cmd_calibrate.cpp
 int command_data(const std::vector<std::string>& args);       // app/cmd_data.cpp

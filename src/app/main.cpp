@@ -20,7 +20,8 @@ commands:
   trace     a run file's per-rank phases as a Chrome trace (Perfetto, chrome://tracing)
   info      build options, backends, oneDNN version and ISA, MPI library, threads
   sweep     experiment campaigns: sweep expand, submit (slurm, pbs, local), status, resubmit
-  bench     benchmarks: bench allreduce (mpi, ring, tree, ps, shm, butterfly), bench io (the input pipeline)
+  bench     benchmarks: bench allreduce (mpi, ring, tree, ps, shm, butterfly), bench io (the input pipeline),
+            bench checkpoint (checkpoint write and read per storage)
   predict   the analytical performance model of a run on a cluster file (docs/model.md)
   calibrate measure this machine into a cluster file (configs/clusters/local.yaml)
   data      data sets: data convert (records, hdf5, jpeg_dir), data inspect (checksums, corruption),

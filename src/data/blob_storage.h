@@ -46,6 +46,11 @@ class BlobStorage final : public Storage {
   bool exists(const std::string& path) const override;
   std::unique_ptr<RandomAccessFile> open(const std::string& path) const override;
   std::vector<StorageEntry> list(const std::string& dir) const override;
+  // Object storage only (no Storage has it): writes `bytes` bytes as the object `path` (one PUT,
+  // replacing any object there), and deletes it. RuntimeError naming the path and what the
+  // server answered (access denied, no such bucket, ...) when it fails after the retries.
+  void put(const std::string& path, const void* data, int64_t bytes) const;
+  void remove(const std::string& path) const;
   // Retries of this storage and of the files it opened so far.
   int64_t retries() const { return retries_->load(); }
 

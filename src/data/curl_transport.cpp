@@ -74,6 +74,21 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+// PUT bodies: the request's upload buffer, handed to libcurl piece by piece.
+struct Upload {
+  const char* data = nullptr;
+  int64_t left = 0;
+};
+
+size_t on_upload(char* buffer, size_t size, size_t count, void* user) {
+  auto* u = static_cast<Upload*>(user);
+  const size_t bytes = std::min<size_t>(size * count, static_cast<size_t>(u->left));
+  std::memcpy(buffer, u->data, bytes);
+  u->data += bytes;
+  u->left -= static_cast<int64_t>(bytes);
+  return bytes;
+}
+
 std::string trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   size_t first = 0;
@@ -119,6 +134,16 @@ class CurlTransport final : public HttpTransport {
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);  // ... for 30 s: a stalled server
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // byte ranges of the stored object, never re-encoded
     if (!ca_.path.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_.path.c_str());
+    // The handle is reused by this thread's next request: every method sets all three.
+    Upload upload{request.upload, request.upload_bytes};
+    const bool put = request.method == "PUT";
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, put ? 1L : 0L);
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method == "DELETE" ? "DELETE" : nullptr);
+    if (put) {
+      curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_upload);
+      curl_easy_setopt(curl, CURLOPT_READDATA, &upload);
+      curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.upload_bytes));
+    }
     const CURLcode rc = curl_easy_perform(curl);
     curl_slist_free_all(headers);
     if (rc != CURLE_OK) {

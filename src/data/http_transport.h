@@ -12,13 +12,16 @@
 namespace ts {
 
 struct HttpRequest {
-  std::string method = "GET";        // "GET" or "HEAD"
+  std::string method = "GET";        // "GET", "HEAD", "PUT" (upload below) or "DELETE"
   std::string url;                   // percent-encoded, as sent
   std::vector<std::string> headers;  // "Name: value" lines
   // GET: the body is written here (at most body_capacity bytes; more sets body_overflow); null:
   // the body is kept in HttpResponse::body (listings, error documents).
   char* body_dst = nullptr;
   int64_t body_capacity = 0;
+  // PUT: the request body, sent as it is (Content-Length upload_bytes); the caller keeps it alive.
+  const char* upload = nullptr;
+  int64_t upload_bytes = 0;
 };
 
 struct HttpResponse {
