@@ -73,10 +73,10 @@ void print_unsupported(const std::map<int64_t, std::string>& points, std::ostrea
 
 constexpr const char* kSweepUsage =
     "usage: trainscale sweep expand SWEEP.yaml [--site SITE.yaml] --out CAMPAIGN_DIR [--max-runs N] [--dry-run]\n"
-    "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
+    "       trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--pack K] [--dry-run]\n"
     "       trainscale sweep status CAMPAIGN_DIR [--format text|json]\n"
-    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n"
-    "       trainscale sweep record-end CAMPAIGN_DIR --index I --exit-code RC --since EPOCH_S [--log FILE]   (job scripts)\n"
+    "       trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--pack K] [--dry-run]\n"
+    "       trainscale sweep record-end CAMPAIGN_DIR --index I (--exit-code RC --since EPOCH_S [--log FILE] | --not-started)   (job scripts)\n"
     "`trainscale sweep <subcommand> --help` describes each; docs/sweeps.md has the file formats.\n";
 
 int sweep_expand(const std::vector<std::string>& args) {
@@ -166,71 +166,123 @@ int report_local_run(const Campaign& campaign, const LocalRunSummary& sum) {
   return sum.interrupted_by || sum.preempted > 0 ? kExitPreempted : kExitOk;
 }
 
-// Submits `indices` of `campaign` with `scheduler`; shared by submit and resubmit. Every shape
-// is checked against the node first (exit 2 before anything is written or submitted).
-int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices, const std::string& scheduler, int throttle,
-                   bool dry_run, const std::string& tag) {
+// What `sweep submit` and `sweep resubmit` were asked for.
+struct SubmitOptions {
+  std::string scheduler;  // local | slurm | pbs | simulate
+  int throttle = 0;       // 0: the site's
+  int pack = 1;           // runs per array task (slurm, pbs)
+  bool dry_run = false;
+  std::string tag;        // "" or "resubmit<N>-"
+};
+
+// The local executor (and simulate, through it): runs `indices` here, or prints their commands.
+int run_here(const Campaign& campaign, const std::vector<int64_t>& indices, const std::vector<ShapeGroup>& groups,
+             const SubmitOptions& o) {
+  if (o.dry_run && o.scheduler == "simulate") {
+    for (int64_t i : indices) std::cout << "  " << join(simulate_command(campaign, i), " ") << "\n";
+    return kExitOk;
+  }
+  if (o.dry_run) {
+    for (const auto& g : groups) {
+      std::cout << "shape " << g.shape.label() << ": " << g.indices.size() << " runs\n";
+      for (int64_t i : g.indices) {
+        std::string line;
+        for (const auto& a : launch_command(shape_mpi(campaign.site, g.shape), g.shape.workers)) line += shell_quote(a) + " ";
+        std::cout << "  " << line << "run --manifest " << shell_quote(campaign.dir) << " --index " << i << "    # "
+                  << run_label(campaign, campaign.runs[static_cast<size_t>(i)]) << "\n";
+      }
+    }
+    return kExitOk;
+  }
+  const int k = o.throttle > 0 ? o.throttle : (campaign.site.throttle > 0 ? campaign.site.throttle : 1);
+  SubmissionRecord rec;
+  rec.scheduler = o.scheduler;
+  rec.pid = static_cast<long>(::getpid());
+  rec.host = host_name();
+  rec.count = static_cast<int64_t>(indices.size());
+  rec.index_file = (fs::absolute(campaign_jobs_dir(campaign.dir)) / (o.tag + "local.idx")).lexically_normal().string();
+  fs::create_directories(campaign_jobs_dir(campaign.dir));
+  write_file_atomically(rec.index_file, index_file_text(pack_indices(indices, 1)));
+  record_submissions(campaign.dir, {rec});
+  std::cout << "campaign " << campaign.name << ": running " << indices.size() << " runs locally, " << k << " at a time\n";
+  return report_local_run(campaign, run_local(campaign, indices, k, std::cout));
+}
+
+// "3 runs" / "6 runs in 2 array tasks of up to 3 (packed)".
+std::string runs_text(const JobScript& js) {
+  if (js.pack <= 1) return std::to_string(js.runs) + " runs";
+  return std::to_string(js.runs) + " runs in " + std::to_string(js.count) + " array task(s) of up to " + std::to_string(js.pack) +
+         " (packed)";
+}
+
+// One line per run of a submitted script, "  task 0: index 3 <run_id> (lr=0.1 workers=2)", the
+// first 20 (then how many more, and where they are listed).
+void print_runs_of(const Campaign& campaign, const JobScript& js) {
+  constexpr int64_t kShown = 20;
+  int64_t shown = 0;
+  const auto tasks = read_index_file(js.index_file);
+  for (size_t t = 0; t < tasks.size(); ++t)
+    for (int64_t i : tasks[t])
+      if (shown++ < kShown)
+        std::cout << "  task " << t << ": index " << i << " " << run_label(campaign, campaign.runs.at(static_cast<size_t>(i))) << "\n";
+  if (shown > kShown) std::cout << "  ... and " << shown - kShown << " more (" << js.index_file << ")\n";
+}
+
+// --pack K, else the site's `pack` for Slurm and PBS; 1 for the local executor, which refuses
+// an explicit K > 1 (it runs no allocations).
+int pack_option(const po::variables_map& vm, const Campaign& campaign, const std::string& scheduler) {
+  const bool allocations = scheduler == "slurm" || scheduler == "pbs";
+  if (!vm.count("pack")) return allocations ? campaign.site.pack : 1;
+  const int pack = vm["pack"].as<int>();
+  if (pack < 1 || pack > kMaxPack)
+    throw ConfigError("--pack: " + std::to_string(pack) + " is out of range; accepted: 1 ... " + std::to_string(kMaxPack) +
+                      " runs per array task");
+  if (pack > 1 && !allocations)
+    throw ConfigError("--pack " + std::to_string(pack) + ": packing runs into one allocation needs --scheduler slurm or pbs; the " +
+                      scheduler + " executor starts each run by itself (use --throttle for runs at a time)");
+  return pack;
+}
+
+// Slurm / PBS: writes the array scripts and submits them (or not, with --dry-run).
+int submit_to_scheduler(const Campaign& campaign, const std::vector<ShapeGroup>& groups, const SubmitOptions& o) {
+  const int k = o.throttle > 0 ? o.throttle : campaign.site.throttle;
+  const auto scripts = write_job_scripts(campaign, o.scheduler, groups, k, o.tag, o.pack);
+  for (const auto& js : scripts) {
+    if (o.dry_run) {
+      std::cout << (o.scheduler == "slurm" ? "sbatch --parsable " : "qsub ") << js.script << "    # " << runs_text(js) << ", "
+                << js.shape << "\n";
+      print_runs_of(campaign, js);
+      continue;
+    }
+    SubmissionRecord rec;
+    rec.scheduler = o.scheduler;
+    rec.job_id = submit_job_script(js);
+    rec.script = js.script;
+    rec.index_file = js.index_file;
+    rec.count = js.count;
+    record_submissions(campaign.dir, {rec});  // record each at once: a later refusal keeps the earlier ids
+    std::cout << "submitted " << js.script << " as job " << rec.job_id << " (" << runs_text(js) << ", " << js.shape << ")\n";
+    print_runs_of(campaign, js);
+  }
+  if (o.dry_run)
+    std::cout << "dry run: " << scripts.size() << " scripts written to " << campaign_jobs_dir(campaign.dir) << ", nothing submitted\n";
+  return kExitOk;
+}
+
+// Submits `indices` of `campaign`; shared by submit and resubmit. Every shape is checked against
+// the node first (exit 2 before anything is written or submitted).
+int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices, const SubmitOptions& o) {
   if (indices.empty()) {
     std::cout << "campaign " << campaign.name << ": nothing to submit\n";
     return kExitOk;
   }
   const auto groups = group_by_shape(campaign, indices);
-  if (scheduler == "simulate" && campaign.site.scheduler != "simulate")
+  if (o.scheduler == "simulate" && campaign.site.scheduler != "simulate")
     throw ConfigError("--scheduler simulate: the campaign's site (" + campaign.site.path +
                       ") has no `simulate:` entry; expand the sweep with a site of `scheduler: simulate` (docs/sweeps.md)");
-  if (scheduler != "simulate") check_shapes(campaign, groups, scheduler);
-  if (scheduler == "local" || scheduler == "simulate") {  // simulate: trainscale-sim through the local executor
-    if (dry_run && scheduler == "simulate") {
-      for (int64_t i : indices) std::cout << "  " << join(simulate_command(campaign, i), " ") << "\n";
-      return kExitOk;
-    }
-    if (dry_run) {
-      for (const auto& g : groups) {
-        std::cout << "shape " << g.shape.label() << ": " << g.indices.size() << " runs\n";
-        for (int64_t i : g.indices) {
-          std::string line;
-          for (const auto& a : launch_command(shape_mpi(campaign.site, g.shape), g.shape.workers)) line += shell_quote(a) + " ";
-          std::cout << "  " << line << "run --manifest " << shell_quote(campaign.dir) << " --index " << i << "\n";
-        }
-      }
-      return kExitOk;
-    }
-    const int k = throttle > 0 ? throttle : (campaign.site.throttle > 0 ? campaign.site.throttle : 1);
-    SubmissionRecord rec;
-    rec.scheduler = scheduler;
-    rec.pid = static_cast<long>(::getpid());
-    rec.host = host_name();
-    rec.count = static_cast<int64_t>(indices.size());
-    rec.index_file = (fs::absolute(campaign_jobs_dir(campaign.dir)) / (tag + "local.idx")).lexically_normal().string();
-    fs::create_directories(campaign_jobs_dir(campaign.dir));
-    std::string lines;
-    for (int64_t i : indices) lines += std::to_string(i) + "\n";
-    write_file_atomically(rec.index_file, lines);
-    record_submissions(campaign.dir, {rec});
-    std::cout << "campaign " << campaign.name << ": running " << indices.size() << " runs locally, " << k << " at a time\n";
-    return report_local_run(campaign, run_local(campaign, indices, k, std::cout));
-  }
-  const int k = throttle > 0 ? throttle : campaign.site.throttle;
-  const auto scripts = write_job_scripts(campaign, scheduler, groups, k, tag);
-  std::vector<SubmissionRecord> records;
-  for (const auto& js : scripts) {
-    if (dry_run) {
-      std::cout << (scheduler == "slurm" ? "sbatch --parsable " : "qsub ") << js.script << "    # " << js.count << " runs, "
-                << js.shape << "\n";
-      continue;
-    }
-    SubmissionRecord rec;
-    rec.scheduler = scheduler;
-    rec.job_id = submit_job_script(js);
-    rec.script = js.script;
-    rec.index_file = js.index_file;
-    rec.count = js.count;
-    records.push_back(rec);
-    record_submissions(campaign.dir, {rec});  // record each at once: a later refusal keeps the earlier ids
-    std::cout << "submitted " << js.script << " as job " << rec.job_id << " (" << js.count << " runs, " << js.shape << ")\n";
-  }
-  if (dry_run) std::cout << "dry run: " << scripts.size() << " scripts written to " << campaign_jobs_dir(campaign.dir) << ", nothing submitted\n";
-  return kExitOk;
+  if (o.scheduler != "simulate") check_shapes(campaign, groups, o.scheduler);
+  if (o.scheduler == "local" || o.scheduler == "simulate") return run_here(campaign, indices, groups, o);
+  return submit_to_scheduler(campaign, groups, o);
 }
 
 std::string scheduler_option(const po::variables_map& vm, const std::string& fallback) {
@@ -240,16 +292,33 @@ std::string scheduler_option(const po::variables_map& vm, const std::string& fal
   return s;
 }
 
+// --scheduler (else `fallback`), --throttle, --pack and --dry-run of submit and resubmit.
+SubmitOptions submit_options(const po::variables_map& vm, const Campaign& campaign, const std::string& fallback,
+                             const std::string& tag) {
+  SubmitOptions o;
+  o.scheduler = scheduler_option(vm, fallback);
+  o.throttle = vm.count("throttle") ? vm["throttle"].as<int>() : 0;
+  if (o.throttle < 0) throw ConfigError("--throttle: expected an integer >= 1");
+  o.pack = pack_option(vm, campaign, o.scheduler);
+  o.dry_run = vm.count("dry-run") > 0;
+  o.tag = tag;
+  return o;
+}
+
 int sweep_submit(const std::vector<std::string>& args) {
   po::options_description opts(
-      "usage: trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n\n"
+      "usage: trainscale sweep submit CAMPAIGN_DIR [--scheduler local|slurm|pbs|simulate] [--throttle K] [--pack K] [--dry-run]\n\n"
       "Submits the runs of a campaign that are not done (a DONE marker and a complete run file),\n"
       "running or queued. Every resource shape is first checked against the site's node (this\n"
       "machine for local): a shape that can never be scheduled is refused, nothing submitted.\n"
       "slurm/pbs: one job-array script per resource shape (split over the site's max array size)\n"
       "in CAMPAIGN_DIR/jobs/, submitted with sbatch --parsable / qsub; job ids go to\n"
-      "jobs/submissions.yaml. local: runs them on this machine K at a time through the site's\n"
-      "launcher, one progress line per finished run; each task holds runs/<run_id>.lock, so a\n"
+      "jobs/submissions.yaml; each submitted run is listed by index, run id and swept values.\n"
+      "--pack K (or the site's `pack`): each array task runs K runs one after another in its\n"
+      "allocation (walltime K x the runs'); each run keeps its own markers and run file, a failed\n"
+      "run does not stop the others, a preempted task resumes its unfinished runs when requeued.\n"
+      "local: runs them on this machine K at a time through the site's\n"
+      "launcher, one progress line per finished run (index, run id and swept values); each task holds runs/<run_id>.lock, so a\n"
       "second submit never runs a task twice. Ctrl-C / SIGTERM: the running tasks get SIGUSR1\n"
       "(checkpoint and stop: PREEMPTED), what is left after the site's signal_seconds (60) or a\n"
       "second Ctrl-C is killed (FAILED \"interrupted\"). simulate: like local, with trainscale-sim\n"
@@ -261,15 +330,14 @@ int sweep_submit(const std::vector<std::string>& args) {
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time (array %K / max_run_subjobs; local executor: parallel runs)")
+      ("pack", po::value<int>(), "slurm/pbs: runs per array task, one after another in one allocation (1..1000; default: the site's pack, else 1)")
       ("dry-run", "write the scripts (slurm/pbs) or print the launch commands (local); submit nothing");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
   if (!parsed) return kExitOk;
   const po::variables_map& vm = *parsed;
   if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep submit CAMPAIGN_DIR");
   const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
-  const std::string scheduler = scheduler_option(vm, campaign.site.scheduler);
-  const int throttle = vm.count("throttle") ? vm["throttle"].as<int>() : 0;
-  if (throttle < 0) throw ConfigError("--throttle: expected an integer >= 1");
+  const SubmitOptions o = submit_options(vm, campaign, campaign.site.scheduler, "");
   std::vector<std::string> notes;
   const CampaignStatus st = campaign_status(campaign, query_scheduler(campaign, &notes));
   for (const auto& n : notes) std::cerr << "trainscale sweep submit: note: " << n << "\n";
@@ -288,7 +356,7 @@ int sweep_submit(const std::vector<std::string>& args) {
   if (elsewhere > 0)
     std::cout << "campaign " << campaign.name << ": " << elsewhere << " runs running or queued (trainscale sweep status "
               << campaign.dir << "), skipped\n";
-  return submit_indices(campaign, todo, scheduler, throttle, vm.count("dry-run") > 0, "");
+  return submit_indices(campaign, todo, o);
 }
 
 int sweep_status(const std::vector<std::string>& args) {
@@ -296,12 +364,14 @@ int sweep_status(const std::vector<std::string>& args) {
       "usage: trainscale sweep status CAMPAIGN_DIR [--format text|json]\n\n"
       "Counts the campaign's runs: total, done, diverged, failed (with reasons), preempted,\n"
       "running, pending (asked from the scheduler when the campaign was submitted to one, with\n"
-      "its reason: squeue %r, qstat comment), missing and unsupported (what this build, machine or\n"
+      "its reason: squeue %r, qstat comment; the runs of a packed array task one at a time: the\n"
+      "one it runs is running, the ones after it pending), missing (the text form counts runs no\n"
+      "submission holds as \"not submitted\") and unsupported (what this build, machine or\n"
       "GPU generation cannot run: marked by sweep expand or by the task, with the reason). A DONE\n"
       "marker counts only when its run file opens and has a complete /summary; otherwise the run is\n"
       "failed, saying why.\n"
       "json: one object with exactly the keys total, done, diverged, failed, preempted, running,\n"
-      "pending, pending_reasons, missing, unsupported; failed, preempted, unsupported and\n"
+      "pending, pending_reasons, missing (not submitted ones included), unsupported; failed, preempted, unsupported and\n"
       "pending_reasons are lists of\n"
       "{index, run_id, reason}, the others are counts.\n\noptions");
   opts.add_options()("help,h", "show this help")
@@ -329,10 +399,11 @@ int sweep_status(const std::vector<std::string>& args) {
 
 int sweep_resubmit(const std::vector<std::string>& args) {
   po::options_description opts(
-      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--dry-run]\n\n"
+      "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--pack K] [--dry-run]\n\n"
       "Resubmits exactly the runs `sweep status` calls failed (--failed; a DONE marker whose run\n"
       "file is missing or broken included), preempted (--preempted: they resume from their\n"
-      "checkpoint), missing (--missing: no run file, no marker, not queued), or any union of them,\n"
+      "checkpoint; runs a stopped packed task never started included), missing (--missing: no run\n"
+      "file, no marker, not queued; never submitted included), or any union of them,\n"
       "against the same manifest, as new array scripts jobs/resubmit<N>-*. The scheduler defaults\n"
       "to the last submission's.\n\noptions");
   opts.add_options()("help,h", "show this help")
@@ -342,6 +413,7 @@ int sweep_resubmit(const std::vector<std::string>& args) {
       ("missing", "resubmit the missing runs")
       ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time")
+      ("pack", po::value<int>(), "slurm/pbs: runs per array task (default: the site's pack, else 1)")
       ("dry-run", "write the scripts or print the commands; submit nothing");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
   if (!parsed) return kExitOk;
@@ -351,7 +423,8 @@ int sweep_resubmit(const std::vector<std::string>& args) {
     throw ConfigError("say what to resubmit: --failed, --preempted, --missing or several of them");
   const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
   const auto subs = read_submissions(campaign.dir);
-  const std::string scheduler = scheduler_option(vm, subs.empty() ? campaign.site.scheduler : subs.back().scheduler);
+  const SubmitOptions o = submit_options(vm, campaign, subs.empty() ? campaign.site.scheduler : subs.back().scheduler,
+                                         next_resubmit_tag(campaign.dir));
   std::vector<std::string> notes;
   const CampaignStatus st = campaign_status(campaign, query_scheduler(campaign, &notes));
   for (const auto& n : notes) std::cerr << "trainscale sweep resubmit: note: " << n << "\n";
@@ -363,37 +436,50 @@ int sweep_resubmit(const std::vector<std::string>& args) {
   std::cout << "campaign " << campaign.name << ": resubmitting " << indices.size() << " runs";
   for (size_t i = 0; i < indices.size() && i < 20; ++i) std::cout << (i ? "," : " (indices ") << indices[i];
   std::cout << (indices.empty() ? "" : indices.size() > 20 ? ",...)" : ")") << "\n";
-  const int throttle = vm.count("throttle") ? vm["throttle"].as<int>() : 0;
-  return submit_indices(campaign, indices, scheduler, throttle, vm.count("dry-run") > 0, next_resubmit_tag(campaign.dir));
+  return submit_indices(campaign, indices, o);
 }
 
 int sweep_record_end(const std::vector<std::string>& args) {
   po::options_description opts(
-      "usage: trainscale sweep record-end CAMPAIGN_DIR --index I --exit-code RC --since EPOCH_S [--log FILE]\n\n"
+      "usage: trainscale sweep record-end CAMPAIGN_DIR --index I --exit-code RC --since EPOCH_S [--log FILE]\n"
+      "       trainscale sweep record-end CAMPAIGN_DIR --index I --not-started\n\n"
       "What a Slurm or PBS job script runs after its task's launcher ended with RC (not 0, 3 or 4):\n"
       "when the task recorded no outcome since EPOCH_S (a complete result, a FAILED or PREEMPTED\n"
       "marker), it writes runs/<run_id>.FAILED saying how the launcher ended and what its output\n"
       "FILE says (the rank it lost, Slurm's \"Node failure on n2\"), and removes the attempt's\n"
       "RUNNING marker, so that `sweep status` shows the task failed with that reason instead of\n"
-      "running. Prints the reason it wrote, or nothing. Exit codes: 0 ok, 2 usage error.\n\noptions");
+      "running. --not-started: a run of a packed array task that was stopped (preempted) before\n"
+      "the run's turn; unless it is done or already preempted, writes its PREEMPTED marker (\"not\n"
+      "started: ...\"), so that it runs when the task is requeued or resubmitted with --preempted.\n"
+      "Prints the reason it wrote, or nothing. Exit codes: 0 ok, 2 usage error.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("index", po::value<int64_t>(), "manifest index of the task")
       ("exit-code", po::value<int>(), "the launcher's exit status")
       ("since", po::value<int64_t>(), "when the task started, seconds since the epoch (date +%s)")
-      ("log", po::value<std::string>()->default_value(""), "the launcher's output (the job's log)");
+      ("log", po::value<std::string>()->default_value(""), "the launcher's output (the job's log)")
+      ("not-started", "the run never started: its packed task was stopped before its turn");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
   if (!parsed) return kExitOk;
   const po::variables_map& vm = *parsed;
+  const bool not_started = vm.count("not-started") > 0;
+  if (not_started && (vm.count("exit-code") || vm.count("since")))
+    throw ConfigError("--not-started records a run that never ran: drop --exit-code and --since");
   for (const char* key : {"campaign", "index", "exit-code", "since"})
-    if (!vm.count(key))
+    if (!vm.count(key) && !(not_started && (std::string(key) == "exit-code" || std::string(key) == "since")))
       throw ConfigError(std::string("--") + key + " is required: trainscale sweep record-end CAMPAIGN_DIR --index I "
-                        "--exit-code RC --since EPOCH_S [--log FILE]");
+                        "(--exit-code RC --since EPOCH_S [--log FILE] | --not-started)");
   const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
   const int64_t index = vm["index"].as<int64_t>();
   if (index < 0 || index >= static_cast<int64_t>(campaign.runs.size()))
     throw ConfigError("--index " + std::to_string(index) + ": the campaign has runs 0.." +
                       std::to_string(campaign.runs.size() - 1));
+  const auto& run = campaign.runs[static_cast<size_t>(index)];
+  if (not_started) {
+    if (const std::optional<std::string> reason = record_not_started(campaign.dir, run.run_id))
+      std::cout << "run " << run.run_id << " (index " << index << "): preempted: " << *reason << "\n";
+    return kExitOk;
+  }
   LauncherEnd end;
   end.how = "exited with code " + std::to_string(vm["exit-code"].as<int>());
   end.log_path = vm["log"].as<std::string>();
@@ -404,7 +490,6 @@ int sweep_record_end(const std::vector<std::string>& args) {
   // earlier attempt's marker is older than a requeue).
   const auto ago = std::chrono::seconds(std::time(nullptr) - vm["since"].as<int64_t>() + 1);
   end.since = fs::file_time_type::clock::now() - ago;
-  const auto& run = campaign.runs[static_cast<size_t>(index)];
   if (const std::optional<std::string> reason = record_launcher_end(campaign.dir, run.run_id, end))
     std::cout << "run " << run.run_id << " (index " << index << "): failed: " << *reason << "\n";
   return kExitOk;

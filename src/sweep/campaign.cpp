@@ -36,7 +36,58 @@ bool written_after(const std::string& a, const std::string& b) {
   return !ea && !eb && ta > tb;
 }
 
+// The keys a sweep file varies, in file order: matrix keys, zip groups' keys, then keys only
+// `include` entries name. Empty when the file is missing or not a sweep (the status and
+// progress lines then name runs by id alone).
+std::vector<std::string> read_swept_keys(const std::string& sweep_path) {
+  std::vector<std::string> keys;
+  auto add = [&](const YAML::Node& map) {
+    if (!map.IsMap()) return;
+    for (const auto& kv : map)
+      if (kv.first.IsScalar() && std::find(keys.begin(), keys.end(), kv.first.Scalar()) == keys.end())
+        keys.push_back(kv.first.Scalar());
+  };
+  try {
+    if (!fs::is_regular_file(sweep_path)) return keys;
+    const YAML::Node root = YAML::LoadFile(sweep_path);
+    if (!root.IsMap()) return keys;
+    add(root["matrix"]);
+    if (root["zip"] && root["zip"].IsMap())
+      for (const auto& group : root["zip"]) add(group.second);
+    if (root["include"] && root["include"].IsSequence())
+      for (const auto& entry : root["include"]) add(entry);
+  } catch (const YAML::Exception&) {
+    keys.clear();
+  }
+  return keys;
+}
+
 }  // namespace
+
+std::string run_label(const Campaign& campaign, const ManifestRun& run) {
+  if (campaign.swept_keys.empty()) return run.run_id;
+  YAML::Node config;
+  try {
+    config = YAML::Load(run.config_yaml);
+  } catch (const YAML::Exception&) {
+    return run.run_id;
+  }
+  std::string values;
+  for (const auto& key : campaign.swept_keys) {
+    YAML::Node node = config;  // reset(), not operator=: assigning a node would overwrite the tree it refers to
+    for (const std::string& part : split(key, '.')) node.reset(node.IsMap() ? static_cast<const YAML::Node&>(node)[part] : YAML::Node());
+    std::string value = "-";
+    if (node.IsScalar()) {
+      value = node.Scalar();
+    } else if (node.IsDefined() && !node.IsNull()) {
+      YAML::Emitter em;
+      em << YAML::Flow << node;
+      value = em.c_str();
+    }
+    values += (values.empty() ? "" : " ") + key + "=" + one_line(value);
+  }
+  return run.run_id + " (" + values + ")";
+}
 
 Campaign load_campaign(const std::string& dir) {
   Campaign c;
@@ -94,6 +145,7 @@ Campaign load_campaign(const std::string& dir) {
     r.config_yaml = std::string(static_cast<size_t>(std::max(config_line, 0)), '\n') + em.c_str() + "\n";
     c.runs.push_back(std::move(r));
   }
+  c.swept_keys = read_swept_keys((fs::path(dir) / "sweep.yaml").string());
   const fs::path site = fs::path(dir) / "site.yaml";
   if (fs::is_regular_file(site)) {
     c.site = load_site_file(site.string());
@@ -194,6 +246,43 @@ RunningMarker read_running(const RunFiles& f, const std::string& run_id, const s
   return r;
 }
 
+// Where `index` stands in a packed task that the scheduler runs (its runs one after another):
+// the current run is the first with a RUNNING marker, else the first that is neither done,
+// unsupported nor failed; -1 (earlier), 0 (current) or 1 (later) than it. No current run: every
+// run has been tried (earlier).
+int pack_turn(const Campaign& campaign, const std::vector<int64_t>& pack, int64_t index) {
+  auto files_of = [&](int64_t i) { return run_files(campaign.dir, campaign.runs.at(static_cast<size_t>(i)).run_id); };
+  auto valid = [&](int64_t i) { return i >= 0 && i < static_cast<int64_t>(campaign.runs.size()); };
+  size_t current = pack.size();
+  for (size_t k = 0; k < pack.size() && current == pack.size(); ++k)
+    if (valid(pack[k]) && read_marker_if_present(files_of(pack[k]).running) && !check_done(files_of(pack[k])).valid())
+      current = k;
+  for (size_t k = 0; k < pack.size() && current == pack.size(); ++k) {
+    if (!valid(pack[k])) continue;
+    const RunFiles f = files_of(pack[k]);
+    if (!check_done(f).valid() && !read_marker_if_present(f.unsupported) && !read_marker_if_present(f.failed)) current = k;
+  }
+  const size_t mine = static_cast<size_t>(std::find(pack.begin(), pack.end(), index) - pack.begin());
+  return mine < current ? -1 : mine == current ? 0 : 1;
+}
+
+// What the scheduler says about `run`, with a packed task's state given to each of its runs by
+// its turn (pack_turn): the current one runs, later ones wait, earlier ones have no state.
+SchedulerTask scheduler_task(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler) {
+  const auto sched = scheduler.find(run.index);
+  if (sched == scheduler.end()) return {};
+  const SchedulerTask& task = sched->second;
+  if (task.state != "running" || task.pack.size() < 2) return task;
+  const auto position = std::find(task.pack.begin(), task.pack.end(), run.index) - task.pack.begin();
+  const std::string of = "run " + std::to_string(position + 1) + " of " + std::to_string(task.pack.size()) +
+                         " of its packed array task";
+  switch (pack_turn(campaign, task.pack, run.index)) {
+    case -1: return {};
+    case 0: return {"running", "scheduler: running, " + of, task.pack};
+    default: return {"pending", "waiting: " + of + ", which runs them one after another", task.pack};
+  }
+}
+
 // A run's state from its markers, its run file and the scheduler, first match wins (campaign.h).
 RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler,
                        const std::string& host) {
@@ -201,12 +290,12 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   rs.index = run.index;
   rs.run_id = run.run_id;
   const RunFiles f = run_files(campaign.dir, run.run_id);
-  const auto sched = scheduler.find(run.index);
+  const SchedulerTask sched = scheduler_task(campaign, run, scheduler);
   // "ended": the scheduler answered and lists the task's job no more. A RUNNING marker it left on
   // another host is then from processes that are gone (its node lost, or the job killed before
   // its script could record why).
-  const bool ended = sched != scheduler.end() && sched->second.state == "ended";
-  const bool scheduled = sched != scheduler.end() && !ended;
+  const bool ended = sched.state == "ended";
+  const bool scheduled = sched.state == "running" || sched.state == "pending";
   const DoneCheck done = check_done(f);
   const RunningMarker running = read_running(f, run.run_id, host);
   std::optional<RunMarker> marker;
@@ -215,9 +304,9 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   } else if ((marker = read_marker_if_present(f.unsupported))) {
     rs.state = RunState::unsupported;
     rs.reason = marker->reason;
-  } else if (scheduled && sched->second.state == "running") {
+  } else if (sched.state == "running") {
     rs.state = RunState::running;
-    rs.reason = "scheduler: running";
+    rs.reason = sched.reason.empty() ? "scheduler: running" : sched.reason;
   } else if (running.marker && running.live && !ended && !(scheduled && running.marker->host != host)) {
     // (A task the scheduler holds queued while its marker names another host was requeued: its
     // processes there are gone, and the scheduler, not the marker, says what happens next.)
@@ -225,7 +314,7 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
     rs.reason = running.note;
   } else if (scheduled) {
     rs.state = RunState::pending;
-    rs.reason = sched->second.reason;
+    rs.reason = sched.reason;
   } else if ((marker = read_marker_if_present(f.preempted)) && !written_after(f.failed, f.preempted)) {
     rs.state = RunState::preempted;
     rs.reason = preempted_summary(*marker);
@@ -242,6 +331,8 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   } else if ((marker = read_marker_if_present(f.failed))) {
     rs.state = RunState::failed;
     rs.reason = failure_summary(*marker);
+  } else if (sched.state == "not submitted") {
+    rs.reason = "not submitted";
   }
   return rs;
 }
@@ -264,7 +355,10 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
       case RunState::preempted: ++st.preempted; break;
       case RunState::running: ++st.running; break;
       case RunState::pending: ++st.pending; break;
-      case RunState::missing: ++st.missing; break;
+      case RunState::missing:
+        ++st.missing;
+        if (rs.reason == "not submitted") ++st.not_submitted;
+        break;
       case RunState::unsupported: ++st.unsupported; break;
     }
     st.runs.push_back(std::move(rs));
@@ -305,8 +399,12 @@ std::string status_text(const Campaign& campaign, const CampaignStatus& st) {
   std::ostringstream out;
   out << "campaign " << campaign.name << " (" << campaign.dir << "): " << st.total << " runs\n"
       << "  done " << st.done << ", diverged " << st.diverged << ", failed " << st.failed << ", preempted " << st.preempted
-      << ", running " << st.running << ", pending " << st.pending << ", missing " << st.missing
+      << ", running " << st.running << ", pending " << st.pending << ", missing " << st.missing - st.not_submitted
+      << (st.not_submitted ? ", not submitted " + std::to_string(st.not_submitted) : std::string())
       << (st.unsupported ? ", unsupported " + std::to_string(st.unsupported) : std::string()) << "\n";
+  if (st.not_submitted)
+    out << "  not submitted " << st.not_submitted << ": no submission of this campaign holds them yet; run trainscale sweep submit "
+        << campaign.dir << "\n";
   for (const auto& r : st.runs)
     if (r.state == RunState::failed) out << "  failed  " << r.index << "  " << r.run_id << ": " << r.reason << "\n";
   for (const auto& r : st.runs)

@@ -43,7 +43,14 @@ struct Campaign {
   std::vector<ManifestRun> runs;
   bool has_site = false;       // site.yaml present (else the built-in local site)
   Site site;
+  // The keys the sweep varies (matrix keys, zip groups' keys, then keys only `include` names),
+  // read from the campaign's sweep.yaml copy; empty when it is missing or unreadable.
+  std::vector<std::string> swept_keys;
 };
+
+// How a person recognises a run: "<run_id> (lr=0.1 workers=2)", its swept keys' values from
+// its config ("<run_id>" alone when nothing is swept).
+std::string run_label(const Campaign& campaign, const ManifestRun& run);
 
 // Loads CAMPAIGN_DIR: ConfigError when the manifest is missing, unreadable, or its hash differs
 // from manifest.hash (the campaign was edited after it was frozen).
@@ -90,22 +97,31 @@ struct RunStatus {
 struct CampaignStatus {
   int64_t total = 0, done = 0, diverged = 0, failed = 0, preempted = 0, running = 0, pending = 0, missing = 0,
           unsupported = 0;
+  int64_t not_submitted = 0;  // of the missing runs, those no recorded submission holds
   std::vector<RunStatus> runs;  // manifest order
   std::vector<std::string> notes;  // e.g. "squeue not found: pending not asked from Slurm"
 };
 
 // What a scheduler says about one manifest index: state "running" | "pending" | "ended" (Slurm
-// answered and no longer lists the task's job), and for pending tasks why they wait (Slurm's
+// answered and no longer lists the task's job) | "not submitted" (no recorded submission holds
+// the index: it counts as missing, said so), and for pending tasks why they wait (Slurm's
 // reason code such as Priority, Resources or JobHeldUser; PBS's comment), "" when it gives none.
+// `pack`: the indices of a packed array task (sweep submit --pack), in the order it runs them;
+// empty for a task of one run.
 struct SchedulerTask {
   std::string state;
   std::string reason;
+  std::vector<int64_t> pack;
 };
 using SchedulerStates = std::map<int64_t, SchedulerTask>;
 
 // Classifies every run, first match wins: a DONE marker whose run file is complete ->
 // done/diverged; an UNSUPPORTED marker (what this build, machine or GPU generation cannot run,
-// found at expand or at run time) -> unsupported, with its reason; the scheduler says running, or
+// found at expand or at run time) -> unsupported, with its reason; in a packed task that the
+// scheduler runs, the runs run one after another: the task's current run (the first with a
+// RUNNING marker, else the first that is neither done, unsupported nor failed) is running, the
+// runs after it are pending ("waiting in its packed array task"), the runs before it are
+// classified by their markers alone; the scheduler says running, or
 // a RUNNING marker of a live attempt (on another host: trusted, unless the scheduler holds the
 // task queued, a requeued task, or says its job ended) -> running; the
 // scheduler says pending -> pending (with its reason); a

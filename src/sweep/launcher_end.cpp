@@ -62,4 +62,18 @@ std::optional<std::string> record_launcher_end(const std::string& campaign_dir, 
   return marker.reason;
 }
 
+std::optional<std::string> record_not_started(const std::string& campaign_dir, const std::string& run_id) {
+  const RunFiles f = run_files(campaign_dir, run_id);
+  if (check_done(f).valid() || read_marker_if_present(f.preempted)) return std::nullopt;
+  if (const auto running = read_marker_if_present(f.running); running && running->host == host_name() && process_alive(running->pid))
+    return std::nullopt;
+  RunMarker marker;
+  marker.reason = "not started: its packed array task was stopped (preempted) before this run's turn; it starts when the "
+                  "task is requeued or with trainscale sweep resubmit --preempted";
+  marker.host = host_name();
+  marker.end = utc_timestamp();
+  write_marker(f.preempted, marker);
+  return marker.reason;
+}
+
 }  // namespace ts

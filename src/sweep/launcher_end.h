@@ -32,4 +32,10 @@ struct LauncherEnd {
 std::optional<std::string> record_launcher_end(const std::string& campaign_dir, const std::string& run_id,
                                                const LauncherEnd& end);
 
+// A run of a packed array task that never started because the task was stopped (preempted)
+// before its turn: unless the run is done, has a PREEMPTED marker already or a live attempt,
+// writes its PREEMPTED marker saying so (no checkpoint: the run starts from step 0 when the task
+// is requeued or the run resubmitted with --preempted) and returns that reason; else nullopt.
+std::optional<std::string> record_not_started(const std::string& campaign_dir, const std::string& run_id);
+
 }  // namespace ts

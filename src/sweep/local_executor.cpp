@@ -138,11 +138,18 @@ std::vector<std::string> with_launcher_prefix(const std::vector<std::string>& pr
   return out;
 }
 
+// How one run is started here: its command and its OpenMP threads (0: leave OMP_NUM_THREADS as
+// the site's environment has it).
+struct LocalLaunch {
+  std::vector<std::string> argv;
+  int threads = 0;
+};
+
 // The launcher command of every run in `indices`, checked to be runnable here.
-std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign& c, const std::vector<int64_t>& indices) {
-  std::map<int64_t, std::vector<std::string>> argv_of;
+std::map<int64_t, LocalLaunch> local_launch_commands(const Campaign& c, const std::vector<int64_t>& indices) {
+  std::map<int64_t, LocalLaunch> argv_of;
   if (c.site.scheduler == "simulate") {  // trainscale-sim, no launcher (sweep/simulate.h)
-    for (int64_t i : indices) argv_of[i] = simulate_command(c, i);
+    for (int64_t i : indices) argv_of[i] = {simulate_command(c, i), 0};
     return argv_of;
   }
   for (const auto& g : group_by_shape(c, indices))  // validates gpu/mpi/storage against the site
@@ -166,20 +173,23 @@ std::map<int64_t, std::vector<std::string>> local_launch_commands(const Campaign
       cmd.push_back(c.dir);
       cmd.push_back("--index");
       cmd.push_back(std::to_string(i));
-      argv_of[i] = with_launcher_prefix(mpi.launcher_prefix, cmd);
+      argv_of[i] = {with_launcher_prefix(mpi.launcher_prefix, cmd), g.shape.threads};
     }
   return argv_of;
 }
 
 // Starts one run's launcher in a new session (its own process group, away from the terminal's
-// Ctrl-C) with the site's environment, its output in logs/<run_id>.launcher.log.
-pid_t start_local_run(const Campaign& c, const ManifestRun& run, std::vector<std::string> args) {
+// Ctrl-C) with the site's environment and the run's OMP_NUM_THREADS, its output in
+// logs/<run_id>.launcher.log.
+pid_t start_local_run(const Campaign& c, const ManifestRun& run, LocalLaunch launch) {
+  std::vector<std::string>& args = launch.argv;
   const std::string out_path = campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log";
   const pid_t pid = ::fork();
   if (pid < 0) throw RuntimeError("fork failed while starting run " + run.run_id + ": " + std::strerror(errno));
   if (pid > 0) return pid;
   ::setsid();
   for (const auto& [k, v] : c.site.env) ::setenv(k.c_str(), v.c_str(), 1);
+  if (launch.threads > 0) ::setenv("OMP_NUM_THREADS", std::to_string(launch.threads).c_str(), 1);
   const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
     ::dup2(fd, 1);
@@ -358,7 +368,7 @@ class Executor {
     const int64_t n = static_cast<int64_t>(indices_.size());
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
     const double eta = elapsed / static_cast<double>(sum_.finished) * static_cast<double>(n - sum_.finished);
-    progress_ << "[" << sum_.finished << "/" << n << "] index " << index << " " << c_.runs[index].run_id << ": " << outcome
+    progress_ << "[" << sum_.finished << "/" << n << "] index " << index << " " << run_label(c_, c_.runs[index]) << ": " << outcome
               << " | failures " << sum_.failed << " | elapsed " << seconds_text(elapsed) << " | ETA "
               << (sum_.finished == n ? std::string("0s") : seconds_text(eta)) << std::endl;
   }
@@ -367,7 +377,7 @@ class Executor {
   const std::vector<int64_t>& indices_;
   const int throttle_;
   std::ostream& progress_;
-  const std::map<int64_t, std::vector<std::string>> argv_of_;
+  const std::map<int64_t, LocalLaunch> argv_of_;
   const Clock::duration grace_;
   const Clock::time_point t0_ = Clock::now();
   std::map<pid_t, LiveTask> live_;

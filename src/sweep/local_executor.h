@@ -31,8 +31,9 @@ struct LocalRunSummary {
 };
 
 // Runs `indices` (launch commands checked first: ConfigError when the binary or launcher is
-// missing), `throttle` at a time, printing "[k/N] index I RUN_ID: OUTCOME | failures F |
-// elapsed E | ETA T" per finished task on `progress`.
+// missing), `throttle` at a time, printing "[k/N] index I RUN_ID (KEY=VALUE ...): OUTCOME |
+// failures F | elapsed E | ETA T" per finished task on `progress` (the swept keys' values,
+// run_label). Each run's launcher gets OMP_NUM_THREADS = the run's threads.
 LocalRunSummary run_local(const Campaign& campaign, const std::vector<int64_t>& indices, int throttle,
                           std::ostream& progress);
 

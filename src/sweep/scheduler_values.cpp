@@ -2,9 +2,11 @@
 #include "sweep/scheduler_values.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdint>
 #include <regex>
 
+#include "core/error.h"
 #include "core/names.h"
 
 namespace ts {
@@ -64,6 +66,24 @@ std::string pbs_walltime(const std::string& walltime) {
   std::string h = std::to_string(days * 24 + hours);
   if (h.size() < 2) h = "0" + h;
   return h + walltime.substr(dash + 3);
+}
+
+std::string scaled_walltime(const std::string& walltime, int64_t factor) {
+  const std::string hours_form = pbs_walltime(walltime);  // "H...H:MM:SS", days folded into hours
+  const size_t colon = hours_form.find(':');
+  const int64_t seconds = std::stoll(hours_form.substr(0, colon)) * 3600 + std::stoll(hours_form.substr(colon + 1, 2)) * 60 +
+                          std::stoll(hours_form.substr(colon + 4, 2));
+  constexpr int64_t kMaxSeconds = 1000LL * 86400 - 1;  // 999-23:59:59, the longest walltime accepted
+  if (factor < 1 || seconds > kMaxSeconds / factor)
+    throw ConfigError("walltime " + walltime + " x " + std::to_string(factor) +
+                      " runs per packed task exceeds 999 days; pack fewer runs per task (--pack) or lower the walltime");
+  const int64_t total = seconds * factor;
+  char buf[32];
+  const auto h = static_cast<long long>(total / 3600 % 24), m = static_cast<long long>(total / 60 % 60),
+             s = static_cast<long long>(total % 60), d = static_cast<long long>(total / 86400);
+  if (d == 0) std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld", h, m, s);
+  else std::snprintf(buf, sizeof buf, "%lld-%02lld:%02lld:%02lld", d, h, m, s);
+  return buf;
 }
 
 std::string memory_problem(const std::string& memory) {

@@ -6,6 +6,7 @@
 // Each check returns "" for a valid value, else what is wrong and what is accepted.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace ts {
@@ -15,6 +16,10 @@ namespace ts {
 std::string walltime_problem(const std::string& walltime);
 // PBS has no days: "1-12:00:00" -> "36:00:00"; "HH:MM:SS" as it is.
 std::string pbs_walltime(const std::string& walltime);
+// The walltime of `factor` runs one after another (a packed array task, `sweep submit --pack`):
+// `factor` x `walltime`, "HH:MM:SS" below a day, else "D-HH:MM:SS". ConfigError when the result
+// exceeds 999 days. `walltime` must be valid (walltime_problem).
+std::string scaled_walltime(const std::string& walltime, int64_t factor);
 
 // A size with a unit: <integer><K|M|G|T>, optionally followed by B, case-insensitive ("4G",
 // "4000M", "64gb"). A bare number is refused: Slurm reads it as MiB, PBS as bytes.

@@ -245,7 +245,7 @@ void read_simulate(const SiteParser& p, const YAML::Node& n, Site& s) {
 }  // namespace
 
 std::vector<std::string> site_file_keys() {
-  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "requeue", "signal_seconds",
+  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "pack", "requeue", "signal_seconds",
           "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage", "scratch", "simulate"};
 }
 
@@ -281,11 +281,20 @@ Site parse_site_file(const std::string& text, const std::string& path) {
     if (n["throttle"]) s.throttle = static_cast<int>(p.integer(n["throttle"], "limits.throttle", 0));
   }
   if (const YAML::Node n = root["defaults"]) {
-    p.check_keys(n, "defaults", {"walltime", "workers_per_node"});
+    p.check_keys(n, "defaults", {"walltime", "workers_per_node", "mem"});
     if (n["walltime"]) s.walltime = p.header_value(n["walltime"], "defaults.walltime", walltime_problem);
+    if (n["mem"]) s.mem = p.header_value(n["mem"], "defaults.mem", memory_problem);
     if (n["workers_per_node"]) s.workers_per_node = static_cast<int>(p.integer(n["workers_per_node"], "defaults.workers_per_node", 1));
   }
   if (const YAML::Node n = root["node"]) read_node(p, n, "node", s.node);
+  if (const YAML::Node n = root["pack"]) {
+    const int64_t pack = p.integer(n, "pack", 1);
+    if (pack > kMaxPack) p.fail(n, "key 'pack': " + std::to_string(pack) + " is out of range; accepted: 1 ... " + std::to_string(kMaxPack));
+    if (pack > 1 && s.scheduler != "slurm" && s.scheduler != "pbs")
+      p.fail(n, "key 'pack': " + std::to_string(pack) + " runs per allocation needs scheduler slurm or pbs; the " +
+                    s.scheduler + " executor starts each run by itself (use limits.throttle for runs at a time)");
+    s.pack = static_cast<int>(pack);
+  }
   read_preemption(p, root, s);
   if (const YAML::Node n = root["env"]) {
     if (!n.IsMap()) p.fail(n, "env: expected a mapping NAME: value");

@@ -71,6 +71,9 @@ struct SiteSimulate {
   std::string coll_selector;             // "" = each run's mpi_flavor, else the cluster file's
 };
 
+// The most runs one packed array task may run (sweep submit --pack, the site's `pack`).
+constexpr int kMaxPack = 1000;
+
 struct Site {
   std::string path;          // the site file ("<built-in local>" for the default)
   std::string name;
@@ -80,6 +83,9 @@ struct Site {
   int64_t max_array_size = 1000;
   int throttle = 0;          // concurrent array tasks (0 = no limit; the local executor: 1)
   std::string walltime = "01:00:00";  // default when the sweep's resources give none
+  std::string mem;           // defaults.mem: memory per node when the sweep's resources give none ("" = the scheduler's)
+  // `pack`: runs per array task (sweep submit --pack): Slurm and PBS only; 1 = one run per task.
+  int pack = 1;
   int workers_per_node = 0;  // CPU runs: MPI ranks per node (0 = all ranks on one node)
   std::string templates;     // directory of the job templates ("" = <source>/jobs)
   SiteNode node;             // `node:` (cores, gpus, memory_gb, oversubscribe)

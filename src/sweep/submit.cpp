@@ -105,16 +105,6 @@ int positive_int(const YAML::Node& n, const std::string& key, const std::string&
   throw ConfigError(where + ": resources." + key + ": expected an integer >= 1");
 }
 
-// Lines of an index file -> manifest indices.
-std::vector<int64_t> read_index_file(const std::string& path) {
-  std::vector<int64_t> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(std::stoll(line));
-  return out;
-}
-
 // A live `trainscale sweep submit|resubmit` process (not another process that reuses the pid).
 bool local_executor_alive(long pid) {
   if (!process_alive(pid)) return false;
@@ -131,6 +121,47 @@ bool local_executor_alive(long pid) {
 
 }  // namespace
 
+std::vector<std::vector<int64_t>> pack_indices(const std::vector<int64_t>& indices, int pack) {
+  if (pack < 1 || pack > kMaxPack)
+    throw ConfigError("--pack: " + std::to_string(pack) + " is out of range; accepted: 1 ... " + std::to_string(kMaxPack) +
+                      " runs per array task");
+  std::vector<std::vector<int64_t>> tasks;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (i % static_cast<size_t>(pack) == 0) tasks.emplace_back();
+    tasks.back().push_back(indices[i]);
+  }
+  return tasks;
+}
+
+std::string index_file_text(const std::vector<std::vector<int64_t>>& tasks) {
+  std::string text;
+  for (const auto& task : tasks) {
+    for (size_t k = 0; k < task.size(); ++k) text += (k ? " " : "") + std::to_string(task[k]);
+    text += "\n";
+  }
+  return text;
+}
+
+std::vector<std::vector<int64_t>> read_index_file(const std::string& path) {
+  std::vector<std::vector<int64_t>> tasks;
+  std::ifstream in(path);
+  int line_number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_number;
+    if (trim(line).empty()) continue;
+    std::istringstream words(line);
+    std::vector<int64_t> task;
+    for (std::string word; words >> word;) {
+      if (word.find_first_not_of("0123456789") != std::string::npos || word.size() > 18)
+        throw ConfigError(path + ":" + std::to_string(line_number) + ": '" + one_line(word) +
+                          "' is not a manifest index; an index file holds the indices of one array task per line");
+      task.push_back(std::stoll(word));
+    }
+    tasks.push_back(std::move(task));
+  }
+  return tasks;
+}
+
 bool program_on_path(const std::string& program) {
   if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;  // a path, not a name
   const char* path = std::getenv("PATH");
@@ -143,7 +174,7 @@ bool program_on_path(const std::string& program) {
 
 std::string JobShape::label() const {
   return "workers=" + std::to_string(workers) + " nodes=" + std::to_string(nodes) + " cpus=" + std::to_string(cpus_per_task) +
-         " gpus=" + std::to_string(gpus_per_node) + (gpu.empty() ? "" : " gpu=" + gpu) + " partition=" + (partition.empty() ? "-" : partition) +
+         (threads != cpus_per_task ? " threads=" + std::to_string(threads) : "") + " gpus=" + std::to_string(gpus_per_node) + (gpu.empty() ? "" : " gpu=" + gpu) + " partition=" + (partition.empty() ? "-" : partition) +
          " walltime=" + walltime + (mem.empty() ? "" : " mem=" + mem) + " mpi=" + mpi;
 }
 
@@ -178,13 +209,13 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
     // async_ps runs its parameter servers on ranks of their own (docs/distributed.md).
     if (cfg["dist"] && scalar_or(cfg["dist"], "strategy", "sync") == "async_ps")
       s.workers += std::max(1, std::stoi(scalar_or(cfg["dist"], "servers", "1")));
-    s.cpus_per_task = res["cpus_per_worker"] ? positive_int(res, "cpus_per_worker", where)
-                                             : std::max(1, std::stoi(scalar_or(cfg, "threads", "1")));
-    if (!res["cpus_per_worker"] && cfg["ranks"] && cfg["ranks"]["threads"])  // every rank's threads fit a task
+    s.threads = std::max(1, std::stoi(scalar_or(cfg, "threads", "1")));
+    if (cfg["ranks"] && cfg["ranks"]["threads"])  // every rank's threads fit a task
       for (const std::string& t : split(cfg["ranks"]["threads"].as<std::string>(), ','))
-        s.cpus_per_task = std::max(s.cpus_per_task, std::stoi(t));
+        s.threads = std::max(s.threads, std::stoi(t));
+    s.cpus_per_task = res["cpus_per_worker"] ? positive_int(res, "cpus_per_worker", where) : s.threads;
     s.walltime = scalar_or(res, "walltime", site.walltime);
-    s.mem = scalar_or(res, "mem", "");
+    s.mem = scalar_or(res, "mem", site.mem);
     s.partition = scalar_or(res, "partition", site.partition);
     int per_node = res["workers_per_node"] ? positive_int(res, "workers_per_node", where)
                                            : (site.workers_per_node > 0 ? site.workers_per_node : s.workers);
@@ -283,8 +314,73 @@ void check_header_values(const Campaign& c, const JobShape& shape, const std::st
 
 }  // namespace
 
+namespace {
+
+// The script's setup lines: the site's setup, module loads (MPI entry, then GPU entry) and
+// exports. OMP_NUM_THREADS is the run's (the template exports it): a site value is not exported.
+std::string setup_lines(const Site& site, const SiteMpi& mpi, const JobShape& shape) {
+  std::vector<std::string> setup;
+  for (const auto& line : site.setup) setup.push_back(line);
+  for (const auto& m : mpi.modules) setup.push_back("module load " + shell_quote(m));
+  if (!shape.gpu.empty())
+    for (const auto& m : site.gpu.at(shape.gpu).modules) setup.push_back("module load " + shell_quote(m));
+  for (const auto& [k, v] : site.env)
+    setup.push_back(k == "OMP_NUM_THREADS" ? "# (the site's OMP_NUM_THREADS=" + shell_quote(v) + " is replaced by the run's threads below)"
+                                           : "export " + k + "=" + shell_quote(v));
+  if (setup.empty()) setup.push_back("# (no modules or environment from the site file)");
+  return join(setup, "\n");
+}
+
+// Slurm's array range and optional #SBATCH lines.
+void slurm_values(const Site& site, const JobShape& shape, int64_t count, int throttle,
+                  std::map<std::string, std::string>& v, std::vector<std::string>& directives) {
+  v["ARRAY"] = "0-" + std::to_string(count - 1) + (throttle > 0 ? "%" + std::to_string(throttle) : "");
+  if (!shape.partition.empty()) directives.push_back("#SBATCH --partition=" + shape.partition);
+  if (!site.account.empty()) directives.push_back("#SBATCH --account=" + site.account);
+  if (!shape.gres.empty()) directives.push_back("#SBATCH --gres=" + shape.gres);
+  if (!shape.constraint.empty()) directives.push_back("#SBATCH --constraint=" + shape.constraint);
+  if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + slurm_memory(shape.mem));
+  // Slurm requeues a batch job whose node failed unless told not to: requeue: false means the
+  // task ends failed (its job script records why) and waits for `sweep resubmit --failed`.
+  directives.push_back(site.requeue ? "#SBATCH --requeue" : "#SBATCH --no-requeue");
+  if (site.signal_seconds > 0) directives.push_back("#SBATCH --signal=B:USR1@" + std::to_string(site.signal_seconds));
+}
+
+// PBS's array directive (a plain job for one task), select extras and optional #PBS lines.
+void pbs_values(const Site& site, const JobShape& shape, int64_t count, int throttle, std::map<std::string, std::string>& v,
+                std::vector<std::string>& directives) {
+  if (count > 1) {
+    v["ARRAY_DIRECTIVE"] = "#PBS -J 0-" + std::to_string(count - 1) +
+                           (throttle > 0 ? "\n#PBS -W max_run_subjobs=" + std::to_string(throttle) : "");
+    v["SINGLE_TASK"] = "";
+  } else {  // PBS Pro arrays need at least two subjobs: one task is a plain job, task 0
+    v["ARRAY_DIRECTIVE"] = "# one array task: a plain job (PBS Pro arrays need at least two subjobs), task 0";
+    v["SINGLE_TASK"] = "0";
+  }
+  v["GPU_SELECT"] = shape.gpus_per_node > 0 ? ":ngpus=" + std::to_string(shape.gpus_per_node) : "";
+  if (!shape.select.empty()) v["GPU_SELECT"] += ":" + shape.select;  // e.g. :gpu_model=a100
+  if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + pbs_memory(shape.mem);
+  if (!shape.partition.empty()) directives.push_back("#PBS -q " + shape.partition);
+  if (!site.account.empty()) directives.push_back("#PBS -A " + site.account);
+  if (!shape.constraint.empty())
+    directives.push_back("# constraint " + shape.constraint + " is a Slurm node feature; PBS resources go in the site's gpu." +
+                         shape.gpu + ".select");
+  if (site.requeue) directives.push_back("#PBS -r y");
+}
+
+// "6 runs, one per array task" / "2 array tasks of up to 3 runs each, one after another
+// (walltime 3 x 00:10:00)".
+std::string tasks_summary(int64_t count, int pack, const std::string& walltime) {
+  if (pack <= 1) return std::to_string(count) + " runs, one per array task";
+  return std::to_string(count) + " array tasks of up to " + std::to_string(pack) + " runs each, one after another (walltime " +
+         std::to_string(pack) + " x " + walltime + ")";
+}
+
+}  // namespace
+
 std::string render_job_script(const Campaign& c, const std::string& scheduler, const JobShape& shape,
-                              const std::string& job_name, const std::string& index_file, int64_t count, int throttle) {
+                              const std::string& job_name, const std::string& index_file, int64_t count, int throttle,
+                              int pack) {
   const Site& site = c.site;
   const std::string tpl_path = templates_dir(site) + "/" + (scheduler == "slurm" ? "slurm.sh.in" : "pbs.sh.in");
   if (!fs::is_regular_file(tpl_path))
@@ -293,72 +389,41 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   const SiteMpi mpi = shape_mpi(site, shape);
   const std::string campaign_dir = fs::absolute(c.dir).lexically_normal().string();
   check_header_values(c, shape, job_name, campaign_dir + "/logs");
+  pack_indices({}, pack);  // the range check
+  const std::string walltime = scaled_walltime(shape.walltime, pack);  // the runs of a task one after another
 
   std::vector<std::string> launch;
   for (const auto& a : launch_command(mpi, shape.workers)) launch.push_back(shell_quote(a));
-  std::vector<std::string> setup;
-  for (const auto& line : site.setup) setup.push_back(line);
-  for (const auto& m : mpi.modules) setup.push_back("module load " + shell_quote(m));
-  if (!shape.gpu.empty())
-    for (const auto& m : site.gpu.at(shape.gpu).modules) setup.push_back("module load " + shell_quote(m));
-  for (const auto& [k, v] : site.env) setup.push_back("export " + k + "=" + shell_quote(v));
-  if (setup.empty()) setup.push_back("# (no modules or environment from the site file)");
-
   std::map<std::string, std::string> v;
   v["CAMPAIGN"] = c.name;
   v["SHAPE"] = shape.label();
   v["COUNT"] = std::to_string(count);
+  v["TASKS_SUMMARY"] = tasks_summary(count, pack, shape.walltime);
+  v["PACK"] = std::to_string(pack);
   v["JOB_NAME"] = job_name;
   v["NODES"] = std::to_string(shape.nodes);
   v["TASKS"] = std::to_string(shape.workers);
   v["TASKS_PER_NODE"] = std::to_string(shape.tasks_per_node);
   v["CPUS_PER_TASK"] = std::to_string(shape.cpus_per_task);
+  v["THREADS"] = std::to_string(shape.threads);
   v["NCPUS_PER_NODE"] = std::to_string(shape.tasks_per_node * shape.cpus_per_task);
-  v["WALLTIME"] = scheduler == "slurm" ? shape.walltime : pbs_walltime(shape.walltime);
+  v["WALLTIME"] = scheduler == "slurm" ? walltime : pbs_walltime(walltime);
   v["LOG_DIR"] = shell_quote(campaign_dir + "/logs");
   v["CAMPAIGN_DIR"] = shell_quote(campaign_dir);
   v["INDEX_FILE"] = shell_quote(index_file);
-  v["SETUP"] = join(setup, "\n");
+  v["SETUP"] = setup_lines(site, mpi, shape);
   v["LAUNCH"] = join(launch, " ");
   v["TRAINSCALE"] = shell_quote(resolve_binary(mpi));
   std::vector<std::string> directives;
-  if (scheduler == "slurm") {
-    v["ARRAY"] = "0-" + std::to_string(count - 1) + (throttle > 0 ? "%" + std::to_string(throttle) : "");
-    if (!shape.partition.empty()) directives.push_back("#SBATCH --partition=" + shape.partition);
-    if (!site.account.empty()) directives.push_back("#SBATCH --account=" + site.account);
-    if (!shape.gres.empty()) directives.push_back("#SBATCH --gres=" + shape.gres);
-    if (!shape.constraint.empty()) directives.push_back("#SBATCH --constraint=" + shape.constraint);
-    if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + slurm_memory(shape.mem));
-    // Slurm requeues a batch job whose node failed unless told not to: requeue: false means the
-    // task ends failed (its job script records why) and waits for `sweep resubmit --failed`.
-    directives.push_back(site.requeue ? "#SBATCH --requeue" : "#SBATCH --no-requeue");
-    if (site.signal_seconds > 0) directives.push_back("#SBATCH --signal=B:USR1@" + std::to_string(site.signal_seconds));
-  } else {
-    if (count > 1) {
-      v["ARRAY_DIRECTIVE"] = "#PBS -J 0-" + std::to_string(count - 1) +
-                             (throttle > 0 ? "\n#PBS -W max_run_subjobs=" + std::to_string(throttle) : "");
-      v["SINGLE_TASK"] = "";
-    } else {  // PBS Pro arrays need at least two subjobs: one run is a plain job, task 0
-      v["ARRAY_DIRECTIVE"] = "# one run: a plain job (PBS Pro arrays need at least two subjobs), task 0";
-      v["SINGLE_TASK"] = "0";
-    }
-    v["GPU_SELECT"] = shape.gpus_per_node > 0 ? ":ngpus=" + std::to_string(shape.gpus_per_node) : "";
-    if (!shape.select.empty()) v["GPU_SELECT"] += ":" + shape.select;  // e.g. :gpu_model=a100
-    if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + pbs_memory(shape.mem);
-    if (!shape.partition.empty()) directives.push_back("#PBS -q " + shape.partition);
-    if (!site.account.empty()) directives.push_back("#PBS -A " + site.account);
-    if (!shape.constraint.empty())
-      directives.push_back("# constraint " + shape.constraint + " is a Slurm node feature; PBS resources go in the site's gpu." +
-                           shape.gpu + ".select");
-    if (site.requeue) directives.push_back("#PBS -r y");
-  }
+  if (scheduler == "slurm") slurm_values(site, shape, count, throttle, v, directives);
+  else pbs_values(site, shape, count, throttle, v, directives);
   v["ON_PREEMPTED"] = on_preempted(scheduler, site.requeue);
   v["DIRECTIVES"] = directives.empty() ? "# (no partition, account, gres or constraint)" : join(directives, "\n");
   return fill_template(tpl, v, tpl_path);
 }
 
 std::vector<JobScript> write_job_scripts(const Campaign& c, const std::string& scheduler, const std::vector<ShapeGroup>& groups,
-                                         int throttle, const std::string& tag) {
+                                         int throttle, const std::string& tag, int pack) {
   const fs::path jobs = fs::absolute(campaign_jobs_dir(c.dir)).lexically_normal();
   std::error_code ec;
   fs::create_directories(jobs, ec);
@@ -367,12 +432,12 @@ std::vector<JobScript> write_job_scripts(const Campaign& c, const std::string& s
   const std::string ext = scheduler == "slurm" ? ".slurm" : ".pbs";
   std::vector<JobScript> out;
   for (size_t g = 0; g < groups.size(); ++g) {
-    const auto& idx = groups[g].indices;
-    const int64_t max = std::max<int64_t>(1, c.site.max_array_size);
-    const int64_t parts = (static_cast<int64_t>(idx.size()) + max - 1) / max;
+    const auto tasks = pack_indices(groups[g].indices, pack);
+    const int64_t max = std::max<int64_t>(1, c.site.max_array_size);  // array tasks per script
+    const int64_t parts = (static_cast<int64_t>(tasks.size()) + max - 1) / max;
     for (int64_t p = 0; p < parts; ++p) {
-      const int64_t first = p * max;
-      const int64_t count = std::min<int64_t>(max, static_cast<int64_t>(idx.size()) - first);
+      const auto first = tasks.begin() + p * max;
+      const std::vector<std::vector<int64_t>> part(first, first + std::min<int64_t>(max, tasks.end() - first));
       std::string stem = tag + "s" + std::to_string(g) + (parts > 1 ? "-p" + std::to_string(p) : "");
       JobScript js;
       js.scheduler = scheduler;
@@ -380,11 +445,12 @@ std::vector<JobScript> write_job_scripts(const Campaign& c, const std::string& s
       js.index_file = (jobs / (stem + ".idx")).string();
       js.script = (jobs / (stem + ext)).string();
       js.shape = groups[g].shape.label();
-      js.count = count;
-      std::string lines;
-      for (int64_t k = first; k < first + count; ++k) lines += std::to_string(idx[k]) + "\n";
-      write_file_atomically(js.index_file, lines);
-      write_file_atomically(js.script, render_job_script(c, scheduler, groups[g].shape, js.name, js.index_file, count, throttle));
+      js.count = static_cast<int64_t>(part.size());
+      js.pack = pack;
+      for (const auto& task : part) js.runs += static_cast<int64_t>(task.size());
+      write_file_atomically(js.index_file, index_file_text(part));
+      write_file_atomically(js.script,
+                            render_job_script(c, scheduler, groups[g].shape, js.name, js.index_file, js.count, throttle, pack));
       fs::permissions(js.script, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
       out.push_back(js);
     }
@@ -471,19 +537,22 @@ namespace {
 // Job id (numeric part) -> index file, of one scheduler's recorded submissions.
 using RecordedJobs = std::map<std::string, std::string>;
 
-// Records what the scheduler says about array task `task` of `job` under its manifest index.
+// Records what the scheduler says about array task `task` of `job` under the manifest indices
+// it runs (several for a packed task, which all carry the task's indices in `pack`).
 void mark_task(SchedulerStates& states, const RecordedJobs& jobs, const std::string& job, const std::string& task,
-               const SchedulerTask& what) {
+               SchedulerTask what) {
   auto it = jobs.find(job);
   if (it == jobs.end()) return;
-  const auto idx = read_index_file(it->second);
+  const auto tasks = read_index_file(it->second);
   int64_t t = 0;
   try {
     t = task.empty() || task == "N/A" ? 0 : std::stoll(task);
   } catch (const std::exception&) {
     return;
   }
-  if (t >= 0 && t < static_cast<int64_t>(idx.size())) states[idx[t]] = what;
+  if (t < 0 || t >= static_cast<int64_t>(tasks.size())) return;
+  if (tasks[t].size() > 1) what.pack = tasks[t];
+  for (int64_t index : tasks[t]) states[index] = what;
 }
 
 // squeue: one line per array task (-r), "<array job id> <task id> <state> <reason>".
@@ -506,12 +575,13 @@ void ask_slurm(const RecordedJobs& jobs, SchedulerStates& states, std::vector<st
     if (!(fields >> job >> task >> st)) continue;
     std::getline(fields >> std::ws, reason);
     const bool pending = st == "PD";
-    mark_task(states, jobs, job, task, {pending ? "pending" : "running", pending && reason != "None" ? reason : ""});
+    mark_task(states, jobs, job, task, {pending ? "pending" : "running", pending && reason != "None" ? reason : "", {}});
   }
   // squeue lists pending and running jobs only: every other task of a recorded array has ended
   // (campaign.h: a RUNNING marker such a task left on another host is stale).
   for (const auto& [job, index_file] : jobs)
-    for (int64_t index : read_index_file(index_file)) states.emplace(index, SchedulerTask{"ended", ""});
+    for (const auto& task : read_index_file(index_file))
+      for (int64_t index : task) states.emplace(index, SchedulerTask{"ended", "", {}});
 }
 
 // One subjob of `qstat -f -t`: its id, job_state and comment (continuation lines joined).
@@ -561,8 +631,8 @@ void ask_pbs(const RecordedJobs& jobs, SchedulerStates& states, std::vector<std:
   auto [rc, out] = capture("qstat -f -t" + ids);
   for (const auto& j : parse_qstat_full(out)) {
     if (j.job.empty()) continue;
-    if (j.state == "Q" || j.state == "H" || j.state == "W") mark_task(states, jobs, j.job, j.task, {"pending", j.comment});
-    else if (j.state == "R" || j.state == "E" || j.state == "B") mark_task(states, jobs, j.job, j.task, {"running", ""});
+    if (j.state == "Q" || j.state == "H" || j.state == "W") mark_task(states, jobs, j.job, j.task, {"pending", j.comment, {}});
+    else if (j.state == "R" || j.state == "E" || j.state == "B") mark_task(states, jobs, j.job, j.task, {"running", "", {}});
   }
 }
 
@@ -578,12 +648,19 @@ SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* not
     const bool local_executor = s.scheduler == "local" || s.scheduler == "simulate";
     if (local_executor && s.host == host_name() && local_executor_alive(s.pid)) {
       // A live local executor: its queued runs without a marker are pending.
-      for (int64_t i : read_index_file(s.index_file))
-        states.emplace(i, SchedulerTask{"pending", "queued by the local executor (pid " + std::to_string(s.pid) + ")"});
+      for (const auto& task : read_index_file(s.index_file))
+        for (int64_t i : task)
+          states.emplace(i, SchedulerTask{"pending", "queued by the local executor (pid " + std::to_string(s.pid) + ")", {}});
     }
   }
   if (!slurm_jobs.empty()) ask_slurm(slurm_jobs, states, notes);
   if (!pbs_jobs.empty()) ask_pbs(pbs_jobs, states, notes);
+  // Runs that no recorded submission holds: missing because nobody submitted them yet.
+  std::set<int64_t> submitted;
+  for (const auto& s : read_submissions(c.dir))
+    for (const auto& task : read_index_file(s.index_file)) submitted.insert(task.begin(), task.end());
+  for (const auto& run : c.runs)
+    if (!submitted.count(run.index)) states.emplace(run.index, SchedulerTask{"not submitted", "", {}});
   return states;
 }
 

@@ -1,7 +1,7 @@
 // Submitting a campaign (docs/sweeps.md "Submitting"): runs grouped by resource shape, one
 // job-array script per shape (and per part when a shape exceeds the site's max array size)
-// rendered from jobs/{slurm,pbs}.sh.in, an index file per script mapping array task -> manifest
-// index, submission with sbatch --parsable / qsub, the record in jobs/submissions.yaml, the
+// rendered from jobs/{slurm,pbs}.sh.in, an index file per script mapping array task -> the
+// manifest indices it runs (one, or K one after another with --pack K), submission with sbatch --parsable / qsub, the record in jobs/submissions.yaml, the
 // scheduler queried for running/pending tasks and why they wait. The local executor is
 // sweep/local_executor.h.
 // Every run is started by the same launcher logic: the site's MPI entry for the run's
@@ -24,16 +24,18 @@ struct JobShape {
   int nodes = 1;
   int tasks_per_node = 1;
   int cpus_per_task = 1;    // resources.cpus_per_worker, else the run's `threads`
+  int threads = 1;          // the run's `threads` (the most of any rank): the script's OMP_NUM_THREADS
   int gpus_per_node = 0;    // GPU runs: min(workers, the site entry's gpus_per_node)
   std::string gpu;          // the run's gpu (a generation or any); "" for runs without a GPU
   std::string partition;    // gpu mapping's partition, else resources.partition, else the site's
   std::string walltime;     // resources.walltime, else the site's default
-  std::string mem;          // resources.mem ("" = scheduler default)
+  std::string mem;          // resources.mem, else the site's defaults.mem ("" = scheduler default)
   std::string gres, constraint;  // Slurm, from the site's gpu entry ({gpus_per_node} substituted)
   std::string select;       // PBS select resources from the site's gpu entry ({gpus_per_node} substituted)
   std::string mpi;          // site mpi entry name
   // "workers=2 nodes=1 cpus=1 gpus=0 partition=- walltime=00:20:00 mpi=openmpi"; GPU runs add
-  // "gpu=<generation>" after gpus.
+  // "gpu=<generation>" after gpus; runs whose threads differ from the CPUs per task (resources.
+  // cpus_per_worker) add "threads=<n>" after cpus.
   std::string label() const;
   bool operator==(const JobShape& o) const {
     return label() == o.label() && gres == o.gres && constraint == o.constraint && select == o.select;
@@ -60,6 +62,17 @@ SiteMpi shape_mpi(const Site& site, const JobShape& shape);
 // Launcher + binary, e.g. {"mpirun", "-np", "2", "--oversubscribe", "/x/bin/trainscale"}.
 std::vector<std::string> launch_command(const SiteMpi& mpi, int workers);
 
+// Packing (sweep submit --pack K): `indices` in order, K to an array task (the last task may
+// hold fewer). K = 1: one index per task. ConfigError when K is outside 1..kMaxPack.
+std::vector<std::vector<int64_t>> pack_indices(const std::vector<int64_t>& indices, int pack);
+
+// Index files: line t+1 holds the manifest indices array task t runs, separated by spaces, in
+// the order the task runs them ("0 1 2\n3 4 5\n"; one index per line without packing).
+std::string index_file_text(const std::vector<std::vector<int64_t>>& tasks);
+// Reads one back (an unreadable file: no tasks). ConfigError naming the file and line for a
+// line that is not a list of indices.
+std::vector<std::vector<int64_t>> read_index_file(const std::string& path);
+
 // Array scripts of one submission.
 struct JobScript {
   std::string scheduler;   // slurm | pbs
@@ -68,17 +81,23 @@ struct JobScript {
   std::string index_file;  // path of its index file
   std::string shape;       // JobShape::label()
   int64_t count = 0;       // array tasks
+  int64_t runs = 0;        // runs of all its tasks (count when not packed)
+  int pack = 1;            // runs per task (the last may have fewer)
 };
 
-// The text of one array script for `count` tasks whose indices are in `index_file`.
+// The text of one array script for `count` tasks whose indices are in `index_file`, each task
+// running up to `pack` runs one after another (walltime pack x the shape's).
 // Pure (writes nothing): golden tests compare it with tests/golden/.
 std::string render_job_script(const Campaign& campaign, const std::string& scheduler, const JobShape& shape,
-                              const std::string& job_name, const std::string& index_file, int64_t count, int throttle);
+                              const std::string& job_name, const std::string& index_file, int64_t count, int throttle,
+                              int pack = 1);
 
 // Writes scripts and index files into CAMPAIGN/jobs/ (names start with `tag`: "" or
-// "resubmit1-"), splitting shapes over the site's max_array_size.
+// "resubmit1-"), `pack` runs per array task, splitting shapes over the site's max_array_size
+// (array tasks per script).
 std::vector<JobScript> write_job_scripts(const Campaign& campaign, const std::string& scheduler,
-                                         const std::vector<ShapeGroup>& groups, int throttle, const std::string& tag);
+                                         const std::vector<ShapeGroup>& groups, int throttle, const std::string& tag,
+                                         int pack = 1);
 
 // Submits one script (sbatch --parsable / qsub) and returns the job id. RuntimeError with the
 // scheduler's message when it refuses.
@@ -97,7 +116,9 @@ std::string next_resubmit_tag(const std::string& campaign_dir);
 
 // Asks the scheduler(s) of the recorded submissions which manifest indices are running or
 // pending, and why pending ones wait (squeue %r; qstat -f comment; a live local executor's
-// queued indices are pending). Notes say what could not be asked.
+// queued indices are pending). The runs of a packed task share its state, with the task's
+// indices in SchedulerTask::pack (campaign.h says how a running pack's runs are told apart).
+// Notes say what could not be asked.
 SchedulerStates query_scheduler(const Campaign& campaign, std::vector<std::string>* notes);
 
 // Whether `program` is an executable in a directory of $PATH.

@@ -226,3 +226,42 @@ TEST(Site, SimulateSitesNameTheirCluster) {
   e = error_of("scheduler: simulate\nsimulate: {cluster: c.yaml, steps: 0}\n");
   EXPECT_NE(e.find("simulate.steps"), std::string::npos) << e;
 }
+
+// The site to start a real cluster from: account, memory, setup and modules, signal_seconds,
+// the launcher chosen by a key; no root-only variables and no OMP_NUM_THREADS of its own.
+TEST(Site, ExampleSlurmClusterIsReadyForARealCluster) {
+  Site s = load_site_file(site_dir() + "example-slurm-cluster.yaml");
+  EXPECT_EQ(s.scheduler, "slurm");
+  EXPECT_EQ(s.account, "proj123");
+  EXPECT_EQ(s.mem, "16G");
+  EXPECT_EQ(s.pack, 1);
+  EXPECT_GT(s.signal_seconds, 0);
+  EXPECT_TRUE(s.requeue);
+  EXPECT_FALSE(s.setup.empty());
+  EXPECT_FALSE(s.mpi.at("openmpi").modules.empty());
+  EXPECT_EQ(s.mpi.at("openmpi").launcher, "srun");
+  EXPECT_EQ(s.mpi.at("mpich").srun_mpi, "pmi2");
+  EXPECT_FALSE(s.mpi.at("openmpi").binary.empty());
+  for (const auto& [name, value] : s.env) {
+    EXPECT_EQ(name.find("ALLOW_RUN_AS_ROOT"), std::string::npos) << name;
+    EXPECT_NE(name, "OMP_NUM_THREADS");
+  }
+}
+
+TEST(Site, PackAndDefaultMemory) {
+  const std::string tail = "mpi:\n  openmpi: {launcher: srun}\nstorage:\n  local: {}\n";
+  Site s = parse_site_file("scheduler: slurm\npack: 4\ndefaults: {mem: 8G}\n" + tail, "site.yaml");
+  EXPECT_EQ(s.pack, 4);
+  EXPECT_EQ(s.mem, "8G");
+  EXPECT_EQ(parse_site_file("scheduler: pbs\npack: 1000\n" + tail, "site.yaml").pack, 1000);
+  EXPECT_EQ(parse_site_file("scheduler: slurm\n" + tail, "site.yaml").pack, 1);  // default: one run per task
+  std::string e = error_of("scheduler: slurm\npack: 0\n");
+  EXPECT_NE(e.find("site.yaml:2: key 'pack': '0' is not an integer >= 1"), std::string::npos) << e;
+  e = error_of("scheduler: slurm\npack: 1001\n");
+  EXPECT_NE(e.find("key 'pack': 1001 is out of range; accepted: 1 ... 1000"), std::string::npos) << e;
+  e = error_of("scheduler: local\npack: 3\n");
+  EXPECT_NE(e.find("key 'pack': 3 runs per allocation needs scheduler slurm or pbs"), std::string::npos) << e;
+  EXPECT_EQ(error_of("scheduler: local\npack: 1\n"), "");
+  e = error_of("scheduler: slurm\ndefaults: {mem: 16}\n");
+  EXPECT_NE(e.find("key 'defaults.mem': '16' is not a memory size"), std::string::npos) << e;
+}

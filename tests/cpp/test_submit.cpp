@@ -19,6 +19,8 @@
 #include "metrics/run_file_check.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
+#include "sweep/launcher_end.h"
+#include "sweep/scheduler_values.h"
 #include "sweep/site.h"
 #include "sweep/submit.h"
 #include "sweep/sweep_file.h"
@@ -238,10 +240,10 @@ TEST_F(Submit, EachGpuGenerationIsItsOwnSlurmArray) {
   ASSERT_EQ(c.runs.size(), 8u);  // v100 w1 (0, 1), v100 w6 (2, 3), a100 w1 (4, 5), a100 w6 (6, 7)
   auto groups = group_by_shape(c, {});
   ASSERT_EQ(groups.size(), 4u);
-  EXPECT_EQ(groups[0].shape.label(), "workers=1 nodes=1 cpus=8 gpus=1 gpu=v100 partition=gpu walltime=00:30:00 mpi=openmpi");
-  EXPECT_EQ(groups[1].shape.label(), "workers=6 nodes=2 cpus=8 gpus=4 gpu=v100 partition=gpu walltime=00:30:00 mpi=openmpi");
-  EXPECT_EQ(groups[2].shape.label(), "workers=1 nodes=1 cpus=8 gpus=1 gpu=a100 partition=gpu walltime=00:30:00 mpi=openmpi");
-  EXPECT_EQ(groups[3].shape.label(), "workers=6 nodes=2 cpus=8 gpus=4 gpu=a100 partition=gpu walltime=00:30:00 mpi=openmpi");
+  EXPECT_EQ(groups[0].shape.label(), "workers=1 nodes=1 cpus=8 threads=1 gpus=1 gpu=v100 partition=gpu walltime=00:30:00 mpi=openmpi");
+  EXPECT_EQ(groups[1].shape.label(), "workers=6 nodes=2 cpus=8 threads=1 gpus=4 gpu=v100 partition=gpu walltime=00:30:00 mpi=openmpi");
+  EXPECT_EQ(groups[2].shape.label(), "workers=1 nodes=1 cpus=8 threads=1 gpus=1 gpu=a100 partition=gpu walltime=00:30:00 mpi=openmpi");
+  EXPECT_EQ(groups[3].shape.label(), "workers=6 nodes=2 cpus=8 threads=1 gpus=4 gpu=a100 partition=gpu walltime=00:30:00 mpi=openmpi");
   for (size_t g = 0; g < 4; ++g) EXPECT_EQ(groups[g].indices, (std::vector<int64_t>{int64_t(2 * g), int64_t(2 * g + 1)}));
 
   c.dir = (dir / "campaign").string();
@@ -384,7 +386,7 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   preempted.attempt = 1;
   write_marker(files(9).preempted, preempted);
   std::ofstream(files(9).running) << "host: " << host_name() << "\npid: 999999999\nattempt: 1\n";
-  CampaignStatus st = campaign_status(c, {{5, {"pending", "JobHeldUser"}}, {7, {"pending", ""}}});
+  CampaignStatus st = campaign_status(c, {{5, {"pending", "JobHeldUser", {}}}, {7, {"pending", "", {}}}});
   EXPECT_EQ(st.total, 10);
   EXPECT_EQ(st.done, 1);
   EXPECT_EQ(st.diverged, 1);
@@ -429,8 +431,8 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   fs::remove(files(6).failed);
   std::ofstream(files(6).running) << "host: node-that-died\npid: 4242\nattempt: 3\n";
   EXPECT_EQ(campaign_status(c, {}).runs[6].state, RunState::running);
-  EXPECT_EQ(campaign_status(c, {{6, {"pending", "BeginTime"}}}).runs[6].state, RunState::pending);
-  const RunStatus lost = campaign_status(c, {{6, {"ended", ""}}}).runs[6];
+  EXPECT_EQ(campaign_status(c, {{6, {"pending", "BeginTime", {}}}}).runs[6].state, RunState::pending);
+  const RunStatus lost = campaign_status(c, {{6, {"ended", "", {}}}}).runs[6];
   EXPECT_EQ(lost.state, RunState::failed);
   EXPECT_NE(lost.reason.find("attempt 3 on node-that-died ended without a result: its job is no longer in the scheduler's queue"),
             std::string::npos) << lost.reason;
@@ -457,4 +459,188 @@ TEST_F(Submit, SubmissionsAreRecorded) {
   EXPECT_EQ(subs[1].job_id, "1240");
   EXPECT_EQ(subs[1].count, 2);
   EXPECT_EQ(next_resubmit_tag(c.dir), "resubmit2-");
+}
+
+// Packing (sweep submit --pack K): K manifest indices to an array task, in order, the last task
+// holding the rest; index files hold one task per line and read back the same.
+TEST(Packing, IndicesGoKToATaskInOrder) {
+  const std::vector<int64_t> seven = {0, 1, 2, 3, 4, 5, 6};
+  using Tasks = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(pack_indices(seven, 3), (Tasks{{0, 1, 2}, {3, 4, 5}, {6}}));
+  EXPECT_EQ(pack_indices(seven, 1), (Tasks{{0}, {1}, {2}, {3}, {4}, {5}, {6}}));
+  EXPECT_EQ(pack_indices(seven, 7), (Tasks{{0, 1, 2, 3, 4, 5, 6}}));
+  EXPECT_EQ(pack_indices(seven, 100), (Tasks{{0, 1, 2, 3, 4, 5, 6}}));
+  EXPECT_EQ(pack_indices({9, 4, 7, 2}, 2), (Tasks{{9, 4}, {7, 2}}));  // the given order, not sorted
+  EXPECT_TRUE(pack_indices({}, 3).empty());
+  EXPECT_THROW(pack_indices(seven, 0), ConfigError);
+  EXPECT_THROW(pack_indices(seven, kMaxPack + 1), ConfigError);
+  EXPECT_EQ(index_file_text(pack_indices(seven, 3)), "0 1 2\n3 4 5\n6\n");
+  EXPECT_EQ(index_file_text(pack_indices({5, 8}, 1)), "5\n8\n");  // unpacked: the format of before
+}
+
+TEST_F(Submit, IndexFilesReadBackAndRefuseWhatIsNoIndex) {
+  std::ofstream(dir / "a.idx") << "0 1 2\n3 4 5\n\n6\n";
+  EXPECT_EQ(read_index_file((dir / "a.idx").string()), (std::vector<std::vector<int64_t>>{{0, 1, 2}, {3, 4, 5}, {6}}));
+  EXPECT_TRUE(read_index_file((dir / "none.idx").string()).empty());
+  std::ofstream(dir / "b.idx") << "0 1\n2 x\n";
+  try {
+    read_index_file((dir / "b.idx").string());
+    FAIL() << "an index file with a word in it was read";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("b.idx:2: 'x' is not a manifest index"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Packing, WalltimeOfAPackedTask) {
+  EXPECT_EQ(scaled_walltime("00:10:00", 1), "00:10:00");
+  EXPECT_EQ(scaled_walltime("00:10:00", 3), "00:30:00");
+  EXPECT_EQ(scaled_walltime("00:00:50", 3), "00:02:30");
+  EXPECT_EQ(scaled_walltime("10:00:00", 3), "1-06:00:00");  // a day or more: D-HH:MM:SS
+  EXPECT_EQ(scaled_walltime("1-12:00:00", 2), "3-00:00:00");
+  EXPECT_EQ(scaled_walltime("30:00:00", 1), "1-06:00:00");
+  EXPECT_EQ(walltime_problem(scaled_walltime("23:59:59", 1000)), "");
+  EXPECT_EQ(pbs_walltime(scaled_walltime("10:00:00", 3)), "30:00:00");
+  EXPECT_THROW(scaled_walltime("500-00:00:00", 3), ConfigError);  // beyond 999 days
+}
+
+TEST_F(Submit, PackedScriptsRunKRunsPerArrayTask) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07]}\n"
+                             "resources: {walltime: \"00:10:00\"}\n",
+                             kSource + "/configs/sites/localhost-slurm.yaml");
+  const auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 1u);
+  auto scripts = write_job_scripts(c, "slurm", groups, 2, "", 3);
+  ASSERT_EQ(scripts.size(), 1u);
+  EXPECT_EQ(scripts[0].count, 3);  // array tasks
+  EXPECT_EQ(scripts[0].runs, 7);
+  EXPECT_EQ(scripts[0].pack, 3);
+  EXPECT_EQ(read(scripts[0].index_file), "0 1 2\n3 4 5\n6\n");
+  const std::string text = read(scripts[0].script);
+  EXPECT_TRUE(contains(text, "#SBATCH --array=0-2%2\n")) << text;  // the throttle counts tasks
+  EXPECT_TRUE(contains(text, "#SBATCH --time=00:30:00\n")) << text;  // 3 x the runs' walltime
+  EXPECT_TRUE(contains(text, "3 array tasks of up to 3 runs each, one after another (walltime 3 x 00:10:00)")) << text;
+  EXPECT_TRUE(contains(text, "for INDEX in $INDICES; do\n")) << text;
+  EXPECT_TRUE(contains(text, "sweep record-end \"$CAMPAIGN\" --index \"$INDEX\" --not-started")) << text;
+
+  // The site's max array size counts array tasks: 3 tasks in arrays of at most 2.
+  c.site.max_array_size = 2;
+  scripts = write_job_scripts(c, "pbs", groups, 0, "", 3);
+  ASSERT_EQ(scripts.size(), 2u);
+  EXPECT_EQ(read(scripts[0].index_file), "0 1 2\n3 4 5\n");
+  EXPECT_EQ(read(scripts[1].index_file), "6\n");
+  EXPECT_EQ((std::vector<int64_t>{scripts[0].runs, scripts[1].runs}), (std::vector<int64_t>{6, 1}));
+  EXPECT_TRUE(contains(read(scripts[0].script), "#PBS -J 0-1\n"));
+  EXPECT_TRUE(contains(read(scripts[0].script), "#PBS -l walltime=00:30:00\n"));
+  // One task left: a plain PBS job that runs task 0.
+  EXPECT_TRUE(contains(read(scripts[1].script), "# one array task: a plain job")) << read(scripts[1].script);
+  EXPECT_THROW(write_job_scripts(c, "slurm", groups, 0, "", 0), ConfigError);
+}
+
+// OMP_NUM_THREADS in a job script is the runs' threads, not a site's value, and runs whose
+// threads differ get arrays of their own even when resources.cpus_per_worker gives them the
+// same CPUs; the site's defaults.mem applies when the sweep gives none.
+TEST_F(Submit, ScriptsExportTheRunsThreads) {
+  std::ofstream(dir / "site.yaml") << "scheduler: slurm\ndefaults: {mem: 12G}\n"
+                                      "env: {OMP_NUM_THREADS: \"1\", OMP_PROC_BIND: close}\n"
+                                      "mpi:\n  openmpi: {launcher: srun}\nstorage:\n  local: {}\n";
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {threads: [2, 4]}\nresources: {cpus_per_worker: 4}\n",
+                             (dir / "site.yaml").string());
+  const auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].shape.label(), "workers=1 nodes=1 cpus=4 threads=2 gpus=0 partition=- walltime=01:00:00 mem=12G mpi=openmpi");
+  EXPECT_EQ(groups[1].shape.label(), "workers=1 nodes=1 cpus=4 gpus=0 partition=- walltime=01:00:00 mem=12G mpi=openmpi");
+  const auto scripts = write_job_scripts(c, "slurm", groups, 0, "");
+  ASSERT_EQ(scripts.size(), 2u);
+  const std::string two = read(scripts[0].script), four = read(scripts[1].script);
+  EXPECT_TRUE(contains(two, "\nexport OMP_NUM_THREADS=2\n")) << two;
+  EXPECT_TRUE(contains(four, "\nexport OMP_NUM_THREADS=4\n")) << four;
+  EXPECT_FALSE(contains(two, "export OMP_NUM_THREADS=1")) << two;
+  EXPECT_TRUE(contains(two, "# (the site's OMP_NUM_THREADS=1 is replaced by the run's threads below)")) << two;
+  EXPECT_TRUE(contains(two, "export OMP_PROC_BIND=close\n")) << two;
+  EXPECT_TRUE(contains(two, "#SBATCH --mem=12G\n")) << two;
+}
+
+// A packed task that the scheduler runs runs its runs one after another: the current one is
+// running, the later ones wait, the earlier ones have their own outcome.
+TEST_F(Submit, StatusOfARunningPackedTask) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03]}\n", "");
+  auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
+  const std::vector<int64_t> pack = {0, 1, 2};
+  const SchedulerStates running = {{0, {"running", "", pack}}, {1, {"running", "", pack}}, {2, {"running", "", pack}}};
+  write_complete_run_file(files(0).run_file, c.runs[0].run_id);
+  std::ofstream(files(0).done) << "status: ok\n";
+  std::ofstream(files(1).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  CampaignStatus st = campaign_status(c, running);
+  EXPECT_EQ(st.runs[0].state, RunState::done);
+  EXPECT_EQ(st.runs[1].state, RunState::running);
+  EXPECT_EQ(st.runs[1].reason, "scheduler: running, run 2 of 3 of its packed array task");
+  EXPECT_EQ(st.runs[2].state, RunState::pending);
+  EXPECT_EQ(st.runs[2].reason, "waiting: run 3 of 3 of its packed array task, which runs them one after another");
+  // Run 1 failed; between two runs (no RUNNING marker) the next one not yet tried is current.
+  fs::remove(files(1).running);
+  RunMarker failed;
+  failed.reason = "out of memory";
+  write_marker(files(1).failed, failed);
+  st = campaign_status(c, running);
+  EXPECT_EQ(st.runs[1].state, RunState::failed);
+  EXPECT_EQ(st.runs[1].reason, "out of memory");
+  EXPECT_EQ(st.runs[2].state, RunState::running);
+  EXPECT_EQ((std::vector<int64_t>{st.done, st.failed, st.running, st.pending}), (std::vector<int64_t>{1, 1, 1, 0}));
+  // A packed task the scheduler holds queued: every run not done waits with its reason.
+  st = campaign_status(c, {{1, {"pending", "Priority", pack}}, {2, {"pending", "Priority", pack}}});
+  EXPECT_EQ(st.runs[1].state, RunState::pending);
+  EXPECT_EQ(st.runs[2].reason, "Priority");
+}
+
+// A run a stopped packed task never started ends PREEMPTED (resubmit --preempted takes it); a
+// done run is left alone.
+TEST_F(Submit, RunsAStoppedPackNeverStartedArePreempted) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n", "");
+  auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
+  write_complete_run_file(files(0).run_file, c.runs[0].run_id);
+  std::ofstream(files(0).done) << "status: ok\n";
+  EXPECT_FALSE(record_not_started(c.dir, c.runs[0].run_id).has_value());
+  EXPECT_FALSE(fs::exists(files(0).preempted));
+  const auto reason = record_not_started(c.dir, c.runs[1].run_id);
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_NE(reason->find("not started: its packed array task was stopped"), std::string::npos) << *reason;
+  const RunStatus st = campaign_status(c, {}).runs[1];
+  EXPECT_EQ(st.state, RunState::preempted);
+  EXPECT_NE(st.reason.find("not started"), std::string::npos) << st.reason;
+  EXPECT_FALSE(record_not_started(c.dir, c.runs[1].run_id).has_value());  // already preempted: kept as it is
+}
+
+// A campaign expanded and never submitted: its runs are "not submitted", not "missing".
+TEST_F(Submit, RunsNoSubmissionHoldsAreNotSubmitted) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03]}\n", "");
+  std::vector<std::string> notes;
+  CampaignStatus st = campaign_status(c, query_scheduler(c, &notes));
+  EXPECT_EQ((std::vector<int64_t>{st.missing, st.not_submitted}), (std::vector<int64_t>{3, 3}));
+  std::string text = status_text(c, st);
+  EXPECT_TRUE(contains(text, "pending 0, missing 0, not submitted 3\n")) << text;
+  EXPECT_TRUE(contains(text, "  not submitted 3: no submission of this campaign holds them yet; run trainscale sweep submit ")) << text;
+  EXPECT_FALSE(contains(text, "missing 3")) << text;
+  // Once a submission holds index 1 (a local executor that is gone), only 0 and 2 stay unsubmitted.
+  fs::create_directories(c.dir + "/jobs");
+  std::ofstream(c.dir + "/jobs/local.idx") << "1\n";
+  SubmissionRecord rec;
+  rec.scheduler = "local";
+  rec.index_file = c.dir + "/jobs/local.idx";
+  rec.count = 1;
+  record_submissions(c.dir, {rec});
+  st = campaign_status(c, query_scheduler(c, &notes));
+  EXPECT_EQ((std::vector<int64_t>{st.missing, st.not_submitted}), (std::vector<int64_t>{3, 2}));
+  text = status_text(c, st);
+  EXPECT_TRUE(contains(text, "missing 1, not submitted 2\n")) << text;
+}
+
+// Runs are named by their run id and the values of the keys the sweep varies.
+TEST_F(Submit, RunLabelsNameTheSweptValues) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {workers: [1, 2], lr: [0.01, 0.02]}\n"
+                             "include:\n  - {dist.allreduce: ring, workers: 2}\n", "");
+  EXPECT_EQ(c.swept_keys, (std::vector<std::string>{"workers", "lr", "dist.allreduce"}));
+  EXPECT_EQ(run_label(c, c.runs[1]), c.runs[1].run_id + " (workers=1 lr=0.02 dist.allreduce=mpi)");
+  EXPECT_EQ(run_label(c, c.runs[4]), c.runs[4].run_id + " (workers=2 lr=0.05 dist.allreduce=ring)");
+  c.swept_keys.clear();  // a campaign without its sweep.yaml copy: the run id alone
+  EXPECT_EQ(run_label(c, c.runs[1]), c.runs[1].run_id);
 }
