@@ -1,4 +1,4 @@
-"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|sim-study|network-study|compression|archive ...
+"""Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|sim-study|network-study|compression|checkpoint-io|archive ...
 (see docs/analysis.md).
 
 Exit codes follow the driver's: 0 ok, 1 failed, 2 usage or input error (bad campaign
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import archive, compare, compression, load, network_study, predict, report, sim_study
+from . import archive, checkpoint_io, compare, compression, load, network_study, predict, report, sim_study
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,11 +68,18 @@ def main(argv: list[str] | None = None) -> int:
     z.add_argument("runs", nargs="+", metavar="RUN_FILE_OR_DIR")
     z.add_argument("-o", "--out", required=True, metavar="reports/NAME.md")
     z.add_argument("--title", default=None)
+    ck = sub.add_parser("checkpoint-io", help="trainscale bench checkpoint files as a table and a chart (Markdown + PNG)")
+    ck.add_argument("files", nargs="+", metavar="FILE_OR_DIR")
+    ck.add_argument("-o", "--out", required=True, metavar="reports/NAME.md")
+    ck.add_argument("--title", default=None)
     k = sub.add_parser("archive", help="copy a campaign with compressed run files, to commit beside its report")
     k.add_argument("campaign", metavar="CAMPAIGN_DIR")
     k.add_argument("-o", "--out", required=True, metavar="reports/studies/NAME/campaign")
     args = p.parse_args(argv)
     try:
+        if args.command == "checkpoint-io":
+            print(checkpoint_io.write_checkpoint_io_report(args.files, args.out, args.title))
+            return 0
         if args.command == "archive":
             c = archive.archive_campaign(args.campaign, args.out)
             print(f"{args.out}: {c['runs']} run files ({c['bytes_in']} -> {c['bytes_out']} bytes), "

@@ -52,6 +52,9 @@ SUMMARY_KEYS = (
     "images_per_s", "images_per_s_per_worker", "step_time_median", "step_time_p90",
     "warmup_steps", "final_train_loss", "min_train_loss", "final_accuracy", "best_accuracy",
     "time_to_target", "diverged",
+    # Accelerator utilisation (/utilisation, docs/interoperability.md): the least utilised rank's,
+    # the mean data-wait share, and the verdict against metrics.au_threshold (NaN without one).
+    "au_min", "data_wait_share", "au_pass",
 )
 # Timing phases in the order they happen in a step; `step` is the whole step.
 PHASES = ("data_wait", "forward", "backward", "comm", "comm_wait", "optimizer",

@@ -30,7 +30,7 @@ ENV_COLUMNS = ("env.hosts", "env.world_size", "env.mpi_flavor", "env.mpi_version
                "env.backend", "env.device", "env.device_name", "env.device_generation", "env.cpu_model", "env.isa", "env.threads",
                "env.precision", "env.version", "env.git_sha")
 RUN_METRICS = ("images_per_s", "step_time_median", "min_train_loss", "loss_area_time",
-               "final_accuracy", "time_to_target")
+               "final_accuracy", "time_to_target", "au_min", "data_wait_share", "au_pass")
 
 
 def values_of(df: pd.DataFrame, col: str) -> list:

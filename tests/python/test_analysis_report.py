@@ -194,3 +194,22 @@ def test_report_replaces_figures_of_an_earlier_report(campaigns, tmp_path):
     assert not (fig_dir / "relative_stale_dimension.png").exists()
     assert (fig_dir / "notes.txt").exists(), "only figure files are replaced"
     assert (fig_dir / "scaling.png").exists()
+
+
+def test_runs_table_shows_accelerator_utilisation_where_runs_record_it(campaigns, tmp_path):
+    """au_min, data_wait_share and au_pass (/summary, docs/interoperability.md) are columns of the
+    runs table once a run file has them; files without them show no such column."""
+    import h5py
+    src = campaigns["grid"]
+    plain_html, plain_md = build_report([src], tmp_path / "plain.html")
+    assert "au_min" not in Path(plain_md).read_text()
+    copy = tmp_path / "grid_au"
+    shutil.copytree(src, copy)
+    files = sorted((copy / "runs").glob("*.h5"))
+    with h5py.File(files[0], "r+") as f:
+        f["summary"].attrs["au_min"] = 0.8125
+        f["summary"].attrs["data_wait_share"] = 0.0625
+        f["summary"].attrs["au_pass"] = 1.0
+    html, md = build_report([copy], tmp_path / "au.html")
+    text = Path(md).read_text()
+    assert "au_min" in text and "data_wait_share" in text and "0.8125" in text
