@@ -45,24 +45,39 @@ void check_only_for(const ResolvedConfig& cfg, const char* key, std::initializer
                     partition_kind_name(cfg.run.dist.partition) + "); remove it or set dist.partition");
 }
 
+// How to write `shares` in both places a value may come from, the one it came from first:
+// "dist.shares: [96, 32] in the YAML file (or --set dist.shares=96,32, or --set 'dist.shares=[96, 32]')".
+std::string shares_spellings(const ResolvedConfig& cfg, const std::vector<int64_t>& shares) {
+  constexpr size_t kMostShown = 8;  // a long list is shown by its start (thousands of workers)
+  const std::vector<int64_t> shown(shares.begin(), shares.begin() + static_cast<long>(std::min(shares.size(), kMostShown)));
+  const std::string more = shares.size() > kMostShown ? ",..." : "";
+  const std::string items = shares_text(shown) + more, yaml_items = join(split(items, ','), ", ");
+  const std::string yaml = "dist: {shares: [" + yaml_items + "]} in the YAML file";
+  const std::string set = "--set dist.shares=" + items + " (or --set 'dist.shares=[" + yaml_items + "]')";
+  auto it = cfg.where.find("dist.shares");
+  const bool from_set = it != cfg.where.end() && it->second.rfind("--set ", 0) == 0;
+  return from_set ? set + ", or " + yaml : yaml + ", or " + set;
+}
+
 void check_static_shares(const ResolvedConfig& cfg, const KeyTexts& texts, int64_t global_batch) {
+  const std::vector<int64_t> example = equal_shares(global_batch, cfg.run.workers);
+  const std::string write = "; write e.g. " + shares_spellings(cfg, example);
   if (!cfg.where.count("dist.shares"))
     throw ConfigError(cfg.locate("dist.partition") + ": static needs dist.shares, each rank's samples per step "
-                      "summing to the global batch (" + std::to_string(global_batch) + "), e.g. dist.shares: [" +
-                      shares_text(equal_shares(global_batch, cfg.run.workers)) + "]");
+                      "summing to the global batch (" + std::to_string(global_batch) + ")" + write);
   std::vector<int64_t> shares;
   if (!parse_shares(texts.at("dist.shares"), shares))
     throw ConfigError(cfg.locate("dist.shares") + ": '" + texts.at("dist.shares") +
-                      "' is not a list of integers in 1.." + std::to_string(kMostShare) + "; write e.g. dist.shares: [96, 32]");
+                      "' is not a list of integers in 1.." + std::to_string(kMostShare) + write);
   if (static_cast<int64_t>(shares.size()) != cfg.run.workers)
     throw ConfigError(cfg.locate("dist.shares") + ": " + std::to_string(shares.size()) + " shares for " +
                       std::to_string(cfg.run.workers) + " workers; give one share per rank (workers: " +
-                      std::to_string(cfg.run.workers) + ")");
+                      std::to_string(cfg.run.workers) + ")" + write);
   const int64_t sum = std::accumulate(shares.begin(), shares.end(), int64_t{0});
   if (sum != global_batch)
     throw ConfigError(cfg.locate("dist.shares") + ": the shares " + shares_text(shares) + " sum to " +
                       std::to_string(sum) + ", not to the global batch " + std::to_string(global_batch) +
-                      "; make them sum to it (or change global_batch)");
+                      "; make them sum to it (or change global_batch)" + write);
 }
 
 }  // namespace

@@ -107,6 +107,26 @@ void walk(const YAML::Node& node, const std::string& prefix, const std::string& 
   }
 }
 
+// A list key's value given to --set: "96,32" as it is, or Hydra's and YAML's flow form
+// "[96, 32]" read as YAML, whose items are joined like a YAML file's list ("96,32").
+std::string override_list_text(const std::string& key, const std::string& value, const std::string& where) {
+  if (trim(value).rfind('[', 0) != 0) return value;
+  YAML::Node list;
+  try {
+    list = load_yaml_strictly(value, where);
+  } catch (const ConfigError&) {
+    list = YAML::Node();  // the message below says what is accepted
+  }
+  if (!list.IsSequence()) {
+    const std::string items = key == "ranks.backend" ? "cpu, cuda" : key == "ranks.threads" ? "16, 4" : "96, 32";
+    const std::string group = key.substr(0, key.find('.')), name = key.substr(key.find('.') + 1);
+    fail(where, "key '" + key + "': '" + value + "' is not a list; write --set '" + key + "=[" + items + "]' or --set " +
+                    key + "=" + join(split(items, ' '), "") + " (in the YAML file: " + group + ": {" + name + ": [" +
+                    items + "]})");
+  }
+  return list_text(list, key, where);
+}
+
 }  // namespace
 
 RawValues read_yaml_values(const std::string& yaml_text, const std::string& origin) {
@@ -147,7 +167,8 @@ void apply_override(RawValues& values, const std::string& assignment) {
       if (other != key && it != values.end() && it->second.where.rfind("--set ", 0) != 0) values.erase(it);
     }
   }
-  values[key] = {assignment.substr(eq + 1), where};
+  const std::string value = assignment.substr(eq + 1);
+  values[key] = {find_key_spec(key)->list ? override_list_text(key, value, where) : value, where};
 }
 
 }  // namespace ts

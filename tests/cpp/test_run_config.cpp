@@ -331,3 +331,39 @@ TEST(RunConfig, OverridesReplaceTheirGroupAndRemoveKeys) {
   EXPECT_EQ(group.where.count("lr_schedule.kind"), 0u);
   EXPECT_NE(error_of(yaml, {"~lrr"}).find("~KEY removes a key"), std::string::npos);
 }
+
+// A list key takes `--set k=96,32` and Hydra's `--set 'k=[96, 32]'` alike: the same config and
+// config_id as the YAML list (docs/config.md "Overrides"); a value that is no list says how to
+// write one in both places.
+TEST(RunConfig, ListValuesInBothSpellings) {
+  const std::string two = "workers: 2\nglobal_batch: 128\ndist: {partition: static}\n";
+  const auto yaml = parse_run_config("workers: 2\nglobal_batch: 128\ndist: {partition: static, shares: [96, 32]}\n",
+                                     "cfg.yaml", {});
+  const auto commas = parse_run_config(two, "cfg.yaml", {"dist.shares=96,32"});
+  const auto hydra = parse_run_config(two, "cfg.yaml", {"dist.shares=[96, 32]"});
+  EXPECT_EQ(hydra.run.dist.shares, (std::vector<int64_t>{96, 32}));
+  EXPECT_EQ(config_id_of(hydra.yaml), config_id_of(commas.yaml));
+  EXPECT_EQ(config_id_of(hydra.yaml), config_id_of(yaml.yaml));
+  const auto ranks = parse_run_config("workers: 2\n", "cfg.yaml", {"ranks.backend=[cpu, ref]", "ranks.threads=[2,1]"});
+  EXPECT_EQ(ranks.flat.at("ranks.backend"), "cpu,ref");
+  EXPECT_EQ(ranks.run.rank_threads, (std::vector<int>{2, 1}));
+
+  // Wrong shares under dist.partition static: the message shows the YAML form and both --set forms.
+  std::string e = error_of(two, {"dist.shares=[96, x]"});
+  EXPECT_NE(e.find("--set dist.shares=[96, x]: key 'dist.shares': '96,x' is not a list of integers"), std::string::npos) << e;
+  EXPECT_NE(e.find("write e.g. --set dist.shares=64,64 (or --set 'dist.shares=[64, 64]'), or dist: {shares: [64, 64]} "
+                   "in the YAML file"), std::string::npos) << e;
+  e = error_of(two, {"dist.shares=[96, 16]"});
+  EXPECT_NE(e.find("sum to 112, not to the global batch 128"), std::string::npos) << e;
+  EXPECT_NE(e.find("dist: {shares: [64, 64]} in the YAML file"), std::string::npos) << e;
+  // shares from the YAML file: the YAML form first.
+  e = error_of("workers: 3\nglobal_batch: 129\ndist: {partition: static, shares: [96, 33]}\n");
+  EXPECT_NE(e.find("2 shares for 3 workers"), std::string::npos) << e;
+  EXPECT_NE(e.find("write e.g. dist: {shares: [43, 43, 43]} in the YAML file, or --set dist.shares=43,43,43"),
+            std::string::npos) << e;
+  e = error_of(two, {"dist.shares=[96, 32"});  // an unclosed list
+  EXPECT_NE(e.find("'[96, 32' is not a list; write --set 'dist.shares=[96, 32]' or --set dist.shares=96,32 (in the "
+                   "YAML file: dist: {shares: [96, 32]})"), std::string::npos) << e;
+  e = error_of(two, {"dist.shares=[[96], 32]"});
+  EXPECT_NE(e.find("must be a list of numbers"), std::string::npos) << e;
+}
