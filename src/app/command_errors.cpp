@@ -3,6 +3,7 @@
 
 #include <boost/program_options/errors.hpp>
 
+#include <cstdlib>
 #include <iostream>
 #include <new>
 #include <stdexcept>
@@ -23,16 +24,27 @@ std::string unexpected_error_text(const std::exception& e) {
   return std::string("internal error: ") + e.what();
 }
 
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long rank = std::strtol(value, &end, 10);
+    return *end == '\0' && rank >= 0 && rank < (1L << 30) ? static_cast<int>(rank) : -1;
+  }
+  return -1;
+}
+
 int run_command_reporting_errors(const std::string& program, const std::string& command,
                                  const std::function<int()>& body) {
   const std::string who = program + " " + command;
   try {
     return body();
   } catch (const ConfigError& e) {
-    std::cerr << who << ": configuration error: " << e.what() << "\n";
+    if (launcher_rank() <= 0) std::cerr << who << ": configuration error: " << e.what() << "\n";
     return kExitUsage;
   } catch (const boost::program_options::error& e) {
-    std::cerr << who << ": usage error: " << e.what() << " (see " << who << " --help)\n";
+    if (launcher_rank() <= 0) std::cerr << who << ": usage error: " << e.what() << " (see " << who << " --help)\n";
     return kExitUsage;
   } catch (const PreemptedError& e) {
     std::cerr << who << ": preempted: " << e.what() << "\n";

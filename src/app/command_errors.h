@@ -10,9 +10,16 @@
 namespace ts {
 
 // Runs `body` (one subcommand) and returns its exit code; an exception becomes a message on
-// stderr ("<program> <command>: configuration error: ...") and the code of its kind.
+// stderr ("<program> <command>: configuration error: ...") and the code of its kind. Under an
+// MPI launcher (launcher_rank() > 0) a configuration or usage error is not printed: every rank
+// reads the same config and arguments and finds the same error, which rank 0 prints once.
 int run_command_reporting_errors(const std::string& program, const std::string& command,
                                  const std::function<int()>& body);
+
+// This process's rank as its launcher tells it before MPI starts: OMPI_COMM_WORLD_RANK (Open
+// MPI), PMI_RANK (MPICH's and Intel MPI's Hydra), PMIX_RANK, MV2_COMM_WORLD_RANK (MVAPICH2),
+// SLURM_PROCID (srun); -1 when none is set (not launched by one) or it is not a number.
+int launcher_rank();
 
 // The message of an error that is neither a ConfigError nor a RuntimeError: an allocation that
 // failed (std::bad_alloc) or a resource the system refused (std::system_error) say so and what
