@@ -124,7 +124,7 @@ struct RunConfig {
   DatasetConfig dataset;
   int64_t batch_per_worker = 0;  // exactly one of batch_per_worker / global_batch is set (> 0)
   int64_t global_batch = 0;
-  double lr = 0.05;
+  double lr = 0.01;  // 0.05 until issue 34: with momentum 0.9 it blew LeNet up (docs/config.md)
   LrScheduleConfig lr_schedule;
   double momentum = 0.9;
   bool nesterov = false;

@@ -96,7 +96,7 @@ const std::vector<KeySpec>& run_config_schema() {
     const std::vector<KeySpec> rest = {
         {"batch_per_worker", T::integer, "", {}, "minibatch per worker (or global_batch)", positive(kMega)},
         {"global_batch", T::integer, "", {}, "minibatch over all workers (or batch_per_worker)", positive(kGiga)},
-        {"lr", T::number, "0.05", {}, "learning rate", positive(kFloatMax)},
+        {"lr", T::number, "0.01", {}, "learning rate", positive(kFloatMax)},
         {"lr_schedule.kind", T::string, "constant", accepted_lr_schedule_kinds, "LR schedule"},
         {"lr_schedule.warmup_epochs", T::number, "0", {}, "linear warm-up length", closed(0, 1e5)},
         {"lr_schedule.step_epochs", T::number, "1", {}, "step: decay period in epochs", positive(1e5)},

@@ -367,3 +367,15 @@ TEST(RunConfig, ListValuesInBothSpellings) {
   e = error_of(two, {"dist.shares=[[96], 32]"});
   EXPECT_NE(e.find("must be a list of numbers"), std::string::npos) << e;
 }
+
+// The defaults learn (issue 34): lr 0.01 (0.05 until then, which with momentum 0.9 blew LeNet up to
+// a constant ln(10) loss). A changed default changes the config_id of the configs that rely on
+// it only; a config that sets lr keeps its id.
+TEST(RunConfig, DefaultLearningRateIsOneThatLearns) {
+  const auto plain = parse_run_config("model: lenet\nsteps: 300\n", "cfg.yaml", {});
+  EXPECT_EQ(plain.run.lr, 0.01);
+  EXPECT_EQ(plain.run.momentum, 0.9);
+  EXPECT_EQ(plain.run.lr_schedule.warmup_epochs, 0);
+  const auto explicit_lr = parse_run_config("model: lenet\nsteps: 300\nlr: 0.01\n", "cfg.yaml", {});
+  EXPECT_EQ(config_id_of(explicit_lr.yaml), config_id_of(plain.yaml)) << "the default is resolved into the config";
+}
