@@ -359,10 +359,19 @@ int command_run(const std::vector<std::string>& args) {
       "the ranks unequal shares of global_batch, their gradients weighted by share; dist.emulate_slowdown\n"
       "(testing) slows one rank down; /partition records shares, compute and idle time per step and rank\n"
       "(docs/distributed.md \"Heterogeneous workers\").\n"
-      "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss), 4 preempted.\n\noptions");
+      "Warnings (rank 0 prints each once, as 'warning: ...', and the run file keeps them in its `warnings`\n"
+      "attribute): a node whose ranks run more compute threads than the CPUs they may use, an LR warm-up\n"
+      "longer than the run, a logged loss above 10x the first step's (exploded) or unchanged over 6\n"
+      "progress lines (stalled); diverge.loss_above_factor: F ends a run whose loss passes F x the first\n"
+      "as diverged (docs/reliability.md \"Warnings\").\n"
+      "Under mpirun every rank reads the config; a configuration error is printed by rank 0 only.\n"
+      "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss, or a loss\n"
+      "above diverge.loss_above_factor), 4 preempted.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("config", po::value<std::string>(), "run config YAML file")
-      ("set", po::value<std::vector<std::string>>()->composing(), "override a key: --set dist.allreduce=mpi (repeatable)")
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "override a key: --set dist.allreduce=mpi (repeatable); a list as --set dist.shares=96,32 or "
+       "--set 'dist.shares=[96, 32]'; --set ~KEY removes a key")
       ("out", po::value<std::string>()->default_value("runs"), "directory for the run file")
       ("resume", "continue from the newest valid checkpoint in --out (none: start at step 0, with a note)")
       ("overwrite", "replace the run file an earlier run of this config left in --out (refused otherwise)")

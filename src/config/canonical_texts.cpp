@@ -206,6 +206,7 @@ RunConfig typed_config(const KeyTexts& t) {
   if (has("checkpoint.keep")) r.checkpoint.keep = flag("checkpoint.keep");
   r.seed = static_cast<uint64_t>(i64("seed"));
   r.log_every = i64("log_every");
+  if (has("diverge.loss_above_factor")) r.diverge_loss_above_factor = f64("diverge.loss_above_factor");
   if (has("loss_reads")) r.loss_reads = enum_from_name(all_loss_reads(), loss_reads_name, str("loss_reads"), "loss_reads");
   if (has("logging.mllog")) r.mllog_path = str("logging.mllog");
   if (has("metrics.au_threshold")) r.au_threshold = f64("metrics.au_threshold");

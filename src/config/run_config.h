@@ -157,6 +157,9 @@ struct RunConfig {
   CheckpointConfig checkpoint;
   uint64_t seed = 1;
   int64_t log_every = 20;
+  // diverge.loss_above_factor: a logged loss above this many times the loss at the start ends
+  // the run as diverged (train/loss_watch.h); 0: unset (the loss watch only warns).
+  double diverge_loss_above_factor = 0;
   std::string mllog_path;  // logging.mllog: where the MLPerf logging stream goes ("": nowhere)
   double au_threshold = std::numeric_limits<double>::quiet_NaN();  // metrics.au_threshold (NaN: unset)
 

@@ -172,6 +172,9 @@ const std::vector<KeySpec>& run_config_schema() {
         {"checkpoint.keep", T::boolean, "", {}, "keep the checkpoints when the run completes (unset: false)"},
         {"seed", T::integer, "1", {}, "random seed", closed(0, 9007199254740992.0)},
         {"log_every", T::integer, "20", {}, "progress line period in steps", positive(1e9)},
+        {"diverge.loss_above_factor", T::number, "", {},
+         "a logged loss above this many times the loss at the start ends the run as diverged, exit 3 "
+         "(unset: a warning at 10x)", {1, 1e30, true, false, true}},
         {"loss_reads", T::string, "", accepted_loss_reads,
          "when the host reads the loss: every step, or every log_every steps (unset: log on one cuda rank of sync)"},
         {"logging.mllog", T::string, "", {},

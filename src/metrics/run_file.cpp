@@ -104,6 +104,7 @@ void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("campaign", r.campaign);
   file.set_attr("status", run_status_name(r.status));
   file.set_attr("message", r.message);
+  file.set_attr("warnings", r.warnings);
   file.set_attr("config", r.config_yaml);
   file.set_attr("version", r.version);
   file.set_attr("git_sha", r.git_sha);

@@ -22,6 +22,7 @@ struct RunRecord {
   std::string run_id, config_id, campaign;  // campaign "" for single runs
   RunStatus status = RunStatus::ok;
   std::string message;                      // why diverged / failed, else ""
+  std::string warnings;                     // the run's warnings, one a line ("": none)
   std::string config_yaml;                  // attribute `config`: the resolved run config
   std::string version, git_sha;             // of the binary
   std::string start_time, end_time;         // ISO 8601 (UTC)

@@ -8,6 +8,7 @@
 #include "core/timer.h"
 #include "train/evaluate.h"
 #include "train/loss_ledger.h"
+#include "train/loss_watch.h"
 #include "train/progress.h"
 #include "train/step_boundary.h"
 #include "train/train_step.h"
@@ -52,6 +53,21 @@ bool settle_losses(LossLedger* ledger, RunRecording& rec, int64_t step, bool roo
                 std::to_string(step) + ": loss_reads log reads the losses every log_every steps)";
   if (root) log << "diverged: " << rec.message << "; stopping\n";
   return false;
+}
+
+// The loss of a progress line through the loss watch (train/loss_watch.h): its warnings (printed
+// and kept by rank 0), and true, with the run marked diverged, when the loss passed
+// diverge.loss_above_factor. `combined`: the loss is the same on every rank (the ranks' mean, or
+// one rank's in a world of one), so every rank decides alike.
+bool loss_passed_bound(LossWatch& watch, RunRecording& rec, int64_t step, double loss, bool combined, bool root,
+                       std::ostream& log) {
+  const LossWatch::Verdict v = watch.observe(step, loss, combined);
+  for (const std::string& warning : v.warnings) warn(log, rec, root, warning);
+  if (v.diverged.empty()) return false;
+  rec.diverged = true;
+  rec.message = v.diverged;
+  if (root) log << "diverged: " << rec.message << "; stopping\n";
+  return true;
 }
 
 // Averages the non-trainable state (BN running statistics are per worker during training),
@@ -113,6 +129,7 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net, *s.exchange) : nullptr;
   // loss_reads: log: the overflow check of loss scaling is decided on the device too.
   if (state.defer_loss && s.scaler->enabled() && !s.scaler->on_device()) s.scaler->keep_on_device(*s.backend);
+  LossWatch watch(r.diverge_loss_above_factor);
   const int64_t first_step = rec.steps() + 1;
   for (int64_t step = first_step; step <= plan.total_steps; ++step) {
     const double lr = s.lr->at(step - 1);
@@ -141,9 +158,11 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
                          comm);
     if (root && s.shares->changes().size() > changes)
       log << "shares: " << shares_text(s.shares->shares()) << " from step " << s.shares->changes().back().step << "\n";
-    if (root && log_now)
-      log_progress(log, rec, plan, ledger ? ledger->last_loss() : res.verdict.loss,
-                   ledger ? ledger->last_combined() : res.verdict.exchanged);
+    if (!ledger) watch.start(step, res.verdict.loss, res.verdict.exchanged || comm.size() == 1);
+    const double logged_loss = ledger ? ledger->last_loss() : res.verdict.loss;
+    const bool combined = ledger ? ledger->last_combined() : res.verdict.exchanged;
+    if (root && log_now) log_progress(log, rec, plan, logged_loss, combined);
+    if (log_now && loss_passed_bound(watch, rec, step, logged_loss, combined || comm.size() == 1, root, log)) break;
     if (eval_now) evaluate_now(rec, s, comm, log);
     // The ranks synchronise anyway where the strategy averages (every step but with weight_avg).
     if (!last && between_steps(step, average_now, boundary, rec, s, comm, log, checkpoints, ledger.get())) break;

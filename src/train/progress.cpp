@@ -56,6 +56,28 @@ void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig
   log.flush();
 }
 
+void warn(std::ostream& log, RunRecording& rec, bool root, const std::string& text) {
+  if (!root) return;
+  rec.warnings.push_back(text);
+  log << "warning: " << text << "\n";
+  log.flush();
+}
+
+std::string warmup_warning(const ResolvedConfig& cfg, const RunPlan& plan, double last_lr) {
+  const double epochs = cfg.run.lr_schedule.warmup_epochs;
+  const auto warmup_steps = static_cast<int64_t>(std::llround(epochs * static_cast<double>(plan.steps_per_epoch)));
+  if (warmup_steps <= plan.total_steps) return "";
+  char fits[32], lr[32];
+  std::snprintf(fits, sizeof fits, "%.4g", static_cast<double>(plan.total_steps) / static_cast<double>(plan.steps_per_epoch));
+  std::snprintf(lr, sizeof lr, "%.4g", last_lr);
+  return cfg.locate("lr_schedule.warmup_epochs") + ": " + cfg.flat.at("lr_schedule.warmup_epochs") + " epochs are " +
+         std::to_string(warmup_steps) + " warm-up steps (" + std::to_string(plan.steps_per_epoch) +
+         " steps per epoch), longer than this run's " + std::to_string(plan.total_steps) +
+         " steps: the LR is still rising at the last step (" + lr +
+         "), so the run measures the warm-up only; shorten lr_schedule.warmup_epochs (this run's steps are " + fits +
+         " epochs) or lengthen the run";
+}
+
 void log_progress(std::ostream& log, const RunRecording& rec, const RunPlan& plan, double loss, bool exchanged) {
   const std::vector<float>& steps_s = rec.seconds[static_cast<size_t>(Phase::step)];
   const size_t n = steps_s.size();  // the median of the last 50 steps

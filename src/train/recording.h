@@ -34,6 +34,8 @@ struct RunRecording {
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;
   bool diverged = false;
   std::string message;     // why it diverged
+  // The warnings rank 0 printed (train/progress.h warn): the run file's `warnings`, one a line.
+  std::vector<std::string> warnings;
   double train_clock = 0;  // training time so far, evaluation excluded
   // Checkpoints of this attempt (outside the training clock) and a preemption.
   int64_t checkpoints = 0;

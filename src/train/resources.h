@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "config/run_config.h"
 #include "dist/communicator.h"
@@ -23,6 +24,13 @@ constexpr int kLoaderThreadsPerCpu = 4;
 // node may together run more threads than it has CPUs (oversubscription across ranks is
 // allowed). Collective.
 void check_host_threads(const ResolvedConfig& config, Communicator& comm);
+
+// The nodes whose ranks together run more compute threads (threads, x dist.threads_per_worker
+// under hogwild) than the CPUs they may use (the union of their affinity masks: all online CPUs
+// unless a launcher or taskset binds them to fewer): one warning per kind of such node, naming
+// its hosts, on rank 0 (none elsewhere). Step times of such a run include the threads' waits
+// for a CPU. Collective.
+std::vector<std::string> oversubscription_warnings(const ResolvedConfig& config, Communicator& comm);
 
 // The collective verdict of a per-rank check: `local_refusal` is this rank's reason ("" when it
 // accepts). Returns when every rank accepts; otherwise every rank throws ConfigError, rank 0's

@@ -44,6 +44,7 @@ void fill_record(RunRecord& a, const RunRecording& rec, const ResolvedConfig& cf
   a.campaign = id.campaign;
   a.status = rec.diverged ? RunStatus::diverged : RunStatus::ok;
   a.message = rec.message;
+  a.warnings = join(rec.warnings, "\n");
   a.config_yaml = cfg.yaml;
   a.version = TRAINSCALE_VERSION;
   a.git_sha = TRAINSCALE_GIT_SHA;

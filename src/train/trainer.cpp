@@ -120,9 +120,10 @@ int attempt_number(const RunIdentity& id, const std::optional<Checkpoint>& ckpt)
   throw PreemptedError(what);
 }
 
+// `start_warnings`: what the checks before set-up warned of (rank 0's; train/resources.h).
 RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir,
                          const std::string& run_path, ResumeMode resume, Communicator& comm, std::ostream& log,
-                         Communicator* ps_world = nullptr) {
+                         const std::vector<std::string>& start_warnings, Communicator* ps_world = nullptr) {
   const bool root = comm.rank() == 0;
   const std::string start_time = utc_timestamp();
   const double setup_start = unix_seconds();
@@ -142,6 +143,10 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   ckpt.reset();  // the parameters are on the device now
   rec.reserve(setup->plan.total_steps);
   if (root) log_run_start(log, id.run_id, cfg.run, *setup, comm.size());
+  if (root) rec.warnings = setup->data->prepared.warnings;  // log_run_start printed them
+  for (const std::string& warning : start_warnings) warn(log, rec, root, warning);
+  const std::string warmup = warmup_warning(cfg, setup->plan, setup->lr->at(setup->plan.total_steps - 1));
+  if (!warmup.empty()) warn(log, rec, root, warmup);
   const bool can_checkpoint = checkpoint_refusal(cfg.run).empty();
   rec.loop_start_wall = unix_seconds();
   run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
@@ -172,7 +177,8 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
 // async_ps: the workers train on a communicator of their own (the timed loop, evaluation and
 // the run file are theirs, as in any run); the servers serve them until every worker has left.
 RunOutcome train_async_ps(const ResolvedConfig& cfg, const RunIdentity& id, const std::string& out_dir,
-                          const std::string& run_path, ResumeMode resume, Communicator& world, std::ostream& log) {
+                          const std::string& run_path, ResumeMode resume, Communicator& world, std::ostream& log,
+                          const std::vector<std::string>& start_warnings) {
   const bool server = world.rank() >= cfg.run.workers;
   std::unique_ptr<Communicator> role = world.split(server ? 1 : 0);
   role->arm_watchdog(cfg.run.dist.timeout_s);
@@ -180,7 +186,7 @@ RunOutcome train_async_ps(const ResolvedConfig& cfg, const RunIdentity& id, cons
     serve_async_ps(cfg, world, log);
     return {kExitOk, ""};
   }
-  return train_checked(cfg, id, out_dir, run_path, resume, *role, log, &world);
+  return train_checked(cfg, id, out_dir, run_path, resume, *role, log, start_warnings, &world);
 }
 
 // Unless the caller records timeouts itself (a campaign attempt), a watchdog timeout writes the
@@ -211,6 +217,7 @@ RunOutcome train(const ResolvedConfig& run_cfg, const RunIdentity& id, const std
   comm.arm_watchdog(cfg.run.dist.timeout_s);
   if (comm.rank() == 0 && comm.size() > 1) log << "ranks (host:pid): " << comm.rank_processes() << "\n";
   check_host_threads(cfg, comm);
+  const std::vector<std::string> start_warnings = oversubscription_warnings(cfg, comm);
   set_denormals_flushed(cfg.run.flush_denormals);  // before any thread of the run starts: they inherit it
   if (comm.rank() == 0) {
     prepare_out_dir(out_dir);
@@ -220,8 +227,8 @@ RunOutcome train(const ResolvedConfig& run_cfg, const RunIdentity& id, const std
   try {
     try {
       const RunOutcome outcome = cfg.run.dist.strategy == DistStrategy::async_ps
-                                     ? train_async_ps(cfg, id, out_dir, run_path, resume, comm, log)
-                                     : train_checked(cfg, id, out_dir, run_path, resume, comm, log);
+                                     ? train_async_ps(cfg, id, out_dir, run_path, resume, comm, log, start_warnings)
+                                     : train_checked(cfg, id, out_dir, run_path, resume, comm, log, start_warnings);
       comm.barrier();  // the other ranks wait (bounded) until rank 0 has written the run file
       return outcome;
     } catch (const std::bad_alloc& e) {  // what the memory estimate (train/memory_estimate.h) did not foresee

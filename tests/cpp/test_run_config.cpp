@@ -368,6 +368,19 @@ TEST(RunConfig, ListValuesInBothSpellings) {
   EXPECT_NE(e.find("must be a list of numbers"), std::string::npos) << e;
 }
 
+// diverge.loss_above_factor: unset by default (out of the resolved config and the config_id),
+// a number above 1 when given.
+TEST(RunConfig, DivergeBoundIsUnsetUnlessGiven) {
+  const auto plain = parse_run_config("model: lenet\n", "cfg.yaml", {});
+  EXPECT_EQ(plain.run.diverge_loss_above_factor, 0);
+  EXPECT_EQ(plain.yaml.find("diverge"), std::string::npos);
+  const auto bound = parse_run_config("model: lenet\ndiverge: {loss_above_factor: 100}\n", "cfg.yaml", {});
+  EXPECT_EQ(bound.run.diverge_loss_above_factor, 100);
+  EXPECT_NE(config_id_of(bound.yaml), config_id_of(plain.yaml));
+  EXPECT_NE(error_of("diverge: {loss_above_factor: 1}\n").find("must be > 1"), std::string::npos);
+  EXPECT_NE(error_of("", {"diverge.loss_above_factor=ten"}).find("not a finite number"), std::string::npos);
+}
+
 // The defaults learn (issue 34): lr 0.01 (0.05 until then, which with momentum 0.9 blew LeNet up to
 // a constant ln(10) loss). A changed default changes the config_id of the configs that rely on
 // it only; a config that sets lr keeps its id.

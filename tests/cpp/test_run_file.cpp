@@ -220,7 +220,7 @@ TEST_F(RunFile, WritesEveryNameTypeShapeAndValue) {
   const ts::RunRecord& a = r.record;
   const std::pair<const char*, std::string> strings[] = {
       {"schema", "trainscale-run/1"}, {"run_id", a.run_id}, {"config_id", a.config_id}, {"campaign", a.campaign},
-      {"status", "ok"}, {"message", ""}, {"config", a.config_yaml}, {"version", a.version}, {"git_sha", a.git_sha},
+      {"status", "ok"}, {"message", ""}, {"warnings", ""}, {"config", a.config_yaml}, {"version", a.version}, {"git_sha", a.git_sha},
       {"start_time", a.start_time}, {"end_time", a.end_time}, {"hosts", a.hosts}, {"rank_hosts", a.rank_hosts},
       {"local_ranks", a.local_ranks}, {"mpi_flavor", a.mpi_flavor},
       {"mpi_version", a.mpi_version}, {"mpi_tuning", a.mpi_tuning},
