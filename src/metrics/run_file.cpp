@@ -78,6 +78,9 @@ void validate(const std::string& path, const RunResult& r) {
   for (size_t n : {r.eval_epoch.size(), r.eval_time.size(), r.eval_loss.size(), r.eval_accuracy.size()})
     if (n != E)
       bad_result(path, "the /eval arrays differ in length (/eval/step has " + std::to_string(E) + ")");
+  const size_t C = r.checkpoint_step.size();
+  if (r.checkpoint_wall_time.size() != C || r.checkpoint_seconds.size() != C || r.checkpoint_bytes.size() != C)
+    bad_result(path, "the /checkpoints arrays differ in length (/checkpoints/step has " + std::to_string(C) + ")");
   if (!r.eval_wall_time.empty() && (r.eval_wall_time.size() != E || r.eval_seconds.size() != E))
     bad_result(path, "/eval/wall_time or /eval/seconds differs in length from /eval/step (" + std::to_string(E) + ")");
 }
@@ -220,6 +223,13 @@ void write_contents(h5::File& file, const RunResult& r) {
     }
     summary.set_attr("diverged", static_cast<int64_t>(r.diverged ? 1 : 0));
     if (!r.params_sha256.empty()) summary.set_attr("params_sha256", r.params_sha256);
+  }
+  if (!r.checkpoint_step.empty()) {
+    h5::Group checkpoints = file.create_group("checkpoints");
+    checkpoints.write("step", r.checkpoint_step).set_attr("units", "steps");
+    checkpoints.write("wall_time", r.checkpoint_wall_time).set_attr("units", "seconds since 1970-01-01 UTC");
+    checkpoints.write("seconds", r.checkpoint_seconds).set_attr("units", "seconds");
+    checkpoints.write("bytes", r.checkpoint_bytes).set_attr("units", "bytes");
   }
   if (!r.au.empty()) {
     h5::Group utilisation = file.create_group("utilisation");

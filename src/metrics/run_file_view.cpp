@@ -65,6 +65,12 @@ void read_series(const h5::ReadFile& f, RunFileView& v) {
       v.eval_seconds = f.doubles("/eval/seconds").values;
     }
   }
+  if (f.exists("/checkpoints/step")) {
+    v.checkpoint_step = f.int64s("/checkpoints/step").values;
+    v.checkpoint_wall_time = f.doubles("/checkpoints/wall_time").values;
+    v.checkpoint_seconds = f.doubles("/checkpoints/seconds").values;
+    v.checkpoint_bytes = f.int64s("/checkpoints/bytes").values;
+  }
   if (f.exists("/utilisation/au")) {
     v.au = f.doubles("/utilisation/au").values;
     v.data_wait_share = f.doubles("/utilisation/data_wait_share").values;

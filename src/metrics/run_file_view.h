@@ -37,6 +37,9 @@ struct RunFileView {
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;
   std::vector<double> eval_wall_time, eval_seconds;  // empty in files written before they existed
+  // /checkpoints [C] (empty: none, or a file written before it existed)
+  std::vector<int64_t> checkpoint_step, checkpoint_bytes;
+  std::vector<double> checkpoint_wall_time, checkpoint_seconds;
   // /utilisation [R] (empty in files written before it existed)
   std::vector<double> au, data_wait_share;
   // /model

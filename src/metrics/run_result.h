@@ -110,6 +110,10 @@ struct RunResult {
   // /eval/wall_time and /eval/seconds [E]: each evaluation's start (Unix seconds) and duration
   // (NaN for an earlier attempt's); empty: not written.
   std::vector<double> eval_wall_time, eval_seconds;
+  // /checkpoints [C] (written when C > 0): each checkpoint of this attempt: the step it follows,
+  // its start (Unix seconds), its seconds and the bytes of its files.
+  std::vector<int64_t> checkpoint_step, checkpoint_bytes;
+  std::vector<double> checkpoint_wall_time, checkpoint_seconds;
 
   // /summary attrs (float64, NaN where not applicable) and the diverged flag.
   std::map<std::string, double> summary;

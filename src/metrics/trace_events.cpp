@@ -94,6 +94,28 @@ void step_events(EventSink& out, const RunFileView& run, int64_t s, int64_t r, d
   comm_events(out, run, s, r, start, tail + wait);
 }
 
+// True when every step and evaluation has its wall time (files since /train/wall_time, runs
+// that were not resumed): the trace is then on the wall clock, with evaluations and checkpoints.
+bool has_wall_clock(const RunFileView& run) {
+  if (static_cast<int64_t>(run.wall_time.size()) != run.steps || run.eval_wall_time.size() != run.eval_step.size())
+    return false;
+  for (double t : run.wall_time)
+    if (!std::isfinite(t)) return false;
+  for (double t : run.eval_wall_time)
+    if (!std::isfinite(t)) return false;
+  return run.steps > 0;
+}
+
+// Evaluations and checkpoints of rank 0 (the run file has its times) as spans on its training thread.
+void pauses_on_the_wall_clock(EventSink& out, const RunFileView& run, double origin) {
+  for (size_t e = 0; e < run.eval_step.size(); ++e)
+    out.span("evaluation", "evaluation", 0, kTrainingThread, run.eval_wall_time[e] - origin, run.eval_seconds[e],
+             run.eval_step[e] - 1);
+  for (size_t c = 0; c < run.checkpoint_step.size(); ++c)
+    out.span("checkpoint", "checkpoint", 0, kTrainingThread, run.checkpoint_wall_time[c] - origin,
+             run.checkpoint_seconds[c], run.checkpoint_step[c] - 1);
+}
+
 }  // namespace
 
 std::string chrome_trace_json(const RunFileView& run) {
@@ -104,20 +126,30 @@ std::string chrome_trace_json(const RunFileView& run) {
     out.name_thread(r, kTrainingThread, "training");
     if (has(run, "comm")) out.name_thread(r, kCommThread, "communication");
   }
-  double start = 0;  // rank 0's training clock at the start of step s
+  const bool wall = has_wall_clock(run);
+  // Wall clock: each step ends at rank 0's /train/wall_time; else the training clock.
+  const double origin = wall ? run.wall_time[0] - seconds_of(run, "step", 0, 0) : 0;
+  double start = 0;  // the start of step s
   for (int64_t s = 0; s < run.steps; ++s) {
+    if (wall) start = run.wall_time[static_cast<size_t>(s)] - seconds_of(run, "step", s, 0) - origin;
     if (has(run, "step"))
       for (int64_t r = 0; r < run.ranks; ++r) step_events(out, run, s, r, start);
     const double clock = run.time.empty() ? 0 : run.time[static_cast<size_t>(s)];
-    start = std::max(start + seconds_of(run, "step", s, 0), clock);
+    if (!wall) start = std::max(start + seconds_of(run, "step", s, 0), clock);
   }
-  for (size_t e = 0; e < run.eval_time.size(); ++e)
-    out.events.push_back("{\"name\": \"evaluation\", \"cat\": \"evaluation\", \"ph\": \"i\", \"s\": \"g\", \"ts\": " +
-                         micros(run.eval_time[e]) + ", \"pid\": 0, \"tid\": 0, \"args\": {\"step\": " +
-                         std::to_string(run.eval_step[e]) + ", \"accuracy\": " + json_number(run.eval_accuracy[e]) + "}}");
+  if (wall) {
+    pauses_on_the_wall_clock(out, run, origin);
+  } else {
+    for (size_t e = 0; e < run.eval_time.size(); ++e)
+      out.events.push_back("{\"name\": \"evaluation\", \"cat\": \"evaluation\", \"ph\": \"i\", \"s\": \"g\", \"ts\": " +
+                           micros(run.eval_time[e]) + ", \"pid\": 0, \"tid\": 0, \"args\": {\"step\": " +
+                           std::to_string(run.eval_step[e]) + ", \"accuracy\": " + json_number(run.eval_accuracy[e]) + "}}");
+  }
+  const std::string clock = wall ? "wall clock of rank 0 from the first step's start, seconds x 1e6"
+                                 : "training clock of rank 0 (evaluations and checkpoints excluded), seconds x 1e6";
   return "{\"traceEvents\": [\n" + join(out.events, ",\n") + "\n],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {" +
          "\"run_id\": " + json_quote(run.attribute("run_id")) + ", \"file\": " + json_quote(run.path) +
-         ", \"clock\": \"training clock of rank 0 (evaluations and checkpoints excluded), seconds x 1e6\"}}\n";
+         ", \"clock\": " + json_quote(clock) + "}}\n";
 }
 
 }  // namespace ts

@@ -110,6 +110,17 @@ void prune(const CheckpointTarget& target, int64_t step) {
     if (std::find(kept.begin(), kept.end(), other) == kept.end()) fs::remove(path, ec);
 }
 
+// The bytes of a checkpoint's file and of the rank parts written beside it.
+int64_t checkpoint_files_bytes(const std::string& path, int world) {
+  std::error_code ec;
+  int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  for (int rank = 0; rank < world; ++rank) {
+    const auto part = std::filesystem::file_size(rank_part_path(path, rank), ec);
+    if (!ec) bytes += static_cast<int64_t>(part);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 std::string checkpoint_path(const std::string& out_dir, const std::string& run_id, int64_t step) {
@@ -139,7 +150,7 @@ std::string checkpoint_refusal(const RunConfig& run) {
 
 std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRecording& rec, RunSetup& s,
                             Communicator& comm) {
-  const double t0 = now_seconds();
+  const double t0 = now_seconds(), wall = unix_seconds();
   const bool root = comm.rank() == 0;
   // async_ps: the weights and momentum are the servers', taken once every rank is at `step`.
   const bool elsewhere = s.exchange->model_lives_elsewhere();
@@ -194,6 +205,10 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
   }
   ++rec.checkpoints;
   rec.checkpoint_seconds += now_seconds() - t0;
+  rec.checkpoint_step.push_back(step);
+  rec.checkpoint_wall.push_back(wall);
+  rec.checkpoint_duration.push_back(now_seconds() - t0);
+  rec.checkpoint_bytes.push_back(root ? checkpoint_files_bytes(path, comm.size()) : 0);
   return root ? path : std::string();
 }
 

@@ -41,6 +41,10 @@ struct RunRecording {
   int64_t checkpoints = 0;
   double checkpoint_seconds = 0;
   std::string last_checkpoint;  // rank 0: path of the newest checkpoint written ("" if none)
+  // Each checkpoint of this attempt (rank 0's view): after which step, when it began (wall
+  // clock), its seconds and the bytes of its files (the checkpoint and its rank parts).
+  std::vector<int64_t> checkpoint_step, checkpoint_bytes;
+  std::vector<double> checkpoint_wall, checkpoint_duration;
   int preempted_by = 0;         // the signal that stopped the loop early (0: it ran to the end)
 
   void reserve(int64_t steps);

@@ -119,6 +119,20 @@ void add_wall_times(RunResult& res, const RunRecording& rec) {
   res.wall_time = padded_front(rec.step_wall, rec.step.size());
   res.eval_wall_time = padded_front(rec.eval_wall, rec.eval_step.size());
   res.eval_seconds = padded_front(rec.eval_seconds, rec.eval_step.size());
+  res.checkpoint_step = rec.checkpoint_step;
+  res.checkpoint_wall_time = rec.checkpoint_wall;
+  res.checkpoint_seconds = rec.checkpoint_duration;
+  res.checkpoint_bytes = rec.checkpoint_bytes;
+}
+
+// 1e9 bytes per second of this attempt's checkpoints (their files over their seconds), NaN without one.
+double checkpoint_gbps(const RunRecording& rec) {
+  double bytes = 0, seconds = 0;
+  for (size_t c = 0; c < rec.checkpoint_step.size(); ++c) {
+    bytes += static_cast<double>(rec.checkpoint_bytes[c]);
+    seconds += rec.checkpoint_duration[c];
+  }
+  return seconds > 0 ? bytes / seconds / 1e9 : std::numeric_limits<double>::quiet_NaN();
 }
 
 // /utilisation and its /summary figures, over the steps after warm-up (metrics/utilisation.h).
@@ -301,6 +315,7 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary["loss_scale_final"] = static_cast<double>(setup.scaler->scale());
   res.summary["checkpoints"] = static_cast<double>(rec.checkpoints);
   res.summary["checkpoint_seconds"] = rec.checkpoint_seconds;
+  res.summary["checkpoint_gbps"] = checkpoint_gbps(rec);
   // Staging is outside the step times but inside the run's total (the MLPerf HPC rule).
   const InputPreparation& prepared = setup.data->prepared;
   res.summary["stage_seconds"] = prepared.stage_seconds;

@@ -22,6 +22,7 @@ threads: 1
 workers: 2
 dist: {strategy: sync, allreduce: ring, overlap: true, bucket_mb: 1}
 eval: {every_epochs: 1, batch: 64}
+checkpoint: {every_steps: 5}
 log_every: 4
 """
 
@@ -137,10 +138,17 @@ def test_trace_is_chrome_trace_json_with_every_phase_at_its_recorded_duration(tw
     assert {pid for pid, _ in names} == {0, 1}
     spans = {}
     for e in events:
-        if e["ph"] == "X" and e["cat"] != "step" and e["name"] != "step_other":
+        if e["ph"] == "X" and e["cat"] not in ("step", "evaluation", "checkpoint") and e["name"] != "step_other":
             spans[(e["name"], e["args"]["step"], e["pid"])] = e
     with h5py.File(two_rank_run) as f:
-        assert sum(1 for e in events if e["ph"] == "i") == len(f["eval/step"])
+        # On the wall clock: rank 0's evaluations and checkpoints as spans of their recorded seconds.
+        evals = [e for e in events if e["name"] == "evaluation"]
+        assert [e["dur"] for e in evals] == pytest.approx(list(f["eval/seconds"][:] * 1e6), abs=1e-3)
+        ckpts = [e for e in events if e["name"] == "checkpoint"]
+        assert len(ckpts) == len(f["checkpoints/step"]) == 2  # after steps 5 and 10 of 12
+        assert [e["dur"] for e in ckpts] == pytest.approx(list(f["checkpoints/seconds"][:] * 1e6), abs=1e-3)
+        assert (f["checkpoints/bytes"][:] > 0).all() and f["summary"].attrs["checkpoint_gbps"] > 0
+        assert "wall clock" in doc["otherData"]["clock"]
         for phase in phases_of(f):
             if phase == "step":
                 continue
