@@ -317,9 +317,9 @@ int sweep_submit(const std::vector<std::string>& args) {
       "--pack K (or the site's `pack`): each array task runs K runs one after another in its\n"
       "allocation (walltime K x the runs'); each run keeps its own markers and run file, a failed\n"
       "run does not stop the others, a preempted task resumes its unfinished runs when requeued.\n"
-      "local: runs them on this machine K at a time through the site's\n"
-      "launcher, one progress line per finished run (index, run id and swept values); each task holds runs/<run_id>.lock, so a\n"
-      "second submit never runs a task twice. Ctrl-C / SIGTERM: the running tasks get SIGUSR1\n"
+      "local: runs them on this machine K at a time through the site's launcher, one progress\n"
+      "line per finished run (index, run id and swept values); each task holds runs/<run_id>.lock,\n"
+      "so a second submit never runs a task twice. Ctrl-C / SIGTERM: the running tasks get SIGUSR1\n"
       "(checkpoint and stop: PREEMPTED), what is left after the site's signal_seconds (60) or a\n"
       "second Ctrl-C is killed (FAILED \"interrupted\"). simulate: like local, with trainscale-sim\n"
       "per run on the site's simulated cluster (docs/sweeps.md \"Simulated campaigns\").\n"
@@ -371,9 +371,9 @@ int sweep_status(const std::vector<std::string>& args) {
       "marker counts only when its run file opens and has a complete /summary; otherwise the run is\n"
       "failed, saying why.\n"
       "json: one object with exactly the keys total, done, diverged, failed, preempted, running,\n"
-      "pending, pending_reasons, missing (not submitted ones included), unsupported; failed, preempted, unsupported and\n"
-      "pending_reasons are lists of\n"
-      "{index, run_id, reason}, the others are counts.\n\noptions");
+      "pending, pending_reasons, missing (not submitted ones included), unsupported; failed,\n"
+      "preempted, unsupported and pending_reasons are lists of {index, run_id, reason}, the\n"
+      "others are counts.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("format", po::value<std::string>()->default_value("text"), "text | json");

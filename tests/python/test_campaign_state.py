@@ -148,7 +148,7 @@ def test_a_task_whose_lock_is_held_is_skipped_not_failed(tmp_path):
         # The local executor reports the skip and counts no failure; the other run is done.
         res = run(["sweep", "submit", camp])
         assert res.returncode == 0, res.stdout + res.stderr
-        assert f"index 0 {rid}: skipped: another process holds its lock" in res.stdout, res.stdout
+        assert f"index 0 {rid} (lr=0.01): skipped: another process holds its lock" in res.stdout, res.stdout
         assert "1 runs finished (done or diverged), 0 failed, 0 preempted, 1 skipped" in res.stdout
         assert not (camp / "runs" / f"{rid}.FAILED").exists()
         assert status(camp)["missing"] == 1
@@ -265,7 +265,7 @@ def test_preempted_task_is_resubmitted_with_resubmit_preempted(tmp_path):
     proc.send_signal(signal.SIGTERM)
     out = proc.communicate(timeout=60)[0]
     assert proc.returncode == 4, out  # interrupted, nothing failed: resumable
-    assert f"index 0 {rid}: preempted: SIGUSR1 at step 7; checkpoint at step 5" in out, out
+    assert f"index 0 {rid} (lr=0.01): preempted: SIGUSR1 at step 7; checkpoint at step 5" in out, out
     assert "1 not started (interrupted)" in out, out
     st = status(camp)
     assert [(p["index"], p["reason"]) for p in st["preempted"]] == [(0, "SIGUSR1 at step 7; checkpoint at step 5 [attempt 1]")]

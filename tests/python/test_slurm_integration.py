@@ -8,8 +8,9 @@ campaign with configs/sites/localhost-slurm.yaml (1- and 2-rank runs; 2-rank run
 one diverging and one failing run), submits it with `sweep submit --scheduler slurm`, polls
 `sweep status --format json`, checks every run file, resubmits the failed run; submits a campaign
 held and reads Slurm's pending reason (JobHeldUser) from `sweep status`; signals a task's batch
-shell as --signal=B:USR1 does and follows it through preempted, requeued and done; and stops the
-daemons. It needs root and Debian's slurm-wlm and munge (scripts/setup.sh installs them); without
+shell as --signal=B:USR1 does and follows it through preempted, requeued and done; runs a packed
+campaign (--pack 3: 6 runs in 2 array tasks, a failing run in the middle of one) and a packed task
+preempted during its second run, requeued and finished; and stops the daemons. It needs root and Debian's slurm-wlm and munge (scripts/setup.sh installs them); without
 them it FAILS saying what is missing."""
 import json
 import os
@@ -310,3 +311,105 @@ def test_signalled_task_ends_preempted_and_requeues_itself(slurm, tmp_path):
     assert not (camp / "runs" / f"{rid}.PREEMPTED").exists()
     log = (camp / "logs" / f"{rid}.attempt1.log").read_text()
     assert "scheduler_restarts: 1" in log and "result: done" in log, log
+
+
+# 4 learning rates, a run that cannot find its data, one more learning rate: 6 runs of one shape;
+# with --pack 3 the array tasks are [0 1 2] and [3 4 5], the failing run 4 between two others.
+PACKED_SWEEP = """campaign: slurm_packed
+base: base.yaml
+matrix:
+  lr: [0.01, 0.02, 0.04, 0.05]
+include:
+  - {dataset.root: /nonexistent/fmnist}
+  - {lr: 0.03}
+"""
+
+
+def test_packed_campaign_runs_k_runs_per_array_task(slurm, tmp_path):
+    """--pack 3 on the real Slurm: 6 runs are an array of 2 tasks (2 Slurm jobs, not 6), each
+    task's log shows its 3 runs one after another, every run has its own markers and run file,
+    and the run that fails leaves the run after it in its task done."""
+    camp, runs = expand(tmp_path, "packed", PACKED_SWEEP, REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    assert runs[4]["config"]["dataset"]["root"] == "/nonexistent/fmnist"
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--pack", "3"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("submitted ") == 1 and "(6 runs in 2 array task(s) of up to 3 (packed)" in res.stdout, res.stdout
+    assert f"  task 1: index 4 {runs[4]['run_id']} (lr=0.05 dataset.root=/nonexistent/fmnist)" in res.stdout, res.stdout
+    assert (camp / "jobs" / "s0.idx").read_text() == "0 1 2\n3 4 5\n"
+    subs = yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())
+    assert [s["count"] for s in subs] == [2]  # array tasks
+
+    st = wait_finished([camp], slurm)[camp]
+    assert (st["total"], st["done"], st["running"], st["pending"], st["missing"], st["preempted"]) == (6, 5, 0, 0, 0, []), st
+    assert [f["index"] for f in st["failed"]] == [4] and "/nonexistent/fmnist" in st["failed"][0]["reason"], st
+    for i, r in enumerate(runs):
+        if i == 4:
+            continue
+        with h5py.File(camp / "runs" / f"{r['run_id']}.h5") as f:
+            assert f.attrs["run_id"] == r["run_id"] and f.attrs["status"] == "ok"
+        assert (camp / "runs" / f"{r['run_id']}.DONE").exists()
+        assert (camp / "logs" / f"{r['run_id']}.attempt1.log").exists()
+    # One Slurm log per array task, naming its runs in the order it ran them.
+    slurm_logs = sorted((camp / "logs").glob("ts-slurm_packed-s0_*_*.out"))
+    assert len(slurm_logs) == 2, slurm_logs
+    ran = sorted([int(part.split()[0]) for part in l.read_text().split("-> manifest index ")[1:]] for l in slurm_logs)
+    assert ran == [[0, 1, 2], [3, 4, 5]], ran
+
+
+# Stands in for the trainer of run FAKE_INDEX on the first start of its packed task: on SIGUSR1 it
+# ends preempted as the trainer does. The other runs, and every run after a restart
+# (--restart-count >= 1), are the real trainscale.
+FAKE_PACKED_TRAINER = """#!/bin/bash
+# argv: run --manifest DIR --index I --restart-count N
+if [ "$1" != run ] || [ "$5" != "$FAKE_INDEX" ] || [ "${{7:-0}}" -ge 1 ]; then exec {binary} "$@"; fi
+trap 'printf "reason: SIGUSR1 at step 7; checkpoint at step 5\\\\n" > "$3/runs/$FAKE_RUN_ID.PREEMPTED"; exit 4' USR1
+touch "$3/runs/$FAKE_RUN_ID.started"
+while true; do sleep 0.1; done
+"""
+
+
+def test_preempted_packed_task_requeues_and_finishes_its_unfinished_runs(slurm, tmp_path):
+    """A packed task of 3 runs signalled (--signal=B:USR1) during its second run: while it runs,
+    status shows the first done, the second running and the third waiting; the second ends
+    preempted, the third is recorded not started, the task requeues itself, and its restart skips
+    the done run and finishes the other two."""
+    camp, runs = expand(tmp_path, "packreq", "campaign: packreq\nbase: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03]}\n",
+                        REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    rid = runs[1]["run_id"]
+    fake = write_config(tmp_path / "fake-trainscale", FAKE_PACKED_TRAINER.format(binary=BINARY))
+    fake.chmod(0o755)
+    site = (camp / "site.yaml").read_text()
+    site = site.replace("launcher: srun\n    srun_mpi: pmix", f"launcher: mpirun\n    launcher_args: [--oversubscribe]\n"
+                                                             f"    binary: {fake}")
+    site = site.replace("env:\n", f"requeue: true\nsignal_seconds: 60\nenv:\n  FAKE_RUN_ID: {rid}\n  FAKE_INDEX: '1'\n")
+    (camp / "site.yaml").write_text(site)
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--pack", "3"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    job = yaml.safe_load((camp / "jobs" / "submissions.yaml").read_text())[0]["job_id"]
+    deadline = time.time() + 90
+    while not (camp / "runs" / f"{rid}.started").exists():
+        assert time.time() < deadline, "the second run did not start\n" + logs(slurm)
+        time.sleep(0.2)
+    st = json.loads(run(["sweep", "status", camp, "--format", "json"]).stdout)
+    assert (st["done"], st["running"], st["pending"]) == (1, 1, 1), st
+    assert st["pending_reasons"] == [{"index": 2, "run_id": runs[2]["run_id"],
+                                      "reason": "waiting: run 3 of 3 of its packed array task, which runs them one after another"}]
+    text = run(["sweep", "status", camp]).stdout
+    assert f"  running 1  {rid} (scheduler: running, run 2 of 3 of its packed array task)" in text, text
+    res = subprocess.run(["scancel", "--batch", "--signal=USR1", f"{job}_0"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    deadline = time.time() + 150
+    while True:
+        st = json.loads(run(["sweep", "status", camp, "--format", "json"]).stdout)
+        if st["done"] == 3:
+            break
+        assert time.time() < deadline, f"not done after the requeue: {st}\n" + \
+            subprocess.run(["squeue"], capture_output=True, text=True).stdout + logs(slurm)
+        time.sleep(1)
+    assert not any((camp / "runs" / f"{r['run_id']}.PREEMPTED").exists() for r in runs)
+    assert not (camp / "logs" / f"{runs[0]['run_id']}.attempt2.log").exists()  # done before: skipped on the restart
+    for r in runs[1:]:  # the preempted run and the one not started ran after the requeue
+        log = (camp / "logs" / f"{r['run_id']}.attempt1.log").read_text()
+        assert "scheduler_restarts: 1" in log and "result: done" in log, log
+    slurm_log = next((camp / "logs").glob("ts-packreq-s0_*_0.out")).read_text()
+    assert f"run {runs[0]['run_id']} (index 0): already done" in slurm_log, slurm_log

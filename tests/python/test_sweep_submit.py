@@ -2,11 +2,16 @@
 campaign K at a time with a progress line per finished run; status reports done / diverged /
 failed (with reasons) / missing; resubmit runs exactly the failed or missing indices again; the
 generated PBS script is executed directly with PBS_ARRAY_INDEX (PBS Pro) and PBS_ARRAYID (Torque)
-set, since no PBS server exists here; --dry-run Slurm scripts map array tasks to indices."""
+set, since no PBS server exists here (a packed one too: its runs one after another, a failure that
+does not stop the next, a SIGTERM that ends it preempted and a rerun that finishes it); --dry-run
+Slurm scripts map array tasks to indices and list each run by its swept values; a campaign never
+submitted is "not submitted"; the example site for a real cluster makes the script it promises."""
 import json
 import os
 import re
+import signal
 import subprocess
+import time
 
 import h5py
 import yaml
@@ -66,8 +71,10 @@ def test_local_executor_status_and_resubmit(tmp_path):
     lines = [l for l in res.stdout.splitlines() if l.startswith("[")]
     assert len(lines) == 5
     for k, line in enumerate(lines, 1):
-        assert re.match(rf"\[{k}/5\] index \d \w{{12}}-r0: (done|failed: .*) \| failures [01] \| elapsed \S+ \| ETA \S+$",
-                        line), line
+        # Each run by its index, run id and swept values (matrix workers and lr, then dataset.root
+        # that only the include names).
+        assert re.match(rf"\[{k}/5\] index \d \w{{12}}-r0 \(workers=[12] lr=0\.\d+ dataset\.root=\S+\): "
+                        rf"(done|failed: .*) \| failures [01] \| elapsed \S+ \| ETA \S+$", line), line
     assert "failures 1" in lines[-1] and "ETA 0s" in lines[-1]
     assert "running 5 runs locally, 2 at a time" in res.stdout
 
@@ -82,7 +89,7 @@ def test_local_executor_status_and_resubmit(tmp_path):
             assert f.attrs["status"] == "ok"
             assert int(f.attrs["world_size"]) == r["config"]["workers"]
     text = run(["sweep", "status", camp]).stdout
-    assert "done 4, diverged 0, failed 1, preempted 0, running 0, pending 0, missing 0" in text
+    assert "done 4, diverged 0, failed 1, preempted 0, running 0, pending 0, missing 0\n" in text
     assert f"failed  4  {runs[4]['run_id']}: " in text
 
     # Resubmitting the failed runs runs index 4 only (a second attempt), nothing else.
@@ -223,9 +230,10 @@ def test_gpu_generations_example_is_one_array_per_generation(tmp_path):
     res = run(["sweep", "expand", sweep, "--site", site, "--dry-run"])
     assert res.returncode == 0, res.stderr
     assert "campaign gpu_generations: 12 runs" in res.stdout
-    for gen, line in (("v100", "workers=4 nodes=1 cpus=8 gpus=4 gpu=v100 partition=gpu"),
-                      ("a100", "workers=1 nodes=1 cpus=8 gpus=1 gpu=a100 partition=gpu"),
-                      ("h100", "workers=4 nodes=1 cpus=8 gpus=4 gpu=h100 partition=gpu-hopper")):
+    # (threads=2: the runs' threads, exported as OMP_NUM_THREADS, beside the 8 CPUs per worker)
+    for gen, line in (("v100", "workers=4 nodes=1 cpus=8 threads=2 gpus=4 gpu=v100 partition=gpu"),
+                      ("a100", "workers=1 nodes=1 cpus=8 threads=2 gpus=1 gpu=a100 partition=gpu"),
+                      ("h100", "workers=4 nodes=1 cpus=8 threads=2 gpus=4 gpu=h100 partition=gpu-hopper")):
         assert f"  {line} walltime=00:30:00 mpi=openmpi: 2 runs" in res.stdout, (gen, res.stdout)
 
     camp = tmp_path / "slurm"
@@ -289,3 +297,178 @@ def test_gpu_generation_on_a_cpu_backend_is_refused_at_expansion(tmp_path):
     assert "run 0" in res.stderr or "{gpu: v100}" in res.stderr, res.stderr
     assert "expects GPU generation 'v100' but backend 'cpu'" in res.stderr
     assert not (tmp_path / "c").exists()
+
+
+def test_a_campaign_never_submitted_is_not_submitted_not_missing(tmp_path):
+    camp, runs = expand(tmp_path, REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    text = run(["sweep", "status", camp]).stdout
+    assert "pending 0, missing 0, not submitted 5\n" in text, text
+    assert f"  not submitted 5: no submission of this campaign holds them yet; run trainscale sweep submit {camp}" in text
+    assert "missing 5" not in text
+    assert status(camp)["missing"] == 5  # the JSON keeps its keys: not submitted runs are missing there
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--dry-run"])  # a dry run submits nothing
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "not submitted 5" in run(["sweep", "status", camp]).stdout
+
+
+def test_dry_run_lists_each_run_by_its_swept_values_and_packs(tmp_path):
+    camp, runs = expand(tmp_path, REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--dry-run", "--pack", "2"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (camp / "jobs" / "s0.idx").read_text() == "0 1\n4\n"  # the 1-worker runs, 2 to a task
+    assert (camp / "jobs" / "s1.idx").read_text() == "2 3\n"
+    assert "# 3 runs in 2 array task(s) of up to 2 (packed), workers=1 " in res.stdout, res.stdout
+    for k, i in ((0, 0), (0, 1), (1, 4)):
+        r = runs[i]
+        values = f"workers={r['config']['workers']} lr={r['config']['lr']} dataset.root={r['config']['dataset']['root']}"
+        assert f"  task {k}: index {i} {r['run_id']} ({values})\n" in res.stdout, res.stdout
+    s0 = (camp / "jobs" / "s0.slurm").read_text()
+    assert "#SBATCH --array=0-1%2\n" in s0 and "#SBATCH --time=00:20:00\n" in s0  # 2 x the site's 00:10:00
+    assert subprocess.run(["bash", "-n", str(camp / "jobs" / "s0.slurm")]).returncode == 0
+
+
+def test_pack_errors_exit_2(tmp_path):
+    camp, _ = expand(tmp_path, REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    res = run(["sweep", "submit", camp, "--scheduler", "local", "--pack", "2"])
+    assert res.returncode == 2 and "--pack 2: packing runs into one allocation needs --scheduler slurm or pbs" in res.stderr, \
+        res.stdout + res.stderr
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--dry-run", "--pack", "0"])
+    assert res.returncode == 2 and "--pack: 0 is out of range; accepted: 1 ... 1000" in res.stderr, res.stderr
+    res = run(["sweep", "resubmit", camp, "--missing", "--scheduler", "pbs", "--dry-run", "--pack", "1001"])
+    assert res.returncode == 2 and "out of range" in res.stderr, res.stderr
+    assert not (camp / "jobs").exists()
+    site = write_config(tmp_path / "local-pack.yaml", "scheduler: local\npack: 4\nmpi: {openmpi: {}}\nstorage: {local: {}}\n")
+    res = run(["sweep", "expand", tmp_path / "sweep.yaml", "--site", site, "--out", tmp_path / "c2"])
+    assert res.returncode == 2 and "key 'pack': 4 runs per allocation needs scheduler slurm or pbs" in res.stderr, res.stderr
+
+
+# Stands in for trainscale in a packed PBS task: for the run of FAKE_INDEX, on its first start, it
+# waits for SIGUSR1 and ends preempted as the trainer does (a PREEMPTED marker, exit 4); every
+# other call (other runs, later starts, sweep record-end) is the real trainscale.
+FAKE_PBS_TRAINER = """#!/bin/bash
+# argv: run --manifest DIR --index I --restart-count N
+if [ "$1" != run ] || [ "$5" != "$FAKE_INDEX" ] || [ -e "$3/runs/fake.once" ]; then exec {binary} "$@"; fi
+touch "$3/runs/fake.once"
+trap 'printf "reason: SIGUSR1 at step 7; checkpoint at step 5\\\\n" > "$3/runs/$FAKE_RUN_ID.PREEMPTED"; exit 4' USR1
+touch "$3/runs/$FAKE_RUN_ID.started"
+while true; do sleep 0.1; done
+"""
+
+# 3 learning rates, then a run that cannot find its data and one more: with --pack 3 the array
+# tasks are [0 1 2] and [3 4], the failing run 3 first in the second task.
+PACK_SWEEP = """campaign: packed
+base: base.yaml
+matrix:
+  lr: [0.01, 0.02, 0.04]
+include:
+  - {dataset.root: /nonexistent/fmnist}
+  - {lr: 0.03}
+"""
+
+
+def test_packed_pbs_script_runs_each_run_goes_on_after_a_failure_and_resumes(tmp_path):
+    """A packed PBS array (no PBS server here: the script is executed as PBS would, with
+    PBS_ARRAY_INDEX): each subjob runs its runs one after another with their own markers; a failed
+    run does not stop the next; a subjob stopped by SIGTERM during its second run ends preempted,
+    its third run recorded not started, and run again (PBS reruns it) it skips the done run and
+    finishes the other two."""
+    fake = write_config(tmp_path / "fake-trainscale", FAKE_PBS_TRAINER.format(binary=BINARY))
+    fake.chmod(0o755)
+    site = write_config(tmp_path / "pbs.yaml", SITE_PBS.replace(f"binary: {BINARY}", f"binary: {fake}"))
+    camp, runs = expand(tmp_path, site, sweep=PACK_SWEEP)
+    assert [r["config"]["dataset"]["root"] for r in runs][3] == "/nonexistent/fmnist"
+    text = (camp / "site.yaml").read_text().replace("env:\n", f"env:\n  FAKE_INDEX: '1'\n  FAKE_RUN_ID: {runs[1]['run_id']}\n")
+    (camp / "site.yaml").write_text(text)
+    res = run(["sweep", "submit", camp, "--scheduler", "pbs", "--dry-run", "--pack", "3"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    script = camp / "jobs" / "s0.pbs"
+    text = script.read_text()
+    assert (camp / "jobs" / "s0.idx").read_text() == "0 1 2\n3 4\n"
+    assert "#PBS -J 0-1\n" in text and "#PBS -l walltime=03:00:00\n" in text  # 3 x the default 01:00:00
+    assert "2 array tasks of up to 3 runs each, one after another (walltime 3 x 01:00:00)" in text
+    assert "export OMP_NUM_THREADS=1\n" in text
+
+    def task_env(index):
+        e = {k: v for k, v in env().items() if k not in ("PBS_ARRAY_INDEX", "PBS_ARRAYID")}
+        e["PBS_ARRAY_INDEX"] = str(index)
+        return e
+
+    res = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=task_env(1), timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr  # run 3 failed; the subjob says so
+    assert "-> manifest index 3" in res.stdout and "-> manifest index 4" in res.stdout
+    assert (camp / "runs" / f"{runs[3]['run_id']}.FAILED").exists()
+    assert (camp / "runs" / f"{runs[4]['run_id']}.DONE").exists()  # the run after the failure ran
+
+    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=task_env(0))
+    started = camp / "runs" / f"{runs[1]['run_id']}.started"
+    deadline = time.time() + 120
+    while not started.exists():
+        assert proc.poll() is None and time.time() < deadline, "run 1 did not start: " + (proc.stdout.read() if proc.poll() is not None else "")
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)  # what PBS sends before the kill
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 4, out
+    assert "-> manifest index 2" not in out, out  # no run starts after a preemption
+    st = status(camp)
+    assert st["done"] == 2 and [p["index"] for p in st["preempted"]] == [1, 2], st
+    assert "not started: its packed array task was stopped" in st["preempted"][1]["reason"], st
+
+    res = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=task_env(0), timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"run {runs[0]['run_id']} (index 0): already done" in res.stdout, res.stdout
+    st = status(camp)
+    assert (st["done"], st["preempted"], [f["index"] for f in st["failed"]]) == (4, [], [3]), st
+    for i in (1, 2):
+        assert not (camp / "runs" / f"{runs[i]['run_id']}.PREEMPTED").exists()
+    assert not (camp / "logs" / f"{runs[0]['run_id']}.attempt2.log").exists()  # done once, never again
+
+
+def test_example_cluster_site_makes_a_script_for_a_real_cluster(tmp_path):
+    """configs/sites/example-slurm-cluster.yaml, the starting point for a real cluster: its script
+    carries the account, memory, setup and module lines, signal and requeue, OMP_NUM_THREADS as the
+    runs' threads, the launcher its `launcher` key names, and nothing root-only."""
+    site = REPO / "configs" / "sites" / "example-slurm-cluster.yaml"
+    write_config(tmp_path / "base.yaml", BASE.replace("threads: 1", "threads: 4").replace("workers: 1", "workers: 2"))
+    sweep = write_config(tmp_path / "sweep.yaml", "campaign: cluster\nbase: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03]}\n")
+    camp = tmp_path / "campaign"
+    res = run(["sweep", "expand", sweep, "--site", site, "--out", camp])
+    assert res.returncode == 0, res.stderr
+    res = run(["sweep", "submit", camp, "--dry-run"])  # the site's scheduler: slurm
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = (camp / "jobs" / "s0.slurm").read_text()
+    assert sbatch_lines(camp / "jobs" / "s0.slurm") == [
+        "#SBATCH --job-name=ts-cluster-s0", "#SBATCH --array=0-2%16", "#SBATCH --nodes=1", "#SBATCH --ntasks=2",
+        "#SBATCH --ntasks-per-node=2", "#SBATCH --cpus-per-task=4", "#SBATCH --time=01:00:00",
+        f"#SBATCH --output={camp}/logs/%x_%A_%a.out", "#SBATCH --partition=compute", "#SBATCH --account=proj123",
+        "#SBATCH --mem=16G", "#SBATCH --requeue", "#SBATCH --signal=B:USR1@120"]
+    setup = text[text.index("source /etc/profile.d/modules.sh"):text.index("export OMP_NUM_THREADS")]
+    assert setup.splitlines() == ["source /etc/profile.d/modules.sh", "module purge", "module load gcc/12",
+                                  "module load openmpi/4.1.6", "module load hdf5/1.14", "export OMP_PLACES=cores",
+                                  "export OMP_PROC_BIND=close", "# OpenMP threads: the runs' `threads`."], setup
+    assert "\nexport OMP_NUM_THREADS=4\n" in text
+    assert "srun --mpi=pmix -n 2 /opt/trainscale/openmpi/bin/trainscale run --manifest" in text
+    assert "ALLOW_RUN_AS_ROOT" not in text and "scontrol requeue" in text
+    assert subprocess.run(["bash", "-n", str(camp / "jobs" / "s0.slurm")]).returncode == 0
+    # The launcher is the mpi entry's `launcher` key: mpirun inside the allocation instead of srun.
+    (camp / "site.yaml").write_text(site.read_text().replace("launcher: srun\n    srun_mpi: pmix", "launcher: mpirun"))
+    res = run(["sweep", "submit", camp, "--dry-run", "--pack", "3"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = (camp / "jobs" / "s0.slurm").read_text()
+    assert "mpirun -np 2 /opt/trainscale/openmpi/bin/trainscale run --manifest" in text and "srun --mpi" not in text
+    assert "#SBATCH --array=0-0%16\n" in text and "#SBATCH --time=03:00:00\n" in text  # one task of 3 runs
+
+
+def test_root_only_variables_only_in_the_sites_of_this_machine():
+    """OMPI_ALLOW_RUN_AS_ROOT* lets mpirun run as root (containers, CI, this test machine): only
+    the site files of this machine carry it, never an example for a real cluster; no site sets
+    OMP_NUM_THREADS (job scripts and the local executor export each run's threads)."""
+    sites = sorted((REPO / "configs" / "sites").glob("*.yaml"))
+    assert len(sites) >= 10
+    for path in sites:
+        site = yaml.safe_load(path.read_text())
+        here = site["scheduler"] in ("local", "simulate") or path.stem.startswith(("localhost", "testbed"))
+        names = set(site.get("env") or {})
+        if not here:
+            assert not any("ALLOW_RUN_AS_ROOT" in n for n in names), path
+        assert "OMP_NUM_THREADS" not in names, path
