@@ -144,6 +144,8 @@ void print_text_header(std::ostream& out, const RunFileView& v) {
       << " threads on " << a("hosts") << "; " << a("mpi_flavor") << " " << a("mpi_version") << "\ntime      "
       << a("start_time") << " .. " << a("end_time") << "; " << v.steps << " steps, " << v.eval_step.size()
       << " evaluations\nversion   trainscale " << a("version") << " (commit " << a("git_sha") << ")\n";
+  for (const std::string& warning : split(a("warnings"), '\n'))
+    if (!warning.empty()) out << "warning   " << warning << "\n";
 }
 
 void print_text(std::ostream& out, const RunFileView& v, const ShowTables& t) {

@@ -28,7 +28,8 @@ commands:
             data make-synthetic-jpeg (an ImageNet-shaped JPEG folder)
 
 `trainscale <command> --help` describes each command; `trainscale --version` prints the version.
-exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss),
+exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error, 3 run diverged (NaN/Inf loss,
+            or above diverge.loss_above_factor x its start),
             4 preempted (SIGTERM/SIGUSR1: checkpoint written, continue with `run --resume`)
 )";
 

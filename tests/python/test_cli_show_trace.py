@@ -164,3 +164,17 @@ def test_trace_is_chrome_trace_json_with_every_phase_at_its_recorded_duration(tw
     for (name, s, r), e in spans.items():  # each step's phases lie inside it
         step = next(x for x in events if x.get("cat") == "step" and x["pid"] == r and x["args"]["step"] == s)
         assert e["ts"] >= step["ts"] - 0.01 and e["ts"] + e["dur"] <= step["ts"] + step["dur"] + 0.01, (name, s, r)  # µs, rounding
+
+
+def test_show_prints_the_runs_warnings(tmp_path):
+    cfg = write_config(tmp_path / "warm.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic, "
+                       "synthetic_samples: 256}\nbatch_per_worker: 16\nsteps: 4\nthreads: 1\n"
+                       "lr_schedule: {kind: cosine, warmup_epochs: 1}\neval: {every_epochs: 0}\n")
+    res = run(["run", "--config", cfg, "--out", tmp_path / "o"])
+    assert res.returncode == 0, res.stderr
+    (path,) = (tmp_path / "o").glob("*.h5")
+    with h5py.File(path) as f:
+        warnings = [w for w in f.attrs["warnings"].split("\n") if w]
+    assert warnings and any("warm-up" in w for w in warnings)
+    shown = [line for line in run(["show", path]).stdout.splitlines() if line.startswith("warning   ")]
+    assert shown == [f"warning   {w}" for w in warnings]
