@@ -2,6 +2,7 @@
 #include "data/node_stage.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,13 +25,40 @@ namespace fs = std::filesystem;
 constexpr const char* kStampName = ".trainscale-stage-complete";
 constexpr int64_t kCopyChunk = int64_t{8} << 20;  // bytes per read of the source
 
-void list_into(const Storage& storage, const std::string& dir, const std::string& relative, std::vector<TreeFile>& out) {
+// A POSIX tree's walk: each directory once. A directory reached again (a symlink loop, or a
+// second link to one directory) or through a link out of the root would make the walk read
+// files twice, unrelated files, or recurse without end: it is refused, naming the link.
+struct WalkGuard {
+  bool posix = false;
+  std::string root;  // canonical
+  std::vector<std::pair<dev_t, ino_t>> seen;
+
+  void enter(const std::string& dir, const std::string& shown_root) {
+    if (!posix) return;
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return;  // listing it will say what is wrong
+    const auto id = std::make_pair(st.st_dev, st.st_ino);
+    if (std::find(seen.begin(), seen.end(), id) != seen.end())
+      throw RuntimeError("data root " + shown_root + ": " + dir + " is a directory the walk already read (a " +
+                         "symlink loop, or a second link to one directory); remove the link: each data tree is read once");
+    std::error_code ec;
+    const std::string real = std::filesystem::canonical(dir, ec).string();
+    if (!ec && !seen.empty() && real != root && real.rfind(root + "/", 0) != 0)
+      throw RuntimeError("data root " + shown_root + ": " + dir + " links to " + real + ", outside the data root; " +
+                         "copy or mount that data under the root instead");
+    seen.push_back(id);
+  }
+};
+
+void list_into(const Storage& storage, const std::string& dir, const std::string& relative, std::vector<TreeFile>& out,
+               WalkGuard& guard, const std::string& shown_root) {
+  guard.enter(dir, shown_root);
   for (const StorageEntry& e : storage.list(dir)) {
     if (relative.empty() && e.name == kStampName) continue;  // the stamp of a staged copy is no data
     const std::string path = join_storage_path(dir, e.name);
     const std::string rel = relative.empty() ? e.name : relative + "/" + e.name;
     if (e.directory)
-      list_into(storage, path, rel, out);
+      list_into(storage, path, rel, out, guard, shown_root);
     else
       out.push_back({path, rel, e.size, e.mtime_ns});
   }
@@ -89,7 +117,13 @@ void copy_file(const Storage& source, const TreeFile& file, const fs::path& dst,
 
 std::vector<TreeFile> list_tree(const Storage& storage, const std::string& root) {
   std::vector<TreeFile> files;
-  list_into(storage, root, "", files);
+  WalkGuard guard;
+  guard.posix = storage.name() == "local" || storage.name() == "nfs";
+  if (guard.posix) {
+    std::error_code ec;
+    guard.root = std::filesystem::canonical(root, ec).string();
+  }
+  list_into(storage, root, "", files, guard, root);
   return files;
 }
 

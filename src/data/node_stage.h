@@ -38,6 +38,8 @@ struct TreeFile {
   std::string relative;  // path below root
   int64_t size = 0, mtime_ns = 0;
 };
+// Each directory of a POSIX tree is read once: a symlink loop, a second link to a directory, or a
+// directory link out of the root is a RuntimeError naming the link.
 std::vector<TreeFile> list_tree(const Storage& storage, const std::string& root);
 
 }  // namespace ts

@@ -1,0 +1,53 @@
+"""Symlinks in a data root (issue 35): the tree walks of the page-cache pass and of node-local
+staging read each directory once. A symlink loop (`ln -s . ROOT/a`), a second link to a walked
+directory, or a directory link out of the root is refused naming the link (exit 1), where the
+walk used to recurse without end or read unrelated files (docs/reliability.md)."""
+import os
+
+import pytest
+
+from small_idx import write_small_idx
+from trainscale_cli import run, write_config
+
+CONFIG = """\
+model: lenet
+dataset: {{name: fashion_mnist, root: "{root}", cache: {cache}{extra}}}
+batch_per_worker: 32
+steps: 2
+lr: 0.05
+threads: 1
+eval: {{every_epochs: 0}}
+"""
+
+
+def train(tmp_path, root, cache="warm", extra=""):
+    cfg = write_config(tmp_path / "run.yaml", CONFIG.format(root=root, cache=cache, extra=extra))
+    return run(["run", "--config", cfg, "--out", tmp_path / "out", "--overwrite"], timeout=120)
+
+
+@pytest.mark.parametrize("cache", ["warm", "cold"])
+def test_a_symlink_loop_in_the_data_root_is_refused_naming_the_link(tmp_path, cache):
+    root = write_small_idx(tmp_path / "data")
+    os.symlink(".", root / "a")
+    os.symlink(".", root / "b")
+    res = train(tmp_path, root, cache)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "already read (a symlink loop" in res.stderr and f"{root}/a" in res.stderr, res.stderr
+
+
+def test_a_directory_link_out_of_the_root_is_refused(tmp_path):
+    root = write_small_idx(tmp_path / "data")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "notes.txt").write_text("unrelated")
+    os.symlink(tmp_path / "elsewhere", root / "docs")
+    res = train(tmp_path, root)
+    assert res.returncode == 1 and "outside the data root" in res.stderr and f"{root}/docs" in res.stderr, res.stderr
+
+
+def test_staging_refuses_a_loop_too_and_a_plain_tree_still_trains(tmp_path):
+    root = write_small_idx(tmp_path / "data")
+    stage = f", stage: node_local, stage_dir: \"{tmp_path / 'scratch'}\""
+    assert train(tmp_path, root, extra=stage).returncode == 0
+    os.symlink("..", root / "up")  # a link to the root's parent, which holds the root: a loop
+    res = train(tmp_path, root, extra=stage)
+    assert res.returncode == 1 and f"{root}/up" in res.stderr, res.stderr
