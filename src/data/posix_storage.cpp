@@ -66,11 +66,17 @@ bool PosixStorage::exists(const std::string& path) const {
 }
 
 std::unique_ptr<RandomAccessFile> PosixStorage::open(const std::string& path) const {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer would block for ever; it is refused below. On a
+  // regular file the flag changes nothing.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw RuntimeError("data file " + path + ": cannot open it (" + os_error(errno) + ")");
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const std::string why = S_ISDIR(st.st_mode) ? "it is a directory" : os_error(errno);
+    const std::string why = S_ISDIR(st.st_mode)    ? "it is a directory"
+                            : S_ISFIFO(st.st_mode) ? "it is a FIFO (named pipe), not a regular file"
+                            : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "it is a device, not a regular file"
+                            : S_ISSOCK(st.st_mode) ? "it is a socket, not a regular file"
+                                                   : os_error(errno);
     ::close(fd);
     throw RuntimeError("data file " + path + ": cannot read it as a file (" + why + ")");
   }

@@ -51,3 +51,14 @@ def test_staging_refuses_a_loop_too_and_a_plain_tree_still_trains(tmp_path):
     os.symlink("..", root / "up")  # a link to the root's parent, which holds the root: a loop
     res = train(tmp_path, root, extra=stage)
     assert res.returncode == 1 and f"{root}/up" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("cache", ["warm", "cold"])
+def test_a_fifo_named_like_a_data_file_is_refused_not_waited_on(tmp_path, cache):
+    root = write_small_idx(tmp_path / "data")
+    images = next(p for p in root.iterdir() if p.name.startswith("train-images"))
+    images.unlink()
+    os.mkfifo(images)
+    res = train(tmp_path, root, cache)  # the old open(2) waited for a writer for ever (timeout 120 s)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert images.name in res.stderr and "FIFO" in res.stderr, res.stderr
