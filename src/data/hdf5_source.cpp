@@ -8,6 +8,7 @@
 #include <cstring>
 #include <list>
 #include <map>
+#include <filesystem>
 #include <mutex>
 
 #include "core/error.h"
@@ -246,6 +247,9 @@ std::shared_ptr<const std::vector<uint8_t>> Hdf5Source::read_chunk(int64_t chunk
 
 std::unique_ptr<SampleSource> open_file(hid_t fapl, const std::string& path, const std::string& name, int64_t classes,
                                         const Normalisation& stats) {
+  std::error_code ec;  // HDF5's open(2) of a FIFO would wait for a writer for ever
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw RuntimeError("data file " + path + ": not a regular file (a directory, FIFO, device or socket)");
   hdf5::QuietErrors quiet;
   std::lock_guard<std::mutex> lock(hdf5_read_mutex());
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <utility>
 
 #include "core/error.h"
@@ -28,6 +29,11 @@ constexpr uint64_t kMaxExpansion = 1100;
 }  // namespace
 
 ReadFile ReadFile::open(const std::string& path) {
+  // HDF5's open(2) of a FIFO waits for a writer for ever: only regular files are opened.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw RuntimeError("HDF5 file " + path + ": not a regular file (a directory, FIFO, device or socket); "
+                       "remove or rename it");
   QuietErrors quiet;
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) fail(path, "cannot be opened as HDF5 (missing, not HDF5, or truncated)");

@@ -1,7 +1,8 @@
-"""Symlinks in a data root (issue 35): the tree walks of the page-cache pass and of node-local
+"""Symlinks and special files (issue 35): the tree walks of the page-cache pass and of node-local
 staging read each directory once. A symlink loop (`ln -s . ROOT/a`), a second link to a walked
 directory, or a directory link out of the root is refused naming the link (exit 1), where the
-walk used to recurse without end or read unrelated files (docs/reliability.md)."""
+walk used to recurse without end or read unrelated files. A FIFO named like a data file, a
+checkpoint or a run file is refused or skipped, never waited on (docs/reliability.md)."""
 import os
 
 import pytest
@@ -62,3 +63,21 @@ def test_a_fifo_named_like_a_data_file_is_refused_not_waited_on(tmp_path, cache)
     res = train(tmp_path, root, cache)  # the old open(2) waited for a writer for ever (timeout 120 s)
     assert res.returncode == 1, res.stdout + res.stderr
     assert images.name in res.stderr and "FIFO" in res.stderr, res.stderr
+
+
+def test_a_fifo_named_like_a_checkpoint_or_a_run_file_is_skipped_not_waited_on(tmp_path):
+    root = write_small_idx(tmp_path / "data")
+    cfg = write_config(tmp_path / "ck.yaml", CONFIG.format(root=root, cache="warm", extra="").replace(
+        "steps: 2", "steps: 4") + "checkpoint: {every_steps: 1, keep: true}\n")
+    first = run(["run", "--config", cfg, "--out", tmp_path / "out"], timeout=120)
+    assert first.returncode == 0, first.stderr
+    newest = max((tmp_path / "out").glob("*.checkpoint.*"), key=lambda p: int(p.name.split(".")[-2]))
+    newest.unlink()
+    os.mkfifo(newest)
+    res = run(["run", "--config", cfg, "--out", tmp_path / "out", "--resume"], timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"skipping checkpoint {newest}" in res.stdout + res.stderr and "not a regular file" in res.stdout + res.stderr
+    fifo_run = tmp_path / "fifo.h5"
+    os.mkfifo(fifo_run)
+    shown = run(["show", fifo_run], timeout=60)
+    assert shown.returncode == 1 and "not a regular file" in shown.stderr
