@@ -19,6 +19,7 @@
 #include "metrics/mllog.h"
 #include "metrics/run_file_view.h"
 #include "metrics/utilisation.h"
+#include "train/summary.h"
 
 namespace po = boost::program_options;
 
@@ -56,14 +57,6 @@ struct ShowTables {
   std::vector<RankRow> ranks;
 };
 
-double percentile_of(std::vector<double> v, double pct) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const double pos = pct / 100.0 * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos)), hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
 PhaseStats phase_stats(const RunFileView& v, const std::string& phase, int64_t first) {
   const std::vector<float>& t = v.timing.at(phase);
   const std::vector<float>& step = v.timing.count("step") ? v.timing.at("step") : t;
@@ -80,8 +73,8 @@ PhaseStats phase_stats(const RunFileView& v, const std::string& phase, int64_t f
     sum += mean;
     per_step.push_back(mean / static_cast<double>(v.ranks));
   }
-  p.median = percentile_of(per_step, 50);
-  p.p90 = percentile_of(per_step, 90);
+  p.median = percentile(per_step, 50);
+  p.p90 = percentile(per_step, 90);
   p.mean = per_step.empty() ? NAN : sum / static_cast<double>(v.ranks) / static_cast<double>(per_step.size());
   p.share = step_sum > 0 ? sum / step_sum : NAN;
   return p;

@@ -58,8 +58,9 @@ void require_wall_times(const RunFileView& run) {
 // Submission fields, cache_clear and the hyperparameters, at the set-up's start.
 void describe_run(Stream& out, const RunFileView& run, double t) {
   const auto text = [](const std::string& s) { return json_quote(s); };
-  const auto cfg = [&run](const char* key) { return run.config_value(key); };
-  out.point(t, "cache_clear", cfg("dataset.cache") == "drop" ? "true" : "false");
+  // A number from /config as JSON: its text, or null where the file lacks the key.
+  const auto cfg = [&run](const char* key) { return run.config_value(key, "null"); };
+  out.point(t, "cache_clear", run.config_value("dataset.cache") == "drop" ? "true" : "false");
   out.event(t, "INTERVAL_START", "init_start", "null");
   out.point(t, "submission_org", text("trainscale"));
   out.point(t, "submission_platform", text(std::to_string(run.ranks) + "x" + run.attribute("device_name")));
@@ -75,7 +76,7 @@ void describe_run(Stream& out, const RunFileView& run, double t) {
   out.point(t, "opt_name", text("sgd"));
   out.point(t, "sgd_opt_base_learning_rate", cfg("lr"));
   out.point(t, "opt_learning_rate_warmup_epochs", cfg("lr_schedule.warmup_epochs"));
-  out.point(t, "opt_learning_rate_decay_schedule", text(cfg("lr_schedule.kind")));
+  out.point(t, "opt_learning_rate_decay_schedule", text(run.config_value("lr_schedule.kind")));
   out.point(t, "sgd_opt_momentum", cfg("momentum"));
   out.point(t, "sgd_opt_weight_decay", cfg("weight_decay"));
   out.point(t, "trainscale_run_id", text(run.attribute("run_id")));

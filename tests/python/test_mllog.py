@@ -123,3 +123,12 @@ def test_a_run_file_without_wall_times_has_no_mllog_stream(tmp_path):
     res = run(["show", old, "--mllog", tmp_path / "none.mllog"])
     assert res.returncode == 1 and "/train/wall_time is missing" in res.stderr
     assert not (tmp_path / "none.mllog").exists()
+    # A /config without a hyperparameter's key: its event's value is JSON null, the line still parses.
+    lacking = tmp_path / "lacking.h5"
+    shutil.copy(h5, lacking)
+    with h5py.File(lacking, "r+") as f:
+        del f["config"].attrs["momentum"]
+    res = run(["show", lacking, "--mllog", tmp_path / "lacking.mllog"])
+    assert res.returncode == 0, res.stderr
+    momentum = [ll for ll in events(tmp_path / "lacking.mllog") if ll.key == "sgd_opt_momentum"]
+    assert len(momentum) == 1 and momentum[0].value["value"] is None
