@@ -6,7 +6,7 @@ On a test bed of --hosts hosts with one rank each (scripts/testbed.sh; one threa
 ranks of the bed never share a core of this machine), for each link rate of --rates (tbf shaping
 in Gbit/s, `off` = the unshaped veth) and each --cases run: `trainscale calibrate` runs across the
 hosts right before the run (the network's alpha and bandwidth by ping-pong, every all-reduce's
-alpha-beta fit, the node and the run's model's layers) into a cluster file of the bed at that
+alpha-beta fit, the node and the run's model's layers at the run's batch) into a cluster file of the bed at that
 rate, so that a machine whose speed drifts within minutes (a cloud guest) is measured as the
 run finds it; then the run trains across the hosts (`trainscale run`, synthetic data, --steps
 steps), is predicted (`trainscale predict --workers-per-node 1`) and simulated (`trainscale-sim
@@ -89,18 +89,19 @@ def median_step(run_file, warmup):
     return float(np.median(step.max(axis=1)[warmup:]))
 
 
-def calibrated(bed, args, work, rate, name, model):
-    """A cluster file of the bed at this rate, measured now: the network, the fits, `model`'s layers."""
+def calibrated(bed, args, work, rate, name, model, batch):
+    """A cluster file of the bed at this rate, measured now: the network, the fits, `model`'s layers
+    at the run's minibatch (a layer's efficiency depends on it)."""
     cluster = work / "clusters" / f"{name}.yaml"
     cluster.parent.mkdir(parents=True, exist_ok=True)
     bed.mpirun([BINARY, "calibrate", "--out", cluster, "--name", f"testbed-{rate}", "--threads", 1,
-                "--models", model, "--budget-s", args.budget_s])
+                "--models", model, "--batch", batch, "--budget-s", args.budget_s])
     return cluster
 
 
 def one_point(bed, args, work, rate, model, batch):
     name = f"{model}-b{batch}-{len(bed.hosts)}h-{rate}"
-    cluster = calibrated(bed, args, work, rate, name, model)
+    cluster = calibrated(bed, args, work, rate, name, model, batch)
     cfg = work / "configs" / f"{name}.yaml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text(config_text(model, batch, len(bed.hosts), args.steps))
