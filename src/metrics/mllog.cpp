@@ -60,7 +60,7 @@ void describe_run(Stream& out, const RunFileView& run, double t) {
   const auto text = [](const std::string& s) { return json_quote(s); };
   // A number from /config as JSON: its text, or null where the file lacks the key.
   const auto cfg = [&run](const char* key) { return run.config_value(key, "null"); };
-  out.point(t, "cache_clear", run.config_value("dataset.cache") == "drop" ? "true" : "false");
+  out.point(t, "cache_clear", run.config_value("dataset.cache") == "cold" ? "true" : "false");
   out.event(t, "INTERVAL_START", "init_start", "null");
   out.point(t, "submission_org", text("trainscale"));
   out.point(t, "submission_platform", text(std::to_string(run.ranks) + "x" + run.attribute("device_name")));
