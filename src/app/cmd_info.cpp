@@ -99,7 +99,7 @@ int command_info(const std::vector<std::string>& args) {
 }
 
 int command_not_built(const std::string& name, const std::vector<std::string>& args) {
-  throw ConfigError("`trainscale " + name + "` is part of the CLI contract (DESIGN.md) but not in this build yet; "
+  throw ConfigError("`trainscale " + name + "` is part of the CLI contract (README.md) but not in this build yet; "
                     "available commands: run, info");
 }
 

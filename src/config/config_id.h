@@ -1,4 +1,4 @@
-// Deterministic identifiers for resolved configurations (contract: DESIGN.md sweep section).
+// Deterministic identifiers for resolved configurations (docs/sweeps.md "Ids and seeds").
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The run configuration (contract: DESIGN.md "Run configuration", docs/config.md), typed.
+// The run configuration (docs/config.md), typed.
 // Parsed from YAML plus `--set key=value` overrides, checked against a schema of every key
 // (config/schema.h: type, accepted values, default), resolved (defaults filled in, derived
 // defaults computed) and turned into this struct once: enum-like keys are C++ enums here, so

@@ -3,7 +3,7 @@
 // and device memory.
 //
 // Host arenas: the link only points at them (host(a) is the arena; mark, wait, pull and push do
-// nothing). Device arenas (CUDA build, dist/cuda/cuda_arena_link.h): host(a) is a pinned host
+// nothing). Device arenas (CUDA build, dist/cuda/cuda_arena_link.cpp): host(a) is a pinned host
 // mirror of the arena; the caller's thread marks how far the compute stream has come (an event
 // recorded on it), and any thread pulls a range into the mirror once the compute work before a
 // mark is done, reduces it there with an MPI algorithm and pushes it back on a copy stream of the

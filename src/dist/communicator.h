@@ -1,4 +1,4 @@
-// The trainer's view of the other ranks. Owns every byte that crosses ranks (DESIGN.md:
+// The trainer's view of the other ranks. Owns every byte that crosses ranks (docs/architecture.md:
 // dist/ owns communication). A world of size 1 is an ordinary communicator, so the trainer
 // has no single-process special case. No MPI types leak out of dist/.
 #pragma once

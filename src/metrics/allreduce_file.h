@@ -1,5 +1,5 @@
 // The all-reduce benchmark file written by `trainscale bench allreduce --out FILE.h5`
-// (schema trainscale-allreduce/1, DESIGN.md "Allreduce benchmark file"):
+// (schema trainscale-allreduce/1, docs/hdf5-schema.md "All-reduce benchmark file"):
 //   /                      attrs schema, version, git_sha, start_time, end_time, world_size, mpi_flavor,
 //                          mpi_version, mpi_tuning, hosts, buffers, shm_chunk_bytes, shm_buffers (the shm
 //                          window the run asked for), iters, warmup, check, in_place

@@ -1,4 +1,4 @@
-// Sweep expansion (contract: DESIGN.md "Sweep file", docs/sweeps.md): a parsed sweep file
+// Sweep expansion (docs/sweeps.md "Expansion"): a parsed sweep file
 // becomes the ordered list of runs of a campaign, each a validated, resolved run config with
 // its config_id, run_id and seed; and the frozen campaign directory (manifest.yaml, its hash,
 // copies of the sweep and site files, runs/).

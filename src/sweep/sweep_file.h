@@ -1,4 +1,4 @@
-// The sweep file (contract: DESIGN.md "Sweep file", docs/sweeps.md): a base run config plus
+// The sweep file (docs/sweeps.md "Sweep file schema"): a base run config plus
 // the dimensions that vary it (matrix, zip), points removed (exclude) and added (include),
 // repetitions and resources. Parsing checks shapes and keys only; expand.h validates points.
 // Errors are ConfigError naming the sweep file, line and key.

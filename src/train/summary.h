@@ -23,7 +23,7 @@ struct SummaryInput {
 // (first-touch allocation, primitive creation, cache warm-up), none for runs of 1 step.
 int64_t warmup_steps_for(int64_t steps);
 
-// Keys of DESIGN.md /summary: images_per_s, images_per_s_per_worker, step_time_median,
+// Keys of the run file's /summary (docs/hdf5-schema.md): images_per_s, images_per_s_per_worker, step_time_median,
 // step_time_p90, warmup_steps, final_train_loss, min_train_loss, final_accuracy, best_accuracy,
 // time_to_target (NaN when never reached), diverged (0/1).
 std::map<std::string, double> compute_summary(const SummaryInput& in);
