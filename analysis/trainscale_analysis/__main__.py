@@ -1,15 +1,38 @@
 """Command line: python3 -m trainscale_analysis report|compare|predict|predict-study|sim-study|network-study|compression|checkpoint-io|archive ...
 (see docs/analysis.md).
 
-Exit codes follow the driver's: 0 ok, 1 failed, 2 usage or input error (bad campaign
-directory, unknown schema version).
+Exit codes follow the driver's: 0 ok, 1 failed (an output that cannot be written: a full disk, a
+read-only file system; report and compare then leave nothing behind), 2 usage or input error (bad
+campaign directory, unknown schema version, -o naming a directory where a file goes).
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+from pathlib import Path
 
 from . import archive, checkpoint_io, compare, compression, load, network_study, predict, report, sim_study
+from .report_document import OutputError
+
+# Commands whose -o names a file (the others' name a directory).
+FILE_OUTPUTS = ("report", "compare", "predict", "compression", "checkpoint-io")
+WHAT_TO_DO = {
+    errno.ENOSPC: "the file system is full: free space there or write elsewhere with -o",
+    errno.EDQUOT: "the disk quota is used up: free space or write elsewhere with -o",
+    errno.EROFS: "the file system is read-only: write elsewhere with -o",
+    errno.EACCES: "permission denied: write where you may with -o",
+    errno.EPERM: "not permitted: write where you may with -o",
+}
+
+
+def os_error_text(e: OSError, out: str) -> str:
+    """`cannot write <out>: <reason> (<what to do>)` of a failed write (or `<file>: <reason>` of a
+    failed read elsewhere), on one line."""
+    reason = e.strerror or str(e)
+    hint = WHAT_TO_DO.get(e.errno)
+    where = f"cannot write {out}" if hint or not e.filename else str(e.filename)
+    return f"{where}: {reason}" + (f" ({hint})" if hint else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("campaign", metavar="CAMPAIGN_DIR")
     k.add_argument("-o", "--out", required=True, metavar="reports/studies/NAME/campaign")
     args = p.parse_args(argv)
+    if args.command in FILE_OUTPUTS and Path(args.out).is_dir():
+        print(f"trainscale_analysis {args.command}: -o {args.out} is a directory; give the output a file name, "
+              f"e.g. -o {Path(args.out) / ('report.html' if args.command in ('report', 'compare') else 'report.md')}",
+              file=sys.stderr)
+        return 2
     try:
         if args.command == "checkpoint-io":
             print(checkpoint_io.write_checkpoint_io_report(args.files, args.out, args.title))
@@ -108,9 +136,14 @@ def main(argv: list[str] | None = None) -> int:
                 baselines=report.parse_baselines(args.baseline), title=args.title, io_paths=args.io)
         else:
             html, md = compare.build_compare_report(args.a, args.b, args.out, args.title)
-    except (load.SchemaError, load.CampaignError, ValueError, KeyError) as e:
+    except (load.SchemaError, load.CampaignError, OutputError, ValueError, KeyError) as e:
         print(f"trainscale_analysis {args.command}: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a full disk, a read-only file system: the report was not written
+        print(f"trainscale_analysis {args.command}: {os_error_text(e, args.out)}; "
+              f"{'nothing was written' if args.command in ('report', 'compare') else 'the output is incomplete'}",
+              file=sys.stderr)
+        return 1
     print(html)
     print(md)
     return 0

@@ -72,9 +72,15 @@ def build_compare_report(a: str | Path, b: str | Path, out_html: str | Path,
     na = ", ".join(sorted(da["campaign"].dropna().unique().tolist())) or str(a)
     nb = ", ".join(sorted(db["campaign"].dropna().unique().tolist())) or str(b)
     title = title or f"trainscale comparison: {na} (A) vs {nb} (B)"
-    fig_dir = out_html.with_name(out_html.stem + "_figures")
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    rep = report.Report(title, fig_dir, fig_dir.name)
+    with report.StagedOutput(out_html) as out:  # all or nothing, as the report
+        return _write_compare(out, a, b, da, db, title)
+
+
+def _write_compare(out: "report.StagedOutput", a: str | Path, b: str | Path, da: pd.DataFrame, db: pd.DataFrame,
+                   title: str) -> tuple[Path, Path]:
+    out_html = out.html
+    fig_dir = out.stage_figures
+    rep = report.Report(title, fig_dir, out.figures.name, output=out)
     rep.settings = set(load.config_columns(da)) | set(load.config_columns(db))
     rep.para(f"A = {a} ({len(da)} runs), B = {b} ({len(db)} runs). Ratios are B / A: above "
              f"1 for images/s means B is faster; below 1 for times means B is faster.")

@@ -18,7 +18,7 @@ import pandas as pd
 
 from . import dimensions, exchange, hetero, io_bench, load, metrics, plots, strategies
 from .number_format import fmt, format_setting
-from .report_document import CSS, Report  # noqa: F401  (compare.py and callers use them here)
+from .report_document import CSS, Report, StagedOutput  # noqa: F401  (compare.py and callers use them here)
 from .tables import table_html, table_md  # noqa: F401
 
 # Dimensions the scaling and loss-area sections handle themselves; every other dimension
@@ -90,14 +90,21 @@ def build_report(paths: Sequence[str | Path], out_html: str | Path,
     and storage views. Returns (html path, markdown path)."""
     out_html = Path(out_html)
     df = load.load_campaigns(paths) if df is None else df
+    # All or nothing (report_document.StagedOutput): the figures are made in a staging folder
+    # and replace an earlier report's figures only when the whole report is written.
+    with StagedOutput(out_html) as out:
+        return _write_report(out, paths, df, threshold, baseline_workers, baselines, title, io_paths)
+
+
+def _write_report(out: StagedOutput, paths: Sequence[str | Path], df: pd.DataFrame, threshold: float | None,
+                  baseline_workers: int | None, baselines: dict[str, Any] | None, title: str | None,
+                  io_paths: Sequence[str | Path]) -> tuple[Path, Path]:
+    out_html = out.html
     baselines = dict(baselines or {})
     names = sorted(df["campaign"].dropna().unique().tolist()) if not df.empty else []
     title = title or f"trainscale report: {', '.join(names) or 'empty campaign'}"
-    fig_dir = out_html.with_name(out_html.stem + "_figures")
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    for old in [*fig_dir.glob("*.png"), *fig_dir.glob("*.svg")]:
-        old.unlink()  # figures of an earlier report whose sections this one may not have
-    rep = Report(title, fig_dir, fig_dir.name)
+    fig_dir = out.stage_figures
+    rep = Report(title, fig_dir, out.figures.name, output=out)
     rep.settings = set(load.config_columns(df)) | {"value", "values", "device", "generation"}
     ok = metrics.finished(df)
     counts = df["status"].value_counts().to_dict() if not df.empty else {}
