@@ -7,6 +7,8 @@
 2. Function length: no function body in src/ longer than --max-lines lines (default 100),
    counted from the line of its opening brace to its closing brace; lambdas count towards the
    function around them.
+3. Docs size: no page under docs/ longer than 500 lines, and docs/ under 4,800 lines in all
+   (reference pages; measurements live under reports/).
 
 Usage: scripts/check_architecture.py [--root REPO] [--max-lines N] [--quiet]
 Exit status: 0 when both checks pass, 1 otherwise. tests/python/test_architecture.py runs it.
@@ -174,6 +176,34 @@ def check_lengths(src, max_lines):
     return problems
 
 
+DOCS_MAX_PAGE_LINES = 500    # one page per topic: reference, not a lab notebook (issue 37)
+DOCS_MAX_TOTAL_LINES = 4800  # all of docs/ together; measurements live under reports/
+
+
+def docs_pages(docs):
+    """Every .md page under docs/ (subfolders included), with its line count."""
+    pages = []
+    for dirpath, _, names in os.walk(docs):
+        for name in sorted(names):
+            if name.endswith(".md"):
+                path = os.path.join(dirpath, name)
+                with open(path, encoding="utf-8") as f:
+                    pages.append((path, sum(1 for _ in f)))
+    return sorted(pages)
+
+
+def check_docs_page_lengths(docs, max_lines=DOCS_MAX_PAGE_LINES):
+    return [f"docs/{os.path.relpath(path, docs)}: {lines} lines (at most {max_lines}): split it by topic, "
+            f"or move measurements to reports/" for path, lines in docs_pages(docs) if lines > max_lines]
+
+
+def check_docs_total(docs, max_total=DOCS_MAX_TOTAL_LINES):
+    total = sum(lines for _, lines in docs_pages(docs))
+    if total < max_total:
+        return []
+    return [f"docs/: {total} lines in all (under {max_total}): cut repetition and dated narrative"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -188,7 +218,11 @@ def main():
     if not args.quiet:
         print(f"check_architecture: {len(includes)} include violation(s), "
               f"{len(lengths)} function(s) over {args.max_lines} lines")
-    return 1 if includes or lengths else 0
+    docs = os.path.join(args.root, "docs")
+    docs_problems = check_docs_page_lengths(docs) + check_docs_total(docs)
+    for line in docs_problems:
+        print(line)
+    return 1 if includes or lengths or docs_problems else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The module map and the size rule hold in src/ (scripts/check_architecture.py): no module
 includes one above it in the map of docs/architecture.md, and no function is longer than 100
-lines. The checker itself is tested on small trees it must accept and refuse."""
+lines; no docs/ page is longer than 500 lines, and docs/ holds under 4,800 in all. The checker
+itself is tested on small trees it must accept and refuse."""
 import os
 import subprocess
 import sys
@@ -52,3 +53,20 @@ def test_a_long_function_is_refused_and_a_long_table_is_not(tmp_path):
     assert proc.returncode == 1
     assert "src/core/long.cpp:1: function long_one is 104 lines" in proc.stdout
     assert "table" not in proc.stdout and "short_one" not in proc.stdout
+
+
+def test_a_docs_page_over_500_lines_and_docs_over_4800_lines_are_refused(tmp_path):
+    write(tmp_path, "core/a.h", "#pragma once\n")
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "short.md").write_text("# Short\n" * 500)  # 500 lines: the most a page may have
+    proc = run_check(tmp_path)
+    assert "docs/" not in proc.stdout, proc.stdout  # (other checks may refuse this small tree)
+    (docs / "long.md").write_text("line\n" * 501)
+    for i in range(9):
+        (docs / "sub" / f"page{i}.md").write_text("line\n" * 450)
+    proc = run_check(tmp_path)
+    assert proc.returncode == 1
+    assert "docs/long.md: 501 lines (at most 500)" in proc.stdout
+    assert "docs/short.md" not in proc.stdout and "page0.md" not in proc.stdout
+    assert "docs/: 5051 lines in all (under 4800)" in proc.stdout
