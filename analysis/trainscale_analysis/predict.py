@@ -52,6 +52,8 @@ def load_prediction(path: str | Path) -> pd.DataFrame:
             df[k] = p[k][:] if k in p else 0.0
         # The communication thread's cores taken from backward (files before the model had it: 0).
         df["contention"] = p["contention"][:] if "contention" in p else 0.0
+        # Waiting for the slowest of noisy workers (files before the model priced it: 0).
+        df["straggle"] = p["straggle"][:] if "straggle" in p else 0.0
         df["compression"] = _text(p.attrs.get("compression", ""))
         # Uneven workers: "<workers>: 96,32" per line (the row's times are the slowest rank's).
         shares = dict(line.split(": ", 1) for line in _text(p.attrs.get("shares", "")).splitlines() if ": " in line)

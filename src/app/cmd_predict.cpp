@@ -110,6 +110,7 @@ PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, co
     r.comm.push_back(s.comm);
     r.exposed_comm.push_back(s.exposed_comm);
     r.contention.push_back(s.contention);
+    r.straggle.push_back(s.straggle);
     r.data.push_back(s.data);
     r.forward.push_back(s.forward);
     r.backward.push_back(s.backward);
@@ -136,7 +137,7 @@ PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, co
 // Each field starts with a space: a value wider than its column (a step of minutes on 1,000
 // workers) still reads apart from its neighbours.
 void print_points(std::ostream& os, const perf::Prediction& p, int64_t threads) {
-  os << "workers  nodes  per_node  threads  batch   step_ms  compute_ms   comm_ms  exposed_ms  contention_ms   data_ms  "
+  os << "workers  nodes  per_node  threads  batch   step_ms  compute_ms   comm_ms  exposed_ms  straggle_ms  contention_ms   data_ms  "
         "samples/s  efficiency  layers c/m/n\n";
   for (const perf::WorkerPoint& pt : p.points) {
     const perf::StepPrediction& s = pt.step;
@@ -146,7 +147,7 @@ void print_points(std::ostream& os, const perf::Prediction& p, int64_t threads) 
        << fmt(" %9.0f", static_cast<double>(pt.placement.ranks_per_node)) << fmt(" %8.0f", static_cast<double>(threads))
        << fmt(" %6.0f", static_cast<double>(pt.batch_per_worker)) << fmt(" %9.3f", s.step * 1e3)
        << fmt(" %11.3f", s.compute * 1e3) << fmt(" %9.3f", s.comm * 1e3) << fmt(" %11.3f", s.exposed_comm * 1e3)
-       << fmt(" %14.3f", s.contention * 1e3) << fmt(" %9.3f", s.data * 1e3) << fmt(" %10.1f", pt.throughput) << fmt(" %11.3f", pt.scaling_efficiency) << "  "
+       << fmt(" %12.3f", s.straggle * 1e3) << fmt(" %14.3f", s.contention * 1e3) << fmt(" %9.3f", s.data * 1e3) << fmt(" %10.1f", pt.throughput) << fmt(" %11.3f", pt.scaling_efficiency) << "  "
        << bounds[0] << "/" << bounds[1] << "/" << bounds[2] << (pt.placement.oversubscribed ? "  (oversubscribed)" : "")
        << "\n";
   }

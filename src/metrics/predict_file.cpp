@@ -78,7 +78,7 @@ void write_predict_file(const std::string& path, const PredictResult& r) {
     top.write("batch_per_worker", r.batch).set_attr("units", "samples");
     const std::pair<const char*, const std::vector<double>*> seconds[] = {
         {"step_time", &r.step_time}, {"compute", &r.compute}, {"comm", &r.comm}, {"exposed_comm", &r.exposed_comm},
-        {"contention", &r.contention}, {"data", &r.data},           {"forward", &r.forward}, {"backward", &r.backward}, {"update", &r.update},
+        {"contention", &r.contention}, {"straggle", &r.straggle}, {"data", &r.data},           {"forward", &r.forward}, {"backward", &r.backward}, {"update", &r.update},
         {"compress", &r.compress},   {"decompress", &r.decompress}};
     for (const auto& [name, values] : seconds) top.write(name, *values).set_attr("units", "seconds");
     top.write("wire_bytes", r.wire_bytes).set_attr("units", "bytes");

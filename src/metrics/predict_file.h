@@ -32,7 +32,7 @@ struct PredictResult {
   int64_t batch_per_worker = 0;    // of the layer table (the first worker count's)
   // one entry per worker count
   std::vector<int64_t> workers, nodes, ranks_per_node, batch;
-  std::vector<double> step_time, compute, comm, exposed_comm, contention, data, forward, backward, update,
+  std::vector<double> step_time, compute, comm, exposed_comm, contention, straggle, data, forward, backward, update,
       throughput, scaling_efficiency;
   std::vector<double> compress, decompress, wire_bytes;  // parts of comm, and bytes (0 without compression)
   std::vector<std::string> allreduce;  // the all-reduce model at each count, in words

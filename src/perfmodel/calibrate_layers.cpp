@@ -2,6 +2,7 @@
 // timed inside it (Net::set_layer_timing: layouts, fusion and reorders as in a run), against
 // the roofline of the same layer on the measured node.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -24,9 +25,20 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
 }
 
+// 1.4826 x the median absolute deviation over the median: a standard deviation relative to the
+// typical value that a few steps which lost their core do not inflate.
+double robust_cv(const std::vector<double>& v) {
+  const double m = median(v);
+  if (v.size() < 3 || m <= 0) return 0.0;
+  std::vector<double> deviation;
+  for (double x : v) deviation.push_back(std::abs(x - m));
+  return 1.4826 * median(deviation) / m;
+}
+
 // Seconds of each node's forward and backward, the median over the timed steps: on a shared
-// machine a step that lost its core shows as one slow step, not as a slower mean.
-std::vector<std::pair<double, double>> time_layers(Net& net, int64_t batch, const ModelInput& input, double budget_s) {
+// machine a step that lost its core shows as one slow step, not as a slower mean. And the
+// variation of the steps' totals (forward + backward of every node).
+LayerTimes time_layers(Net& net, int64_t batch, const ModelInput& input, double budget_s) {
   const int64_t sample = input.sample.numel();
   std::vector<float> images(static_cast<size_t>(batch * sample));
   std::vector<int32_t> labels(static_cast<size_t>(batch));
@@ -42,20 +54,26 @@ std::vector<std::pair<double, double>> time_layers(Net& net, int64_t batch, cons
   net.set_layer_timing(true);
   const size_t nodes = static_cast<size_t>(net.node_count());
   std::vector<std::vector<double>> forward(nodes), backward(nodes);
+  std::vector<double> totals;
   const double end = now_seconds() + budget_s;
   int steps = 0;
   do {
     net.reset_layer_seconds();
     step();
+    double total = 0;
     for (size_t n = 1; n < nodes; ++n) {
       const auto [f, b] = net.layer_seconds(static_cast<int>(n));
       forward[n].push_back(f);
       backward[n].push_back(b);
+      total += f + b;
     }
+    totals.push_back(total);
   } while ((++steps < 3 || now_seconds() < end) && steps < 1000);
   net.set_layer_timing(false);
-  std::vector<std::pair<double, double>> out(nodes);
-  for (size_t n = 1; n < nodes; ++n) out[n] = {median(forward[n]), median(backward[n])};
+  LayerTimes out;
+  out.nodes.resize(nodes);
+  for (size_t n = 1; n < nodes; ++n) out.nodes[n] = {median(forward[n]), median(backward[n])};
+  out.step_noise_cv = robust_cv(totals);
   return out;
 }
 
@@ -80,7 +98,7 @@ std::map<std::string, PhaseEfficiency> layer_efficiency(const std::string& model
   const std::vector<LayerTime> roofline = layer_times(layers, worker_rate(node_only, alone, "fp32"), Calibration{}, model, false);
   std::map<std::string, PhaseEfficiency> out;
   for (size_t i = 0; i < layers.size(); ++i) {
-    const auto [fp_s, bp_s] = measured[static_cast<size_t>(layers[i].node)];
+    const auto [fp_s, bp_s] = measured.nodes[static_cast<size_t>(layers[i].node)];
     const LayerTime& r = roofline[i];
     PhaseEfficiency e;
     const double fp_model = r.seconds[0], bp_model = r.seconds[1] + r.seconds[2];

@@ -186,6 +186,11 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
   const double layers_s = 0.5 * o.budget_s;
   const std::map<std::string, LayerTimes> one_core = time_models(o, 1, threads > 1 ? layers_s / 2 : layers_s);
   if (comm.rank() == 0) {
+    // How much a step's compute varies while every rank computes: the first model's (the
+    // models' medians agree within noise; the first is the one the codecs are measured on).
+    spec.calibration.compute_noise_cv = one_core.at(o.models.front()).step_noise_cv;
+    log << "compute noise (" << o.models.front() << ", one core, every rank computing): cv "
+        << fixed(spec.calibration.compute_noise_cv, "%.3f") << "\n";
     const double gemm_s = 0.1 * o.budget_s, triad_s = 0.1 * o.budget_s;
     for (const char* precision : {"fp32", "bf16"}) {
       const double gflops = measure_gemm_gflops(precision, threads, 1024, gemm_s / 2);

@@ -31,8 +31,12 @@ double measure_gemm_gflops(const std::string& precision, int threads, int64_t si
 // rate, counting 3 x 8 bytes per element as STREAM does.
 double measure_triad_gbs(int threads, int64_t bytes_per_array, double budget_s);
 // The median forward and backward seconds of each node of `model`'s net (cpu backend, fp32,
-// `batch`, `threads` threads), each layer timed inside the real net, in node order.
-using LayerTimes = std::vector<std::pair<double, double>>;
+// `batch`, `threads` threads), each layer timed inside the real net, in node order; and how much
+// a whole step's forward + backward varies from step to step (Calibration::compute_noise_cv).
+struct LayerTimes {
+  std::vector<std::pair<double, double>> nodes;
+  double step_noise_cv = 0;
+};
 LayerTimes measure_layer_times(const std::string& model, int64_t batch, int threads, double budget_s);
 // roofline / measured time of each layer of `model` on a node described by `node_only` (its peak
 // and bandwidth; no calibration): layer name -> efficiency.

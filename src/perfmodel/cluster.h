@@ -102,6 +102,10 @@ struct Calibration {
   std::string date;        // ISO date of the measurement
   int64_t threads = 0;     // compute threads the measurement used
   int64_t layer_batch = 0; // minibatch of the per-layer measurement
+  // Step-to-step variation of one rank's compute while every rank computes (1.4826 x the median
+  // absolute deviation of the per-step forward + backward, over its median): the step waits for
+  // the slowest rank (StepPrediction::straggle). 0: not measured, no straggling priced.
+  double compute_noise_cv = 0;
   std::map<std::string, AllreduceFit> allreduce;  // dist algorithm name -> fit
   std::map<std::string, PhaseEfficiency> kinds;   // layer kind (conv, fc, bn, ...) -> median
   // model -> layer name -> efficiency
@@ -111,7 +115,8 @@ struct Calibration {
   std::map<int64_t, LayerEfficiency> at_threads;
   std::map<std::string, CodecRate> compression;  // dist.compression name -> its codec's rate
   bool empty() const {
-    return allreduce.empty() && kinds.empty() && layers.empty() && at_threads.empty() && compression.empty();
+    return allreduce.empty() && kinds.empty() && layers.empty() && at_threads.empty() && compression.empty() &&
+           compute_noise_cv == 0;
   }
   // The efficiencies for a worker on `cores` cores: the set measured at that many threads
   // (rounded), else the main one (at `threads`).

@@ -170,12 +170,13 @@ void emit_codec_rates(YAML::Emitter& out, const std::map<std::string, CodecRate>
 
 Calibration read_calibration(const YamlReader& p, const YAML::Node& n) {
   p.check_keys(n, "calibration",
-               {"machine", "date", "threads", "layer_batch", "allreduce", "kinds", "layers", "at_threads", "compression"});
+               {"machine", "date", "threads", "layer_batch", "compute_noise_cv", "allreduce", "kinds", "layers", "at_threads", "compression"});
   Calibration c;
   if (n["machine"]) c.machine = p.scalar(n["machine"], "calibration.machine");
   if (n["date"]) c.date = p.scalar(n["date"], "calibration.date");
   if (n["threads"]) c.threads = p.integer(n["threads"], "calibration.threads", 0);
   if (n["layer_batch"]) c.layer_batch = p.integer(n["layer_batch"], "calibration.layer_batch", 0);
+  if (n["compute_noise_cv"]) c.compute_noise_cv = p.number(n["compute_noise_cv"], "calibration.compute_noise_cv", 0);
   if (const YAML::Node a = n["allreduce"]) {
     if (!a.IsMap()) p.fail(a, "calibration.allreduce: expected a mapping of algorithm names to fits");
     for (const auto& kv : a) {
@@ -204,6 +205,7 @@ void emit_calibration(YAML::Emitter& out, const Calibration& c) {
   out << YAML::Key << "date" << YAML::Value << c.date;
   out << YAML::Key << "threads" << YAML::Value << c.threads;
   out << YAML::Key << "layer_batch" << YAML::Value << c.layer_batch;
+  if (c.compute_noise_cv > 0) out << YAML::Key << "compute_noise_cv" << YAML::Value << num(c.compute_noise_cv);
   out << YAML::Key << "allreduce" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, f] : c.allreduce) {
     out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;

@@ -84,6 +84,8 @@ WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t wo
     o.node_cores = cluster.node.gpus > 0 ? 0.0 : static_cast<double>(cluster.node.cores);
     o.workers_on_node = pt.placement.ranks_per_node;
     o.compute_threads = static_cast<double>(std::max<int64_t>(1, c.threads));
+    o.workers = workers;
+    o.compute_noise_cv = cluster.calibration.compute_noise_cv;
     o.compression = compression.get();
     const std::vector<LayerWork> at = batch == pt.batch_per_worker ? layers : model_work(work_request(c, cluster, batch));
     return steps.emplace(batch, predict_step(at, pt.rate, allreduce, cluster.calibration, o)).first->second;

@@ -2,6 +2,7 @@
 #include "perfmodel/step_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "dist/bucket_plan.h"
 
@@ -82,6 +83,23 @@ ContentionRates contention_rates(const StepOptions& o) {
   return r;
 }
 
+double expected_max_standard_normal(int64_t n) {
+  if (n <= 1) return 0.0;
+  // E = integral of x n phi(x) Phi(x)^(n-1) dx, by the midpoint rule over [-9, 9] (the rest
+  // weighs < 1e-18 for n up to millions).
+  const double lo = -9.0, hi = 9.0;
+  const int kSteps = 6000;
+  const double dx = (hi - lo) / kSteps;
+  double sum = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const double x = lo + (i + 0.5) * dx;
+    const double phi = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    sum += x * static_cast<double>(n) * phi * std::pow(cdf, static_cast<double>(n - 1)) * dx;
+  }
+  return sum;
+}
+
 std::vector<LayerTime> layer_times(const std::vector<LayerWork>& layers, const WorkerRate& rate, const Calibration& calibration,
                                    const std::string& model, bool gemm_only, double worker_cores) {
   const LayerEfficiency measured = calibration.for_cores(worker_cores > 0 ? worker_cores : static_cast<double>(calibration.threads));
@@ -156,7 +174,9 @@ StepPrediction predict_step(const std::vector<LayerWork>& layers, const WorkerRa
     s.contention = t.backward_end - s.backward;
     s.exposed_comm = std::max(0.0, t.done.back() - t.backward_end);
   }
-  s.step = s.compute + s.contention + s.exposed_comm + s.data;
+  const double exchanges = o.weight_average ? static_cast<double>(std::max<int64_t>(1, o.period)) : 1.0;
+  s.straggle = s.compute * o.compute_noise_cv * expected_max_standard_normal(o.workers) / std::sqrt(exchanges);
+  s.step = s.compute + s.straggle + s.contention + s.exposed_comm + s.data;
   return s;
 }
 

@@ -39,6 +39,11 @@ struct StepOptions {
   double node_cores = 0;
   int64_t workers_on_node = 1;
   double compute_threads = 1;
+  // The workers that wait for each other at the exchange, and the calibrated step-to-step
+  // variation of a worker's compute (Calibration::compute_noise_cv; 0: none): the step waits
+  // for the slowest of them (StepPrediction::straggle).
+  int64_t workers = 1;
+  double compute_noise_cv = 0;
   // dist.compression other than none: each bucket exchanged compressed (null: fp32 averages).
   const CompressionModel* compression = nullptr;
 };
@@ -53,7 +58,11 @@ struct StepPrediction {
   double exposed_comm = 0;        // the part of comm that backward does not hide
   double contention = 0;          // backward's time lost to the communication thread's cores
   double data = 0;                // copying the minibatch in
-  double step = 0;                // compute + contention + exposed_comm + data
+  // What waiting for the slowest of the workers adds to the mean worker's compute: compute x
+  // cv x E[max of `workers` standard normals] (per exchange; weight_avg's `period` steps vary
+  // by sqrt(period) x cv between exchanges, so per step / sqrt(period)). 0 for one worker.
+  double straggle = 0;
+  double step = 0;                // compute + straggle + contention + exposed_comm + data
   // Per bucket: backward's progress (seconds of backward alone) when it is final, and when it is
   // reduced (seconds after backward starts, contention included).
   std::vector<double> bucket_ready, bucket_done;
@@ -68,6 +77,10 @@ struct ContentionRates {
   double backward = 1, comm = 1;
 };
 ContentionRates contention_rates(const StepOptions& options);
+
+// E[max of n independent standard normals] (0 for n = 1; 0.564 for 2, 1.029 for 4, 1.424 for
+// 8): how many standard deviations the slowest of n noisy workers lags the typical one.
+double expected_max_standard_normal(int64_t n);
 
 // Time of each pass of each layer for one worker at `rate` (efficiencies from the cluster's
 // calibration measured at the worker's `worker_cores` threads, or at the calibration's own

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/rng.h"
 #include "dist/communicator.h"
 #include "sim/platform.h"
 
@@ -30,14 +31,15 @@ void record(RankRecord& rec, Phase phase, double seconds) {
 
 // Backward: the whole pass computes in the background while this rank reaches each layer's
 // boundary (sleeping until it, or later when a reduction held it) and hands the layer's
-// gradients on. Returns the time backward's compute ended.
-double backward(ExchangeStrategy& exchange, const Workload& w, double start) {
+// gradients on. `pace`: this step's compute noise (1: the modelled time). Returns the time
+// backward's compute ended.
+double backward(ExchangeStrategy& exchange, const Workload& w, double start, double pace) {
   double total = 0;
-  for (const BackwardLayer& l : w.backward) total += l.seconds;
+  for (const BackwardLayer& l : w.backward) total += l.seconds * pace;
   s4u::ExecPtr pass = s4u::this_actor::get_host()->exec_async(total * kCoreSpeed);
   double boundary = start;
   for (const BackwardLayer& l : w.backward) {
-    boundary += l.seconds;
+    boundary += l.seconds * pace;
     if (now() < boundary) s4u::this_actor::sleep_until(boundary);
     if (l.count > 0) exchange.gradients_ready(l.offset, l.count);
   }
@@ -45,15 +47,16 @@ double backward(ExchangeStrategy& exchange, const Workload& w, double start) {
   return start + total;
 }
 
-void simulated_step(ExchangeStrategy& exchange, const Workload& w, bool average, double origin, RankRecord& rec) {
+void simulated_step(ExchangeStrategy& exchange, const Workload& w, bool average, double origin, double pace,
+                    RankRecord& rec) {
   const double t0 = now();
   compute(w.data_s);
   const double t1 = now();
-  compute(w.forward_s);
+  compute(w.forward_s * pace);
   const double t2 = now();
   const double per_float = w.param_count > 0 ? w.update_s / static_cast<double>(w.param_count) : 0.0;
   exchange.begin_step(0.0f, [per_float](int64_t, int64_t count) { compute(per_float * static_cast<double>(count)); });
-  const double t3 = backward(exchange, w, t2);
+  const double t3 = backward(exchange, w, t2, pace);
   const StepVerdict v = exchange.finish_step(average);
   const double t4 = now();
   record(rec, Phase::data_wait, t1 - t0);
@@ -82,9 +85,11 @@ void run_rank(RankJob& job, int rank, int argc, char** argv) {
     exchange->broadcast_model();
     comm->barrier();  // the steps start together, as after the trainer's set-up
     const double origin = now();
+    Rng noise(0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(rank));  // the same draws every simulation
     for (int64_t step = 1; step <= job.steps; ++step) {
       const bool average = step % job.average_period == 0 || step == job.steps;
-      simulated_step(*exchange, w, average, origin, rec);
+      const double pace = w.compute_noise_cv > 0 ? std::max(0.1, 1.0 + w.compute_noise_cv * noise.normal()) : 1.0;
+      simulated_step(*exchange, w, average, origin, pace, rec);
     }
     rec.host = comm->host();
     if (rank == 0) {

@@ -70,6 +70,7 @@ Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& clus
   w.forward_s = step.forward;
   w.update_s = step.update;
   w.batch_per_worker = w.point.batch_per_worker;
+  w.compute_noise_cv = cluster.calibration.compute_noise_cv;
   // Parameter ranges in node order, as Net::finalize lays out the arena.
   std::vector<int64_t> offset(w.layers.size(), 0);
   for (size_t i = 0; i < w.layers.size(); ++i) {

@@ -33,6 +33,10 @@ struct Workload {
   int64_t batch_per_worker = 0;
   std::vector<LayerInfo> table;         // Net::layer_table(): the run file's /model/layers
   int64_t flops_per_sample = 0;         // forward, Net::flops_per_sample()
+  // The cluster's calibrated step-to-step variation of a rank's compute (0: none): each
+  // simulated rank's forward and backward take 1 + cv z of their modelled time in a step, z a
+  // standard normal drawn per rank and step, so a step waits for its slowest rank as a run does.
+  double compute_noise_cv = 0;
 };
 
 // The workload of `cfg` on `workers` workers of `cluster`.

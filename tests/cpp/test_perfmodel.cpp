@@ -2,6 +2,7 @@
 // per-layer GEMMs and FLOPs, the blocked intensity of the Skylake blocking, the MST / BKT
 // all-reduce costs on a star and a mesh, the roofline, the step with and without overlap, and
 // the cluster files (the shipped ones parse; malformed ones fail naming file, line and key).
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -420,6 +421,34 @@ TEST(Calibration, EfficienciesOfTheWorkersThreadCount) {
   EXPECT_DOUBLE_EQ(two[3].seconds[0], 4 * plain[3].seconds[0]);
   EXPECT_DOUBLE_EQ(two[3].seconds[1], 2 * plain[3].seconds[1]);
   EXPECT_DOUBLE_EQ(one[3].seconds[0], 2 * plain[3].seconds[0]);  // at one thread: conv's kind
+}
+
+// The slowest of n workers whose compute varies by a normal noise: E[max of n standard normals]
+// against its known values (0.5642 = 1/sqrt(pi) for 2; 1.0294 for 4; 1.4236 for 8; 3.2414 for
+// 1000), then priced into the step only when there is more than one worker and a measured cv.
+TEST(StepModel, TheStepWaitsForTheSlowestOfNoisyWorkers) {
+  EXPECT_DOUBLE_EQ(expected_max_standard_normal(1), 0.0);
+  EXPECT_NEAR(expected_max_standard_normal(2), 1.0 / std::sqrt(M_PI), 1e-6);
+  EXPECT_NEAR(expected_max_standard_normal(4), 1.029375, 1e-5);
+  EXPECT_NEAR(expected_max_standard_normal(8), 1.423600, 1e-5);
+  EXPECT_NEAR(expected_max_standard_normal(1000), 3.241436, 1e-4);
+  const LenetOnTiny t;
+  StepOptions o;
+  const StepPrediction quiet = predict_step(t.layers, t.rate, t.ring, Calibration{}, o);
+  EXPECT_DOUBLE_EQ(quiet.straggle, 0.0);
+  o.compute_noise_cv = 0.1;
+  EXPECT_DOUBLE_EQ(predict_step(t.layers, t.rate, t.ring, Calibration{}, o).straggle, 0.0);  // one worker
+  o.workers = 4;
+  const StepPrediction noisy = predict_step(t.layers, t.rate, t.ring, Calibration{}, o);
+  EXPECT_NEAR(noisy.straggle, quiet.compute * 0.1 * 1.029375, 1e-6 * quiet.compute);
+  EXPECT_NEAR(noisy.step, quiet.step + noisy.straggle, 1e-15);
+  o.weight_average = true;  // 4 steps between waits: the noise of their sum grows by sqrt(4) only
+  o.period = 4;
+  EXPECT_NEAR(predict_step(t.layers, t.rate, t.ring, Calibration{}, o).straggle, noisy.straggle / 2, 1e-15);
+  // The cluster file keeps the calibrated cv.
+  const ClusterSpec c = parse_cluster_file(std::string(kTiny) + "calibration:\n  threads: 1\n  compute_noise_cv: 0.08\n", "cv.yaml");
+  EXPECT_DOUBLE_EQ(c.calibration.compute_noise_cv, 0.08);
+  EXPECT_DOUBLE_EQ(parse_cluster_file(cluster_yaml(c), "again.yaml").calibration.compute_noise_cv, 0.08);
 }
 
 TEST(AllreduceModel, HierarchicalOnTheDgxCluster) {

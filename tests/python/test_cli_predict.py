@@ -21,7 +21,7 @@ SKYLAKE = REPO / "configs" / "clusters" / "skylake-8180m.yaml"
 LOCAL = REPO / "configs" / "clusters" / "local.yaml"
 LENET = "model: lenet\ndataset: {name: synthetic}\nbatch_per_worker: 32\nsteps: 10\nthreads: 1\n"
 PER_COUNT = ["workers", "nodes", "ranks_per_node", "batch_per_worker", "step_time", "compute", "comm",
-             "exposed_comm", "contention", "data", "forward", "backward", "update", "throughput", "scaling_efficiency",
+             "exposed_comm", "contention", "straggle", "data", "forward", "backward", "update", "throughput", "scaling_efficiency",
              "compress", "decompress", "wire_bytes"]
 
 
@@ -46,8 +46,8 @@ def test_file_and_table(tmp_path):
             assert "units" in p[name].attrs, name
         assert list(p["workers"][:]) == [1, 2]
         step, compute, comm, exposed, data = (p[k][:] for k in ("step_time", "compute", "comm", "exposed_comm", "data"))
-        contention = p["contention"][:]
-        np.testing.assert_allclose(step, compute + contention + exposed + data, rtol=1e-12)
+        contention, straggle = p["contention"][:], p["straggle"][:]
+        np.testing.assert_allclose(step, compute + straggle + contention + exposed + data, rtol=1e-12)
         # 1 worker exchanges nothing; 2 workers of 1 thread and their communication threads
         # share this cluster's 2 cores (docs/model.md "Step model", contention).
         assert contention[0] == 0 and contention[1] > 0
