@@ -1,16 +1,12 @@
 // See allreduce_file.h.
 #include "metrics/allreduce_file.h"
 
-#include "core/file_io.h"
 #include "metrics/hdf5_file.h"
 
 namespace ts {
 
 void write_allreduce_file(const std::string& path, const AllreduceBenchResult& result) {
-  AtomicFile out(path);  // removes its temporary file if anything below throws
-  {
-    h5::File file = h5::File::create(out.temp_path());
-    file.set_attr("schema", "trainscale-allreduce/1");
+  h5::write_file(path, "trainscale-allreduce/1", [&](h5::File& file) {
     file.set_attr("version", result.version);
     file.set_attr("git_sha", result.git_sha);
     file.set_attr("start_time", result.start_time);
@@ -31,20 +27,14 @@ void write_allreduce_file(const std::string& path, const AllreduceBenchResult& r
     for (const AllreduceSeries& s : result.series) {
       h5::Group g = top.create_group(s.algorithm);
       g.write("bytes", s.bytes).set_attr("units", "bytes");
-      g.write("time_avg", s.time_avg).set_attr("units", "seconds");
-      g.write("time_min", s.time_min).set_attr("units", "seconds");
-      g.write("time_max", s.time_max).set_attr("units", "seconds");
-      g.write("call_min", s.call_min).set_attr("units", "seconds");
-      g.write("call_max", s.call_max).set_attr("units", "seconds");
-      g.write("call_stdev", s.call_stdev).set_attr("units", "seconds");
+      for (const auto& [name, values] : {std::pair{"time_avg", &s.time_avg}, {"time_min", &s.time_min}, {"time_max", &s.time_max},
+                                         {"call_min", &s.call_min}, {"call_max", &s.call_max}, {"call_stdev", &s.call_stdev}})
+        g.write(name, *values).set_attr("units", "seconds");
       g.write("algbw", s.algbw).set_attr("units", "GB/s");
       g.write("busbw", s.busbw).set_attr("units", "GB/s");
       g.write("wrong", s.wrong).set_attr("units", "elements");
     }
-    top.close();
-    file.close();
-  }
-  out.commit();
+  });
 }
 
 }  // namespace ts

@@ -5,13 +5,15 @@
 #include <functional>
 
 #include "core/error.h"
-#include "core/file_io.h"
 #include "core/sha256.h"
 #include "metrics/hdf5_file.h"
 #include "metrics/hdf5_reader.h"
 
 namespace ts {
 namespace {
+
+// Checkpoints are written fast (no deflate) and checksummed (HDF5 refuses a damaged chunk).
+constexpr h5::DatasetOptions kCheckpointOptions{false, true};
 
 [[noreturn]] void damaged(const std::string& path, const std::string& what) {
   throw RuntimeError("checkpoint " + path + ": " + what);
@@ -64,7 +66,6 @@ std::vector<T> column(const std::vector<RankCheckpoint>& ranks, const std::funct
 }
 
 void write_root(h5::File& file, const Checkpoint& c) {
-  file.set_attr("schema", kCheckpointSchema);
   file.set_attr("run_id", c.run_id);
   file.set_attr("config_id", c.config_id);
   file.set_attr("step", c.step);
@@ -197,13 +198,11 @@ void write_checkpoint_file(const std::string& path, const Checkpoint& ckpt) {
   if (ckpt.ranks.empty() || static_cast<int64_t>(ckpt.ranks.size()) != ckpt.world_size)
     damaged(path, "not written: " + std::to_string(ckpt.ranks.size()) + " rank states for a world of " +
                       std::to_string(ckpt.world_size));
-  AtomicFile out(path);  // removes its temporary file if anything below throws
-  h5::File file = h5::File::create(out.temp_path(), h5::DatasetOptions{false, true});
-  write_root(file, ckpt);
-  write_model_and_ranks(file, ckpt, path);
-  write_series(file, ckpt, path);
-  file.close();
-  out.commit();
+  h5::write_file(path, kCheckpointSchema, [&](h5::File& file) {
+    write_root(file, ckpt);
+    write_model_and_ranks(file, ckpt, path);
+    write_series(file, ckpt, path);
+  }, kCheckpointOptions);
 }
 
 namespace {
@@ -367,18 +366,15 @@ std::string write_rank_part(const std::string& checkpoint_path, const Checkpoint
   const std::vector<float> none;
   const std::vector<float>& params = model ? state.params : none;
   const std::string sha = sha256_hex_of_floats(params.data(), static_cast<int64_t>(params.size()));
-  AtomicFile out(path);
-  h5::File file = h5::File::create(out.temp_path(), h5::DatasetOptions{false, true});
-  file.set_attr("schema", kRankPartSchema);
-  file.set_attr("run_id", header.run_id);
-  file.set_attr("step", header.step);
-  file.set_attr("rank", rank);
-  file.set_attr("params_sha256", sha);
-  file.write("params", params);
-  file.write("velocity", model ? state.velocity : none);
-  file.write("strategy", state.strategy);
-  file.close();
-  out.commit();
+  h5::write_file(path, kRankPartSchema, [&](h5::File& file) {
+    file.set_attr("run_id", header.run_id);
+    file.set_attr("step", header.step);
+    file.set_attr("rank", rank);
+    file.set_attr("params_sha256", sha);
+    file.write("params", params);
+    file.write("velocity", model ? state.velocity : none);
+    file.write("strategy", state.strategy);
+  }, kCheckpointOptions);
   return sha;
 }
 

@@ -255,26 +255,18 @@ File::File(int64_t id, std::string path) : Group(id, Kind::file, std::move(path)
 
 File File::create(const std::string& path, DatasetOptions options) {
   // Errors become exceptions with the library's message; stop HDF5 printing its own stack.
-  H5E_auto2_t func = nullptr;
-  void* data = nullptr;
-  H5Eget_auto2(H5E_DEFAULT, &func, &data);
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  auto quiet = std::make_unique<hdf5::QuietErrors>();
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   const bool in_memory = fapl >= 0 && H5Pset_fapl_core(fapl, kCoreIncrement, 0) >= 0;
   hid_t id = in_memory ? H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : -1;
   if (fapl >= 0) H5Pclose(fapl);
   if (id < 0) {
-    const std::string detail = hdf5::take_error_stack();
-    H5Eset_auto2(H5E_DEFAULT, func, data);
-    throw RuntimeError(source_location_string(__FILE__, __LINE__) +
-                       ": HDF5 call H5Fcreate failed for file " + path + " (" + detail +
-                       ")");
+    throw RuntimeError(source_location_string(__FILE__, __LINE__) + ": HDF5 call H5Fcreate failed for file " + path +
+                       " (" + hdf5::take_error_stack() + ")");
   }
   File f(id, path);
   f.options_ = options;
-  f.saved_func_ = reinterpret_cast<void (*)()>(func);
-  f.saved_data_ = data;
-  f.saved_ = true;
+  f.quiet_ = std::move(quiet);
   return f;
 }
 
@@ -285,35 +277,26 @@ void File::close() {
   std::string image(static_cast<size_t>(size), '\0');
   H5_CALL(H5Fget_file_image(id_, image.data(), image.size()), "/");
   Object::close();  // a file in memory: closing it touches no disk
-  restore_error_printing();
+  quiet_.reset();
   write_whole_file(file_path_, image);
-}
-
-void File::restore_error_printing() {
-  if (!saved_) return;
-  H5Eset_auto2(H5E_DEFAULT, reinterpret_cast<H5E_auto2_t>(saved_func_), saved_data_);
-  saved_ = false;
 }
 
 File::~File() {
   if (id_ >= 0) H5Fclose(std::exchange(id_, -1));
-  restore_error_printing();
 }
 
-File::File(File&& o) noexcept
-    : Group(std::move(o)), saved_func_(o.saved_func_), saved_data_(o.saved_data_),
-      saved_(std::exchange(o.saved_, false)) {}
+File::File(File&& o) noexcept = default;
 
-File& File::operator=(File&& o) noexcept {
-  if (this != &o) {
-    if (id_ >= 0) H5Fclose(std::exchange(id_, -1));
-    restore_error_printing();
-    Group::operator=(std::move(o));
-    saved_func_ = o.saved_func_;
-    saved_data_ = o.saved_data_;
-    saved_ = std::exchange(o.saved_, false);
-  }
-  return *this;
+File& File::operator=(File&& o) noexcept = default;  // Object's closes the file it held
+
+void write_file(const std::string& path, const std::string& schema, const std::function<void(File&)>& fill,
+                DatasetOptions options) {
+  AtomicFile out(path);  // removes its temporary file if anything below throws
+  File file = File::create(out.temp_path(), options);
+  file.set_attr("schema", schema);
+  fill(file);
+  file.close();
+  out.commit();
 }
 
 }  // namespace ts::h5

@@ -7,9 +7,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace ts::hdf5 {
+class QuietErrors;  // hdf5/hdf5_support.h
+}
 
 namespace ts::h5 {
 
@@ -140,11 +146,13 @@ class File : public Group {
 
  private:
   File(int64_t id, std::string path);
-  void restore_error_printing();
-  // Saved H5Eget_auto2 handler and data, restored when the File goes away.
-  void (*saved_func_)() = nullptr;
-  void* saved_data_ = nullptr;
-  bool saved_ = false;
+  std::unique_ptr<hdf5::QuietErrors> quiet_;  // HDF5's error printing, restored when the File closes
 };
+
+// Every file of metrics/: `path` written atomically (core/file_io.h AtomicFile: a temporary name
+// renamed over `path` once complete; an exception leaves nothing behind), its root attribute
+// "schema" first, then what `fill` writes into the file.
+void write_file(const std::string& path, const std::string& schema, const std::function<void(File&)>& fill,
+                DatasetOptions options = {});
 
 }  // namespace ts::h5

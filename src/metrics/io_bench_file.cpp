@@ -2,7 +2,6 @@
 #include "metrics/io_bench_file.h"
 
 #include "core/error.h"
-#include "core/file_io.h"
 #include "metrics/hdf5_file.h"
 
 namespace ts {
@@ -14,15 +13,11 @@ void write_io_bench_file(const std::string& path, const IoBenchResult& r) {
     if (m != n)
       throw RuntimeError("io bench file " + path + ": the /io arrays differ in length (" + std::to_string(n) +
                          " repeats in /io/cache)");
-  AtomicFile out(path);  // removes its temporary file if anything below throws
-  {
-    h5::File file = h5::File::create(out.temp_path());
-    file.set_attr("schema", "trainscale-io/1");
+  h5::write_file(path, "trainscale-io/1", [&](h5::File& file) {
     for (const auto& [key, text] : r.text) file.set_attr(key, text);
     for (const auto& [key, count] : r.counts) file.set_attr(key, count);
     h5::Group config = file.create_group("config");
     for (const auto& [key, value] : r.config) config.set_attr(key, value);
-    config.close();
     h5::Group io = file.create_group("io");
     io.write_strings("cache", r.cache);
     io.write("samples_per_s", r.samples_per_s).set_attr("units", "samples/s");
@@ -31,10 +26,7 @@ void write_io_bench_file(const std::string& path, const IoBenchResult& r) {
     io.write("read_bytes", r.read_bytes).set_attr("units", "bytes");
     io.write("read_seconds", r.read_seconds).set_attr("units", "seconds (summed over loader threads)");
     io.write("open_seconds", r.open_seconds).set_attr("units", "seconds");
-    io.close();
-    file.close();
-  }
-  out.commit();
+  });
 }
 
 }  // namespace ts

@@ -1,7 +1,6 @@
 // See predict_file.h.
 #include "metrics/predict_file.h"
 
-#include "core/file_io.h"
 #include "core/strings.h"
 #include "metrics/hdf5_file.h"
 
@@ -53,10 +52,7 @@ void write_per_layer(h5::Group& top, const PredictResult& r) {
 }  // namespace
 
 void write_predict_file(const std::string& path, const PredictResult& r) {
-  AtomicFile out(path);  // removes its temporary file if anything below throws
-  {
-    h5::File file = h5::File::create(out.temp_path());
-    file.set_attr("schema", "trainscale-predict/1");
+  h5::write_file(path, "trainscale-predict/1", [&](h5::File& file) {
     file.set_attr("config", r.config_yaml);
     file.set_attr("config_id", r.config_id);
     file.set_attr("cluster", r.cluster_yaml);
@@ -86,10 +82,7 @@ void write_predict_file(const std::string& path, const PredictResult& r) {
     top.write("scaling_efficiency", r.scaling_efficiency).set_attr("units", "fraction");
     write_layer_table(top, r);
     write_per_layer(top, r);
-    top.close();
-    file.close();
-  }
-  out.commit();
+  });
 }
 
 }  // namespace ts

@@ -13,7 +13,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/file_io.h"
 #include "metrics/hdf5_file.h"
 #include "metrics/run_file_check.h"
 #include "metrics/run_result.h"
@@ -101,7 +100,6 @@ void check_directory(const std::string& path) {
 
 // The root attributes (docs/hdf5-schema.md "/ (root group)").
 void write_record(h5::File& file, const RunRecord& r) {
-  file.set_attr("schema", kRunFileSchema);
   file.set_attr("run_id", r.run_id);
   file.set_attr("config_id", r.config_id);
   file.set_attr("campaign", r.campaign);
@@ -306,12 +304,8 @@ const std::vector<std::string>& run_file_summary_keys() {
 void write_run_file(const std::string& path, const RunResult& result) {
   validate(path, result);
   check_directory(path);
-  AtomicFile out(path);  // removes its temporary file if anything below throws
   try {
-    h5::File file = h5::File::create(out.temp_path());
-    write_contents(file, result);
-    file.close();
-    out.commit();
+    h5::write_file(path, kRunFileSchema, [&](h5::File& file) { write_contents(file, result); });
   } catch (const RuntimeError& e) {
     throw RuntimeError("run file " + path + " not written (no part of it is left): " + e.what());
   }
