@@ -20,6 +20,7 @@ esac
 # CMake builds everything else and says so).
 APT_PACKAGES=(
   build-essential cmake pkg-config git time
+  ccache  # the builds compile through it (CMakeLists.txt): build-mpich/ and build-impi/ reuse build/'s objects
   libboost-program-options-dev libyaml-cpp-dev libhdf5-dev libdnnl-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   libmpich-dev mpich
