@@ -204,6 +204,24 @@ def check_docs_total(docs, max_total=DOCS_MAX_TOTAL_LINES):
     return [f"docs/: {total} lines in all (under {max_total}): cut repetition and dated narrative"]
 
 
+MAX_BACKEND_VIRTUALS = 30
+
+
+def check_backend_interface(src):
+    """The virtual members of class Backend (the op table), if more than MAX_BACKEND_VIRTUALS."""
+    with open(os.path.join(src, "backend", "backend.h"), encoding="utf-8") as f:
+        code = strip_code(f.read())
+    m = re.search(r"\bclass\s+Backend\s*\{", code)
+    if not m:
+        return ["src/backend/backend.h: no class Backend"]
+    end = re.compile(r"^\};", re.M).search(code, m.end())
+    count = len(re.findall(r"\bvirtual\b", code[m.end():end.start() if end else len(code)]))
+    if count <= MAX_BACKEND_VIRTUALS:
+        return []
+    return [f"src/backend/backend.h: class Backend has {count} virtual members (at most {MAX_BACKEND_VIRTUALS}): "
+            "put what only some backends do in a capability interface of its own (backend/input_staging.h ...)"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -222,7 +240,10 @@ def main():
     docs_problems = check_docs_page_lengths(docs) + check_docs_total(docs)
     for line in docs_problems:
         print(line)
-    return 1 if includes or lengths or docs_problems else 0
+    backend = check_backend_interface(src)
+    for line in backend:
+        print(line)
+    return 1 if includes or lengths or docs_problems or backend else 0
 
 
 if __name__ == "__main__":

@@ -95,34 +95,11 @@ std::string TensorDesc::str() const {
   return dims.str() + ":" + dtype_name(dtype) + ":" + layout_text;
 }
 
-void Backend::begin_capture() {
-  throw ConfigError("backend '" + name() + "' cannot capture and replay work (cuda.graphs needs backend: cuda)");
-}
-int Backend::end_capture() { throw ConfigError("backend '" + name() + "' cannot capture work"); }
-void Backend::replay(int) { throw ConfigError("backend '" + name() + "' cannot replay work"); }
-
 void DeviceBuffer::reset() {
   if (data_ && owner_) owner_->release(data_, bytes_, host_);
   owner_ = nullptr;
   data_ = nullptr;
   bytes_ = 0;
-}
-
-// Loss scaling on the device, for host-memory backends: the state is host memory, and every call
-// runs at once.
-
-void Backend::unscale_check(int64_t n, LossScaleState* state, float* x) {
-  state->nonfinite = scale_check_finite(n, 1.0f / state->scale, x) ? 0 : 1;
-}
-
-void Backend::sgd_step_if_finite(const LossScaleState* state, int64_t n, float lr, float momentum,
-                                 float weight_decay, bool nesterov, float* weights, const float* grads,
-                                 float* velocity) {
-  if (state->nonfinite == 0) sgd_step(n, lr, momentum, weight_decay, nesterov, weights, grads, velocity);
-}
-
-void Backend::update_loss_scale(LossScaleState* state, const LossScaleRule& rule) {
-  apply_loss_scale_rule(*state, rule);
 }
 
 }  // namespace ts

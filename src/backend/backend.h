@@ -13,6 +13,9 @@
 // * immediate ops on plain f32 arrays (optimizer, statistics);
 // * describe(): the device facts that `trainscale info` prints and the run file records, and
 //   supports(): the capability questions (op x precision) that callers ask instead of assuming.
+// What only some backends can do is an interface of its own, one per file, that a backend
+// implements besides this table and that callers ask for once, at set-up (capability<C> below):
+// input_staging.h, queue_marks.h, graph_capture.h, device_loss_scaling.h, plan_choices.h.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +27,6 @@
 
 #include "backend/descriptors.h"
 #include "backend/device_buffer.h"
-#include "backend/loss_scale_state.h"
 #include "backend/ops.h"
 #include "backend/tensor.h"
 #include "core/error.h"
@@ -113,15 +115,6 @@ class Backend {
   // not support `precision` for conv and fc; callers check supports() first for a better message.
   virtual void set_precision(Precision precision) = 0;
   virtual Precision precision() const = 0;
-  // The most device memory one planned op may use as workspace (bytes), for ops planned from now
-  // on: algorithms that need more are not chosen. Backends without workspaces ignore it.
-  virtual void set_workspace_limit(size_t bytes) {}
-  // How ops planned from now on choose their algorithms. Backends without a choice (cpu: oneDNN
-  // picks one implementation per shape and ISA; ref) compute deterministically and ignore it.
-  virtual void set_algorithm_choice(AlgorithmChoice choice) {}
-  // Which API convolutions planned from now on use, and (graph) whether engines that reduce in
-  // the activations' reduced precision may be chosen (backends without cuDNN ignore both).
-  virtual void set_conv_api(ConvApi api, bool reduced_precision_reduction) {}
 
   // ---- memory and the queue ----
   // `bytes` of device memory, zeroed. Throws RuntimeError when the device is out of memory.
@@ -135,46 +128,6 @@ class Backend {
   virtual void synchronize() = 0;
   // Converts src into dst's desc (same logical dims; layouts and data types may differ).
   virtual void reorder(const Tensor& src, const Tensor& dst) = 0;
-
-  // ---- input staging: host-to-device copies on a second queue, overlapping compute ----
-  // stage_from_host starts copying host_src (allocate_host memory, which must stay untouched
-  // until staged_copies_done) to device_dst and returns at once; wait_for_staged makes the
-  // compute queue wait (the host does not) for every staged copy before the ops queued next;
-  // staged_copies_done blocks the host until they finished (then their host memory may be
-  // reused). release_staged says that the work queued so far is the last to read memory staged
-  // into before: a later stage_from_host waits for that work on the device (the host does not)
-  // before it overwrites. CPU backends copy at once.
-  virtual void stage_from_host(void* device_dst, const void* host_src, size_t bytes) {
-    copy_from_host(device_dst, host_src, bytes);
-  }
-  virtual void wait_for_staged() {}
-  virtual void staged_copies_done() {}
-  virtual void release_staged() {}
-
-  // ---- results the host reads later: device-to-host copies queued behind compute ----
-  // queue_copy_to_host queues a copy of device_src to host_dst (allocate_host memory) after the
-  // ops queued so far and returns at once. mark() records the point after the work queued so far
-  // and returns its number (increasing); wait_for_mark(m) blocks the host until the device has
-  // passed point m, not until the queue is empty: work queued after it (the step's backward,
-  // after its loss) keeps the device busy meanwhile. The host reads what a queued copy wrote
-  // once it has waited for a mark recorded after it. Any thread may wait. CPU backends execute
-  // each call at once: there is nothing to wait for.
-  virtual void queue_copy_to_host(void* host_dst, const void* device_src, size_t bytes) {
-    copy_to_host(host_dst, device_src, bytes);
-  }
-  virtual int64_t mark() { return 0; }
-  virtual void wait_for_mark(int64_t /*mark*/) {}
-
-  // ---- captured work (cuda: CUDA graphs) ----
-  // A backend that supports capture records the ops queued between begin_capture and
-  // end_capture (without running them) and replays the recording on its queue: one launch
-  // instead of one per op. Ops queued while capturing must not wait for the device, copy from
-  // pageable host memory or allocate. Other backends throw ConfigError from begin_capture.
-  virtual bool supports_capture() const { return false; }
-  virtual void begin_capture();
-  virtual int end_capture();  // the recording's id
-  virtual void replay(int capture);
-  virtual void release_capture(int capture) {}
 
   // ---- planning (backend/ops.h). Throws ConfigError for a descriptor the backend cannot plan,
   // naming it. `dst` requests the output's desc (TensorDesc::any: the backend chooses).
@@ -209,26 +162,6 @@ class Backend {
   // Waits for the result (a host synchronisation).
   virtual bool scale_check_finite(int64_t n, float a, float* x) = 0;
 
-  // ---- loss scaling decided on the device (loss_reads: log; backend/loss_scale_state.h) ----
-  // `state` is device memory holding a LossScaleState; none of these waits for the device.
-  // unscale_check: x *= 1 / state->scale over n values (the float reciprocal, as the host's
-  // scale_check_finite(n, 1.0f / scale, x)), state->nonfinite = some x was not finite before;
-  // sgd_step_if_finite: sgd_step unless state->nonfinite; update_loss_scale:
-  // apply_loss_scale_rule. Backends that compute in host memory run them at once (the defaults).
-  virtual void unscale_check(int64_t n, LossScaleState* state, float* x);
-  virtual void sgd_step_if_finite(const LossScaleState* state, int64_t n, float lr, float momentum,
-                                  float weight_decay, bool nesterov, float* weights, const float* grads,
-                                  float* velocity);
-  virtual void update_loss_scale(LossScaleState* state, const LossScaleRule& rule);
-
-  // ---- what planning chose (recorded in the run file) ----
-  // One line per planned op that chose something (algorithm, math mode, workspace), in plan order.
-  virtual std::vector<std::string> plan_notes() const { return {}; }
-  // Keeps the first `keep` notes: plans made for a throwaway net (the device memory probe) are
-  // not the run's.
-  virtual void drop_plan_notes(size_t keep) {}
-  // Device memory held as op workspace (bytes); bounded by the backend's workspace limit.
-  virtual size_t workspace_bytes() const { return 0; }
   // The device's memory now (train/device_memory_estimate.h); host backends: all zero.
   virtual DeviceMemoryUse device_memory() const { return {}; }
 
@@ -237,5 +170,12 @@ class Backend {
   // Gives back memory from allocate / allocate_host.
   virtual void release(void* data, size_t bytes, bool host) = 0;
 };
+
+// The optional capability C of `backend` (InputStaging, QueueMarks, GraphCapture,
+// DeviceLossScaling, PlanChoices), or null when the backend has none.
+template <class C>
+C* capability(Backend& backend) {
+  return dynamic_cast<C*>(&backend);
+}
 
 }  // namespace ts

@@ -34,7 +34,11 @@ struct Net::Node {
   double forward_s = 0, backward_s = 0;  // set_layer_timing's sums
 };
 
-Net::Net(Backend& backend) : backend_(backend) {}
+Net::Net(Backend& backend)
+    : backend_(backend),
+      staging_(capability<InputStaging>(backend)),
+      marks_(capability<QueueMarks>(backend)),
+      capture_(capability<GraphCapture>(backend)) {}
 Net::~Net() = default;
 
 Tensor Net::dst_tensor(int id) const {
@@ -192,7 +196,7 @@ void Net::set_batch(int64_t mb) {
 
 void Net::plan(int64_t mb) {
   batch_ = 0;  // a plan that fails half-way leaves no usable batch
-  backend_.release_capture(forward_capture_);  // recorded with the old buffers
+  if (capture_) capture_->release_capture(forward_capture_);  // recorded with the old buffers
   forward_capture_ = -1;
   forward_warm_ = false;
   for (auto& n : nodes_) n->dst = DeviceBuffer(), n->diff_slot = -1;
@@ -296,7 +300,10 @@ void Net::stage_input(const float* images, int64_t mb) {
   staged_turn_ ^= 1;
   DeviceBuffer& target = staged_input_[static_cast<size_t>(staged_turn_)];
   if (target.bytes() != bytes) target = backend_.allocate(bytes);
-  backend_.stage_from_host(target.data(), images, bytes);
+  if (staging_)
+    staging_->stage_from_host(target.data(), images, bytes);
+  else
+    backend_.copy_from_host(target.data(), images, bytes);
   input_staged_ = true;
 }
 
@@ -309,9 +316,9 @@ void Net::forward_queued(const float* images, const int32_t* labels, const float
     const DeviceBuffer& staged = staged_input_[static_cast<size_t>(staged_turn_)];
     TS_CHECK(input_staged_ && staged.bytes() == input.desc.bytes,
              "Net::forward_queued without images needs a stage_input for this batch size before");
-    backend_.wait_for_staged();
+    if (staging_) staging_->wait_for_staged();
     backend_.copy(input.dst.data(), staged.data(), input.desc.bytes);
-    backend_.release_staged();  // the next copy into that buffer waits for this one on the device
+    if (staging_) staging_->release_staged();  // the next copy into that buffer waits for this one on the device
     input_staged_ = false;
   }
   if (capture_forward_ && mode == Mode::train)
@@ -326,8 +333,11 @@ void Net::forward_queued(const float* images, const int32_t* labels, const float
   loss->forward_loss(backend_, loss_node.srcs[0], labels, targets, loss_.f32());
   const int64_t id = losses_queued_ + 1;
   const size_t slot = static_cast<size_t>(id % kLossSlots);
-  backend_.queue_copy_to_host(loss_on_host_.f32() + slot, loss_.data(), sizeof(float));
-  loss_marks_[slot] = backend_.mark();
+  if (marks_)
+    marks_->queue_copy_to_host(loss_on_host_.f32() + slot, loss_.data(), sizeof(float));
+  else
+    backend_.copy_to_host(loss_on_host_.f32() + slot, loss_.data(), sizeof(float));
+  loss_marks_[slot] = marks_ ? marks_->mark() : 0;
   losses_queued_ = id;
 }
 
@@ -363,20 +373,20 @@ void Net::run_layers_captured() {
       forward_warm_ = true;
       return;
     }
-    backend_.begin_capture();
+    capture_->begin_capture();
     try {
       run_layers(Mode::train);
     } catch (...) {
-      try { backend_.end_capture(); } catch (...) {}  // leave the queue out of capture mode
+      try { capture_->end_capture(); } catch (...) {}  // leave the queue out of capture mode
       throw;
     }
-    forward_capture_ = backend_.end_capture();
+    forward_capture_ = capture_->end_capture();
   }
-  backend_.replay(forward_capture_);
+  capture_->replay(forward_capture_);
 }
 
 void Net::use_captured_forward(bool on) {
-  if (on && !backend_.supports_capture())
+  if (on && !capture_)
     throw ConfigError("backend '" + backend_.name() + "' cannot record and replay work; cuda.graphs needs backend: cuda");
   for (const auto& n : nodes_)
     if (on && n->layer && n->layer->kind() == "dropout")
@@ -392,7 +402,7 @@ float Net::loss_of(int64_t id) const {
                std::to_string(std::max<int64_t>(1, losses_queued_ - kLossSlots + 1)) + " to " +
                std::to_string(losses_queued_));
   const size_t slot = static_cast<size_t>(id % kLossSlots);
-  backend_.wait_for_mark(loss_marks_[slot]);
+  if (marks_) marks_->wait_for_mark(loss_marks_[slot]);
   return loss_on_host_.f32()[slot];
 }
 

@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/graph_capture.h"
+#include "backend/input_staging.h"
+#include "backend/queue_marks.h"
 #include "core/shape.h"
 #include "nn/layer.h"
 
@@ -36,6 +39,7 @@ struct ParamRange {
 
 class Net {
  public:
+  // Asks `backend` once for the capabilities it runs with (backend.h capability<>).
   explicit Net(Backend& backend);
   ~Net();
   Net(const Net&) = delete;
@@ -94,14 +98,15 @@ class Net {
   // losses on the device reads it there (dist/local_loss.h LocalLoss::on_device).
   const float* device_loss() const { return loss_.f32(); }
   // Training forwards of the layers between the input and the loss run as one recorded unit
-  // (Backend::begin_capture; cuda: a CUDA graph): the first forward after each plan runs
+  // (GraphCapture; cuda: a CUDA graph): the first forward after each plan runs
   // plainly, the second is recorded, and every later one replays the recording. Throws
   // ConfigError when the backend cannot capture or a layer draws per-step host data (dropout).
   void use_captured_forward(bool on);
   // Starts copying the next batch's images (mb, per-sample) to the device on the backend's
-  // staging queue (Backend::stage_from_host): `images` must be allocate_host memory, untouched
-  // until Backend::staged_copies_done. The next forward_queued(nullptr, ...) uses them; `mb`
-  // may differ from batch() (a share that changes: set_batch(mb) before that forward).
+  // staging queue (InputStaging; a backend without one copies at once): `images` must be
+  // allocate_host memory, untouched until InputStaging::staged_copies_done. The next
+  // forward_queued(nullptr, ...) uses them; `mb` may differ from batch() (a share that changes:
+  // set_batch(mb) before that forward).
   void stage_input(const float* images, int64_t mb);
   // The factor backward multiplies the loss gradient by (fp16 loss scaling, a share's weight; 1
   // by default), times *device_scale when given (device memory: loss_reads: log).
@@ -163,6 +168,9 @@ class Net {
   Tensor diff_tensor(int node) const;  // its gradient (no data where none is needed)
 
   Backend& backend_;
+  InputStaging* const staging_;  // the backend's capabilities, null where it has none
+  QueueMarks* const marks_;
+  GraphCapture* const capture_;
   std::vector<std::unique_ptr<Node>> nodes_;
   DeviceBuffer params_, grads_, state_;
   int64_t param_count_ = 0, state_count_ = 0;
@@ -172,7 +180,7 @@ class Net {
   std::vector<DeviceBuffer> scratch_;    // diff targets for inputs whose diff is already written
   DeviceBuffer loss_;                  // the loss node's scalar (1 float)
   DeviceBuffer loss_on_host_;          // its copies in host memory (allocate_host: kLossSlots floats)
-  std::vector<int64_t> loss_marks_;    // [kLossSlots] the backend's mark after each slot's copy
+  std::vector<int64_t> loss_marks_;    // [kLossSlots] the mark after each slot's copy (0: none)
   int64_t losses_queued_ = 0;          // loss `id` lands in slot id % kLossSlots
   // stage_input's copies of the next images (their batch's input bytes), used in turn: a copy into one
   // runs while the device may still read the other; forward_queued's release_staged makes the

@@ -20,7 +20,7 @@ Sgd::Sgd(Backend& backend, int64_t param_count, SgdOptions options)
 }
 
 void Sgd::step_range(float* params, const float* grads, double lr, int64_t offset, int64_t count,
-                     const LossScaleState* unless_nonfinite) {
+                     const LossScaleState* unless_nonfinite, DeviceLossScaling* scaling) {
   TS_CHECK(offset >= 0 && count >= 0 && offset + count <= count_,
            "Sgd::step_range: [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
                ") is outside the " + std::to_string(count_) + " parameters");
@@ -28,7 +28,7 @@ void Sgd::step_range(float* params, const float* grads, double lr, int64_t offse
   const float rate = static_cast<float>(lr), momentum = static_cast<float>(options_.momentum),
               decay = static_cast<float>(options_.weight_decay);
   if (unless_nonfinite)
-    backend_.sgd_step_if_finite(unless_nonfinite, count, rate, momentum, decay, options_.nesterov, params + offset,
+    scaling->sgd_step_if_finite(unless_nonfinite, count, rate, momentum, decay, options_.nesterov, params + offset,
                                 grads + offset, velocity_.f32() + offset);
   else
     backend_.sgd_step(count, rate, momentum, decay, options_.nesterov, params + offset, grads + offset,

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "backend/backend.h"
+#include "backend/device_loss_scaling.h"
 
 namespace ts {
 
@@ -26,10 +27,10 @@ class Sgd {
   void step(float* params, const float* grads, double lr) { step_range(params, grads, lr, 0, count_); }
   // The same update on elements [offset, offset + count) only (params/grads: the whole arenas);
   // elements are independent, so stepping disjoint ranges equals one step over their union.
-  // With `unless_nonfinite` (device memory, loss_reads: log) the device skips the update when
-  // that step's loss-scaling check found a non-finite gradient.
+  // With `unless_nonfinite` (device memory, loss_reads: log) `scaling` queues the update, which
+  // the device skips when that step's loss-scaling check found a non-finite gradient.
   void step_range(float* params, const float* grads, double lr, int64_t offset, int64_t count,
-                  const LossScaleState* unless_nonfinite = nullptr);
+                  const LossScaleState* unless_nonfinite = nullptr, DeviceLossScaling* scaling = nullptr);
   // Zeroes the velocity.
   void reset();
   float* velocity() { return velocity_.f32(); }  // device memory

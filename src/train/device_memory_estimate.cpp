@@ -5,6 +5,7 @@
 #include <memory>
 #include <sstream>
 
+#include "backend/plan_choices.h"
 #include "core/error.h"
 #include "core/memory_limits.h"
 #include "nn/net.h"
@@ -54,7 +55,8 @@ DeviceMemoryEstimate estimate_device_memory(const RunConfig& r, Backend& backend
   if (backend.describe().host_accessible || backend.device_memory().total <= 0) return e;
   e.applies = true;
   e.used_at_check = used_now(backend);
-  const size_t notes_before = backend.plan_notes().size();
+  PlanChoices* choices = capability<PlanChoices>(backend);
+  const size_t notes_before = choices ? choices->plan_notes().size() : 0;
   try {
     std::unique_ptr<Net> probe = build_model(r.model, backend, input, r.seed, r.dropout);
     const int64_t params = probe->param_count();
@@ -73,7 +75,7 @@ DeviceMemoryEstimate estimate_device_memory(const RunConfig& r, Backend& backend
   } catch (const RuntimeError& err) {  // the probe's memory is given back as it unwinds
     e.probe_error = err.what();
   }
-  backend.drop_plan_notes(notes_before);  // the run file lists the run's plans, not the probe's
+  if (choices) choices->drop_plan_notes(notes_before);  // the run file lists the run's plans, not the probe's
   backend.synchronize();
   e.input = 2 * batch * input.sample.numel() * static_cast<int64_t>(sizeof(float));
   return e;

@@ -41,6 +41,8 @@ void LossScaler::restore(double scale, int64_t good_steps, int64_t skipped_steps
 void LossScaler::keep_on_device(Backend& backend) {
   TS_CHECK(!on_device(), "LossScaler::keep_on_device twice");
   backend_ = &backend;
+  device_ops_ = capability<DeviceLossScaling>(backend);
+  if (!device_ops_) device_ops_ = (host_ops_ = std::make_unique<HostLossScaling>(backend)).get();
   device_ = backend.allocate(sizeof(LossScaleState));
   backend.copy_from_host(device_.data(), &state_, sizeof(LossScaleState));
   host_current_ = false;

@@ -7,14 +7,16 @@
 //
 // The host decides each step (update), or, with loss_reads: log, the device does: after
 // keep_on_device the state lives in device memory, the step queues the check, the update if
-// finite and the rule (Backend::unscale_check, sgd_step_if_finite, update_loss_scale; the rule
-// is backend/loss_scale_state.h's, the same for both), and the host reads the state back at its
-// boundaries (read_back) before it reports or checkpoints it.
+// finite and the rule (backend/device_loss_scaling.h; the rule is backend/loss_scale_state.h's,
+// the same for both), and the host reads the state back at its boundaries (read_back) before it
+// reports or checkpoints it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "backend/backend.h"
+#include "backend/device_loss_scaling.h"
 #include "backend/loss_scale_state.h"
 #include "config/run_config.h"
 
@@ -42,8 +44,10 @@ class LossScaler {
   void restore(double scale, int64_t good_steps, int64_t skipped_steps);
 
   // loss_reads: log. Moves the state into `backend`'s memory; the step then queues its decision
-  // on device_state() and backward reads the scale there.
+  // on device_state() through device_ops() (the backend's DeviceLossScaling, or HostLossScaling
+  // where it computes in host memory) and backward reads the scale there.
   void keep_on_device(Backend& backend);
+  DeviceLossScaling& device_ops() { return *device_ops_; }
   bool on_device() const { return device_.data() != nullptr; }
   // The state for the step to queue its decision on: the host's copy is stale from then on.
   LossScaleState* device_state() {
@@ -60,6 +64,8 @@ class LossScaler {
   LossScaleState state_;  // the host's copy
   Backend* backend_ = nullptr;
   DeviceBuffer device_;       // the state while on the device
+  DeviceLossScaling* device_ops_ = nullptr;    // set by keep_on_device: the backend's, or...
+  std::unique_ptr<HostLossScaling> host_ops_;  // ... this one
   bool host_current_ = true;  // false from keep_on_device until read_back
 };
 

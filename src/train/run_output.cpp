@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "backend/plan_choices.h"
 #include "core/build_info.h"
 #include "core/float_environment.h"
 #include "core/host_info.h"
@@ -65,8 +66,10 @@ void fill_record(RunRecord& a, const RunRecording& rec, const ResolvedConfig& cf
   a.isa = d.isa;
   a.device_libraries = libraries_text(d);
   a.device_memory_bytes = d.memory_bytes;
-  a.device_plans = join(setup.backend->plan_notes(), "\n");
-  a.device_workspace_bytes = static_cast<int64_t>(setup.backend->workspace_bytes());
+  if (const PlanChoices* choices = capability<PlanChoices>(*setup.backend)) {
+    a.device_plans = join(choices->plan_notes(), "\n");
+    a.device_workspace_bytes = static_cast<int64_t>(choices->workspace_bytes());
+  }
   a.cpu_model = host_cpu_model();
   a.threads = r.threads;
   a.precision = precision_name(r.precision);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/backend_factory.h"
+#include "backend/plan_choices.h"
 #include "config/schema.h"
 #include "dist/allreduce.h"
 #include "core/error.h"
@@ -156,9 +157,11 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   }
   refuse_collectively(comm, refusal, unsupported);
   s->backend->set_precision(r.precision);
-  s->backend->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
-  s->backend->set_algorithm_choice(r.cuda_algorithms);
-  s->backend->set_conv_api(r.cuda_conv_api, r.cuda_reduced_precision_reduction);
+  if (PlanChoices* choices = capability<PlanChoices>(*s->backend)) {  // cuda: its libraries' algorithms
+    choices->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
+    choices->set_algorithm_choice(r.cuda_algorithms);
+    choices->set_conv_api(r.cuda_conv_api, r.cuda_reduced_precision_reduction);
+  }
   const bool device_memory = !s->backend->describe().host_accessible;
   // hogwild: the replicas are the workers of the batch split and the shards of the data.
   const bool hogwild = r.dist.strategy == DistStrategy::hogwild;

@@ -8,11 +8,14 @@
 
 namespace ts {
 
-StagedInput::StagedInput(Net& net, Loader& loader) : net_(net), loader_(loader) {}
+StagedInput::StagedInput(Net& net, Loader& loader)
+    : net_(net),
+      loader_(loader),
+      staging_(capability<InputStaging>(net.backend())),
+      marks_(capability<QueueMarks>(net.backend())) {}
 
 void StagedInput::fetch_and_stage() {
-  Backend& backend = net_.backend();
-  backend.staged_copies_done();  // the slot of the batch before may be refilled from now on
+  if (staging_) staging_->staged_copies_done();  // the slot of the batch before may be refilled from now on
   loader_.next(batch_);
   net_.stage_input(batch_.images, batch_.size);
   ready_ = true;
@@ -49,12 +52,11 @@ void StagedInput::forward_queued(Mode mode, double& data_wait) {
   data_wait = prepare();
   // The device reads labels/targets when the loss runs: this turn's buffers were read by the
   // forward two steps back, which the device has passed unless the host is that far ahead.
-  Backend& backend = net_.backend();
-  backend.wait_for_mark(read_by_[turn_]);
+  if (marks_) marks_->wait_for_mark(read_by_[turn_]);
   const int32_t* labels = pinned_labels();
   const float* targets = pinned_targets();
   net_.forward_queued(nullptr, labels, targets, mode);
-  read_by_[turn_] = backend.mark();
+  if (marks_) read_by_[turn_] = marks_->mark();
   turn_ ^= 1;
   data_wait += timed_fetch_and_stage();  // overlaps forward on the device
 }

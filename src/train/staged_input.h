@@ -11,12 +11,14 @@
 // buffers used in turn: the device reads one while the host fills the other, and before the
 // host refills one it waits for the forward that read it (two steps back: a mark, not the queue).
 // The copy of k+1's images waits on the device for forward k-1 to have read its buffer before
-// (Backend::release_staged), so the host never has to.
+// (InputStaging::release_staged), so the host never has to.
 #pragma once
 
 #include <array>
 
 #include "backend/backend.h"
+#include "backend/input_staging.h"
+#include "backend/queue_marks.h"
 #include "data/loader.h"
 #include "nn/net.h"
 
@@ -42,6 +44,8 @@ class StagedInput {
 
   Net& net_;
   Loader& loader_;
+  InputStaging* const staging_;  // the net's backend's, null where it copies at once
+  QueueMarks* const marks_;      // null: nothing to wait for
   Batch batch_;          // the batch whose images are staged (valid until the next loader.next)
   bool ready_ = false;
   int turn_ = 0;         // which of the two label/target buffers this step uses

@@ -22,11 +22,11 @@ RangeUpdate make_update(TrainState& st, double lr, StepResult& out) {
   if (scaler->on_device())  // loss_reads: log: the device decides, the host queues (out.skipped unknown)
     return [&net, &sgd, scaler, lr](int64_t offset, int64_t count) {
       TS_CHECK(offset == 0 && count == net.param_count(), "loss scaling needs the update over all parameters at once");
-      Backend& backend = net.backend();
+      DeviceLossScaling& device = scaler->device_ops();
       LossScaleState* state = scaler->device_state();
-      backend.unscale_check(count, state, net.grads());
-      sgd.step_range(net.params(), net.grads(), lr, offset, count, state);
-      backend.update_loss_scale(state, scaler->rule());
+      device.unscale_check(count, state, net.grads());
+      sgd.step_range(net.params(), net.grads(), lr, offset, count, state, &device);
+      device.update_loss_scale(state, scaler->rule());
     };
   return [&net, &sgd, scaler, lr, &out](int64_t offset, int64_t count) {
     // The decision covers the whole step: every strategy applies its update over all parameters

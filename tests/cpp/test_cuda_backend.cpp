@@ -17,6 +17,7 @@
 #include "backend/backend_factory.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/device_loss_scaling.h"
 
 #include "cuda_test_support.h"
 
@@ -282,7 +283,7 @@ TEST_F(CudaBackendTest, ScaleCheckFinite) {
   EXPECT_TRUE(backend_->scale_check_finite(0, 2.0f, nullptr));
 }
 
-// Backend::mark / wait_for_mark (cuda_marks.h): each queued loss copy is readable once its mark
+// QueueMarks::mark / wait_for_mark (cuda_marks.h): each queued loss copy is readable once its mark
 // is passed, also a mark the ring of events has overwritten since (loss_reads: log reads up to
 // Net::kLossSlots of them at once), and a mark never made is refused.
 TEST_F(CudaBackendTest, QueuedCopiesLandByTheirMarks) {
@@ -305,7 +306,7 @@ TEST_F(CudaBackendTest, QueuedCopiesLandByTheirMarks) {
   backend_->wait_for_mark(0);  // nothing to wait for
 }
 
-// Backend::release_staged: a staged copy into a buffer waits (on the device) for the compute work
+// InputStaging::release_staged: a staged copy into a buffer waits (on the device) for the compute work
 // queued before that read the buffer, however long it runs. The compute queue is kept busy for
 // many milliseconds before it copies the staged buffer out; without the order the staging copy
 // (microseconds, its own stream) would overwrite the buffer first.
@@ -336,11 +337,12 @@ TEST_F(CudaBackendTest, AStagedCopyWaitsForTheLastReaderOfItsBuffer) {
 
 // Loss scaling decided on the device (loss_reads: log): unscale_check, sgd_step_if_finite and
 // update_loss_scale on the GPU take the decisions, and leave the weights, velocity and state,
-// that the host defaults (the ref backend) take, bit for bit, over finite steps, an overflow,
-// and the growth of the scale.
+// that the host's (HostLossScaling over the ref backend) take, bit for bit, over finite steps,
+// an overflow, and the growth of the scale.
 TEST_F(CudaBackendTest, LossScalingOnTheDeviceDecidesAsTheHost) {
   const int64_t n = (1 << 16) + 5;
   auto ref = make_backend("ref");
+  HostLossScaling on_host(*ref);
   const std::vector<float> weights0 = spread_values(n, 21), velocity0(static_cast<size_t>(n), 0.0f);
   const LossScaleRule rule{true, 2, 1.0f / 16384.0f, 16777216.0f};
   DeviceBuffer w = from_host(weights0), v = from_host(velocity0), g = backend_->allocate(n * sizeof(float));
@@ -359,9 +361,9 @@ TEST_F(CudaBackendTest, LossScalingOnTheDeviceDecidesAsTheHost) {
     backend_->unscale_check(n, state, g.f32());
     backend_->sgd_step_if_finite(state, n, 0.01f, 0.9f, 1e-4f, true, w.f32(), g.f32(), v.f32());
     backend_->update_loss_scale(state, rule);
-    ref->unscale_check(n, &host, grads.data());
-    ref->sgd_step_if_finite(&host, n, 0.01f, 0.9f, 1e-4f, true, hw.data(), grads.data(), hv.data());
-    ref->update_loss_scale(&host, rule);
+    on_host.unscale_check(n, &host, grads.data());
+    on_host.sgd_step_if_finite(&host, n, 0.01f, 0.9f, 1e-4f, true, hw.data(), grads.data(), hv.data());
+    on_host.update_loss_scale(&host, rule);
   }
   LossScaleState got;
   backend_->copy_to_host(&got, state_d.data(), sizeof(got));

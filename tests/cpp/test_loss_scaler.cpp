@@ -68,8 +68,8 @@ TEST(LossScaler, OnTheDeviceItTakesTheHostsDecisions) {
     grads.assign(4, 2.0f);
     if (!finite) grads[1] = std::numeric_limits<float>::infinity();
     LossScaleState* state = on_device.device_state();
-    backend.unscale_check(4, state, grads.data());
-    backend.update_loss_scale(state, on_device.rule());
+    on_device.device_ops().unscale_check(4, state, grads.data());
+    on_device.device_ops().update_loss_scale(state, on_device.rule());
     on_host.update(finite);
     EXPECT_THROW(on_device.scale(), std::exception) << "stale until read_back";
     on_device.read_back();

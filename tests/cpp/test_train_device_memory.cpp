@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/plan_choices.h"
 #include "backend/ref/ref_backend.h"
 #include "config/run_config.h"
 #include "core/error.h"
@@ -29,7 +30,7 @@ namespace {
 constexpr int64_t kDeviceBytes = int64_t{8} << 30;
 constexpr int64_t kContextBytes = int64_t{300} << 20;  // what a device holds before the run: context, libraries
 
-class CountingDeviceBackend final : public RefBackend {
+class CountingDeviceBackend final : public RefBackend, public PlanChoices {
  public:
   explicit CountingDeviceBackend(int devices = 1, int64_t cap = kDeviceBytes - kContextBytes)
       : devices_(devices), cap_(cap) {}
@@ -61,6 +62,10 @@ class CountingDeviceBackend final : public RefBackend {
   }
   std::vector<std::string> plan_notes() const override { return notes_; }
   void drop_plan_notes(size_t keep) override { notes_.resize(std::min(keep, notes_.size())); }
+  void set_workspace_limit(size_t) override {}
+  void set_algorithm_choice(AlgorithmChoice) override {}
+  void set_conv_api(ConvApi, bool) override {}
+  size_t workspace_bytes() const override { return 0; }
 
  protected:
   void release(void* data, size_t bytes, bool host) override {

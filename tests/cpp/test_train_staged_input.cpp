@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend_factory.h"
+#include "backend/queue_marks.h"
 #include "backend/ref/ref_backend.h"
 #include "data/loader.h"
 #include "data/synthetic_source.h"
@@ -197,7 +198,7 @@ TEST(StagedInput, AHeterogeneousDeviceRankWaitsForItsDeviceAfterBackward) {
 // A device stand-in that tells a drain of its queue (copy_to_host, synchronize: the host waits
 // for everything queued) from a wait for a mark (the queued loss copy, a buffer's last reader),
 // and records the exchange's view of backward at each such wait.
-class QueueWatchingBackend final : public RefBackend {
+class QueueWatchingBackend final : public RefBackend, public QueueMarks {
  public:
   void copy_to_host(void* host_dst, const void* device_src, size_t bytes) override {
     ++drains;

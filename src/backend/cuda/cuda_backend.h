@@ -9,11 +9,17 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/device_loss_scaling.h"
+#include "backend/graph_capture.h"
+#include "backend/input_staging.h"
+#include "backend/plan_choices.h"
+#include "backend/queue_marks.h"
 #include "backend/cuda/cuda_context.h"
 #include "backend/cuda/cuda_marks.h"
 
 namespace ts {
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public InputStaging, public QueueMarks, public GraphCapture,
+                          public DeviceLossScaling, public PlanChoices {
  public:
   // Computes on device local_rank % device_count() (the rank's index among the ranks of its
   // node). Throws ConfigError "no CUDA device was found" when there is none.
@@ -55,7 +61,6 @@ class CudaBackend final : public Backend {
   int64_t mark() override;
   void wait_for_mark(int64_t mark) override;
   // CUDA graphs: stream capture (relaxed mode) into an instantiated graph per recording.
-  bool supports_capture() const override { return true; }
   void begin_capture() override;
   int end_capture() override;
   void replay(int capture) override;

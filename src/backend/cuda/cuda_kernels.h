@@ -22,7 +22,7 @@ void sgd_step(int64_t n, float lr, float momentum, float weight_decay, bool nest
 void axpby(int64_t n, float a, const float* x, float b, float* y, cudaStream_t stream);
 // x *= a; *nonfinite (device int) set to 1 if some x was inf/NaN before scaling (never cleared here).
 void scale_check_finite(int64_t n, float a, float* x, int* nonfinite, cudaStream_t stream);
-// Loss scaling decided on the device (Backend::unscale_check, update_loss_scale): x *= 1 / the
+// Loss scaling decided on the device (DeviceLossScaling::unscale_check, update_loss_scale): x *= 1 / the
 // state's scale with state->nonfinite set from x (cleared first); the state's rule.
 void unscale_check(int64_t n, LossScaleState* state, float* x, cudaStream_t stream);
 void update_loss_scale(LossScaleState* state, const LossScaleRule& rule, cudaStream_t stream);

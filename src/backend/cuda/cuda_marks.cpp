@@ -1,4 +1,4 @@
-// The ring of events behind Backend::mark (see cuda_marks.h).
+// The ring of events behind QueueMarks::mark (see cuda_marks.h).
 #include "backend/cuda/cuda_marks.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Points in a CUDA stream that the host waits for (Backend::mark / wait_for_mark): a ring of
+// Points in a CUDA stream that the host waits for (QueueMarks::mark / wait_for_mark): a ring of
 // events, mark m recorded into event m % kEvents. A mark older than the ring is waited for
 // through the oldest event the ring still holds, which the stream passes later: the wait may be
 // longer than needed, never shorter. Thread-safe: the trainer marks, an exchange's
