@@ -2,7 +2,7 @@
 // primitives chosen once with format_tag::any (oneDNN's blocked layouts), the backward ones
 // hinted by the forward; ports for every tensor. Mixed precision: activations and weights in
 // the compute type (bf16), weight gradients and the bias in fp32.
-#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_weighted_op.h"
 
 namespace ts::cpu {
 namespace {
@@ -19,65 +19,19 @@ memory::dims conv_wei_dims(const ConvDesc& d) {
 memory::dims conv_padding(const ConvDesc& d) { return {d.ph, d.pw}; }
 memory::dims conv_strides(const ConvDesc& d) { return {d.sh, d.sw}; }
 
-class CpuConvOp final : public ConvOp {
+class CpuConvOp final : public WeightedOp<ConvOp, dnnl::convolution_forward, dnnl::convolution_backward_data,
+                                          dnnl::convolution_backward_weights> {
  public:
-  CpuConvOp(CpuContext& ctx, const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d), name_(d.str()) {
+  CpuConvOp(CpuContext& ctx, const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst)
+      : WeightedOp(ctx, "conv", d.str(), d.oc, d.bias), d_(d) {
     const std::string key = ctx.prefix() + d.str();
     fwd_ = ctx.primitive<dnnl::convolution_forward>(key, [&] { return forward_pd(); });
     bwd_data_ = ctx.primitive<dnnl::convolution_backward_data>(key + "/bwd_data", [&] { return backward_data_pd(); });
     bwd_weights_ = ctx.primitive<dnnl::convolution_backward_weights>(key + "/bwd_weights",
                                                                      [&] { return backward_weights_pd(); });
-    dst_ = output_desc(ctx, dst, fwd_.pd.dst_desc());
-    const memory::desc src_md = ctx.md(src), dst_md = ctx.md(dst_), wei_md = f32_plain(conv_wei_dims(d));
-    src_in_.plan(ctx, src_md, fwd_.pd.src_desc());
-    wei_in_.plan(ctx, wei_md, fwd_.pd.weights_desc(), true);
-    dst_out_.plan(ctx, fwd_.pd.dst_desc(), dst_md);
-    diff_dst_data_in_.plan(ctx, dst_md, bwd_data_.pd.diff_dst_desc());
-    wei_data_in_.plan(ctx, wei_md, bwd_data_.pd.weights_desc(), true);
-    diff_src_out_.plan(ctx, bwd_data_.pd.diff_src_desc(), src_md);
-    src_weights_in_.plan(ctx, src_md, bwd_weights_.pd.src_desc());
-    diff_dst_weights_in_.plan(ctx, dst_md, bwd_weights_.pd.diff_dst_desc());
     // The gradient arena is plain fp32; for grouped convolutions the 5-D goihw plain form is
     // byte for byte the caller's (oc, ic/g, kh, kw).
-    diff_wei_out_.plan(ctx, bwd_weights_.pd.diff_weights_desc(), wei_md, true);
-  }
-
-  const TensorDesc& dst_desc() const override { return dst_; }
-
-  // src (mb,ic,ih,iw), wei (oc,ic/g,kh,kw), bia (oc) -> dst (mb,oc,oh,ow) [relu'd when d.relu]
-  void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
-    TS_CHECK(!d_.bias || bia, "conv forward: " + d_.str() + " has a bias but bia is null");
-    ++generation_;
-    guarded(__FILE__, __LINE__, "conv forward", name_, [&] {
-      Args args{{DNNL_ARG_SRC, src_in_.get(ctx_, src.data, generation_)},
-                {DNNL_ARG_WEIGHTS, wei_in_.get(ctx_, wei, generation_)},
-                {DNNL_ARG_DST, dst_out_.target(ctx_, dst.data)}};
-      if (d_.bias) args.emplace(DNNL_ARG_BIAS, ctx_.wrap(f32_plain({d_.oc}), bia));
-      ctx_.run(fwd_.prim, fwd_.pd.scratchpad_desc(), std::move(args));
-      dst_out_.finish(ctx_, dst.data);
-    });
-  }
-
-  // Weight gradients (plain fp32) first, then diff_src; the fused ReLU's backward ran before.
-  void backward(const Tensor& src, const Tensor& diff_dst, const float* wei, const Tensor& diff_src,
-                float* diff_wei, float* diff_bia) override {
-    TS_CHECK(!d_.bias || diff_bia, "conv backward: " + d_.str() + " has a bias but diff_bia is null");
-    guarded(__FILE__, __LINE__, "conv backward_weights", name_, [&] {
-      Args args{{DNNL_ARG_SRC, src_weights_in_.get_shared(ctx_, src.data, src_in_, generation_)},
-                {DNNL_ARG_DIFF_DST, diff_dst_weights_in_.get(ctx_, diff_dst.data, generation_)},
-                {DNNL_ARG_DIFF_WEIGHTS, diff_wei_out_.target(ctx_, diff_wei)}};
-      if (d_.bias) args.emplace(DNNL_ARG_DIFF_BIAS, ctx_.wrap(f32_plain({d_.oc}), diff_bia));
-      ctx_.run(bwd_weights_.prim, bwd_weights_.pd.scratchpad_desc(), std::move(args));
-      diff_wei_out_.finish(ctx_, diff_wei);
-    });
-    if (!diff_src) return;
-    guarded(__FILE__, __LINE__, "conv backward_data", name_, [&] {
-      Args args{{DNNL_ARG_DIFF_DST, diff_dst_data_in_.get_shared(ctx_, diff_dst.data, diff_dst_weights_in_, generation_)},
-                {DNNL_ARG_WEIGHTS, wei_data_in_.get_shared(ctx_, wei, wei_in_, generation_)},
-                {DNNL_ARG_DIFF_SRC, diff_src_out_.target(ctx_, diff_src.data)}};
-      ctx_.run(bwd_data_.prim, bwd_data_.pd.scratchpad_desc(), std::move(args));
-      diff_src_out_.finish(ctx_, diff_src.data);
-    });
+    plan_ports(dst, ctx.md(src), f32_plain(conv_wei_dims(d)));
   }
 
  private:
@@ -114,16 +68,7 @@ class CpuConvOp final : public ConvOp {
     return {desc, ctx_.attr(), ctx_.engine, fwd_.pd};
   }
 
-  CpuContext& ctx_;
   ConvDesc d_;
-  std::string name_;  // the descriptor, for error messages
-  TensorDesc dst_;
-  Cached<dnnl::convolution_forward> fwd_;
-  Cached<dnnl::convolution_backward_data> bwd_data_;
-  Cached<dnnl::convolution_backward_weights> bwd_weights_;
-  InPort src_in_, wei_in_, diff_dst_data_in_, wei_data_in_, src_weights_in_, diff_dst_weights_in_;
-  uint64_t generation_ = 0;  // forwards so far: tags conversions that backward may reuse
-  OutPort dst_out_, diff_src_out_, diff_wei_out_;
 };
 
 }  // namespace

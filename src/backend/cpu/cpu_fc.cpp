@@ -8,14 +8,16 @@
 #include <utility>
 #include <vector>
 
-#include "backend/cpu/cpu_ops.h"
+#include "backend/cpu/cpu_weighted_op.h"
 
 namespace ts::cpu {
 namespace {
 
-class CpuFcOp final : public FcOp {
+class CpuFcOp final : public WeightedOp<FcOp, dnnl::inner_product_forward, dnnl::inner_product_backward_data,
+                                        dnnl::inner_product_backward_weights> {
  public:
-  CpuFcOp(CpuContext& ctx, const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) : ctx_(ctx), d_(d), name_(d.str()) {
+  CpuFcOp(CpuContext& ctx, const FcDesc& d, const TensorDesc& src, const TensorDesc& dst)
+      : WeightedOp(ctx, "fc", d.str(), d.oc, d.bias), d_(d) {
     // fp32 plans a (mb, c, h, w) input as it comes, with (oc, c, h, w) weights; mixed precision
     // reads it as (mb, ic) (plain, converted to the compute type anyway), where oneDNN has
     // its bf16 brgemm kernels. Weights have the input's trailing dims with oc in front.
@@ -31,54 +33,7 @@ class CpuFcOp final : public FcOp {
     bwd_data_ = ctx.primitive<dnnl::inner_product_backward_data>(key + "/bwd_data", [&] { return backward_data_pd(); });
     bwd_weights_ = ctx.primitive<dnnl::inner_product_backward_weights>(key + "/bwd_weights",
                                                                        [&] { return backward_weights_pd(); });
-    dst_ = output_desc(ctx, dst, fwd_.pd.dst_desc());
-    const memory::desc dst_md = ctx.md(dst_);
-    src_in_.plan(ctx, src_md, fwd_.pd.src_desc());
-    wei_in_.plan(ctx, wei_md, fwd_.pd.weights_desc(), true);
-    dst_out_.plan(ctx, fwd_.pd.dst_desc(), dst_md);
-    diff_dst_data_in_.plan(ctx, dst_md, bwd_data_.pd.diff_dst_desc());
-    wei_data_in_.plan(ctx, wei_md, bwd_data_.pd.weights_desc(), true);
-    diff_src_out_.plan(ctx, bwd_data_.pd.diff_src_desc(), src_md);
-    src_weights_in_.plan(ctx, src_md, bwd_weights_.pd.src_desc());
-    diff_dst_weights_in_.plan(ctx, dst_md, bwd_weights_.pd.diff_dst_desc());
-    diff_wei_out_.plan(ctx, bwd_weights_.pd.diff_weights_desc(), wei_md, true);
-  }
-
-  const TensorDesc& dst_desc() const override { return dst_; }
-
-  // src (mb, ic), wei (oc, ic), bia (oc) -> dst (mb, oc)
-  void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
-    TS_CHECK(!d_.bias || bia, "fc forward: " + d_.str() + " has a bias but bia is null");
-    ++generation_;
-    guarded(__FILE__, __LINE__, "fc forward", name_, [&] {
-      Args args{{DNNL_ARG_SRC, src_in_.get(ctx_, src.data, generation_)},
-                {DNNL_ARG_WEIGHTS, wei_in_.get(ctx_, wei, generation_)},
-                {DNNL_ARG_DST, dst_out_.target(ctx_, dst.data)}};
-      if (d_.bias) args.emplace(DNNL_ARG_BIAS, ctx_.wrap(f32_plain({d_.oc}), bia));
-      ctx_.run(fwd_.prim, fwd_.pd.scratchpad_desc(), std::move(args));
-      dst_out_.finish(ctx_, dst.data);
-    });
-  }
-
-  void backward(const Tensor& src, const Tensor& diff_dst, const float* wei, const Tensor& diff_src,
-                float* diff_wei, float* diff_bia) override {
-    TS_CHECK(!d_.bias || diff_bia, "fc backward: " + d_.str() + " has a bias but diff_bia is null");
-    guarded(__FILE__, __LINE__, "fc backward_weights", name_, [&] {
-      Args args{{DNNL_ARG_SRC, src_weights_in_.get_shared(ctx_, src.data, src_in_, generation_)},
-                {DNNL_ARG_DIFF_DST, diff_dst_weights_in_.get(ctx_, diff_dst.data, generation_)},
-                {DNNL_ARG_DIFF_WEIGHTS, diff_wei_out_.target(ctx_, diff_wei)}};
-      if (d_.bias) args.emplace(DNNL_ARG_DIFF_BIAS, ctx_.wrap(f32_plain({d_.oc}), diff_bia));
-      ctx_.run(bwd_weights_.prim, bwd_weights_.pd.scratchpad_desc(), std::move(args));
-      diff_wei_out_.finish(ctx_, diff_wei);
-    });
-    if (!diff_src) return;
-    guarded(__FILE__, __LINE__, "fc backward_data", name_, [&] {
-      Args args{{DNNL_ARG_DIFF_DST, diff_dst_data_in_.get_shared(ctx_, diff_dst.data, diff_dst_weights_in_, generation_)},
-                {DNNL_ARG_WEIGHTS, wei_data_in_.get_shared(ctx_, wei, wei_in_, generation_)},
-                {DNNL_ARG_DIFF_SRC, diff_src_out_.target(ctx_, diff_src.data)}};
-      ctx_.run(bwd_data_.prim, bwd_data_.pd.scratchpad_desc(), std::move(args));
-      diff_src_out_.finish(ctx_, diff_src.data);
-    });
+    plan_ports(dst, src_md, wei_md);
   }
 
  private:
@@ -154,17 +109,8 @@ class CpuFcOp final : public FcOp {
     throw dnnl::error(dnnl_unimplemented, "no inner product backward-weights implementation");
   }
 
-  CpuContext& ctx_;
   FcDesc d_;
-  std::string name_;  // the descriptor, for error messages
   memory::dims src_dims_, wei_dims_;
-  TensorDesc dst_;
-  Cached<dnnl::inner_product_forward> fwd_;
-  Cached<dnnl::inner_product_backward_data> bwd_data_;
-  Cached<dnnl::inner_product_backward_weights> bwd_weights_;
-  InPort src_in_, wei_in_, diff_dst_data_in_, wei_data_in_, src_weights_in_, diff_dst_weights_in_;
-  OutPort dst_out_, diff_src_out_, diff_wei_out_;
-  uint64_t generation_ = 0;  // forwards so far: tags conversions that backward may reuse
 };
 
 }  // namespace
