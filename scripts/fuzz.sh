@@ -11,9 +11,15 @@
 # every machine (from an empty build-fuzz/corpus/, as in CI: what a local corpus holds changes
 # the exploration), so a CI run replays a fixed exploration and a new crash is found by a longer
 # run by hand (or nightly), not by chance in somebody's CI.
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]    (FUZZ_JOBS: build jobs, default nproc)
+# Usage: scripts/fuzz.sh [--build] [SECONDS] [TARGET...]    (FUZZ_JOBS: build jobs, default nproc)
+#   --build: only configure and build the targets (scripts/test.sh builds them in the background).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [[ ${1:-} == --build ]]; then
+  build_only=1
+  shift
+fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
@@ -33,6 +39,7 @@ binaries=()
 for t in "${targets[@]}"; do binaries+=(--target "fuzz_$t"); done
 cmake --build build-fuzz -j "$jobs" "${binaries[@]}" >>"$log" 2>&1 \
   || { tail -n 40 "$log" >&2; echo "fuzz.sh: build failed (log: $log)" >&2; exit 1; }
+((build_only)) && exit 0
 
 # Leaks and UBSan findings are failures; libFuzzer's -timeout catches hangs.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}

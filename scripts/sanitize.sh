@@ -9,9 +9,16 @@
 #         on 2 ranks.
 # Libraries that are not instrumented (Open MPI, oneDNN, libgomp, HDF5) are covered by the
 # suppression files in tests/sanitizers/, one commented entry per reason.
-# Usage: scripts/sanitize.sh [asan] [tsan]    (default: both; SANITIZE_JOBS: build jobs)
+# Usage: scripts/sanitize.sh [--build] [asan] [tsan]    (default: both; SANITIZE_JOBS: build jobs)
+#   --build: only configure and build (scripts/test.sh builds them in the background while the
+#            other stages run, then runs this script again to run the tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=0
+if [[ ${1:-} == --build ]]; then
+  build_only=1
+  shift
+fi
 modes=("$@")
 ((${#modes[@]})) || modes=(asan tsan)
 jobs=${SANITIZE_JOBS:-$(nproc 2>/dev/null || echo 2)}
@@ -42,6 +49,7 @@ for mode in "${modes[@]}"; do
     asan)
       echo "sanitize.sh: ASan + UBSan (build-asan/)"
       configure_and_build build-asan address,undefined all
+      ((build_only)) && continue
       # fast_unwind_on_malloc=0: Open MPI has no frame pointers, so only the slow unwinder reaches
       # the frames lsan.supp names (about 10% more CPU time).
       export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
@@ -52,6 +60,7 @@ for mode in "${modes[@]}"; do
     tsan)
       echo "sanitize.sh: TSan (build-tsan/)"
       configure_and_build build-tsan thread "${tsan_tests[@]}" test_mpi_train_equivalence
+      ((build_only)) && continue
       export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp"
       for t in "${tsan_tests[@]}"; do
         OMP_NUM_THREADS=2 build-tsan/bin/"$t" --gtest_brief=1 || { echo "sanitize.sh: TSan: $t failed" >&2; status=1; }

@@ -283,3 +283,33 @@ def testbed():
         yield bed
     finally:
         bed.down()
+
+
+# ---- running the suite in parallel (scripts/test.sh, issue 37) ------------------------------
+# scripts/test.sh runs this suite twice over: `-m "not serial" -n 2 --dist loadgroup` (two xdist
+# workers; every file is one xdist group, so a file's tests run in one worker, in order, and its
+# module fixtures are made once), then `-m serial` in one process. The files below share
+# something with the whole machine, or measure time, and so run in the serial pass.
+SERIAL_FILES = {
+    "test_slurm_integration.py": "a real Slurm on this host: its node offers every CPU and its jobs wait for them",
+    "test_slurm_multihost.py": "the test bed (network namespaces, /etc/hosts, /run/trainscale-testbed) and a Slurm in it",
+    "test_multihost.py": "the test bed (network namespaces, /etc/hosts, /run/trainscale-testbed), shaped links",
+    "test_failures_ranks.py": "dist.timeout_s 2: a rank starved for 2 s by a neighbouring test reads as a lost rank",
+    "test_dist_hetero.py": "measured and adaptive shares follow the ranks' step times",
+    "test_bench_allreduce.py": "busbw and the call-to-call spread are measurements",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "serial: runs in scripts/test.sh's serial pass (conftest.SERIAL_FILES says why)")
+    config.addinivalue_line("markers", "xdist_group(name): tests of one group run in one pytest-xdist worker")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker appends the group to each test's id
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        name = item.path.name
+        if name in SERIAL_FILES:
+            item.add_marker(pytest.mark.serial)
+        elif item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(name))
