@@ -98,9 +98,4 @@ int command_info(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int command_not_built(const std::string& name, const std::vector<std::string>& args) {
-  throw ConfigError("`trainscale " + name + "` is part of the CLI contract (README.md) but not in this build yet; "
-                    "available commands: run, info");
-}
-
 }  // namespace ts

@@ -58,4 +58,25 @@ int run_command_reporting_errors(const std::string& program, const std::string& 
   }
 }
 
+int run_driver(const std::string& program, const std::string& usage, const std::string& version,
+               const std::vector<DriverCommand>& commands, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << usage;
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (!version.empty() && (args[0] == "--version" || args[0] == "-V")) {
+    std::cout << version;
+    return kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  return run_command_reporting_errors(program, command, [&]() -> int {
+    for (const auto& [name, run] : commands)
+      if (command == name) return run(args);
+    std::cerr << program << ": unknown command '" << command << "'\n\n" << usage;
+    return kExitUsage;
+  });
+}
+
 }  // namespace ts

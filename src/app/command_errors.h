@@ -6,6 +6,8 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ts {
 
@@ -15,6 +17,16 @@ namespace ts {
 // reads the same config and arguments and finds the same error, which rank 0 prints once.
 int run_command_reporting_errors(const std::string& program, const std::string& command,
                                  const std::function<int()>& body);
+
+// One subcommand of a driver: its name and what runs it with the arguments after the name.
+using DriverCommand = std::pair<const char*, int (*)(const std::vector<std::string>&)>;
+
+// The main() of a driver (`trainscale`, `trainscale-sim`): no command, --help, -h or help prints
+// `usage` (exit 2 without a command, else 0); --version or -V prints `version` when it is not
+// empty; else the first argument names one of `commands`, run through
+// run_command_reporting_errors with the remaining arguments; an unknown one prints the usage, 2.
+int run_driver(const std::string& program, const std::string& usage, const std::string& version,
+               const std::vector<DriverCommand>& commands, int argc, char** argv);
 
 // This process's rank as its launcher tells it before MPI starts: OMPI_COMM_WORLD_RANK (Open
 // MPI), PMI_RANK (MPICH's and Intel MPI's Hydra), PMIX_RANK, MV2_COMM_WORLD_RANK (MVAPICH2),

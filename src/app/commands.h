@@ -19,8 +19,5 @@ int command_data(const std::vector<std::string>& args);       // app/cmd_data.cp
 int command_show(const std::vector<std::string>& args);       // app/cmd_show.cpp
 int command_trace(const std::vector<std::string>& args);      // app/cmd_trace.cpp
 int command_make_synthetic_jpeg(const std::vector<std::string>& args);  // `data make-synthetic-jpeg`
-// Commands of the contract that later work implements: a clear usage error until then.
-int command_not_built(const std::string& name, const std::vector<std::string>& args);
-
 
 }  // namespace ts

@@ -1,12 +1,7 @@
 // trainscale-sim: the gradient exchange of trainscale on simulated clusters (SimGrid SMPI,
 // docs/model.md "Simulation"). Dispatches subcommands and is the only place of this executable
 // that turns errors into exit codes (0 ok, 1 failed, 2 usage/config error), through app/command_errors.h as trainscale does.
-#include <iostream>
-#include <string>
-#include <vector>
-
 #include "app/command_errors.h"
-#include "core/error.h"
 #include "sim/commands.h"
 
 namespace {
@@ -26,17 +21,6 @@ exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::cout << kUsage;
-    return args.empty() ? ts::kExitUsage : ts::kExitOk;
-  }
-  const std::string command = args[0];
-  args.erase(args.begin());
-  return ts::run_command_reporting_errors("trainscale-sim", command, [&]() -> int {
-    if (command == "run") return ts::sim::command_run(args);
-    if (command == "bench") return ts::sim::command_bench(args);
-    std::cerr << "trainscale-sim: unknown command '" << command << "'\n\n" << kUsage;
-    return ts::kExitUsage;
-  });
+  return ts::run_driver("trainscale-sim", kUsage, "", {{"run", ts::sim::command_run}, {"bench", ts::sim::command_bench}},
+                        argc, argv);
 }
