@@ -97,6 +97,12 @@ class Layer {
   void expect_inputs(const std::vector<Shape>& src_shapes, size_t count) const;
   // Records the minibatch a plan is for (every plan() override calls it first).
   void plan_batch(int64_t mb) { mb_ = mb; }
+  // Records the input shapes and the output shape `dst` and returns it (setup() overrides end so).
+  const Shape& set_shapes(const std::vector<Shape>& src_shapes, Shape dst) {
+    src_shapes_ = src_shapes;
+    dst_shape_ = std::move(dst);
+    return dst_shape_;
+  }
 
   std::string name_;
   int64_t mb_ = 0;

@@ -32,10 +32,7 @@ void expect_input(const std::string& model, const ModelInput& want, const ModelI
   }
 }
 
-template <typename L, typename... Args>
-int add(Net& net, int src, Args&&... args) {
-  return net.add(std::make_unique<L>(std::forward<Args>(args)...), {src});
-}
+using zoo::add_layer;
 
 // LeNet-style Fashion-MNIST net (1,663,370 parameters):
 //   conv1 5x5/32 pad 2 -> relu -> maxpool 2   (1,28,28) -> (32,14,14)
@@ -43,41 +40,41 @@ int add(Net& net, int src, Args&&... args) {
 //   fc1 3136 -> 512 -> relu [-> dropout p] -> fc2 512 -> 10 -> softmax cross-entropy
 void build_lenet(Net& net, const ModelInput&, double dropout) {
   int x = net.input(Shape{1, 28, 28});
-  x = add<Conv2d>(net, x, "conv1", 32, 5, 1, 2);
-  x = add<Relu>(net, x, "relu1");
-  x = add<Pool2d>(net, x, "pool1", PoolKind::max, 2);
-  x = add<Conv2d>(net, x, "conv2", 64, 5, 1, 2);
-  x = add<Relu>(net, x, "relu2");
-  x = add<Pool2d>(net, x, "pool2", PoolKind::max, 2);
-  x = add<FullyConnected>(net, x, "fc1", 512);
-  x = add<Relu>(net, x, "relu3");
-  if (dropout > 0) x = add<Dropout>(net, x, "drop1", dropout);
-  x = add<FullyConnected>(net, x, "fc2", 10, true, Init::xavier);
-  add<SoftmaxCrossEntropy>(net, x, "loss");
+  x = add_layer<Conv2d>(net, x, "conv1", 32, 5, 1, 2);
+  x = add_layer<Relu>(net, x, "relu1");
+  x = add_layer<Pool2d>(net, x, "pool1", PoolKind::max, 2);
+  x = add_layer<Conv2d>(net, x, "conv2", 64, 5, 1, 2);
+  x = add_layer<Relu>(net, x, "relu2");
+  x = add_layer<Pool2d>(net, x, "pool2", PoolKind::max, 2);
+  x = add_layer<FullyConnected>(net, x, "fc1", 512);
+  x = add_layer<Relu>(net, x, "relu3");
+  if (dropout > 0) x = add_layer<Dropout>(net, x, "drop1", dropout);
+  x = add_layer<FullyConnected>(net, x, "fc2", 10, true, Init::xavier);
+  add_layer<SoftmaxCrossEntropy>(net, x, "loss");
 }
 
 // Multi-layer perceptron on any input: flatten -> fc 256 -> relu [-> dropout] -> fc 128 ->
 // relu [-> dropout] -> fc classes.
 void build_mlp(Net& net, const ModelInput& in, double dropout) {
   int x = net.input(in.sample);
-  x = add<Flatten>(net, x, "flatten");
-  x = add<FullyConnected>(net, x, "fc1", 256);
-  x = add<Relu>(net, x, "relu1");
-  if (dropout > 0) x = add<Dropout>(net, x, "drop1", dropout);
-  x = add<FullyConnected>(net, x, "fc2", 128);
-  x = add<Relu>(net, x, "relu2");
-  if (dropout > 0) x = add<Dropout>(net, x, "drop2", dropout);
-  x = add<FullyConnected>(net, x, "fc3", in.outputs, true, Init::xavier);
-  add<SoftmaxCrossEntropy>(net, x, "loss");
+  x = add_layer<Flatten>(net, x, "flatten");
+  x = add_layer<FullyConnected>(net, x, "fc1", 256);
+  x = add_layer<Relu>(net, x, "relu1");
+  if (dropout > 0) x = add_layer<Dropout>(net, x, "drop1", dropout);
+  x = add_layer<FullyConnected>(net, x, "fc2", 128);
+  x = add_layer<Relu>(net, x, "relu2");
+  if (dropout > 0) x = add_layer<Dropout>(net, x, "drop2", dropout);
+  x = add_layer<FullyConnected>(net, x, "fc3", in.outputs, true, Init::xavier);
+  add_layer<SoftmaxCrossEntropy>(net, x, "loss");
 }
 
 // The single neuron of the SHM-Learn-Dist experiment: y = sigmoid(w x + b), MSE against
 // [x >= 0.5] for x ~ U[0,1). 2 parameters.
 void build_neuron(Net& net, const ModelInput&, double) {
   int x = net.input(Shape{1});
-  x = add<FullyConnected>(net, x, "fc", 1, true, Init::xavier);
-  x = add<Sigmoid>(net, x, "sigmoid");
-  add<MeanSquaredError>(net, x, "loss");
+  x = add_layer<FullyConnected>(net, x, "fc", 1, true, Init::xavier);
+  x = add_layer<Sigmoid>(net, x, "sigmoid");
+  add_layer<MeanSquaredError>(net, x, "loss");
 }
 
 // cuda-convnet "layers-18pct"-style CIFAR-10 net (85,098 parameters; no LRN: no LRN op):
@@ -88,25 +85,25 @@ void build_neuron(Net& net, const ModelInput&, double) {
 void build_alexnet_cifar(Net& net, const ModelInput&, double) {
   int x = net.input(Shape{3, 32, 32});
   // conv1 is followed by max pooling, then ReLU: relu(maxpool(x)) == maxpool(relu(x)), so He.
-  x = add<Conv2d>(net, x, "conv1", 32, 5, 1, 2);
-  x = add<Pool2d>(net, x, "pool1", PoolKind::max, 3, 2);
-  x = add<Relu>(net, x, "relu1");
-  x = add<Conv2d>(net, x, "conv2", 32, 5, 1, 2);
-  x = add<Relu>(net, x, "relu2");
-  x = add<Pool2d>(net, x, "pool2", PoolKind::avg, 3, 2);
-  x = add<Conv2d>(net, x, "conv3", 64, 5, 1, 2);
-  x = add<Relu>(net, x, "relu3");
-  x = add<Pool2d>(net, x, "pool3", PoolKind::avg, 3, 2);
-  x = add<FullyConnected>(net, x, "fc", 10, true, Init::xavier);
-  add<SoftmaxCrossEntropy>(net, x, "loss");
+  x = add_layer<Conv2d>(net, x, "conv1", 32, 5, 1, 2);
+  x = add_layer<Pool2d>(net, x, "pool1", PoolKind::max, 3, 2);
+  x = add_layer<Relu>(net, x, "relu1");
+  x = add_layer<Conv2d>(net, x, "conv2", 32, 5, 1, 2);
+  x = add_layer<Relu>(net, x, "relu2");
+  x = add_layer<Pool2d>(net, x, "pool2", PoolKind::avg, 3, 2);
+  x = add_layer<Conv2d>(net, x, "conv3", 64, 5, 1, 2);
+  x = add_layer<Relu>(net, x, "relu3");
+  x = add_layer<Pool2d>(net, x, "pool3", PoolKind::avg, 3, 2);
+  x = add_layer<FullyConnected>(net, x, "fc", 10, true, Init::xavier);
+  add_layer<SoftmaxCrossEntropy>(net, x, "loss");
 }
 
 // conv3x3 (no bias) + BN [+ ReLU]
 int conv_bn(Net& net, int x, const std::string& name, int64_t channels, int64_t stride,
             bool relu) {
-  x = add<Conv2d>(net, x, name, channels, 3, stride, 1, false, Init::he);
-  x = add<BatchNorm>(net, x, name + "_bn");
-  if (relu) x = add<Relu>(net, x, name + "_relu");
+  x = add_layer<Conv2d>(net, x, name, channels, 3, stride, 1, false, Init::he);
+  x = add_layer<BatchNorm>(net, x, name + "_bn");
+  if (relu) x = add_layer<Relu>(net, x, name + "_relu");
   return x;
 }
 
@@ -118,11 +115,11 @@ int basic_block(Net& net, int x, const std::string& name, int64_t channels, int6
   y = conv_bn(net, y, name + "_conv2", channels, 1, false);
   int shortcut = x;
   if (stride != 1 || in[0] != channels) {
-    shortcut = add<Conv2d>(net, x, name + "_proj", channels, 1, stride, 0, false, Init::xavier);
-    shortcut = add<BatchNorm>(net, shortcut, name + "_proj_bn");
+    shortcut = add_layer<Conv2d>(net, x, name + "_proj", channels, 1, stride, 0, false, Init::xavier);
+    shortcut = add_layer<BatchNorm>(net, shortcut, name + "_proj_bn");
   }
   int sum = net.add(std::make_unique<Add>(name + "_add"), {y, shortcut});
-  return add<Relu>(net, sum, name + "_relu");
+  return add_layer<Relu>(net, sum, name + "_relu");
 }
 
 // He et al. 2016 CIFAR ResNet-20 with projection shortcuts (272,474 trainable parameters):
@@ -142,9 +139,9 @@ void build_resnet20(Net& net, const ModelInput&, double) {
       name += std::to_string(block + 1);
       x = basic_block(net, x, name, widths[stage], stride);
     }
-  x = add<GlobalAvgPool>(net, x, "gap");
-  x = add<FullyConnected>(net, x, "fc", 10, true, Init::xavier);
-  add<SoftmaxCrossEntropy>(net, x, "loss");
+  x = add_layer<GlobalAvgPool>(net, x, "gap");
+  x = add_layer<FullyConnected>(net, x, "fc", 10, true, Init::xavier);
+  add_layer<SoftmaxCrossEntropy>(net, x, "loss");
 }
 
 // One model of the registry, by named fields (designated initializers below).

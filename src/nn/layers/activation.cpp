@@ -19,9 +19,7 @@ std::string Activation::kind() const {
 Shape Activation::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);
   desc_.n = src_shapes[0].numel();
-  src_shapes_ = src_shapes;
-  dst_shape_ = src_shapes[0];
-  return dst_shape_;
+  return set_shapes(src_shapes, src_shapes[0]);
 }
 
 TensorDesc Activation::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {

@@ -8,9 +8,7 @@ Shape Add::setup(const std::vector<Shape>& src_shapes) {
   for (const Shape& s : src_shapes)
     if (s != src_shapes[0])
       fail("inputs must have the same shape, got " + src_shapes[0].str() + " and " + s.str());
-  src_shapes_ = src_shapes;
-  dst_shape_ = src_shapes[0];
-  return dst_shape_;
+  return set_shapes(src_shapes, src_shapes[0]);
 }
 
 TensorDesc Add::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {

@@ -16,9 +16,7 @@ Shape BatchNorm::setup(const std::vector<Shape>& src_shapes) {
   desc_.c = s[0];
   desc_.h = s.rank() == 3 ? s[1] : 1;
   desc_.w = s.rank() == 3 ? s[2] : 1;
-  src_shapes_ = src_shapes;
-  dst_shape_ = s;
-  return dst_shape_;
+  return set_shapes(src_shapes, s);
 }
 
 void BatchNorm::init(Rng&, float* params, float* state) {

@@ -19,10 +19,9 @@ Shape Concat::setup(const std::vector<Shape>& src_shapes) {
     total += s[0];
   }
   hw_ = first.numel() / first[0];
-  src_shapes_ = src_shapes;
-  dst_shape_ = first;
-  dst_shape_[0] = total;
-  return dst_shape_;
+  Shape dst = first;
+  dst[0] = total;
+  return set_shapes(src_shapes, dst);
 }
 
 TensorDesc Concat::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {

@@ -44,9 +44,7 @@ Shape Conv2d::setup(const std::vector<Shape>& src_shapes) {
   if (s[1] + 2 * o.ph < o.kh || s[2] + 2 * o.pw < o.kw)
     fail("kernel " + std::to_string(o.kh) + "x" + std::to_string(o.kw) +
          " does not fit the padded input " + s.str());
-  src_shapes_ = src_shapes;
-  dst_shape_ = Shape{desc_.oc, desc_.oh(), desc_.ow()};
-  return dst_shape_;
+  return set_shapes(src_shapes, Shape{desc_.oc, desc_.oh(), desc_.ow()});
 }
 
 int64_t Conv2d::param_count() const {

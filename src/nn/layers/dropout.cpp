@@ -11,9 +11,7 @@ Dropout::Dropout(std::string name, double p) : Layer(std::move(name)), p_(p) {}
 Shape Dropout::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);
   if (!(p_ >= 0.0 && p_ < 1.0)) fail("probability must be in [0, 1), got " + std::to_string(p_));
-  src_shapes_ = src_shapes;
-  dst_shape_ = src_shapes[0];
-  return dst_shape_;
+  return set_shapes(src_shapes, src_shapes[0]);
 }
 
 void Dropout::init(Rng& rng, float*, float*) { rng_ = Rng(rng.next_u64()); }

@@ -5,9 +5,7 @@ namespace ts {
 
 Shape Flatten::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);
-  src_shapes_ = src_shapes;
-  dst_shape_ = Shape{src_shapes[0].numel()};
-  return dst_shape_;
+  return set_shapes(src_shapes, Shape{src_shapes[0].numel()});
 }
 
 // The flattened tensor keeps its input's desc (its bytes and the backend's layout): a copy, and

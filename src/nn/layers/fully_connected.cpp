@@ -14,9 +14,7 @@ Shape FullyConnected::setup(const std::vector<Shape>& src_shapes) {
   if (desc_.oc < 1) fail("needs at least one output");
   desc_.mb = 1;
   desc_.ic = src_shapes[0].numel();
-  src_shapes_ = src_shapes;
-  dst_shape_ = Shape{desc_.oc};
-  return dst_shape_;
+  return set_shapes(src_shapes, Shape{desc_.oc});
 }
 
 int64_t FullyConnected::param_count() const {

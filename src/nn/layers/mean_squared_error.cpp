@@ -6,9 +6,7 @@ namespace ts {
 Shape MeanSquaredError::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);
   outputs_ = src_shapes[0].numel();
-  src_shapes_ = src_shapes;
-  dst_shape_ = Shape{1};
-  return dst_shape_;
+  return set_shapes(src_shapes, Shape{1});
 }
 
 TensorDesc MeanSquaredError::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {

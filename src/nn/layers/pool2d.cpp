@@ -37,9 +37,7 @@ Shape Pool2d::setup(const std::vector<Shape>& src_shapes) {
   desc_.sw = o.sw;
   desc_.ph = o.ph;
   desc_.pw = o.pw;
-  src_shapes_ = src_shapes;
-  dst_shape_ = Shape{desc_.c, desc_.oh(), desc_.ow()};
-  return dst_shape_;
+  return set_shapes(src_shapes, Shape{desc_.c, desc_.oh(), desc_.ow()});
 }
 
 TensorDesc Pool2d::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {

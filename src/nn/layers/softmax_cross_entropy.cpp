@@ -9,9 +9,7 @@ Shape SoftmaxCrossEntropy::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);
   classes_ = src_shapes[0].numel();
   if (classes_ < 1) fail("needs at least one class");
-  src_shapes_ = src_shapes;
-  dst_shape_ = Shape{1};
-  return dst_shape_;
+  return set_shapes(src_shapes, Shape{1});
 }
 
 TensorDesc SoftmaxCrossEntropy::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
