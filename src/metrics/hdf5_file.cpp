@@ -145,15 +145,13 @@ Group Group::create_group(const std::string& name) {
   return group;
 }
 
-Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>& dims,
-                             int64_t mem_type, int64_t file_type, size_t elem_size,
-                             const void* data) {
+Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>& dims, int64_t mem_type,
+                             int64_t file_type, const void* data) {
   const std::string path = child_path(name);
   const int rank = static_cast<int>(dims.size());
   if (rank < 1 || rank > 2 || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
     throw RuntimeError(source_location_string(__FILE__, __LINE__) + ": dataset '" + path +
                        "' in file " + file_path_ + ": rank 1 or 2 with non-negative dims expected");
-  (void)elem_size;
   hsize_t cur[2], max[2], chunk[2];
   // Chunks: the inner dim whole (bounded), then as many rows as fit in kChunkElements. Zero
   // dims are unlimited so that a chunk of 1 is legal and the dataset may still be empty.
@@ -178,17 +176,16 @@ Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>
 }
 
 Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const int64_t* data) {
-  return write_numeric(name, dims, H5T_NATIVE_INT64, H5T_STD_I64LE, sizeof(int64_t), data);
+  return write_numeric(name, dims, H5T_NATIVE_INT64, H5T_STD_I64LE, data);
 }
 Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const float* data) {
-  return write_numeric(name, dims, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, sizeof(float), data);
+  return write_numeric(name, dims, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data);
 }
 Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const double* data) {
-  return write_numeric(name, dims, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, sizeof(double), data);
+  return write_numeric(name, dims, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, data);
 }
-
 Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const uint64_t* data) {
-  return write_numeric(name, dims, H5T_NATIVE_UINT64, H5T_STD_U64LE, sizeof(uint64_t), data);
+  return write_numeric(name, dims, H5T_NATIVE_UINT64, H5T_STD_U64LE, data);
 }
 
 Dataset Group::write_table(const std::string& name, const std::vector<Column>& columns) {

@@ -37,10 +37,6 @@ class Object {
 
   // Closes now and checks the result (destructors close silently).
   void close();
-  bool is_open() const { return id_ >= 0; }
-  int64_t id() const { return id_; }
-  const std::string& file_path() const { return file_path_; }
-  const std::string& object_path() const { return object_path_; }
 
  protected:
   enum class Kind { none, file, group, dataset };
@@ -118,8 +114,8 @@ class Group : public Object {
   friend class File;
 
  private:
-  Dataset write_numeric(const std::string& name, const std::vector<int64_t>& dims,
-                        int64_t mem_type, int64_t file_type, size_t elem_size, const void* data);
+  Dataset write_numeric(const std::string& name, const std::vector<int64_t>& dims, int64_t mem_type,
+                        int64_t file_type, const void* data);
 
   DatasetOptions options_;  // the file's, handed to every group created in it
 };
