@@ -8,6 +8,7 @@
 #include "config/registries.h"
 #include "config/resolve_steps.h"
 #include "config/schema.h"
+#include "config/strict_yaml.h"
 #include "core/error.h"
 #include "core/names.h"
 #include "core/strings.h"
@@ -74,12 +75,7 @@ std::string canonical_text(const KeySpec& spec, const RawValue& raw) {
   }
   if (spec.accepted) {
     const std::vector<std::string> ok = spec.accepted();
-    if (std::find(ok.begin(), ok.end(), raw.text) == ok.end()) {
-      std::string msg = "'" + raw.text + "' is not accepted; accepted: " + join(ok, " | ");
-      const std::string best = closest_match(raw.text, ok);
-      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
-      bad(msg);
-    }
+    if (std::find(ok.begin(), ok.end(), raw.text) == ok.end()) bad(not_accepted(raw.text, ok));
   }
   if (raw.text.empty()) bad("must not be empty");
   return raw.text;

@@ -78,20 +78,17 @@ void read_rank_list(const YAML::Node& list, const std::string& where, RawValues&
     if (given[f]) values["ranks." + fields[f]] = {join(items[f], ","), where};
 }
 
-void walk(const YAML::Node& node, const std::string& prefix, const std::string& origin, RawValues& values) {
+void walk(const YamlReader& file, const YAML::Node& node, const std::string& prefix, RawValues& values) {
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const std::string where = origin + ":" + std::to_string(it->first.Mark().line + 1);
-    if (!it->first.IsScalar())
-      fail(where, "a key must be a name (e.g. lr or dist), not a list or mapping" +
-                      (prefix.empty() ? std::string() : " (under '" + prefix + "')"));
-    const std::string name = it->first.Scalar();
+    const std::string where = file.at(it->first);
+    const std::string name = file.name(it->first, prefix.empty() ? "a run config (keys such as lr or dist)" : "key '" + prefix + "'");
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     const YAML::Node value = it->second;  // a copy: it-> yields a temporary proxy, a reference would dangle
     if (key == "ranks" && value.IsSequence()) {
       read_rank_list(value, where, values);
     } else if (is_key_group(key)) {
       if (!value.IsMap()) fail(where, "key '" + key + "' must be a mapping of sub-keys, e.g. " + key + ": {...}");
-      walk(value, key, origin, values);
+      walk(file, value, key, values);
     } else if (const KeySpec* spec = find_key_spec(key)) {
       if (value.IsNull()) fail(where, "key '" + key + "' has no value; it must be " + value_type_name(spec->type));
       if (spec->list && value.IsSequence()) {
@@ -130,11 +127,12 @@ std::string override_list_text(const std::string& key, const std::string& value,
 }  // namespace
 
 RawValues read_yaml_values(const std::string& yaml_text, const std::string& origin) {
-  const YAML::Node root = load_yaml_strictly(yaml_text, origin);  // duplicate keys, documents, aliases
+  const YamlReader file{origin};
+  const YAML::Node root = file.load(yaml_text);  // duplicate keys, documents, aliases
   RawValues values;
   if (yaml_is_empty(root)) return values;
   if (!root.IsMap()) throw ConfigError(origin + ": a run config must be a YAML mapping of keys (see docs/config.md)");
-  walk(root, "", origin, values);
+  walk(file, root, "", values);
   return values;
 }
 

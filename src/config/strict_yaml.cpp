@@ -1,7 +1,11 @@
 // Strict YAML loading (see strict_yaml.h): one pass over yaml-cpp's parse events checks
-// documents, duplicate keys and the alias budget; then yaml-cpp builds the node tree.
+// documents, duplicate keys and the alias budget; then yaml-cpp builds the node tree. Then
+// YamlReader, the checked reading of its nodes.
 #include "config/strict_yaml.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -9,6 +13,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/names.h"
+#include "core/strings.h"
 
 namespace ts {
 namespace {
@@ -166,5 +172,122 @@ YAML::Node load_yaml_strictly(const std::string& text, const std::string& origin
 }
 
 bool yaml_is_empty(const YAML::Node& node) { return !node.IsDefined() || node.IsNull(); }
+
+namespace {
+
+// " (did you mean 'y'?)" when a name of `accepted` is close to `word`, else "".
+std::string suggestion(const std::string& word, const std::vector<std::string>& accepted) {
+  const std::string best = closest_match(word, accepted);
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+std::string not_accepted(const std::string& word, const std::vector<std::string>& accepted, const std::string& separator) {
+  return "'" + word + "' is not accepted" + suggestion(word, accepted) + "; accepted: " + join(accepted, separator);
+}
+
+YAML::Node YamlReader::load(const std::string& text, const YamlLimits& limits) const {
+  return load_yaml_strictly(text, path, limits);
+}
+
+std::string YamlReader::at(const YAML::Node& n) const {
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? path : path + ":" + std::to_string(m.line + 1);
+}
+
+void YamlReader::fail(const YAML::Node& n, const std::string& msg) const { throw ConfigError(at(n) + ": " + msg); }
+
+std::string YamlReader::kind(const YAML::Node& n) {
+  if (n.IsMap()) return "a mapping";
+  if (n.IsSequence()) return "a list";
+  if (n.IsScalar()) return "a scalar";
+  return "null";
+}
+
+std::string YamlReader::name(const YAML::Node& key, const std::string& section) const {
+  if (!key.IsScalar()) fail(key, section + ": a key must be a name (a scalar), not " + kind(key));
+  if (one_line_values && !control_character_problem(key.Scalar()).empty())
+    fail(key, section + ": the key contains " + control_character_problem(key.Scalar()) + "; keys are one line of text");
+  return key.Scalar();
+}
+
+std::string YamlReader::scalar(const YAML::Node& n, const std::string& key) const {
+  if (null_is_empty && n.IsNull()) return "";
+  if (!n.IsScalar()) fail(n, "key '" + key + "': expected a single value (a scalar), got " + kind(n));
+  if (one_line_values)
+    if (const std::string control = control_character_problem(n.Scalar()); !control.empty())
+      fail(n, "key '" + key + "': the value contains " + control + "; values are one line of text");
+  return n.Scalar();
+}
+
+int64_t YamlReader::integer(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) const {
+  const std::string t = scalar(n, key);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec == std::errc() && end == t.data() + t.size() && v >= lo && v <= hi) return v;
+  const bool bounded = hi != std::numeric_limits<int64_t>::max();
+  fail(n, "key '" + key + "': '" + t + "' is not an integer " +
+              (bounded ? "in " + std::to_string(lo) + ".." + std::to_string(hi) : ">= " + std::to_string(lo)));
+}
+
+double YamlReader::number(const YAML::Node& n, const std::string& key, double lo, bool lo_open, double hi) const {
+  const std::string t = scalar(n, key);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec == std::errc() && end == t.data() + t.size() && std::isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi)
+    return v;
+  const bool bounded = hi != std::numeric_limits<double>::max();
+  fail(n, "key '" + key + "': '" + t + "' is not a number " + (lo_open ? "> " : ">= ") + shortest_number_text(lo) +
+              (bounded ? " and at most " + shortest_number_text(hi) : ""));
+}
+
+bool YamlReader::boolean(const YAML::Node& n, const std::string& key) const {
+  const std::string t = scalar(n, key);
+  if (t == "true" || t == "yes" || t == "on") return true;
+  if (t == "false" || t == "no" || t == "off") return false;
+  fail(n, "key '" + key + "': " + not_accepted(t, {"true", "false"}, ", "));
+}
+
+std::string YamlReader::choice(const YAML::Node& n, const std::string& key, const std::vector<std::string>& accepted) const {
+  const std::string v = scalar(n, key);
+  if (!contains(accepted, v)) fail(n, "key '" + key + "': " + not_accepted(v, accepted));
+  return v;
+}
+
+std::vector<std::string> YamlReader::strings(const YAML::Node& n, const std::string& key, const std::string& example) const {
+  if (n.IsNull()) return {};
+  if (n.IsScalar()) return {scalar(n, key)};
+  if (!n.IsSequence()) fail(n, "key '" + key + "': expected a list of strings, e.g. " + example + ", got " + kind(n));
+  std::vector<std::string> out;
+  for (const auto& v : n) out.push_back(scalar(v, key));
+  return out;
+}
+
+std::vector<std::string> YamlReader::list(const YAML::Node& n, const std::string& key, const std::string& example) const {
+  if (!n.IsSequence()) fail(n, "key '" + key + "': expected a list of values, e.g. " + example + ", got " + kind(n));
+  if (n.size() == 0) fail(n, "key '" + key + "': the list is empty; give at least one value");
+  std::vector<std::string> out;
+  for (const auto& v : n) out.push_back(scalar(v, key));
+  return out;
+}
+
+void YamlReader::check_keys(const YAML::Node& n, const std::string& section, const std::vector<std::string>& accepted) const {
+  if (!n.IsMap()) fail(n, section + ": expected a mapping with keys " + join(accepted) + ", got " + kind(n));
+  for (const auto& kv : n) {
+    const std::string key = name(kv.first, section);
+    if (!contains(accepted, key))
+      fail(kv.first, section + ": unknown key '" + key + "'" + suggestion(key, accepted) + "; accepted: " + join(accepted));
+  }
+}
+
+void YamlReader::require(const YAML::Node& parent, const std::string& key, const std::string& section,
+                         const std::string& doc) const {
+  if (!parent[key]) fail(parent, section + ": key '" + key + "' is required (" + doc + ")");
+}
 
 }  // namespace ts

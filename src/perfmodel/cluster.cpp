@@ -5,13 +5,21 @@
 #include <cmath>
 #include <filesystem>
 
+#include <yaml-cpp/yaml.h>
+
+#include "config/strict_yaml.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/strings.h"
-#include "perfmodel/yaml_reader.h"
 
 namespace ts::perf {
+
+// The `calibration:` section (cluster_yaml.cpp).
+Calibration read_calibration(const YamlReader& reader, const YAML::Node& n);
+
 namespace {
+
+constexpr const char* kDoc = "docs/model.md \"Cluster files\"";
 
 const std::vector<std::string> kTopologies = {"star", "mesh", "torus", "fat_tree"};
 const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16", "tf32"};
@@ -22,7 +30,7 @@ Topology topology_of(const std::string& name) {
 
 GemmBlocking read_blocking(const YamlReader& p, const YAML::Node& n) {
   p.check_keys(n, "node.gemm_blocking", {"mc", "nc", "kc"});
-  for (const char* k : {"mc", "nc", "kc"}) p.require(n, k, "node.gemm_blocking");
+  for (const char* k : {"mc", "nc", "kc"}) p.require(n, k, "node.gemm_blocking", kDoc);
   return {p.integer(n["mc"], "node.gemm_blocking.mc", 1), p.integer(n["nc"], "node.gemm_blocking.nc", 1),
           p.integer(n["kc"], "node.gemm_blocking.kc", 1)};
 }
@@ -30,14 +38,14 @@ GemmBlocking read_blocking(const YamlReader& p, const YAML::Node& n) {
 NodeSpec read_node(const YamlReader& p, const YAML::Node& n) {
   p.check_keys(n, "node", {"cores", "gpus", "memory_gb", "peak_gflops", "memory_bandwidth_gbs", "gemm_blocking",
                            "reduce_ns_per_byte"});
-  for (const char* k : {"cores", "peak_gflops", "memory_bandwidth_gbs"}) p.require(n, k, "node");
+  for (const char* k : {"cores", "peak_gflops", "memory_bandwidth_gbs"}) p.require(n, k, "node", kDoc);
   NodeSpec node;
   node.cores = p.integer(n["cores"], "node.cores", 1);
   if (n["gpus"]) node.gpus = p.integer(n["gpus"], "node.gpus", 0);
   if (n["memory_gb"]) node.memory_gb = p.number(n["memory_gb"], "node.memory_gb", 0);
   p.check_keys(n["peak_gflops"], "node.peak_gflops", kPrecisions);
   for (const auto& kv : n["peak_gflops"]) {
-    const std::string precision = kv.first.Scalar();
+    const std::string precision = p.name(kv.first, "node.peak_gflops");
     node.peak_gflops[precision] = p.number(kv.second, "node.peak_gflops." + precision, 0, true);
   }
   if (node.peak_gflops.empty()) p.fail(n["peak_gflops"], "node.peak_gflops: give at least fp32, e.g. {fp32: 8960}");
@@ -51,8 +59,8 @@ NodeSpec read_node(const YamlReader& p, const YAML::Node& n) {
 LinkLevel read_level(const YamlReader& p, const YAML::Node& n, const std::string& section, bool named) {
   LinkLevel level;
   if (named && n["name"]) level.name = p.scalar(n["name"], section + ".name");
-  p.require(n, "alpha_us", section);
-  p.require(n, "bandwidth_gbps", section);
+  p.require(n, "alpha_us", section, kDoc);
+  p.require(n, "bandwidth_gbps", section, kDoc);
   level.alpha_us = p.number(n["alpha_us"], section + ".alpha_us", 0);
   level.bandwidth_gbps = p.number(n["bandwidth_gbps"], section + ".bandwidth_gbps", 0, true);
   if (n["topology"]) level.topology = topology_of(p.choice(n["topology"], section + ".topology", kTopologies));
@@ -164,17 +172,12 @@ ClusterSpec load_cluster_file(const std::string& path, const std::vector<std::st
 }
 
 ClusterSpec parse_cluster_file(const std::string& text, const std::string& path, const std::vector<std::string>& overrides) {
-  YamlReader p{path};
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
+  const YamlReader p{path};
+  YAML::Node root = p.load(text);  // duplicate keys, documents, aliases
   if (!root.IsMap()) throw ConfigError(path + ": a cluster file must be a YAML mapping (docs/model.md \"Cluster files\")");
   for (const std::string& setting : overrides) apply_override(root, setting, path);
   p.check_keys(root, "cluster", cluster_file_keys());
-  for (const char* k : {"name", "nodes", "node", "interconnect"}) p.require(root, k, "cluster");
+  for (const char* k : {"name", "nodes", "node", "interconnect"}) p.require(root, k, "cluster", kDoc);
   ClusterSpec spec;
   spec.path = path;
   spec.name = p.scalar(root["name"], "name");

@@ -1,13 +1,19 @@
 // Cluster files as text: cluster_yaml (what `calibrate --out` writes and `predict` records) and
 // the `calibration:` section, read and written.
-#include <algorithm>
+#include <yaml-cpp/yaml.h>
+
 #include <cstdio>
 
+#include "config/strict_yaml.h"
 #include "perfmodel/cluster.h"
-#include "perfmodel/yaml_reader.h"
 
 namespace ts::perf {
+
+Calibration read_calibration(const YamlReader& reader, const YAML::Node& n);
+
 namespace {
+
+constexpr const char* kDoc = "docs/model.md \"Calibration\"";
 
 // Numbers with 6 significant digits (plain enough to read, exact enough to re-read).
 std::string num(double v) {
@@ -26,7 +32,7 @@ PhaseEfficiency read_efficiency(const YamlReader& p, const YAML::Node& n, const 
 
 AllreduceFit read_fit(const YamlReader& p, const YAML::Node& n, const std::string& section) {
   p.check_keys(n, section, {"ranks", "latency_us", "slope_ns_per_byte", "alpha_us", "beta_ns_per_byte"});
-  for (const char* k : {"ranks", "alpha_us", "beta_ns_per_byte"}) p.require(n, k, section);
+  for (const char* k : {"ranks", "alpha_us", "beta_ns_per_byte"}) p.require(n, k, section, kDoc);
   AllreduceFit f;
   f.ranks = p.integer(n["ranks"], section + ".ranks", 2);
   if (n["latency_us"]) f.latency_s = p.number(n["latency_us"], section + ".latency_us", 0) * 1e-6;
@@ -90,17 +96,17 @@ void read_efficiencies(const YamlReader& p, const YAML::Node& n, const std::stri
   if (const YAML::Node k = n["kinds"]) {
     if (!k.IsMap()) p.fail(k, section + ".kinds: expected a mapping of layer kinds to {fp, bp}");
     for (const auto& kv : k) {
-      const std::string name = p.scalar(kv.first, section + ".kinds");
+      const std::string name = p.name(kv.first, section + ".kinds");
       kinds[name] = read_efficiency(p, kv.second, section + ".kinds." + name);
     }
   }
   if (const YAML::Node l = n["layers"]) {
     if (!l.IsMap()) p.fail(l, section + ".layers: expected a mapping of models to {layer: {fp, bp}}");
     for (const auto& model : l) {
-      const std::string name = p.scalar(model.first, section + ".layers");
+      const std::string name = p.name(model.first, section + ".layers");
       if (!model.second.IsMap()) p.fail(model.second, section + ".layers." + name + ": expected a mapping of layers to {fp, bp}");
       for (const auto& layer : model.second) {
-        const std::string layer_name = p.scalar(layer.first, section + ".layers." + name);
+        const std::string layer_name = p.name(layer.first, section + ".layers." + name);
         layers[name][layer_name] = read_efficiency(p, layer.second, section + ".layers." + name + "." + layer_name);
       }
     }
@@ -134,18 +140,15 @@ const char* codec_parameter_key(const std::string& kind) {
 
 // compression: {kind: {encode_ns, decode_ns[, ratio | rank]}} (ns per bucket element).
 void read_codec_rates(const YamlReader& p, const YAML::Node& n, std::map<std::string, CodecRate>& rates) {
-  if (!n.IsMap()) p.fail(n, "calibration.compression: expected a mapping of dist.compression names to codec rates");
+  p.check_keys(n, "calibration.compression", {"fp16", "bf16", "qsgd", "topk", "powersgd"});  // the compressors
   for (const auto& kv : n) {
-    const std::string kind = p.scalar(kv.first, "calibration.compression");
-    const std::vector<std::string> kinds = {"fp16", "bf16", "qsgd", "topk", "powersgd"};
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
-      p.fail(kv.first, "calibration.compression: '" + kind + "' is not a compressor; accepted: fp16, bf16, qsgd, topk, powersgd");
+    const std::string kind = kv.first.Scalar();
     const std::string section = "calibration.compression." + kind;
     const std::string at = codec_parameter_key(kind);
     std::vector<std::string> keys = {"encode_ns", "decode_ns"};
     if (!at.empty()) keys.push_back(at);
     p.check_keys(kv.second, section, keys);
-    for (const std::string& k : keys) p.require(kv.second, k, section);
+    for (const std::string& k : keys) p.require(kv.second, k, section, kDoc);
     CodecRate& r = rates[kind];
     r.encode_s_per_element = p.number(kv.second["encode_ns"], section + ".encode_ns", 0) * 1e-9;
     r.decode_s_per_element = p.number(kv.second["decode_ns"], section + ".decode_ns", 0) * 1e-9;
@@ -180,7 +183,7 @@ Calibration read_calibration(const YamlReader& p, const YAML::Node& n) {
   if (const YAML::Node a = n["allreduce"]) {
     if (!a.IsMap()) p.fail(a, "calibration.allreduce: expected a mapping of algorithm names to fits");
     for (const auto& kv : a) {
-      const std::string name = p.scalar(kv.first, "calibration.allreduce");
+      const std::string name = p.name(kv.first, "calibration.allreduce");
       c.allreduce[name] = read_fit(p, kv.second, "calibration.allreduce." + name);
     }
   }
@@ -198,6 +201,8 @@ Calibration read_calibration(const YamlReader& p, const YAML::Node& n) {
   if (const YAML::Node z = n["compression"]) read_codec_rates(p, z, c.compression);
   return c;
 }
+
+namespace {
 
 void emit_calibration(YAML::Emitter& out, const Calibration& c) {
   out << YAML::BeginMap;
@@ -230,6 +235,8 @@ void emit_calibration(YAML::Emitter& out, const Calibration& c) {
   if (!c.compression.empty()) emit_codec_rates(out, c.compression);
   out << YAML::EndMap;
 }
+
+}  // namespace
 
 std::string cluster_yaml(const ClusterSpec& spec) {
   YAML::Emitter out;

@@ -30,22 +30,13 @@ std::string keys_of(const Map& m) {
   return k.empty() ? std::string("none") : join(k);
 }
 
-struct SiteParser {
-  std::string path;
-
-  std::string at(const YAML::Node& n) const {
-    const YAML::Mark m = n.Mark();
-    return m.is_null() ? path : path + ":" + std::to_string(m.line + 1);
-  }
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { throw ConfigError(at(n) + ": " + msg); }
-
-  // Every value of a site file is one line: a newline would end a line of a job script.
-  std::string scalar(const YAML::Node& n, const std::string& key) const {
-    if (n.IsNull()) return "";
-    if (!n.IsScalar()) fail(n, "key '" + key + "': expected a single value (a scalar)");
-    const std::string control = control_character_problem(n.Scalar());
-    if (!control.empty()) fail(n, "key '" + key + "': the value contains " + control + "; values are one line of text");
-    return n.Scalar();
+// The site file's reader (config/strict_yaml.h): every value of a site file is one line, as a
+// newline would end a line of a job script; a key without a value is "".
+struct SiteParser : YamlReader {
+  explicit SiteParser(const std::string& file) {
+    path = file;
+    null_is_empty = true;
+    one_line_values = true;
   }
   // A value that a job script's header carries (sweep/scheduler_values.h): `problem` of it.
   std::string header_value(const YAML::Node& n, const std::string& key, std::string (*problem)(const std::string&)) const {
@@ -62,55 +53,13 @@ struct SiteParser {
   }
   // An entry name (mpi, storage): it appears in shape labels and job-script comments.
   std::string entry_name(const YAML::Node& n, const std::string& section) const {
-    const std::string name = scalar(n, section);
-    check_name(name, section + " entry name", at(n), section);
-    return name;
+    const std::string entry = scalar(n, section);
+    check_name(entry, section + " entry name", at(n), section);
+    return entry;
   }
-  int64_t integer(const YAML::Node& n, const std::string& key, int64_t lo) const {
-    std::string t = scalar(n, key);
-    try {
-      size_t used = 0;
-      long long v = std::stoll(t, &used);
-      if (used == t.size() && v >= lo) return v;
-    } catch (const std::exception&) {
-    }
-    fail(n, "key '" + key + "': '" + t + "' is not an integer >= " + std::to_string(lo));
-  }
-  bool boolean(const YAML::Node& n, const std::string& key) const {
-    const std::string t = scalar(n, key);
-    if (t == "true" || t == "yes" || t == "on") return true;
-    if (t == "false" || t == "no" || t == "off") return false;
-    fail(n, "key '" + key + "': '" + t + "' is not accepted; accepted: true, false");
-  }
-  double positive_number(const YAML::Node& n, const std::string& key) const {
-    const std::string t = scalar(n, key);
-    try {
-      size_t used = 0;
-      const double v = std::stod(t, &used);
-      if (used == t.size() && v > 0 && v < 1e9) return v;
-    } catch (const std::exception&) {
-    }
-    fail(n, "key '" + key + "': '" + t + "' is not a number > 0 (e.g. 256 or 0.5)");
-  }
+  double positive_number(const YAML::Node& n, const std::string& key) const { return number(n, key, 0, true, 1e9); }
   std::vector<std::string> strings(const YAML::Node& n, const std::string& key) const {
-    if (n.IsNull()) return {};
-    if (n.IsScalar()) return {scalar(n, key)};
-    if (!n.IsSequence()) fail(n, "key '" + key + "': expected a list of strings, e.g. [openmpi/4.1]");
-    std::vector<std::string> out;
-    for (const auto& v : n) out.push_back(scalar(v, key));
-    return out;
-  }
-  // A mapping whose keys must be among `accepted`; unknown keys get the closest suggestion.
-  void check_keys(const YAML::Node& n, const std::string& section, const std::vector<std::string>& accepted) const {
-    if (!n.IsMap()) fail(n, section + ": expected a mapping with keys " + join(accepted));
-    for (const auto& kv : n) {
-      std::string key = scalar(kv.first, section);
-      if (std::find(accepted.begin(), accepted.end(), key) != accepted.end()) continue;
-      std::string msg = section + ": unknown key '" + key + "'";
-      std::string best = closest_match(key, accepted);
-      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
-      fail(kv.first, msg + "; accepted: " + join(accepted));
-    }
+    return YamlReader::strings(n, key, "[openmpi/4.1]");
   }
 };
 
@@ -165,7 +114,7 @@ void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
               "binary}");
   const std::vector<std::string> names = site_gpu_names();
   for (const auto& kv : n) {
-    const std::string name = p.scalar(kv.first, "gpu");
+    const std::string name = p.name(kv.first, "gpu");
     if (std::find(names.begin(), names.end(), name) == names.end()) {
       std::string msg = "gpu: '" + name + "' is not a GPU generation";
       const std::string best = closest_match(name, names);
@@ -204,9 +153,7 @@ void read_mpis(const SiteParser& p, const YAML::Node& n, Site& s) {
     p.check_keys(e, sec, {"modules", "launcher", "launcher_command", "srun_mpi", "launcher_args", "launcher_prefix", "binary"});
     SiteMpi m;
     if (e["modules"]) m.modules = p.strings(e["modules"], sec + ".modules");
-    if (e["launcher"]) m.launcher = p.scalar(e["launcher"], sec + ".launcher");
-    if (m.launcher != "mpirun" && m.launcher != "srun" && m.launcher != "mpiexec")
-      p.fail(e["launcher"], "key '" + sec + ".launcher': '" + m.launcher + "' is not accepted; accepted: mpirun, srun, mpiexec");
+    if (e["launcher"]) m.launcher = p.choice(e["launcher"], sec + ".launcher", {"mpirun", "srun", "mpiexec"});
     if (e["launcher_command"]) m.launcher_command = p.scalar(e["launcher_command"], sec + ".launcher_command");
     if (e["srun_mpi"]) m.srun_mpi = p.scalar(e["srun_mpi"], sec + ".srun_mpi");
     if (e["launcher_args"]) m.launcher_args = p.strings(e["launcher_args"], sec + ".launcher_args");
@@ -254,8 +201,8 @@ Site load_site_file(const std::string& path) {
 }
 
 Site parse_site_file(const std::string& text, const std::string& path) {
-  SiteParser p{path};
-  const YAML::Node root = load_yaml_strictly(text, path);  // duplicate keys, documents, aliases
+  const SiteParser p(path);
+  const YAML::Node root = p.load(text);  // duplicate keys, documents, aliases
   if (!root.IsMap()) throw ConfigError(path + ": a site file must be a YAML mapping with at least `scheduler` (see docs/sweeps.md)");
   p.check_keys(root, "site", site_file_keys());
 
@@ -264,9 +211,7 @@ Site parse_site_file(const std::string& text, const std::string& path) {
   s.name = fs::path(path).stem().string();
   if (root["name"]) s.name = p.scalar(root["name"], "name");
   if (!root["scheduler"]) throw ConfigError(path + ": missing `scheduler` (slurm | pbs | local | simulate)");
-  s.scheduler = p.scalar(root["scheduler"], "scheduler");
-  if (s.scheduler != "slurm" && s.scheduler != "pbs" && s.scheduler != "local" && s.scheduler != "simulate")
-    p.fail(root["scheduler"], "key 'scheduler': '" + s.scheduler + "' is not accepted; accepted: slurm, pbs, local, simulate");
+  s.scheduler = p.choice(root["scheduler"], "scheduler", {"slurm", "pbs", "local", "simulate"});
   if (const YAML::Node n = root["simulate"]) read_simulate(p, n, s);
   if (s.scheduler == "simulate" && s.simulate.cluster.empty())
     p.fail(root["scheduler"], "scheduler: simulate needs `simulate: {cluster: configs/clusters/NAME.yaml}` (docs/sweeps.md)");
@@ -323,7 +268,7 @@ Site parse_site_file(const std::string& text, const std::string& path) {
       s.storage[name] = st;
     }
     for (const auto& kv : n) {
-      const std::string name = kv.first.Scalar();
+      const std::string name = kv.first.Scalar();  // checked above
       const SiteStorage& st = s.storage[name];
       if (st.stage_from.empty()) continue;
       if (!s.storage.count(st.stage_from) || st.stage_from == name)

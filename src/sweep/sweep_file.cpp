@@ -22,26 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct SweepParser {
-  std::string path;
-
-  std::string at(const YAML::Node& n) const {
-    const YAML::Mark m = n.Mark();
-    return m.is_null() ? path : path + ":" + std::to_string(m.line + 1);
-  }
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& msg) const { throw ConfigError(at(n) + ": " + msg); }
-
-  std::string scalar(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsScalar()) fail(n, what + ": expected a single value (a scalar), got a " + kind(n));
-    return n.Scalar();
-  }
-  static std::string kind(const YAML::Node& n) {
-    if (n.IsMap()) return "mapping";
-    if (n.IsSequence()) return "list";
-    if (n.IsNull()) return "null";
-    return "scalar";
-  }
-
+// The sweep file's reader (config/strict_yaml.h) and the run-config keys it names.
+struct SweepParser : YamlReader {
   // A run-config key named in the sweep: must exist, with a suggestion when it does not.
   void check_key(const YAML::Node& key_node, const std::string& key, const std::string& section) const {
     static const std::vector<std::string> keys = run_config_keys();
@@ -52,24 +34,15 @@ struct SweepParser {
     fail(key_node, msg);
   }
 
-  // A list of scalar values for `key` (matrix entry or zip member).
-  std::vector<std::string> value_list(const YAML::Node& n, const std::string& what) const {
-    if (!n.IsSequence()) fail(n, what + ": expected a list of values, e.g. [ring, tree], got a " + kind(n));
-    if (n.size() == 0) fail(n, what + ": the list is empty; give at least one value");
-    std::vector<std::string> out;
-    for (const auto& v : n) out.push_back(scalar(v, what));
-    return out;
-  }
-
   SweepEntry entry(const YAML::Node& n, const std::string& what) const {
     if (!n.IsMap() || n.size() == 0)
       fail(n, what + ": expected a non-empty mapping of run-config keys to values, e.g. {workers: 1, dist.allreduce: mpi}");
     SweepEntry e;
     e.where = at(n);
     for (const auto& kv : n) {
-      std::string key = scalar(kv.first, what);
+      const std::string key = name(kv.first, what);
       check_key(kv.first, key, what);
-      e.values.emplace_back(key, scalar(kv.second, what + " key '" + key + "'"));
+      e.values.emplace_back(key, scalar(kv.second, what + "." + key));
     }
     return e;
   }
@@ -124,18 +97,9 @@ void claim(const SweepParser& p, std::set<std::string>& swept, const YAML::Node&
 
 // The top-level keys present (unknown ones are errors with a suggestion).
 std::set<std::string> top_level_keys(const SweepParser& p, const YAML::Node& root) {
-  const std::vector<std::string> keys = sweep_file_keys();
+  p.check_keys(root, "sweep", sweep_file_keys());
   std::set<std::string> seen;
-  for (const auto& kv : root) {
-    const std::string key = p.scalar(kv.first, "top-level key");
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      std::string msg = "unknown sweep key '" + key + "'";
-      const std::string best = closest_match(key, keys);
-      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
-      p.fail(kv.first, msg + "; accepted: " + join(keys));
-    }
-    seen.insert(key);
-  }
+  for (const auto& kv : root) seen.insert(kv.first.Scalar());
   return seen;
 }
 
@@ -169,12 +133,12 @@ void read_matrix(const SweepParser& p, const YAML::Node& m, std::set<std::string
   if (!m.IsMap()) p.fail(m, "matrix: expected a mapping of run-config keys to lists, e.g. {dist.allreduce: [ring, tree]}");
   for (const auto& kv : m) {
     SweepDimension d;
-    d.name = p.scalar(kv.first, "matrix key");
+    d.name = p.name(kv.first, "matrix");
     p.check_key(kv.first, d.name, "matrix");
     claim(p, swept, kv.first, d.name, "matrix");
     d.keys = {d.name};
     d.where = p.at(kv.first);
-    for (auto& v : p.value_list(kv.second, "matrix key '" + d.name + "'")) d.values.push_back({v});
+    for (auto& v : p.list(kv.second, "matrix." + d.name, "[ring, tree]")) d.values.push_back({v});
     sweep.dimensions.push_back(std::move(d));
   }
 }
@@ -182,7 +146,7 @@ void read_matrix(const SweepParser& p, const YAML::Node& m, std::set<std::string
 SweepDimension read_zip_group(const SweepParser& p, const YAML::Node& name, const YAML::Node& body,
                               std::set<std::string>& swept) {
   SweepDimension d;
-  d.name = p.scalar(name, "zip group name");
+  d.name = p.name(name, "zip");
   d.is_zip = true;
   d.where = p.at(name);
   if (!body.IsMap() || body.size() == 0)
@@ -190,11 +154,11 @@ SweepDimension read_zip_group(const SweepParser& p, const YAML::Node& name, cons
   std::vector<std::vector<std::string>> columns;
   std::string lengths;
   for (const auto& kv : body) {
-    const std::string key = p.scalar(kv.first, "zip group '" + d.name + "' key");
+    const std::string key = p.name(kv.first, "zip." + d.name);
     p.check_key(kv.first, key, "zip group '" + d.name + "'");
     claim(p, swept, kv.first, key, "zip group '" + d.name + "'");
     d.keys.push_back(key);
-    columns.push_back(p.value_list(kv.second, "zip group '" + d.name + "' key '" + key + "'"));
+    columns.push_back(p.list(kv.second, "zip." + d.name + "." + key, "[ring, tree]"));
     lengths += (lengths.empty() ? "" : ", ") + key + ": " + std::to_string(columns.back().size());
   }
   for (const auto& c : columns)
@@ -208,30 +172,12 @@ SweepDimension read_zip_group(const SweepParser& p, const YAML::Node& name, cons
   return d;
 }
 
-int read_repetitions(const SweepParser& p, const YAML::Node& r) {
-  const std::string t = p.scalar(r, "repetitions");
-  try {
-    size_t used = 0;
-    const long v = std::stol(t, &used);
-    if (used == t.size() && v >= 1 && v <= 1000000) return static_cast<int>(v);
-  } catch (const std::exception&) {
-  }
-  p.fail(r, "repetitions: '" + t + "' is not an integer >= 1");
-}
-
 std::string read_resources(const SweepParser& p, const YAML::Node& r) {
   if (!r.IsMap()) p.fail(r, "resources: expected a mapping, e.g. {walltime: \"00:20:00\", cpus_per_worker: 1}");
-  const std::vector<std::string> accepted = {"walltime", "cpus_per_worker", "workers_per_node", "partition", "mem"};
+  p.check_keys(r, "resources", {"walltime", "cpus_per_worker", "workers_per_node", "partition", "mem"});
   for (const auto& kv : r) {
-    const std::string key = p.scalar(kv.first, "resources key");
-    if (std::find(accepted.begin(), accepted.end(), key) == accepted.end()) {
-      std::string msg = "resources: unknown key '" + key + "'";
-      const std::string best = closest_match(key, accepted);
-      if (!best.empty()) msg += " (did you mean '" + best + "'?)";
-      p.fail(kv.first, msg + "; accepted: " + join(accepted));
-    }
-    const std::string value = p.scalar(kv.second, "resources key '" + key + "'");
-    const std::string problem = resource_value_problem(key, value);
+    const std::string key = kv.first.Scalar();
+    const std::string problem = resource_value_problem(key, p.scalar(kv.second, "resources." + key));
     if (!problem.empty()) p.fail(kv.second, "resources key '" + key + "': " + problem);
   }
   YAML::Emitter em;
@@ -242,8 +188,9 @@ std::string read_resources(const SweepParser& p, const YAML::Node& r) {
 }  // namespace
 
 SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
-  SweepParser p{path};
-  const YAML::Node root = load_yaml_strictly(text, path);  // duplicate keys (two `matrix:`), documents, aliases
+  SweepParser p;
+  p.path = path;
+  const YAML::Node root = p.load(text);  // duplicate keys (two `matrix:`), documents, aliases
   if (!root.IsMap()) throw ConfigError(path + ": a sweep file must be a YAML mapping with at least `base` (see docs/sweeps.md)");
   const std::set<std::string> seen = top_level_keys(p, root);
 
@@ -267,7 +214,7 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
   }
   if (seen.count("exclude")) sweep.exclude = p.entries(root["exclude"], "exclude");
   if (seen.count("include")) sweep.include = p.entries(root["include"], "include");
-  if (seen.count("repetitions")) sweep.repetitions = read_repetitions(p, root["repetitions"]);
+  if (seen.count("repetitions")) sweep.repetitions = static_cast<int>(p.integer(root["repetitions"], "repetitions", 1, 1000000));
   sweep.resources_yaml = seen.count("resources") ? read_resources(p, root["resources"]) : "{}";
   return sweep;
 }

@@ -114,14 +114,14 @@ TEST(Site, MalformedSitesNameTheProblem) {
 
   e = error_of("scheduler: lsf\n");
   EXPECT_NE(e.find("site.yaml:1"), std::string::npos) << e;
-  EXPECT_NE(e.find("accepted: slurm, pbs, local"), std::string::npos) << e;
+  EXPECT_NE(e.find("accepted: slurm | pbs | local"), std::string::npos) << e;
 
   e = error_of("name: x\n");
   EXPECT_NE(e.find("missing `scheduler`"), std::string::npos) << e;
 
   e = error_of("scheduler: slurm\nmpi:\n  openmpi: {launcher: aprun}\n");
   EXPECT_NE(e.find("mpi.openmpi.launcher"), std::string::npos) << e;
-  EXPECT_NE(e.find("accepted: mpirun, srun, mpiexec"), std::string::npos) << e;
+  EXPECT_NE(e.find("accepted: mpirun | srun | mpiexec"), std::string::npos) << e;
 
   e = error_of("scheduler: slurm\nmpi:\n  openmpi: {launcher: srun}\nmpi_default: mpich\n");
   EXPECT_NE(e.find("mpi_default"), std::string::npos) << e;

@@ -9,6 +9,7 @@
 #include "config/run_config.h"
 #include "config/strict_yaml.h"
 #include "core/error.h"
+#include "perfmodel/cluster.h"
 #include "sweep/site.h"
 
 using namespace ts;
@@ -102,4 +103,43 @@ TEST(StrictYaml, TheReadersUseIt) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("site.yaml:2: key 'env.A' is given twice"), std::string::npos) << e.what();
   }
+}
+
+// Cluster files are read strictly too (they were yaml-cpp's plain Load once).
+TEST(StrictYaml, ClusterFilesUseIt) {
+  try {
+    perf::parse_cluster_file("name: a\nnodes: 2\nnodes: 4\n", "cluster.yaml");
+    FAIL() << "a duplicate key of a cluster file was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster.yaml:3: key 'nodes' is given twice"), std::string::npos) << e.what();
+  }
+}
+
+// YamlReader: every value checked where it is read, "<file>:<line>: key '<key>': ..." with what
+// is accepted and the closest name.
+TEST(YamlReader, ChecksEachValueWhereItIsRead) {
+  const YamlReader r{"f.yaml"};
+  const YAML::Node root = r.load("n: 3\nx: lots\nm: {cores: 4, gpu: 1}\nl: [a, b]\ns: [1]\nc: torsu\nb: maybe\ne:\n");
+  auto error = [](const auto& read) {
+    try {
+      read();
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(r.integer(root["n"], "n", 1), 3);
+  EXPECT_EQ(error([&] { r.integer(root["n"], "n", 4); }), "f.yaml:1: key 'n': '3' is not an integer >= 4");
+  EXPECT_EQ(error([&] { r.integer(root["n"], "n", 0, 2); }), "f.yaml:1: key 'n': '3' is not an integer in 0..2");
+  EXPECT_EQ(error([&] { r.number(root["x"], "x", 0, true); }), "f.yaml:2: key 'x': 'lots' is not a number > 0");
+  EXPECT_EQ(error([&] { r.scalar(root["m"], "m"); }), "f.yaml:3: key 'm': expected a single value (a scalar), got a mapping");
+  EXPECT_EQ(error([&] { r.check_keys(root["m"], "m", {"cores", "gpus"}); }),
+            "f.yaml:3: m: unknown key 'gpu' (did you mean 'gpus'?); accepted: cores, gpus");
+  EXPECT_EQ(r.list(root["l"], "l", "[a]"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.strings(root["e"], "e", "[a]"), std::vector<std::string>{});  // a key without a value
+  EXPECT_EQ(error([&] { r.list(root["n"], "n", "[a, b]"); }), "f.yaml:1: key 'n': expected a list of values, e.g. [a, b], got a scalar");
+  EXPECT_EQ(error([&] { r.choice(root["c"], "c", {"star", "torus"}); }),
+            "f.yaml:6: key 'c': 'torsu' is not accepted (did you mean 'torus'?); accepted: star | torus");
+  EXPECT_EQ(error([&] { r.boolean(root["b"], "b"); }), "f.yaml:7: key 'b': 'maybe' is not accepted; accepted: true, false");
+  EXPECT_EQ(error([&] { r.require(root, "z", "f", "docs/x.md"); }), "f.yaml:1: f: key 'z' is required (docs/x.md)");
 }
