@@ -113,6 +113,16 @@ class Layer {
   Shape dst_shape_;
 };
 
+// The overrides of Layer that every layer of nn/layers declares (setup, plan, forward, backward,
+// info; defined in its .cpp), in its public section: TS_LAYER_OVERRIDES;
+#define TS_LAYER_OVERRIDES                                                                                    \
+  Shape setup(const std::vector<Shape>& src_shapes) override;                                                 \
+  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;                \
+  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst, Mode mode) override;     \
+  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst, const Tensor& diff_dst, \
+                const std::vector<Tensor>& diff_srcs) override;                                               \
+  LayerInfo info() const override
+
 // A loss: reads one input (predictions) plus labels or targets, and produces a scalar.
 // The net calls forward_loss/backward_loss instead of forward/backward.
 class LossLayer : public Layer {

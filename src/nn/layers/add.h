@@ -13,13 +13,7 @@ class Add : public Layer {
  public:
   explicit Add(std::string name) : Layer(std::move(name)) {}
   std::string kind() const override { return "add"; }
-  Shape setup(const std::vector<Shape>& src_shapes) override;
-  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
-  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-               Mode mode) override;
-  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
-  LayerInfo info() const override;
+  TS_LAYER_OVERRIDES;
   bool fuse_relu() override;  // two inputs only: dst = relu(a + b)
 
  private:

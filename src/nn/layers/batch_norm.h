@@ -14,16 +14,10 @@ class BatchNorm : public Layer {
  public:
   explicit BatchNorm(std::string name, float eps = 1e-5f, float momentum = 0.1f);
   std::string kind() const override { return "bn"; }
-  Shape setup(const std::vector<Shape>& src_shapes) override;
+  TS_LAYER_OVERRIDES;
   int64_t param_count() const override { return 2 * desc_.c; }
   int64_t state_count() const override { return 2 * desc_.c; }
   void init(Rng& rng, float* params, float* state) override;
-  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
-  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-               Mode mode) override;
-  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
-  LayerInfo info() const override;
   bool fuse_relu() override;
 
   // Views of the bound state (device memory): running mean (c) then running variance (c).

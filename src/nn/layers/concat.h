@@ -12,13 +12,7 @@ class Concat : public Layer {
  public:
   explicit Concat(std::string name) : Layer(std::move(name)) {}
   std::string kind() const override { return "concat"; }
-  Shape setup(const std::vector<Shape>& src_shapes) override;
-  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
-  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-               Mode mode) override;
-  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
-  LayerInfo info() const override;
+  TS_LAYER_OVERRIDES;
 
  private:
   std::vector<int64_t> channels_;

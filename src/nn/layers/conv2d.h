@@ -25,15 +25,9 @@ class Conv2d : public Layer {
   Conv2d(std::string name, int64_t out_channels, int64_t kernel, int64_t stride = 1,
          int64_t padding = 0, bool bias = true, Init init = Init::he);
   std::string kind() const override { return "conv"; }
-  Shape setup(const std::vector<Shape>& src_shapes) override;
+  TS_LAYER_OVERRIDES;
   int64_t param_count() const override;
   void init(Rng& rng, float* params, float* state) override;
-  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
-  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-               Mode mode) override;
-  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
-  LayerInfo info() const override;
   bool fuse_relu() override;
   const ConvDesc& desc() const { return desc_; }
 

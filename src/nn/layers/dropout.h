@@ -14,14 +14,8 @@ class Dropout : public Layer {
  public:
   Dropout(std::string name, double p);
   std::string kind() const override { return "dropout"; }
-  Shape setup(const std::vector<Shape>& src_shapes) override;
+  TS_LAYER_OVERRIDES;
   void init(Rng& rng, float* params, float* state) override;
-  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
-  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-               Mode mode) override;
-  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
-  LayerInfo info() const override;
   const uint8_t* mask() const { return mask_.data(); }
   std::vector<uint64_t> rng_state() const override;
   void set_rng_state(const std::vector<uint64_t>& words) override;

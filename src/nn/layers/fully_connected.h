@@ -12,15 +12,9 @@ class FullyConnected : public Layer {
  public:
   FullyConnected(std::string name, int64_t outputs, bool bias = true, Init init = Init::he);
   std::string kind() const override { return "fc"; }
-  Shape setup(const std::vector<Shape>& src_shapes) override;
+  TS_LAYER_OVERRIDES;
   int64_t param_count() const override;
   void init(Rng& rng, float* params, float* state) override;
-  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
-  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-               Mode mode) override;
-  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
-  LayerInfo info() const override;
   const FcDesc& desc() const { return desc_; }
 
  private:

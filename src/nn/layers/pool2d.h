@@ -21,13 +21,7 @@ class Pool2d : public Layer {
   // Square kernel shorthand; stride defaults to the kernel size.
   Pool2d(std::string name, PoolKind kind, int64_t kernel, int64_t stride = 0, int64_t padding = 0);
   std::string kind() const override { return "pool"; }
-  Shape setup(const std::vector<Shape>& src_shapes) override;
-  TensorDesc plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) override;
-  void forward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-               Mode mode) override;
-  void backward(Backend& backend, const std::vector<Tensor>& srcs, const Tensor& dst,
-                const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) override;
-  LayerInfo info() const override;
+  TS_LAYER_OVERRIDES;
   const PoolDesc& desc() const { return desc_; }
 
  protected:
