@@ -1,6 +1,6 @@
 // The per-rank keys of a run config, ranks.backend and ranks.threads (docs/distributed.md
-// "Ranks of different kinds"): their items checked and filled, read into RunConfig, and checked
-// against the workers and the strategies that cannot mix ranks (see resolve_steps.h).
+// "Ranks of different kinds"): their items checked and filled, and read into RunConfig (see
+// resolve_steps.h); config/rules.cpp checks them against the workers and the strategies.
 #include <algorithm>
 #include <charconv>
 
@@ -80,29 +80,6 @@ void read_rank_config(const KeyTexts& t, RunConfig& r) {
     }
   const auto differ = [](const auto& v) { return std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) != v.end(); };
   r.dist.ranks_differ = differ(r.rank_backends) || differ(r.rank_threads);
-}
-
-void check_rank_config(const ResolvedConfig& cfg) {
-  const RunConfig& r = cfg.run;
-  const char* key = !r.rank_backends.empty() ? "ranks.backend" : !r.rank_threads.empty() ? "ranks.threads" : nullptr;
-  if (key == nullptr) return;
-  const size_t count = std::max(r.rank_backends.size(), r.rank_threads.size());
-  if (static_cast<int64_t>(count) != r.workers)
-    throw ConfigError(cfg.locate(key) + ": " + std::to_string(count) + " entries for " + std::to_string(r.workers) +
-                      " workers; give one entry per rank (workers: " + std::to_string(r.workers) + ")");
-  if (r.dist.strategy == DistStrategy::async_ps || r.dist.strategy == DistStrategy::hogwild)
-    throw ConfigError(cfg.locate(key) + ": per-rank settings apply to the workers of sync and weight_avg, not to "
-                      "dist.strategy " + dist_strategy_name(r.dist.strategy) + "; remove ranks, or use backend and threads");
-  if (!r.mixed_backends()) return;
-  if (r.dist.allreduce == AllreduceAlgorithm::shm)
-    throw ConfigError(cfg.locate("dist.allreduce") + ": shm maps host ranks' arenas into one shared window, which "
-                      "ranks on a device backend (" + join(r.backend_names()) + " in ranks.backend) cannot join; use "
-                      "dist.allreduce mpi, ring, tree or ps");
-  if (r.dist.allreduce == AllreduceAlgorithm::nccl && !r.dist.hetero_allreduce_device)
-    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl reduces GPU memory on every rank, and ranks.backend mixes " +
-                      join(r.backend_names()) + "; set dist.hetero_allreduce: device (the CPU ranks' gradients are "
-                      "summed on their node's GPU), or use an MPI algorithm (mpi, ring, tree, ps: device gradients are "
-                      "staged through host memory)");
 }
 
 }  // namespace ts

@@ -9,6 +9,7 @@
 
 #include "config/raw_values.h"
 #include "config/resolve_steps.h"
+#include "config/rules.h"
 #include "config/strict_yaml.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -65,7 +66,7 @@ ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string&
   resolve_rank_texts(texts, out.where);
   derive_defaults(texts);
   out.run = typed_config(texts);
-  check_run_config(out, texts);
+  check_config_rules(out, texts, RuleScope::config);
   resolve_eval_batch(out.run, texts);
   out.yaml = canonical_yaml(texts);
   out.flat = std::move(texts);

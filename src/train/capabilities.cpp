@@ -7,9 +7,9 @@
 
 #include "backend/backend_factory.h"
 #include "backend/gpu_generation.h"
+#include "config/rules.h"
 #include "core/error.h"
 #include "core/strings.h"
-#include "data/blob_url.h"
 #include "data/storage.h"
 #include "dist/communicator.h"
 #include "dist/exchange_strategy.h"
@@ -26,18 +26,20 @@ std::string built_allreduce_names() {
   return join(names);
 }
 
-// async_ps: the world is the workers plus the servers, on host memory.
-void check_async_ps(const ResolvedConfig& cfg, int world_size) {
+// The MPI world: async_ps's is the workers plus the servers, every other strategy's the workers.
+void check_world_size(const ResolvedConfig& cfg, int world_size) {
   const RunConfig& r = cfg.run;
   const int ranks = r.workers + r.dist.servers;
-  if (ranks != world_size)
+  if (r.dist.strategy == DistStrategy::async_ps && ranks != world_size)
     throw ConfigError(cfg.locate("workers") + ": dist.strategy async_ps runs " + std::to_string(r.workers) +
                       " worker(s) plus " + std::to_string(r.dist.servers) + " server(s) (dist.servers) = " +
                       std::to_string(ranks) + " ranks, but this MPI world has " + std::to_string(world_size) +
                       "; launch with `mpirun -np " + std::to_string(ranks) + " trainscale ...`");
-  if (r.backend == BackendKind::cuda)
-    throw ConfigError(cfg.locate("dist.strategy") + ": async_ps keeps the weights in the servers' host memory and "
-                      "pushes host gradients; use backend cpu or ref");
+  if (r.dist.strategy != DistStrategy::async_ps && r.workers != world_size)
+    throw ConfigError(cfg.locate("workers") + ": the config expects " + std::to_string(r.workers) +
+                      " workers but this MPI world has " + std::to_string(world_size) +
+                      " rank(s); launch with `mpirun -np " + std::to_string(r.workers) +
+                      " trainscale ...` (a launcher that starts independent single-rank jobs gives 1)");
 }
 
 
@@ -75,6 +77,7 @@ std::string backend_cannot(const ResolvedConfig& cfg, BackendKind kind, const Lo
 }  // namespace
 
 void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
+  check_config_rules(cfg, cfg.flat, RuleScope::run);  // combinations the training loop cannot run
   // ranks.backend: each backend the ranks use passes the checks a run of that backend passes.
   if (!cfg.run.rank_backends.empty()) {
     for (BackendKind b : cfg.run.backends()) {
@@ -87,16 +90,7 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
     return;
   }
   const RunConfig& r = cfg.run;
-  if (r.dist.strategy == DistStrategy::hogwild && r.backend == BackendKind::cuda)
-    throw ConfigError(cfg.locate("dist.strategy") + ": hogwild shares one host weight arena between threads; use "
-                      "backend cpu or ref");
-  if (r.dist.strategy == DistStrategy::async_ps) check_async_ps(cfg, world_size);
-
-  else if (r.workers != world_size)
-    throw ConfigError(cfg.locate("workers") + ": the config expects " + std::to_string(r.workers) +
-                      " workers but this MPI world has " + std::to_string(world_size) +
-                      " rank(s); launch with `mpirun -np " + std::to_string(r.workers) +
-                      " trainscale ...` (a launcher that starts independent single-rank jobs gives 1)");
+  check_world_size(cfg, world_size);
   const std::string backend = backend_kind_name(r.backend);
   const auto built = available_backends();
   if (std::find(built.begin(), built.end(), backend) == built.end())
@@ -117,38 +111,15 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
     throw ConfigError(cfg.locate("dataset.storage") + ": storage '" + r.dataset.storage +
                       "' is a site mapping; single runs read dataset.root directly with one of: " + join(storages) +
                       ". Use a sweep with a site file to map other storage names");
-  if ((r.dataset.storage == "blob") != is_blob_url(r.dataset.root) && r.dataset.format != "synthetic")
-    throw ConfigError(cfg.locate(r.dataset.storage == "blob" ? "dataset.root" : "dataset.storage") +
-                      ": dataset.root '" + r.dataset.root + "' " +
-                      (r.dataset.storage == "blob" ? "is not a URL, and storage blob reads URLs (http(s)://HOST[:PORT]/PREFIX "
-                                                     "or s3://BUCKET/PREFIX)"
-                                                   : "is a URL; set dataset.storage: blob to read it over the network"));
   if (!allreduce_algorithm_built(r.dist.allreduce))
     throw ConfigError(cfg.locate("dist.allreduce") + ": " + allreduce_algorithm_missing_reason(r.dist.allreduce) +
                       "; accepted here: " + built_allreduce_names());
-  // dist.hetero_allreduce device: a CPU rank's gradients reach NCCL through its node's GPU rank.
-  if (r.dist.allreduce == AllreduceAlgorithm::nccl && r.backend != BackendKind::cuda && !r.dist.hetero_allreduce_device)
-    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl needs the cuda backend (it reduces GPU memory), and this "
-                      "run's backend is " + backend_kind_name(r.backend) + "; set backend: cuda, or use mpi, ring, tree, "
-                      "ps or shm");
-  if (r.dist.allreduce == AllreduceAlgorithm::nccl && r.dist.strategy != DistStrategy::sync)
-    throw ConfigError(cfg.locate("dist.allreduce") + ": nccl runs dist.strategy sync, not " +
-                      dist_strategy_name(r.dist.strategy) + "; " + dist_strategy_name(r.dist.strategy) +
-                      " on GPUs averages through an MPI algorithm (mpi, ring, tree, ps, shm: staged through host memory)");
   // nccl needs no communication thread: its calls only queue work on NCCL's stream (with
   // dist.hetero_allreduce device, the host ranks' buckets travel over MPI on the thread).
   const bool queued_only = r.dist.allreduce == AllreduceAlgorithm::nccl && !r.dist.hetero_allreduce_device;
   if (r.dist.strategy == DistStrategy::sync && r.dist.overlap && !queued_only && !mpi_threads_serialized())
     throw ConfigError(cfg.locate("dist.overlap") + ": overlapping the all-reduce with backward needs a communication "
                       "thread, and this MPI library does not provide MPI_THREAD_SERIALIZED; set dist.overlap: false");
-  // dist.hetero_allreduce device (host gradients to a GPU, NCCL, back): the GPUs sum with NCCL,
-  // which the dist.allreduce key names; which nodes have a GPU rank is known at start-up
-  // (dist/group_sum.h). docs/distributed.md "Where mixed ranks sum gradients".
-  if (r.dist.hetero_allreduce_device && r.dist.allreduce != AllreduceAlgorithm::nccl)
-    throw ConfigError(cfg.locate("dist.hetero_allreduce") + ": device sums the gradients on the GPUs with NCCL, and "
-                      "dist.allreduce is " + allreduce_algorithm_name(r.dist.allreduce) + " (" +
-                      cfg.locate("dist.allreduce") + "); set dist.allreduce: nccl, or dist.hetero_allreduce: host "
-                      "(gradients summed in host memory with the MPI algorithms)");
 }
 
 void check_device(const ResolvedConfig& cfg, const Backend& backend) {

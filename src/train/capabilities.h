@@ -1,7 +1,8 @@
 // What this binary, this MPI world and this device can or cannot honour of a valid run config.
 // The config module accepts every name the project knows (so a sweep expands anywhere); these
 // checks run when the run starts and throw ConfigError naming the key, its source (cfg.locate)
-// and what is accepted here.
+// and what is accepted here. Combinations of values are not here: config/rules.h (the rows of
+// scope `run` are checked first, here).
 #pragma once
 
 #include <optional>
@@ -12,8 +13,9 @@
 
 namespace ts {
 
-// World size vs `workers`, the backend built in, mpi_flavor vs the linked MPI library,
-// dataset.storage, the all-reduce algorithm built in, and overlap's MPI threading.
+// The run-scope rows of config/rules.h, then world size vs `workers`, the backend built in,
+// mpi_flavor vs the linked MPI library, dataset.storage, the all-reduce algorithm built in, and
+// overlap's MPI threading.
 void check_run_capabilities(const ResolvedConfig& config, int world_size);
 // The device's answers (Backend::supports, Backend::describe): the precision for conv and fc,
 // and the expected GPU generation.
