@@ -6,13 +6,16 @@
 #   scripts/setup.sh          everything: the builds, the test suite, the benchmarks' peers
 #   scripts/setup.sh --main   only what the main job needs (scripts/quickstart.sh): the driver's
 #                             build, Open MPI, the data set, Python for the report
+#   scripts/setup.sh --system only the Debian packages (scripts/test.sh starts its background
+#                             builds after them, while pip installs the Python packages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-main_only=0
+main_only=0 system_only=0
 case ${1:-} in
   --main) main_only=1 ;;
+  --system) system_only=1 ;;
   "") ;;
-  *) echo "setup.sh: unknown option '$1'; accepted: --main" >&2; exit 2 ;;
+  *) echo "setup.sh: unknown option '$1'; accepted: --main, --system" >&2; exit 2 ;;
 esac
 
 # Debian packages: build tools (and GNU time: /usr/bin/time -v reports peak RSS), the libraries
@@ -93,6 +96,8 @@ else
     exit 1
   fi
 fi
+
+((system_only)) && exit 0
 
 # Python: a virtual environment for the analysis package and the Python tests.
 PY=${TRAINSCALE_PYTHON:-python3}

@@ -9,9 +9,9 @@
 #
 # Where the minutes go (issue 37): the sanitizer and fuzz builds (build-asan/, build-tsan/,
 # build-fuzz/) are built in the background at idle priority (SCHED_IDLE, nice 19) from the end of
-# the set-up on, so they take only the CPU that build/ and the tests leave idle (MPI jobs waiting,
-# servers starting, Slurm polling) and never slow a test down; the stages that run them wait for
-# it (stage sanitizer-builds). pytest runs the independent files on two xdist workers and the
+# the system packages' set-up on, so they take only the CPU that pip, build/ and the tests leave
+# idle (downloads, MPI jobs waiting, servers starting, Slurm polling) and never slow a test down;
+# the stages that run them wait for it (stage sanitizer-builds). pytest runs the independent files on two xdist workers and the
 # files that share the machine or measure time after them, alone (tests/python/conftest.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,12 +32,14 @@ stage() {  # stage NAME COMMAND...: runs it, records a failure, prints its wall 
 background=""
 trap '[[ -n $background ]] && kill -- -"$background" 2>/dev/null; true' EXIT  # an early exit ends the background builds
 
-stage setup scripts/setup.sh
+stage setup-system scripts/setup.sh --system
+((status == 0)) || exit 1
 # setsid: the background builds are a process group of their own, which the trap above can end.
 idle=(nice -n 19)
 chrt --idle 0 true 2>/dev/null && idle=(chrt --idle 0 nice -n 19)
 setsid "${idle[@]}" bash -c 'scripts/sanitize.sh --build; a=$?; scripts/fuzz.sh --build && exit $a' >build-background.log 2>&1 &
 background=$!
+stage setup scripts/setup.sh  # the Python packages (pip), while the background builds start
 stage build scripts/build.sh
 ((status == 0)) || exit 1  # nothing to test without the set-up and the builds
 source scripts/env.sh
