@@ -34,9 +34,12 @@ struct ConfigRule {
   // The keys the row reads; the error names the first of them the config gives (else the first).
   std::vector<std::string> keys;
   RuleScope scope;
+  std::string test;  // "<file under tests/>:<test name>", the test that covers the row
   bool (*refuses)(const RuleContext&);
-  std::string (*message)(const RuleContext&);
-  std::string test;  // "<file under tests/>:<test name>"
+  // What is wrong, what is accepted, what to do; "{key}" stands for the key's value, "{key@}" for
+  // where it was set. A row whose message needs more than the keys' values computes it instead.
+  std::string message;
+  std::string (*computed)(const RuleContext&) = nullptr;
 };
 
 const std::vector<ConfigRule>& config_rules();

@@ -60,10 +60,16 @@ TEST(ConfigRules, EveryRowNamesATestThatExists) {
   }
 }
 
+// Its keys, and the "{key}" and "{key@}" of its message, are keys of the schema; a row has a
+// message or computes one.
 TEST(ConfigRules, EveryRowNamesKeysOfTheSchema) {
+  const std::regex placeholder("\\{([^}@]*)@?\\}");
   for (const ConfigRule& rule : config_rules()) {
     ASSERT_FALSE(rule.keys.empty()) << rule.test;
     for (const std::string& key : rule.keys) EXPECT_NE(find_key_spec(key), nullptr) << key << " (" << rule.test << ")";
+    EXPECT_NE(rule.message.empty(), rule.computed == nullptr) << rule.test;
+    for (std::sregex_iterator m(rule.message.begin(), rule.message.end(), placeholder), end; m != end; ++m)
+      EXPECT_NE(find_key_spec((*m)[1]), nullptr) << (*m)[0] << " in " << rule.message;
   }
 }
 
