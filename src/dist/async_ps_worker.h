@@ -16,6 +16,9 @@
 
 #include "dist/async_ps_layout.h"
 #include "dist/exchange_strategy.h"
+#include "dist/message_boundary.h"
+#include "dist/outside_peers.h"
+#include "dist/remote_model.h"
 
 namespace ts {
 
@@ -31,7 +34,10 @@ struct AsyncPsRecord {
   double pull_wait_s = 0;   // this worker blocked on the push and the replies after backward
 };
 
-class AsyncPsWorkerExchange : public ExchangeStrategy {
+class AsyncPsWorkerExchange : public ExchangeStrategy,
+                              public RemoteModel,
+                              public MessageBoundary,
+                              public OutsidePeers {
  public:
   // `comm`: the workers; options.async_ps.world: workers + servers.
   AsyncPsWorkerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
@@ -54,14 +60,12 @@ class AsyncPsWorkerExchange : public ExchangeStrategy {
 
   // Checkpoints: the weights and momentum are the servers' (rank 0 takes and restores each
   // shard); the worker's own state is its step count and its record so far.
-  bool model_lives_elsewhere() const override { return true; }
   void capture_model(std::vector<float>* params, std::vector<float>* velocity) override;
   void restore_model(const float* params, const float* velocity, int64_t steps_done) override;
   std::vector<float> checkpoint_state() const override;
   void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) override;
 
   // Between steps the workers agree through server 0 (dist/boundary_arbiter.h).
-  bool agrees_by_messages() const override { return true; }
   void request_boundary(const BoundaryRequest& request) override { request_ = request; }
   BoundaryAgreement agreed_boundary() const override { return agreed_; }
 

@@ -18,7 +18,10 @@
 // The pieces they share are composed, not inherited: the bucket plan and the staged tail that
 // carries the loss (dist/bucket_plan.h), the bucket pipeline with its communication thread
 // (dist/bucket_pipeline.h). A new strategy (asynchronous, compressed, heterogeneous) is one more
-// implementation of ExchangeStrategy in a file of its own plus a line in the factory.
+// implementation of ExchangeStrategy in a file of its own plus a line in the factory. What only
+// some strategies do is a capability interface of its own, which they inherit as well and the
+// trainer asks for once at set-up: dist/remote_model.h, dist/message_boundary.h (async_ps),
+// dist/device_loss_combiner.h (nccl), dist/outside_peers.h (async_ps, hogwild).
 // Strategies know nothing of nets: they work on float arenas.
 #pragma once
 
@@ -31,7 +34,6 @@
 
 #include "core/error.h"
 #include "dist/allreduce.h"
-#include "dist/boundary_arbiter.h"
 #include "dist/communicator.h"
 #include "dist/compression_options.h"
 #include "dist/local_loss.h"
@@ -137,16 +139,9 @@ struct StepVerdict {
   bool diverged = false;   // some rank saw a non-finite loss (known on every rank alike)
   ExchangeTimes times;
   // A loss combined on the device (LocalLoss::on_device): the step's number for
-  // ExchangeStrategy::combined (1, 2, ...); loss, diverged and times.comm are then not known yet
+  // DeviceLossCombiner::combined (1, 2, ...); loss, diverged and times.comm are then not known yet
   // (NaN, false, 0). 0: everything above is known.
   int64_t combined_id = 0;
-};
-
-// What a strategy that combines the losses on the device learns of a step once the device has
-// done it (ExchangeStrategy::combined).
-struct CombinedStep {
-  double loss = 0;  // mean over ranks (the same bits on every rank)
-  double comm = 0;  // seconds in communication (ExchangeTimes::comm)
 };
 
 // (offset, count) of a range of the arenas.
@@ -183,17 +178,6 @@ class ExchangeStrategy {
   // exchanged): the trainer may then hand begin_step a stand-in and read the loss itself later
   // (loss_reads: log, train/loss_ledger.h); the verdict's loss and divergence are the stand-in's.
   virtual bool combines_losses() const { return true; }
-  // True when the strategy combines a loss handed over on the device (LocalLoss::on_device) on
-  // the device, with no host wait in the step (nccl): its verdicts then carry combined_id, and
-  // combined(id) waits for that step's exchange and gives its mean loss and communication time.
-  // The host must read a step before `combined_capacity()` later steps have begun (the strategy
-  // keeps that many). loss_reads: log (train/loss_ledger.h).
-  virtual bool combines_losses_on_device() const { return false; }
-  virtual int64_t combined_capacity() const { return 0; }
-  virtual CombinedStep combined(int64_t id) {
-    TS_CHECK(false, std::string(name()) + " does not combine losses on the device (step " + std::to_string(id) + ")");
-    return {};
-  }
 
   // Averages the non-trainable state over ranks (before evaluation: BN running statistics are
   // per worker during training).
@@ -214,29 +198,6 @@ class ExchangeStrategy {
   virtual void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) {
     (void)state, (void)steps_done;
   }
-
-  // Strategies whose parameters and momentum live elsewhere (async_ps: sharded over its
-  // servers) give them to a checkpoint and take them back on a resume. capture_model: collective
-  // between steps (it waits until every rank has finished the step); rank 0 gets the whole
-  // parameters and momentum (param_count floats each), the others pass null. restore_model: a
-  // resumed run, collective, before its first step; every rank holds the checkpoint's values.
-  virtual bool model_lives_elsewhere() const { return false; }
-  virtual void capture_model(std::vector<float>* params, std::vector<float>* velocity) { (void)params, (void)velocity; }
-  virtual void restore_model(const float* params, const float* velocity, int64_t steps_done) {
-    (void)params, (void)velocity, (void)steps_done;
-  }
-
-  // Strategies whose workers never wait for each other between steps (async_ps) agree on a
-  // preemption or a time-based checkpoint by messages instead of a collective
-  // (train/step_boundary.h, dist/boundary_arbiter.h): a request rides on this rank's next
-  // exchange; agreed_boundary() is the latest agreement it heard of.
-  virtual bool agrees_by_messages() const { return false; }
-  virtual void request_boundary(const BoundaryRequest& request) { (void)request; }
-  virtual BoundaryAgreement agreed_boundary() const { return {}; }
-
-  // After the last step (or a stop: divergence, preemption), once per rank: a strategy with
-  // peers outside the collective protocol (async_ps: its servers) tells them it is gone.
-  virtual void leave() {}
 };
 
 // The strategy for `options` (sync + ps -> the parameter server; sync + nccl -> NCCL on device

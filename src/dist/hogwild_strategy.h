@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "dist/exchange_strategy.h"
+#include "dist/outside_peers.h"
 
 namespace ts {
 
-class HogwildExchange : public ExchangeStrategy {
+class HogwildExchange : public ExchangeStrategy, public OutsidePeers {
  public:
   // `after_last_step`: called after the update of step `total_steps` (the other replicas end).
   HogwildExchange(ModelArenas arenas, int64_t total_steps, std::function<void()> after_last_step);

@@ -1,7 +1,7 @@
 // A rank's loss for one step as its exchange strategy receives it (ExchangeStrategy::begin_step):
 // a value already known (host backends, tests), a reader the strategy calls where it needs the
 // value, as late as it can, or (loss_reads: log with an exchange that combines the losses on the
-// device, ExchangeStrategy::combines_losses_on_device) the loss's place in device memory, which
+// device, dist/device_loss_combiner.h) the loss's place in device memory, which
 // the host never reads in the step. On a device the host cannot address, reading waits for the
 // step's forward (train/train_step.cpp): a strategy that reads it once backward is queued (the
 // tail bucket, or finish_step) lets the device run backward meanwhile.

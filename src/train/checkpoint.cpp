@@ -153,7 +153,7 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
   const double t0 = now_seconds(), wall = unix_seconds();
   const bool root = comm.rank() == 0;
   // async_ps: the weights and momentum are the servers', taken once every rank is at `step`.
-  const bool elsewhere = s.exchange->model_lives_elsewhere();
+  const bool elsewhere = s.remote_model != nullptr;
   const bool per_rank = !s.replicas_identical && !elsewhere;
   RankCheckpoint mine = capture_rank_state(rec, s, per_rank || (root && !elsewhere));
   const std::string path = checkpoint_path(target.out_dir, target.run_id, step);
@@ -195,7 +195,7 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
     ByteReader in(b);
     take(rank, unpack_rank_state(in));
   });
-  if (elsewhere) s.exchange->capture_model(root ? &c.params : nullptr, root ? &c.velocity : nullptr);
+  if (elsewhere) s.remote_model->capture_model(root ? &c.params : nullptr, root ? &c.velocity : nullptr);
   if (root) {
     c.params_sha256 = per_rank ? c.rank_params_sha256.front()
                                : sha256_hex_of_floats(c.params.data(), static_cast<int64_t>(c.params.size()));

@@ -93,7 +93,7 @@ void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostre
 // before a checkpoint could keep the diverged model.
 bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRecording& rec, RunSetup& s,
                    Communicator& comm, std::ostream& log, const CheckpointTarget* checkpoints, LossLedger* ledger) {
-  const BoundaryDecision d = boundary.after_step(step, sync_point, comm, *s.exchange);
+  const BoundaryDecision d = boundary.after_step(step, sync_point, comm, s.message_boundary);
   if ((d.checkpoint || d.preempt_signal != 0) && !settle_losses(ledger, rec, step, comm.rank() == 0, log)) return true;
   if (d.checkpoint && checkpoints) {
     s.scaler->read_back();  // a scaler on the device: its state as of this step
@@ -126,7 +126,7 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   }
   if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
   state.defer_loss = s.loss_reads == LossReads::log;
-  std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net, *s.exchange) : nullptr;
+  std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net, s.device_losses) : nullptr;
   // loss_reads: log: the overflow check of loss scaling is decided on the device too.
   if (state.defer_loss && s.scaler->enabled() && !s.scaler->on_device()) s.scaler->keep_on_device(*s.backend);
   LossWatch watch(r.diverge_loss_above_factor);

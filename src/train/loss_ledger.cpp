@@ -11,8 +11,8 @@
 namespace ts {
 
 LossReads resolve_loss_reads(LossReads asked, bool staged_device, bool waits_for_device,
-                             const ExchangeStrategy& exchange) {
-  const bool on_host = exchange.combines_losses() && !exchange.combines_losses_on_device();
+                             const ExchangeStrategy& exchange, const DeviceLossCombiner* device_losses) {
+  const bool on_host = exchange.combines_losses() && !device_losses;
   if (asked == LossReads::auto_)  // nccl keeps step until its deferred verdicts are measured on GPUs
     return staged_device && !waits_for_device && !exchange.combines_losses() ? LossReads::log : LossReads::step;
   if (asked == LossReads::log && on_host)
@@ -26,12 +26,11 @@ LossReads resolve_loss_reads(LossReads asked, bool staged_device, bool waits_for
   return asked;
 }
 
-LossLedger::LossLedger(const Net& net, ExchangeStrategy& exchange)
+LossLedger::LossLedger(const Net& net, DeviceLossCombiner* device_losses)
     : net_(net),
-      exchange_(exchange),
-      capacity_(exchange.combines_losses_on_device() ? std::min(Net::kLossSlots, exchange.combined_capacity())
-                                                     : Net::kLossSlots) {
-  TS_CHECK(capacity_ > 0, std::string("LossLedger: ") + exchange.name() + " keeps no combined steps");
+      device_losses_(device_losses),
+      capacity_(device_losses ? std::min(Net::kLossSlots, device_losses->combined_capacity()) : Net::kLossSlots) {
+  TS_CHECK(capacity_ > 0, "LossLedger: the exchange keeps no combined steps");
 }
 
 void LossLedger::hold(size_t record, int64_t loss_id, int64_t combined_id) {
@@ -48,7 +47,8 @@ LossLedger::Nonfinite LossLedger::settle(RunRecording& rec) {
     last_loss_ = loss;
     last_combined_ = h.combined_id > 0;
     if (last_combined_) {
-      const CombinedStep c = exchange_.combined(h.combined_id);
+      TS_CHECK(device_losses_, "LossLedger: a combined step of an exchange that does not combine on the device");
+      const CombinedStep c = device_losses_->combined(h.combined_id);
       rec.seconds[static_cast<size_t>(Phase::comm)].at(h.record) = static_cast<float>(c.comm);
       last_loss_ = c.loss;
     }

@@ -5,8 +5,8 @@
 // nowhere else in the step. The divergence check moves with it: a non-finite loss is found at
 // the next boundary, where the run stops; the steps in between ran (their updates applied) and
 // stay recorded with their losses.
-// Where the exchange combines the losses on the device (nccl: ExchangeStrategy::
-// combines_losses_on_device), a held step also carries its combined id: settling reads the mean
+// Where the exchange combines the losses on the device (nccl: dist/device_loss_combiner.h), a
+// held step also carries its combined id: settling reads the mean
 // over ranks and the step's communication seconds from the exchange, and the divergence check is
 // made on the mean, which every rank reads alike, so every rank stops at the same boundary.
 #pragma once
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/run_config.h"
+#include "dist/device_loss_combiner.h"
 #include "nn/net.h"
 #include "train/recording.h"
 
@@ -24,15 +25,16 @@ class ExchangeStrategy;
 
 // The reads a run makes: `asked` (auto: log on a single rank of sync whose device the host cannot
 // address and that does not wait for its device each step anyway, step otherwise; an exchange
-// that combines the losses on the device takes log only when asked). Throws ConfigError for log
-// where the exchange combines the losses every step on the host, or the rank waits for its
-// device each step.
+// that combines the losses on the device, `device_losses` not null, takes log only when asked).
+// Throws ConfigError for log where the exchange combines the losses every step on the host, or
+// the rank waits for its device each step.
 LossReads resolve_loss_reads(LossReads asked, bool staged_device, bool waits_for_device,
-                             const ExchangeStrategy& exchange);
+                             const ExchangeStrategy& exchange, const DeviceLossCombiner* device_losses);
 
 class LossLedger {
  public:
-  LossLedger(const Net& net, ExchangeStrategy& exchange);
+  // `device_losses`: the exchange's, where it combines the losses on the device (else null).
+  LossLedger(const Net& net, DeviceLossCombiner* device_losses);
   // A step recorded at rec.local_loss[record] whose loss is the net's loss `loss_id` and, when
   // the exchange combined it on the device, whose mean is the exchange's `combined_id` (0: none).
   void hold(size_t record, int64_t loss_id, int64_t combined_id = 0);
@@ -59,7 +61,7 @@ class LossLedger {
     int64_t loss_id, combined_id;
   };
   const Net& net_;
-  ExchangeStrategy& exchange_;
+  DeviceLossCombiner* device_losses_;
   int64_t capacity_;
   std::vector<Held> held_;
   double last_loss_ = 0;

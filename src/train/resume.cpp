@@ -105,9 +105,9 @@ void apply_checkpoint(const ResumeState& state, const std::optional<Checkpoint>&
                    "the momentum values");
   }
   restore_rank_state(state.mine, s, state.step);
-  if (s.exchange->model_lives_elsewhere()) {  // async_ps: back to the servers (host arenas)
+  if (s.remote_model) {  // async_ps: back to the servers (host arenas)
     TS_CHECK(!state.params_per_rank, "checkpoint: per-rank parameters for a strategy that keeps one copy elsewhere");
-    s.exchange->restore_model(s.net->params(), s.sgd->velocity(), state.step);
+    s.remote_model->restore_model(s.net->params(), s.sgd->velocity(), state.step);
   }
   restore_recording(state.series, state.mine, rec);
 }

@@ -211,11 +211,16 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
                        if (setup->hogwild) setup->hogwild->join();
                      }};
   s->exchange = set_up_exchange(options, *s->net, comm);
+  s->remote_model = dynamic_cast<RemoteModel*>(s->exchange.get());
+  s->message_boundary = dynamic_cast<MessageBoundary*>(s->exchange.get());
+  s->device_losses = dynamic_cast<DeviceLossCombiner*>(s->exchange.get());
+  s->outside_peers = dynamic_cast<OutsidePeers*>(s->exchange.get());
   s->replicas_identical = s->exchange->replicas_identical() && !r.mixed_backends();
   // A device rank's compute time is its device's where shares are decided from it, or asked for.
   s->waits_for_device = s->staged != nullptr && (s->shares->active() || r.cuda_sync_phases);
   try {
-    s->loss_reads = resolve_loss_reads(r.loss_reads, s->staged != nullptr, s->waits_for_device, *s->exchange);
+    s->loss_reads = resolve_loss_reads(r.loss_reads, s->staged != nullptr, s->waits_for_device, *s->exchange,
+                                     s->device_losses);
   } catch (const ConfigError& e) {
     throw ConfigError(cfg.locate("loss_reads") + ": " + e.what());
   }

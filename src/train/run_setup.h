@@ -10,7 +10,11 @@
 #include "backend/backend.h"
 #include "config/run_config.h"
 #include "dist/communicator.h"
+#include "dist/device_loss_combiner.h"
 #include "dist/exchange_strategy.h"
+#include "dist/message_boundary.h"
+#include "dist/outside_peers.h"
+#include "dist/remote_model.h"
 #include "nn/net.h"
 #include "nn/optimizer.h"
 #include "train/data_setup.h"
@@ -40,6 +44,11 @@ struct RunSetup {
   std::unique_ptr<Net> net;
   std::unique_ptr<Sgd> sgd;
   std::unique_ptr<ExchangeStrategy> exchange;  // every rank holds rank 0's initial model
+  // What only some strategies do, asked of `exchange` once (null where it does not).
+  RemoteModel* remote_model = nullptr;          // async_ps: the model lives on its servers
+  MessageBoundary* message_boundary = nullptr;  // async_ps: step boundaries agreed by messages
+  DeviceLossCombiner* device_losses = nullptr;  // nccl: the losses combined on the device
+  OutsidePeers* outside_peers = nullptr;        // async_ps, hogwild: told when this rank leaves
   std::unique_ptr<LearningRate> lr;
   std::unique_ptr<LossScaler> scaler;
   std::unique_ptr<StagedInput> staged;  // overlapped input copies (devices the host cannot address)

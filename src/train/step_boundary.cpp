@@ -13,20 +13,19 @@ StepBoundary::StepBoundary(const CheckpointConfig& config) : config_(config), la
 void StepBoundary::checkpoint_written() { last_checkpoint_ = now_seconds(); }
 
 BoundaryDecision StepBoundary::after_step(int64_t step, bool sync_point, Communicator& comm,
-                                          ExchangeStrategy& exchange) {
+                                          MessageBoundary* by_messages) {
   BoundaryDecision d;
   // Step-based checkpoints fall on the same step everywhere: no agreement needed.
   d.checkpoint = config_.every_steps > 0 && step % config_.every_steps == 0;
   // async_ps agrees through its server even with one worker: the servers learn of a preemption
   // from the agreement, and stop with the workers.
-  const bool by_messages = exchange.agrees_by_messages();
   if (comm.size() > 1 && !sync_point && !by_messages) return d;
   const int signal = preemption_signal();
   const bool minutes_due =
       config_.every_minutes > 0 && now_seconds() - last_checkpoint_ >= config_.every_minutes * 60.0;
   if (by_messages) {  // async_ps: the request goes with the next push; server 0 names the step
-    exchange.request_boundary({signal, minutes_due});
-    const BoundaryAgreement agreed = exchange.agreed_boundary();
+    by_messages->request_boundary({signal, minutes_due});
+    const BoundaryAgreement agreed = by_messages->agreed_boundary();
     if (agreed.step == step) {
       d.preempt_signal = agreed.signal;
       d.checkpoint = d.checkpoint || agreed.checkpoint;

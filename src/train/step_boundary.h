@@ -9,14 +9,14 @@
 // of its own; it runs outside the timed step. One rank alone decides every step, locally.
 // async_ps has no sync point between steps (its workers never wait for each other): there
 // each rank's flags ride on its next push, and server 0 names the step at which every worker
-// acts (ExchangeStrategy::agrees_by_messages, dist/boundary_arbiter.h).
+// acts (dist/message_boundary.h, dist/boundary_arbiter.h).
 #pragma once
 
 #include <cstdint>
 
 #include "config/run_config.h"
 #include "dist/communicator.h"
-#include "dist/exchange_strategy.h"
+#include "dist/message_boundary.h"
 
 namespace ts {
 
@@ -29,9 +29,9 @@ class StepBoundary {
  public:
   explicit StepBoundary(const CheckpointConfig& config);
   // After step `step` (never the last one: a run that is about to finish just finishes).
-  // Collective when the world has several ranks and `sync_point` holds, unless `exchange`
-  // agrees by messages (then on whatever number of ranks).
-  BoundaryDecision after_step(int64_t step, bool sync_point, Communicator& comm, ExchangeStrategy& exchange);
+  // Collective when the world has several ranks and `sync_point` holds, unless the exchange
+  // agrees by messages (`by_messages` not null: then on whatever number of ranks).
+  BoundaryDecision after_step(int64_t step, bool sync_point, Communicator& comm, MessageBoundary* by_messages);
   // A checkpoint was written: the minutes count from now.
   void checkpoint_written();
 

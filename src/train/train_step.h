@@ -42,7 +42,7 @@ struct TrainState {
   bool wait_for_device = false;
   // loss_reads: log (train/loss_ledger.h): the step never reads its loss, and the trainer reads it
   // later by StepResult::loss_id. An exchange that combines losses must do so on the device
-  // (ExchangeStrategy::combines_losses_on_device): it gets the loss's place there and its
+  // (dist/device_loss_combiner.h): it gets the loss's place there and its
   // verdict's combined_id; any other gets a stand-in.
   bool defer_loss = false;
 };

@@ -150,7 +150,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   const bool can_checkpoint = checkpoint_refusal(cfg.run).empty();
   rec.loop_start_wall = unix_seconds();
   run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
-  setup->exchange->leave();
+  if (setup->outside_peers) setup->outside_peers->leave();
   if (rec.preempted_by != 0) stop_preempted(rec, target.attempt, run_path, comm, log);
   RunResult result = gather_recording(rec, setup->exchange->times_ps_phases(),
                                       setup->exchange->records_compression(), comm, setup->shares->active());

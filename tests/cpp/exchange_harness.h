@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/backend_factory.h"
+#include "dist/device_loss_combiner.h"
 #include "dist/exchange_strategy.h"
 #include "nn/optimizer.h"
 
@@ -59,7 +60,7 @@ struct ExchangeRun {
 // A NaN loss on `nan_rank` at step `nan_step` (-1: none). weight_avg averages every `period`
 // steps and at the last one. losses_on_device: each step's loss is handed over in device memory
 // (LocalLoss::on_device, as half its value with weight 2), and the verdicts that come back with
-// a combined_id are completed from ExchangeStrategy::combined after the last step (loss_reads:
+// a combined_id are completed from DeviceLossCombiner::combined after the last step (loss_reads:
 // log with nccl).
 struct RunSettings {
   int steps = 4;
@@ -131,7 +132,7 @@ inline ExchangeRun run_exchange(Backend& backend, Communicator& comm, const Exch
   }
   for (StepVerdict& v : out.verdicts) {
     if (v.combined_id == 0) continue;
-    const CombinedStep c = exchange->combined(v.combined_id);
+    const CombinedStep c = dynamic_cast<DeviceLossCombiner&>(*exchange).combined(v.combined_id);  // or bad_cast
     v.loss = c.loss;
     v.times.comm = c.comm;
   }

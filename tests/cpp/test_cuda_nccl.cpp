@@ -177,7 +177,7 @@ TEST_F(CudaNccl, SyncWithNcclTimesItsBuckets) {
 }
 
 // loss_reads: log. The loss handed over on the device and every verdict read after the last step
-// (ExchangeStrategy::combined): the same updates and mean losses as sync + mpi reading each
+// (DeviceLossCombiner::combined): the same updates and mean losses as sync + mpi reading each
 // step, NCCL time for every step, and no host wait in any; a NaN on the last rank makes that
 // step's mean NaN on every rank (the update still runs, as on one rank: train/loss_ledger.h).
 TEST_F(CudaNccl, SyncWithNcclDefersItsVerdictsToTheLossReads) {

@@ -81,7 +81,7 @@ TEST(StagedInput, RegressionTrainsOnTheSameTargetsAsThePlainPath) {
 // strategy a stand-in, and keeps each step's "mean" (that loss times its weight, read at
 // finish_step: one rank) and a made-up communication time (id ms) until combined() reads them;
 // the mean of step `poisoned` is NaN (as if another rank's loss were).
-class RangeCountingExchange final : public ExchangeStrategy {
+class RangeCountingExchange final : public ExchangeStrategy, public DeviceLossCombiner {
  public:
   explicit RangeCountingExchange(std::unique_ptr<ExchangeStrategy> inner) : inner_(std::move(inner)) {}
   const char* name() const override { return inner_->name(); }
@@ -109,7 +109,6 @@ class RangeCountingExchange final : public ExchangeStrategy {
     return v;
   }
   bool combines_losses() const override { return pretend_combining || combine_on_device || inner_->combines_losses(); }
-  bool combines_losses_on_device() const override { return combine_on_device; }
   int64_t combined_capacity() const override { return 4; }
   CombinedStep combined(int64_t id) override {
     reads.push_back(id);
@@ -117,6 +116,8 @@ class RangeCountingExchange final : public ExchangeStrategy {
   }
   void average_state() override { inner_->average_state(); }
   const std::vector<Bucket>& buckets() const override { return inner_->buckets(); }
+  // What the trainer's set-up would find: the combiner only with combine_on_device.
+  DeviceLossCombiner* device_losses() { return combine_on_device ? this : nullptr; }
   int ranges = 0;
   bool pretend_combining = false;  // stands for a multi-rank exchange that combines on the host
   bool combine_on_device = false;
@@ -307,7 +308,7 @@ TEST(StagedInput, AStepWhoseExchangeCombinesOnTheDeviceLeavesTheMeanToTheLedger)
   exchange.combine_on_device = true;
   exchange.poisoned = 6;
   rig.state.defer_loss = true;
-  LossLedger ledger(*rig.net, exchange);
+  LossLedger ledger(*rig.net, exchange.device_losses());
   RunRecording rec;
   std::vector<LossLedger::Nonfinite> settled;
   for (int64_t step = 1; step <= 7; ++step) {
@@ -345,15 +346,18 @@ TEST(StagedInput, LossReadsResolveToLogOnlyWhereNothingInTheStepNeedsTheLoss) {
   RefBackend backend;
   StagedMlp rig(backend);
   RangeCountingExchange& one_rank = rig.exchange;
-  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, true, false, one_rank), LossReads::log);
-  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, false, false, one_rank), LossReads::step) << "host backend";
-  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, true, true, one_rank), LossReads::step) << "waits anyway";
-  EXPECT_EQ(resolve_loss_reads(LossReads::log, false, false, one_rank), LossReads::log) << "asked for (tests, CPU)";
-  EXPECT_THROW(resolve_loss_reads(LossReads::log, true, true, one_rank), ConfigError);
+  auto resolve = [&one_rank](LossReads asked, bool staged_device, bool waits_for_device) {
+    return resolve_loss_reads(asked, staged_device, waits_for_device, one_rank, one_rank.device_losses());
+  };
+  EXPECT_EQ(resolve(LossReads::auto_, true, false), LossReads::log);
+  EXPECT_EQ(resolve(LossReads::auto_, false, false), LossReads::step) << "host backend";
+  EXPECT_EQ(resolve(LossReads::auto_, true, true), LossReads::step) << "waits anyway";
+  EXPECT_EQ(resolve(LossReads::log, false, false), LossReads::log) << "asked for (tests, CPU)";
+  EXPECT_THROW(resolve(LossReads::log, true, true), ConfigError);
   one_rank.pretend_combining = true;
-  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, true, false, one_rank), LossReads::step);
+  EXPECT_EQ(resolve(LossReads::auto_, true, false), LossReads::step);
   try {
-    resolve_loss_reads(LossReads::log, true, false, one_rank);
+    resolve(LossReads::log, true, false);
     ADD_FAILURE() << "log with an exchange that combines the losses";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("combines the losses on the host every step"), std::string::npos)
@@ -361,9 +365,9 @@ TEST(StagedInput, LossReadsResolveToLogOnlyWhereNothingInTheStepNeedsTheLoss) {
   }
   one_rank.pretend_combining = false;
   one_rank.combine_on_device = true;
-  EXPECT_EQ(resolve_loss_reads(LossReads::auto_, true, false, one_rank), LossReads::step) << "nccl: step unless asked";
-  EXPECT_EQ(resolve_loss_reads(LossReads::log, true, false, one_rank), LossReads::log);
-  EXPECT_THROW(resolve_loss_reads(LossReads::log, true, true, one_rank), ConfigError);
+  EXPECT_EQ(resolve(LossReads::auto_, true, false), LossReads::step) << "nccl: step unless asked";
+  EXPECT_EQ(resolve(LossReads::log, true, false), LossReads::log);
+  EXPECT_THROW(resolve(LossReads::log, true, true), ConfigError);
 }
 
 }  // namespace

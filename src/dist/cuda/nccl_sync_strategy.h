@@ -27,11 +27,12 @@
 #include "dist/bucket_pipeline.h"
 #include "dist/bucket_plan.h"
 #include "dist/cuda/nccl_comm.h"
+#include "dist/device_loss_combiner.h"
 #include "dist/exchange_strategy.h"
 
 namespace ts {
 
-class NcclSyncExchange : public ExchangeStrategy {
+class NcclSyncExchange : public ExchangeStrategy, public DeviceLossCombiner {
  public:
   NcclSyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
   ~NcclSyncExchange() override;
@@ -47,7 +48,6 @@ class NcclSyncExchange : public ExchangeStrategy {
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
   const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
-  bool combines_losses_on_device() const override { return true; }
   int64_t combined_capacity() const override { return kCombinedSteps; }
   CombinedStep combined(int64_t id) override;
 
