@@ -9,6 +9,9 @@
    function around them.
 3. Docs size: no page under docs/ longer than 500 lines, and docs/ under 4,800 lines in all
    (reference pages; measurements live under reports/).
+4. The exchange protocol stays small: `class ExchangeStrategy` (src/dist/exchange_strategy.h)
+   has at most MAX_EXCHANGE_VIRTUALS virtual members, its destructor counted; what only some
+   strategies do is a capability interface of its own (dist/remote_model.h and the like).
 
 Usage: scripts/check_architecture.py [--root REPO] [--max-lines N] [--quiet]
 Exit status: 0 when both checks pass, 1 otherwise. tests/python/test_architecture.py runs it.
@@ -222,6 +225,28 @@ def check_backend_interface(src):
             "put what only some backends do in a capability interface of its own (backend/input_staging.h ...)"]
 
 
+MAX_EXCHANGE_VIRTUALS = 15
+
+
+def check_exchange_interface(src):
+    """The virtual members of class ExchangeStrategy, if more than MAX_EXCHANGE_VIRTUALS."""
+    path = os.path.join(src, "dist", "exchange_strategy.h")
+    if not os.path.exists(path):
+        return []  # a tree without dist/ (the checker's tests)
+    with open(path, encoding="utf-8") as f:
+        code = strip_code(f.read())
+    m = re.search(r"\bclass\s+ExchangeStrategy\s*\{", code)
+    if not m:
+        return ["src/dist/exchange_strategy.h: no class ExchangeStrategy"]
+    end = re.compile(r"^\};", re.M).search(code, m.end())
+    count = len(re.findall(r"\bvirtual\b", code[m.end():end.start() if end else len(code)]))
+    if count <= MAX_EXCHANGE_VIRTUALS:
+        return []
+    return [f"src/dist/exchange_strategy.h: class ExchangeStrategy has {count} virtual members (at most "
+            f"{MAX_EXCHANGE_VIRTUALS}): put what only some strategies do in a capability interface of its own "
+            "(dist/remote_model.h ...)"]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -243,7 +268,10 @@ def main():
     backend = check_backend_interface(src)
     for line in backend:
         print(line)
-    return 1 if includes or lengths or docs_problems or backend else 0
+    exchange = check_exchange_interface(src)
+    for line in exchange:
+        print(line)
+    return 1 if includes or lengths or docs_problems or backend or exchange else 0
 
 
 if __name__ == "__main__":

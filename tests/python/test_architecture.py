@@ -70,3 +70,16 @@ def test_a_docs_page_over_500_lines_and_docs_over_4800_lines_are_refused(tmp_pat
     assert "docs/long.md: 501 lines (at most 500)" in proc.stdout
     assert "docs/short.md" not in proc.stdout and "page0.md" not in proc.stdout
     assert "docs/: 5051 lines in all (under 4800)" in proc.stdout
+
+
+def test_an_exchange_strategy_over_15_virtual_members_is_refused(tmp_path):
+    write(tmp_path, "backend/backend.h", "#pragma once\nclass Backend {\n};\n")
+    members = "".join(f"  virtual void hook{i}() {{}}\n" for i in range(14))
+    header = ("#pragma once\nclass ExchangeStrategy {\n public:\n  virtual ~ExchangeStrategy() = default;\n" + members +
+              "  // not virtual: a comment\n};\nclass Other {\n  virtual void more() = 0;\n};\n")
+    write(tmp_path, "dist/exchange_strategy.h", header)
+    assert "ExchangeStrategy" not in run_check(tmp_path).stdout  # 15, the destructor counted
+    write(tmp_path, "dist/exchange_strategy.h", header.replace(" public:\n", " public:\n  virtual int one_more() const;\n"))
+    proc = run_check(tmp_path)
+    assert proc.returncode == 1
+    assert "src/dist/exchange_strategy.h: class ExchangeStrategy has 16 virtual members (at most 15)" in proc.stdout
