@@ -271,9 +271,15 @@ def read_manifest(campaign_dir: Path) -> tuple[str | None, list[ManifestEntry]]:
     if not isinstance(runs, list):
         raise CampaignError(f"{path}: 'runs:' must be a list of {{index, run_id, config_id, config}}")
     entries = []
+    seen: dict[str, int] = {}
     for i, entry in enumerate(runs):
         if not isinstance(entry, Mapping) or "run_id" not in entry:
             raise CampaignError(f"{path}: runs[{i}] has no run_id")
+        if str(entry["run_id"]) in seen:
+            raise CampaignError(f"{path}: runs[{i}] has run_id {entry['run_id']}, as runs[{seen[str(entry['run_id'])]}] "
+                                f"does: two entries cannot share one run file (the manifest was edited after "
+                                f"trainscale sweep expand wrote it)")
+        seen[str(entry["run_id"])] = i
         config = entry.get("config") or {}
         if isinstance(config, str):  # resolved YAML text
             config = yaml.safe_load(config) or {}
@@ -282,6 +288,22 @@ def read_manifest(campaign_dir: Path) -> tuple[str | None, list[ManifestEntry]]:
             config_id=None if entry.get("config_id") is None else str(entry["config_id"]),
             config=config_values(flatten(config)) if isinstance(config, Mapping) else {}))
     return (None if name is None else str(name)), entries
+
+
+def identity_problem(path: Path, row: Mapping[str, Any], entry: "ManifestEntry | None") -> str:
+    """Why a run file read under the name `path` is not that run's result ("" when it is): its
+    root run_id is not the file's name, or its config_id is not the manifest entry's (a file
+    copied or moved over another run's name, `cp runs/A-r0.h5 runs/B-r0.h5`)."""
+    name = path.stem
+    held_run = text(row.get("run_id")) or name
+    held_config = None if row.get("config_id") is None else text(row.get("config_id"))
+    wrong_run = held_run != name
+    wrong_config = entry is not None and entry.config_id is not None and held_config != entry.config_id
+    if not (wrong_run or wrong_config):
+        return ""
+    expected = f"run_id {name}" + (f", config_id {entry.config_id}" if entry is not None and entry.config_id else "")
+    return (f"{path}: holds run_id {held_run}, config_id {held_config}, not {expected}: a run file copied or "
+            f"moved over another run's name is not that run's result; it is not counted")
 
 
 def failed_reason(marker: Path) -> str:
@@ -322,6 +344,9 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
         if run_id in files:
             try:
                 row = read_run(files[run_id])
+                problem = identity_problem(files[run_id], row, entry)
+                if problem:
+                    raise UnreadableRunError(problem)
             except UnreadableRunError as e:
                 row = unreadable_row(files[run_id], str(e))
                 print(f"trainscale_analysis: unreadable run file {e}; reported with status "

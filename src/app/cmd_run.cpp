@@ -263,7 +263,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
     throw ConfigError("--index " + std::to_string(index) + ": " + campaign.manifest_path + " has runs 0.." +
                       std::to_string(campaign.runs.size() - 1));
   const ManifestRun& run = campaign.runs[index];
-  if (check_done(run_files(dir, run.run_id)).valid()) {
+  if (check_done(run_files(dir, run.run_id), run).valid()) {
     std::cout << "run " << run.run_id << " (index " << index << "): already done (" << run_files(dir, run.run_id).done
               << "); skipped\n";
     return kExitOk;

@@ -476,7 +476,7 @@ int sweep_record_end(const std::vector<std::string>& args) {
                       std::to_string(campaign.runs.size() - 1));
   const auto& run = campaign.runs[static_cast<size_t>(index)];
   if (not_started) {
-    if (const std::optional<std::string> reason = record_not_started(campaign.dir, run.run_id))
+    if (const std::optional<std::string> reason = record_not_started(campaign.dir, run))
       std::cout << "run " << run.run_id << " (index " << index << "): preempted: " << *reason << "\n";
     return kExitOk;
   }
@@ -490,7 +490,7 @@ int sweep_record_end(const std::vector<std::string>& args) {
   // earlier attempt's marker is older than a requeue).
   const auto ago = std::chrono::seconds(std::time(nullptr) - vm["since"].as<int64_t>() + 1);
   end.since = fs::file_time_type::clock::now() - ago;
-  if (const std::optional<std::string> reason = record_launcher_end(campaign.dir, run.run_id, end))
+  if (const std::optional<std::string> reason = record_launcher_end(campaign.dir, run, end))
     std::cout << "run " << run.run_id << " (index " << index << "): failed: " << *reason << "\n";
   return kExitOk;
 }

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <utility>
 
+#include "core/error.h"
 #include "hdf5/hdf5_support.h"
+#include "metrics/hdf5_reader.h"
 
 namespace ts {
 namespace {
@@ -53,6 +55,17 @@ RunFileCheck check_run_file(const std::string& path) {
   }
   RunFileCheck check = check_contents(file.get());
   H5Eclear2(H5E_DEFAULT);
+  if (check.state != RunFileState::complete) return check;
+  file = Id();  // the ids through the checked reader: a root attribute of another type reads as ""
+  try {
+    const h5::ReadFile ids = h5::ReadFile::open(path);
+    for (auto [name, value] : {std::pair{"run_id", &check.run_id}, std::pair{"config_id", &check.config_id}}) try {
+        *value = ids.string_attr("/", name);
+      } catch (const RuntimeError&) {
+      }
+  } catch (const RuntimeError& e) {
+    return {RunFileState::unreadable, e.what()};
+  }
   return check;
 }
 

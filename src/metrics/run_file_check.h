@@ -1,6 +1,8 @@
 // A cheap check that a run file is a complete result (docs/reliability.md "Campaign state"):
 // it opens as HDF5, says it is a trainscale run file and has a complete /summary (every summary
-// attribute the writer always sets). Campaign state uses it so that a DONE marker counts only
+// attribute the writer always sets); it also reads the root `run_id` and `config_id`, so that
+// campaign state can check that the file is the run its name says (a file copied over another
+// run's name is not that run's result). Campaign state uses it so that a DONE marker counts only
 // when the file behind it is whole: a garbage, truncated or deleted run file is not a result.
 // Reads a few attributes, never the data sets.
 #pragma once
@@ -21,6 +23,8 @@ const char* run_file_state_name(RunFileState state);  // "complete" | "missing" 
 struct RunFileCheck {
   RunFileState state = RunFileState::missing;
   std::string detail;  // why it is not complete (HDF5's message, the missing object); "" when complete
+  // The root attributes `run_id` and `config_id` of a complete file ("" when absent or not strings).
+  std::string run_id, config_id;
 };
 
 // Never throws for a bad file: what is wrong with it is the answer.

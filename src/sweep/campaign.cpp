@@ -13,6 +13,8 @@
 
 #include <unistd.h>
 
+#include "config/config_id.h"
+#include "config/schema.h"
 #include "config/strict_yaml.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -60,6 +62,36 @@ std::vector<std::string> read_swept_keys(const std::string& sweep_path) {
     keys.clear();
   }
   return keys;
+}
+
+// What is wrong with a manifest entry's ids, recomputed from its config (docs/sweeps.md "Ids and
+// seeds"); "" when they hold. config_id is the hash of the canonical config before the
+// per-repetition seed: the config as frozen (the manifest holds the canonical text, block style,
+// strings double-quoted), with its own seed (a point that sets seed) or, where the seed is the
+// derived one, with the base's seed put back. Hashing the frozen text, not a config resolved
+// again, keeps campaigns of earlier versions (fewer schema keys) checkable.
+std::string id_problem(const YAML::Node& config, const ManifestRun& r, const std::string& base_seed) {
+  const std::string run_id = r.config_id + "-r" + std::to_string(r.repetition);
+  if (r.run_id != run_id)
+    return "run_id '" + r.run_id + "' is not its config_id and repetition ('" + run_id + "')";
+  if (!config.IsMap()) return "its config is not a mapping";
+  auto hash = [](const YAML::Node& node) {
+    YAML::Emitter em;
+    emit_yaml_node(em, node);
+    return config_id_of(std::string(em.c_str()) + "\n");
+  };
+  const std::string own = hash(config);
+  if (own == r.config_id) return "";  // a point that sets its own seed
+  const YAML::Node seed = config["seed"];
+  if (seed && seed.IsScalar() && seed.Scalar() == std::to_string(derive_seed(r.config_id, r.repetition))) {
+    YAML::Node before = YAML::Clone(config);
+    before["seed"] = base_seed;
+    if (hash(before) == r.config_id) return "";
+    return "config_id '" + r.config_id + "' is not the hash of its config (with the base seed " + base_seed + ": " +
+           hash(before) + ")";
+  }
+  return "config_id '" + r.config_id + "' is not the hash of its config (" + own +
+         "), nor is its seed the one derived from it (" + std::to_string(derive_seed(r.config_id, r.repetition)) + ")";
 }
 
 }  // namespace
@@ -118,6 +150,11 @@ Campaign load_campaign(const std::string& dir) {
     emit_yaml_node(em, root["resources"] ? root["resources"] : YAML::Node(YAML::NodeType::Map));
     c.resources_yaml = em.c_str();
   }
+  // The seed the config ids of derived-seed entries were computed with; a manifest of an earlier
+  // version has none: its bases kept the schema's default.
+  const std::string base_seed = root["base_seed"] && root["base_seed"].IsScalar() ? root["base_seed"].Scalar()
+                                                                                    : find_key_spec("seed")->def;
+  std::map<std::string, size_t> by_run_id;  // run_id -> position in c.runs
   for (const auto& e : root["runs"]) {
     ManifestRun r;
     r.line = e.Mark().line + 1;
@@ -143,6 +180,16 @@ Campaign load_campaign(const std::string& dir) {
     emit_yaml_node(em, e["config"]);
     const int config_line = e["config"].Mark().is_null() ? 0 : e["config"].Mark().line;
     r.config_yaml = std::string(static_cast<size_t>(std::max(config_line, 0)), '\n') + em.c_str() + "\n";
+    // The ids are recomputed, not trusted: manifest.hash only says the file is what its writer
+    // left, and whoever edits an entry can recompute it too.
+    const std::string edited = "; the entry was edited after sweep expand froze the campaign (manifest.hash does not "
+                               "stop an edit that recomputes it). Expand the sweep into a new campaign directory";
+    if (const std::string problem = id_problem(e["config"], r, base_seed); !problem.empty())
+      throw ConfigError(where + ": run " + std::to_string(r.index) + ": " + problem + edited);
+    if (const auto [other, fresh] = by_run_id.emplace(r.run_id, c.runs.size()); !fresh)
+      throw ConfigError(where + ": run " + std::to_string(r.index) + ": run_id '" + r.run_id + "' is also run " +
+                        std::to_string(c.runs[other->second].index) + "'s (line " + std::to_string(c.runs[other->second].line) +
+                        "): two entries would share one run file and its markers" + edited);
     c.runs.push_back(std::move(r));
   }
   c.swept_keys = read_swept_keys((fs::path(dir) / "sweep.yaml").string());
@@ -176,7 +223,7 @@ bool process_alive(long pid) {
   return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
 }
 
-DoneCheck check_done(const RunFiles& files) {
+DoneCheck check_done(const RunFiles& files, const ManifestRun& run) {
   DoneCheck check;
   check.marker = read_marker_if_present(files.done);
   if (!check.marker) return check;
@@ -185,6 +232,10 @@ DoneCheck check_done(const RunFiles& files) {
   if (file.state != RunFileState::complete)
     check.problem = "run file " + std::string(run_file_state_name(file.state)) + " behind DONE (" + name +
                     (file.state == RunFileState::missing ? "" : ": " + file.detail) + ")";
+  else if (file.run_id != run.run_id || file.config_id != run.config_id)
+    check.problem = "run file of another run behind DONE (" + name + " holds run_id '" + one_line(file.run_id) +
+                    "', config_id '" + one_line(file.config_id) + "'; this run is '" + run.run_id + "', config_id '" +
+                    run.config_id + "': a file copied or moved over this run's name is not its result)";
   return check;
 }
 
@@ -255,12 +306,15 @@ int pack_turn(const Campaign& campaign, const std::vector<int64_t>& pack, int64_
   auto valid = [&](int64_t i) { return i >= 0 && i < static_cast<int64_t>(campaign.runs.size()); };
   size_t current = pack.size();
   for (size_t k = 0; k < pack.size() && current == pack.size(); ++k)
-    if (valid(pack[k]) && read_marker_if_present(files_of(pack[k]).running) && !check_done(files_of(pack[k])).valid())
+    if (valid(pack[k]) && read_marker_if_present(files_of(pack[k]).running) &&
+        !check_done(files_of(pack[k]), campaign.runs.at(static_cast<size_t>(pack[k]))).valid())
       current = k;
   for (size_t k = 0; k < pack.size() && current == pack.size(); ++k) {
     if (!valid(pack[k])) continue;
     const RunFiles f = files_of(pack[k]);
-    if (!check_done(f).valid() && !read_marker_if_present(f.unsupported) && !read_marker_if_present(f.failed)) current = k;
+    if (!check_done(f, campaign.runs.at(static_cast<size_t>(pack[k]))).valid() && !read_marker_if_present(f.unsupported) &&
+        !read_marker_if_present(f.failed))
+      current = k;
   }
   const size_t mine = static_cast<size_t>(std::find(pack.begin(), pack.end(), index) - pack.begin());
   return mine < current ? -1 : mine == current ? 0 : 1;
@@ -296,7 +350,7 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
   // its script could record why).
   const bool ended = sched.state == "ended";
   const bool scheduled = sched.state == "running" || sched.state == "pending";
-  const DoneCheck done = check_done(f);
+  const DoneCheck done = check_done(f, run);
   const RunningMarker running = read_running(f, run.run_id, host);
   std::optional<RunMarker> marker;
   if (done.valid()) {

@@ -53,7 +53,11 @@ struct Campaign {
 std::string run_label(const Campaign& campaign, const ManifestRun& run);
 
 // Loads CAMPAIGN_DIR: ConfigError when the manifest is missing, unreadable, or its hash differs
-// from manifest.hash (the campaign was edited after it was frozen).
+// from manifest.hash (the campaign was edited after it was frozen). Every entry's ids are
+// recomputed from its config, not trusted (docs/sweeps.md "Ids and seeds"): a run_id other than
+// <config_id>-r<repetition>, a config_id that is not the hash of the entry's config (with the
+// manifest's base_seed where the seed was derived), and two entries of one run_id are refused
+// naming the entry, also when manifest.hash was recomputed to match the edit.
 Campaign load_campaign(const std::string& dir);
 
 struct RunFiles {
@@ -68,14 +72,16 @@ std::string attempt_log_path(const std::string& campaign_dir, const std::string&
 int next_attempt(const std::string& campaign_dir, const std::string& run_id);
 
 // A DONE marker checked against the run file behind it. `problem` says what is wrong with the
-// file ("run file missing behind DONE (runs/x.h5)", "... unreadable ...", "... incomplete ...")
-// when there is a marker but the file is not a complete result; "" otherwise.
+// file ("run file missing behind DONE (runs/x.h5)", "... unreadable ...", "... incomplete ...",
+// "run file of another run behind DONE (...)": its root run_id or config_id is not `run`'s, a
+// file copied or moved over this run's name) when there is a marker but the file is not this
+// run's complete result; "" otherwise.
 struct DoneCheck {
   std::optional<RunMarker> marker;
   std::string problem;
   bool valid() const { return marker.has_value() && problem.empty(); }
 };
-DoneCheck check_done(const RunFiles& files);
+DoneCheck check_done(const RunFiles& files, const ManifestRun& run);
 
 // A process of this host that exists and is not a zombie (an init that does not reap, as in
 // some containers, keeps dead ranks as zombies): is a RUNNING marker's attempt alive?

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "config/config_id.h"
 #include "config/run_config.h"
+#include "config/schema.h"
 #include "core/file_io.h"
 #include "core/names.h"
 #include "core/strings.h"
@@ -184,6 +185,7 @@ Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs) {
   } catch (const ConfigError& e) {
     throw ConfigError(sweep.path + ": base run config is invalid: " + e.what());
   }
+  ex.base_seed = base.flat.count("seed") ? base.flat.at("seed") : find_key_spec("seed")->def;
   const std::vector<Point> kept = kept_points(sweep, base, matrix_points(sweep));
   // Swept keys: dimensions' keys, then keys only includes name.
   for (const auto& dim : sweep.dimensions)
@@ -218,6 +220,8 @@ std::string manifest_yaml(const Expansion& ex, const std::string& created_by) {
   em << YAML::Key << "created_by" << YAML::Value << YAML::DoubleQuoted << created_by;
   em << YAML::Key << "resources" << YAML::Value;
   emit_yaml_node(em, YAML::Load(ex.resources_yaml));
+  // The seed config_id is computed with where a run's seed is derived (load_campaign checks ids).
+  if (!ex.base_seed.empty()) em << YAML::Key << "base_seed" << YAML::Value << ex.base_seed;
   em << YAML::Key << "runs" << YAML::Value << YAML::BeginSeq;
   for (const auto& run : ex.runs) {
     em << YAML::BeginMap;

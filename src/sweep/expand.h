@@ -29,6 +29,9 @@ struct Expansion {
   std::string sweep_path;
   std::string resources_yaml;
   std::vector<std::string> swept_keys;  // keys named by matrix, zip and include, in file order
+  // The base config's resolved seed: the seed of every point that does not set its own, so the
+  // one its config_id is computed with (the manifest's base_seed; load_campaign recomputes ids).
+  std::string base_seed;
   std::vector<ExpandedRun> runs;
 };
 

@@ -46,10 +46,10 @@ std::string launcher_notice(const std::string& log_path) {
   return notice;
 }
 
-std::optional<std::string> record_launcher_end(const std::string& campaign_dir, const std::string& run_id,
+std::optional<std::string> record_launcher_end(const std::string& campaign_dir, const ManifestRun& run,
                                                const LauncherEnd& end) {
-  const RunFiles f = run_files(campaign_dir, run_id);
-  if (check_done(f).valid() || fresh(f.failed, end.since) || fresh(f.preempted, end.since)) return std::nullopt;
+  const RunFiles f = run_files(campaign_dir, run.run_id);
+  if (check_done(f, run).valid() || fresh(f.failed, end.since) || fresh(f.preempted, end.since)) return std::nullopt;
   const std::string notice = end.log_path.empty() ? "" : launcher_notice(end.log_path);
   RunMarker marker;
   marker.reason = "the launcher " + end.how + " without a result" + (notice.empty() ? "" : " (" + notice + ")") +
@@ -62,9 +62,9 @@ std::optional<std::string> record_launcher_end(const std::string& campaign_dir, 
   return marker.reason;
 }
 
-std::optional<std::string> record_not_started(const std::string& campaign_dir, const std::string& run_id) {
-  const RunFiles f = run_files(campaign_dir, run_id);
-  if (check_done(f).valid() || read_marker_if_present(f.preempted)) return std::nullopt;
+std::optional<std::string> record_not_started(const std::string& campaign_dir, const ManifestRun& run) {
+  const RunFiles f = run_files(campaign_dir, run.run_id);
+  if (check_done(f, run).valid() || read_marker_if_present(f.preempted)) return std::nullopt;
   if (const auto running = read_marker_if_present(f.running); running && running->host == host_name() && process_alive(running->pid))
     return std::nullopt;
   RunMarker marker;

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "sweep/campaign.h"
+
 namespace ts {
 
 // Why the job ended, on one line, from the launcher's output ("" when it says nothing known):
@@ -29,13 +31,13 @@ struct LauncherEnd {
 // marker written since `end.since`); else writes the FAILED marker "the launcher <how> without a
 // result (<notice>); <log_reference>", removes the attempt's RUNNING marker (its processes are
 // gone) and returns that reason.
-std::optional<std::string> record_launcher_end(const std::string& campaign_dir, const std::string& run_id,
+std::optional<std::string> record_launcher_end(const std::string& campaign_dir, const ManifestRun& run,
                                                const LauncherEnd& end);
 
 // A run of a packed array task that never started because the task was stopped (preempted)
 // before its turn: unless the run is done, has a PREEMPTED marker already or a live attempt,
 // writes its PREEMPTED marker saying so (no checkpoint: the run starts from step 0 when the task
 // is requeued or the run resubmitted with --preempted) and returns that reason; else nullopt.
-std::optional<std::string> record_not_started(const std::string& campaign_dir, const std::string& run_id);
+std::optional<std::string> record_not_started(const std::string& campaign_dir, const ManifestRun& run);
 
 }  // namespace ts

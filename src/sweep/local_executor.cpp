@@ -234,7 +234,7 @@ void remove_dead_running(const RunFiles& f) {
 TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, fs::file_time_type started,
                        int interrupted_by) {
   const RunFiles f = run_files(c.dir, run.run_id);
-  const DoneCheck done = check_done(f);
+  const DoneCheck done = check_done(f, run);
   if (done.valid())
     return done.marker->status == "diverged" ? TaskResult{Outcome::diverged, "diverged"} : TaskResult{Outcome::done, "done"};
   if (const auto unsupported = fresh_marker(f.unsupported, started))
@@ -261,7 +261,7 @@ TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, f
   end.log_path = campaign_logs_dir(c.dir) + "/" + run.run_id + ".launcher.log";
   end.log_reference = log;
   end.since = started;
-  const std::optional<std::string> reason = record_launcher_end(c.dir, run.run_id, end);
+  const std::optional<std::string> reason = record_launcher_end(c.dir, run, end);
   return {Outcome::failed, "failed: " + reason.value_or("the launcher " + end.how)};
 }
 

@@ -19,7 +19,7 @@ TaskClaim claim_task(const std::string& campaign_dir, const ManifestRun& run) {
   if (claim.lock.result() == FileLock::Result::unsupported)
     claim.note = "lock: " + files.lock + " cannot be locked (" + claim.lock.note() +
                  "); running without a lock: this file system does not guard against a second submission";
-  const DoneCheck done = check_done(files);
+  const DoneCheck done = check_done(files, run);
   if (done.valid()) {
     claim.verdict = TaskClaim::Verdict::done;
     return claim;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/host_info.h"
 #include "core/run_marker.h"
 #include "metrics/hdf5_file.h"
@@ -24,6 +25,7 @@
 #include "sweep/site.h"
 #include "sweep/submit.h"
 #include "sweep/sweep_file.h"
+#include "sweep/task_claim.h"
 
 namespace fs = std::filesystem;
 using namespace ts;
@@ -111,6 +113,69 @@ TEST_F(Submit, ManifestRoundTripsAndAnEditedManifestIsRefused) {
   }
   fs::remove_all(dir / "campaign");
   EXPECT_THROW(load_campaign((dir / "campaign").string()), ConfigError);
+}
+
+// The manifest's ids are recomputed from its configs when it is loaded (issue 35): every way of
+// expanding a point passes (derived seeds from a base seed other than the default, a point that
+// sets its seed, a list key), and edits that keep manifest.hash in step are refused naming the
+// entry: another lr under the old config_id, two entries of one run_id.
+TEST_F(Submit, ManifestIdsAreRecomputedFromTheConfigs) {
+  std::ofstream(dir / "base42.yaml") << kBase << "seed: 42\n";
+  Campaign c = make_campaign("base: base42.yaml\nmatrix: {lr: [0.01, 0.02]}\nrepetitions: 2\n"
+                             "include: [{lr: 0.03, seed: 7}, {workers: 2, dist.partition: static, dist.shares: \"48,80\"}]\n",
+                             "");
+  ASSERT_EQ(c.runs.size(), 8u);
+  const fs::path manifest = dir / "campaign" / "manifest.yaml";
+  const std::string frozen = read(manifest);
+  EXPECT_NE(frozen.find("\nbase_seed: 42\n"), std::string::npos) << frozen;
+  auto load_edited = [&](const std::string& text) -> std::string {
+    write_file_atomically(manifest.string(), text);
+    write_file_atomically((dir / "campaign" / "manifest.hash").string(), manifest_hash(text) + "\n");  // in step
+    try {
+      load_campaign((dir / "campaign").string());
+      return "";
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(load_edited(frozen), "");
+  // Another learning rate under the old ids.
+  std::string text = frozen;
+  text.replace(text.find("lr: 0.02"), 8, "lr: 0.05");
+  const int lr_entry = c.runs[2].line;
+  std::string e = load_edited(text);
+  EXPECT_NE(e.find("manifest.yaml:" + std::to_string(lr_entry) + ": run 2: config_id '" + c.runs[2].config_id +
+                   "' is not the hash of its config"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("Expand the sweep into a new campaign directory"), std::string::npos) << e;
+  // Two points given one run_id (and config_id, so that the run_id agrees with it).
+  text = frozen;
+  for (const std::string& id : {c.runs[2].run_id, c.runs[2].config_id}) {
+    const std::string to = id == c.runs[2].run_id ? c.runs[0].run_id : c.runs[0].config_id;
+    text.replace(text.find("\"" + id + "\""), id.size() + 2, "\"" + to + "\"");
+  }
+  e = load_edited(text);
+  EXPECT_NE(e.find(":" + std::to_string(lr_entry) + ": run 2: config_id '" + c.runs[0].config_id + "' is not the hash"),
+            std::string::npos)
+      << e;
+  // The same entry twice (index and nothing else changed): one run file for two entries.
+  text = frozen;
+  const size_t second = text.find("  - index: 1\n"), third = text.find("  - index: 2\n");
+  text.replace(second, third - second, text.substr(text.find("  - index: 0\n"), second - text.find("  - index: 0\n")));
+  text.replace(text.find("  - index: 0\n", text.find("  - index: 0\n") + 1), 13, "  - index: 1\n");
+  e = load_edited(text);
+  EXPECT_NE(e.find(": run 1: run_id '" + c.runs[0].run_id + "' is also run 0's (line " + std::to_string(c.runs[0].line) + ")"),
+            std::string::npos)
+      << e;
+  // A run_id that is not <config_id>-r<repetition>.
+  text = frozen;
+  text.replace(text.find("repetition: 1"), 13, "repetition: 0");
+  e = load_edited(text);
+  EXPECT_NE(e.find(": run 1: run_id '" + c.runs[1].run_id + "' is not its config_id and repetition ('" + c.runs[1].config_id +
+                   "-r0')"),
+            std::string::npos)
+      << e;
 }
 
 TEST_F(Submit, AsyncPsLaunchesItsServersAsRanksToo) {
@@ -346,10 +411,11 @@ TEST_F(Submit, RunsMissingFromTheSiteAreRefused) {
 
 // A complete run file as metrics/run_file_check.h sees it: the schema and every summary key
 // (tests/python/test_campaign_state.py uses real run files of real runs).
-void write_complete_run_file(const std::string& path, const std::string& run_id) {
+void write_complete_run_file(const std::string& path, const ManifestRun& run) {
   h5::File f = h5::File::create(path);
   f.set_attr("schema", "trainscale-run/1");
-  f.set_attr("run_id", run_id);
+  f.set_attr("run_id", run.run_id);
+  f.set_attr("config_id", run.config_id);
   {
     h5::Group summary = f.create_group("summary");
     for (const auto& key : run_file_summary_keys()) summary.set_attr(key, 1.0);
@@ -357,12 +423,39 @@ void write_complete_run_file(const std::string& path, const std::string& run_id)
   f.close();
 }
 
+// A run file copied over another run's name (cp runs/A-r0.h5 runs/B-r0.h5) proves it is not B's
+// result by its root ids (issue 35): B is failed saying whose file it is, and the task runner's
+// claim moves it aside and runs B again.
+TEST_F(Submit, ARunFileCopiedOverAnotherRunsNameIsNotItsResult) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n", "");
+  auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
+  fs::create_directories(dir / "campaign" / "runs");
+  write_complete_run_file(files(0).run_file, c.runs[0]);
+  fs::copy_file(files(0).run_file, files(1).run_file);
+  for (int i : {0, 1}) std::ofstream(files(i).done) << "status: ok\n";
+  EXPECT_TRUE(check_done(files(0), c.runs[0]).valid());
+  EXPECT_FALSE(check_done(files(0), c.runs[1]).valid());  // A's file is not B's result under any name
+  const CampaignStatus st = campaign_status(c, {});
+  EXPECT_EQ(st.done, 1);
+  EXPECT_EQ(st.runs[1].state, RunState::failed);
+  EXPECT_EQ(st.runs[1].reason, "run file of another run behind DONE (runs/" + c.runs[1].run_id + ".h5 holds run_id '" +
+                                   c.runs[0].run_id + "', config_id '" + c.runs[0].config_id + "'; this run is '" +
+                                   c.runs[1].run_id + "', config_id '" + c.runs[1].config_id +
+                                   "': a file copied or moved over this run's name is not its result)");
+  const TaskClaim claim = claim_task(c.dir, c.runs[1]);
+  EXPECT_EQ(claim.verdict, TaskClaim::Verdict::run);
+  EXPECT_NE(claim.note.find("stale DONE removed: run file of another run"), std::string::npos) << claim.note;
+  EXPECT_TRUE(fs::exists(files(1).run_file + ".invalid"));
+  EXPECT_FALSE(fs::exists(files(1).done));
+  EXPECT_EQ(claim_task(c.dir, c.runs[0]).verdict, TaskClaim::Verdict::done);
+}
+
 TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1]}\n", "");
   auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
   fs::create_directories(dir / "campaign" / "runs");
-  write_complete_run_file(files(0).run_file, c.runs[0].run_id);
-  write_complete_run_file(files(1).run_file, c.runs[1].run_id);
+  write_complete_run_file(files(0).run_file, c.runs[0]);
+  write_complete_run_file(files(1).run_file, c.runs[1]);
   std::ofstream(files(0).done) << "status: ok\n";
   std::ofstream(files(1).done) << "status: diverged\n";
   RunMarker failed;  // the one marker format (core/run_marker.h)
@@ -567,7 +660,7 @@ TEST_F(Submit, StatusOfARunningPackedTask) {
   auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
   const std::vector<int64_t> pack = {0, 1, 2};
   const SchedulerStates running = {{0, {"running", "", pack}}, {1, {"running", "", pack}}, {2, {"running", "", pack}}};
-  write_complete_run_file(files(0).run_file, c.runs[0].run_id);
+  write_complete_run_file(files(0).run_file, c.runs[0]);
   std::ofstream(files(0).done) << "status: ok\n";
   std::ofstream(files(1).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\nattempt: 1\n";
   CampaignStatus st = campaign_status(c, running);
@@ -597,17 +690,17 @@ TEST_F(Submit, StatusOfARunningPackedTask) {
 TEST_F(Submit, RunsAStoppedPackNeverStartedArePreempted) {
   Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n", "");
   auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
-  write_complete_run_file(files(0).run_file, c.runs[0].run_id);
+  write_complete_run_file(files(0).run_file, c.runs[0]);
   std::ofstream(files(0).done) << "status: ok\n";
-  EXPECT_FALSE(record_not_started(c.dir, c.runs[0].run_id).has_value());
+  EXPECT_FALSE(record_not_started(c.dir, c.runs[0]).has_value());
   EXPECT_FALSE(fs::exists(files(0).preempted));
-  const auto reason = record_not_started(c.dir, c.runs[1].run_id);
+  const auto reason = record_not_started(c.dir, c.runs[1]);
   ASSERT_TRUE(reason.has_value());
   EXPECT_NE(reason->find("not started: its packed array task was stopped"), std::string::npos) << *reason;
   const RunStatus st = campaign_status(c, {}).runs[1];
   EXPECT_EQ(st.state, RunState::preempted);
   EXPECT_NE(st.reason.find("not started"), std::string::npos) << st.reason;
-  EXPECT_FALSE(record_not_started(c.dir, c.runs[1].run_id).has_value());  // already preempted: kept as it is
+  EXPECT_FALSE(record_not_started(c.dir, c.runs[1]).has_value());  // already preempted: kept as it is
 }
 
 // A campaign expanded and never submitted: its runs are "not submitted", not "missing".

@@ -19,6 +19,7 @@
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -132,6 +133,39 @@ def test_done_marker_counts_only_with_a_complete_run_file(tmp_path):
     assert sorted(p.name for p in (camp / "runs").glob("*.invalid")) == \
         sorted(f"{runs[k]['run_id']}.h5.invalid" for k in (0, 1, 3))
     assert attempts(camp, runs[4]["run_id"]) == [f"{runs[4]['run_id']}.attempt1.log"]
+
+
+def test_a_run_file_copied_over_another_runs_name_is_not_its_result(tmp_path):
+    """Issue 35: `cp runs/A-r0.h5 runs/B-r0.h5` behind B's DONE marker does not make B done: the
+    file's root run_id and config_id are A's. sweep status says whose file it is, the analysis
+    reports it unreadable (A is listed once), and submit runs B again, keeping the copy aside."""
+    from trainscale_analysis import load_campaigns
+
+    camp, runs = expand(tmp_path, "matrix: {lr: [0.01, 0.02]}\n")
+    res = run(["sweep", "submit", camp])
+    assert res.returncode == 0, res.stdout + res.stderr
+    a, b = runs[0]["run_id"], runs[1]["run_id"]
+    shutil.copyfile(camp / "runs" / f"{a}.h5", camp / "runs" / f"{b}.h5")
+    st = status(camp)
+    assert st["done"] == 1 and [f["index"] for f in st["failed"]] == [1], st
+    assert st["failed"][0]["reason"].startswith(
+        f"run file of another run behind DONE (runs/{b}.h5 holds run_id '{a}', config_id '{runs[0]['config_id']}'"), st
+    df = load_campaigns([camp]).set_index("run_id")
+    assert list(df.index) == [a, b]
+    assert df.loc[b, "status"] == "unreadable" and f"holds run_id {a}" in df.loc[b, "message"], df.loc[b, "message"]
+    assert df.loc[a, "status"] == "ok"
+    res = run(["sweep", "submit", camp])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "1 runs already done" in res.stdout, res.stdout
+    assert status(camp)["done"] == 2
+    with h5py.File(camp / "runs" / f"{b}.h5") as f:
+        assert attr_text(f.attrs["run_id"]) == b
+    assert (camp / "runs" / f"{b}.h5.invalid").exists()
+    assert (load_campaigns([camp]).status == "ok").sum() == 2
+
+
+def attr_text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def test_a_task_whose_lock_is_held_is_skipped_not_failed(tmp_path):

@@ -189,6 +189,31 @@ def test_manifest_run_id_edited_with_its_hash_is_refused(tmp_path, bad_id):
     assert leaked == [], leaked
 
 
+def test_manifest_ids_are_recomputed_from_the_configs(tmp_path):
+    """Issue 35: a manifest edited with its hash in step (another lr under the old ids; two
+    points given one run_id) is refused by every reader, naming the entry's line; nothing runs."""
+    write_config(tmp_path / "base.yaml", BASE + "seed: 42\n")
+    sweep = write_config(tmp_path / "sweep.yaml", "base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n")
+    camp = tmp_path / "camp"
+    assert run(["sweep", "expand", sweep, "--out", camp]).returncode == 0
+    manifest = camp / "manifest.yaml"
+    frozen = manifest.read_text()
+    runs = yaml.safe_load(frozen)["runs"]
+    line = next(i for i, l in enumerate(frozen.splitlines(), 1) if l.strip() == "- index: 1")
+    readers = (["run", "--manifest", camp, "--index", 1], ["sweep", "status", camp],
+               ["sweep", "submit", camp, "--scheduler", "local"], ["sweep", "resubmit", camp, "--missing"])
+    assert run(["sweep", "status", camp]).returncode == 0
+    a, b = runs[0]["config_id"], runs[1]["config_id"]
+    for text in (frozen.replace("lr: 0.02", "lr: 0.05"),   # the hash recomputed below
+                 frozen.replace(b, a)):                     # run 1 is now a second a-r0
+        manifest.write_text(text)
+        (camp / "manifest.hash").write_text(fnv1a64(text.encode()) + "\n")
+        for args in readers:
+            expect_refused(run(args), f"manifest.yaml:{line}: run 1: config_id '{b if 'lr: 0.05' in text else a}' "
+                           "is not the hash of its config", "edited after sweep expand froze the campaign")
+    assert not list((camp / "runs").iterdir()), "no task started"
+
+
 # ---- what yaml-cpp would accept silently ------------------------------------------------
 
 def test_duplicate_keys_and_second_documents_are_refused(tmp_path):
