@@ -11,8 +11,9 @@
 # build-fuzz/) are built in the background at idle priority (SCHED_IDLE, nice 19) from the end of
 # the system packages' set-up on, so they take only the CPU that pip, build/ and the tests leave
 # idle (downloads, MPI jobs waiting, servers starting, Slurm polling) and never slow a test down;
-# the stages that run them wait for it (stage sanitizer-builds). pytest runs the independent files on two xdist workers and the
-# files that share the machine or measure time after them, alone (tests/python/conftest.py).
+# the stages that run them wait for it (stage sanitizer-builds). pytest runs the independent
+# files on two xdist workers, a file to a worker, and the files that share the machine or measure
+# time after them, alone (tests/python/conftest.py SERIAL_FILES).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -48,7 +49,7 @@ stage build scripts/build.sh
 source scripts/env.sh
 stage ctest ctest --test-dir build --output-on-failure -j 2
 if compgen -G "tests/python/test_*.py" >/dev/null; then
-  stage pytest .venv/bin/python -m pytest -q --durations=15 -n 2 --dist loadgroup -m "not serial" tests/python
+  stage pytest .venv/bin/python -m pytest -q --durations=15 -n 2 --dist loadfile -m "not serial" tests/python
   stage pytest-serial .venv/bin/python -m pytest -q --durations=15 -m serial tests/python
 fi
 stage ctest-mpich ctest --test-dir build-mpich --output-on-failure -j 2

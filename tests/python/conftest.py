@@ -286,10 +286,11 @@ def testbed():
 
 
 # ---- running the suite in parallel (scripts/test.sh, issue 37) ------------------------------
-# scripts/test.sh runs this suite twice over: `-m "not serial" -n 2 --dist loadgroup` (two xdist
-# workers; every file is one xdist group, so a file's tests run in one worker, in order, and its
-# module fixtures are made once), then `-m serial` in one process. The files below share
-# something with the whole machine, or measure time, and so run in the serial pass.
+# scripts/test.sh runs this suite twice over: `-m "not serial" -n 2 --dist loadfile` (two
+# pytest-xdist workers; a file's tests run in one worker, in order, so its module fixtures are made
+# once), then `-m serial` in one process. The files below share something with the whole
+# machine, or measure time, and so run in the serial pass. (Not --dist loadgroup: from pytest 9.2
+# on it no longer groups, pytest-dev/pytest-xdist#1386.)
 SERIAL_FILES = {
     "test_slurm_integration.py": "a real Slurm on this host: its node offers every CPU and its jobs wait for them",
     "test_slurm_multihost.py": "the test bed (network namespaces, /etc/hosts, /run/trainscale-testbed) and a Slurm in it",
@@ -302,14 +303,9 @@ SERIAL_FILES = {
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "serial: runs in scripts/test.sh's serial pass (conftest.SERIAL_FILES says why)")
-    config.addinivalue_line("markers", "xdist_group(name): tests of one group run in one pytest-xdist worker")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker appends the group to each test's id
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        name = item.path.name
-        if name in SERIAL_FILES:
+        if item.path.name in SERIAL_FILES:
             item.add_marker(pytest.mark.serial)
-        elif item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(name))
