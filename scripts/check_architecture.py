@@ -212,7 +212,10 @@ MAX_BACKEND_VIRTUALS = 30
 
 def check_backend_interface(src):
     """The virtual members of class Backend (the op table), if more than MAX_BACKEND_VIRTUALS."""
-    with open(os.path.join(src, "backend", "backend.h"), encoding="utf-8") as f:
+    path = os.path.join(src, "backend", "backend.h")
+    if not os.path.exists(path):
+        return []  # a tree without backend/ (the checker's tests)
+    with open(path, encoding="utf-8") as f:
         code = strip_code(f.read())
     m = re.search(r"\bclass\s+Backend\s*\{", code)
     if not m:

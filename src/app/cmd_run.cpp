@@ -93,6 +93,7 @@ class Attempt {
     fs::remove(files_.unsupported, ec);
     RunMarker running = stamped();
     running.pid = ::getpid();
+    running.pid_start = process_start_ticks(running.pid).value_or(0);  // tells this process from a later one of its pid
     running.start = utc_timestamp();
     write_marker(files_.running, running);
     log_ << "trainscale run --manifest " << dir << " --index " << run.index << "\nrun_id: " << run.run_id

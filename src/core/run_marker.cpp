@@ -48,6 +48,7 @@ std::string marker_text(const RunMarker& m) {
   field("log", m.log);
   field("host", m.host);
   if (m.pid > 0) out << "pid: " << m.pid << "\n";
+  if (m.pid_start > 0) out << "pid_start: " << m.pid_start << "\n";
   if (m.stage_in_s) out << "stage_in_s: " << *m.stage_in_s << "\n";
   field("start", m.start);
   field("end", m.end);
@@ -77,6 +78,7 @@ RunMarker parse_marker(const std::string& text) {
     else if (key == "log") m.log = value;
     else if (key == "host") m.host = value;
     else if (key == "pid") number(m.pid);
+    else if (key == "pid_start") number(m.pid_start);
     else if (key == "stage_in_s") m.stage_in_s = std::strtod(value.c_str(), nullptr);
     else if (key == "start") m.start = value;
     else if (key == "end") m.end = value;

@@ -27,6 +27,9 @@ struct RunMarker {
   std::string log;       // campaign runs: logs/<run_id>.attempt<N>.log
   std::string host;      // where the attempt ran
   long pid = 0;          // RUNNING: the process of the attempt
+  // RUNNING: that process's start time, clock ticks since boot (/proc/PID/stat field 22): a pid
+  // the kernel has since given to another process does not match it (sweep/campaign.h).
+  long long pid_start = 0;
   std::optional<double> stage_in_s;  // DONE: seconds spent staging the data set in
   std::string start, end;            // ISO 8601 (UTC)
   // PREEMPTED: the signal that stopped the run, the last step it finished and the checkpoint it

@@ -52,6 +52,7 @@ void simulate_entry(const std::string& dir, const Campaign& campaign, const Mani
   fs::remove(files.failed, ec);
   RunMarker running = stamped(attempt);
   running.pid = ::getpid();
+  running.pid_start = process_start_ticks(running.pid).value_or(0);
   running.start = utc_timestamp();
   write_marker(files.running, running);
   log << "trainscale-sim run --manifest " << dir << " --index " << run.index << "\nrun_id: " << run.run_id

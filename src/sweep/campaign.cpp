@@ -223,6 +223,41 @@ bool process_alive(long pid) {
   return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
 }
 
+std::optional<long long> process_start_ticks(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (pid <= 0 || !std::getline(in, stat)) return std::nullopt;
+  const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  for (int number = 3; fields >> field; ++number)  // field 3 (state) follows the name
+    if (number == 22) {
+      try {
+        return std::stoll(field);
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
+  return std::nullopt;
+}
+
+bool attempt_alive(const RunMarker& running) {
+  if (!process_alive(running.pid)) return false;
+  if (running.pid_start > 0) {
+    const std::optional<long long> started = process_start_ticks(running.pid);
+    return !started || *started == running.pid_start;  // no /proc: trust kill()
+  }
+  std::string cmdline;
+  try {
+    cmdline = read_text_file("/proc/" + std::to_string(running.pid) + "/cmdline");
+  } catch (const std::exception&) {
+    return !fs::exists("/proc/self/stat");  // it ended in between; no /proc: trust kill()
+  }
+  const std::string program = cmdline.substr(0, cmdline.find('\0'));
+  return fs::path(program).filename().string().rfind("trainscale", 0) == 0;
+}
+
 DoneCheck check_done(const RunFiles& files, const ManifestRun& run) {
   DoneCheck check;
   check.marker = read_marker_if_present(files.done);
@@ -289,10 +324,11 @@ RunningMarker read_running(const RunFiles& f, const std::string& run_id, const s
   r.marker = read_marker_if_present(f.running);
   if (!r.marker) return r;
   const std::string attempt = r.marker->attempt > 0 ? std::to_string(r.marker->attempt) : "?";
-  r.live = r.marker->host != host || process_alive(r.marker->pid);
+  r.live = r.marker->host != host || attempt_alive(*r.marker);
   r.note = "attempt " + attempt + " on " + r.marker->host;
   if (!r.live)
-    r.note += " (pid " + std::to_string(r.marker->pid) + ") ended without a result (killed?); see logs/" + run_id +
+    r.note += " (pid " + std::to_string(r.marker->pid) + ") ended without a result (killed?" +
+              (process_alive(r.marker->pid) ? "; its pid is now another process's" : "") + "); see logs/" + run_id +
               ".attempt" + attempt + ".log";
   return r;
 }

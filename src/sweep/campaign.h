@@ -84,8 +84,17 @@ struct DoneCheck {
 DoneCheck check_done(const RunFiles& files, const ManifestRun& run);
 
 // A process of this host that exists and is not a zombie (an init that does not reap, as in
-// some containers, keeps dead ranks as zombies): is a RUNNING marker's attempt alive?
+// some containers, keeps dead ranks as zombies).
 bool process_alive(long pid);
+// When process `pid` of this host started, in clock ticks since boot (/proc/PID/stat field 22);
+// nullopt when there is no such process or /proc does not say.
+std::optional<long long> process_start_ticks(long pid);
+// Is the attempt a RUNNING marker of this host names alive? Its pid must be a live process
+// (process_alive) that is the attempt's: one that started when the marker's pid_start says, or,
+// for a marker without pid_start (an earlier version's, or one written by hand), a trainscale
+// process. A pid the kernel has since given to another process (pid reuse; `pid: 1` is init) is
+// no attempt: the marker is stale and the task does not count as running.
+bool attempt_alive(const RunMarker& running);
 
 enum class RunState { done, diverged, failed, preempted, running, pending, missing, unsupported };
 const char* run_state_name(RunState s);

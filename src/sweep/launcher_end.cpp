@@ -65,7 +65,7 @@ std::optional<std::string> record_launcher_end(const std::string& campaign_dir, 
 std::optional<std::string> record_not_started(const std::string& campaign_dir, const ManifestRun& run) {
   const RunFiles f = run_files(campaign_dir, run.run_id);
   if (check_done(f, run).valid() || read_marker_if_present(f.preempted)) return std::nullopt;
-  if (const auto running = read_marker_if_present(f.running); running && running->host == host_name() && process_alive(running->pid))
+  if (const auto running = read_marker_if_present(f.running); running && running->host == host_name() && attempt_alive(*running))
     return std::nullopt;
   RunMarker marker;
   marker.reason = "not started: its packed array task was stopped (preempted) before this run's turn; it starts when the "

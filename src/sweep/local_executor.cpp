@@ -223,7 +223,7 @@ std::optional<RunMarker> fresh_marker(const std::string& path, fs::file_time_typ
 void remove_dead_running(const RunFiles& f) {
   const auto running = read_marker_if_present(f.running);
   if (!running || running->host != host_name()) return;
-  if (process_alive(running->pid)) return;
+  if (attempt_alive(*running)) return;
   std::error_code ec;
   fs::remove(f.running, ec);
 }

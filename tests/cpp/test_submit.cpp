@@ -450,6 +450,43 @@ TEST_F(Submit, ARunFileCopiedOverAnotherRunsNameIsNotItsResult) {
   EXPECT_EQ(claim_task(c.dir, c.runs[0]).verdict, TaskClaim::Verdict::done);
 }
 
+// A RUNNING marker whose pid the kernel has since given to another process is stale (issue 35):
+// a live process of another start time, or (a marker without pid_start) one that is no trainscale
+// (init: pid 1; this test binary), is no attempt; the marker's own process is one.
+TEST_F(Submit, ARunningMarkerOfAReusedPidIsStale) {
+  const long self = ::getpid();
+  const std::optional<long long> started = process_start_ticks(self);
+  ASSERT_TRUE(started.has_value());
+  EXPECT_EQ(process_start_ticks(self), started);
+  EXPECT_FALSE(process_start_ticks(999999999).has_value());
+  RunMarker running;
+  running.host = host_name();
+  running.pid = self;
+  running.pid_start = *started;
+  EXPECT_TRUE(attempt_alive(running));
+  EXPECT_EQ(parse_marker(marker_text(running)).pid_start, *started);
+  running.pid_start = *started + 1;  // the pid of an attempt that ended, now this process's
+  EXPECT_FALSE(attempt_alive(running));
+  running.pid_start = 0;  // no pid_start: only a trainscale process counts
+  EXPECT_FALSE(attempt_alive(running));
+  running.pid = 1;
+  EXPECT_FALSE(attempt_alive(running));
+
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n", "");
+  fs::create_directories(dir / "campaign" / "runs");
+  std::ofstream(run_files(c.dir, c.runs[0].run_id).running) << "host: " << host_name() << "\npid: 1\nattempt: 1\n";
+  running.pid = self;
+  running.pid_start = *started;
+  running.attempt = 1;
+  write_marker(run_files(c.dir, c.runs[1].run_id).running, running);
+  const CampaignStatus st = campaign_status(c, {});
+  EXPECT_EQ(st.runs[0].state, RunState::failed);
+  EXPECT_NE(st.runs[0].reason.find("(pid 1) ended without a result (killed?; its pid is now another process's)"),
+            std::string::npos)
+      << st.runs[0].reason;
+  EXPECT_EQ(st.runs[1].state, RunState::running);
+}
+
 TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1]}\n", "");
   auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
@@ -463,13 +500,15 @@ TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   failed.attempt = 2;
   failed.log = "logs/x.attempt2.log";
   write_marker(files(2).failed, failed);
-  std::ofstream(files(3).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  std::ofstream(files(3).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\npid_start: " << *process_start_ticks(::getpid())
+                               << "\nattempt: 1\n";
   std::ofstream(files(4).running) << "host: " << host_name() << "\npid: 999999999\nattempt: 2\n";  // dead process
   // 5: the scheduler says pending (and a stale FAILED from an earlier attempt does not count)
   std::ofstream(files(5).failed) << "earlier attempt\n";  // plain text, as markers once were
   // 6: nothing -> missing
   // 7: queued by a live local executor and started: its live RUNNING marker wins over pending
-  std::ofstream(files(7).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  std::ofstream(files(7).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\npid_start: " << *process_start_ticks(::getpid())
+                               << "\nattempt: 1\n";
   // 8: a DONE marker in front of garbage is no result: failed, saying so
   std::ofstream(files(8).run_file) << "not an HDF5 file";
   std::ofstream(files(8).done) << "status: ok\n";
@@ -662,7 +701,8 @@ TEST_F(Submit, StatusOfARunningPackedTask) {
   const SchedulerStates running = {{0, {"running", "", pack}}, {1, {"running", "", pack}}, {2, {"running", "", pack}}};
   write_complete_run_file(files(0).run_file, c.runs[0]);
   std::ofstream(files(0).done) << "status: ok\n";
-  std::ofstream(files(1).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\nattempt: 1\n";
+  std::ofstream(files(1).running) << "host: " << host_name() << "\npid: " << ::getpid() << "\npid_start: " << *process_start_ticks(::getpid())
+                               << "\nattempt: 1\n";
   CampaignStatus st = campaign_status(c, running);
   EXPECT_EQ(st.runs[0].state, RunState::done);
   EXPECT_EQ(st.runs[1].state, RunState::running);

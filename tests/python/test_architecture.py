@@ -83,3 +83,17 @@ def test_an_exchange_strategy_over_15_virtual_members_is_refused(tmp_path):
     proc = run_check(tmp_path)
     assert proc.returncode == 1
     assert "src/dist/exchange_strategy.h: class ExchangeStrategy has 16 virtual members (at most 15)" in proc.stdout
+
+
+def test_a_backend_over_30_virtual_members_is_refused(tmp_path):
+    members = "".join(f"  virtual void op{i}() = 0;\n" for i in range(28))
+    header = ("#pragma once\nclass Backend {\n public:\n  virtual ~Backend() = default;\n" + members +
+              " protected:\n  virtual void release(void* data) = 0;  // virtual in a comment is not counted\n};\n"
+              "template <class C>\nC* capability(Backend& b) { return dynamic_cast<C*>(&b); }\n"
+              "class InputStaging {\n  virtual void stage() = 0;\n};\n")
+    write(tmp_path, "backend/backend.h", header)
+    assert "class Backend" not in run_check(tmp_path).stdout  # 30, the destructor counted
+    write(tmp_path, "backend/backend.h", header.replace(" public:\n", " public:\n  virtual int one_more() const;\n"))
+    proc = run_check(tmp_path)
+    assert proc.returncode == 1
+    assert "src/backend/backend.h: class Backend has 31 virtual members (at most 30)" in proc.stdout

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -204,6 +205,38 @@ def test_two_concurrent_local_submits_run_each_task_once(tmp_path):
     assert (st["done"], st["failed"], st["missing"]) == (4, [], 0), st
 
 
+def test_a_running_marker_whose_pid_is_another_process_is_stale(tmp_path):
+    """Issue 35: a RUNNING marker whose pid now belongs to an unrelated process (pid reuse) blocked
+    its task for ever. The marker's pid_start (the process's start time) must match; without one,
+    the process must be a trainscale. `pid: 1` (init) and a live `sleep` of another start time are
+    stale markers: the task is failed, and the next submit runs it."""
+    camp, runs = expand(tmp_path, "matrix: {lr: [0.01, 0.02]}\n")
+    host = socket.gethostname()
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        with open(f"/proc/{sleeper.pid}/stat") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22
+        marker = {r["run_id"]: camp / "runs" / f"{r['run_id']}.RUNNING" for r in runs}
+        marker[runs[0]["run_id"]].write_text(f"attempt: 1\nhost: {host}\npid: 1\n")
+        marker[runs[1]["run_id"]].write_text(f"attempt: 1\nhost: {host}\npid: {sleeper.pid}\npid_start: {started}\n")
+        st = status(camp)
+        assert ([f["index"] for f in st["failed"]], st["running"]) == ([0], 1), st  # the sleep is the marker's process
+        marker[runs[1]["run_id"]].write_text(f"attempt: 1\nhost: {host}\npid: {sleeper.pid}\npid_start: {started + 1}\n")
+        st = status(camp)
+        assert ([f["index"] for f in st["failed"]], st["running"]) == ([0, 1], 0), st
+        for f in st["failed"]:
+            assert "ended without a result (killed?; its pid is now another process's)" in f["reason"], f
+        res = run(["sweep", "submit", camp])
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "running or queued" not in res.stdout, res.stdout
+        st = status(camp)
+        assert (st["done"], st["failed"]) == (2, []), st
+        assert sleeper.poll() is None, "the unrelated process was left alone"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def two_rank_long_campaign(tmp_path, extra_base=""):
     base = BASE.replace("steps: 4", "steps: 100000").replace("log_every: 2", "log_every: 5") + extra_base
     return expand(tmp_path, "matrix: {workers: [2]}\n", base=base)
@@ -253,6 +286,7 @@ def test_the_next_submit_does_not_start_a_task_that_is_still_running(tmp_path):
                             start_new_session=True)
     try:
         wait_training(camp, rid, task)
+        assert "\npid_start: " in (camp / "runs" / f"{rid}.RUNNING").read_text()  # the attempt's start time
         res = run(["sweep", "submit", camp])
         assert res.returncode == 0, res.stdout + res.stderr
         assert "1 runs running or queued" in res.stdout and "nothing to submit" in res.stdout, res.stdout
