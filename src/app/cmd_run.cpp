@@ -18,6 +18,7 @@
 #include "app/command_errors.h"
 #include "app/commands.h"
 #include "core/error.h"
+#include "core/file_lock.h"
 #include "dist/communicator.h"
 #include "config/config_id.h"
 #include "config/run_config.h"
@@ -330,6 +331,44 @@ void refuse_to_overwrite(const std::string& out_dir, const std::string& run_id, 
                     "to continue it");
 }
 
+// Two `run --config`s of one config into one --out would write one run file, its checkpoints and
+// markers at once (the second, started while the first ran, found no file to refuse): rank 0
+// holds <out>/<run_id>.lock (core/file_lock.h, released when the process ends, kill -9 included)
+// from here to the end, and a run that finds it held is refused on every rank (exit 2, no
+// marker, nothing touched). Under the lock the finished run file is checked again: a first run
+// may have ended since refuse_to_overwrite looked. An --out that cannot be created or written is
+// left to the trainer to report; a file system without flock runs unguarded, with a note.
+std::optional<FileLock> lock_out_dir(const std::string& out_dir, const std::string& run_id, bool resume, bool overwrite,
+                                     Communicator& comm) {
+  std::optional<FileLock> lock;
+  std::string refusal;
+  if (comm.rank() == 0) {
+    const std::string path = (fs::path(out_dir) / (run_id + ".lock")).string();
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    try {
+      if (!ec) lock = FileLock::try_lock(path);
+    } catch (const RuntimeError&) {  // not writable: the trainer's check names --out
+    }
+    if (lock && lock->result() == FileLock::Result::held) {
+      refusal = "another trainscale run is writing run " + run_id + " into --out " + out_dir + " now (it holds " + path +
+                "); wait for it to end, or use another --out";
+    } else if (lock && lock->result() == FileLock::Result::unsupported) {
+      std::cerr << "trainscale run: note: " << path << " cannot be locked (" << lock->note()
+                << "); two runs of this config into --out " << out_dir << " are not kept apart here\n";
+    }
+    if (refusal.empty()) try {
+        refuse_to_overwrite(out_dir, run_id, resume, overwrite);
+      } catch (const ConfigError& e) {
+        refusal = e.what();
+      }
+  }
+  double ok = refusal.empty() ? 1.0 : 0.0;
+  comm.broadcast(&ok, 1, 0);
+  if (ok == 0.0) throw ConfigError(comm.rank() == 0 ? refusal : "rank 0 refused --out " + out_dir);
+  return lock;
+}
+
 }  // namespace
 
 int command_run(const std::vector<std::string>& args) {
@@ -366,6 +405,8 @@ int command_run(const std::vector<std::string>& args) {
       "progress lines (stalled); diverge.loss_above_factor: F ends a run whose loss passes F x the first\n"
       "as diverged (docs/reliability.md \"Warnings\").\n"
       "Under mpirun every rank reads the config; a configuration error is printed by rank 0 only.\n"
+      "A run holds <out>/<run_id>.lock while it runs: a second run of the config into that --out is\n"
+      "refused (exit 2), as is one that would replace its finished run file without --overwrite.\n"
       "Exit codes: 0 ok, 1 runtime failure, 2 usage/config error, 3 diverged (NaN/Inf loss, or a loss\n"
       "above diverge.loss_above_factor), 4 preempted.\n\noptions");
   opts.add_options()("help,h", "show this help")
@@ -412,6 +453,8 @@ int command_run(const std::vector<std::string>& args) {
   install_preemption_handlers();  // after MPI's own: SIGTERM / SIGUSR1 stop at a step boundary
   auto comm = Communicator::world();
   try {
+    const std::optional<FileLock> out_lock =
+        lock_out_dir(vm["out"].as<std::string>(), id.run_id, vm.count("resume") > 0, vm.count("overwrite") > 0, *comm);
     std::ostringstream discard;
     RunOutcome out = train(cfg, id, vm["out"].as<std::string>(), *comm, comm->rank() == 0 ? std::cout : discard,
                            vm.count("resume") ? ResumeMode::requested : ResumeMode::off);

@@ -364,3 +364,55 @@ def test_a_second_run_of_a_config_into_the_same_out_is_refused_unless_overwrite(
     third = run(["run", "--config", cfg, "--out", tmp_path / "o", "--overwrite"])
     assert third.returncode == 0, third.stderr
     assert path.stat().st_mtime_ns != written
+
+
+def test_a_second_run_into_an_out_that_a_run_is_writing_is_refused(tmp_path):
+    """Issue 35: two `trainscale run` of one config into one --out. The first holds
+    <out>/<run_id>.lock (flock) from its start to its end; the second, with or without --overwrite
+    or --resume, is refused with exit 2 naming the lock, writes no marker and leaves the first
+    alone, which then finishes; its finished file is kept from a later run without --overwrite."""
+    import fcntl
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from trainscale_cli import BINARY, env
+
+    cfg = write_config(tmp_path / "twice.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic, "
+                       "synthetic_samples: 256}\nbatch_per_worker: 16\nsteps: 300\nthreads: 1\n"
+                       "eval: {every_epochs: 0}\n")
+    out = tmp_path / "o"
+    first = subprocess.Popen([str(BINARY), "run", "--config", str(cfg), "--out", str(out)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
+    try:
+        deadline = time.time() + 120
+        while True:  # stop the first while it holds the lock (not between creating and locking the file)
+            assert first.poll() is None and time.time() < deadline, first.communicate()
+            locks = list(out.glob("*.lock")) if out.is_dir() else []
+            if locks:
+                os.kill(first.pid, signal.SIGSTOP)
+                with open(locks[0]) as probe:
+                    try:
+                        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        break  # held by the first
+                    fcntl.flock(probe, fcntl.LOCK_UN)
+                os.kill(first.pid, signal.SIGCONT)
+            time.sleep(0.01)
+        lock = locks[0]
+        run_id = lock.name[: -len(".lock")]
+        for extra in ([], ["--overwrite"], ["--resume"]):
+            second = run(["run", "--config", cfg, "--out", out, *extra])
+            expect_error(second, 2, f"another trainscale run is writing run {run_id} into --out {out}",
+                         f"holds {lock}", "wait for it to end, or use another --out")
+        assert not [p for p in out.iterdir() if p.suffix in (".h5", ".FAILED", ".PREEMPTED", ".tmp")], \
+            "the refused runs wrote nothing"
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    run_file = out / f"{run_id}.h5"
+    written = run_file.stat().st_mtime_ns
+    expect_error(run(["run", "--config", cfg, "--out", out]), 2, "already holds the run file of this config")
+    assert run_file.stat().st_mtime_ns == written and not list(out.glob("*.FAILED"))
