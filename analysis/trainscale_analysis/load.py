@@ -13,8 +13,10 @@ signal stopped them after a checkpoint; `sweep resubmit --preempted` resumes the
 runs (an UNSUPPORTED marker: what the build, machine or GPU generation cannot run, found by
 `sweep expand` or by the task; the marker's reason is the message), runs the
 manifest lists that have none of these (status missing) and run files that cannot be read
-(status unreadable: garbage or truncated bytes, or no /summary group; the message names the file
-and the reason, and the other runs are loaded as usual). Nothing is dropped silently.
+(status unreadable: garbage or truncated bytes, no /summary group, /summary figures that are text
+or NaN/inf where always measured, no /train group, or the file of another run under this one's
+name; the message names the file and the reason, and the other runs are loaded as usual). Nothing
+is dropped silently.
 
 Attributes are read tolerantly (bytes or str, numpy scalars or Python ones) because the C++
 writer and h5py may store strings either way.
@@ -56,6 +58,12 @@ SUMMARY_KEYS = (
     # the mean data-wait share, and the verdict against metrics.au_threshold (NaN without one).
     "au_min", "data_wait_share", "au_pass",
 )
+# /summary figures a finished run always measures (docs/hdf5-schema.md "/summary": NaN only
+# where not applicable, and these always apply): finite numbers, or the file is unreadable.
+MEASURED_SUMMARY_KEYS = ("images_per_s", "images_per_s_per_worker", "step_time_median", "step_time_p90",
+                         "warmup_steps")
+# /summary attributes that are text by design; every other one is a number.
+TEXT_SUMMARY_KEYS = ("params_sha256",)
 # Timing phases in the order they happen in a step; `step` is the whole step.
 PHASES = ("data_wait", "forward", "backward", "comm", "comm_wait", "optimizer",
           "gather", "average", "broadcast")
@@ -193,6 +201,11 @@ def _read_run_file(path: Path) -> dict[str, Any]:
             raise UnreadableRunError(
                 f"{path}: no /summary group, so the run's result is incomplete (a file written "
                 f"by a run that did not finish, or edited); it is not counted as ok")
+        problem = summary_problem(f["summary"].attrs) or (
+            "" if isinstance(f.get("train"), h5py.Group) else "no /train group (the run's loss series)")
+        if problem:
+            raise UnreadableRunError(f"{path}: {problem}, which a finished run always records; the file was "
+                                     f"damaged or edited, and it is not counted as ok")
         row: dict[str, Any] = {
             "run_id": root.get("run_id", path.stem),
             "config_id": root.get("config_id"),
@@ -230,6 +243,24 @@ def _read_run_file(path: Path) -> dict[str, Any]:
         if "train" in f and "loss" in f["train"]:
             row.update(_loss_areas(f["train"]))
     return row
+
+
+def summary_problem(attrs: Mapping[str, Any]) -> str:
+    """What is wrong with a run file's /summary attributes ("" when nothing): a figure that is
+    text, a measured figure (MEASURED_SUMMARY_KEYS) that is NaN or infinite, or any figure that is
+    infinite (a diverged run's last loss may be)."""
+    for key, raw in attrs.items():
+        if key in TEXT_SUMMARY_KEYS:
+            continue
+        value = scalar(raw)
+        if isinstance(value, str):
+            return f"/summary {key} is a string ({value!r}), not a number"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"/summary {key} is not a number ({type(value).__name__})"
+        if isinstance(value, float) and not math.isfinite(value) and (
+                key in MEASURED_SUMMARY_KEYS or (math.isinf(value) and key != "final_train_loss")):
+            return f"/summary {key} is {value}"
+    return ""
 
 
 def _loss_areas(train: h5py.Group) -> dict[str, float]:

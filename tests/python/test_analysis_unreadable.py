@@ -62,3 +62,43 @@ def test_report_and_cli_go_on(grid_dir, tmp_path):
     assert (tmp_path / "cli.html").exists()
     for run_id in damaged:
         assert f"{run_id}.h5" in r.stderr, r.stderr  # each damaged file is named on stderr
+
+
+def test_summary_figures_that_are_not_numbers_and_a_missing_train_group_are_unreadable(grid_dir, tmp_path):
+    """Issue 35: a /summary figure stored as a string, a measured figure that is NaN or inf, and a
+    run file without /train were listed as ok with blank metrics: each is `unreadable` with the
+    reason (attribute or group and value), and the report counts them so."""
+    import numpy as np
+
+    camp = tmp_path / "grid"
+    shutil.copytree(grid_dir, camp)
+    ok = [p for p in sorted((camp / "runs").glob("*.h5"))
+          if h5py.File(p, "r").attrs["status"] in (b"ok", "ok")]
+    damage = {
+        ok[0].stem: ("images_per_s", "fast", "/summary images_per_s is a string ('fast'), not a number"),
+        ok[1].stem: ("images_per_s", np.nan, "/summary images_per_s is nan"),
+        ok[2].stem: ("step_time_median", np.inf, "/summary step_time_median is inf"),
+        ok[3].stem: ("best_accuracy", -np.inf, "/summary best_accuracy is -inf"),
+        ok[4].stem: (None, None, "no /train group"),
+    }
+    for path in ok[:5]:
+        key, value, _ = damage[path.stem]
+        with h5py.File(path, "a") as f:
+            if key is None:
+                del f["train"]
+            else:
+                del f["summary"].attrs[key]
+                f["summary"].attrs[key] = value
+    df = load_campaigns([camp])
+    bad = df[df.status == "unreadable"].set_index("run_id")
+    assert set(bad.index) == set(damage)
+    for run_id, (_, _, why) in damage.items():
+        assert f"{run_id}.h5" in bad.loc[run_id, "message"] and why in bad.loc[run_id, "message"], \
+            bad.loc[run_id, "message"]
+    assert (df.status == "ok").sum() == sum(1 for v in fx.GRID.values() if v[2] == "ok") - len(damage)
+    ok_rows = df[df.status == "ok"]
+    assert ok_rows["images_per_s"].notna().all() and np.isfinite(ok_rows["step_time_median"]).all()
+    # A diverged run keeps its NaN final loss (not applicable is not damage).
+    assert (df.status == "diverged").sum() == 1
+    html, _ = build_report([camp], tmp_path / "r.html", threshold=fx.THRESHOLD)
+    assert f"{len(damage)} unreadable" in html.read_text()
