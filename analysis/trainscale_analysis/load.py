@@ -364,6 +364,7 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
     failed = {p.stem: p for p in sorted(runs_dir.glob("*.FAILED"))} if runs_dir.is_dir() else {}
     preempted = {p.stem: p for p in sorted(runs_dir.glob("*.PREEMPTED"))} if runs_dir.is_dir() else {}
     unsupported = {p.stem: p for p in sorted(runs_dir.glob("*.UNSUPPORTED"))} if runs_dir.is_dir() else {}
+    done = {p.stem for p in runs_dir.glob("*.DONE")} if runs_dir.is_dir() else set()
     by_id = {e.run_id: e for e in entries}
     campaign = manifest_name or cdir.resolve().name
 
@@ -391,6 +392,9 @@ def discover(campaign_dir: str | os.PathLike) -> list[dict[str, Any]]:
                                             failed[run_id].stat().st_mtime > preempted[run_id].stat().st_mtime):
                 row["status"] = "preempted"
                 row["message"] = failed_reason(preempted[run_id]) or "stopped by a signal after a checkpoint"
+            elif run_id in done:  # what `trainscale sweep status` says too: missing, not failed
+                row["status"] = "missing"
+                row["message"] = f"run file missing behind DONE (runs/{run_id}.h5)"
             elif run_id in failed:
                 row["status"] = "failed"
                 row["message"] = failed_reason(failed[run_id])

@@ -368,8 +368,9 @@ int sweep_status(const std::vector<std::string>& args) {
       "one it runs is running, the ones after it pending), missing (the text form counts runs no\n"
       "submission holds as \"not submitted\") and unsupported (what this build, machine or\n"
       "GPU generation cannot run: marked by sweep expand or by the task, with the reason). A DONE\n"
-      "marker counts only when its run file opens and has a complete /summary; otherwise the run is\n"
-      "failed, saying why.\n"
+      "marker counts only when its run file opens, has a complete /summary and is this run's (its\n"
+      "run_id and config_id); otherwise the run is failed, saying why, or missing when the file was\n"
+      "deleted (as the analysis says).\n"
       "json: one object with exactly the keys total, done, diverged, failed, preempted, running,\n"
       "pending, pending_reasons, missing (not submitted ones included), unsupported; failed,\n"
       "preempted, unsupported and pending_reasons are lists of {index, run_id, reason}, the\n"
@@ -400,10 +401,11 @@ int sweep_status(const std::vector<std::string>& args) {
 int sweep_resubmit(const std::vector<std::string>& args) {
   po::options_description opts(
       "usage: trainscale sweep resubmit CAMPAIGN_DIR --failed|--preempted|--missing [--scheduler local|slurm|pbs|simulate] [--throttle K] [--pack K] [--dry-run]\n\n"
-      "Resubmits exactly the runs `sweep status` calls failed (--failed; a DONE marker whose run\n"
-      "file is missing or broken included), preempted (--preempted: they resume from their\n"
+      "Resubmits exactly the runs `sweep status` calls failed (--failed; a DONE marker in front of a\n"
+      "broken run file or another run's included), preempted (--preempted: they resume from their\n"
       "checkpoint; runs a stopped packed task never started included), missing (--missing: no run\n"
-      "file, no marker, not queued; never submitted included), or any union of them,\n"
+      "file, no marker, not queued; never submitted and a run file deleted behind DONE included), or\n"
+      "any union of them,\n"
       "against the same manifest, as new array scripts jobs/resubmit<N>-*. The scheduler defaults\n"
       "to the last submission's.\n\noptions");
   opts.add_options()("help,h", "show this help")

@@ -263,6 +263,7 @@ DoneCheck check_done(const RunFiles& files, const ManifestRun& run) {
   check.marker = read_marker_if_present(files.done);
   if (!check.marker) return check;
   const RunFileCheck file = check_run_file(files.run_file);
+  check.file_missing = file.state == RunFileState::missing;
   const std::string name = "runs/" + fs::path(files.run_file).filename().string();
   if (file.state != RunFileState::complete)
     check.problem = "run file " + std::string(run_file_state_name(file.state)) + " behind DONE (" + name +
@@ -409,7 +410,7 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
     rs.state = RunState::preempted;
     rs.reason = preempted_summary(*marker);
   } else if (done.marker) {
-    rs.state = RunState::failed;
+    rs.state = done.file_missing ? RunState::missing : RunState::failed;
     rs.reason = done.problem;
   } else if (running.marker && !(ended && written_after(f.failed, f.running))) {
     rs.state = RunState::failed;
@@ -497,6 +498,9 @@ std::string status_text(const Campaign& campaign, const CampaignStatus& st) {
         << campaign.dir << "\n";
   for (const auto& r : st.runs)
     if (r.state == RunState::failed) out << "  failed  " << r.index << "  " << r.run_id << ": " << r.reason << "\n";
+  for (const auto& r : st.runs)  // missing runs that say why (a run file deleted behind DONE)
+    if (r.state == RunState::missing && !r.reason.empty() && r.reason != "not submitted")
+      out << "  missing " << r.index << "  " << r.run_id << ": " << r.reason << "\n";
   for (const auto& r : st.runs)
     if (r.state == RunState::preempted) out << "  preempted " << r.index << "  " << r.run_id << ": " << r.reason << "\n";
   for (const auto& r : st.runs)

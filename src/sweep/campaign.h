@@ -79,6 +79,7 @@ int next_attempt(const std::string& campaign_dir, const std::string& run_id);
 struct DoneCheck {
   std::optional<RunMarker> marker;
   std::string problem;
+  bool file_missing = false;  // no run file behind the marker (deleted): the run is missing, not failed
   bool valid() const { return marker.has_value() && problem.empty(); }
 };
 DoneCheck check_done(const RunFiles& files, const ManifestRun& run);
@@ -140,8 +141,9 @@ using SchedulerStates = std::map<int64_t, SchedulerTask>;
 // a RUNNING marker of a live attempt (on another host: trusted, unless the scheduler holds the
 // task queued, a requeued task, or says its job ended) -> running; the
 // scheduler says pending -> pending (with its reason); a
-// PREEMPTED marker -> preempted; a DONE marker whose run file is missing, unreadable or
-// incomplete -> failed (saying so); a RUNNING marker of a dead process on this host -> failed;
+// PREEMPTED marker -> preempted; a DONE marker whose run file was deleted -> missing (saying so,
+// as the analysis does); one whose run file is unreadable, incomplete or another run's -> failed
+// (saying so); a RUNNING marker of a dead process on this host -> failed;
 // a FAILED marker -> failed (its text is the reason); else missing.
 CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& scheduler);
 // One run's state by the same rule.

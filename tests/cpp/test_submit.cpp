@@ -487,6 +487,26 @@ TEST_F(Submit, ARunningMarkerOfAReusedPidIsStale) {
   EXPECT_EQ(st.runs[1].state, RunState::running);
 }
 
+// A run file deleted behind its DONE marker: the run is missing, as the analysis says (issue 35;
+// it was failed here and missing there), with the reason in the text form; the claim removes the
+// stale marker and runs it.
+TEST_F(Submit, ARunFileDeletedBehindDoneIsMissing) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n", "");
+  fs::create_directories(dir / "campaign" / "runs");
+  const RunFiles f = run_files(c.dir, c.runs[1].run_id);
+  std::ofstream(f.done) << "status: ok\n";
+  const CampaignStatus st = campaign_status(c, {});
+  EXPECT_EQ(st.runs[1].state, RunState::missing);
+  EXPECT_EQ(st.runs[1].reason, "run file missing behind DONE (runs/" + c.runs[1].run_id + ".h5)");
+  EXPECT_EQ(st.missing, 2);
+  EXPECT_EQ(st.failed, 0);
+  EXPECT_NE(status_text(c, st).find("  missing 1  " + c.runs[1].run_id + ": run file missing behind DONE"), std::string::npos)
+      << status_text(c, st);
+  const TaskClaim claim = claim_task(c.dir, c.runs[1]);
+  EXPECT_EQ(claim.verdict, TaskClaim::Verdict::run);
+  EXPECT_FALSE(fs::exists(f.done));
+}
+
 TEST_F(Submit, RunStatesFromMarkersAndTheScheduler) {
   Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1]}\n", "");
   auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };

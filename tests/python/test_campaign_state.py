@@ -1,8 +1,8 @@
 """Campaign state with real faults (docs/reliability.md "Campaign state", "Preemption"):
 
-- a DONE marker counts only when its run file is complete: garbage bytes, a file cut in half, a
-  deleted file and a file without /summary behind DONE are failed runs with the reason, and
-  `sweep resubmit --failed` runs them again;
+- a DONE marker counts only when its run file is complete: garbage bytes, a file cut in half and
+  a file without /summary behind DONE are failed runs with the reason, a deleted file a missing
+  one (as the analysis says), and `sweep resubmit --failed` / `--missing` run them again;
 - a task whose `runs/<run_id>.lock` another process holds is skipped (exit 0, no attempt, no
   FAILED marker), by the task runner and by the local executor; two concurrent local submits of
   one campaign run every task exactly once (counted by attempt logs);
@@ -110,20 +110,31 @@ def test_done_marker_counts_only_with_a_complete_run_file(tmp_path):
     with h5py.File(files[3], "a") as f:                      # opens, but no /summary
         del f["summary"]
     st = status(camp)
-    assert (st["done"], len(st["failed"])) == (1, 4), st
+    assert (st["done"], len(st["failed"]), st["missing"]) == (1, 3, 1), st
     reasons = {f["index"]: f["reason"] for f in st["failed"]}
     assert reasons[0].startswith(f"run file unreadable behind DONE (runs/{runs[0]['run_id']}.h5: does not open as HDF5")
     assert reasons[1].startswith(f"run file unreadable behind DONE (runs/{runs[1]['run_id']}.h5")
-    assert reasons[2] == f"run file missing behind DONE (runs/{runs[2]['run_id']}.h5)"
     assert reasons[3] == f"run file incomplete behind DONE (runs/{runs[3]['run_id']}.h5: no /summary group)"
     text = run(["sweep", "status", camp]).stdout
-    assert "done 1, diverged 0, failed 4" in text and "behind DONE" in text
+    assert "done 1, diverged 0, failed 3" in text and "behind DONE" in text
+    # A deleted run file behind DONE: missing, in sweep status and in the analysis alike (issue 35;
+    # status said failed, the analysis missing).
+    assert f"  missing 2  {runs[2]['run_id']}: run file missing behind DONE (runs/{runs[2]['run_id']}.h5)" in text, text
+    from trainscale_analysis import load_campaigns
+    df = load_campaigns([camp]).set_index("run_id")
+    assert df.loc[runs[2]["run_id"], "status"] == "missing"
+    assert df.loc[runs[2]["run_id"], "message"] == f"run file missing behind DONE (runs/{runs[2]['run_id']}.h5)"
+    assert [df.loc[runs[k]["run_id"], "status"] for k in (0, 1, 3)] == ["unreadable"] * 3
 
     res = run(["sweep", "resubmit", camp, "--failed"])
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "resubmitting 4 runs (indices 0,1,2,3)" in res.stdout
+    assert "resubmitting 3 runs (indices 0,1,3)" in res.stdout
+    assert status(camp)["missing"] == 1
+    res = run(["sweep", "resubmit", camp, "--missing"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "resubmitting 1 runs (indices 2)" in res.stdout
     st = status(camp)
-    assert (st["done"], st["failed"]) == (5, []), st
+    assert (st["done"], st["failed"], st["missing"]) == (5, [], 0), st
     for k in range(4):
         assert attempts(camp, runs[k]["run_id"]) == [f"{runs[k]['run_id']}.attempt1.log", f"{runs[k]['run_id']}.attempt2.log"]
         log = (camp / "logs" / f"{runs[k]['run_id']}.attempt2.log").read_text()
