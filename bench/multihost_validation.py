@@ -11,7 +11,8 @@ rate, so that a machine whose speed drifts within minutes (a cloud guest) is mea
 run finds it; then the run trains across the hosts (`trainscale run`, synthetic data, --steps
 steps), is predicted (`trainscale predict --workers-per-node 1`) and simulated (`trainscale-sim
 run --workers-per-node 1`) on that cluster file. Measured = the median step (slowest rank per step) after --warmup steps; predicted = the
-model's step; simulated = the simulated run's median step.
+model's step; simulated = the median step of a 41-step simulated run (its ranks draw the calibrated
+compute noise per step, so the median of the slowest rank's steps needs more than a few).
 
 Writes OUT_DIR/validation.json ({"points": [{config, hosts, link_gbps, measured_step_s,
 predicted_step_s, simulated_step_s, ...}], machine, command}), OUT_DIR/validation.md (the table
@@ -119,7 +120,7 @@ def one_point(bed, args, work, rate, model, batch):
     sim_dir = work / "sim" / name
     sim_dir.mkdir(parents=True, exist_ok=True)
     sh([SIM, "run", "--config", cfg, "--cluster", cluster, "--workers", len(bed.hosts), "--workers-per-node", 1,
-        "--steps", 5, "--out", sim_dir])
+        "--steps", 41, "--out", sim_dir])
     simulated = median_step(next(sim_dir.glob("*.h5")), 1)
     row = {"config": f"{model} batch {batch}, sync ring overlap, 1 thread per rank", "model": model, "batch": batch,
            "hosts": len(bed.hosts), "link_gbps": None if rate == "off" else float(rate), "link": rate,
