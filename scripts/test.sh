@@ -24,11 +24,11 @@ children_cpu_ticks() {  # user + system ticks of this shell's waited-for childre
   echo $((stat[15] + stat[16]))
 }
 stage() {  # stage NAME COMMAND...: runs it, records a failure, prints its wall and CPU time
-  local name=$1 start=$SECONDS cpu0
+  local name=$1 start=$SECONDS cpu0 failed=""
   cpu0=$(children_cpu_ticks)
   shift
-  "$@" || status=1
-  echo "test.sh: $name took $((SECONDS - start)) s (CPU $((($(children_cpu_ticks) - cpu0) / clock_ticks)) s)"
+  "$@" || { status=1; failed=", FAILED"; }
+  echo "test.sh: $name took $((SECONDS - start)) s (CPU $((($(children_cpu_ticks) - cpu0) / clock_ticks)) s)$failed"
 }
 background=""
 trap '[[ -n $background ]] && kill -- -"$background" 2>/dev/null; true' EXIT  # an early exit ends the background builds
@@ -79,5 +79,5 @@ background_wait() {
 stage sanitizer-builds background_wait
 stage sanitize scripts/sanitize.sh  # ASan + UBSan C++ suite, TSan thread tests (docs/reliability.md)
 FUZZ_RUNS=10000 stage fuzz scripts/fuzz.sh  # each fuzz target: the same 10000 inputs on every run
-echo "test.sh: total took $SECONDS s (CPU $(($(children_cpu_ticks) / clock_ticks)) s)"
+echo "test.sh: total took $SECONDS s (CPU $(($(children_cpu_ticks) / clock_ticks)) s), exit $status"
 exit $status
