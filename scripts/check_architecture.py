@@ -208,46 +208,38 @@ def check_docs_total(docs, max_total=DOCS_MAX_TOTAL_LINES):
 
 
 MAX_BACKEND_VIRTUALS = 30
-
-
-def check_backend_interface(src):
-    """The virtual members of class Backend (the op table), if more than MAX_BACKEND_VIRTUALS."""
-    path = os.path.join(src, "backend", "backend.h")
-    if not os.path.exists(path):
-        return []  # a tree without backend/ (the checker's tests)
-    with open(path, encoding="utf-8") as f:
-        code = strip_code(f.read())
-    m = re.search(r"\bclass\s+Backend\s*\{", code)
-    if not m:
-        return ["src/backend/backend.h: no class Backend"]
-    end = re.compile(r"^\};", re.M).search(code, m.end())
-    count = len(re.findall(r"\bvirtual\b", code[m.end():end.start() if end else len(code)]))
-    if count <= MAX_BACKEND_VIRTUALS:
-        return []
-    return [f"src/backend/backend.h: class Backend has {count} virtual members (at most {MAX_BACKEND_VIRTUALS}): "
-            "put what only some backends do in a capability interface of its own (backend/input_staging.h ...)"]
-
-
 MAX_EXCHANGE_VIRTUALS = 15
 
 
-def check_exchange_interface(src):
-    """The virtual members of class ExchangeStrategy, if more than MAX_EXCHANGE_VIRTUALS."""
-    path = os.path.join(src, "dist", "exchange_strategy.h")
+def check_interface_size(src, header, cls, max_virtuals, kind, example):
+    """The virtual members of `cls` in src/`header`, if more than `max_virtuals` (a tree without
+    the header, as the checker's tests make, has nothing to check)."""
+    path = os.path.join(src, header)
     if not os.path.exists(path):
-        return []  # a tree without dist/ (the checker's tests)
+        return []
     with open(path, encoding="utf-8") as f:
         code = strip_code(f.read())
-    m = re.search(r"\bclass\s+ExchangeStrategy\s*\{", code)
+    m = re.search(r"\bclass\s+" + cls + r"\s*\{", code)
     if not m:
-        return ["src/dist/exchange_strategy.h: no class ExchangeStrategy"]
+        return [f"src/{header}: no class {cls}"]
     end = re.compile(r"^\};", re.M).search(code, m.end())
     count = len(re.findall(r"\bvirtual\b", code[m.end():end.start() if end else len(code)]))
-    if count <= MAX_EXCHANGE_VIRTUALS:
+    if count <= max_virtuals:
         return []
-    return [f"src/dist/exchange_strategy.h: class ExchangeStrategy has {count} virtual members (at most "
-            f"{MAX_EXCHANGE_VIRTUALS}): put what only some strategies do in a capability interface of its own "
-            "(dist/remote_model.h ...)"]
+    return [f"src/{header}: class {cls} has {count} virtual members (at most {max_virtuals}): "
+            f"put what only some {kind} do in a capability interface of its own ({example} ...)"]
+
+
+def check_backend_interface(src):
+    """class Backend is the op table: at most MAX_BACKEND_VIRTUALS virtual members."""
+    return check_interface_size(src, "backend/backend.h", "Backend", MAX_BACKEND_VIRTUALS, "backends",
+                                "backend/input_staging.h")
+
+
+def check_exchange_interface(src):
+    """class ExchangeStrategy is the synchronous protocol: at most MAX_EXCHANGE_VIRTUALS."""
+    return check_interface_size(src, "dist/exchange_strategy.h", "ExchangeStrategy", MAX_EXCHANGE_VIRTUALS,
+                                "strategies", "dist/remote_model.h")
 
 
 def main():
