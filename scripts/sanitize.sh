@@ -65,7 +65,7 @@ for mode in "${modes[@]}"; do
       for t in "${tsan_tests[@]}"; do
         OMP_NUM_THREADS=2 build-tsan/bin/"$t" --gtest_brief=1 || { echo "sanitize.sh: TSan: $t failed" >&2; status=1; }
       done
-      OMP_NUM_THREADS=2 mpiexec.openmpi -n 2 --oversubscribe build-tsan/bin/test_mpi_train_equivalence --gtest_brief=1 \
+      OMP_NUM_THREADS=2 OMPI_MCA_mpi_yield_when_idle=1 mpiexec.openmpi -n 2 --oversubscribe build-tsan/bin/test_mpi_train_equivalence --gtest_brief=1 \
         || { echo "sanitize.sh: TSan: test_mpi_train_equivalence (2 ranks) failed" >&2; status=1; }
       ;;
     *) echo "sanitize.sh: unknown mode '$mode' (asan | tsan)" >&2; exit 2 ;;

@@ -12,8 +12,11 @@ FMNIST = pathlib.Path("/usr/share/datasets/fashion-mnist")
 def env():
     e = dict(os.environ)
     # mpirun/singleton start-up as root in containers and CI (see scripts/env.sh).
+    # yield_when_idle: tests run more ranks than the machine has cores (and two tests at once);
+    # Open MPI's ranks otherwise spin in their progress loop and a 4-rank job on 2 cores runs
+    # 10-30x slower. Never for measurements (bench/ does not use this helper).
     e.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-             OMPI_MCA_btl_vader_single_copy_mechanism="none")
+             OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_mpi_yield_when_idle="1")
     return e
 
 
