@@ -2,7 +2,7 @@
 (see docs/analysis.md).
 
 Exit codes follow the driver's: 0 ok, 1 failed (an output that cannot be written: a full disk, a
-read-only file system; report and compare then leave nothing behind), 2 usage or input error (bad
+read-only file system; every command then leaves nothing behind: staged_files.py), 2 usage or input error (bad
 campaign directory, unknown schema version, -o naming a directory where a file goes).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from . import archive, checkpoint_io, compare, compression, load, network_study, predict, report, sim_study
-from .report_document import OutputError
+from .staged_files import OutputError
 
 # Commands whose -o names a file (the others' name a directory).
 FILE_OUTPUTS = ("report", "compare", "predict", "compression", "checkpoint-io")
@@ -117,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             print(predict.comparison_report(args.predictions, args.runs, args.out, args.title))
             return 0
         if args.command == "predict-study":
-            variants = predict.run_study(args.study, args.binary, args.out)
-            print(predict.study_report(variants, args.out, args.study))
+            print(predict.write_study(args.study, args.binary, args.out))
             return 0
         if args.command == "sim-study":
             print(sim_study.sim_study_report(args.runs, args.out, args.validation, args.title))
@@ -139,10 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     except (load.SchemaError, load.CampaignError, OutputError, ValueError, KeyError) as e:
         print(f"trainscale_analysis {args.command}: {e}", file=sys.stderr)
         return 2
-    except OSError as e:  # a full disk, a read-only file system: the report was not written
+    except RuntimeError as e:  # predict-study: trainscale predict failed (e.g. a full disk)
+        print(f"trainscale_analysis {args.command}: {e}; nothing was written", file=sys.stderr)
+        return 1
+    except OSError as e:  # a full disk, a read-only file system: StagedFiles wrote nothing
         print(f"trainscale_analysis {args.command}: {os_error_text(e, args.out)}; "
-              f"{'nothing was written' if args.command in ('report', 'compare') else 'the output is incomplete'}",
-              file=sys.stderr)
+              "nothing was written", file=sys.stderr)
         return 1
     print(html)
     print(md)

@@ -8,8 +8,8 @@ run's bytes) cut to at most MAX_TIMING_ROWS steps: every k-th step, with /timing
 `archive_stride` = k and `archive_steps` (load.load_timing stands each kept row for its k
 steps). /train, /eval and the rest keep every step, so loss curves and areas are exact. The
 copy otherwise has the run file's schema, so `python -m trainscale_analysis report`
-regenerates a report from it. Files are written under a temporary name and renamed, so an
-interrupted archive never leaves a half-written run file.
+regenerates a report from it. The copy is staged and put in place whole (staged_files), so an
+interrupted or failed archive leaves neither a half-written run file nor half a campaign.
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+
+from .staged_files import StagedFiles
 
 # Markers and manifest files that travel unchanged (docs/sweeps.md "Campaign directory").
 MARKER_SUFFIXES = (".FAILED", ".PREEMPTED", ".DONE")
@@ -87,19 +89,26 @@ def compact_run_file(src: Path, dst: Path, max_timing_rows: int = MAX_TIMING_ROW
 
 
 def archive_campaign(src: str | os.PathLike, dst: str | os.PathLike) -> dict[str, int]:
-    """Copy campaign `src` to `dst` (created; an earlier archive there is replaced whole, so no
-    marker or run file of an earlier copy outlives it: a task that failed then and succeeded
-    since must not read as failed). Returns {"runs": run files, "markers": markers,
-    "bytes_in": ..., "bytes_out": ...}."""
+    """Copy campaign `src` to `dst` (created) all or nothing (staged_files): an earlier archive
+    there is replaced whole only when the new copy is complete, so no marker or run file of an
+    earlier copy outlives it (a task that failed then and succeeded since must not read as
+    failed), and a full disk leaves the earlier one as it was. Returns {"runs": run files,
+    "markers": markers, "bytes_in": ..., "bytes_out": ...}."""
     src, dst = Path(src), Path(dst)
     if not (src / "manifest.yaml").is_file() and not (src / "runs").is_dir():
         raise ValueError(f"{src}: neither manifest.yaml nor runs/; archive takes a campaign "
                          f"directory (trainscale sweep expand --out DIR)")
-    for name in CAMPAIGN_FILES:
-        (dst / name).unlink(missing_ok=True)
-    if (dst / "runs").is_dir():
-        shutil.rmtree(dst / "runs")
-    (dst / "runs").mkdir(parents=True, exist_ok=True)
+    with StagedFiles(dst, "archive", files=CAMPAIGN_FILES, keep=lambda earlier: False) as staged:
+        counts = _copy_campaign(src, staged.stage)
+        staged.commit()
+    for name in CAMPAIGN_FILES:  # an earlier archive's files the campaign no longer has
+        if not (src / name).is_file():
+            (dst / name).unlink(missing_ok=True)
+    return counts
+
+
+def _copy_campaign(src: Path, dst: Path) -> dict[str, int]:
+    (dst / "runs").mkdir()
     for name in CAMPAIGN_FILES:
         if (src / name).is_file():
             shutil.copy2(src / name, dst / name)

@@ -8,6 +8,8 @@ import pathlib
 import h5py
 import numpy as np
 
+from .staged_files import StagedFiles
+
 SCHEMA = "trainscale-checkpoint-io/1"
 STORAGE_ORDER = {"local": 0, "nfs": 1, "blob": 2}
 
@@ -80,12 +82,15 @@ def bar_chart(rows: list[dict], path: pathlib.Path, title: str) -> None:
 
 
 def write_checkpoint_io_report(paths: list[str], out: str, title: str | None = None) -> pathlib.Path:
-    """Writes OUT (Markdown) and OUT's stem + .png beside it; returns the Markdown's path."""
+    """Writes OUT (Markdown) and OUT's stem + .png beside it, all or nothing (staged_files);
+    returns the Markdown's path."""
     rows = load_checkpoint_io(paths)
     md = pathlib.Path(out)
-    md.parent.mkdir(parents=True, exist_ok=True)
     title = title or "Checkpoint I/O per storage"
     png = md.with_suffix(".png")
-    bar_chart(rows, png, title)
-    md.write_text(markdown_table(rows, title) + f"\n![write and read GB/s per model and storage]({png.name})\n")
+    with StagedFiles(md.parent, md.name, files=[png.name, md.name]) as staged:
+        bar_chart(rows, staged.path(png.name), title)
+        staged.path(md.name).write_text(markdown_table(rows, title) +
+                                        f"\n![write and read GB/s per model and storage]({png.name})\n")
+        staged.commit()
     return md

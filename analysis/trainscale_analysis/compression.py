@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import load
+from .staged_files import StagedFiles
 
 COLUMNS = ["run", "compressor", "settings", "workers", "steps", "final_accuracy", "best_accuracy",
            "train_time_s", "time_to_target_s", "wire_mb_per_rank", "compression_ratio",
@@ -111,15 +112,17 @@ def _plot(df: pd.DataFrame, png: Path) -> None:
 
 
 def compression_report(paths: Sequence[str | Path], out: str | Path, title: str | None = None) -> Path:
-    """Writes OUT (Markdown: the table) and OUT with .png (accuracy vs bytes and vs time)."""
+    """Writes OUT (Markdown: the table) and OUT with .png (accuracy vs bytes and vs time), all
+    or nothing (staged_files)."""
     df = compression_table(paths)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     png = out.with_suffix(".png")
-    _plot(df, png)
-    body = [f"# {title or 'Gradient compression: accuracy vs bytes vs time'}", "",
-            "Per rank: MiB handed to the collectives over the whole run, training time, and the time in "
-            "compress / decompress / comm (docs/distributed.md \"Gradient compression\").", "",
-            _markdown(df), "", f"![accuracy vs bytes and time]({png.name})", ""]
-    out.write_text("\n".join(body))
+    with StagedFiles(out.parent, out.name, files=[png.name, out.name]) as staged:
+        _plot(df, staged.path(png.name))
+        body = [f"# {title or 'Gradient compression: accuracy vs bytes vs time'}", "",
+                "Per rank: MiB handed to the collectives over the whole run, training time, and the time in "
+                "compress / decompress / comm (docs/distributed.md \"Gradient compression\").", "",
+                _markdown(df), "", f"![accuracy vs bytes and time]({png.name})", ""]
+        staged.path(out.name).write_text("\n".join(body))
+        staged.commit()
     return out

@@ -21,6 +21,7 @@ import pandas as pd
 
 from . import load
 from .plots import plt, save
+from .staged_files import StagedFiles
 
 RATE_ORDER = ("1", "2.5", "10", "25", "40", "100", "off")
 
@@ -61,7 +62,8 @@ def network_frame(campaigns: Sequence[str | Path], links: dict) -> pd.DataFrame:
 def _with_predictions(frame: pd.DataFrame, predictions: list[dict]) -> pd.DataFrame:
     pred = pd.DataFrame(predictions).rename(columns={"rate": "link"})
     if pred.empty:
-        return frame.assign(predicted_step_s=np.nan, simulated_step_s=np.nan)
+        return frame.assign(predicted_step_s=np.nan, simulated_step_s=np.nan, predicted_efficiency=np.nan,
+                            simulated_efficiency=np.nan)
     pred["link"] = pred["link"].astype(str)
     merged = frame.merge(pred, on=["model", "link", "workers"], how="left")
     one_step = frame[frame["workers"] == 1].set_index(["model", "link"])["step_s"]
@@ -98,9 +100,15 @@ def network_study_report(campaigns: Sequence[str | Path], predictions_path: str 
     links = json.loads(Path(links_path).read_text())
     predictions = json.loads(Path(predictions_path).read_text())
     df = _with_predictions(network_frame(campaigns, links), predictions)
-    out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "network_study.csv", index=False)
-    figure = _figure(df, out)
+    with StagedFiles(out, "network_study.md", files=["network_study.csv", "network_study.md"]) as staged:
+        df.to_csv(staged.path("network_study.csv"), index=False)
+        figure = _figure(df, staged.stage)
+        staged.path("network_study.md").write_text("\n".join(_report_lines(df, links, figure, title)))
+        staged.commit()
+    return str(out / "network_study.md")
+
+
+def _report_lines(df: pd.DataFrame, links: dict, figure: Path, title: str | None) -> list[str]:
     lines = [f"# {title or 'The effect of the network: 1 and 2 hosts of the test bed over shaped links'}", "",
              "Measured: median of the repetitions (spread = (max - min) / median). Efficiency = images/s on N hosts / "
              "(N x images/s on 1 host) at the same link. Model and simulator: `trainscale predict` and `trainscale-sim` "
@@ -122,5 +130,4 @@ def network_study_report(campaigns: Sequence[str | Path], predictions_path: str 
         lines += ["", f"Median |error| of the multi-host steps: model {err('predicted_step_s'):.1f}%, "
                       f"simulator {err('simulated_step_s'):.1f}% ({len(multi)} points)."]
     lines += ["", f"![scaling efficiency against the link]({figure.name})", ""]
-    (out / "network_study.md").write_text("\n".join(lines))
-    return str(out / "network_study.md")
+    return lines

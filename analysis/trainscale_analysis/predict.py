@@ -26,6 +26,7 @@ import yaml
 
 from . import load
 from .plots import plt, save
+from .staged_files import StagedFiles
 
 SCHEMA = "trainscale-predict/1"
 PER_COUNT = ("workers", "nodes", "batch_per_worker", "step_time", "compute", "comm", "exposed_comm",
@@ -121,7 +122,6 @@ def comparison_table(predict_files: Sequence[str | Path], run_dirs: Sequence[str
 
 def comparison_report(predict_files, run_dirs, out: str | Path, title: str | None = None) -> Path:
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     table = comparison_table(predict_files, run_dirs)
     lines = [f"# {title or 'Predicted vs simulated vs measured'}", "",
              "Step time in ms: the model (`trainscale predict`), the simulator (`trainscale-sim`, run files "
@@ -139,7 +139,9 @@ def comparison_report(predict_files, run_dirs, out: str | Path, title: str | Non
         lines.append(f"| {r['model']} | {r['batch_per_worker']} | {r['allreduce']} | {r['workers']} | "
                      f"{ms(r['predicted'])} | {ms(r['simulated'])} | {ms(r['measured'])} | "
                      f"{ratio(r['predicted/simulated'])} | {ratio(r['predicted/measured'])} |")
-    out.write_text("\n".join(lines) + "\n")
+    with StagedFiles(out.parent, out.name, files=[out.name]) as staged:  # all or nothing
+        staged.path(out.name).write_text("\n".join(lines) + "\n")
+        staged.commit()
     return out
 
 
@@ -152,6 +154,16 @@ def _variants(study: dict):
             study.get("overlap", [True])):
         yield {"model": model, "batch": batch, "topology": topo, "cluster_sets": list(sets),
                "mpi_allreduce": algo, "overlap": overlap}
+
+
+def write_study(study_path: str | Path, binary: str | Path, out_dir: str | Path) -> Path:
+    """run_study + study_report into `out_dir`, all or nothing (staged_files): the prediction
+    files (files/), the figures, study.csv and README.md. Returns README.md's path."""
+    out_dir = Path(out_dir)
+    with StagedFiles(out_dir, "README.md", files=["study.csv", "README.md"]) as staged:
+        study_report(run_study(study_path, binary, staged.stage), staged.stage, study_path)
+        staged.commit()
+    return out_dir / "README.md"
 
 
 def run_study(study_path: str | Path, binary: str | Path, out_dir: str | Path, repo: str | Path = ".") -> list[dict]:
@@ -173,8 +185,9 @@ def run_study(study_path: str | Path, binary: str | Path, out_dir: str | Path, r
         for s in v["cluster_sets"] + ([f"mpi.allreduce={v['mpi_allreduce']}"] if v["mpi_allreduce"] else []):
             cmd += ["--cluster-set", s]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=repo)
-        if proc.returncode != 0:
-            raise ValueError(f"trainscale predict failed for {name} ({proc.returncode}): {proc.stderr.strip()}")
+        if proc.returncode != 0:  # exit 2: the study asks for what predict refuses; else a failure (a full disk)
+            error = ValueError if proc.returncode == 2 else RuntimeError
+            raise error(f"trainscale predict failed for {name} ({proc.returncode}): {proc.stderr.strip()}")
         done.append(dict(v, file=str(path), name=name))
     return done
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import base64
 import html
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from .staged_files import OutputError, StagedFiles
 from .tables import table_html, table_md
 
 CSS = """
@@ -38,23 +36,11 @@ details.left-out{margin-top:2em;color:#555;font-size:13px}
 """
 
 
-FIGURE_SUFFIXES = (".png", ".svg")
-
-
-class OutputError(ValueError):
-    """An output path a report cannot be written to (a directory where its file goes): a usage
-    error (the CLI exits 2)."""
-
-
-class StagedOutput:
-    """A report's HTML, its Markdown summary and its figures folder, written all or nothing.
-
-    Everything is written into a hidden staging directory beside the report
-    (`.<name>.<random>.tmp/`: same file system, so the last step is renames); `commit` then puts
-    the figures folder, the HTML and the Markdown in place. A failure before that (a full disk,
-    a read-only file system, an error while plotting) removes the staging directory and any
-    parent directory this created, so nothing is left behind and an earlier report stays as it
-    was. Files of an earlier figures folder that are not figures (*.png, *.svg) are kept."""
+class StagedOutput(StagedFiles):
+    """A report's HTML, its Markdown summary and its figures folder, written all or nothing
+    (staged_files.StagedFiles): the figures are made in `stage_figures` and replace an earlier
+    report's figures only when `commit` writes the whole report; files of an earlier figures
+    folder that are not figures are kept."""
 
     def __init__(self, out_html: str | Path):
         self.html = Path(out_html)
@@ -67,60 +53,20 @@ class StagedOutput:
         if self.figures.exists() and not self.figures.is_dir():
             raise OutputError(f"-o {self.html}: {self.figures} (the report's figures folder) exists and is not a "
                               f"directory; move it away or choose another -o")
-        self.committed = False
-        # Parent directories this makes, innermost first: removed again on failure.
-        self.created = [p for p in [self.html.parent, *self.html.parent.parents] if not p.exists()]
+        super().__init__(self.html.parent, self.html.name, files=[self.html.name, self.md.name])
+        self.stage_figures = self.path(self.figures.name)
         try:
-            self.html.parent.mkdir(parents=True, exist_ok=True)
-            self.stage = Path(tempfile.mkdtemp(prefix=f".{self.html.name}.", suffix=".tmp", dir=self.html.parent))
-            self.stage_figures = self.stage / self.figures.name
             self.stage_figures.mkdir()
         except BaseException:
             self.abort()
             raise
 
-    def __enter__(self) -> "StagedOutput":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> bool:
-        if not self.committed:
-            self.abort()
-        return False
-
-    def abort(self) -> None:
-        """Remove everything this wrote (the staging directory, parents it created)."""
-        stage = getattr(self, "stage", None)
-        if stage is not None:
-            shutil.rmtree(stage, ignore_errors=True)
-        for d in self.created:  # innermost first
-            try:
-                d.rmdir()
-            except OSError:
-                break  # not made by this, or not empty
-
     def commit(self, html_text: str, md_text: str) -> tuple[Path, Path]:
         """Write the two texts into the stage, then move the figures, the HTML and the Markdown
         into place. Returns (html path, markdown path)."""
-        staged_html, staged_md = self.stage / "report.html", self.stage / "summary.md"
-        staged_html.write_text(html_text, encoding="utf-8")
-        staged_md.write_text(md_text, encoding="utf-8")
-        old = self.stage / "earlier_figures"
-        if self.figures.is_dir():
-            os.replace(self.figures, old)
-        try:
-            os.replace(self.stage_figures, self.figures)
-        except BaseException:
-            if old.is_dir():
-                os.replace(old, self.figures)
-            raise
-        if old.is_dir():  # what an earlier report's folder holds besides figures stays
-            for p in old.iterdir():
-                if p.suffix not in FIGURE_SUFFIXES and not (self.figures / p.name).exists():
-                    os.replace(p, self.figures / p.name)
-        os.replace(staged_html, self.html)
-        os.replace(staged_md, self.md)
-        self.committed = True
-        shutil.rmtree(self.stage, ignore_errors=True)
+        self.path(self.html.name).write_text(html_text, encoding="utf-8")
+        self.path(self.md.name).write_text(md_text, encoding="utf-8")
+        super().commit()
         return self.html, self.md
 
 

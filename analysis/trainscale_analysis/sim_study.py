@@ -29,6 +29,7 @@ import yaml
 
 from . import load
 from .plots import plt, save
+from .staged_files import StagedFiles
 
 KEYS = ["model", "batch_per_worker", "allreduce", "overlap", "topology"]
 
@@ -182,10 +183,20 @@ def _validation_lines(validation: str | Path) -> list[str]:
 
 def sim_study_report(paths: Sequence[str | Path], out_dir: str | Path, validation: str | Path | None = None,
                      title: str | None = None) -> Path:
+    """Writes sim_study.md, its figures and sim_study.csv into `out_dir`, all or nothing (staged_files)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     df = sim_frame(paths)
-    figures = [_plot_efficiency(df, out_dir / f"sim_efficiency_b{b}", b) for b in sorted(df["batch_per_worker"].unique())]
+    with StagedFiles(out_dir, "sim_study.md", files=["sim_study.csv", "sim_study.md"]) as staged:
+        figures = [_plot_efficiency(df, staged.path(f"sim_efficiency_b{b}"), b)
+                   for b in sorted(df["batch_per_worker"].unique())]
+        staged.path("sim_study.md").write_text("\n".join(_report_lines(df, paths, figures, validation, title)) + "\n")
+        df.drop(columns=["path"]).to_csv(staged.path("sim_study.csv"), index=False)
+        staged.commit()
+    return out_dir / "sim_study.md"
+
+
+def _report_lines(df: pd.DataFrame, paths: Sequence[str | Path], figures: list[Path],
+                  validation: str | Path | None, title: str | None) -> list[str]:
     ratio = df["sim/pred"]
     worst = df.loc[(ratio - 1).abs().idxmax()]
     lines = [f"# {title or 'Predicted vs simulated vs measured'}", "",
@@ -219,7 +230,4 @@ def sim_study_report(paths: Sequence[str | Path], out_dir: str | Path, validatio
         lines += ["", "## Unreadable files", ""] + [f"- `{f}`: {why}" for f, why in df.attrs["unreadable"]]
     if validation:
         lines += ["", "## Model vs measured (this machine)", ""] + _validation_lines(validation)
-    out = out_dir / "sim_study.md"
-    out.write_text("\n".join(lines) + "\n")
-    df.drop(columns=["path"]).to_csv(out_dir / "sim_study.csv", index=False)
-    return out
+    return lines
