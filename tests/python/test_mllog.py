@@ -25,7 +25,7 @@ lr: 0.05
 lr_schedule: {{kind: cosine, warmup_epochs: 0.02}}
 momentum: 0.9
 weight_decay: 5.0e-4
-steps: 200
+steps: 100
 threads: 2
 eval: {{every_epochs: 0.1, target_accuracy: 0.7}}
 log_every: 50
@@ -94,7 +94,7 @@ def test_a_lenet_time_to_accuracy_log_passes_the_common_rules(tmp_path):
         reached = bool(f["summary"].attrs["time_to_target"] == f["summary"].attrs["time_to_target"])
         assert lines[keys.index("init_start")].timestamp == pytest.approx(f.attrs["setup_start_unix"] * 1000, abs=1)
     stop = lines[keys.index("run_stop")].value["metadata"]["status"]
-    assert stop == ("success" if reached else "aborted") and reached, "LeNet reaches 0.7 within 200 steps"
+    assert stop == ("success" if reached else "aborted") and reached, "LeNet reaches 0.7 within 100 steps"
     assert checker_verdict(log, common_rules_only(tmp_path))
     # With the whole ruleset the checker looks for rules of benchmark 'lenet', which MLPerf has not.
     assert lines[keys.index("submission_benchmark")].value["value"] == "lenet"
