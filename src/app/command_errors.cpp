@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace ts {
 
@@ -41,19 +42,19 @@ int run_command_reporting_errors(const std::string& program, const std::string& 
   try {
     return body();
   } catch (const ConfigError& e) {
-    if (launcher_rank() <= 0) std::cerr << who << ": configuration error: " << e.what() << "\n";
+    if (launcher_rank() <= 0) std::cerr << who << ": configuration error: " << terminal_safe(e.what()) << "\n";
     return kExitUsage;
   } catch (const boost::program_options::error& e) {
-    if (launcher_rank() <= 0) std::cerr << who << ": usage error: " << e.what() << " (see " << who << " --help)\n";
+    if (launcher_rank() <= 0) std::cerr << who << ": usage error: " << terminal_safe(e.what()) << " (see " << who << " --help)\n";
     return kExitUsage;
   } catch (const PreemptedError& e) {
-    std::cerr << who << ": preempted: " << e.what() << "\n";
+    std::cerr << who << ": preempted: " << terminal_safe(e.what()) << "\n";
     return kExitPreempted;
   } catch (const RuntimeError& e) {
-    std::cerr << who << ": error: " << e.what() << "\n";
+    std::cerr << who << ": error: " << terminal_safe(e.what()) << "\n";
     return kExitFailed;
   } catch (const std::exception& e) {
-    std::cerr << who << ": " << unexpected_error_text(e) << "\n";
+    std::cerr << who << ": " << terminal_safe(unexpected_error_text(e)) << "\n";
     return kExitFailed;
   }
 }

@@ -53,6 +53,7 @@ class StrictChecker : public YAML::EventHandler {
   void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
     check_tag(mark, tag);
+    check_depth(mark);
     begin_node(mark, std::nullopt);
     Frame frame;
     frame.is_map = false;
@@ -63,6 +64,7 @@ class StrictChecker : public YAML::EventHandler {
   void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
     check_tag(mark, tag);
+    check_depth(mark);
     begin_node(mark, std::nullopt);
     Frame frame;
     frame.is_map = true;
@@ -92,6 +94,12 @@ class StrictChecker : public YAML::EventHandler {
   void check_tag(const YAML::Mark& mark, const std::string& tag) const {
     if (tag.empty() || tag == "?" || tag == "!" || tag.rfind("tag:yaml.org,2002:", 0) == 0) return;
     fail(mark, "the YAML tag '" + tag + "' is not understood here (only YAML's own, such as !!str); remove it");
+  }
+
+  void check_depth(const YAML::Mark& mark) const {
+    if (static_cast<int>(stack_.size()) >= limits_.max_depth)
+      fail(mark, "mappings and lists are nested too deep here (more than " + std::to_string(limits_.max_depth) +
+                     " levels; a trainscale file needs a few): is this the right file?");
   }
 
   // "dist.allreduce" or "runs[3].config.lr": where the node being read sits.
@@ -156,9 +164,22 @@ class StrictChecker : public YAML::EventHandler {
   std::map<YAML::anchor_t, std::string> anchor_scalars_;
 };
 
+// yaml-cpp reads a NUL byte as the end of a line and names a later line, or none: the first
+// one is refused here with its own line and column.
+void refuse_nul_bytes(const std::string& text, const std::string& origin) {
+  const size_t nul = text.find('\0');
+  if (nul == std::string::npos) return;
+  const size_t line_start = text.rfind('\n', nul);
+  const size_t column = nul - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n');
+  throw ConfigError(origin + ":" + std::to_string(line) + ": a NUL byte (\\x00) at column " + std::to_string(column) +
+                    "; a YAML file is text: is this the right file, or one cut or overwritten mid-write?");
+}
+
 }  // namespace
 
 YAML::Node load_yaml_strictly(const std::string& text, const std::string& origin, const YamlLimits& limits) {
+  refuse_nul_bytes(text, origin);
   try {
     std::istringstream in(text);
     YAML::Parser parser(in);
@@ -229,10 +250,15 @@ int64_t YamlReader::integer(const YAML::Node& n, const std::string& key, int64_t
   const std::string t = scalar(n, key);
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec == std::errc() && end == t.data() + t.size() && v >= lo && v <= hi) return v;
   const bool bounded = hi != std::numeric_limits<int64_t>::max();
-  fail(n, "key '" + key + "': '" + t + "' is not an integer " +
-              (bounded ? "in " + std::to_string(lo) + ".." + std::to_string(hi) : ">= " + std::to_string(lo)));
+  const std::string accepted = bounded ? "in " + std::to_string(lo) + ".." + std::to_string(hi) : ">= " + std::to_string(lo);
+  const bool digits = end == t.data() + t.size() && !t.empty();
+  if (digits && ec == std::errc() && v >= lo && v <= hi) return v;
+  // An integer above the range (or beyond 64 bits) is named as such, not "not an integer".
+  const bool too_large = ec == std::errc::result_out_of_range ? t[0] != '-' : ec == std::errc() && v > hi;
+  if (digits && too_large)
+    fail(n, "key '" + key + "': " + t + " is above the maximum " + std::to_string(hi) + "; accepted: an integer " + accepted);
+  fail(n, "key '" + key + "': '" + t + "' is not an integer " + accepted);
 }
 
 double YamlReader::number(const YAML::Node& n, const std::string& key, double lo, bool lo_open, double hi) const {

@@ -6,7 +6,8 @@
 //   - aliases that expand to more than `max_alias_nodes` nodes in all: yaml-cpp shares an
 //     aliased node, but every reader that walks or re-emits the tree expands it, so a "billion
 //     laughs" file of a few lines would become billions of nodes. The count is arithmetic (the
-//     size of each anchored node, added at each alias), nothing is expanded to count it.
+//     size of each anchored node, added at each alias), nothing is expanded to count it;
+//   - nesting deeper than `max_depth`, and NUL bytes (yaml-cpp names the wrong line for them).
 // Errors are ConfigError "<origin>:<line>: ...".
 // YamlReader is the one reading layer on top of it for every YAML file of the project (run
 // configs: raw_values.cpp; sweep and site files: src/sweep/; cluster files: src/perfmodel/):
@@ -26,6 +27,9 @@ namespace ts {
 
 struct YamlLimits {
   int64_t max_alias_nodes = 10000;  // nodes that aliases may add, counted as if expanded
+  // Mappings and lists inside each other: a manifest needs 5; beyond yaml-cpp's own 500 it would
+  // say only "bad file", so the checker refuses deeper files first, naming the line.
+  int max_depth = 64;
 };
 
 // The one document of `text` (a Null node for an empty text or one of comments only).

@@ -100,11 +100,27 @@ void write_file_atomically(const std::string& path, std::string_view text) {
 
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw RuntimeError(path + ": cannot read (" + errno_text() + ")");
+  if (!in) throw RuntimeError(path + ": cannot read (" + (errno != 0 ? errno_text() : "it cannot be opened") + ")");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
+
+// What a path that is neither a directory nor a regular file is, for the refusal.
+std::string special_file_kind(const fs::file_status& st, const std::string& path) {
+  switch (st.type()) {
+    case fs::file_type::fifo: return "a FIFO (named pipe)";
+    case fs::file_type::socket: return "a socket";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::character:
+      return path == "/dev/null" ? "a character device (it reads as an empty file)" : "a character device";
+    default: return "not a regular file";
+  }
+}
+
+}  // namespace
 
 std::string read_config_text(const std::string& path, const std::string& what) {
   std::error_code ec;
@@ -114,12 +130,13 @@ std::string read_config_text(const std::string& path, const std::string& what) {
   }
   if (fs::is_directory(st)) throw ConfigError(path + ": is a directory, not a " + what + "; give the YAML file");
   if (!fs::is_regular_file(st))
-    throw ConfigError(path + ": is not a regular file (a FIFO, socket or device), so not a " + what +
+    throw ConfigError(path + ": is not a regular file (" + special_file_kind(st, path) + "), so not a " + what +
                       "; give the YAML file");
   const auto size = fs::file_size(path, ec);
   if (!ec && static_cast<int64_t>(size) > kMaxConfigFileBytes)
-    throw ConfigError(path + ": " + std::to_string(size) + " bytes is too large for a " + what + " (at most " +
-                      std::to_string(kMaxConfigFileBytes >> 20) + " MiB); is this the right file?");
+    throw ConfigError(path + ": " + std::to_string(size) + " bytes is too large for a " + what + "; a " + what + " may be at most " +
+                      std::to_string(kMaxConfigFileBytes) + " bytes (" + std::to_string(kMaxConfigFileBytes >> 20) +
+                      " MiB); is this the right file?");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot open the " + what + " (" + errno_text() + ")");
   std::string text;

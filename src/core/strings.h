@@ -27,6 +27,10 @@ std::string shortest_number_text(double value);
 std::string json_number(double value);
 // `text` as a JSON string literal, quotes included ("a\"b" -> "\"a\\\"b\"").
 std::string json_quote(std::string_view text);
+// `text` safe to print on a terminal: bytes that are not valid UTF-8 and control characters
+// other than newline and tab (ESC, which starts terminal escape sequences, among them) become
+// "\xNN"; valid UTF-8 is kept. Error messages quote file contents and paths through it.
+std::string terminal_safe(std::string_view text);
 // 64-bit FNV-1a of `text`'s bytes (config ids, sweep seeds and manifest hashes, the jpeg_dir
 // hold-out, the node of a host name): the same on every machine and every run.
 uint64_t fnv1a64(std::string_view text);

@@ -197,6 +197,9 @@ InspectReport inspect_path(const std::string& path) {
   InspectReport r;
   add(r, "path", path);
   if (!fs::exists(path)) throw RuntimeError("inspect: " + path + " does not exist");
+  if (!fs::is_regular_file(path) && !fs::is_directory(path))  // a device or FIFO: never read or listed
+    throw ConfigError("inspect: " + path + " is neither a data file nor a directory (a device, FIFO or socket); give a "
+                      "records shard, an hdf5 file or a data set's directory");
   std::vector<std::string> shards, h5;
   if (fs::is_regular_file(path)) {
     (fs::path(path).extension() == ".h5" ? h5 : shards).push_back(path);
@@ -228,7 +231,7 @@ InspectReport inspect_data(const std::string& path) {
   try {
     return inspect_path(path);
   } catch (const fs::filesystem_error& e) {  // a directory or file that cannot be listed or read
-    throw RuntimeError(std::string("data inspect: ") + e.what());
+    throw RuntimeError("data inspect: cannot read " + e.path1().string() + " (" + e.code().message() + ")");
   }
 }
 

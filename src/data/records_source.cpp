@@ -82,6 +82,9 @@ void check_index_against_shard(const Shard& s) {
   const std::string where = record_where(s.file->path(), record);
   const std::string hint = " (index " + record_index_path(s.file->path()) + "); the index disagrees with its shard: "
                            "convert the data set again, or delete the .idx files to read the shards without them";
+  if (last >= s.file->size())  // the shard was cut short (a copy that stopped, a full disk)
+    throw RuntimeError(where + ": the index puts it at offset " + std::to_string(last) + ", but the shard ends at byte " +
+                       std::to_string(s.file->size()) + ": the shard is truncated (or the index is another shard's)" + hint);
   if (s.file->size() - last < kFrameOverhead)
     throw RuntimeError(where + ": the index puts it at offset " + std::to_string(last) + ", " +
                        std::to_string(s.file->size() - last) + " bytes before the end of the shard" + hint);

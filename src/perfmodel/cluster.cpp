@@ -174,6 +174,9 @@ ClusterSpec load_cluster_file(const std::string& path, const std::vector<std::st
 ClusterSpec parse_cluster_file(const std::string& text, const std::string& path, const std::vector<std::string>& overrides) {
   const YamlReader p{path};
   YAML::Node root = p.load(text);  // duplicate keys, documents, aliases
+  if (yaml_is_empty(root))
+    throw ConfigError(path + ": the cluster file is empty (" + (text.empty() ? "0 bytes" : "comments only") +
+                      "); a cluster file is a YAML mapping (docs/model.md \"Cluster files\", configs/clusters/*.yaml)");
   if (!root.IsMap()) throw ConfigError(path + ": a cluster file must be a YAML mapping (docs/model.md \"Cluster files\")");
   for (const std::string& setting : overrides) apply_override(root, setting, path);
   p.check_keys(root, "cluster", cluster_file_keys());

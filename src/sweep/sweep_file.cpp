@@ -104,24 +104,29 @@ std::set<std::string> top_level_keys(const SweepParser& p, const YAML::Node& roo
 }
 
 // A path from the file's text may be anything (too long, a component too long): no throw.
-bool is_file(const fs::path& path) {
+bool path_exists(const fs::path& path) {
   std::error_code ignored;
-  return fs::is_regular_file(path, ignored);
+  return fs::exists(path, ignored);
 }
 
-// base: relative to the sweep file's directory, else to the current directory.
+// base: relative to the sweep file's directory, else to the current directory. A path that
+// exists but is a directory (or a FIFO, a device) is named as such, not as missing.
 void read_base(const SweepParser& p, const YAML::Node& node, SweepFile& sweep) {
   const std::string base = p.scalar(node, "base");
   fs::path base_path(base);
   if (base_path.is_relative()) {
     const fs::path beside = fs::path(sweep.path).parent_path() / base_path;
-    if (is_file(beside)) base_path = beside;
-    else if (!is_file(base_path))
+    if (path_exists(beside)) base_path = beside;
+    else if (!path_exists(base_path))
       p.fail(node, "base: run config '" + base + "' not found (looked at '" + beside.string() + "' beside the sweep file and '" +
                        (fs::current_path() / base_path).string() + "')");
-  } else if (!is_file(base_path)) {
+  } else if (!path_exists(base_path)) {
     p.fail(node, "base: run config '" + base + "' not found");
   }
+  std::error_code ignored;
+  if (fs::is_directory(base_path, ignored))
+    p.fail(node, "base: '" + base + "' is a directory (" + fs::absolute(base_path).lexically_normal().string() +
+                     "), not a run config; name the YAML file in it");
   sweep.base_path = base_path.lexically_normal().string();
   sweep.base_text = read_config_text(sweep.base_path, "base run config (base:)");
   if (yaml_is_empty(load_yaml_strictly(sweep.base_text, sweep.base_path)))
@@ -191,6 +196,9 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
   SweepParser p;
   p.path = path;
   const YAML::Node root = p.load(text);  // duplicate keys (two `matrix:`), documents, aliases
+  if (yaml_is_empty(root))
+    throw ConfigError(path + ": the sweep file is empty (" + (text.empty() ? "0 bytes" : "comments only") +
+                      "); a sweep file is a YAML mapping with at least `base` (see docs/sweeps.md)");
   if (!root.IsMap()) throw ConfigError(path + ": a sweep file must be a YAML mapping with at least `base` (see docs/sweeps.md)");
   const std::set<std::string> seen = top_level_keys(p, root);
 

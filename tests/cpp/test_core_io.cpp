@@ -185,3 +185,56 @@ TEST(Strings, Fnv1a64MatchesThePublishedVectors) {
   EXPECT_EQ(ts::fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
   EXPECT_EQ(ts::fnv1a64("foobar"), 0x85944171f73967e8ULL);
 }
+
+TEST(Strings, TerminalSafeEscapesWhatIsNotPrintableUtf8) {
+  EXPECT_EQ(terminal_safe("caf\xc3\xa9 \xe2\x82\xac ok\n\tx"), "caf\xc3\xa9 \xe2\x82\xac ok\n\tx");  // UTF-8 kept
+  EXPECT_EQ(terminal_safe("foo\xff\xfe: bad"), "foo\\xFF\\xFE: bad");                            // not UTF-8
+  EXPECT_EQ(terminal_safe("\x1b[2Jcleared\r\x7f"), "\\x1B[2Jcleared\\x0D\\x7F");                   // controls
+  EXPECT_EQ(terminal_safe("\xc0\xaf \xed\xa0\x80 \xe2\x82"), "\\xC0\\xAF \\xED\\xA0\\x80 \\xE2\\x82");  // overlong, surrogate, cut
+  EXPECT_EQ(terminal_safe(std::string("a\0b", 3)), "a\\x00b");
+}
+
+// read_config_text: every kind of file a person gives is checked before it is read.
+TEST_F(CoreFiles, ConfigFilesAboveTheBoundAreRefusedBySizeNamingBoth) {
+  const std::string path = (dir_ / "big.yaml").string();
+  write_whole_file(path, "a: 1\n");
+  fs::resize_file(path, kMaxConfigFileBytes + 1);
+  for (const std::string what : {"run config file (--config)", "sweep file", "site file", "cluster file"}) {
+    try {
+      read_config_text(path, what);
+      FAIL() << "expected a ConfigError";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": 1048577 bytes is too large for a " + what + "; a " + what +
+                                           " may be at most 1048576 bytes (1 MiB); is this the right file?");
+    }
+  }
+  fs::resize_file(path, kMaxConfigFileBytes);  // at the bound: read
+  EXPECT_EQ(read_config_text(path, "sweep file").size(), static_cast<size_t>(kMaxConfigFileBytes));
+}
+
+TEST(ConfigFiles, DevicesAreNamedForWhatTheyAre) {
+  auto error = [](const std::string& path) {
+    try {
+      read_config_text(path, "cluster file");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error("/dev/null"), "/dev/null: is not a regular file (a character device (it reads as an empty file)), so "
+                                "not a cluster file; give the YAML file");
+  EXPECT_NE(error("/dev/zero").find("/dev/zero: is not a regular file (a character device)"), std::string::npos);
+}
+
+TEST_F(CoreFiles, AnUnreadableConfigSaysPermissionDenied) {
+  const std::string path = (dir_ / "locked.yaml").string();
+  write_whole_file(path, "lr: 0.1\n");
+  fs::permissions(path, fs::perms::none);
+  if (::access(path.c_str(), R_OK) == 0) GTEST_SKIP() << "this user (root?) reads a file of mode 000 anyway";
+  try {
+    read_config_text(path, "run config file (--config)");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": cannot open the run config file (--config) (Permission denied)");
+  }
+}

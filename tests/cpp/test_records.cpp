@@ -277,6 +277,16 @@ TEST(RecordsSource, DamageIsNamedWithFileAndRecord) {
   EXPECT_NE(error_of([&] { ts::open_records_source(storage, dir, ts::Split::test, "p", 10, {}); })
                 .find(shard.string() + ", record 4"),
             std::string::npos);
+  // Cut before the last indexed record begins: no negative "bytes before the end".
+  const auto cut = bytes;
+  bytes.resize(static_cast<size_t>(2 * frame));
+  write_file(shard, bytes);
+  EXPECT_NE(error_of([&] { ts::open_records_source(storage, dir, ts::Split::test, "p", 10, {}); })
+                .find(shard.string() + ", record 4: the index puts it at offset " + std::to_string(4 * frame) +
+                      ", but the shard ends at byte " + std::to_string(2 * frame) + ": the shard is truncated"),
+            std::string::npos)
+      << error_of([&] { ts::open_records_source(storage, dir, ts::Split::test, "p", 10, {}); });
+  write_file(shard, cut);
   fs::remove(dir / "test-00001-of-00002.rec.idx");
   EXPECT_NE(error_of([&] { ts::open_records_source(storage, dir, ts::Split::test, "p", 10, {}); })
                 .find(shard.string() + ", record 4: truncated"),

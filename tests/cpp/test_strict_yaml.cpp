@@ -117,6 +117,48 @@ TEST(StrictYaml, ClusterFilesUseIt) {
 
 // YamlReader: every value checked where it is read, "<file>:<line>: key '<key>': ..." with what
 // is accepted and the closest name.
+TEST(StrictYaml, ANulByteIsNamedAtItsOwnLine) {
+  // yaml-cpp named the line after it ("unknown escape character").
+  EXPECT_EQ(error_of(std::string("lr: 0.1\nepochs: 1\0\nfoo: 3\n", 23)),
+            "x.yaml:2: a NUL byte (\\x00) at column 10; a YAML file is text: is this the right file, or one cut or "
+            "overwritten mid-write?");
+  EXPECT_NE(error_of(std::string("\0", 1)).find("x.yaml:1: a NUL byte"), std::string::npos);
+}
+
+TEST(StrictYaml, NestingTooDeepIsNamedWithItsLineAndLimit) {
+  // 3,000 levels: yaml-cpp alone said "not valid YAML: bad file".
+  const std::string flow = "a: " + std::string(3000, '[') + std::string(3000, ']') + "\n";
+  EXPECT_NE(error_of(flow).find("x.yaml:1: mappings and lists are nested too deep here (more than 64 levels"),
+            std::string::npos)
+      << error_of(flow);
+  std::string block;
+  for (int i = 0; i < 3000; ++i) block += std::string(static_cast<size_t>(i), ' ') + "k" + std::to_string(i) + ":\n";
+  // The 65th mapping starts at line 65 (its key k64).
+  EXPECT_NE(error_of(block).find("x.yaml:65: mappings and lists are nested too deep"), std::string::npos) << error_of(block);
+  std::string fits;
+  for (int i = 0; i < 63; ++i) fits += std::string(static_cast<size_t>(i), ' ') + "k" + std::to_string(i) + ":\n";
+  EXPECT_EQ(error_of(fits), "");
+}
+
+TEST(YamlReader, AnIntegerAboveItsRangeIsNamedAsSuch) {
+  const YamlReader r{"s.yaml"};
+  const YAML::Node root = r.load("repetitions: 100000000000\nhuge: 99999999999999999999999\nneg: -99999999999999999999\n");
+  auto error = [](const auto& read) {
+    try {
+      read();
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error([&] { r.integer(root["repetitions"], "repetitions", 1, 1000000); }),
+            "s.yaml:1: key 'repetitions': 100000000000 is above the maximum 1000000; accepted: an integer in 1..1000000");
+  EXPECT_EQ(error([&] { r.integer(root["huge"], "huge", 1); }),
+            "s.yaml:2: key 'huge': 99999999999999999999999 is above the maximum 9223372036854775807; accepted: an "
+            "integer >= 1");
+  EXPECT_EQ(error([&] { r.integer(root["neg"], "neg", 1); }), "s.yaml:3: key 'neg': '-99999999999999999999' is not an integer >= 1");
+}
+
 TEST(YamlReader, ChecksEachValueWhereItIsRead) {
   const YamlReader r{"f.yaml"};
   const YAML::Node root = r.load("n: 3\nx: lots\nm: {cores: 4, gpu: 1}\nl: [a, b]\ns: [1]\nc: torsu\nb: maybe\ne:\n");
@@ -130,7 +172,8 @@ TEST(YamlReader, ChecksEachValueWhereItIsRead) {
   };
   EXPECT_EQ(r.integer(root["n"], "n", 1), 3);
   EXPECT_EQ(error([&] { r.integer(root["n"], "n", 4); }), "f.yaml:1: key 'n': '3' is not an integer >= 4");
-  EXPECT_EQ(error([&] { r.integer(root["n"], "n", 0, 2); }), "f.yaml:1: key 'n': '3' is not an integer in 0..2");
+  EXPECT_EQ(error([&] { r.integer(root["n"], "n", 0, 2); }),
+            "f.yaml:1: key 'n': 3 is above the maximum 2; accepted: an integer in 0..2");
   EXPECT_EQ(error([&] { r.number(root["x"], "x", 0, true); }), "f.yaml:2: key 'x': 'lots' is not a number > 0");
   EXPECT_EQ(error([&] { r.scalar(root["m"], "m"); }), "f.yaml:3: key 'm': expected a single value (a scalar), got a mapping");
   EXPECT_EQ(error([&] { r.check_keys(root["m"], "m", {"cores", "gpus"}); }),

@@ -50,6 +50,24 @@ def yaml_seeds():
     d = reset("site_file")
     for f in sorted((ROOT / "configs" / "sites").glob("*.yaml")):
         shutil.copy(f, d / ("seed-" + f.name))
+    bound_seeds()
+
+
+def bound_seeds():
+    """Inputs at the bounds of config/strict_yaml.h and the readers (docs/reliability.md "Hostile
+    input"): a NUL byte, nesting deeper than YamlLimits::max_depth, an integer above its range
+    and beyond 64 bits, a directory as `base:`."""
+    deep = "[" * 3000 + "]" * 3000
+    run_config = FUZZ / "run_config"
+    (run_config / "seed-bound-nul-byte.yaml").write_bytes(b"model: lenet\nsteps: 2\x00\nthreads: 1\n")
+    (run_config / "seed-bound-deep-nesting.yaml").write_text("model: lenet\ndataset: " + deep + "\n")
+    sweep = FUZZ / "sweep_file"
+    (sweep / "seed-bound-repetitions.yaml").write_text(
+        "base: example_base.yaml\nmatrix: {lr: [0.1]}\nrepetitions: 100000000000\n")
+    (sweep / "seed-bound-base-directory.yaml").write_text("base: .\nmatrix: {lr: [0.1]}\n")
+    (sweep / "seed-bound-deep-nesting.yaml").write_text("base: example_base.yaml\nmatrix: " + deep + "\n")
+    (FUZZ / "site_file" / "seed-bound-huge-integer.yaml").write_bytes(
+        b"scheduler: slurm\nnode: {cores: 99999999999999999999999}\n")
 
 
 def manifest_seeds(binary):
