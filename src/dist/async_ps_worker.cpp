@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "dist/async_ps_messages.h"
 #include "dist/mpi_comm.h"
 
@@ -62,7 +63,7 @@ StepVerdict AsyncPsWorkerExchange::finish_step(bool average_weights) {
   (void)average_weights;
   StepVerdict v;
   v.loss = local_loss_.value();
-  const double t0 = MPI_Wtime();
+  const double t0 = MPI_Wtime(), started = now_seconds();  // the latter on the trainer's clock
   const bool final = clock_ + 1 >= options_.total_steps;
   const PsPushHeader push{static_cast<double>(PsMessage::push), static_cast<double>(clock_), final ? 1.0 : 0.0,
                           static_cast<double>(local_loss_.value()), static_cast<double>(request_.signal),
@@ -105,6 +106,7 @@ StepVerdict AsyncPsWorkerExchange::finish_step(bool average_weights) {
   record_.pull_wait_s += waited;
   v.times.comm = waited;
   v.times.comm_wait = waited;
+  v.times.buckets = {{started, now_seconds()}};  // the push and the pull: one exchange, no buckets
   v.diverged = final && nonfinite;
   return v;
 }

@@ -10,9 +10,20 @@ namespace ts {
 
 BucketPipeline::BucketPipeline(const BucketPlan& plan, int64_t param_count, PipelineMode mode, ReduceBucket reduce,
                                MarkBucket mark)
-    : plan_(plan), param_count_(param_count), mode_(mode), reduce_(std::move(reduce)), mark_(std::move(mark)) {
+    : plan_(plan),
+      param_count_(param_count),
+      mode_(mode),
+      reduce_(std::move(reduce)),
+      mark_(std::move(mark)),
+      spans_(plan.buckets.size()) {
   if (mode == PipelineMode::thread)
-    thread_ = std::make_unique<CommThread>([this](int64_t i) { reduce_(static_cast<size_t>(i)); });
+    thread_ = std::make_unique<CommThread>([this](int64_t i) { reduce_timed(static_cast<size_t>(i)); });
+}
+
+void BucketPipeline::reduce_timed(size_t index) {
+  spans_[index].start = now_seconds();
+  reduce_(index);
+  spans_[index].end = now_seconds();
 }
 
 void BucketPipeline::begin_step() {
@@ -37,7 +48,7 @@ void BucketPipeline::post_ready() {
   while (posted_ < n && plan_.buckets[static_cast<size_t>(posted_)].first >= frontier_) {
     const size_t i = static_cast<size_t>(posted_++);
     if (mark_) mark_(i);
-    if (mode_ == PipelineMode::eager) reduce_(i);
+    if (mode_ == PipelineMode::eager) reduce_timed(i);
   }
   if (thread_) thread_->post_up_to(posted_);
 }
@@ -49,7 +60,7 @@ double BucketPipeline::complete() {
   post_ready();
   if (thread_) thread_->wait_all(static_cast<int64_t>(plan_.buckets.size()));
   if (mode_ == PipelineMode::deferred)
-    for (size_t i = first; i < plan_.buckets.size(); ++i) reduce_(i);
+    for (size_t i = first; i < plan_.buckets.size(); ++i) reduce_timed(i);
   return now_seconds() - t0;
 }
 

@@ -90,6 +90,7 @@ void DeviceSumExchange::exchange_verdict() {
 StepVerdict DeviceSumExchange::finish_step(bool /*average_weights: every step exchanges*/) {
   if (comm_.size() > 1) link_->wait(link_->now_mark());  // the rest of backward is compute
   times_.comm_wait += pipeline_.complete();
+  times_.buckets = pipeline_.bucket_spans();
   // A summer's sums are done on its device (scale_to_outbox waited for them): the update
   // queued next reads the means.
   link_->order_compute_after_pushes();

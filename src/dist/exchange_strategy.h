@@ -121,6 +121,12 @@ struct ModelArenas {
 enum class ArenaTransport { host, staged, cuda_aware_mpi, nccl, device_sum };
 const char* arena_transport_name(ArenaTransport transport);
 
+// When one bucket's exchange ran on this rank: core/timer.h now_seconds() at its start and end
+// (the thread that exchanged it; the run file keeps them relative to the step's start).
+struct BucketSpan {
+  double start = 0, end = 0;
+};
+
 // Where one step's exchange spent its time on this rank (seconds).
 struct ExchangeTimes {
   double comm = 0;       // in communication (collective calls and their staging copies), any thread
@@ -131,6 +137,10 @@ struct ExchangeTimes {
   // and the bytes of this rank's contributions (fp32 buckets count 4 bytes an element).
   double compress = 0, decompress = 0;
   double wire_bytes = 0;
+  // Each bucket's exchange in this step, in bucket order (the gradient strategies' buckets,
+  // weight_avg's when it averages, async_ps's push and pull as one); empty: no exchange
+  // (hogwild, a step of weight_avg without an average) or a strategy that does not time them (nccl).
+  std::vector<BucketSpan> buckets;
 };
 
 struct StepVerdict {

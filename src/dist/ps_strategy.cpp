@@ -108,6 +108,7 @@ void ParameterServerExchange::broadcast_weights() {
 StepVerdict ParameterServerExchange::finish_step(bool /*average_weights: every step exchanges*/) {
   link_->wait(link_->now_mark());  // device arenas: the rest of backward, also compute
   times_.comm_wait += pipeline_.complete();
+  times_.buckets = pipeline_.bucket_spans();
   link_->order_compute_after_pushes();
   StepVerdict v;
   staging_.read_verdict(v, comm_.size());  // meaningful on rank 0 only until the broadcast

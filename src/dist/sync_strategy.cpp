@@ -98,6 +98,7 @@ StepVerdict SyncExchange::finish_step(bool /*average_weights: every step exchang
   // so it does not wait (its update is queued behind backward; docs/gpu.md).
   if (comm_.size() > 1) link_->wait(link_->now_mark());
   times_.comm_wait += pipeline_.complete();
+  times_.buckets = pipeline_.bucket_spans();
   link_->order_compute_after_pushes();
   StepVerdict v;
   staging_.read_verdict(v, comm_.size());

@@ -42,9 +42,12 @@ void WeightAveragingExchange::average_weights() {
   };
   for (size_t i = 0; i + 1 < plan_.buckets.size(); ++i) {
     PsTimings ps;
+    const double started = now_seconds();
     link_->average(comm_, algorithm_, Arena::params, plan_.buckets[i].first, plan_.buckets[i].second, updated, &ps);
+    times_.buckets.push_back({started, now_seconds()});
     add(ps);
   }
+  const double tail_started = now_seconds();  // the last bucket: the tail, the state, the loss
   const int64_t tail = plan_.tail();
   link_->pull(Arena::params, 0, tail, updated);
   link_->pull(Arena::state, 0, arenas_.state_count, updated);
@@ -63,6 +66,7 @@ void WeightAveragingExchange::average_weights() {
   link_->push(Arena::params, 0, tail);
   link_->push(Arena::state, 0, arenas_.state_count);
   link_->order_compute_after_pushes();
+  times_.buckets.push_back({tail_started, now_seconds()});
   nonfinite_since_average_ = 0;
   const double dt = now_seconds() - t0;
   times_.comm += dt;

@@ -149,10 +149,10 @@ Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>
                              int64_t file_type, const void* data) {
   const std::string path = child_path(name);
   const int rank = static_cast<int>(dims.size());
-  if (rank < 1 || rank > 2 || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
+  if (rank < 1 || rank > 3 || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
     throw RuntimeError(source_location_string(__FILE__, __LINE__) + ": dataset '" + path +
-                       "' in file " + file_path_ + ": rank 1 or 2 with non-negative dims expected");
-  hsize_t cur[2], max[2], chunk[2];
+                       "' in file " + file_path_ + ": rank 1 to 3 with non-negative dims expected");
+  hsize_t cur[3], max[3], chunk[3];
   // Chunks: the inner dim whole (bounded), then as many rows as fit in kChunkElements. Zero
   // dims are unlimited so that a chunk of 1 is legal and the dataset may still be empty.
   hsize_t inner = 1;
@@ -170,7 +170,8 @@ Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>
   if (options_.deflate) H5_CALL(H5Pset_deflate(dcpl, 4), path);
   hid_t d = H5_CALL(H5Dcreate2(id_, name.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), path);
   Dataset out(d, Kind::dataset, file_path_, path);
-  const hsize_t n = rank == 1 ? cur[0] : cur[0] * cur[1];
+  hsize_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= cur[i];
   if (n > 0) H5_CALL(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), path);
   return out;
 }

@@ -1,6 +1,6 @@
 // A small RAII wrapper over the HDF5 C API for the writers in metrics/ (run files, all-reduce
 // benchmark files, checkpoints): create a file, groups, scalar string/int64/float64 attributes,
-// 1-D and 2-D chunked datasets (deflate-compressed, and/or Fletcher-32 checksummed so that a
+// 1-D to 3-D chunked datasets (deflate-compressed, and/or Fletcher-32 checksummed so that a
 // reader detects damaged chunks), and compound tables. Every HDF5 call is checked;
 // a failure throws RuntimeError naming the call, the file, the object and file:line.
 // This header does not include <hdf5.h>: ids are int64_t (hid_t in HDF5 >= 1.10).
@@ -90,7 +90,7 @@ class Group : public Object {
 
   Group create_group(const std::string& name);
 
-  // Datasets of shape `dims` (rank 1 or 2, row-major, any dim may be 0), chunked with chunks
+  // Datasets of shape `dims` (rank 1 to 3, row-major, any dim may be 0), chunked with chunks
   // of at most ~64 Ki elements and deflate level 4. data holds product(dims) values.
   Dataset write(const std::string& name, const std::vector<int64_t>& dims, const int64_t* data);
   Dataset write(const std::string& name, const std::vector<int64_t>& dims, const float* data);

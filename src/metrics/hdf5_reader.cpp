@@ -198,8 +198,8 @@ void ReadFile::read_dataset(const std::string& dataset, int64_t mem_type, bool i
                     (integer ? "integers" : "floating-point numbers"));
   Id space(H5Dget_space(d), H5Sclose);
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space) : -1;
-  if (rank < 1 || rank > 2) fail(path_, "dataset " + dataset + " has " + std::to_string(rank) + " dims, expected 1 or 2");
-  hsize_t extent[2] = {0, 0};
+  if (rank < 1 || rank > 3) fail(path_, "dataset " + dataset + " has " + std::to_string(rank) + " dims, expected 1 to 3");
+  hsize_t extent[3] = {0, 0, 0};
   H5Sget_simple_extent_dims(space, extent, nullptr);
   uint64_t count = 1;
   dims.clear();

@@ -1,5 +1,5 @@
 // Reading HDF5 files that metrics/ wrote (checkpoints): open read-only, scalar attributes,
-// whole 1-D/2-D numeric datasets. Every call is checked, and every value's type and shape are
+// whole 1-D to 3-D numeric datasets. Every call is checked, and every value's type and shape are
 // checked against what the caller expects, so a damaged or foreign file is a RuntimeError that
 // names the file, the object and what was wrong, never a crash or a silent garbage value.
 // Datasets written with checksums (DatasetOptions::checksum) are verified by HDF5 while read.
@@ -11,7 +11,7 @@
 
 namespace ts::h5 {
 
-// A numeric dataset read whole: its dims (1 or 2 of them) and its values, row-major.
+// A numeric dataset read whole: its dims (1 to 3 of them) and its values, row-major.
 template <typename T>
 struct Array {
   std::vector<int64_t> dims;
@@ -45,7 +45,7 @@ class ReadFile {
   enum class AttributeKind { string, integer, real, other };
   AttributeKind attribute_kind(const std::string& object, const std::string& name) const;
   // The whole dataset converted to T (HDF5 converts between numeric types; a dataset of
-  // another class, or of more than 2 dims, is a RuntimeError).
+  // another class, or of more than 3 dims, is a RuntimeError).
   Array<float> floats(const std::string& dataset) const;
   Array<double> doubles(const std::string& dataset) const;
   Array<int64_t> int64s(const std::string& dataset) const;

@@ -73,6 +73,12 @@ void validate(const std::string& path, const RunResult& r) {
     if (v.size() != S * static_cast<size_t>(R))
       bad_result(path, "/compression/" + name + " has " + std::to_string(v.size()) +
                            " entries, expected steps x ranks = " + std::to_string(S) + " x " + std::to_string(R));
+  const size_t NRB = r.bucket_step.size() * static_cast<size_t>(R) * static_cast<size_t>(std::max<int64_t>(0, r.bucket_count));
+  if (r.bucket_count < 0 || r.bucket_stride < 1 || r.bucket_start.size() != NRB || r.bucket_end.size() != NRB)
+    bad_result(path, "/bucket_timing start and end have " + std::to_string(r.bucket_start.size()) + " and " +
+                         std::to_string(r.bucket_end.size()) + " entries, expected recorded steps x ranks x buckets = " +
+                         std::to_string(r.bucket_step.size()) + " x " + std::to_string(R) + " x " +
+                         std::to_string(r.bucket_count) + " (stride " + std::to_string(r.bucket_stride) + ")");
   const size_t E = r.eval_step.size();
   for (size_t n : {r.eval_epoch.size(), r.eval_time.size(), r.eval_loss.size(), r.eval_accuracy.size()})
     if (n != E)
@@ -182,6 +188,16 @@ void write_series(h5::File& file, const RunResult& r) {
     for (const auto& [phase, v] : r.timing)
       timing.write(phase, {S, r.record.world_size}, v.data()).set_attr("units", "seconds");
     if (!r.partition.kind.empty()) write_partition(file, r.partition, S, r.record.world_size);
+  }
+  if (r.bucket_count > 0) {
+    const int64_t N = static_cast<int64_t>(r.bucket_step.size());
+    h5::Group buckets = file.create_group("bucket_timing");
+    buckets.set_attr("stride", r.bucket_stride);
+    buckets.write("step", r.bucket_step).set_attr("units", "steps");
+    buckets.write("start", {N, r.record.world_size, r.bucket_count}, r.bucket_start.data())
+        .set_attr("units", "seconds from the step's start");
+    buckets.write("end", {N, r.record.world_size, r.bucket_count}, r.bucket_end.data())
+        .set_attr("units", "seconds from the step's start");
   }
   if (!r.compression.empty()) {
     h5::Group compression = file.create_group("compression");

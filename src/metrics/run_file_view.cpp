@@ -43,6 +43,20 @@ std::vector<float> read_phase(const h5::ReadFile& f, const std::string& phase, i
   return std::move(a.values);
 }
 
+// /bucket_timing: step [N], start and end [N, R, B], checked against the world size.
+void read_bucket_timing(const h5::ReadFile& f, RunFileView& v) {
+  if (!f.exists("/bucket_timing")) return;
+  v.bucket_step = f.int64s("/bucket_timing/step").values;
+  h5::Array<float> start = f.floats("/bucket_timing/start"), end = f.floats("/bucket_timing/end");
+  const int64_t N = static_cast<int64_t>(v.bucket_step.size());
+  if (start.dims.size() != 3 || start.dims[0] != N || start.dims[1] != v.ranks || end.dims != start.dims)
+    throw RuntimeError("run file " + f.path() + ": /bucket_timing/start and end are not recorded steps x ranks x " +
+                       "buckets (" + std::to_string(N) + " x " + std::to_string(v.ranks) + " x B)");
+  v.bucket_count = start.dims[2];
+  v.bucket_start = std::move(start.values);
+  v.bucket_end = std::move(end.values);
+}
+
 void read_series(const h5::ReadFile& f, RunFileView& v) {
   v.step = f.int64s("/train/step").values;
   v.samples = f.int64s("/train/samples").values;
@@ -54,6 +68,7 @@ void read_series(const h5::ReadFile& f, RunFileView& v) {
   if (f.exists("/train/wall_time")) v.wall_time = f.doubles("/train/wall_time").values;
   if (f.exists("/timing"))
     for (const std::string& phase : f.members("/timing")) v.timing[phase] = read_phase(f, phase, v.steps, v.ranks);
+  read_bucket_timing(f, v);
   if (f.exists("/eval")) {
     v.eval_step = f.int64s("/eval/step").values;
     v.eval_epoch = f.doubles("/eval/epoch").values;

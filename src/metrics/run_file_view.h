@@ -33,6 +33,11 @@ struct RunFileView {
   std::vector<double> wall_time;  // /train/wall_time [S] (empty in files written before it existed)
   // /timing/<phase> [S, R] step-major, every phase the file holds.
   std::map<std::string, std::vector<float>> timing;
+  // /bucket_timing (empty in files without it): the recorded steps [N] (numbers as /train/step),
+  // each bucket's start and end [N, R, B] in seconds from the step's start on the rank's clock.
+  std::vector<int64_t> bucket_step;
+  std::vector<float> bucket_start, bucket_end;
+  int64_t bucket_count = 0;  // B
   // /eval [E]
   std::vector<int64_t> eval_step;
   std::vector<double> eval_epoch, eval_time, eval_loss, eval_accuracy;

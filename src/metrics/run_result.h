@@ -103,6 +103,12 @@ struct RunResult {
   PartitionRecord partition;  // /partition, heterogeneous workers only
   // /compression/<name> [S, R], row-major like timing (compressed runs only): wire_bytes.
   std::map<std::string, std::vector<float>> compression;
+  // /bucket_timing (written when bucket_count > 0): each bucket's exchange in the recorded steps
+  // (every bucket_stride-th; [N]), its start and end in seconds from the step's start on each
+  // rank's clock, [N, R, B] row-major (NaN: no such bucket in that step on that rank).
+  std::vector<int64_t> bucket_step;
+  std::vector<float> bucket_start, bucket_end;
+  int64_t bucket_count = 0, bucket_stride = 1;
 
   // /eval/* [E]
   std::vector<int64_t> eval_step;

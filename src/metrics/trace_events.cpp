@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <vector>
 
 #include "core/strings.h"
@@ -11,7 +12,7 @@
 namespace ts {
 namespace {
 
-constexpr int kTrainingThread = 0, kCommThread = 1;
+constexpr int kTrainingThread = 0, kCommThread = 1, kBucketThread = 2;
 
 // Seconds as the format's microseconds, in fixed notation to the nanosecond ("5000000", "12.5").
 std::string micros(double seconds) {
@@ -34,6 +35,13 @@ struct EventSink {
                      micros(start) + ", \"dur\": " + micros(seconds) + ", \"pid\": " +
                      std::to_string(rank) + ", \"tid\": " + std::to_string(thread) +
                      ", \"args\": {\"step\": " + std::to_string(step) + "}}");
+  }
+  // One bucket's exchange: a complete event named "bucket B" with the step and the bucket in args.
+  void bucket(int64_t rank, int64_t bucket, double start, double seconds, int64_t step) {
+    events.push_back("{\"name\": \"bucket " + std::to_string(bucket) + "\", \"cat\": \"bucket\", \"ph\": \"X\", \"ts\": " +
+                     micros(start) + ", \"dur\": " + micros(seconds) + ", \"pid\": " + std::to_string(rank) +
+                     ", \"tid\": " + std::to_string(kBucketThread) + ", \"args\": {\"step\": " + std::to_string(step) +
+                     ", \"bucket\": " + std::to_string(bucket) + "}}");
   }
   void name_process(int64_t rank, const std::string& name) {
     events.push_back("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + std::to_string(rank) +
@@ -72,6 +80,17 @@ void comm_events(EventSink& out, const RunFileView& run, int64_t s, int64_t r, d
   if (has(run, "decompress")) {
     const double d = seconds_of(run, "decompress", s, r);
     out.span("decompress", "communication", r, kCommThread, start + comm - d, d, s);
+  }
+}
+
+// The buckets of step s on rank r (row n of /bucket_timing), each at its recorded start from the
+// rank's step start, for its recorded seconds; a bucket the step did not exchange (NaN) is left out.
+void bucket_events(EventSink& out, const RunFileView& run, size_t n, int64_t s, int64_t r, double step_start) {
+  const size_t B = static_cast<size_t>(run.bucket_count);
+  for (size_t b = 0; b < B; ++b) {
+    const size_t at = (n * static_cast<size_t>(run.ranks) + static_cast<size_t>(r)) * B + b;
+    const double begin = run.bucket_start[at], end = run.bucket_end[at];
+    if (std::isfinite(begin) && std::isfinite(end)) out.bucket(r, static_cast<int64_t>(b), step_start + begin, end - begin, s);
   }
 }
 
@@ -118,6 +137,16 @@ void pauses_on_the_wall_clock(EventSink& out, const RunFileView& run, double ori
 
 }  // namespace
 
+std::string buckets_note(const RunFileView& run) {
+  if (run.bucket_count == 0)
+    return "not recorded: the run file has no /bucket_timing (written before it existed, or a strategy without "
+           "timed buckets: hogwild, nccl)";
+  const int64_t stride = run.bucket_step.size() > 1 ? run.bucket_step[1] - run.bucket_step[0] : 1;
+  return std::to_string(run.bucket_count) + " bucket(s) on each rank's \"buckets\" thread, in " +
+         std::to_string(run.bucket_step.size()) + " recorded step(s)" +
+         (stride > 1 ? " (every " + std::to_string(stride) + "th)" : "");
+}
+
 std::string chrome_trace_json(const RunFileView& run) {
   EventSink out;
   for (int64_t r = 0; r < run.ranks; ++r) {
@@ -126,6 +155,10 @@ std::string chrome_trace_json(const RunFileView& run) {
     out.name_thread(r, kTrainingThread, "training");
     if (has(run, "comm")) out.name_thread(r, kCommThread, "communication");
   }
+  std::map<int64_t, size_t> bucket_row;  // step number -> its row of /bucket_timing
+  for (size_t n = 0; n < run.bucket_step.size(); ++n) bucket_row[run.bucket_step[n]] = n;
+  if (run.bucket_count > 0)
+    for (int64_t r = 0; r < run.ranks; ++r) out.name_thread(r, kBucketThread, "buckets");
   const bool wall = has_wall_clock(run);
   // Wall clock: each step ends at rank 0's /train/wall_time; else the training clock.
   const double origin = wall ? run.wall_time[0] - seconds_of(run, "step", 0, 0) : 0;
@@ -134,6 +167,9 @@ std::string chrome_trace_json(const RunFileView& run) {
     if (wall) start = run.wall_time[static_cast<size_t>(s)] - seconds_of(run, "step", s, 0) - origin;
     if (has(run, "step"))
       for (int64_t r = 0; r < run.ranks; ++r) step_events(out, run, s, r, start);
+    const auto row = bucket_row.find(run.step.empty() ? s + 1 : run.step[static_cast<size_t>(s)]);
+    if (row != bucket_row.end() && run.bucket_count > 0)
+      for (int64_t r = 0; r < run.ranks; ++r) bucket_events(out, run, row->second, s, r, start);
     const double clock = run.time.empty() ? 0 : run.time[static_cast<size_t>(s)];
     if (!wall) start = std::max(start + seconds_of(run, "step", s, 0), clock);
   }
@@ -149,7 +185,7 @@ std::string chrome_trace_json(const RunFileView& run) {
                                  : "training clock of rank 0 (evaluations and checkpoints excluded), seconds x 1e6";
   return "{\"traceEvents\": [\n" + join(out.events, ",\n") + "\n],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {" +
          "\"run_id\": " + json_quote(run.attribute("run_id")) + ", \"file\": " + json_quote(run.path) +
-         ", \"clock\": " + json_quote(clock) + "}}\n";
+         ", \"clock\": " + json_quote(clock) + ", \"buckets\": " + json_quote(buckets_note(run)) + "}}\n";
 }
 
 }  // namespace ts

@@ -12,7 +12,9 @@
 // waiting for it. Every event's duration is the file's value exactly; only its start is
 // placed. One process per rank (pid = rank, named "rank R (host)"); on the wall clock, rank 0's
 // evaluations and checkpoints as spans of their recorded seconds (/eval, /checkpoints), on the
-// training clock (which excludes them) evaluations as instant events.
+// training clock (which excludes them) evaluations as instant events. Each bucket's exchange
+// (/bucket_timing, in the recorded steps) is an event "bucket B" on the rank's "buckets" thread,
+// at its recorded start from the rank's step start: measured, not placed.
 #pragma once
 
 #include <string>
@@ -22,5 +24,8 @@
 namespace ts {
 
 std::string chrome_trace_json(const RunFileView& run);
+// What the trace holds of the buckets ("2 bucket(s) ... in 12 recorded step(s)"), or that the
+// file did not record them (the trace's otherData.buckets; `trainscale trace` prints it).
+std::string buckets_note(const RunFileView& run);
 
 }  // namespace ts

@@ -31,6 +31,10 @@ void record_step(RunRecording& rec, const StepResult& res, int64_t step, const R
   rec.read_bytes.push_back(res.reads.bytes);
   rec.read_seconds.push_back(static_cast<float>(res.reads.seconds));
   rec.wire_bytes.push_back(static_cast<float>(res.verdict.times.wire_bytes));
+  if ((step - 1) % rec.bucket_stride == 0) {
+    rec.bucket_step.push_back(step);
+    rec.bucket_spans.push_back(res.buckets);
+  }
 }
 
 std::string divergence_message(const StepVerdict& v, int64_t step) {
@@ -131,6 +135,7 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
   if (state.defer_loss && s.scaler->enabled() && !s.scaler->on_device()) s.scaler->keep_on_device(*s.backend);
   LossWatch watch(r.diverge_loss_above_factor);
   const int64_t first_step = rec.steps() + 1;
+  rec.bucket_stride = bucket_stride_for(plan.total_steps, static_cast<int64_t>(s.exchange->buckets().size()), comm.size());
   for (int64_t step = first_step; step <= plan.total_steps; ++step) {
     const double lr = s.lr->at(step - 1);
     const bool last = step == plan.total_steps;

@@ -1,6 +1,8 @@
 // See recording.h.
 #include "train/recording.h"
 
+#include <algorithm>
+
 namespace ts {
 
 void RunRecording::reserve(int64_t steps) {
@@ -17,6 +19,11 @@ void RunRecording::reserve(int64_t steps) {
   for (auto& column : seconds) column.reserve(n);
   read_bytes.reserve(n);
   read_seconds.reserve(n);
+}
+
+int64_t bucket_stride_for(int64_t steps, int64_t buckets, int64_t world) {
+  const int64_t spans = std::max<int64_t>(1, steps) * std::max<int64_t>(1, buckets) * std::max<int64_t>(1, world);
+  return std::max<int64_t>(1, (spans + kMaxBucketSpans - 1) / kMaxBucketSpans);
 }
 
 }  // namespace ts

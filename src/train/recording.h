@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/exchange_strategy.h"
 #include "train/phases.h"
 
 namespace ts {
@@ -24,6 +25,12 @@ struct RunRecording {
   std::vector<int64_t> read_bytes;
   std::vector<float> read_seconds;
   std::vector<float> wire_bytes;  // [S] bytes of this rank's gradient contributions (compressed runs)
+  // Each bucket's exchange (/bucket_timing) in the recorded steps of this attempt: every
+  // bucket_stride-th (bucket_stride_for), their numbers, and per step this rank's spans in
+  // seconds from the step's start (a resumed run's earlier steps are not in its checkpoint).
+  int64_t bucket_stride = 1;
+  std::vector<int64_t> bucket_step;
+  std::vector<std::vector<BucketSpan>> bucket_spans;
   // Wall clock (core/timer.h unix_seconds) of this attempt only (a resumed run's earlier steps
   // and evaluations are not in its checkpoint): each step's end, each evaluation's start and
   // its seconds; the set-up's start and the loop's start.
@@ -50,5 +57,11 @@ struct RunRecording {
   void reserve(int64_t steps);
   int64_t steps() const { return static_cast<int64_t>(step.size()); }
 };
+
+// The bound on /bucket_timing: at most this many spans in a run file, all ranks together.
+inline constexpr int64_t kMaxBucketSpans = int64_t{1} << 20;
+// Every how many steps a run of `steps` steps, `buckets` buckets and `world` ranks records its
+// buckets' spans (steps 1, 1 + stride, ...) to stay within kMaxBucketSpans: 1 for most runs.
+int64_t bucket_stride_for(int64_t steps, int64_t buckets, int64_t world);
 
 }  // namespace ts

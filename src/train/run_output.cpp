@@ -187,6 +187,45 @@ void gather_reads(const RunRecording& rec, RunResult& res, Communicator& comm) {
   }
 }
 
+// /bucket_timing [N, R, B] from every rank's spans: B is the most buckets any recorded step of
+// any rank exchanged, and a bucket a step did not exchange is NaN (weight_avg between averages).
+// Each rank sends its own width, then start and end of each step's buckets.
+void gather_bucket_timing(const RunRecording& rec, RunResult& res, Communicator& comm) {
+  size_t width = 0;
+  for (const auto& spans : rec.bucket_spans) width = std::max(width, spans.size());
+  const size_t N = rec.bucket_step.size();
+  std::vector<float> mine(1 + 2 * N * width, std::numeric_limits<float>::quiet_NaN());
+  mine[0] = static_cast<float>(width);
+  for (size_t n = 0; n < N; ++n)
+    for (size_t b = 0; b < rec.bucket_spans[n].size(); ++b) {
+      mine[1 + n * width + b] = static_cast<float>(rec.bucket_spans[n][b].start);
+      mine[1 + (N + n) * width + b] = static_cast<float>(rec.bucket_spans[n][b].end);
+    }
+  const std::string blob(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(float));
+  const std::vector<std::string> all = comm.gather_blobs_to_root(blob);
+  if (comm.rank() != 0) return;
+  size_t B = 0;
+  for (const std::string& r : all) B = std::max(B, static_cast<size_t>(reinterpret_cast<const float*>(r.data())[0]));
+  if (B == 0 || N == 0) return;  // no strategy exchange timed (hogwild, nccl)
+  const size_t R = all.size();
+  res.bucket_step = rec.bucket_step;
+  res.bucket_count = static_cast<int64_t>(B);
+  res.bucket_stride = rec.bucket_stride;
+  res.bucket_start.assign(N * R * B, std::numeric_limits<float>::quiet_NaN());
+  res.bucket_end = res.bucket_start;
+  for (size_t rk = 0; rk < R; ++rk) {
+    const float* r = reinterpret_cast<const float*>(all[rk].data());
+    const size_t w = static_cast<size_t>(r[0]);
+    TS_CHECK(all[rk].size() == (1 + 2 * N * w) * sizeof(float), "rank " + std::to_string(rk) +
+             " recorded the buckets of another number of steps than rank 0 (" + std::to_string(N) + ")");
+    for (size_t n = 0; n < N; ++n)
+      for (size_t b = 0; b < w; ++b) {
+        res.bucket_start[(n * R + rk) * B + b] = r[1 + n * w + b];
+        res.bucket_end[(n * R + rk) * B + b] = r[1 + (N + n) * w + b];
+      }
+  }
+}
+
 // /partition's per-step arrays [S, R] from every rank's shares and compute seconds: idle is
 // the slowest rank's compute less the rank's own (what it waits before the all-reduce).
 void gather_partition(PartitionRecord& p, const RunRecording& rec, Communicator& comm) {
@@ -221,6 +260,7 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compres
     if (comm.rank() == 0) res.compression["wire_bytes"] = step_major(all, world, S);
   }
   gather_reads(rec, res, comm);
+  gather_bucket_timing(rec, res, comm);
   const std::vector<float> losses = comm.gather_to_root(rec.local_loss);
   const std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
   const std::vector<std::string> local_ranks = comm.gather_strings_to_root(std::to_string(comm.local_rank()));

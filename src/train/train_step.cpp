@@ -153,6 +153,7 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   at(s, Phase::broadcast) = x.broadcast;
   at(s, Phase::compress) = x.compress;
   at(s, Phase::decompress) = x.decompress;
+  for (const BucketSpan& b : x.buckets) out.buckets.push_back({b.start - t0, b.end - t0});
   return out;
 }
 

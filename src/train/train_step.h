@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "data/loader.h"
 #include "dist/exchange_strategy.h"
@@ -56,6 +57,8 @@ struct StepResult {
   int64_t batch = 0;       // samples this rank took
   double compute = 0;      // forward + backward (+ the emulated slowdown), seconds
   ReadCounts reads;        // storage reads of the batch fetched in this step (/io/read_*)
+  // Each bucket's exchange (ExchangeTimes::buckets), in seconds from the step's start on this rank.
+  std::vector<BucketSpan> buckets;
 };
 
 // Takes one step with learning rate `lr`. A batch of another size than the net's re-plans the

@@ -1,6 +1,7 @@
 """`trainscale show` (a run file for people and scripts: text, --json, --csv), `trainscale trace`
-(the per-rank phases as Chrome trace events) and the accelerator utilisation of /utilisation
-(docs/hdf5-schema.md "Reading a run file", "Timelines", "/utilisation")."""
+(the per-rank phases and each bucket's exchange as Chrome trace events) and the accelerator
+utilisation of /utilisation (docs/hdf5-schema.md "Reading a run file", "/bucket_timing",
+"/utilisation"; docs/interoperability.md "Timelines")."""
 import csv
 import io
 import json
@@ -20,7 +21,7 @@ lr: 0.01
 steps: 12
 threads: 1
 workers: 2
-dist: {strategy: sync, allreduce: ring, overlap: true, bucket_mb: 1}
+dist: {strategy: sync, allreduce: ring, overlap: true, bucket_mb: 0.05}
 eval: {every_epochs: 1, batch: 64}
 checkpoint: {every_steps: 5}
 log_every: 4
@@ -164,6 +165,53 @@ def test_trace_is_chrome_trace_json_with_every_phase_at_its_recorded_duration(tw
     for (name, s, r), e in spans.items():  # each step's phases lie inside it
         step = next(x for x in events if x.get("cat") == "step" and x["pid"] == r and x["args"]["step"] == s)
         assert e["ts"] >= step["ts"] - 0.01 and e["ts"] + e["dur"] <= step["ts"] + step["dur"] + 0.01, (name, s, r)  # µs, rounding
+
+
+def test_trace_has_each_bucket_of_each_recorded_step_on_each_rank_inside_its_step(two_rank_run, tmp_path):
+    """LeNet's ~61k gradients in 0.05 MiB buckets: several buckets, each exchanged every step by
+    sync; every one is an event on its rank's "buckets" thread at the run file's start and duration."""
+    out = tmp_path / "trace.json"
+    res = run(["trace", two_rank_run, "-o", out])
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    events = doc["traceEvents"]
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    steps = {(e["pid"], e["args"]["step"]): e for e in events if e.get("cat") == "step"}
+    buckets = {(e["pid"], e["args"]["step"], e["args"]["bucket"]): e for e in events if e.get("cat") == "bucket"}
+    with h5py.File(two_rank_run) as f:
+        g = f["bucket_timing"]
+        recorded, start, end = g["step"][:], g["start"][:], g["end"][:]
+        step_numbers = list(f["train/step"][:])
+        assert g.attrs["stride"] == 1 and list(recorded) == step_numbers  # every step of a short run
+    n_steps, ranks, n_buckets = start.shape
+    assert ranks == 2 and n_buckets >= 3, start.shape  # several buckets
+    assert np.isfinite(start).all() and np.isfinite(end).all() and (end >= start).all()  # sync: every bucket, every step
+    assert len(buckets) == start.size
+    for n, number in enumerate(recorded):
+        s = step_numbers.index(number)
+        for r in range(ranks):
+            assert threads[(r, buckets[(r, s, 0)]["tid"])] == "buckets"
+            step = steps[(r, s)]
+            for b in range(n_buckets):
+                e = buckets[(r, s, b)]
+                assert e["ph"] == "X" and e["name"] == f"bucket {b}" and isinstance(e["ts"], (int, float))
+                assert e["dur"] == pytest.approx(float(end[n, r, b] - start[n, r, b]) * 1e6, rel=1e-5, abs=2e-3)
+                assert e["ts"] - step["ts"] == pytest.approx(float(start[n, r, b]) * 1e6, rel=1e-5, abs=2e-3)
+                assert e["ts"] >= step["ts"] - 0.01 and e["ts"] + e["dur"] <= step["ts"] + step["dur"] + 0.01, (s, r, b)
+    assert "bucket(s)" in doc["otherData"]["buckets"] and "buckets: " in res.stdout
+
+
+def test_trace_of_a_file_without_bucket_timing_says_they_were_not_recorded(two_rank_run, tmp_path):
+    old = tmp_path / "old.h5"
+    old.write_bytes(two_rank_run.read_bytes())
+    with h5py.File(old, "a") as f:  # a run file of a version before /bucket_timing
+        del f["bucket_timing"]
+    res = run(["trace", old, "-o", tmp_path / "old.json"])
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "old.json").read_text())
+    assert not [e for e in doc["traceEvents"] if e.get("cat") == "bucket"]
+    assert doc["otherData"]["buckets"].startswith("not recorded") and "buckets: not recorded" in res.stdout
+    assert [e for e in doc["traceEvents"] if e["name"] == "forward"]  # the phases are still there
 
 
 def test_show_prints_the_runs_warnings(tmp_path):
