@@ -32,6 +32,7 @@
 #include "sweep/campaign.h"
 #include "sweep/site.h"
 #include "sweep/task_claim.h"
+#include "train/startup_stop.h"
 #include "train/trainer.h"
 
 namespace po = boost::program_options;
@@ -63,10 +64,23 @@ class TeeBuf : public std::streambuf {
   std::streambuf* b_;
 };
 
+// A start-up stopped with something to resume (train/startup_stop.h): the other ranks may wait
+// in a collective for this one, so under MPI the job ends here with exit 4, once this rank's
+// records are written. A stop at a step boundary reaches every rank alike: they exit by themselves.
+void end_stopped_startup_collectively(Communicator& comm, const std::exception& e) {
+  if (comm.size() == 1 || dynamic_cast<const StartupPreemptedError*>(&e) == nullptr) return;
+  std::cerr << "trainscale run: rank " << comm.rank() << " on " << comm.host() << ": preempted: " << e.what() << "\n";
+  std::cerr.flush();
+  comm.abort_all(kExitPreempted);
+}
+
 // Runs single-rank on errors of other ranks: report and take the whole job down. A preemption
 // is no error: every rank stops at the same step (train/step_boundary.h) and exits with 4.
 int fail_collectively(Communicator& comm, const std::exception& e) {
-  if (dynamic_cast<const PreemptedError*>(&e)) return kExitPreempted;
+  if (dynamic_cast<const PreemptedError*>(&e)) {
+    end_stopped_startup_collectively(comm, e);
+    return kExitPreempted;
+  }
   if (comm.size() > 1 && dynamic_cast<const ConfigError*>(&e) == nullptr) {
     const bool known = dynamic_cast<const RuntimeError*>(&e) != nullptr;
     std::cerr << "trainscale run: rank " << comm.rank() << " on " << comm.host() << ": "
@@ -303,6 +317,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
     return mpi.set_exit_code(out.exit_code);
   } catch (const PreemptedError& e) {
     if (root) attempt->preempted(e);
+    end_stopped_startup_collectively(*comm, e);
     if (root) throw;
     return mpi.set_exit_code(kExitPreempted);
   } catch (const UnsupportedError& e) {  // every rank refused alike (refuse_collectively)
@@ -392,7 +407,8 @@ int command_run(const std::vector<std::string>& args) {
       "Checkpoints (checkpoint.every_steps / every_minutes) go to <out>/<run_id>.checkpoint.<step>.hdf5\n"
       "(with a .rank-<r>.hdf5 part per rank where the ranks hold models or error-feedback memory of their own);\n"
       "SIGTERM or SIGUSR1 stops every rank at the next step with a checkpoint and <run_id>.PREEMPTED\n"
-      "(exit code 4); --resume continues from the newest valid checkpoint, bit-identical to an\n"
+      "(exit code 4; before the first step it stops at once: exit 4 where a checkpoint is there to\n"
+      "resume, else 1); --resume continues from the newest valid checkpoint, bit-identical to an\n"
       "uninterrupted run (docs/reliability.md; backend cuda needs cuda.algorithms: deterministic).\n"
       "The log ends with the final parameters' SHA-256 (params_sha256: ..., as in the run file).\n"
       "Heterogeneous workers: dist.partition static (dist.shares: [96, 32]), measured or adaptive gives\n"

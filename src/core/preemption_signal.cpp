@@ -16,6 +16,7 @@ namespace ts {
 namespace {
 
 std::atomic<int> g_signal{0};
+std::atomic<bool> g_starting_up{false};  // between install_preemption_handlers and end_startup_phase
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only store to a lock-free atomic");
 
 // The handlers that were there before ours (an MPI library may count SIGUSR1 as its notice of a
@@ -100,11 +101,23 @@ void install_preemption_handlers() {
     const sigset_t set = preemption_set();
     TS_CHECK(pthread_sigmask(SIG_BLOCK, &set, nullptr) == 0, "pthread_sigmask(SIG_BLOCK, SIGTERM SIGUSR1) failed");
     std::thread(watch_preemption_signals).detach();
+    g_starting_up.store(true);
   });
 }
 
-int preemption_signal() { return g_signal.load(std::memory_order_relaxed); }
+StoppedDuringStartup::StoppedDuringStartup(int signal, const std::string& where)
+    : RuntimeError("stopped by " + signal_name(signal) + " during start-up, before the first step (" + where + ")"),
+      signal_(signal) {}
 
+bool startup_stop_requested() {
+  return g_starting_up.load(std::memory_order_relaxed) && g_signal.load(std::memory_order_relaxed) != 0;
+}
+
+void throw_stopped_during_startup(const std::string& where) { throw StoppedDuringStartup(preemption_signal(), where); }
+
+void end_startup_phase() { g_starting_up.store(false); }
+
+int preemption_signal() { return g_signal.load(std::memory_order_relaxed); }
 
 std::string signal_name(int signal) {
   switch (signal) {

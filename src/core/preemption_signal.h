@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "core/error.h"
+
 namespace ts {
 
 // Starts recording SIGTERM and SIGUSR1: blocks them in the calling thread (and so in every
@@ -26,5 +28,31 @@ void install_preemption_handlers();
 int preemption_signal();
 // "SIGTERM", "SIGUSR1", or "signal N".
 std::string signal_name(int signal);
+
+// Start-up (everything before the first step: listing the data root, the page-cache pass,
+// staging, opening the data, planning) has no step boundary to stop at, and a scheduler that
+// sends SIGTERM expects the process gone within its grace period: its long loops call
+// stop_if_signalled_during_startup between items, which throws StoppedDuringStartup once a
+// signal was recorded. Only while the start-up phase is open (from install_preemption_handlers
+// to end_startup_phase, called before the first step): a loop that also runs later (or in
+// another command) never stops there. train() turns it into exit 4 or 1 (train/startup_stop.h).
+class StoppedDuringStartup : public RuntimeError {
+ public:
+  StoppedDuringStartup(int signal, const std::string& where);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+bool startup_stop_requested();
+[[noreturn]] void throw_stopped_during_startup(const std::string& where);
+// `where()` says what the loop was doing ("copying 1200 of 50000 files to ..."); it is only
+// called when the loop stops.
+template <class Where>
+void stop_if_signalled_during_startup(const Where& where) {
+  if (startup_stop_requested()) throw_stopped_during_startup(where());
+}
+// The first step starts: from here on signals are taken at step boundaries.
+void end_startup_phase();
 
 }  // namespace ts

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/preemption_signal.h"
 #include "data/blob_listing.h"
 #include "data/blob_url.h"
 
@@ -314,6 +315,8 @@ std::vector<StorageEntry> BlobStorage::list(const std::string& dir) const {
     const std::string prefix = s3_prefix_of(dir);
     std::string token;
     do {
+      stop_if_signalled_during_startup(
+          [&] { return "listing " + dir + ", " + std::to_string(entries.size()) + " objects so far"; });
       Target listing = target_of(*options_, dir, true);
       std::vector<std::pair<std::string, std::string>> query = {{"list-type", "2"}, {"prefix", prefix}, {"delimiter", "/"}};
       if (!token.empty()) query.emplace_back("continuation-token", token);

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/preemption_signal.h"
 #include "core/sha256.h"
 
 namespace ts {
@@ -91,6 +92,7 @@ void copy_file(const Storage& source, const TreeFile& file, const fs::path& dst,
   for (int64_t offset = 0; offset < in->size();) {
     const int64_t bytes = std::min<int64_t>(kCopyChunk, in->size() - offset);
     try {
+      stop_if_signalled_during_startup([&] { return "dataset.stage node_local: copying " + file.path; });  // a large file
       in->read_at(offset, bytes, buffer.data());
     } catch (...) {
       ::close(fd);
@@ -111,6 +113,27 @@ void copy_file(const Storage& source, const TreeFile& file, const fs::path& dst,
   }
   if (::close(fd) != 0)
     throw RuntimeError("dataset.stage: closing " + dst.string() + " failed (" + std::strerror(errno) + ")");
+}
+
+// Copies every file into `temp_dir`; a preemption signal during start-up stops it between two
+// files (or two chunks of one) and removes the partial copy.
+void copy_files(const Storage& source, const std::vector<TreeFile>& files, const fs::path& temp_dir,
+                std::vector<char>& buffer) {
+  size_t copied = 0;
+  try {
+    for (const TreeFile& f : files) {
+      stop_if_signalled_during_startup([&] {
+        return "dataset.stage node_local: copied " + std::to_string(copied) + " of " + std::to_string(files.size()) +
+               " files to " + temp_dir.string() + ", removed again";
+      });
+      copy_file(source, f, temp_dir / f.relative, buffer);
+      ++copied;
+    }
+  } catch (const StoppedDuringStartup&) {
+    std::error_code ec;
+    fs::remove_all(temp_dir, ec);
+    throw;
+  }
 }
 
 }  // namespace
@@ -155,7 +178,7 @@ StageResult stage_tree(const Storage& source, const std::string& root, const std
     throw RuntimeError("dataset.stage: cannot create " + temp_dir.string() + " (" + ec.message() +
                        "); set dataset.stage_dir to a writable node-local directory");
   std::vector<char> buffer(static_cast<size_t>(kCopyChunk));
-  for (const TreeFile& f : files) copy_file(source, f, temp_dir / f.relative, buffer);
+  copy_files(source, files, temp_dir, buffer);
   AtomicFile stamp((temp_dir / kStampName).string());
   stamp.write(manifest);
   stamp.commit();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/preemption_signal.h"
 
 namespace ts {
 namespace {
@@ -91,6 +92,8 @@ std::vector<StorageEntry> PosixStorage::list(const std::string& dir) const {
     errno = 0;  // readdir returns null both at the end and on an error; errno tells them apart
     const dirent* d = ::readdir(handle.get());
     if (!d) break;
+    stop_if_signalled_during_startup(
+        [&] { return "listing data directory " + dir + ", " + std::to_string(entries.size()) + " entries so far"; });
     const std::string name = d->d_name;
     if (name == "." || name == "..") continue;
     struct stat st {};

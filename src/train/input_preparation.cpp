@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "core/error.h"
+#include "core/preemption_signal.h"
 #include "core/strings.h"
 #include "core/timer.h"
 #include "data/blob_storage.h"
@@ -107,6 +108,8 @@ InputPreparation prepare_input(const RunConfig& run, Communicator& comm) {
   if (comm.local_rank() == 0) {
     try {
       prepare_on_node(d, p);
+    } catch (const StoppedDuringStartup&) {
+      throw;  // as it is: train() ends every rank (the others wait for this one below)
     } catch (const std::exception& e) {
       error = e.what();
     }

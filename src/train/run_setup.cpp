@@ -12,6 +12,7 @@
 #include "dist/allreduce.h"
 #include "core/error.h"
 #include "core/memory_limits.h"
+#include "core/preemption_signal.h"
 #include "nn/layers/conv2d.h"
 #include "nn/layers/fully_connected.h"
 #include "nn/models.h"
@@ -168,6 +169,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   const int replicas = hogwild ? static_cast<int>(r.dist.threads_per_worker) : comm.size();
   s->data = open_run_data(cfg, r.batch_for(replicas), replicas, prepare_input(r, comm));
   s->plan = plan_of(cfg, s->data->train_count, replicas);
+  stop_if_signalled_during_startup([] { return "the data set was open; the memory estimate and planning were next"; });
   // The memory check (collective) before anything large is allocated.
   s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
   s->memory_bound = memory_bound(cfg, comm.local_size());
@@ -184,6 +186,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   start_loaders(cfg, *s->data, s->plan.batch, hogwild ? 0 : comm.rank(), replicas, slot_allocator(*s->backend),
                 first_step, share, hogwild);
   s->net->set_batch(s->plan.batch);
+  stop_if_signalled_during_startup([] { return "planning the model"; });
   if (r.cuda_graphs) {
     try {
       s->net->use_captured_forward(true);

@@ -31,6 +31,7 @@
 #include "train/resume.h"
 #include "train/run_output.h"
 #include "train/run_setup.h"
+#include "train/startup_stop.h"
 
 namespace ts {
 namespace {
@@ -148,6 +149,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   const std::string warmup = warmup_warning(cfg, setup->plan, setup->lr->at(setup->plan.total_steps - 1));
   if (!warmup.empty()) warn(log, rec, root, warmup);
   const bool can_checkpoint = checkpoint_refusal(cfg.run).empty();
+  end_startup_phase();  // a signal from here on stops the run at a step boundary
   rec.loop_start_wall = unix_seconds();
   run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
   if (setup->outside_peers) setup->outside_peers->leave();
@@ -183,6 +185,7 @@ RunOutcome train_async_ps(const ResolvedConfig& cfg, const RunIdentity& id, cons
   std::unique_ptr<Communicator> role = world.split(server ? 1 : 0);
   role->arm_watchdog(cfg.run.dist.timeout_s);
   if (server) {
+    end_startup_phase();  // a server stops when server 0 names the step (dist/boundary_arbiter.h)
     serve_async_ps(cfg, world, log);
     return {kExitOk, ""};
   }
@@ -231,6 +234,8 @@ RunOutcome train(const ResolvedConfig& run_cfg, const RunIdentity& id, const std
                                      : train_checked(cfg, id, out_dir, run_path, resume, comm, log, start_warnings);
       comm.barrier();  // the other ranks wait (bounded) until rank 0 has written the run file
       return outcome;
+    } catch (const StoppedDuringStartup& stop) {  // exit 4 with a checkpoint to resume, else 1
+      end_stopped_startup(stop, out_dir, id.run_id, comm);
     } catch (const std::bad_alloc& e) {  // what the memory estimate (train/memory_estimate.h) did not foresee
       throw RuntimeError(std::string("out of memory on rank ") + std::to_string(comm.rank()) + " (" + host_name() +
                          "): an allocation failed (" + e.what() +
