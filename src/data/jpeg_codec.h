@@ -30,6 +30,10 @@ JpegSize jpeg_size(const uint8_t* bytes, size_t size, const std::string& where);
 
 // The most pixels decode_jpeg accepts (PIL's decompression-bomb limit, 1024 x 1024 x 256 / 3).
 constexpr int64_t kMaxJpegPixels = 89478485;
+// The largest JPEG file the jpeg_dir format reads: 4 bytes per pixel of the largest image
+// decode_jpeg accepts (raw RGB is 3; the rest leaves room for quality 100 and metadata). A
+// larger file cannot be an image it decodes, and is refused before it is read.
+constexpr int64_t kMaxJpegFileBytes = 4 * kMaxJpegPixels;
 
 // Decodes a JPEG into `channels` (1: grey, 3: RGB) whatever its own colour space. Throws
 // RuntimeError naming `where` when the bytes are not a JPEG libjpeg-turbo can decode

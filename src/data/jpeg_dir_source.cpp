@@ -101,6 +101,26 @@ JpegDirListing flat_layout_files(const Storage& storage, const std::string& root
   return s;
 }
 
+// The whole file, once its size and its first bytes say it can be a JPEG: a 3 GB file named
+// .jpg (sparse, or a disk image) would otherwise be read whole into memory before the decoder
+// looked at it.
+std::vector<uint8_t> read_jpeg_file(const RandomAccessFile& file) {
+  const int64_t size = file.size();
+  const std::string what = "JPEG " + file.path() + " (" + std::to_string(size) + " bytes)";
+  if (size > kMaxJpegFileBytes)
+    throw RuntimeError(what + ": larger than any image the decoder accepts (the bound is " +
+                       std::to_string(kMaxJpegFileBytes) + " bytes, 4 per pixel of " + std::to_string(kMaxJpegPixels) +
+                       " pixels); remove the file from the data set or replace it with the image");
+  std::vector<uint8_t> bytes(static_cast<size_t>(std::min<int64_t>(size, 3)));
+  file.read_at(0, static_cast<int64_t>(bytes.size()), bytes.data());
+  if (size < 3 || bytes[0] != 0xFF || bytes[1] != 0xD8 || bytes[2] != 0xFF)
+    throw RuntimeError(what + ": not a JPEG (it does not start with the bytes FF D8 FF); remove the file from the "
+                       "data set or replace it with the image");
+  bytes.resize(static_cast<size_t>(size));
+  file.read_at(3, size - 3, bytes.data() + 3);
+  return bytes;
+}
+
 class JpegDirSource final : public SampleSource {
  public:
   JpegDirSource(std::shared_ptr<const Storage> storage, JpegDirListing files, const Shape& sample,
@@ -124,9 +144,7 @@ class JpegDirSource final : public SampleSource {
 
   void read_augmented(int64_t index, uint64_t augment_seed, float* image, int32_t* label, float*) const override {
     const std::string& path = files_.paths[static_cast<size_t>(index)];
-    const auto file = storage_->open(path);
-    std::vector<uint8_t> bytes(static_cast<size_t>(file->size()));
-    file->read_at(0, file->size(), bytes.data());
+    const std::vector<uint8_t> bytes = read_jpeg_file(*storage_->open(path));
     const Image8 decoded = decode_jpeg(bytes.data(), bytes.size(), static_cast<int>(spec_.sample[0]), path);
     transform_.apply(decoded, augment_seed, image);
     *label = files_.labels[static_cast<size_t>(index)];

@@ -105,6 +105,14 @@ Shard open_shard(const Storage& storage, const std::string& path) {
     return s;
   }
   auto f = storage.open(index);
+  // A shard of N bytes holds at most N / kFrameOverhead records, 8 index bytes each: a larger
+  // index is another file (refused before it is read into memory).
+  const int64_t most = 16 + 8 * (s.file->size() / kFrameOverhead);
+  if (f->size() > most)
+    throw RuntimeError("records index " + index + " (" + std::to_string(f->size()) + " bytes): larger than an index of " +
+                       path + " can be (the bound is " + std::to_string(most) + " bytes: 16 + 8 per record of at least " +
+                       std::to_string(kFrameOverhead) +
+                       " bytes); delete it to read the shard without it, or convert the data set again");
   std::vector<uint8_t> bytes(static_cast<size_t>(f->size()));
   f->read_at(0, f->size(), bytes.data());
   s.offsets = parse_record_index(bytes, index);
