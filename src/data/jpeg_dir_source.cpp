@@ -48,6 +48,21 @@ void add_class_files(const Storage& storage, const std::string& dir, int32_t lab
     }
 }
 
+// Classes taken from the folders must each hold files in `s`'s split: a class folder left empty
+// in train/ (or missing from test/) would train on one class fewer than it evaluates (or the
+// reverse) without a word, the labels still counting it. Data sets with named classes
+// (class_names) may lack some in a split. `hint` says what the split's files are.
+void require_every_class(const JpegDirListing& s, const std::string& dir, const std::string& hint) {
+  std::vector<int64_t> files(s.classes.size(), 0);
+  for (int32_t label : s.labels) ++files[static_cast<size_t>(label)];
+  for (size_t c = 0; c < s.classes.size(); ++c)
+    if (files[c] == 0)
+      throw RuntimeError("jpeg_dir " + join_storage_path(dir, s.classes[c]) + ": class '" + s.classes[c] + "' (label " +
+                         std::to_string(c) + " of " + std::to_string(s.classes.size()) + ") has no " + hint +
+                         ", so the splits do not hold the same classes; add its images, or remove the class folder "
+                         "from every split");
+}
+
 // ROOT/{train,test|val}/<class>/*.jpg: classes from the training folder, for both splits.
 JpegDirListing split_layout_files(const Storage& storage, const std::string& root, Split split,
                               const std::vector<std::string>& class_names) {
@@ -74,6 +89,7 @@ JpegDirListing split_layout_files(const Storage& storage, const std::string& roo
     add_class_files(storage, join_storage_path(dir, c), static_cast<int32_t>(at - s.classes.begin()),
                     [](const std::string&) { return true; }, s);
   }
+  if (class_names.empty()) require_every_class(s, dir, ".jpg/.jpeg files here");
   return s;
 }
 
@@ -98,6 +114,9 @@ JpegDirListing flat_layout_files(const Storage& storage, const std::string& root
                     },
                     s);
   }
+  // The held-out share of a small class may be empty; its training files may not.
+  if (class_names.empty() && split == Split::train)
+    require_every_class(s, root, "training files (.jpg/.jpeg files not held out as the test split)");
   return s;
 }
 

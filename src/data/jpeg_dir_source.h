@@ -34,8 +34,9 @@ struct JpegDirOptions {
 
 // Opens one split; the source keeps `storage` for its per-sample reads. Throws ConfigError for
 // a sample shape that is not (1|3, H, W) or a test_fraction outside (0, 1), RuntimeError naming
-// the folder when it is missing, has no class subfolders, no JPEG files in the split, or a test
-// class the training split lacks. A file that does not decode fails its read() naming the file.
+// the folder when it is missing, has no class subfolders, no JPEG files in the split, a test
+// class the training split lacks, or (classes from the folders) a class without files in the
+// split: the splits must hold the same classes. A file that does not decode fails its read().
 std::unique_ptr<SampleSource> open_jpeg_dir_source(std::shared_ptr<const Storage> storage,
                                                    const JpegDirOptions& options, Split split);
 

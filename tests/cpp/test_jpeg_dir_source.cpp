@@ -70,10 +70,11 @@ TEST_F(JpegDirTest, SplitLayoutClassesLabelsAndPixels) {
   for (int i = 0; i < 3; ++i) write_jpeg("train/b/" + std::to_string(i) + ".jpg", 20, 12, 1, 40);
   for (int i = 0; i < 2; ++i) write_jpeg("train/a/" + std::to_string(i) + ".JPEG", 9, 30, 1, 200);
   write_jpeg("test/b/x.jpeg", 16, 16, 1, 40);
+  write_jpeg("test/a/y.jpg", 16, 16, 1, 200);
   write_bytes("train/a/notes.txt", {'h', 'i'});  // not a JPEG name: ignored
   const auto train = open(ts::Split::train), test = open(ts::Split::test);
   EXPECT_EQ(train->count(), 5);
-  EXPECT_EQ(test->count(), 1);
+  EXPECT_EQ(test->count(), 2);
   EXPECT_EQ(train->spec().classes, 2);
   EXPECT_EQ(test->spec().classes, 2);  // the training folder defines the classes
   EXPECT_EQ(train->spec().sample, (ts::Shape{1, 8, 8}));
@@ -85,9 +86,36 @@ TEST_F(JpegDirTest, SplitLayoutClassesLabelsAndPixels) {
     // One colour: any crop or flip keeps it; statistics {} scale to [0, 1].
     for (float v : image) EXPECT_NEAR(v, (i < 2 ? 200 : 40) / 255.0, 3 / 255.0);
   }
-  test->read(0, image.data(), &label, nullptr);
+  test->read(1, image.data(), &label, nullptr);
   EXPECT_EQ(label, 1);
   EXPECT_NE(train->describe().find("jpeg_dir"), std::string::npos);
+}
+
+// A class folder emptied in train/ (its test images kept) or missing from test/: the splits'
+// classes differ, refused naming the class (it trained on 9 classes of 10 without a word).
+TEST_F(JpegDirTest, SplitsThatDoNotHoldTheSameClassesAreRefused) {
+  for (const char* c : {"ant", "bee", "cat"}) {
+    write_jpeg(std::string("train/") + c + "/0.jpg", 8, 8, 1, 1);
+    write_jpeg(std::string("test/") + c + "/0.jpg", 8, 8, 1, 1);
+  }
+  EXPECT_EQ(open(ts::Split::train)->count(), 3);
+  fs::remove(dir_ / "train" / "bee" / "0.jpg");  // emptied, the folder kept
+  EXPECT_EQ(error_of(ts::Split::train),
+            "jpeg_dir " + (dir_ / "train" / "bee").string() + ": class 'bee' (label 1 of 3) has no .jpg/.jpeg files "
+            "here, so the splits do not hold the same classes; add its images, or remove the class folder from every split");
+  write_jpeg("train/bee/0.jpg", 8, 8, 1, 1);
+  fs::remove_all(dir_ / "test" / "cat");  // the test split lacks a class
+  EXPECT_NE(error_of(ts::Split::test).find((dir_ / "test" / "cat").string() + ": class 'cat' (label 2 of 3) has no"),
+            std::string::npos)
+      << error_of(ts::Split::test);
+  EXPECT_EQ(open(ts::Split::train)->count(), 3);
+  // The flat layout: a class whose every file is held out (or that has none) has no training files.
+  fs::remove_all(dir_ / "train");
+  fs::remove_all(dir_ / "test");
+  for (int i = 0; i < 20; ++i) write_jpeg("x/" + std::to_string(i) + ".jpg", 8, 8, 1, 1);
+  fs::create_directories(dir_ / "y");
+  EXPECT_NE(error_of(ts::Split::train).find("class 'y' (label 1 of 2) has no training files"), std::string::npos)
+      << error_of(ts::Split::train);
 }
 
 TEST_F(JpegDirTest, ValStandsForTestAndRgbDecodes) {
