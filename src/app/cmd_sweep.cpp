@@ -208,11 +208,11 @@ int run_here(const Campaign& campaign, const std::vector<int64_t>& indices, cons
   return report_local_run(campaign, run_local(campaign, indices, k, std::cout));
 }
 
-// "3 runs" / "6 runs in 2 array tasks of up to 3 (packed)".
+// "3 runs" / "6 runs in 2 array tasks of up to 3 (packed)" / "... (packed, 2 side by side)".
 std::string runs_text(const JobScript& js) {
   if (js.pack <= 1) return std::to_string(js.runs) + " runs";
   return std::to_string(js.runs) + " runs in " + std::to_string(js.count) + " array task(s) of up to " + std::to_string(js.pack) +
-         " (packed)";
+         (js.width > 1 ? " (packed, " + std::to_string(js.width) + " side by side)" : " (packed)");
 }
 
 // One line per run of a submitted script, "  task 0: index 3 <run_id> (lr=0.1 workers=2)", the
@@ -315,8 +315,10 @@ int sweep_submit(const std::vector<std::string>& args) {
       "in CAMPAIGN_DIR/jobs/, submitted with sbatch --parsable / qsub; job ids go to\n"
       "jobs/submissions.yaml; each submitted run is listed by index, run id and swept values.\n"
       "--pack K (or the site's `pack`): each array task runs K runs one after another in its\n"
-      "allocation (walltime K x the runs'); each run keeps its own markers and run file, a failed\n"
-      "run does not stop the others, a preempted task resumes its unfinished runs when requeued.\n"
+      "allocation (walltime K x the runs'), or, with the site's pack_side_by_side, W at once where\n"
+      "one node holds W runs (one node, walltime ceil(K/W) x the runs'; docs/sweeps.md \"Packed\n"
+      "allocations\"); each run keeps its own markers and run file, a failed run does not stop\n"
+      "the others, a preempted task resumes its unfinished runs when requeued.\n"
       "local: runs them on this machine K at a time through the site's launcher, one progress\n"
       "line per finished run (index, run id and swept values); each task holds runs/<run_id>.lock,\n"
       "so a second submit never runs a task twice. Ctrl-C / SIGTERM: the running tasks get SIGUSR1\n"
@@ -330,7 +332,7 @@ int sweep_submit(const std::vector<std::string>& args) {
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
       ("scheduler", po::value<std::string>(), "local | slurm | pbs | simulate")
       ("throttle", po::value<int>(), "runs at a time (array %K / max_run_subjobs; local executor: parallel runs)")
-      ("pack", po::value<int>(), "slurm/pbs: runs per array task, one after another in one allocation (1..1000; default: the site's pack, else 1)")
+      ("pack", po::value<int>(), "slurm/pbs: runs per array task in one allocation, one after another, or side by side as a node holds them with the site's pack_side_by_side (1..1000; default: the site's pack, else 1)")
       ("dry-run", "write the scripts (slurm/pbs) or print the launch commands (local); submit nothing");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
   if (!parsed) return kExitOk;

@@ -334,7 +334,7 @@ RunningMarker read_running(const RunFiles& f, const std::string& run_id, const s
   return r;
 }
 
-// Where `index` stands in a packed task that the scheduler runs (its runs one after another):
+// Where `index` stands in a packed task's lane that the scheduler runs (its runs one after another):
 // the current run is the first with a RUNNING marker, else the first that is neither done,
 // unsupported nor failed; -1 (earlier), 0 (current) or 1 (later) than it. No current run: every
 // run has been tried (earlier).
@@ -367,10 +367,13 @@ SchedulerTask scheduler_task(const Campaign& campaign, const ManifestRun& run, c
   const auto position = std::find(task.pack.begin(), task.pack.end(), run.index) - task.pack.begin();
   const std::string of = "run " + std::to_string(position + 1) + " of " + std::to_string(task.pack.size()) +
                          " of its packed array task";
-  switch (pack_turn(campaign, task.pack, run.index)) {
+  const bool lanes = task.lanes > 1 && !task.lane.empty();  // side by side: the run's lane is its sequence
+  const std::string how = lanes ? ", which runs them " + std::to_string(task.lanes) + " side by side"
+                                : ", which runs them one after another";
+  switch (pack_turn(campaign, lanes ? task.lane : task.pack, run.index)) {
     case -1: return {};
-    case 0: return {"running", "scheduler: running, " + of, task.pack};
-    default: return {"pending", "waiting: " + of + ", which runs them one after another", task.pack};
+    case 0: return {"running", "scheduler: running, " + of, task.pack, task.lanes, task.lane};
+    default: return {"pending", "waiting: " + of + how, task.pack, task.lanes, task.lane};
   }
 }
 

@@ -122,19 +122,23 @@ struct CampaignStatus {
 // answered and no longer lists the task's job) | "not submitted" (no recorded submission holds
 // the index: it counts as missing, said so), and for pending tasks why they wait (Slurm's
 // reason code such as Priority, Resources or JobHeldUser; PBS's comment), "" when it gives none.
-// `pack`: the indices of a packed array task (sweep submit --pack), in the order it runs them;
-// empty for a task of one run.
+// `pack`: the indices of a packed array task (sweep submit --pack), lane after lane; empty for a
+// task of one run. A task whose runs go side by side has `lanes` > 1, and `lane` holds the
+// indices of this run's lane, in the order it runs them (one after another).
 struct SchedulerTask {
   std::string state;
   std::string reason;
   std::vector<int64_t> pack;
+  int lanes = 1;
+  std::vector<int64_t> lane;
 };
 using SchedulerStates = std::map<int64_t, SchedulerTask>;
 
 // Classifies every run, first match wins: a DONE marker whose run file is complete ->
 // done/diverged; an UNSUPPORTED marker (what this build, machine or GPU generation cannot run,
 // found at expand or at run time) -> unsupported, with its reason; in a packed task that the
-// scheduler runs, the runs run one after another: the task's current run (the first with a
+// scheduler runs, the runs of a lane (the task's runs, or each lane of a task whose runs go side
+// by side) run one after another: the lane's current run (the first with a
 // RUNNING marker, else the first that is neither done, unsupported nor failed) is running, the
 // runs after it are pending ("waiting in its packed array task"), the runs before it are
 // classified by their markers alone; the scheduler says running, or

@@ -122,6 +122,14 @@ std::optional<double> memory_bytes(const std::string& text) {
   return value * scale;
 }
 
+int pack_width(const Site& site, const JobShape& shape, int pack) {
+  const SiteNode& node = site.node;
+  if (!site.pack_side_by_side || pack <= 1 || shape.nodes != 1 || shape.gpus_per_node > 0 || !shape.mem.empty() || !node.cores || node.oversubscribe)
+    return 1;
+  const int per_run = std::max(1, shape.tasks_per_node * shape.cpus_per_task);
+  return std::max(1, std::min(pack, *node.cores / per_run));
+}
+
 std::vector<std::string> shape_problems(const Campaign& c, const std::vector<ShapeGroup>& groups, const std::string& scheduler,
                                         const SiteNode& node) {
   const bool local = scheduler == "local";

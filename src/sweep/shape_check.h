@@ -33,6 +33,12 @@ std::optional<double> memory_bytes(const std::string& text);
 std::vector<std::string> shape_problems(const Campaign& campaign, const std::vector<ShapeGroup>& groups,
                                         const std::string& scheduler, const SiteNode& node);
 
+// How many runs of `shape` a packed array task of `pack` runs runs side by side (docs/sweeps.md
+// "Packed allocations"): with the site's pack_side_by_side, as many as one node of the site
+// holds by cores, at most `pack`, for a one-node CPU shape without resources.mem on a node whose
+// cores the site declares (not oversubscribed); 1 (one after another) otherwise.
+int pack_width(const Site& site, const JobShape& shape, int pack);
+
 // ConfigError (exit 2) listing every shape_problems() of the effective node.
 void check_shapes(const Campaign& campaign, const std::vector<ShapeGroup>& groups, const std::string& scheduler);
 

@@ -192,7 +192,7 @@ void read_simulate(const SiteParser& p, const YAML::Node& n, Site& s) {
 }  // namespace
 
 std::vector<std::string> site_file_keys() {
-  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "pack", "requeue", "signal_seconds",
+  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "pack", "pack_side_by_side", "requeue", "signal_seconds",
           "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage", "scratch", "simulate"};
 }
 
@@ -239,6 +239,12 @@ Site parse_site_file(const std::string& text, const std::string& path) {
       p.fail(n, "key 'pack': " + std::to_string(pack) + " runs per allocation needs scheduler slurm or pbs; the " +
                     s.scheduler + " executor starts each run by itself (use limits.throttle for runs at a time)");
     s.pack = static_cast<int>(pack);
+  }
+  if (const YAML::Node n = root["pack_side_by_side"]) {
+    s.pack_side_by_side = p.boolean(n, "pack_side_by_side");
+    if (s.pack_side_by_side && s.scheduler != "slurm" && s.scheduler != "pbs")
+      p.fail(n, "key 'pack_side_by_side': runs side by side in one allocation needs scheduler slurm or pbs; the " +
+                    s.scheduler + " executor starts each run by itself (use limits.throttle for runs at a time)");
   }
   read_preemption(p, root, s);
   if (const YAML::Node n = root["env"]) {

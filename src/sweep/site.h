@@ -86,6 +86,9 @@ struct Site {
   std::string mem;           // defaults.mem: memory per node when the sweep's resources give none ("" = the scheduler's)
   // `pack`: runs per array task (sweep submit --pack): Slurm and PBS only; 1 = one run per task.
   int pack = 1;
+  // `pack_side_by_side`: a packed task runs as many of its runs at once as one node holds
+  // (shape_check.h pack_width); false: one after another (runs that share a node contend for it).
+  bool pack_side_by_side = false;
   int workers_per_node = 0;  // CPU runs: MPI ranks per node (0 = all ranks on one node)
   std::string templates;     // directory of the job templates ("" = <source>/jobs)
   SiteNode node;             // `node:` (cores, gpus, memory_gb, oversubscribe)

@@ -31,6 +31,7 @@
 #include "core/run_marker.h"
 #include "core/strings.h"
 #include "sweep/scheduler_values.h"
+#include "sweep/shape_check.h"
 #include "sweep/simulate.h"
 
 namespace ts {
@@ -133,31 +134,49 @@ std::vector<std::vector<int64_t>> pack_indices(const std::vector<int64_t>& indic
   return tasks;
 }
 
-std::string index_file_text(const std::vector<std::vector<int64_t>>& tasks) {
+std::string index_file_text(const std::vector<std::vector<int64_t>>& tasks, int width) {
   std::string text;
   for (const auto& task : tasks) {
-    for (size_t k = 0; k < task.size(); ++k) text += (k ? " " : "") + std::to_string(task[k]);
+    const size_t lanes = std::max<size_t>(1, std::min(task.size(), static_cast<size_t>(std::max(1, width))));
+    for (size_t lane = 0; lane < lanes; ++lane) {  // lane j: the task's runs j, j + lanes, ...
+      text += lane ? " | " : "";
+      for (size_t k = lane; k < task.size(); k += lanes) text += (k > lane ? " " : "") + std::to_string(task[k]);
+    }
     text += "\n";
   }
   return text;
 }
 
-std::vector<std::vector<int64_t>> read_index_file(const std::string& path) {
-  std::vector<std::vector<int64_t>> tasks;
+std::vector<std::vector<std::vector<int64_t>>> read_index_lanes(const std::string& path) {
+  std::vector<std::vector<std::vector<int64_t>>> tasks;
   std::ifstream in(path);
   int line_number = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_number;
     if (trim(line).empty()) continue;
     std::istringstream words(line);
-    std::vector<int64_t> task;
+    std::vector<std::vector<int64_t>> lanes(1);
     for (std::string word; words >> word;) {
+      if (word == "|") {
+        lanes.emplace_back();
+        continue;
+      }
       if (word.find_first_not_of("0123456789") != std::string::npos || word.size() > 18)
         throw ConfigError(path + ":" + std::to_string(line_number) + ": '" + one_line(word) +
-                          "' is not a manifest index; an index file holds the indices of one array task per line");
-      task.push_back(std::stoll(word));
+                          "' is not a manifest index; an index file holds the indices of one array task per line "
+                          "(its lanes, which run side by side, separated by ' | ')");
+      lanes.back().push_back(std::stoll(word));
     }
-    tasks.push_back(std::move(task));
+    tasks.push_back(std::move(lanes));
+  }
+  return tasks;
+}
+
+std::vector<std::vector<int64_t>> read_index_file(const std::string& path) {
+  std::vector<std::vector<int64_t>> tasks;
+  for (const auto& lanes : read_index_lanes(path)) {
+    tasks.emplace_back();
+    for (const auto& lane : lanes) tasks.back().insert(tasks.back().end(), lane.begin(), lane.end());
   }
   return tasks;
 }
@@ -369,18 +388,30 @@ void pbs_values(const Site& site, const JobShape& shape, int64_t count, int thro
 }
 
 // "6 runs, one per array task" / "2 array tasks of up to 3 runs each, one after another
-// (walltime 3 x 00:10:00)".
-std::string tasks_summary(int64_t count, int pack, const std::string& walltime) {
+// (walltime 3 x 00:10:00)" / "... of up to 4 runs each, 2 side by side (walltime 2 x 00:10:00)".
+std::string tasks_summary(int64_t count, int pack, const std::string& walltime, int width) {
   if (pack <= 1) return std::to_string(count) + " runs, one per array task";
-  return std::to_string(count) + " array tasks of up to " + std::to_string(pack) + " runs each, one after another (walltime " +
-         std::to_string(pack) + " x " + walltime + ")";
+  const int rounds = (pack + width - 1) / width;
+  return std::to_string(count) + " array tasks of up to " + std::to_string(pack) + " runs each, " +
+         (width > 1 ? std::to_string(width) + " side by side" : std::string("one after another")) + " (walltime " +
+         std::to_string(rounds) + " x " + walltime + ")";
+}
+
+// The launcher of one run of a task whose runs go side by side: srun gets a slice of its own
+// (--exclusive: CPUs no other step of the job holds; one node; the run's CPUs per task);
+// mpirun and mpiexec place the run on the allocation's node as they do for one run.
+std::vector<std::string> lane_launch(const SiteMpi& mpi, const JobShape& shape, int width) {
+  std::vector<std::string> cmd = launch_command(mpi, shape.workers);
+  if (width > 1 && mpi.launcher == "srun")
+    cmd.insert(cmd.begin() + 1, {"--exclusive", "--nodes=1", "--cpus-per-task=" + std::to_string(shape.cpus_per_task)});
+  return cmd;
 }
 
 }  // namespace
 
 std::string render_job_script(const Campaign& c, const std::string& scheduler, const JobShape& shape,
                               const std::string& job_name, const std::string& index_file, int64_t count, int throttle,
-                              int pack) {
+                              int pack, int width) {
   const Site& site = c.site;
   const std::string tpl_path = templates_dir(site) + "/" + (scheduler == "slurm" ? "slurm.sh.in" : "pbs.sh.in");
   if (!fs::is_regular_file(tpl_path))
@@ -390,23 +421,25 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   const std::string campaign_dir = fs::absolute(c.dir).lexically_normal().string();
   check_header_values(c, shape, job_name, campaign_dir + "/logs");
   pack_indices({}, pack);  // the range check
-  const std::string walltime = scaled_walltime(shape.walltime, pack);  // the runs of a task one after another
+  width = std::max(1, std::min(width, pack));
+  // The runs of a lane one after another; `width` lanes at once on one node (width x its tasks).
+  const std::string walltime = scaled_walltime(shape.walltime, (pack + width - 1) / width);
 
   std::vector<std::string> launch;
-  for (const auto& a : launch_command(mpi, shape.workers)) launch.push_back(shell_quote(a));
+  for (const auto& a : lane_launch(mpi, shape, width)) launch.push_back(shell_quote(a));
   std::map<std::string, std::string> v;
   v["CAMPAIGN"] = c.name;
   v["SHAPE"] = shape.label();
   v["COUNT"] = std::to_string(count);
-  v["TASKS_SUMMARY"] = tasks_summary(count, pack, shape.walltime);
+  v["TASKS_SUMMARY"] = tasks_summary(count, pack, shape.walltime, width);
   v["PACK"] = std::to_string(pack);
   v["JOB_NAME"] = job_name;
   v["NODES"] = std::to_string(shape.nodes);
-  v["TASKS"] = std::to_string(shape.workers);
-  v["TASKS_PER_NODE"] = std::to_string(shape.tasks_per_node);
+  v["TASKS"] = std::to_string(shape.workers * width);
+  v["TASKS_PER_NODE"] = std::to_string(shape.tasks_per_node * width);
   v["CPUS_PER_TASK"] = std::to_string(shape.cpus_per_task);
   v["THREADS"] = std::to_string(shape.threads);
-  v["NCPUS_PER_NODE"] = std::to_string(shape.tasks_per_node * shape.cpus_per_task);
+  v["NCPUS_PER_NODE"] = std::to_string(shape.tasks_per_node * shape.cpus_per_task * width);
   v["WALLTIME"] = scheduler == "slurm" ? walltime : pbs_walltime(walltime);
   v["LOG_DIR"] = shell_quote(campaign_dir + "/logs");
   v["CAMPAIGN_DIR"] = shell_quote(campaign_dir);
@@ -447,10 +480,11 @@ std::vector<JobScript> write_job_scripts(const Campaign& c, const std::string& s
       js.shape = groups[g].shape.label();
       js.count = static_cast<int64_t>(part.size());
       js.pack = pack;
+      js.width = pack_width(c.site, groups[g].shape, pack);
       for (const auto& task : part) js.runs += static_cast<int64_t>(task.size());
-      write_file_atomically(js.index_file, index_file_text(part));
-      write_file_atomically(js.script,
-                            render_job_script(c, scheduler, groups[g].shape, js.name, js.index_file, js.count, throttle, pack));
+      write_file_atomically(js.index_file, index_file_text(part, js.width));
+      write_file_atomically(js.script, render_job_script(c, scheduler, groups[g].shape, js.name, js.index_file, js.count,
+                                                         throttle, pack, js.width));
       fs::permissions(js.script, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
       out.push_back(js);
     }
@@ -543,7 +577,7 @@ void mark_task(SchedulerStates& states, const RecordedJobs& jobs, const std::str
                SchedulerTask what) {
   auto it = jobs.find(job);
   if (it == jobs.end()) return;
-  const auto tasks = read_index_file(it->second);
+  const auto tasks = read_index_lanes(it->second);
   int64_t t = 0;
   try {
     t = task.empty() || task == "N/A" ? 0 : std::stoll(task);
@@ -551,8 +585,14 @@ void mark_task(SchedulerStates& states, const RecordedJobs& jobs, const std::str
     return;
   }
   if (t < 0 || t >= static_cast<int64_t>(tasks.size())) return;
-  if (tasks[t].size() > 1) what.pack = tasks[t];
-  for (int64_t index : tasks[t]) states[index] = what;
+  const std::vector<std::vector<int64_t>>& lanes = tasks[static_cast<size_t>(t)];
+  for (const auto& lane : lanes) what.pack.insert(what.pack.end(), lane.begin(), lane.end());
+  if (what.pack.size() < 2) what.pack.clear();
+  what.lanes = static_cast<int>(lanes.size());
+  for (const auto& lane : lanes) {
+    what.lane = lanes.size() > 1 ? lane : std::vector<int64_t>{};
+    for (int64_t index : lane) states[index] = what;
+  }
 }
 
 // squeue: one line per array task (-r), "<array job id> <task id> <state> <reason>".

@@ -67,11 +67,15 @@ std::vector<std::string> launch_command(const SiteMpi& mpi, int workers);
 std::vector<std::vector<int64_t>> pack_indices(const std::vector<int64_t>& indices, int pack);
 
 // Index files: line t+1 holds the manifest indices array task t runs, separated by spaces, in
-// the order the task runs them ("0 1 2\n3 4 5\n"; one index per line without packing).
-std::string index_file_text(const std::vector<std::vector<int64_t>>& tasks);
-// Reads one back (an unreadable file: no tasks). ConfigError naming the file and line for a
-// line that is not a list of indices.
+// the order the task runs them ("0 1 2\n3 4 5\n"; one index per line without packing). A task
+// that runs `width` runs side by side has that many lanes, separated by " | ", each run one after
+// another in its lane: its runs j, j + width, ... in lane j ("0 2 | 1 3").
+std::string index_file_text(const std::vector<std::vector<int64_t>>& tasks, int width = 1);
+// Reads one back (an unreadable file: no tasks): each task's indices, lane after lane.
+// ConfigError naming the file and line for a line that is not a list of indices.
 std::vector<std::vector<int64_t>> read_index_file(const std::string& path);
+// The same with each task's lanes apart (one lane for a task that runs its runs one after another).
+std::vector<std::vector<std::vector<int64_t>>> read_index_lanes(const std::string& path);
 
 // Array scripts of one submission.
 struct JobScript {
@@ -83,14 +87,16 @@ struct JobScript {
   int64_t count = 0;       // array tasks
   int64_t runs = 0;        // runs of all its tasks (count when not packed)
   int pack = 1;            // runs per task (the last may have fewer)
+  int width = 1;           // of them side by side (shape_check.h pack_width), in lanes
 };
 
 // The text of one array script for `count` tasks whose indices are in `index_file`, each task
-// running up to `pack` runs one after another (walltime pack x the shape's).
+// running up to `pack` runs, `width` of them side by side (an allocation of `width` runs' tasks
+// on one node, walltime ceil(pack / width) x the shape's), the rest one after another.
 // Pure (writes nothing): golden tests compare it with tests/golden/.
 std::string render_job_script(const Campaign& campaign, const std::string& scheduler, const JobShape& shape,
                               const std::string& job_name, const std::string& index_file, int64_t count, int throttle,
-                              int pack = 1);
+                              int pack = 1, int width = 1);
 
 // Writes scripts and index files into CAMPAIGN/jobs/ (names start with `tag`: "" or
 // "resubmit1-"), `pack` runs per array task, splitting shapes over the site's max_array_size

@@ -22,6 +22,7 @@
 #include "sweep/expand.h"
 #include "sweep/launcher_end.h"
 #include "sweep/scheduler_values.h"
+#include "sweep/shape_check.h"
 #include "sweep/site.h"
 #include "sweep/submit.h"
 #include "sweep/sweep_file.h"
@@ -671,7 +672,7 @@ TEST_F(Submit, PackedScriptsRunKRunsPerArrayTask) {
   EXPECT_TRUE(contains(text, "#SBATCH --array=0-2%2\n")) << text;  // the throttle counts tasks
   EXPECT_TRUE(contains(text, "#SBATCH --time=00:30:00\n")) << text;  // 3 x the runs' walltime
   EXPECT_TRUE(contains(text, "3 array tasks of up to 3 runs each, one after another (walltime 3 x 00:10:00)")) << text;
-  EXPECT_TRUE(contains(text, "for INDEX in $INDICES; do\n")) << text;
+  EXPECT_TRUE(contains(text, "  for INDEX in $1; do\n")) << text;  // each lane's runs (one lane here)
   EXPECT_TRUE(contains(text, "sweep record-end \"$CAMPAIGN\" --index \"$INDEX\" --not-started")) << text;
 
   // The site's max array size counts array tasks: 3 tasks in arrays of at most 2.
@@ -686,6 +687,82 @@ TEST_F(Submit, PackedScriptsRunKRunsPerArrayTask) {
   // One task left: a plain PBS job that runs task 0.
   EXPECT_TRUE(contains(read(scripts[1].script), "# one array task: a plain job")) << read(scripts[1].script);
   EXPECT_THROW(write_job_scripts(c, "slurm", groups, 0, "", 0), ConfigError);
+}
+
+// pack_side_by_side: a packed task of a one-node CPU shape runs as many runs at once as a node's
+// cores hold, in lanes (docs/sweeps.md "Packed allocations"); other shapes one after another.
+TEST_F(Submit, PackedRunsGoSideBySideAsANodeHoldsThem) {
+  std::ofstream(dir / "site.yaml") << "scheduler: slurm\nnode: {cores: 2}\npack_side_by_side: true\n"
+                                      "mpi:\n  openmpi: {launcher: srun, srun_mpi: pmix}\nstorage:\n  local: {}\n";
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05]}\n"
+                             "resources: {walltime: \"00:10:00\"}\n", (dir / "site.yaml").string());
+  const auto groups = group_by_shape(c, {});
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(pack_width(c.site, groups[0].shape, 4), 2);  // 2 cores / (1 worker x 1 CPU)
+  EXPECT_EQ(pack_width(c.site, groups[0].shape, 1), 1);
+  auto scripts = write_job_scripts(c, "slurm", groups, 0, "", 4);
+  ASSERT_EQ(scripts.size(), 1u);
+  EXPECT_EQ(scripts[0].width, 2);
+  EXPECT_EQ(read(scripts[0].index_file), "0 2 | 1 3\n4\n");  // lane j: runs j, j + 2
+  EXPECT_EQ(read_index_lanes(scripts[0].index_file),
+            (std::vector<std::vector<std::vector<int64_t>>>{{{0, 2}, {1, 3}}, {{4}}}));
+  EXPECT_EQ(read_index_file(scripts[0].index_file), (std::vector<std::vector<int64_t>>{{0, 2, 1, 3}, {4}}));
+  std::string text = read(scripts[0].script);
+  for (const char* line : {"#SBATCH --nodes=1\n", "#SBATCH --ntasks=2\n", "#SBATCH --ntasks-per-node=2\n",
+                           "#SBATCH --cpus-per-task=1\n", "#SBATCH --time=00:20:00\n",  // 2 rounds of 2
+                           "2 array tasks of up to 4 runs each, 2 side by side (walltime 2 x 00:10:00)",
+                           "srun --exclusive --nodes=1 --cpus-per-task=1 --mpi=pmix -n 1 "})
+    EXPECT_TRUE(contains(text, line)) << line << "\n" << text;
+  // PBS: one chunk of the node with both runs' CPUs and ranks.
+  text = read(write_job_scripts(c, "pbs", groups, 0, "", 4)[0].script);
+  EXPECT_TRUE(contains(text, "#PBS -l select=1:ncpus=2:mpiprocs=2\n")) << text;
+  EXPECT_TRUE(contains(text, "#PBS -l walltime=00:20:00\n")) << text;
+  EXPECT_TRUE(contains(text, "IFS='|' read -r -a LANES <<< \"$INDICES\"")) << text;
+  EXPECT_TRUE(contains(text, "    run_lane \"$lane\" &\n")) << text;
+  // What a node cannot hold twice, or what the rule leaves out, runs one after another.
+  JobShape shape = groups[0].shape;
+  shape.cpus_per_task = 2;
+  EXPECT_EQ(pack_width(c.site, shape, 4), 1);
+  shape = groups[0].shape;
+  shape.nodes = 2;
+  EXPECT_EQ(pack_width(c.site, shape, 4), 1);
+  shape = groups[0].shape;
+  shape.gpus_per_node = 1;
+  EXPECT_EQ(pack_width(c.site, shape, 4), 1);
+  shape = groups[0].shape;
+  shape.mem = "4G";
+  EXPECT_EQ(pack_width(c.site, shape, 4), 1);
+  Site site = c.site;
+  site.node.oversubscribe = true;
+  EXPECT_EQ(pack_width(site, groups[0].shape, 4), 1);
+  site = c.site;
+  site.pack_side_by_side = false;  // the default
+  EXPECT_EQ(pack_width(site, groups[0].shape, 4), 1);
+  site = c.site;
+  site.node.cores.reset();  // a node the site does not describe
+  EXPECT_EQ(pack_width(site, groups[0].shape, 4), 1);
+  EXPECT_THROW(parse_site_file("scheduler: local\npack_side_by_side: true\nmpi: {openmpi: {}}\nstorage: {local: {}}\n",
+                               "site.yaml"),
+               ConfigError);
+}
+
+// Status of a packed task whose runs go side by side: each lane's current run is running, the
+// runs after it in its lane wait.
+TEST_F(Submit, StatusOfAPackedTaskInLanes) {
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04]}\n", "");
+  auto files = [&](int i) { return run_files(c.dir, c.runs[i].run_id); };
+  const std::vector<int64_t> pack = {0, 2, 1, 3};
+  SchedulerStates running;
+  for (const std::vector<int64_t>& lane : {std::vector<int64_t>{0, 2}, std::vector<int64_t>{1, 3}})
+    for (int64_t i : lane) running[i] = SchedulerTask{"running", "", pack, 2, lane};
+  for (int i : {0, 1})
+    std::ofstream(files(i).running) << "host: " << host_name() << "\npid: " << ::getpid()
+                                    << "\npid_start: " << *process_start_ticks(::getpid()) << "\nattempt: 1\n";
+  CampaignStatus st = campaign_status(c, running);
+  EXPECT_EQ((std::vector<int64_t>{st.running, st.pending}), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(st.runs[1].reason, "scheduler: running, run 3 of 4 of its packed array task");
+  EXPECT_EQ(st.runs[3].state, RunState::pending);
+  EXPECT_EQ(st.runs[3].reason, "waiting: run 4 of 4 of its packed array task, which runs them 2 side by side");
 }
 
 // OMP_NUM_THREADS in a job script is the runs' threads, not a site's value, and runs whose

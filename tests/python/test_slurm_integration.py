@@ -9,8 +9,9 @@ one diverging and one failing run), submits it with `sweep submit --scheduler sl
 `sweep status --format json`, checks every run file, resubmits the failed run; submits a campaign
 held and reads Slurm's pending reason (JobHeldUser) from `sweep status`; signals a task's batch
 shell as --signal=B:USR1 does and follows it through preempted, requeued and done; runs a packed
-campaign (--pack 3: 6 runs in 2 array tasks, a failing run in the middle of one) and a packed task
-preempted during its second run, requeued and finished; and stops the daemons. It needs root and Debian's slurm-wlm and munge (scripts/setup.sh installs them); without
+campaign (--pack 3: 6 runs in 2 array tasks, a failing run in the middle of one), a packed task
+preempted during its second run, requeued and finished, and a packed task whose two runs go side
+by side (pack_side_by_side) and overlap; and stops the daemons. It needs root and Debian's slurm-wlm and munge (scripts/setup.sh installs them); without
 them it FAILS saying what is missing."""
 import json
 import os
@@ -354,6 +355,38 @@ def test_packed_campaign_runs_k_runs_per_array_task(slurm, tmp_path):
     assert len(slurm_logs) == 2, slurm_logs
     ran = sorted([int(part.split()[0]) for part in l.read_text().split("-> manifest index ")[1:]] for l in slurm_logs)
     assert ran == [[0, 1, 2], [3, 4, 5]], ran
+
+
+def test_packed_task_runs_its_runs_side_by_side_where_the_node_holds_them(slurm, tmp_path):
+    """pack_side_by_side on the real Slurm: the node (2 CPUs) holds two 1-rank, 1-thread runs, so a
+    task of --pack 2 asks for 2 tasks and runs both at once, each an `srun --exclusive` step of its
+    own: their recorded intervals (set-up start to last step's end, from the run files) overlap,
+    both are DONE, and the one Slurm log names both."""
+    camp, runs = expand(tmp_path, "sidebyside", "campaign: sidebyside\nbase: base.yaml\n"
+                        "matrix: {lr: [0.01, 0.02], steps: [40]}\n", REPO / "configs" / "sites" / "localhost-slurm.yaml")
+    site = (camp / "site.yaml").read_text()
+    (camp / "site.yaml").write_text(site.replace("node: {cores: 2}", "node: {cores: 2}\npack_side_by_side: true"))
+    res = run(["sweep", "submit", camp, "--scheduler", "slurm", "--pack", "2"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "(2 runs in 1 array task(s) of up to 2 (packed, 2 side by side)" in res.stdout, res.stdout
+    assert (camp / "jobs" / "s0.idx").read_text() == "0 | 1\n"
+    script = (camp / "jobs" / "s0.slurm").read_text()
+    assert "#SBATCH --ntasks=2\n" in script and "#SBATCH --time=00:10:00\n" in script, script  # one round
+    assert "srun --exclusive --nodes=1 --cpus-per-task=1 --mpi=pmix -n 1 " in script, script
+
+    st = wait_finished([camp], slurm)[camp]
+    assert (st["total"], st["done"], st["failed"], st["preempted"]) == (2, 2, [], []), st
+    intervals = []
+    for r in runs:
+        assert (camp / "runs" / f"{r['run_id']}.DONE").exists()
+        with h5py.File(camp / "runs" / f"{r['run_id']}.h5") as f:
+            assert f.attrs["run_id"] == r["run_id"] and f.attrs["status"] == "ok" and len(f["train/step"]) == 40
+            intervals.append((float(f.attrs["setup_start_unix"]), float(f["train/wall_time"][-1])))
+    (a0, a1), (b0, b1) = intervals
+    assert max(a0, b0) < min(a1, b1), f"the two runs did not overlap: {intervals}"
+    (slurm_log,) = (camp / "logs").glob("ts-sidebyside-s0_*_0.out")
+    text = slurm_log.read_text()
+    assert "-> manifest index 0" in text and "-> manifest index 1" in text, text
 
 
 # Stands in for the trainer of run FAKE_INDEX on the first start of its packed task: on SIGUSR1 it

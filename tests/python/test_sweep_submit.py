@@ -424,6 +424,53 @@ def test_packed_pbs_script_runs_each_run_goes_on_after_a_failure_and_resumes(tmp
     assert not (camp / "logs" / f"{runs[0]['run_id']}.attempt2.log").exists()  # done once, never again
 
 
+def test_packed_pbs_script_runs_lanes_side_by_side_isolates_failures_and_resumes(tmp_path):
+    """pack_side_by_side with a 2-core node: a PBS subjob of 4 runs asks for both cores and runs
+    two lanes at once (runs 0 then 2 | runs 1 then 3). Stopped (SIGTERM) while lane 2's first run
+    still runs and lane 1 is done, only lane 2's runs are preempted (its second not started); run
+    again, it skips the done runs, and the run that cannot find its data fails alone."""
+    fake = write_config(tmp_path / "fake-trainscale", FAKE_PBS_TRAINER.format(binary=BINARY))
+    fake.chmod(0o755)
+    site = write_config(tmp_path / "pbs.yaml", SITE_PBS.replace(f"binary: {BINARY}", f"binary: {fake}") +
+                        "node: {cores: 2}\npack_side_by_side: true\n")
+    camp, runs = expand(tmp_path, site, sweep=PACK_SWEEP)
+    text = (camp / "site.yaml").read_text().replace("env:\n", f"env:\n  FAKE_INDEX: '1'\n  FAKE_RUN_ID: {runs[1]['run_id']}\n")
+    (camp / "site.yaml").write_text(text)
+    res = run(["sweep", "submit", camp, "--scheduler", "pbs", "--dry-run", "--pack", "4"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "# 5 runs in 2 array task(s) of up to 4 (packed, 2 side by side), workers=1 " in res.stdout, res.stdout
+    assert (camp / "jobs" / "s0.idx").read_text() == "0 2 | 1 3\n4\n"
+    script = camp / "jobs" / "s0.pbs"
+    text = script.read_text()
+    assert "#PBS -l select=1:ncpus=2:mpiprocs=2\n" in text and "#PBS -l walltime=02:00:00\n" in text, text
+    assert "2 array tasks of up to 4 runs each, 2 side by side (walltime 2 x 01:00:00)" in text
+
+    e = {k: v for k, v in env().items() if k not in ("PBS_ARRAY_INDEX", "PBS_ARRAYID")}
+    e["PBS_ARRAY_INDEX"] = "0"
+    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e)
+    done = [camp / "runs" / f"{runs[i]['run_id']}.DONE" for i in (0, 2)]
+    deadline = time.time() + 240
+    while not ((camp / "runs" / f"{runs[1]['run_id']}.started").exists() and all(d.exists() for d in done)):
+        assert proc.poll() is None and time.time() < deadline, "lane 1 did not finish beside lane 2: " + \
+            (proc.stdout.read() if proc.poll() is not None else "")
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)  # what PBS sends before the kill: the shell passes it to each lane
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 4, out
+    assert "-> manifest index 3" not in out, out  # lane 2 starts nothing after its preempted run
+    st = status(camp)
+    assert st["done"] == 2 and [p["index"] for p in st["preempted"]] == [1, 3], st
+    assert "not started: its packed array task was stopped" in st["preempted"][1]["reason"], st
+
+    res = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=e, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr  # run 3 failed; the subjob says so
+    for i in (0, 2):
+        assert f"run {runs[i]['run_id']} (index {i}): already done" in res.stdout, res.stdout
+    st = status(camp)
+    assert (st["done"], st["preempted"], [f["index"] for f in st["failed"]]) == (3, [], [3]), st
+    assert "/nonexistent/fmnist" in st["failed"][0]["reason"], st
+
+
 def test_example_cluster_site_makes_a_script_for_a_real_cluster(tmp_path):
     """configs/sites/example-slurm-cluster.yaml, the starting point for a real cluster: its script
     carries the account, memory, setup and module lines, signal and requeue, OMP_NUM_THREADS as the
