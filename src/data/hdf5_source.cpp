@@ -79,8 +79,44 @@ struct ImageLayout {
   Shape chw;
   bool nhwc = false;
   int64_t chunk_rows = 1;  // samples per cache entry (the dataset's chunk along N)
+  int64_t file_chunk_rows = 0;  // the dataset's own chunk along N (0: contiguous)
   std::string storage;     // "chunks of K samples, gzip" ... for describe()
 };
+
+// Whether `dset` carries HDF5's Fletcher-32 filter (a checksum on every chunk, checked by
+// every read).
+bool has_fletcher32(hid_t dset, const std::string& file, const std::string& name) {
+  Id plist(check(H5Dget_create_plist(dset), "H5Dget_create_plist", file, name), H5Pclose);
+  const int filters = check(H5Pget_nfilters(plist), "H5Pget_nfilters", file, name);
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, config = 0;
+    size_t nelmts = 0;
+    if (H5Pget_filter2(plist, static_cast<unsigned>(i), &flags, &nelmts, nullptr, 0, nullptr, &config) ==
+        H5Z_FILTER_FLETCHER32)
+      return true;
+  }
+  return false;
+}
+
+// H5Dread of `dset` (all of it, or the `file_space` selection into `memory`), a RuntimeError on
+// failure; one that HDF5 fails because a chunk's bytes no longer match their Fletcher-32
+// checksum says so, naming `what` (the dataset and its samples or chunk).
+void read_checked(hid_t dset, hid_t type, hid_t memory, hid_t file_space, void* out, const std::string& file,
+                  const std::string& what) {
+  if (H5Dread(dset, type, memory, file_space, H5P_DEFAULT, out) >= 0) return;
+  bool checksum = false;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
+           [](unsigned, const H5E_error2_t* e, void* found) -> herr_t {
+             if (e->desc && std::strstr(e->desc, "checksum")) *static_cast<bool*>(found) = true;
+             return 0;
+           },
+           &checksum);
+  if (!checksum) hdf5::fail_call("H5Dread", file, what);
+  hdf5::take_error_stack();
+  throw RuntimeError("HDF5 file " + file + ", " + what + ": the stored bytes do not match their Fletcher-32 "
+                     "checksum: the file is damaged (a flipped bit on the disk or in a copy); convert the data set "
+                     "again with `trainscale data convert --format hdf5`");
+}
 
 ImageLayout image_layout(hid_t images, const std::string& file) {
   const std::string name = "/images";
@@ -104,6 +140,7 @@ ImageLayout image_layout(hid_t images, const std::string& file) {
     hsize_t chunk[4] = {0, 0, 0, 0};
     check(H5Pget_chunk(plist, 4, chunk), "H5Pget_chunk", file, name);
     l.chunk_rows = std::max<int64_t>(1, static_cast<int64_t>(chunk[0]));
+    l.file_chunk_rows = l.chunk_rows;
     l.storage = "chunks of " + std::to_string(l.chunk_rows) + " samples";
   } else {
     l.chunk_rows = std::max<int64_t>(1, kReadBytes / l.chw.numel());
@@ -118,7 +155,10 @@ ImageLayout image_layout(hid_t images, const std::string& file) {
     H5Z_filter_t id = H5Pget_filter2(plist, static_cast<unsigned>(i), &flags, &nelmts, nullptr, sizeof filter_name,
                                      filter_name, &config);
     check(id, "H5Pget_filter2", file, name);
-    l.storage += std::string(", ") + (id == H5Z_FILTER_DEFLATE ? "gzip" : id == 32004 ? "lz4" : filter_name);
+    l.storage += std::string(", ") + (id == H5Z_FILTER_DEFLATE      ? "gzip"
+                                      : id == 32004                  ? "lz4"
+                                      : id == H5Z_FILTER_FLETCHER32 ? "Fletcher-32 checksums"
+                                                                     : filter_name);
   }
   return l;
 }
@@ -133,7 +173,7 @@ std::vector<int32_t> read_labels(hid_t file_id, int64_t count, int64_t classes, 
   if (static_cast<int64_t>(d[0]) != count)
     throw bad_dataset(file, name, "wrong shape: " + std::to_string(d[0]) + " labels for " + std::to_string(count) + " images");
   std::vector<int32_t> values(static_cast<size_t>(count));
-  check(H5Dread(labels, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "H5Dread", file, name);
+  read_checked(labels, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, values.data(), file, "dataset " + name);
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i] < 0 || values[i] >= classes)
       throw bad_dataset(file, name, "label " + std::to_string(values[i]) + " at index " + std::to_string(i) +
@@ -240,8 +280,12 @@ std::shared_ptr<const std::vector<uint8_t>> Hdf5Source::read_chunk(int64_t chunk
   const hsize_t count[4] = {static_cast<hsize_t>(rows), dims[1], dims[2], dims[3]};
   check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr), "H5Sselect_hyperslab", path_, name);
   Id memory(check(H5Screate_simple(4, count, nullptr), "H5Screate_simple", path_, name), H5Sclose);
-  check(H5Dread(images_, H5T_NATIVE_UINT8, memory, space, H5P_DEFAULT, data->data()), "H5Dread", path_,
-        name + " samples " + std::to_string(first) + ".." + std::to_string(first + rows - 1));
+  const std::string file_chunk = layout_.file_chunk_rows > 0
+                                     ? " (chunk " + std::to_string(first / layout_.file_chunk_rows) + ")"
+                                     : std::string();
+  read_checked(images_, H5T_NATIVE_UINT8, memory, space, data->data(), path_,
+               "dataset " + name + " samples " + std::to_string(first) + ".." + std::to_string(first + rows - 1) +
+                   file_chunk);
   return data;
 }
 
@@ -282,6 +326,17 @@ std::unique_ptr<SampleSource> open_hdf5_source(const Storage& storage, const std
 std::unique_ptr<SampleSource> open_hdf5_file(const std::string& path, const std::string& name, int64_t classes,
                                              const Normalisation& stats) {
   return open_file(H5P_DEFAULT, path, name, classes, stats);
+}
+
+bool hdf5_file_has_checksums(const std::string& path) {
+  hdf5::QuietErrors quiet;
+  std::lock_guard<std::mutex> lock(hdf5_read_mutex());
+  Id file(check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "H5Fopen", path, "/"), H5Fclose);
+  for (const char* name : {"images", "labels"}) {
+    Id dset(check(H5Dopen2(file, name, H5P_DEFAULT), "H5Dopen2", path, name), H5Dclose);
+    if (!has_fletcher32(dset, path, name)) return false;
+  }
+  return true;
 }
 
 std::unique_ptr<SampleSource> open_hdf5_image(const std::vector<uint8_t>& image, const std::string& label,

@@ -8,7 +8,8 @@
 // kHdf5ChunkCacheBytes shared by the loader threads: HDF5 decodes a chunk at a time anyway, and
 // Debian's HDF5 (thread-safe build) runs one call at a time in the whole process, so threads
 // mostly copy from memory instead of queueing for the library. Shape, dtype and label errors
-// are RuntimeErrors naming the file and the dataset.
+// are RuntimeErrors naming the file and the dataset; so is a chunk whose bytes fail their
+// Fletcher-32 checksum (HDF5 checks it on every read of a file that has them).
 #pragma once
 
 #include <memory>
@@ -31,6 +32,10 @@ std::unique_ptr<SampleSource> open_hdf5_source(const Storage& storage, const std
 // Opens one .h5 file by its path (the POSIX file system), as open_hdf5_source does (for inspect).
 std::unique_ptr<SampleSource> open_hdf5_file(const std::string& path, const std::string& name, int64_t classes,
                                              const Normalisation& stats);
+
+// Whether /images and /labels of the .h5 file carry Fletcher-32 checksums on every chunk (what
+// `data convert --format hdf5` writes; files from before, or from elsewhere, may have none).
+bool hdf5_file_has_checksums(const std::string& path);
 
 // The same from a whole file held in memory (HDF5's core driver over a file image), for the
 // fuzzer and tests; `label` names it in messages.

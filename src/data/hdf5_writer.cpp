@@ -20,6 +20,7 @@ using hdf5::Id;
 constexpr H5Z_filter_t kLz4Filter = 32004;  // the registered id of the HDF5 LZ4 plugin
 constexpr unsigned kGzipLevel = 4;
 constexpr int64_t kTargetChunkBytes = 65536;
+constexpr hsize_t kLabelChunk = 16384;  // labels per chunk of /labels (64 KiB)
 
 bool lz4_available() { return H5Zfilter_avail(kLz4Filter) > 0; }
 
@@ -38,7 +39,9 @@ void write_int_attribute(hid_t object, const char* name, int64_t value, const st
   check(H5Awrite(attr, H5T_NATIVE_INT64, &value), "H5Awrite", file, name);
 }
 
-// The dataset-creation property list of /images: chunked along N, compressed as asked.
+// The dataset-creation property list of /images: chunked along N, compressed as asked, and
+// every chunk checksummed (Fletcher-32, after compression: HDF5 refuses to read a chunk whose
+// stored bytes changed, so a flipped byte is an error, not a silently different image).
 Id image_plist(const hsize_t chunk[4], const std::string& compression, const std::string& file) {
   Id plist(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", file, "/images"), H5Pclose);
   check(H5Pset_chunk(plist, 4, chunk), "H5Pset_chunk", file, "/images");
@@ -46,7 +49,23 @@ Id image_plist(const hsize_t chunk[4], const std::string& compression, const std
   if (compression == "gzip") check(H5Pset_deflate(plist, kGzipLevel), "H5Pset_deflate", file, "/images");
   if (compression == "lz4")
     check(H5Pset_filter(plist, kLz4Filter, H5Z_FLAG_MANDATORY, 0, nullptr), "H5Pset_filter", file, "/images");
+  check(H5Pset_fletcher32(plist), "H5Pset_fletcher32", file, "/images");
   return plist;
+}
+
+// /labels int32 (count), chunked so that it can carry the same checksum as /images.
+void write_labels(hid_t file, const std::vector<int32_t>& labels, const std::string& tmp) {
+  const hsize_t n[1] = {static_cast<hsize_t>(labels.size())};
+  const hsize_t chunk[1] = {std::min<hsize_t>(n[0], kLabelChunk)};
+  Id space(check(H5Screate_simple(1, n, nullptr), "H5Screate_simple", tmp, "/labels"), H5Sclose);
+  Id plist(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", tmp, "/labels"), H5Pclose);
+  check(H5Pset_obj_track_times(plist, 0), "H5Pset_obj_track_times", tmp, "/labels");
+  check(H5Pset_chunk(plist, 1, chunk), "H5Pset_chunk", tmp, "/labels");
+  check(H5Pset_fletcher32(plist), "H5Pset_fletcher32", tmp, "/labels");
+  Id set(check(H5Dcreate2(file, "labels", H5T_STD_I32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT), "H5Dcreate2", tmp,
+               "/labels"),
+         H5Dclose);
+  check(H5Dwrite(set, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()), "H5Dwrite", tmp, "/labels");
 }
 
 // Writes samples [0, count) chunk by chunk into /images and returns their labels.
@@ -105,17 +124,10 @@ void write_hdf5_split(const std::string& path, const SampleSource& source, int64
                     "/images"),
               H5Dclose);
     write_string_attribute(images, "layout", "NCHW", tmp);
-    const std::vector<int32_t> labels = write_images(images, source, count, chunk_rows, tmp);
-    const hsize_t n[1] = {static_cast<hsize_t>(count)};
-    Id label_space(check(H5Screate_simple(1, n, nullptr), "H5Screate_simple", tmp, "/labels"), H5Sclose);
-    Id label_plist(check(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", tmp, "/labels"), H5Pclose);
-    check(H5Pset_obj_track_times(label_plist, 0), "H5Pset_obj_track_times", tmp, "/labels");
-    Id label_set(check(H5Dcreate2(file, "labels", H5T_STD_I32LE, label_space, H5P_DEFAULT, label_plist, H5P_DEFAULT),
-                       "H5Dcreate2", tmp, "/labels"),
-                 H5Dclose);
-    check(H5Dwrite(label_set, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()), "H5Dwrite", tmp, "/labels");
+    write_labels(file, write_images(images, source, count, chunk_rows, tmp), tmp);
     write_int_attribute(file, "chunk_samples", chunk_rows, tmp);
     write_string_attribute(file, "compression", options.compression, tmp);
+    write_string_attribute(file, "checksums", "fletcher32", tmp);
     check(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush", tmp, "/");
   }
   atomic.commit();

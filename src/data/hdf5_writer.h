@@ -20,7 +20,8 @@ std::vector<std::string> hdf5_compressions();
 
 // Writes samples [0, count) of `source` (read_pixels) to `path` (through a temporary name renamed
 // when complete, core/file_io.h AtomicFile): /images uint8 (count,C,H,W) chunked (chunk_samples,C,H,W) with attribute
-// layout = "NCHW", /labels int32 (count), and root attributes chunk_samples and compression.
+// layout = "NCHW", /labels int32 (count), both with a Fletcher-32 checksum on every chunk, and
+// root attributes chunk_samples, compression and checksums = "fletcher32".
 // Throws ConfigError for an unknown or unavailable compression, RuntimeError naming the file
 // and dataset for a failed HDF5 call.
 void write_hdf5_split(const std::string& path, const SampleSource& source, int64_t count,
