@@ -214,6 +214,19 @@ def test_trace_of_a_file_without_bucket_timing_says_they_were_not_recorded(two_r
     assert [e for e in doc["traceEvents"] if e["name"] == "forward"]  # the phases are still there
 
 
+def test_trace_refuses_a_bucket_timing_of_the_wrong_shape(two_rank_run, tmp_path):
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(two_rank_run.read_bytes())
+    with h5py.File(bad, "a") as f:  # one rank's buckets only: not steps x ranks x buckets
+        start = f["bucket_timing/start"][:, :1, :]
+        del f["bucket_timing/start"]
+        f["bucket_timing/start"] = start
+    res = run(["trace", bad, "-o", tmp_path / "bad.json"])
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "/bucket_timing/start and end are not recorded steps x ranks x buckets" in res.stderr and str(bad) in res.stderr
+    assert not (tmp_path / "bad.json").exists()
+
+
 def test_show_prints_the_runs_warnings(tmp_path):
     cfg = write_config(tmp_path / "warm.yaml", "model: mlp\ndataset: {name: synthetic, format: synthetic, "
                        "synthetic_samples: 256}\nbatch_per_worker: 16\nsteps: 4\nthreads: 1\n"
