@@ -135,6 +135,8 @@ RunConfig typed_config(const KeyTexts& t) {
   d.stage_dir = has("dataset.stage_dir") ? str("dataset.stage_dir") : "";
   d.cache = str("dataset.cache");
   if (has("dataset.endpoint")) d.endpoint = str("dataset.endpoint");
+  if (has("dataset.blob_deadline_s")) d.blob_deadline_s = f64("dataset.blob_deadline_s");
+  if (has("dataset.blob_min_kib_s")) d.blob_min_kib_s = f64("dataset.blob_min_kib_s");
   if (has("batch_per_worker")) r.batch_per_worker = i64("batch_per_worker");
   if (has("global_batch")) r.global_batch = i64("global_batch");
   r.lr = f64("lr");

@@ -55,6 +55,8 @@ struct DatasetConfig {
   std::string stage_dir;               // node-local scratch ("": $TMPDIR or /tmp)
   std::string cache = "warm";          // warm | cold (data/page_cache.h)
   std::string endpoint = "";           // blob storage: the S3 API's URL; empty: AWS_ENDPOINT_URL
+  double blob_deadline_s = 30;         // blob storage: a request's time beyond its bytes at ...
+  double blob_min_kib_s = 16;          // ... this rate (data/blob_retry.h request_deadline_s)
 };
 
 struct LrScheduleConfig {

@@ -71,6 +71,11 @@ std::vector<KeySpec> dataset_keys() {
       {"dataset.root", T::string, "/usr/share/datasets/fashion-mnist", {}, "data directory"},
       {"dataset.storage", T::string, "local", {}, "storage name (sites map it to a path)"},
       {"dataset.endpoint", T::string, "", {}, "blob storage: the S3 API's URL (empty: AWS_ENDPOINT_URL)"},
+      // Unset (not "30"): a key with a default enters every config's canonical text, so its id.
+      {"dataset.blob_deadline_s", T::number, "", {}, "blob storage: a request's time beyond its bytes at blob_min_kib_s (unset: 30)",
+       positive(86400)},
+      {"dataset.blob_min_kib_s", T::number, "", {}, "blob storage: the slowest transfer (KiB/s) a request may have (unset: 16)",
+       positive(1e7)},
       {"dataset.synthetic_samples", T::integer, "8192", {}, "samples of synthetic data", positive(1 << 24)},
       {"dataset.loader_threads", T::integer, "1", {}, "loader worker threads per rank", positive(256)},
       {"dataset.prefetch", T::integer, "2", {}, "batches prepared ahead", positive(1024)},

@@ -22,10 +22,18 @@ std::string response_summary(const HttpResponse& response) {
   return "HTTP " + std::to_string(response.status);
 }
 
+double request_deadline_s(const RetryPolicy& policy, const HttpRequest& request) {
+  int64_t bytes = 0;
+  if (request.method == "PUT") bytes = request.upload_bytes;
+  else if (request.method == "GET") bytes = request.body_dst ? request.body_capacity : kUnsizedBodyBytes;
+  return policy.deadline_base_s + static_cast<double>(bytes) / policy.min_bytes_per_s;
+}
+
 HttpResponse perform_with_retries(const HttpTransport& transport, HttpRequest request, const RetryPolicy& policy,
                                   const std::string& shown_url, std::atomic<int64_t>& retries,
                                   const std::function<void(HttpRequest&)>& prepare) {
   const int attempts = std::max(1, policy.attempts);
+  request.deadline_s = request_deadline_s(policy, request);
   for (int attempt = 1;; ++attempt) {
     if (prepare) prepare(request);
     HttpResponse response = transport.perform(request);

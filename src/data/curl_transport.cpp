@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -109,6 +111,13 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
+// "30.5": a deadline in messages.
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", seconds);
+  return text;
+}
+
 class CurlTransport final : public HttpTransport {
  public:
   CurlTransport() : ca_(ca_bundle_from_environment()) {}
@@ -132,6 +141,7 @@ class CurlTransport final : public HttpTransport {
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);  // less than a byte a second ...
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 30L);  // ... for 30 s: a stalled server
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(std::ceil(std::max(0.0, request.deadline_s) * 1000)));
     curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, nullptr);  // byte ranges of the stored object, never re-encoded
     if (!ca_.path.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_.path.c_str());
     // The handle is reused by this thread's next request: every method sets all three.
@@ -149,6 +159,10 @@ class CurlTransport final : public HttpTransport {
     if (rc != CURLE_OK) {
       response.status = 0;
       response.transport_error = error[0] ? std::string(error) : curl_easy_strerror(rc);
+      if (rc == CURLE_OPERATION_TIMEDOUT && request.deadline_s > 0)
+        response.transport_error = "not done within the request's deadline of " + seconds_text(request.deadline_s) +
+                                   " s, dataset.blob_deadline_s + its bytes at dataset.blob_min_kib_s (" +
+                                   response.transport_error + ")";
       explain_tls_failure(rc, response);
       return response;
     }

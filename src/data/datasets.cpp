@@ -112,7 +112,7 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
     throw ConfigError("dataset.shuffle_buffer " + std::to_string(o.shuffle_buffer) + " is for dataset.format records; "
                       "format '" + format + "' is shuffled in full: leave dataset.shuffle_buffer out (0)");
   if (format == "synthetic") return open_generated(o, split);
-  auto storage = make_counting_storage(make_storage({o.storage, o.endpoint}));  // reads counted per batch
+  auto storage = make_counting_storage(make_storage({o.storage, o.endpoint, o.blob_deadline_s, o.blob_min_kib_s}));  // reads counted per batch
   if (format == "idx") return open_idx_source(*storage, o.root, split, o.name, e.stats);
   if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
   if (format == "jpeg_dir") return open_jpeg_dir(o, e, split, std::move(storage));

@@ -19,6 +19,8 @@ struct DataOptions {
   std::string root = "/usr/share/datasets/fashion-mnist";  // directory of the files (file formats)
   std::string storage = "local";       // a storage_names() entry (storage.h)
   std::string endpoint;                // blob storage: the S3 endpoint (dataset.endpoint)
+  double blob_deadline_s = 30;         // blob storage: request deadlines (dataset.blob_deadline_s,
+  double blob_min_kib_s = 16;          // dataset.blob_min_kib_s; data/blob_retry.h)
   uint64_t seed = 1;                   // the run seed; generated data sets derive their splits' seeds
   int64_t synthetic_samples = 8192;    // synthetic/neuron training samples; test: min(this, 1024)
   SampleSpec synthetic;                // synthetic: the model's input shape and classes (or outputs)

@@ -22,6 +22,9 @@ struct HttpRequest {
   // PUT: the request body, sent as it is (Content-Length upload_bytes); the caller keeps it alive.
   const char* upload = nullptr;
   int64_t upload_bytes = 0;
+  // The whole request's time, connection to last byte (0: none): a server that answers and then
+  // trickles its body never trips a low-speed limit. Past it: status 0, retried (blob_retry.h).
+  double deadline_s = 0;
 };
 
 struct HttpResponse {

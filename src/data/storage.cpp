@@ -24,7 +24,10 @@ const std::vector<StorageKind>& registry() {
        [](const StorageOptions&) -> std::unique_ptr<Storage> { return std::make_unique<PosixStorage>("nfs"); }},
       {"blob", "object storage; dataset.root is http(s)://HOST[:PORT]/PREFIX or s3://BUCKET/PREFIX",
        [](const StorageOptions& o) -> std::unique_ptr<Storage> {
-         return std::make_unique<BlobStorage>(blob_options_from_environment(o.endpoint));
+         BlobOptions blob = blob_options_from_environment(o.endpoint);
+         blob.retry.deadline_base_s = o.blob_deadline_s;
+         blob.retry.min_bytes_per_s = o.blob_min_kib_s * 1024.0;
+         return std::make_unique<BlobStorage>(std::move(blob));
        }},
   };
   return kinds;

@@ -58,6 +58,9 @@ std::string join_storage_path(const std::string& dir, const std::string& name);
 struct StorageOptions {
   std::string name = "local";
   std::string endpoint;
+  // blob: every request's deadline (data/blob_retry.h; dataset.blob_deadline_s, blob_min_kib_s).
+  double blob_deadline_s = 30;
+  double blob_min_kib_s = 16;
 };
 
 // Storage names this build can open (dataset.storage): local, nfs (a POSIX path on a network

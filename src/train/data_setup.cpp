@@ -32,6 +32,8 @@ DataOptions data_options_of(const RunConfig& r, const InputPreparation& prepared
   options.root = prepared.root;
   options.storage = prepared.storage;
   options.endpoint = c.endpoint;
+  options.blob_deadline_s = c.blob_deadline_s;
+  options.blob_min_kib_s = c.blob_min_kib_s;
   options.seed = r.seed;
   options.synthetic_samples = c.synthetic_samples;
   options.synthetic = {model.sample, std::max<int64_t>(model.outputs, 1), 0};

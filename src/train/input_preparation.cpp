@@ -22,7 +22,7 @@ bool is_posix_storage(const std::string& name) { return name == "local" || name 
 // What the node's first rank does before the others may read: stage, then drop or warm.
 void prepare_on_node(const DatasetConfig& d, InputPreparation& p) {
   if (d.stage == "node_local") {
-    const StageResult staged = stage_tree(*make_storage({d.storage, d.endpoint}), d.root, stage_dir_of(d));
+    const StageResult staged = stage_tree(*make_storage({d.storage, d.endpoint, d.blob_deadline_s, d.blob_min_kib_s}), d.root, stage_dir_of(d));
     p.text["stage_result"] = std::string(staged.reused ? "reused" : "copied") + " " + std::to_string(staged.files) +
                              " files (" + std::to_string(staged.bytes) + " bytes)";
     p.numbers["stage_bytes"] = static_cast<double>(staged.bytes);
@@ -64,6 +64,13 @@ void record_s3_endpoint(const DatasetConfig& d, InputPreparation& p) {
   p.text["endpoint_source"] = !d.endpoint.empty() ? "dataset.endpoint" : !o.endpoint.empty() ? "AWS_ENDPOINT_URL" : "default";
 }
 
+// blob storage: the deadline every request had (data/blob_retry.h), set or by default.
+void record_blob_deadline(const DatasetConfig& d, InputPreparation& p) {
+  if (d.storage != "blob") return;
+  p.numbers["blob_deadline_s"] = d.blob_deadline_s;
+  p.numbers["blob_min_kib_s"] = d.blob_min_kib_s;
+}
+
 // Every node's staging result on rank 0, "host: copied N files (B bytes); host: ...", in the
 // order of the nodes' first ranks: the run file shows that each node made its own copy.
 std::string gather_stage_results(const InputPreparation& p, Communicator& comm) {
@@ -92,6 +99,7 @@ InputPreparation prepare_input(const RunConfig& run, Communicator& comm) {
   p.text["stage"] = d.stage;
   p.text["cache"] = d.cache;
   record_s3_endpoint(d, p);
+  record_blob_deadline(d, p);
   if (d.format == "synthetic") {  // generated in memory: nothing to stage or cache
     p.text["cache_result"] = "not applicable: synthetic data has no files";
     return p;

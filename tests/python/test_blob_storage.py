@@ -482,6 +482,69 @@ def test_http_500_twice_is_retried_and_counted(subset, local_losses, tmp_path):
         assert f["io"].attrs["blob_retries"] == 2
 
 
+# ---- a server that answers and then trickles the body ---------------------------------------
+
+class TrickleHandler(FlakyHandler):
+    """Answers HEAD at once; the first `trickles` GETs send their headers, then 1 byte a second
+    (curl's low-speed limit of 1 byte/s over 30 s never trips); later GETs are served whole."""
+    trickles = 0
+
+    def do_GET(self):
+        with self.lock:
+            self.seen.append(self.path)
+            trickle = type(self).trickles > 0
+            type(self).trickles -= int(trickle)
+        if not trickle:
+            self.respond(head=False)
+            return
+        self.send_response(200)
+        self.send_header("ETag", '"fixed"')
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        try:
+            for _ in range(600):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(1)
+        except OSError:  # the client gave up: what the deadline is for
+            pass
+
+
+def test_a_trickled_get_ends_at_its_deadline_and_is_retried(subset, local_losses, tmp_path):
+    TrickleHandler.root, TrickleHandler.trickles, TrickleHandler.seen = subset, 2, []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TrickleHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:  # a 1 s deadline + 1 s per MiB: the trickled requests end in about a second each
+        proc, out = trainscale_run(tmp_path, f"http://127.0.0.1:{server.server_port}",
+                                   extra=", blob_deadline_s: 1, blob_min_kib_s: 1024")
+    finally:
+        server.shutdown()
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(losses(out)[0], local_losses)
+    assert proc.stderr.count("not done within the request's deadline of ") == 2, proc.stderr
+    assert "retry 1 of 4" in proc.stderr and "retry 2 of 4" in proc.stderr, proc.stderr
+    with h5py.File(next(pathlib.Path(out).glob("*.h5"))) as f:
+        assert f["io"].attrs["blob_retries"] == 2
+        assert f["io"].attrs["blob_deadline_s"] == 1 and f["io"].attrs["blob_min_kib_s"] == 1024
+        assert float(f["config"].attrs["dataset.blob_deadline_s"]) == 1
+
+
+def test_a_server_that_always_trickles_ends_the_run_with_exit_1(subset, tmp_path):
+    TrickleHandler.root, TrickleHandler.trickles, TrickleHandler.seen = subset, 10 ** 6, []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TrickleHandler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:  # before the deadline, this run hung for ever with nothing printed
+        proc, _ = trainscale_run(tmp_path, f"http://127.0.0.1:{server.server_port}",
+                                 extra=", blob_deadline_s: 1, blob_min_kib_s: 1024")
+    finally:
+        server.shutdown()
+    assert proc.returncode == 1, proc.stderr
+    assert "after 5 attempt(s)" in proc.stderr and "deadline of " in proc.stderr, proc.stderr
+    assert f"http://127.0.0.1:{server.server_port}/" in proc.stderr
+
+
 # ---- jpeg_dir: a format that lists directories ---------------------------------------------
 
 JPEG_RUN = """\
