@@ -43,18 +43,18 @@ namespace fs = std::filesystem;
 // The points this build, machine or GPU generation cannot run (train/capabilities.h
 // unsupported_reason), index -> reason. The machine is known here only when the site runs the
 // campaign on it (the local executor); elsewhere a task finds out when it starts. Decided once
-// per backends, precision and GPU generation (a 10,000-point sweep asks the backends a few times).
+// per backends, precision and GPU generation (ExpandedRun::capability_key): a config is parsed
+// again only for the first run of each, not for each of a 10^6-run sweep.
 std::map<int64_t, std::string> unsupported_points(const Expansion& expansion, const Site& site) {
   const bool here = site.scheduler == "local";
   std::map<std::string, std::optional<std::string>> decided;
   std::map<int64_t, std::string> out;
   for (const auto& r : expansion.runs) {
-    const ResolvedConfig cfg = parse_run_config(r.config_yaml, expansion.sweep_path, {});
-    std::string key;
-    for (BackendKind b : cfg.run.backends()) key += std::string(backend_kind_name(b)) + ",";
-    key += std::string(precision_name(cfg.run.precision)) + "," + gpu_generation_name(cfg.run.gpu);
-    auto it = decided.find(key);
-    if (it == decided.end()) it = decided.emplace(key, unsupported_reason(cfg, here)).first;
+    auto it = decided.find(r.capability_key);
+    if (it == decided.end() || r.capability_key.empty()) {
+      const ResolvedConfig cfg = parse_run_config(r.config_yaml, expansion.sweep_path, {});
+      it = decided.insert_or_assign(r.capability_key, unsupported_reason(cfg, here)).first;
+    }
     if (it->second) out[r.index] = *it->second;
   }
   return out;
@@ -88,7 +88,8 @@ int sweep_expand(const std::vector<std::string>& args) {
                   "With --site, a run naming a gpu, mpi_flavor or dataset.storage that the site lacks is\n"
                   "an error. Expanding the same files again gives a byte-identical manifest; a directory\n"
                   "holding a different manifest is refused. A sweep of more than --max-runs runs (default\n"
-                  "10000) is refused before anything is expanded.\n"
+                  "10000) is refused before anything is expanded. A long expansion prints its progress on\n"
+                  "stderr every --progress-every seconds.\n"
                   "Exit codes: 0 ok, 2 sweep/site/config error.\n\noptions"));
   opts.add_options()("help,h", "show this help")
       ("sweep", po::value<std::string>(), "sweep YAML file (positional)")
@@ -96,7 +97,9 @@ int sweep_expand(const std::vector<std::string>& args) {
       ("out", po::value<std::string>(), "campaign directory to write")
       ("max-runs", po::value<int64_t>()->default_value(kDefaultMaxRuns),
        "refuse a sweep of more runs than this (counted from the list lengths before anything is expanded)")
-      ("dry-run", "print the runs as a table and the count per resource shape; write nothing");
+      ("dry-run", "print the runs as a table and the count per resource shape; write nothing")
+      ("progress-every", po::value<double>()->default_value(5.0),
+       "seconds between progress lines on stderr while a long sweep expands (0: after every point)");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "sweep");
   if (!parsed) return kExitOk;
   const po::variables_map& vm = *parsed;
@@ -109,7 +112,10 @@ int sweep_expand(const std::vector<std::string>& args) {
   const Site site = site_path.empty() ? default_local_site() : load_site_file(site_path);
   const int64_t max_runs = vm["max-runs"].as<int64_t>();
   if (max_runs < 1) throw ConfigError("--max-runs: expected an integer >= 1, got " + std::to_string(max_runs));
-  const Expansion expansion = expand_sweep(sweep, max_runs);
+  const double progress_every = vm["progress-every"].as<double>();
+  if (!(progress_every >= 0)) throw ConfigError("--progress-every: expected seconds >= 0");
+  ExpansionProgress progress(&std::cerr, progress_every);
+  const Expansion expansion = expand_sweep(sweep, max_runs, &progress);
   check_expansion_against_site(expansion, site);
   const std::map<int64_t, std::string> unsupported = unsupported_points(expansion, site);
   if (dry_run) {
@@ -128,7 +134,7 @@ int sweep_expand(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const std::string out = vm["out"].as<std::string>();
-  const std::string manifest = manifest_yaml(expansion, std::string("trainscale ") + TRAINSCALE_VERSION);
+  const std::string manifest = manifest_yaml(expansion, std::string("trainscale ") + TRAINSCALE_VERSION, &progress);
   write_campaign(out, manifest, sweep.path, site_path);
   std::cout << "campaign " << expansion.campaign << ": " << expansion.runs.size() << " runs -> " << out << "/manifest.yaml ("
             << manifest_hash(manifest) << ")\n";

@@ -114,6 +114,20 @@ std::vector<Point> kept_points(const SweepFile& sweep, const ResolvedConfig& bas
   return kept;
 }
 
+std::string flat_value(const ResolvedConfig& cfg, const std::string& key, const std::string& fallback) {
+  const auto it = cfg.flat.find(key);
+  return it != cfg.flat.end() ? it->second : fallback;
+}
+
+// What later passes need of the resolved config (ExpandedRun's facts).
+void keep_facts(const ResolvedConfig& cfg, ExpandedRun& run) {
+  run.gpu = flat_value(cfg, "gpu", "none");
+  run.mpi_flavor = flat_value(cfg, "mpi_flavor", "any");
+  run.storage = flat_value(cfg, "dataset.storage", "local");
+  for (BackendKind b : cfg.run.backends()) run.capability_key += std::string(backend_kind_name(b)) + ",";
+  run.capability_key += flat_value(cfg, "precision", "") + "," + gpu_generation_name(cfg.run.gpu);
+}
+
 // The runs of one point: validated, de-duplicated by resolved config (`seen_ids`), repeated.
 void expand_point(const SweepFile& sweep, const Point& p, std::set<std::string>& seen_ids, Expansion& ex) {
   std::vector<std::string> overrides;
@@ -147,6 +161,7 @@ void expand_point(const SweepFile& sweep, const Point& p, std::set<std::string>&
     }
     run.config_yaml = seeded.yaml;
     for (const auto& key : ex.swept_keys) run.swept[key] = seeded.flat.count(key) ? seeded.flat.at(key) : "";
+    keep_facts(seeded, run);
     ex.runs.push_back(std::move(run));
   }
 }
@@ -163,7 +178,7 @@ int64_t planned_run_count(const SweepFile& sweep) {
   return times(points, sweep.repetitions);
 }
 
-Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs) {
+Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs, ExpansionProgress* progress) {
   if (const int64_t planned = planned_run_count(sweep); planned > max_runs) {
     std::string product;
     for (const auto& dim : sweep.dimensions) product += (product.empty() ? "" : " x ") + std::to_string(dim.values.size());
@@ -195,16 +210,24 @@ Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs) {
       if (std::find(ex.swept_keys.begin(), ex.swept_keys.end(), kv.first) == ex.swept_keys.end())
         ex.swept_keys.push_back(kv.first);
   std::set<std::string> seen_ids;
-  for (const auto& p : kept) expand_point(sweep, p, seen_ids, ex);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    expand_point(sweep, kept[i], seen_ids, ex);
+    if (progress) progress->report("expanded", static_cast<int64_t>(i + 1), static_cast<int64_t>(kept.size()), "points");
+  }
   return ex;
 }
 
 void check_expansion_against_site(const Expansion& ex, const Site& site) {
   for (const auto& run : ex.runs) {
-    const YAML::Node c = YAML::Load(run.config_yaml);
-    const std::string storage = c["dataset"] && c["dataset"]["storage"] ? c["dataset"]["storage"].Scalar() : "local";
-    const std::string problem = site_check_run(site, c["gpu"] ? c["gpu"].Scalar() : "none",
-                                               c["mpi_flavor"] ? c["mpi_flavor"].Scalar() : "any", storage);
+    std::string problem;
+    if (!run.capability_key.empty()) {
+      problem = site_check_run(site, run.gpu, run.mpi_flavor, run.storage);
+    } else {  // a run made elsewhere: its config read back
+      const YAML::Node c = YAML::Load(run.config_yaml);
+      const std::string storage = c["dataset"] && c["dataset"]["storage"] ? c["dataset"]["storage"].Scalar() : "local";
+      problem = site_check_run(site, c["gpu"] ? c["gpu"].Scalar() : "none",
+                               c["mpi_flavor"] ? c["mpi_flavor"].Scalar() : "any", storage);
+    }
     if (problem.empty()) continue;
     std::string point = "{";
     for (const auto& key : ex.swept_keys) point += (point.size() > 1 ? ", " : "") + key + ": " + run.swept.at(key);
@@ -212,7 +235,7 @@ void check_expansion_against_site(const Expansion& ex, const Site& site) {
   }
 }
 
-std::string manifest_yaml(const Expansion& ex, const std::string& created_by) {
+std::string manifest_yaml(const Expansion& ex, const std::string& created_by, ExpansionProgress* progress) {
   YAML::Emitter em;
   em << YAML::BeginMap;
   em << YAML::Key << "campaign" << YAML::Value << YAML::DoubleQuoted << ex.campaign;
@@ -232,6 +255,8 @@ std::string manifest_yaml(const Expansion& ex, const std::string& created_by) {
     em << YAML::Key << "config" << YAML::Value;
     emit_yaml_node(em, YAML::Load(run.config_yaml));
     em << YAML::EndMap;
+    if (progress)
+      progress->report("wrote", run.index + 1, static_cast<int64_t>(ex.runs.size()), "runs into the manifest");
   }
   em << YAML::EndSeq << YAML::EndMap;
   if (!em.good()) throw RuntimeError("manifest: YAML emitter failed: " + em.GetLastError());

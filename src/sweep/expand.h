@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sweep/expand_progress.h"
 #include "sweep/site.h"
 #include "sweep/sweep_file.h"
 
@@ -22,6 +23,10 @@ struct ExpandedRun {
   uint64_t seed = 0;
   std::string config_yaml;  // canonical resolved run config with `seed` set
   std::map<std::string, std::string> swept;  // swept key -> canonical value of this run
+  // Facts of the resolved config kept from expansion, so that no later pass parses every run
+  // again: what the site is checked against, and "<backends>,<precision>,<gpu>", alike for runs
+  // that this build and machine can or cannot run alike ("" in runs made elsewhere: parse then).
+  std::string gpu, mpi_flavor, storage, capability_key;
 };
 
 struct Expansion {
@@ -50,14 +55,18 @@ int64_t planned_run_count(const SweepFile& sweep);
 // Refused before anything is materialised: planned_run_count above `max_runs`. Refused after
 // the product: an exclude entry that matches no point (a typo in it would silently keep
 // points the author meant to drop).
-Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs = kDefaultMaxRuns);
+// Linear in the points: each is resolved once, and once more per repetition with its seed.
+// `progress`, when given, reports the points expanded.
+Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs = kDefaultMaxRuns,
+                       ExpansionProgress* progress = nullptr);
 
 // Checks every run's gpu, mpi_flavor and dataset.storage against the site: a name the site
 // lacks is a ConfigError naming the sweep file, the run (index, run_id, swept values) and the key.
 void check_expansion_against_site(const Expansion& expansion, const Site& site);
 
 // The manifest text (deterministic: no timestamps, fixed order). `created_by`: "trainscale 0.1.0".
-std::string manifest_yaml(const Expansion& expansion, const std::string& created_by);
+std::string manifest_yaml(const Expansion& expansion, const std::string& created_by,
+                          ExpansionProgress* progress = nullptr);
 
 // "fnv1a64:<16 hex>" of the manifest bytes (the content of manifest.hash).
 std::string manifest_hash(const std::string& manifest_text);

@@ -291,3 +291,36 @@ TEST_F(SweepExpand, ResourcesKeysAreChecked) {
   e = error_of("base: base.yaml\nresources: {cpus_per_worker: two}\n");
   EXPECT_NE(e.find("'two' is not an integer in 1..999999"), std::string::npos) << e;
 }
+
+// A sweep of a few thousand points expands to every run, reports its progress when asked to
+// after every point (no assertion on time), and keeps each run's site facts as its config says.
+TEST_F(SweepExpand, ThousandsOfPointsExpandWithProgress) {
+  std::string values;
+  for (int i = 1; i <= 2500; ++i) values += (i > 1 ? ", " : "") + std::to_string(1e-5 * i);
+  const SweepFile sweep = load_sweep_file(
+      write("big.yaml", "campaign: big\nbase: base.yaml\nmatrix:\n  lr: [" + values + "]\nrepetitions: 2\n"));
+  std::ostringstream lines;
+  ExpansionProgress progress(&lines, 0);
+  const Expansion ex = expand_sweep(sweep, 10000, &progress);
+  ASSERT_EQ(ex.runs.size(), 5000u);
+  for (size_t i = 0; i < ex.runs.size(); ++i) ASSERT_EQ(ex.runs[i].index, static_cast<int64_t>(i));
+  EXPECT_NE(lines.str().find("sweep expand: expanded 1 of 2500 points (0%), "), std::string::npos);
+  EXPECT_NE(lines.str().find("sweep expand: expanded 2500 of 2500 points (100%), "), std::string::npos);
+  const std::string manifest = manifest_yaml(ex, "test", &progress);
+  EXPECT_NE(lines.str().find("sweep expand: wrote 5000 of 5000 runs into the manifest (100%)"), std::string::npos);
+  EXPECT_EQ(YAML::Load(manifest)["runs"].size(), 5000u);
+  size_t count = 0;
+  for (size_t at = lines.str().find("expanded "); at != std::string::npos; at = lines.str().find("expanded ", at + 1)) ++count;
+  EXPECT_EQ(count, 2500u);  // one line per point at --progress-every 0
+  for (const ExpandedRun& run : {ex.runs.front(), ex.runs.back()}) {
+    const YAML::Node c = YAML::Load(run.config_yaml);
+    EXPECT_EQ(run.gpu, c["gpu"] ? c["gpu"].Scalar() : "none");
+    EXPECT_EQ(run.mpi_flavor, c["mpi_flavor"].Scalar());
+    EXPECT_EQ(run.storage, c["dataset"]["storage"].Scalar());
+    EXPECT_EQ(run.capability_key, ex.runs.front().capability_key);
+  }
+  std::ostringstream quiet;
+  ExpansionProgress every_minute(&quiet, 60);
+  expand_sweep(load_sweep_file(write("small.yaml", kSweep)), 10000, &every_minute);
+  EXPECT_EQ(quiet.str(), "");  // a short expansion prints nothing
+}

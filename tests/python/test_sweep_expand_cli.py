@@ -83,3 +83,18 @@ def test_every_study_sweep_expands_with_its_run_count(tmp_path):
         assert len({r["config_id"] for r in runs}) == count // repetitions, name  # no point twice
         if repetitions > 1:  # every repeated run its own seed
             assert len({r["config"]["seed"] for r in runs}) == count, name
+
+
+def test_a_long_expansion_prints_its_progress_on_stderr(tmp_path):
+    """--progress-every 0 forces a line after every point (the default, 5 s, prints only on a long
+    expansion); stdout and the manifest are as without it."""
+    write_config(tmp_path / "base.yaml", "model: lenet\nbatch_per_worker: 32\nsteps: 2\nthreads: 1\nworkers: 1\n")
+    sweep = write_config(tmp_path / "s.yaml", "campaign: p\nbase: base.yaml\nmatrix: {lr: [0.1, 0.2, 0.3]}\n")
+    res = run(["sweep", "expand", sweep, "--out", tmp_path / "c", "--progress-every", "0"])
+    assert res.returncode == 0, res.stderr
+    assert "sweep expand: expanded 3 of 3 points (100%)" in res.stderr
+    assert "sweep expand: wrote 3 of 3 runs into the manifest (100%)" in res.stderr
+    assert "sweep expand" not in res.stdout and "3 runs ->" in res.stdout
+    quiet = run(["sweep", "expand", sweep, "--out", tmp_path / "c2"])
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert (tmp_path / "c" / "manifest.yaml").read_bytes() == (tmp_path / "c2" / "manifest.yaml").read_bytes()
