@@ -123,7 +123,7 @@ void ExchangeWatchdog::leave() {
 // that was the one stopped does not blame the others.
 void ExchangeWatchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
-  int64_t last_wake = now_ns(), resumed = 0;
+  int64_t last_wake = now_ns(), resumed = 0, noticed = 0;
   while (!stop_) {
     const double period = timeout_s_ > 0 ? std::clamp(timeout_s_ / 8, 0.05, 1.0) : 1.0;
     wake_.wait_for(lock, std::chrono::duration<double>(period));
@@ -134,7 +134,15 @@ void ExchangeWatchdog::watch() {
     const int64_t since = since_ns_.load();
     if (since == 0) continue;
     const double waited = static_cast<double>(now - std::max(since, resumed)) * 1e-9;
-    if (waited <= timeout_s_) continue;
+    if (waited <= timeout_s_) {
+      if (waited > std::min(kSlowPeerNoticeSeconds, timeout_s_ / 4) && noticed != since) {
+        noticed = since;  // once per exchange
+        lock.unlock();
+        notice_slow_peer(what_.load(), waited);
+        lock.lock();
+      }
+      continue;
+    }
     lock.unlock();
     fire(what_.load(), waited);
   }
@@ -148,6 +156,17 @@ ExchangeTimeout ExchangeWatchdog::describe(const char* what, double waited) cons
       << " has not completed after " << seconds_text(waited) << " s (dist.timeout_s = " << seconds_text(timeout_s_)
       << "): another rank stopped answering.";
   ExchangeTimeout result;
+  out << peer_states(result.rank0_answering);
+  out << " A rank that dies, stops or loses its node never joins a collective, so the job is ended now (MPI_Abort,"
+      << " exit 1) instead of waiting until the walltime; if a rank legitimately needs longer (a large checkpoint"
+      << " on a slow file system), raise dist.timeout_s.";
+  result.reason = out.str();
+  return result;
+}
+
+std::string ExchangeWatchdog::peer_states(bool& rank0_answering) const {
+  const std::string host = this_host();
+  std::ostringstream out;
   std::vector<std::string> elsewhere;
   int listed = 0;
   for (size_t r = 0; r < pids_.size(); ++r) {
@@ -158,17 +177,24 @@ ExchangeTimeout ExchangeWatchdog::describe(const char* what, double waited) cons
     }
     const char state = process_state(pids_[r]);
     const bool answering = state != 0 && state != 'Z' && state != 'T' && state != 't';
-    if (r == 0) result.rank0_answering = answering;
+    if (r == 0) rank0_answering = answering;
     if (listed++ < 16) out << " Rank " << r << " (pid " << pids_[r] << ", this host) " << state_text(state) << ".";
   }
   if (!elsewhere.empty())
     out << " Ranks on other hosts (" << elsewhere.size() << ", first " << elsewhere.front()
         << ") cannot be checked from here; their launcher's log says which one ended.";
-  out << " A rank that dies, stops or loses its node never joins a collective, so the job is ended now (MPI_Abort,"
-      << " exit 1) instead of waiting until the walltime; if a rank legitimately needs longer (a large checkpoint"
-      << " on a slow file system), raise dist.timeout_s.";
-  result.reason = out.str();
-  return result;
+  return out.str();
+}
+
+void ExchangeWatchdog::notice_slow_peer(const char* what, double waited) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bool rank0_answering = true;
+  const std::string peers = peer_states(rank0_answering);
+  if (rank_ != 0 && rank0_answering) return;  // rank 0 says it, once for the job
+  std::cout << "note: rank " << rank_ << " (host " << this_host() << ") has waited " << seconds_text(waited) << " s in "
+            << (what ? what : "an exchange") << " for a rank that has not answered." << peers
+            << " The run ends if the wait reaches dist.timeout_s = " << seconds_text(timeout_s_)
+            << " s (docs/reliability.md \"Failures\" says how to size it)." << std::endl;
 }
 
 namespace {

@@ -30,6 +30,10 @@ namespace ts {
 
 // Seconds MPI_Abort gets before the watchdog ends this process itself.
 constexpr double kAbortGraceSeconds = 10.0;
+// A wait longer than this (or a quarter of the timeout, if less) is said in the progress output
+// once, long before the timeout ends the job: with the default dist.timeout_s of 600 s a stopped
+// peer would otherwise go unmentioned for ten minutes.
+constexpr double kSlowPeerNoticeSeconds = 30.0;
 
 class ExchangeWatchdog {
  public:
@@ -57,6 +61,11 @@ class ExchangeWatchdog {
   void watch();
   [[noreturn]] void fire(const char* what, double waited);
   ExchangeTimeout describe(const char* what, double waited) const;
+  // The other ranks of this host, each running, stopped or gone (" Rank 1 (pid 42, this host)
+  // is stopped ...."), and those elsewhere; sets rank0_answering. Call with mutex_ held.
+  std::string peer_states(bool& rank0_answering) const;
+  // A wait past the notice: one line on stdout, by rank 0 (or by a rank that sees rank 0 stopped).
+  void notice_slow_peer(const char* what, double waited) const;
 
   const MPI_Comm comm_;
   const int rank_;
