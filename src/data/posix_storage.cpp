@@ -72,12 +72,15 @@ std::unique_ptr<RandomAccessFile> PosixStorage::open(const std::string& path) co
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw RuntimeError("data file " + path + ": cannot open it (" + os_error(errno) + ")");
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const std::string why = S_ISDIR(st.st_mode)    ? "it is a directory"
+  const int stat_error = ::fstat(fd, &st) != 0 ? errno : 0;
+  if (stat_error != 0 || !S_ISREG(st.st_mode)) {
+    // Never the text of a stale errno ("Success"): fstat's own error, else the file's type.
+    const std::string why = stat_error != 0        ? "fstat: " + os_error(stat_error)
+                            : S_ISDIR(st.st_mode)  ? "it is a directory"
                             : S_ISFIFO(st.st_mode) ? "it is a FIFO (named pipe), not a regular file"
                             : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "it is a device, not a regular file"
                             : S_ISSOCK(st.st_mode) ? "it is a socket, not a regular file"
-                                                   : os_error(errno);
+                                                   : "it is not a regular file";
     ::close(fd);
     throw RuntimeError("data file " + path + ": cannot read it as a file (" + why + ")");
   }

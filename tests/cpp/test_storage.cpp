@@ -2,6 +2,7 @@
 // from several threads at once; every error names the path (and the OS error where there is
 // one); the registry accepts local, nfs and blob and refuses other names.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,6 +111,19 @@ TEST_F(Storage, DirectoryIsNotAFile) {
   const std::string msg = runtime_error_of([&] { storage_.open(dir_.string()); });
   EXPECT_NE(msg.find(dir_.string()), std::string::npos) << msg;
   EXPECT_NE(msg.find("directory"), std::string::npos) << msg;
+}
+
+// Every file that is not a regular one is named for what it is, never by a stale errno
+// ("cannot read it as a file (Success)").
+TEST_F(Storage, SpecialFilesAreNamedForWhatTheyAre) {
+  const std::string fifo = (dir_ / "pipe.jpg").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [path, kind] : std::vector<std::pair<std::string, std::string>>{
+           {dir_.string(), "it is a directory"}, {fifo, "it is a FIFO"}, {"/dev/null", "it is a device"}}) {
+    const std::string msg = runtime_error_of([&] { storage_.open(path); });
+    EXPECT_NE(msg.find("data file " + path + ": cannot read it as a file (" + kind), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("Success"), std::string::npos) << msg;
+  }
 }
 
 TEST_F(Storage, ReadPastTheEndNamesPathAndRange) {
