@@ -266,10 +266,5 @@ def test_campaign_task_is_failed_with_the_reason(tmp_path, workers, victim, faul
         assert f"{victim} " in (camp / "logs" / f"{run_id}.attempt1.log").read_text()
     else:
         assert f"Rank {victim} (pid {pid}, this host) is stopped" in reason, reason
-        # Said in the progress output long before the timeout (a quarter of it here, 30 s at most).
-        notes = [line for line in output.splitlines() if line.startswith("note: rank ") and "has waited" in line]
-        assert notes, output
-        assert f"Rank {victim} (pid {pid}, this host) is stopped" in notes[0], notes
-        assert "the wait reaches dist.timeout_s = 2.0 s" in notes[0], notes
     status = run(["sweep", "status", camp])
     assert "failed" in status.stdout, status.stdout
