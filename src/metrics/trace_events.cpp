@@ -144,7 +144,7 @@ std::string buckets_note(const RunFileView& run) {
   const int64_t stride = run.bucket_step.size() > 1 ? run.bucket_step[1] - run.bucket_step[0] : 1;
   return std::to_string(run.bucket_count) + " bucket(s) on each rank's \"buckets\" thread, in " +
          std::to_string(run.bucket_step.size()) + " recorded step(s)" +
-         (stride > 1 ? " (every " + std::to_string(stride) + "th)" : "");
+         (stride > 1 ? " (one step in " + std::to_string(stride) + ")" : "");
 }
 
 std::string chrome_trace_json(const RunFileView& run) {
