@@ -26,6 +26,7 @@
 #include "core/names.h"
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
+#include "core/strings.h"
 #include "core/timer.h"
 #include "data/blob_url.h"
 #include "data/storage.h"
@@ -84,7 +85,7 @@ int fail_collectively(Communicator& comm, const std::exception& e) {
   if (comm.size() > 1 && dynamic_cast<const ConfigError*>(&e) == nullptr) {
     const bool known = dynamic_cast<const RuntimeError*>(&e) != nullptr;
     std::cerr << "trainscale run: rank " << comm.rank() << " on " << comm.host() << ": "
-              << (known ? std::string(e.what()) : unexpected_error_text(e)) << "\n";
+              << terminal_safe(known ? std::string(e.what()) : unexpected_error_text(e)) << "\n";
     std::cerr.flush();
     comm.abort_all(kExitFailed);
   }

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from trainscale_cli import BINARY, env, run, write_config
+from trainscale_cli import BINARY, env, launcher_argv, run, write_config
 
 BASE = "model: lenet\nbatch_per_worker: 32\nsteps: 2\nthreads: 1\nworkers: 1\n"
 SIM = BINARY.parent / "trainscale-sim"
@@ -105,3 +105,17 @@ def test_bytes_that_are_not_utf8_are_escaped_in_messages(tmp_path):
     res = subprocess.run([str(BINARY), "run", "--config", str(tmp_path).encode() + b"/\x1b[2Jx.yaml"],
                          capture_output=True, env=env(), timeout=60)
     assert res.returncode == 2 and b"\\x1B[2Jx.yaml: cannot open" in res.stderr and b"\x1b" not in res.stderr, res.stderr
+
+
+def test_every_ranks_error_escapes_bytes_that_are_not_utf8(tmp_path):
+    """Under mpirun each rank prints its own runtime error (app/cmd_run.cpp), escaped the same."""
+    info = subprocess.run([str(BINARY), "info"], capture_output=True, text=True, env=env(), timeout=60).stdout
+    flavor = next(line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("mpi_flavor_built:"))
+    cfg = tmp_path / "mpi.yaml"
+    cfg.write_bytes(b"model: lenet\ndataset: {name: fashion_mnist, root: " + str(tmp_path).encode() +
+                    b"/no\xffdir}\nworkers: 2\nsteps: 2\nthreads: 1\n")
+    res = subprocess.run(launcher_argv(2, flavor) + [str(BINARY), "run", "--config", str(cfg), "--out",
+                                                        str(tmp_path / "o")], capture_output=True, env=env(), timeout=120)
+    assert res.returncode != 0
+    errors = [line for line in res.stdout.splitlines() + res.stderr.splitlines() if line.startswith(b"trainscale run: rank")]
+    assert errors and all(b"/no\\xFFdir" in line and b"\xff" not in line for line in errors), res.stderr
