@@ -471,6 +471,31 @@ def test_packed_pbs_script_runs_lanes_side_by_side_isolates_failures_and_resumes
     assert "/nonexistent/fmnist" in st["failed"][0]["reason"], st
 
 
+def test_a_signal_after_the_runs_does_not_end_the_slurm_script_early(tmp_path):
+    """A Slurm task with requeue: true whose run ends preempted requeues itself with scontrol; a
+    SIGUSR1 that reaches the batch shell then (a stand-in scontrol sends it to its parent) goes to
+    the trap, which must not read an unset launcher under set -u: the script goes on and exits 0."""
+    fake = write_config(tmp_path / "fake-trainscale", f"""#!/bin/bash
+if [ "$1" != run ]; then exec {BINARY} "$@"; fi
+printf 'reason: SIGUSR1 at step 3; checkpoint at step 2\\n' > "$3/runs/$FAKE_RUN_ID.PREEMPTED"
+exit 4
+""")
+    fake.chmod(0o755)
+    site = write_config(tmp_path / "slurm.yaml", SITE_PBS.replace("scheduler: pbs", "scheduler: slurm")
+                        .replace(f"binary: {BINARY}", f"binary: {fake}") + "requeue: true\n")
+    camp, runs = expand(tmp_path, site, sweep="campaign: trap\nbase: base.yaml\nmatrix: {lr: [0.01]}\n")
+    text = (camp / "site.yaml").read_text().replace("env:\n", f"env:\n  FAKE_RUN_ID: {runs[0]['run_id']}\n")
+    (camp / "site.yaml").write_text(text)
+    assert run(["sweep", "submit", camp, "--scheduler", "slurm", "--dry-run"]).returncode == 0
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    write_config(bindir / "scontrol", "#!/bin/bash\nkill -USR1 $PPID\nsleep 0.5\nexit 0\n").chmod(0o755)
+    e = dict(env(), PATH=f"{bindir}:{env()['PATH']}", SLURM_ARRAY_TASK_ID="0", SLURM_JOB_ID="77")
+    res = subprocess.run(["bash", str(camp / "jobs" / "s0.slurm")], capture_output=True, text=True, env=e, timeout=120)
+    assert res.returncode == 0 and "unbound variable" not in res.stderr, res.stdout + res.stderr
+    assert (camp / "runs" / f"{runs[0]['run_id']}.PREEMPTED").exists()
+
+
 def test_example_cluster_site_makes_a_script_for_a_real_cluster(tmp_path):
     """configs/sites/example-slurm-cluster.yaml, the starting point for a real cluster: its script
     carries the account, memory, setup and module lines, signal and requeue, OMP_NUM_THREADS as the
