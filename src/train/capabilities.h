@@ -25,6 +25,13 @@ void check_device(const ResolvedConfig& config, const Backend& backend);
 // message names both the expected and the detected generation.
 void check_gpu_generation(const ResolvedConfig& config, const DeviceDescription& device);
 
+// "" when a checkpoint of `run` restores it (exactly, where the run itself is deterministic:
+// async_ps with dist.staleness > 0 is not); otherwise why not (checkpoint.* and
+// --resume are refused with it: backend cuda unless cuda.algorithms is deterministic, since
+// cuDNN algorithms found by benchmarking may differ in a new process and some use atomics, so a
+// resumed run would not be bit-identical; hogwild, whose replicas race).
+std::string checkpoint_refusal(const RunConfig& run);
+
 // Why this point of a campaign cannot run (docs/sweeps.md "Run states"), or nullopt: a
 // precision its `gpu` generation lacks (always); with `this_machine` (the site runs the campaign
 // here), also a backend this binary lacks or has no device for, and a precision a backend

@@ -133,21 +133,6 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
   return found;
 }
 
-std::string checkpoint_refusal(const RunConfig& run) {
-  // Every rank's backend (ranks.backend), not only this rank's: the ranks must agree.
-  const bool cuda = run.backend == BackendKind::cuda ||
-                    std::find(run.rank_backends.begin(), run.rank_backends.end(), BackendKind::cuda) != run.rank_backends.end();
-  if (cuda && run.cuda_algorithms != AlgorithmChoice::deterministic)
-    return std::string("backend cuda with cuda.algorithms ") + algorithm_choice_name(run.cuda_algorithms) +
-           " is not checkpointed: a new process may choose other cuDNN algorithms (and some sum with atomics), so a "
-           "resumed run would not be bit-identical to the uninterrupted one; set cuda.algorithms: deterministic "
-           "(the best deterministic algorithms by cuDNN's ranking), or run without checkpoints";
-  if (run.dist.strategy == DistStrategy::hogwild)
-    return "dist.strategy hogwild is not checkpointed: its replicas race on the shared weights, so no resumed run "
-           "could repeat the uninterrupted one; run without checkpoints";
-  return "";
-}
-
 std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRecording& rec, RunSetup& s,
                             Communicator& comm) {
   const double t0 = now_seconds(), wall = unix_seconds();

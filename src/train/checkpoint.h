@@ -15,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "config/run_config.h"
 #include "dist/communicator.h"
 #include "metrics/checkpoint_file.h"
 #include "train/recording.h"
@@ -33,13 +32,6 @@ struct CheckpointTarget {
 std::string checkpoint_path(const std::string& out_dir, const std::string& run_id, int64_t step);
 // This run's checkpoints in `out_dir` as (step, path), the newest (highest step) first.
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir, const std::string& run_id);
-
-// "" when a checkpoint of `run` restores it (exactly, where the run itself is deterministic:
-// async_ps with dist.staleness > 0 is not); otherwise why not (checkpoint.* and
-// --resume are refused with it: backend cuda unless cuda.algorithms is deterministic, since
-// cuDNN algorithms found by benchmarking may differ in a new process and some use atomics, so a
-// resumed run would not be bit-identical; hogwild, whose replicas race).
-std::string checkpoint_refusal(const RunConfig& run);
 
 // Collective, between steps: every rank's state after `step` steps, written by rank 0. Keeps
 // this run's newest two checkpoints at or below `step` and removes the others (older ones, and

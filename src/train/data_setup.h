@@ -4,8 +4,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
-#include "config/run_config.h"
 #include "data/datasets.h"
 #include "data/loader.h"
 #include "nn/models.h"
@@ -21,15 +21,24 @@ struct RunData {
   InputPreparation prepared;  // where the sources read, staging and cache (the run file's /io)
 };
 
+// What the data phase takes of the run's settings, decided once by set_up_run
+// (train/phase_options.h).
+struct RunDataOptions {
+  DataOptions source;       // the data set, read where input preparation says
+  std::string batch_where;  // where the batch was set (for the message when it is too large)
+  bool shuffle = true;      // dataset.shuffle
+  uint64_t seed = 0;        // the training loader's shuffle stream
+  int threads = 1;          // dataset.loader_threads
+  int prefetch = 2;         // dataset.prefetch
+  int64_t eval_batch = 0;   // eval.batch
+};
+
 // The data set opened (no loaders yet: the memory check comes first, train/memory_estimate.h).
 // `batch`: the per-worker training batch. ConfigError (naming the batch key) when the global
 // batch exceeds the training split; RuntimeError naming the file for unreadable data.
-// The data options of the run's dataset.* keys, reading where `prepared` says (synthetic data
-// shaped for the model).
-DataOptions data_options_of(const RunConfig& run, const InputPreparation& prepared);
-
-// `prepared`: where to read (prepare_input: dataset.root, or its staged copy).
-std::unique_ptr<RunData> open_run_data(const ResolvedConfig& config, int64_t batch, int world, InputPreparation prepared);
+// `prepared`: where options.source reads (prepare_input: dataset.root, or its staged copy).
+std::unique_ptr<RunData> open_run_data(const RunDataOptions& options, int64_t batch, int world,
+                                       InputPreparation prepared);
 
 // This rank's part of each global training batch when the ranks' shares differ
 // (docs/distributed.md "Heterogeneous workers"); global_batch 0: the equal split.
@@ -44,7 +53,7 @@ struct TrainShare {
 // loader's first batch (a resumed run's steps so far). `share`: this rank's part of
 // each global batch, `batch` samples from share.offset on. `whole_test_split`: the evaluation
 // loader reads all of the test split, not shard `rank` of `world` (hogwild: the shards are threads).
-void start_loaders(const ResolvedConfig& config, RunData& data, int64_t batch, int rank, int world,
+void start_loaders(const RunDataOptions& options, RunData& data, int64_t batch, int rank, int world,
                    SlotAllocator slots = {}, int64_t first_batch = 0, TrainShare share = {},
                    bool whole_test_split = false);
 

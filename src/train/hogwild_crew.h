@@ -9,40 +9,50 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "config/run_config.h"
-#include "train/input_preparation.h"
+#include "nn/optimizer.h"
+#include "train/data_setup.h"
 #include "train/learning_rate.h"
 
 namespace ts {
 
+// What each replica builds, decided once by set_up_run (train/phase_options.h).
+struct ReplicaOptions {
+  int replicas = 1;         // dist.threads_per_worker: the main thread's and the crew's
+  std::string backend;      // the backend's name, `threads` threads each
+  int threads = 1;
+  std::string model;        // built with `seed` and `dropout`, as the main thread's net
+  uint64_t seed = 1;
+  double dropout = 0;
+  SgdOptions sgd;
+  RunDataOptions data;      // each replica's loader reads shard t of the training split...
+  InputPreparation prepared;  // ... where the main thread's data was made ready (the staged copy, if any)
+};
+
 class HogwildCrew {
  public:
-  // Starts threads 1 .. threads_per_worker - 1 over `shared_params` (param_count floats, the
-  // main net's arena, host memory). `batch`: per replica; `total_steps`: per replica; `prepared`:
-  // where the main thread's data was made ready (the staged copy, if any), read by every replica.
-  HogwildCrew(const ResolvedConfig& config, float* shared_params, int64_t param_count, int64_t batch,
-              int64_t total_steps, const LearningRate& lr, InputPreparation prepared);
+  // Starts threads 1 .. replicas - 1 over `shared_params` (param_count floats, the main net's
+  // arena, host memory). `batch`: per replica; `total_steps`: per replica.
+  HogwildCrew(ReplicaOptions options, float* shared_params, int64_t param_count, int64_t batch, int64_t total_steps,
+              const LearningRate& lr);
   ~HogwildCrew();  // stops and joins (a run that ended early)
   HogwildCrew(const HogwildCrew&) = delete;
   HogwildCrew& operator=(const HogwildCrew&) = delete;
 
   // Waits for every replica to finish its steps; rethrows the first replica's error.
   void join();
-  int64_t replica_steps() const { return steps_done_.load(); }  // steps of the other replicas so far
 
  private:
   void run_replica(int index);
 
-  const ResolvedConfig& config_;
+  const ReplicaOptions options_;
   float* shared_params_;
   const int64_t param_count_, batch_, total_steps_;
   const LearningRate& lr_;
-  const InputPreparation prepared_;
   std::atomic<bool> stop_{false};
-  std::atomic<int64_t> steps_done_{0};
   std::vector<std::thread> threads_;
   std::vector<std::exception_ptr> errors_;
 };

@@ -13,7 +13,7 @@
 #include "data/node_stage.h"
 #include "data/page_cache.h"
 #include "data/storage.h"
-#include "train/data_setup.h"
+#include "train/phase_options.h"
 
 namespace ts {
 namespace {

@@ -6,11 +6,12 @@
 #include <ostream>
 
 #include "core/timer.h"
+#include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/loss_ledger.h"
 #include "train/loss_watch.h"
 #include "train/progress.h"
-#include "train/step_boundary.h"
+#include "train/run_setup.h"
 #include "train/train_step.h"
 
 namespace ts {
@@ -116,11 +117,12 @@ bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRec
 
 }  // namespace
 
-void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream& log, RunRecording& rec,
+void run_loop(RunSetup& s, Communicator& comm, std::ostream& log, RunRecording& rec,
               const CheckpointTarget* checkpoints) {
   const RunPlan& plan = s.plan;
+  const LoopOptions& o = s.loop;
   const bool root = comm.rank() == 0;
-  StepBoundary boundary(r.checkpoint);
+  StepBoundary boundary(o.checkpoints);
   TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader, s.scaler.get(), s.staged.get()};
   state.step = rec.steps();
   state.wait_for_device = s.waits_for_device;
@@ -128,12 +130,12 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
     state.global_batch = plan.global_batch;
     state.world = comm.size();
   }
-  if (r.dist.emulate_slowdown_rank == comm.rank()) state.slowdown = r.dist.emulate_slowdown_factor;
+  state.slowdown = o.slowdown;
   state.defer_loss = s.loss_reads == LossReads::log;
   std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net, s.device_losses) : nullptr;
   // loss_reads: log: the overflow check of loss scaling is decided on the device too.
   if (state.defer_loss && s.scaler->enabled() && !s.scaler->on_device()) s.scaler->keep_on_device(*s.backend);
-  LossWatch watch(r.diverge_loss_above_factor);
+  LossWatch watch(o.diverge_loss_above_factor);
   const int64_t first_step = rec.steps() + 1;
   rec.bucket_stride = bucket_stride_for(plan.total_steps, static_cast<int64_t>(s.exchange->buckets().size()), comm.size());
   for (int64_t step = first_step; step <= plan.total_steps; ++step) {
@@ -145,7 +147,7 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
     const bool average_now = step % plan.average_period == 0 || last || eval_now;
     const StepResult res = train_step(state, lr, average_now);
     record_step(rec, res, step, plan, lr);
-    if (s.memory.device.applies && (step == first_step || step % r.log_every == 0 || last))
+    if (s.memory.device.applies && (step == first_step || step % o.log_every == 0 || last))
       s.note_device_memory(s.backend->device_memory().used);
     if (res.verdict.diverged) {
       rec.diverged = true;
@@ -153,13 +155,13 @@ void run_loop(const RunConfig& r, RunSetup& s, Communicator& comm, std::ostream&
       if (root) log << "diverged: " << rec.message << "; stopping\n";
       break;
     }
-    const bool log_now = step % r.log_every == 0 || last;
+    const bool log_now = step % o.log_every == 0 || last;
     if (ledger) {
       ledger->hold(rec.local_loss.size() - 1, res.loss_id, res.verdict.combined_id);
       if ((log_now || eval_now || ledger->full()) && !settle_losses(ledger.get(), rec, step, root, log)) break;
     }
     const size_t changes = s.shares->changes().size();
-    s.shares->after_step(step, res.compute, res.batch, *s.data->train_loader, r.dataset.prefetch, s.staged ? 1 : 0,
+    s.shares->after_step(step, res.compute, res.batch, *s.data->train_loader, o.prefetch, s.staged ? 1 : 0,
                          comm);
     if (root && s.shares->changes().size() > changes)
       log << "shares: " << shares_text(s.shares->shares()) << " from step " << s.shares->changes().back().step << "\n";

@@ -5,21 +5,32 @@
 // checkpoints (train/checkpoint.h), and a stop when the ranks agree on a preemption signal.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 
-#include "config/run_config.h"
 #include "dist/communicator.h"
-#include "train/checkpoint.h"
 #include "train/recording.h"
-#include "train/run_setup.h"
+#include "train/step_boundary.h"
 
 namespace ts {
 
+struct CheckpointTarget;  // train/checkpoint.h
+struct RunSetup;          // train/run_setup.h (which holds the LoopOptions)
+
+// What the loop takes of the run's settings, decided once by set_up_run.
+struct LoopOptions {
+  int64_t log_every = 20;                // progress lines (and loss_reads: log's reads) every so many steps
+  double diverge_loss_above_factor = 0;  // diverge.loss_above_factor (train/loss_watch.h); 0: unset
+  double slowdown = 1.0;                 // dist.emulate_slowdown on this rank (TrainState::slowdown)
+  int prefetch = 2;                      // dataset.prefetch: batches a loader holds at the old shares
+  CheckpointSchedule checkpoints;
+};
+
 // Continues `rec` (empty, or a resumed run's recording: the loop starts at step
-// rec.steps() + 1) up to the plan's last step. `checkpoints`: where they go, or null where
+// rec.steps() + 1) up to the plan's last step, as setup.loop says. `checkpoints`: where they go, or null where
 // this run cannot be checkpointed (a preemption then stops without one). A preemption ends the
 // loop early with rec.preempted_by set (after the checkpoint of that step).
-void run_loop(const RunConfig& run, RunSetup& setup, Communicator& comm, std::ostream& log, RunRecording& rec,
+void run_loop(RunSetup& setup, Communicator& comm, std::ostream& log, RunRecording& rec,
               const CheckpointTarget* checkpoints);
 
 }  // namespace ts

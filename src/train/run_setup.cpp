@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "backend/backend_factory.h"
 #include "backend/plan_choices.h"
@@ -13,11 +14,13 @@
 #include "core/error.h"
 #include "core/memory_limits.h"
 #include "core/preemption_signal.h"
+#include "core/rng.h"
 #include "nn/layers/conv2d.h"
 #include "nn/layers/fully_connected.h"
 #include "nn/models.h"
 #include "train/capabilities.h"
 #include "train/loss_ledger.h"
+#include "train/phase_options.h"
 #include "train/resources.h"
 
 namespace ts {
@@ -71,6 +74,37 @@ RunPlan plan_of(const ResolvedConfig& cfg, int64_t train_count, int world) {
   return p;
 }
 
+// This rank's backend with the run's threads, precision and (cuda) library choices. Collective:
+// with ranks.backend only some ranks may lack their device or precision, and the others must
+// not wait for them in the next collective.
+std::unique_ptr<Backend> set_up_backend(const ResolvedConfig& cfg, Communicator& comm) {
+  const RunConfig& r = cfg.run;
+  std::unique_ptr<Backend> backend;
+  std::string refusal;
+  bool unsupported = false;  // what this machine cannot run: a campaign marks the point, not failed
+  try {
+    backend = make_backend(backend_kind_name(r.backend), comm.local_rank());  // cuda: the device NCCL uses
+    backend->set_threads(r.threads);
+    check_device(cfg, *backend);
+  } catch (const NoDeviceError& e) {  // built, but no device here: exit 2 naming the key
+    refusal = cfg.locate("backend") + ": " + e.what();
+    unsupported = true;
+  } catch (const UnsupportedError& e) {
+    refusal = e.what();
+    unsupported = true;
+  } catch (const ConfigError& e) {
+    refusal = e.what();
+  }
+  refuse_collectively(comm, refusal, unsupported);
+  backend->set_precision(r.precision);
+  if (PlanChoices* choices = capability<PlanChoices>(*backend)) {  // cuda: its libraries' algorithms
+    choices->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
+    choices->set_algorithm_choice(r.cuda_algorithms);
+    choices->set_conv_api(r.cuda_conv_api, r.cuda_reduced_precision_reduction);
+  }
+  return backend;
+}
+
 // Page-locked batch slots for a device the host cannot address (their copies to the device run
 // asynchronously); the loader's aligned host memory otherwise.
 SlotAllocator slot_allocator(Backend& backend) {
@@ -83,17 +117,6 @@ SlotAllocator slot_allocator(Backend& backend) {
 }
 
 }  // namespace
-
-ExchangeOptions exchange_options_of(const DistConfig& dist) {
-  ExchangeOptions options;
-  options.strategy = dist.strategy;
-  options.algorithm = dist.allreduce;
-  options.bucket_elements = std::max<int64_t>(1, static_cast<int64_t>(dist.bucket_mb * 1024.0 * 1024.0 / sizeof(float)));
-  options.overlap = dist.overlap;
-  options.compression = dist.compression;
-  options.device_sum = dist.hetero_allreduce_device;
-  return options;
-}
 
 ArenaDevice arena_device_of(Backend& backend) {
   ArenaDevice device;
@@ -139,36 +162,25 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
                                      const ShareState* resumed_shares, Communicator* ps_world) {
   const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
-  // Collective: with ranks.backend only some ranks may lack their device or precision, and the
-  // others must not wait for them in the next collective.
-  std::string refusal;
-  bool unsupported = false;  // what this machine cannot run: a campaign marks the point, not failed
-  try {
-    s->backend = make_backend(backend_kind_name(r.backend), comm.local_rank());  // cuda: the device NCCL uses
-    s->backend->set_threads(r.threads);
-    check_device(cfg, *s->backend);
-  } catch (const NoDeviceError& e) {  // built, but no device here: exit 2 naming the key
-    refusal = cfg.locate("backend") + ": " + e.what();
-    unsupported = true;
-  } catch (const UnsupportedError& e) {
-    refusal = e.what();
-    unsupported = true;
-  } catch (const ConfigError& e) {
-    refusal = e.what();
-  }
-  refuse_collectively(comm, refusal, unsupported);
-  s->backend->set_precision(r.precision);
-  if (PlanChoices* choices = capability<PlanChoices>(*s->backend)) {  // cuda: its libraries' algorithms
-    choices->set_workspace_limit(static_cast<size_t>(r.cuda_workspace_mb) << 20);
-    choices->set_algorithm_choice(r.cuda_algorithms);
-    choices->set_conv_api(r.cuda_conv_api, r.cuda_reduced_precision_reduction);
-  }
+  s->backend = set_up_backend(cfg, comm);
   const bool device_memory = !s->backend->describe().host_accessible;
   // hogwild: the replicas are the workers of the batch split and the shards of the data.
   const bool hogwild = r.dist.strategy == DistStrategy::hogwild;
   const int replicas = hogwild ? static_cast<int>(r.dist.threads_per_worker) : comm.size();
-  s->data = open_run_data(cfg, r.batch_for(replicas), replicas, prepare_input(r, comm));
+  InputPreparation prepared = prepare_input(r, comm);
+  // Each phase gets its own settings, packed here: the data's, the loop's, hogwild's replicas'.
+  const RunDataOptions data_options{data_options_of(r, prepared),
+                                    cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch"),
+                                    r.dataset.shuffle,
+                                    seed_mix(r.seed, 1),  // the training loader's shuffle stream
+                                    r.dataset.loader_threads,
+                                    r.dataset.prefetch,
+                                    r.eval.batch};
+  s->data = open_run_data(data_options, r.batch_for(replicas), replicas, std::move(prepared));
   s->plan = plan_of(cfg, s->data->train_count, replicas);
+  const bool slow_rank = r.dist.emulate_slowdown_rank == comm.rank();
+  s->loop = LoopOptions{r.log_every, r.diverge_loss_above_factor, slow_rank ? r.dist.emulate_slowdown_factor : 1.0,
+                        r.dataset.prefetch, {r.checkpoint.every_steps, r.checkpoint.every_minutes}};
   stop_if_signalled_during_startup([] { return "the data set was open; the memory estimate and planning were next"; });
   // The memory check (collective) before anything large is allocated.
   s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
@@ -176,14 +188,17 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->memory_bound.device = device_memory_bound(*s->backend, comm.local_size());
   check_memory(cfg, s->memory, s->memory_bound, comm);
   s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
-  s->shares = std::make_unique<ShareBalancer>(r, comm.rank(), comm.size(), s->plan.global_batch, resumed_shares);
+  const DistConfig& d = r.dist;
+  s->shares = std::make_unique<ShareBalancer>(
+      ShareOptions{d.heterogeneous(), d.partition, d.shares, d.calibration_steps, d.rebalance_steps, d.share_quantum},
+      comm.rank(), comm.size(), s->plan.global_batch, resumed_shares);
   TrainShare share;
   if (s->shares->active()) {
     ShareBalancer::LoaderShares from = s->shares->loader_shares(first_step);
     s->plan.batch = from.batch;
     share = {s->plan.global_batch, from.offset, s->shares->max_share(), std::move(from.later)};
   }
-  start_loaders(cfg, *s->data, s->plan.batch, hogwild ? 0 : comm.rank(), replicas, slot_allocator(*s->backend),
+  start_loaders(data_options, *s->data, s->plan.batch, hogwild ? 0 : comm.rank(), replicas, slot_allocator(*s->backend),
                 first_step, share, hogwild);
   s->net->set_batch(s->plan.batch);
   stop_if_signalled_during_startup([] { return "planning the model"; });
@@ -228,8 +243,10 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
     throw ConfigError(cfg.locate("loss_reads") + ": " + e.what());
   }
   if (hogwild)
-    s->hogwild = std::make_unique<HogwildCrew>(cfg, s->net->params(), s->net->param_count(), s->plan.batch,
-                                               s->plan.total_steps, *s->lr, s->data->prepared);
+    s->hogwild = std::make_unique<HogwildCrew>(
+        ReplicaOptions{replicas, backend_kind_name(r.backend), r.threads, r.model, r.seed, r.dropout, sgd, data_options,
+                       s->data->prepared},
+        s->net->params(), s->net->param_count(), s->plan.batch, s->plan.total_steps, *s->lr);
   return s;
 }
 

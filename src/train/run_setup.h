@@ -20,6 +20,7 @@
 #include "train/data_setup.h"
 #include "train/hogwild_crew.h"
 #include "train/learning_rate.h"
+#include "train/loop.h"
 #include "train/loss_scaler.h"
 #include "train/memory_estimate.h"
 #include "train/share_balancer.h"
@@ -59,6 +60,7 @@ struct RunSetup {
   std::unique_ptr<ShareBalancer> shares;  // the ranks' shares of the global batch
   std::unique_ptr<HogwildCrew> hogwild;  // hogwild: the replicas beyond the main thread's (last: stopped first)
   RunPlan plan;
+  LoopOptions loop;
   // Between steps every rank holds the same parameter and momentum bits (checkpoints then keep
   // one copy): the strategy's replicas_identical(), unless the ranks run backends of different
   // kinds, whose optimizers may round the same update differently.
@@ -81,8 +83,6 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator&
                                      const ShareState* resumed_shares = nullptr,
                                      Communicator* ps_world = nullptr);
 
-// The exchange options of the run's dist settings (bucket_mb -> floats per bucket).
-ExchangeOptions exchange_options_of(const DistConfig& dist);
 // The conv and fully connected weight matrices of the net's parameter arena (PowerSGD's).
 std::vector<WeightMatrix> weight_matrices_of(Net& net);
 // Where `backend` keeps a net's arenas, for the exchange strategy: host memory, or (cuda) the

@@ -6,9 +6,10 @@
 
 namespace ts {
 
-ShareBalancer::ShareBalancer(const RunConfig& run, int rank, int world, int64_t global_batch, const ShareState* resumed)
-    : dist_(run.dist), rank_(rank), world_(world), global_batch_(global_batch) {
-  active_ = dist_.heterogeneous() && world > 1;
+ShareBalancer::ShareBalancer(const ShareOptions& options, int rank, int world, int64_t global_batch,
+                             const ShareState* resumed)
+    : options_(options), rank_(rank), world_(world), global_batch_(global_batch) {
+  active_ = options_.heterogeneous && world > 1;
   if (resumed && !resumed->changes.empty()) {
     for (const ShareChange& c : resumed->changes)
       TS_CHECK(static_cast<int>(c.shares.size()) == world,
@@ -20,8 +21,8 @@ ShareBalancer::ShareBalancer(const RunConfig& run, int rank, int world, int64_t 
     window_samples_ = resumed->window_samples;
     return;
   }
-  shares_ = dist_.partition == PartitionKind::static_ && static_cast<int>(dist_.shares.size()) == world
-                ? dist_.shares
+  shares_ = options_.partition == PartitionKind::static_ && static_cast<int>(options_.shares.size()) == world
+                ? options_.shares
                 : equal_shares(global_batch, world);
   changes_.push_back({1, shares_});
 }
@@ -42,17 +43,15 @@ ShareBalancer::LoaderShares ShareBalancer::loader_shares(int64_t first_batch) co
   return out;
 }
 
-int64_t ShareBalancer::my_offset() const { return share_offsets(shares_)[static_cast<size_t>(rank_)]; }
-
 int64_t ShareBalancer::max_share() const {
-  if (dist_.partition != PartitionKind::measured && dist_.partition != PartitionKind::adaptive) return my_share();
-  return global_batch_ - dist_.share_quantum * (world_ - 1);
+  if (options_.partition != PartitionKind::measured && options_.partition != PartitionKind::adaptive) return my_share();
+  return global_batch_ - options_.share_quantum * (world_ - 1);
 }
 
 bool ShareBalancer::decides_after(int64_t step) const {
-  if (!active_ || step < dist_.calibration_steps) return false;
-  if (dist_.partition == PartitionKind::measured) return step == dist_.calibration_steps;
-  if (dist_.partition == PartitionKind::adaptive) return (step - dist_.calibration_steps) % dist_.rebalance_steps == 0;
+  if (!active_ || step < options_.calibration_steps) return false;
+  if (options_.partition == PartitionKind::measured) return step == options_.calibration_steps;
+  if (options_.partition == PartitionKind::adaptive) return (step - options_.calibration_steps) % options_.rebalance_steps == 0;
   return false;
 }
 
@@ -60,7 +59,7 @@ void ShareBalancer::after_step(int64_t step, double compute_seconds, int64_t sam
                                int lookahead, Communicator& comm) {
   // The run's first step (first touch of memory, code generated on first use) is left out of
   // the first window when it has more steps.
-  if (step > 1 || dist_.calibration_steps == 1) {
+  if (step > 1 || options_.calibration_steps == 1) {
     window_seconds_ += compute_seconds;
     window_samples_ += samples;
   }
@@ -76,7 +75,7 @@ void ShareBalancer::after_step(int64_t step, double compute_seconds, int64_t sam
   speed.pop_back();
   window_seconds_ = 0;
   window_samples_ = 0;
-  const std::vector<int64_t> next = shares_by_speed(speed, global_batch_, dist_.share_quantum);
+  const std::vector<int64_t> next = shares_by_speed(speed, global_batch_, options_.share_quantum);
   if (next == shares_) return;
   // The first batch no worker of any rank can have claimed (Loader::set_share) nor a staging
   // rank taken ahead: the same number on every rank, since every rank has taken the same steps.

@@ -10,11 +10,21 @@
 #include <cstdint>
 #include <vector>
 
-#include "config/run_config.h"
 #include "data/loader.h"
+#include "dist/batch_partition.h"
 #include "dist/communicator.h"
 
 namespace ts {
+
+// What the balancer takes of dist.*, packed once by set_up_run.
+struct ShareOptions {
+  bool heterogeneous = false;  // DistConfig::heterogeneous(): shares may differ between ranks
+  PartitionKind partition = PartitionKind::equal;
+  std::vector<int64_t> shares;    // static: samples per step of each rank
+  int64_t calibration_steps = 5;  // measured / adaptive: steps timed before the first balance
+  int64_t rebalance_steps = 50;   // adaptive: steps between re-balances
+  int64_t share_quantum = 1;      // measured / adaptive: shares are multiples of it
+};
 
 struct ShareChange {
   int64_t step = 0;             // the first step (1-based) that uses `shares`
@@ -32,14 +42,14 @@ struct ShareState {
 class ShareBalancer {
  public:
   // `resumed`: a checkpointed run's state (the shares it decided, its window), else the start.
-  ShareBalancer(const RunConfig& run, int rank, int world, int64_t global_batch, const ShareState* resumed = nullptr);
+  ShareBalancer(const ShareOptions& options, int rank, int world, int64_t global_batch,
+                const ShareState* resumed = nullptr);
 
   // True when shares are not the equal split (or may change): the steps weight the gradients
   // by share and record /partition.
   bool active() const { return active_; }
   const std::vector<int64_t>& shares() const { return shares_; }  // current, one per rank
   int64_t my_share() const { return shares_[static_cast<size_t>(rank_)]; }
-  int64_t my_offset() const;
   // The largest share this rank may get (the loader's slots): the global batch less a quantum per other rank.
   int64_t max_share() const;
   // Every change of shares, the initial ones first (step 1).
@@ -63,7 +73,7 @@ class ShareBalancer {
  private:
   bool decides_after(int64_t step) const;
 
-  const DistConfig dist_;
+  const ShareOptions options_;
   const int rank_, world_;
   const int64_t global_batch_;
   bool active_ = false;

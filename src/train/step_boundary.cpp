@@ -8,7 +8,7 @@
 
 namespace ts {
 
-StepBoundary::StepBoundary(const CheckpointConfig& config) : config_(config), last_checkpoint_(now_seconds()) {}
+StepBoundary::StepBoundary(const CheckpointSchedule& schedule) : schedule_(schedule), last_checkpoint_(now_seconds()) {}
 
 void StepBoundary::checkpoint_written() { last_checkpoint_ = now_seconds(); }
 
@@ -16,13 +16,13 @@ BoundaryDecision StepBoundary::after_step(int64_t step, bool sync_point, Communi
                                           MessageBoundary* by_messages) {
   BoundaryDecision d;
   // Step-based checkpoints fall on the same step everywhere: no agreement needed.
-  d.checkpoint = config_.every_steps > 0 && step % config_.every_steps == 0;
+  d.checkpoint = schedule_.every_steps > 0 && step % schedule_.every_steps == 0;
   // async_ps agrees through its server even with one worker: the servers learn of a preemption
   // from the agreement, and stop with the workers.
   if (comm.size() > 1 && !sync_point && !by_messages) return d;
   const int signal = preemption_signal();
   const bool minutes_due =
-      config_.every_minutes > 0 && now_seconds() - last_checkpoint_ >= config_.every_minutes * 60.0;
+      schedule_.every_minutes > 0 && now_seconds() - last_checkpoint_ >= schedule_.every_minutes * 60.0;
   if (by_messages) {  // async_ps: the request goes with the next push; server 0 names the step
     by_messages->request_boundary({signal, minutes_due});
     const BoundaryAgreement agreed = by_messages->agreed_boundary();

@@ -14,11 +14,17 @@
 
 #include <cstdint>
 
-#include "config/run_config.h"
 #include "dist/communicator.h"
 #include "dist/message_boundary.h"
 
 namespace ts {
+
+// When checkpoints fall due (checkpoint.every_steps, checkpoint.every_minutes; 0: not by that
+// measure). Built once by set_up_run.
+struct CheckpointSchedule {
+  int64_t every_steps = 0;
+  double every_minutes = 0;
+};
 
 struct BoundaryDecision {
   bool checkpoint = false;  // write one now (every rank)
@@ -27,7 +33,7 @@ struct BoundaryDecision {
 
 class StepBoundary {
  public:
-  explicit StepBoundary(const CheckpointConfig& config);
+  explicit StepBoundary(const CheckpointSchedule& schedule);
   // After step `step` (never the last one: a run that is about to finish just finishes).
   // Collective when the world has several ranks and `sync_point` holds, unless the exchange
   // agrees by messages (`by_messages` not null: then on whatever number of ranks).
@@ -36,7 +42,7 @@ class StepBoundary {
   void checkpoint_written();
 
  private:
-  CheckpointConfig config_;
+  CheckpointSchedule schedule_;
   double last_checkpoint_ = 0;  // now_seconds() of the start or of the last checkpoint
 };
 

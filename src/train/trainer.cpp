@@ -31,6 +31,7 @@
 #include "train/resume.h"
 #include "train/run_output.h"
 #include "train/run_setup.h"
+#include "train/preemption_notice.h"
 #include "train/startup_stop.h"
 
 namespace ts {
@@ -150,8 +151,10 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   if (!warmup.empty()) warn(log, rec, root, warmup);
   const bool can_checkpoint = checkpoint_refusal(cfg.run).empty();
   end_startup_phase();  // a signal from here on stops the run at a step boundary
+  PreemptionNotice notice(root, out_dir, id.run_id, run_path, target.attempt);
   rec.loop_start_wall = unix_seconds();
-  run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
+  run_loop(*setup, comm, log, rec, can_checkpoint ? &target : nullptr);
+  notice.close();
   if (setup->outside_peers) setup->outside_peers->leave();
   if (rec.preempted_by != 0) stop_preempted(rec, target.attempt, run_path, comm, log);
   RunResult result = gather_recording(rec, setup->exchange->times_ps_phases(),
@@ -164,6 +167,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   attempt_id.attempt = target.attempt;
   setup->note_device_memory(setup->backend->device_memory().used);
   write_run_output(result, rec, cfg, attempt_id, *setup, start_time, run_path, resumed.step);
+  notice.withdraw();  // a signal during the last step: the run finished after all
   if (!cfg.run.mllog_path.empty()) {  // made from the file just written: one mapping for runs and `show --mllog`
     write_file_atomically(cfg.run.mllog_path, mllog_text(read_run_file_view(run_path)));
     log << "mllog: " << cfg.run.mllog_path << "\n";

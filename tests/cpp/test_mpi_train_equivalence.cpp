@@ -105,11 +105,12 @@ Trajectory run(Communicator& comm, const DpSetup& s) {
   }
   std::unique_ptr<ShareBalancer> balancer;
   if (s.balance) {
-    RunConfig rc;
-    rc.dist.partition = PartitionKind::measured;
-    rc.dist.calibration_steps = 2;
-    rc.dist.share_quantum = 8;
-    balancer = std::make_unique<ShareBalancer>(rc, comm.rank(), comm.size(), lo.global_batch);
+    ShareOptions so;
+    so.heterogeneous = true;
+    so.partition = PartitionKind::measured;
+    so.calibration_steps = 2;
+    so.share_quantum = 8;
+    balancer = std::make_unique<ShareBalancer>(so, comm.rank(), comm.size(), lo.global_batch);
     lo.max_batch = balancer->max_share();
   }
   net->set_batch(lo.batch);

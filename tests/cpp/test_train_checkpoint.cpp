@@ -14,6 +14,7 @@
 #include "core/byte_stream.h"
 #include "core/error.h"
 #include "nn/models.h"
+#include "train/capabilities.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_state.h"
 
