@@ -392,3 +392,20 @@ TEST(RunConfig, DefaultLearningRateIsOneThatLearns) {
   const auto explicit_lr = parse_run_config("model: lenet\nsteps: 300\nlr: 0.01\n", "cfg.yaml", {});
   EXPECT_EQ(config_id_of(explicit_lr.yaml), config_id_of(plain.yaml)) << "the default is resolved into the config";
 }
+
+// parse_run_config reads the YAML of the text it was given last only once (sweep expansion
+// resolves one base with other overrides per run): the overrides of one call never reach the
+// next, and another text or origin is read again.
+TEST(RunConfig, RepeatedParsesOfOneTextKeepTheirOverridesApart) {
+  const std::string base = "model: lenet\nlr: 0.05\nsteps: 5\n";
+  const ResolvedConfig a = parse_run_config(base, "base.yaml", {"lr=0.2", "workers=2"});
+  const ResolvedConfig b = parse_run_config(base, "base.yaml", {});
+  EXPECT_DOUBLE_EQ(a.run.lr, 0.2);
+  EXPECT_DOUBLE_EQ(b.run.lr, 0.05);
+  EXPECT_EQ(b.run.workers, 1);
+  EXPECT_EQ(b.where.at("lr"), "base.yaml:2");
+  EXPECT_EQ(parse_run_config(base, "other.yaml", {}).where.at("lr"), "other.yaml:2");
+  EXPECT_DOUBLE_EQ(parse_run_config("model: lenet\nlr: 0.3\n", "base.yaml", {}).run.lr, 0.3);
+  EXPECT_THROW(parse_run_config("model: lenet\nlr: [\n", "base.yaml", {}), ConfigError);
+  EXPECT_DOUBLE_EQ(parse_run_config(base, "base.yaml", {}).run.lr, 0.05);  // the failed text cached nothing
+}
