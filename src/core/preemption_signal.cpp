@@ -17,6 +17,8 @@ namespace {
 
 std::atomic<int> g_signal{0};
 std::atomic<bool> g_starting_up{false};  // between install_preemption_handlers and end_startup_phase
+std::mutex g_notice_mutex;
+std::function<void(int)> g_notice;  // on_preemption_signal's, until it has been called
 static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only store to a lock-free atomic");
 
 // The handlers that were there before ours (an MPI library may count SIGUSR1 as its notice of a
@@ -77,13 +79,24 @@ void install_recording_handler() {
 
 // Takes the signals synchronously where no other thread may take them, and gives them to the
 // handler that was there before ours as a handler would have.
+// Every 0.1 s at most it also gives a recorded signal (its own or the handler's) to the notice.
 void watch_preemption_signals() {
   const sigset_t set = preemption_set();
+  const timespec tick{0, 100 * 1000 * 1000};
   for (;;) {
     siginfo_t info;
     std::memset(&info, 0, sizeof info);
-    const int signal = sigwaitinfo(&set, &info);
+    const int signal = sigtimedwait(&set, &info, &tick);
     if (signal > 0) record_preemption_signal(signal, &info, nullptr);
+    if (g_signal.load(std::memory_order_relaxed) == 0) continue;
+    std::lock_guard<std::mutex> lock(g_notice_mutex);
+    if (!g_notice) continue;
+    const std::function<void(int)> notice = std::move(g_notice);
+    g_notice = nullptr;
+    try {
+      notice(g_signal.load(std::memory_order_relaxed));
+    } catch (...) {  // the notice is a head start; the stop at the step boundary still says what failed
+    }
   }
 }
 
@@ -118,6 +131,11 @@ void throw_stopped_during_startup(const std::string& where) { throw StoppedDurin
 void end_startup_phase() { g_starting_up.store(false); }
 
 int preemption_signal() { return g_signal.load(std::memory_order_relaxed); }
+
+void on_preemption_signal(std::function<void(int)> notice) {
+  std::lock_guard<std::mutex> lock(g_notice_mutex);
+  g_notice = std::move(notice);
+}
 
 std::string signal_name(int signal) {
   switch (signal) {

@@ -8,6 +8,7 @@
 // other place to leave it.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "core/error.h"
@@ -26,6 +27,11 @@ namespace ts {
 void install_preemption_handlers();
 // The signal that arrived since the handlers were installed (the latest one), or 0.
 int preemption_signal();
+// Calls `notice(signal)` once, on the watcher thread, within 0.1 s of the first preemption
+// signal (at once if one came before): what must be on disk even if the launcher kills the
+// process before the next step boundary (train/preemption_notice.h). An empty function clears
+// it, waiting for a call in progress.
+void on_preemption_signal(std::function<void(int)> notice);
 // "SIGTERM", "SIGUSR1", or "signal N".
 std::string signal_name(int signal);
 
