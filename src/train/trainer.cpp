@@ -153,7 +153,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   end_startup_phase();  // a signal from here on stops the run at a step boundary
   PreemptionNotice notice(root, out_dir, id.run_id, run_path, target.attempt);
   rec.loop_start_wall = unix_seconds();
-  run_loop(cfg.run, *setup, comm, log, rec, can_checkpoint ? &target : nullptr);
+  run_loop(*setup, comm, log, rec, can_checkpoint ? &target : nullptr);
   notice.close();
   if (setup->outside_peers) setup->outside_peers->leave();
   if (rec.preempted_by != 0) stop_preempted(rec, target.attempt, run_path, comm, log);
