@@ -35,16 +35,25 @@ struct Held {
 
 const hid_t kTypes[] = {H5T_STD_U8LE, H5T_STD_I8LE, H5T_STD_U16LE, H5T_IEEE_F32LE, H5T_STD_I32LE, H5T_STD_I64LE};
 
+// How a chunked dataset is stored: gzip, Fletcher-32 checksums; `first_chunk`, when not null,
+// gets the file address of its first chunk's stored bytes (to damage them).
+struct ChunkFilters {
+  bool gzip = false, fletcher32 = false;
+  haddr_t* first_chunk = nullptr;
+};
+
 // One dataset `name` of type kTypes[type % 6] and `rank` dims from the input, filled from the input.
-bool write_dataset(hid_t file, const char* name, Bytes& in, int rank, const hsize_t* dims, int chunk_rows, bool gzip,
-                   const char* layout) {
+bool write_dataset(hid_t file, const char* name, Bytes& in, int rank, const hsize_t* dims, int chunk_rows,
+                   const ChunkFilters& filters, const char* layout) {
   Held space{H5Screate_simple(rank, dims, nullptr), H5Sclose};
   Held plist{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
   if (space.id < 0 || plist.id < 0) return false;
   if (chunk_rows > 0) {
     hsize_t chunk[5];
     for (int i = 0; i < rank; ++i) chunk[i] = i == 0 ? std::min<hsize_t>(dims[0], chunk_rows) : dims[i];
-    if (H5Pset_chunk(plist.id, rank, chunk) < 0 || (gzip && H5Pset_deflate(plist.id, 1) < 0)) return false;
+    if (H5Pset_chunk(plist.id, rank, chunk) < 0 || (filters.gzip && H5Pset_deflate(plist.id, 1) < 0) ||
+        (filters.fletcher32 && H5Pset_fletcher32(plist.id) < 0))
+      return false;
   }
   const hid_t type = kTypes[in.next() % 6];
   Held set{H5Dcreate2(file, name, type, space.id, H5P_DEFAULT, plist.id, H5P_DEFAULT), H5Dclose};
@@ -54,6 +63,15 @@ bool write_dataset(hid_t file, const char* name, Bytes& in, int rank, const hsiz
   std::vector<uint8_t> values(static_cast<size_t>(count));
   for (auto& v : values) v = in.next();
   if (H5Dwrite(set.id, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) return false;
+  if (filters.first_chunk && chunk_rows > 0) {
+    hsize_t offset[5];
+    unsigned mask = 0;
+    hsize_t bytes = 0;
+    Held file_space{H5Dget_space(set.id), H5Sclose};
+    if (file_space.id < 0 || H5Fflush(file, H5F_SCOPE_GLOBAL) < 0 ||
+        H5Dget_chunk_info(set.id, file_space.id, 0, offset, &mask, filters.first_chunk, &bytes) < 0 || bytes == 0)
+      *filters.first_chunk = HADDR_UNDEF;
+  }
   if (!layout) return true;
   Held str{H5Tcopy(H5T_C_S1), H5Tclose};
   Held scalar{H5Screate(H5S_SCALAR), H5Sclose};
@@ -74,30 +92,38 @@ std::vector<uint8_t> file_image(Bytes& in) {
   for (int i = 0; i < rank; ++i) dims[i] = 1 + in.next() % 12;  // small: every sample is read
   const char* layouts[] = {nullptr, "NCHW", "NHWC", "CHWN", ""};
   const int chunk_rows = options & 0x0F;            // 0: contiguous
+  haddr_t first_chunk = HADDR_UNDEF;
+  const ChunkFilters image_filters{(options & 0x10) != 0, (options & 0x20) != 0,
+                                   (options & 0x40) != 0 ? &first_chunk : nullptr};
   if ((shape & 0x20) == 0 &&
-      !write_dataset(file.id, "images", in, rank, dims, chunk_rows, options & 0x10, layouts[(shape >> 3) % 5]))
+      !write_dataset(file.id, "images", in, rank, dims, chunk_rows, image_filters, layouts[(shape >> 3) % 5]))
     return {};
   // /labels: rank 1 or 2, count dims[0] - 1 .. dims[0] + 1.
   const uint8_t labels = in.next();
   hsize_t label_dims[2] = {std::max<hsize_t>(1, dims[0] + (labels % 3) - 1), 1};
   if ((labels & 0x80) == 0 &&
-      !write_dataset(file.id, "labels", in, 1 + ((labels >> 2) & 1), label_dims, (labels >> 3) & 3, false, nullptr))
+      !write_dataset(file.id, "labels", in, 1 + ((labels >> 2) & 1), label_dims, (labels >> 3) & 3,
+                     ChunkFilters{false, (labels & 0x40) != 0, nullptr}, nullptr))
     return {};
   if (H5Fflush(file.id, H5F_SCOPE_GLOBAL) < 0) return {};
   const ssize_t size = H5Fget_file_image(file.id, nullptr, 0);
   if (size <= 0) return {};
   std::vector<uint8_t> image(static_cast<size_t>(size));
   if (H5Fget_file_image(file.id, image.data(), image.size()) != size) return {};
+  // A byte of /images' first chunk flipped, as a disk or a copy would (never the metadata: a
+  // damaged B-tree or heap is libhdf5's own trouble, see the top of this file).
+  if (first_chunk != HADDR_UNDEF && first_chunk < image.size()) image[static_cast<size_t>(first_chunk)] ^= 0x5A;
   return image;
 }
 
 }  // namespace
 
-// Input layout: a shape byte (bits 0..2: /images rank - 1 (mod 5), bits 3..5 with 0x20 set: no
-// /images, else bits 3..4 pick the layout attribute: none, NCHW, NHWC, CHWN, ""), an options
-// byte (bits 0..3: chunk rows, 0 contiguous; bit 4: gzip), one byte per dim, the images' type
-// byte (u8, i8, u16, f32, i32, i64) and values, a labels byte (bits 0..1: count - dims[0] + 1,
-// bit 2: rank 2, bits 3..4: chunk rows, bit 7: no /labels), their type byte and values.
+// Input layout: a shape byte (/images' rank is 1 + shape % 5, its layout attribute
+// (shape >> 3) % 5 of none, NCHW, NHWC, CHWN, ""; 0x20 set: no /images), an options
+// byte (bits 0..3: chunk rows, 0 contiguous; bit 4: gzip; bit 5: Fletcher-32; bit 6: flip a byte
+// of the first chunk), one byte per dim, the images' type byte (u8, i8, u16, f32, i32, i64) and
+// values, a labels byte (bits 0..1: count - dims[0] + 1, bit 2: rank 2, bits 3..4: chunk rows,
+// bit 6: Fletcher-32, bit 7: no /labels), their type byte and values.
 void hdf5(const uint8_t* data, size_t size) {
   H5E_auto2_t func = nullptr;
   void* client = nullptr;

@@ -176,13 +176,16 @@ def hdf5_input(shape, options, dims, image_type, labels, label_type, label_count
 
 def hdf5_seeds():
     d = reset("hdf5")
-    nchw = 3 | (1 << 3)  # rank 4, layout NCHW
+    nchw = 8  # rank 4 (8 % 5 = 3: rank - 1), layout NCHW ((8 >> 3) % 5 = 1); 3 | (1 << 3) was rank 2
     (d / "seed-chunked").write_bytes(hdf5_input(nchw, 0x02, [6, 1, 4, 3], 0, 0x01, 4, 6))
-    (d / "seed-nhwc-gzip").write_bytes(hdf5_input(3 | (2 << 3), 0x13, [6, 4, 3, 1], 0, 0x01, 0, 6))
+    (d / "seed-nhwc-gzip").write_bytes(hdf5_input(18, 0x13, [6, 4, 3, 1], 0, 0x01, 0, 6))
     (d / "seed-contiguous-no-layout").write_bytes(hdf5_input(3, 0x00, [5, 3, 2, 2], 0, 0x01, 4, 5))
     (d / "seed-float-images").write_bytes(hdf5_input(nchw, 0x02, [4, 1, 2, 2], 3, 0x01, 4, 4))
     (d / "seed-rank3").write_bytes(hdf5_input(2, 0x01, [4, 2, 2], 0, 0x01, 4, 4))
     (d / "seed-labels-short").write_bytes(hdf5_input(nchw, 0x02, [6, 1, 2, 2], 0, 0x00, 4, 5))
+    # Fletcher-32 on both datasets (as data convert writes them), then with /images' first chunk damaged.
+    (d / "seed-fletcher32").write_bytes(hdf5_input(nchw, 0x22, [6, 1, 4, 3], 0, 0x41 | 0x08, 4, 6))
+    (d / "seed-fletcher32-flipped").write_bytes(hdf5_input(nchw, 0x62, [6, 1, 4, 3], 0, 0x41 | 0x08, 4, 6))
 
 
 def blob_listing_seeds():
