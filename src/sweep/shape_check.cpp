@@ -122,13 +122,21 @@ std::optional<double> memory_bytes(const std::string& text) {
   return value * scale;
 }
 
-int pack_width(const Site& site, const JobShape& shape, int pack) {
+PackLayout pack_layout(const Site& site, const JobShape& shape, int pack) {
   const SiteNode& node = site.node;
-  if (!site.pack_side_by_side || pack <= 1 || shape.nodes != 1 || shape.gpus_per_node > 0 || !shape.mem.empty() || !node.cores || node.oversubscribe)
-    return 1;
+  PackLayout one{1, 1, shape.nodes};
+  if (!site.pack_side_by_side || pack <= 1 || shape.nodes != 1 || shape.gpus_per_node > 0 || !shape.mem.empty() ||
+      !node.cores || node.oversubscribe)
+    return one;
   const int per_run = std::max(1, shape.tasks_per_node * shape.cpus_per_task);
-  return std::max(1, std::min(pack, *node.cores / per_run));
+  const int per_node = std::min(pack, *node.cores / per_run);
+  if (per_node < 1) return one;
+  const int width = std::min(pack, per_node * std::max(1, site.pack_nodes));
+  if (width <= 1) return one;
+  return {width, per_node, (width + per_node - 1) / per_node};
 }
+
+int pack_width(const Site& site, const JobShape& shape, int pack) { return pack_layout(site, shape, pack).width; }
 
 std::vector<std::string> shape_problems(const Campaign& c, const std::vector<ShapeGroup>& groups, const std::string& scheduler,
                                         const SiteNode& node) {

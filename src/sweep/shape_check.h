@@ -33,11 +33,16 @@ std::optional<double> memory_bytes(const std::string& text);
 std::vector<std::string> shape_problems(const Campaign& campaign, const std::vector<ShapeGroup>& groups,
                                         const std::string& scheduler, const SiteNode& node);
 
-// How many runs of `shape` a packed array task of `pack` runs runs side by side (docs/sweeps.md
-// "Packed allocations"): with the site's pack_side_by_side, as many as one node of the site
-// holds by cores, at most `pack`, for a one-node CPU shape without resources.mem on a node whose
-// cores the site declares (not oversubscribed); 1 (one after another) otherwise.
-int pack_width(const Site& site, const JobShape& shape, int pack);
+// How a packed array task of `pack` runs of `shape` runs them (docs/sweeps.md "Packed
+// allocations"): `width` side by side, `per_node` of them on each of `nodes` nodes. With the
+// site's pack_side_by_side, for a one-node CPU shape without resources.mem on a node whose cores
+// the site declares (not oversubscribed): as many as a node holds by cores on each of up to
+// pack_nodes nodes, at most `pack`; else one after another (width 1 on the shape's nodes).
+struct PackLayout {
+  int width = 1, per_node = 1, nodes = 1;
+};
+PackLayout pack_layout(const Site& site, const JobShape& shape, int pack);
+int pack_width(const Site& site, const JobShape& shape, int pack);  // pack_layout(...).width
 
 // ConfigError (exit 2) listing every shape_problems() of the effective node.
 void check_shapes(const Campaign& campaign, const std::vector<ShapeGroup>& groups, const std::string& scheduler);

@@ -192,7 +192,7 @@ void read_simulate(const SiteParser& p, const YAML::Node& n, Site& s) {
 }  // namespace
 
 std::vector<std::string> site_file_keys() {
-  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "pack", "pack_side_by_side", "requeue", "signal_seconds",
+  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "pack", "pack_side_by_side", "pack_nodes", "requeue", "signal_seconds",
           "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage", "scratch", "simulate"};
 }
 
@@ -245,6 +245,13 @@ Site parse_site_file(const std::string& text, const std::string& path) {
     if (s.pack_side_by_side && s.scheduler != "slurm" && s.scheduler != "pbs")
       p.fail(n, "key 'pack_side_by_side': runs side by side in one allocation needs scheduler slurm or pbs; the " +
                     s.scheduler + " executor starts each run by itself (use limits.throttle for runs at a time)");
+  }
+  if (const YAML::Node n = root["pack_nodes"]) {
+    const int64_t nodes = p.integer(n, "pack_nodes", 1);
+    if (nodes > kMaxPack) p.fail(n, "key 'pack_nodes': " + std::to_string(nodes) + " is out of range; accepted: 1 ... " + std::to_string(kMaxPack));
+    if (nodes > 1 && !s.pack_side_by_side)
+      p.fail(n, "key 'pack_nodes': " + std::to_string(nodes) + " nodes for runs side by side needs pack_side_by_side: true");
+    s.pack_nodes = static_cast<int>(nodes);
   }
   read_preemption(p, root, s);
   if (const YAML::Node n = root["env"]) {

@@ -89,6 +89,7 @@ struct Site {
   // `pack_side_by_side`: a packed task runs as many of its runs at once as one node holds
   // (shape_check.h pack_width); false: one after another (runs that share a node contend for it).
   bool pack_side_by_side = false;
+  int pack_nodes = 1;  // `pack_nodes`: the most nodes a packed task's side-by-side runs spread over
   int workers_per_node = 0;  // CPU runs: MPI ranks per node (0 = all ranks on one node)
   std::string templates;     // directory of the job templates ("" = <source>/jobs)
   SiteNode node;             // `node:` (cores, gpus, memory_gb, oversubscribe)

@@ -397,21 +397,28 @@ std::string tasks_summary(int64_t count, int pack, const std::string& walltime, 
          std::to_string(rounds) + " x " + walltime + ")";
 }
 
-// The launcher of one run of a task whose runs go side by side: srun gets a slice of its own
-// (--exclusive: CPUs no other step of the job holds; one node; the run's CPUs per task);
-// mpirun and mpiexec place the run on the allocation's node as they do for one run.
-std::vector<std::string> lane_launch(const SiteMpi& mpi, const JobShape& shape, int width) {
+// The launch command (shell words) of one run of a task laid out as `layout`. Side by side, srun
+// gets a slice of its own (--exclusive: CPUs no other step of the job holds; one node; the run's
+// CPUs per task); across nodes, mpirun and mpiexec get the lane's node, $LANE_HOST, which the
+// script takes from the scheduler's host list (Open MPI: --host NODE:RANKS; MPICH, Intel MPI:
+// -hosts NODE); on one node they place the run as they do for one run.
+std::string lane_launch(const SiteMpi& mpi, const JobShape& shape, const PackLayout& layout) {
   std::vector<std::string> cmd = launch_command(mpi, shape.workers);
-  if (width > 1 && mpi.launcher == "srun")
+  if (layout.width > 1 && mpi.launcher == "srun")
     cmd.insert(cmd.begin() + 1, {"--exclusive", "--nodes=1", "--cpus-per-task=" + std::to_string(shape.cpus_per_task)});
-  return cmd;
+  std::vector<std::string> words;
+  for (const auto& a : cmd) words.push_back(shell_quote(a));
+  if (layout.nodes > 1 && layout.width > 1 && mpi.launcher != "srun")  // expanded by the script, not quoted here
+    words.insert(words.begin() + 1, shape.mpi == "openmpi" ? "--host \"${LANE_HOST}:" + std::to_string(shape.workers) + "\""
+                                                           : std::string("-hosts \"$LANE_HOST\""));
+  return join(words, " ");
 }
 
 }  // namespace
 
 std::string render_job_script(const Campaign& c, const std::string& scheduler, const JobShape& shape,
                               const std::string& job_name, const std::string& index_file, int64_t count, int throttle,
-                              int pack, int width) {
+                              int pack) {
   const Site& site = c.site;
   const std::string tpl_path = templates_dir(site) + "/" + (scheduler == "slurm" ? "slurm.sh.in" : "pbs.sh.in");
   if (!fs::is_regular_file(tpl_path))
@@ -421,12 +428,11 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   const std::string campaign_dir = fs::absolute(c.dir).lexically_normal().string();
   check_header_values(c, shape, job_name, campaign_dir + "/logs");
   pack_indices({}, pack);  // the range check
-  width = std::max(1, std::min(width, pack));
-  // The runs of a lane one after another; `width` lanes at once on one node (width x its tasks).
+  // The runs of a lane one after another; `width` lanes at once, `per_node` on each node.
+  const PackLayout layout = pack_layout(site, shape, pack);
+  const int width = layout.width, per_node = layout.per_node;
   const std::string walltime = scaled_walltime(shape.walltime, (pack + width - 1) / width);
 
-  std::vector<std::string> launch;
-  for (const auto& a : lane_launch(mpi, shape, width)) launch.push_back(shell_quote(a));
   std::map<std::string, std::string> v;
   v["CAMPAIGN"] = c.name;
   v["SHAPE"] = shape.label();
@@ -434,18 +440,19 @@ std::string render_job_script(const Campaign& c, const std::string& scheduler, c
   v["TASKS_SUMMARY"] = tasks_summary(count, pack, shape.walltime, width);
   v["PACK"] = std::to_string(pack);
   v["JOB_NAME"] = job_name;
-  v["NODES"] = std::to_string(shape.nodes);
+  v["NODES"] = std::to_string(layout.nodes);
   v["TASKS"] = std::to_string(shape.workers * width);
-  v["TASKS_PER_NODE"] = std::to_string(shape.tasks_per_node * width);
+  v["TASKS_PER_NODE"] = std::to_string(shape.tasks_per_node * per_node);
   v["CPUS_PER_TASK"] = std::to_string(shape.cpus_per_task);
   v["THREADS"] = std::to_string(shape.threads);
-  v["NCPUS_PER_NODE"] = std::to_string(shape.tasks_per_node * shape.cpus_per_task * width);
+  v["NCPUS_PER_NODE"] = std::to_string(shape.tasks_per_node * shape.cpus_per_task * per_node);
+  v["LANES_PER_NODE"] = std::to_string(per_node);
   v["WALLTIME"] = scheduler == "slurm" ? walltime : pbs_walltime(walltime);
   v["LOG_DIR"] = shell_quote(campaign_dir + "/logs");
   v["CAMPAIGN_DIR"] = shell_quote(campaign_dir);
   v["INDEX_FILE"] = shell_quote(index_file);
   v["SETUP"] = setup_lines(site, mpi, shape);
-  v["LAUNCH"] = join(launch, " ");
+  v["LAUNCH"] = lane_launch(mpi, shape, layout);
   v["TRAINSCALE"] = shell_quote(resolve_binary(mpi));
   std::vector<std::string> directives;
   if (scheduler == "slurm") slurm_values(site, shape, count, throttle, v, directives);
@@ -483,8 +490,8 @@ std::vector<JobScript> write_job_scripts(const Campaign& c, const std::string& s
       js.width = pack_width(c.site, groups[g].shape, pack);
       for (const auto& task : part) js.runs += static_cast<int64_t>(task.size());
       write_file_atomically(js.index_file, index_file_text(part, js.width));
-      write_file_atomically(js.script, render_job_script(c, scheduler, groups[g].shape, js.name, js.index_file, js.count,
-                                                         throttle, pack, js.width));
+      write_file_atomically(js.script,
+                            render_job_script(c, scheduler, groups[g].shape, js.name, js.index_file, js.count, throttle, pack));
       fs::permissions(js.script, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add, ec);
       out.push_back(js);
     }

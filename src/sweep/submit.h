@@ -91,12 +91,12 @@ struct JobScript {
 };
 
 // The text of one array script for `count` tasks whose indices are in `index_file`, each task
-// running up to `pack` runs, `width` of them side by side (an allocation of `width` runs' tasks
-// on one node, walltime ceil(pack / width) x the shape's), the rest one after another.
-// Pure (writes nothing): golden tests compare it with tests/golden/.
+// running up to `pack` runs, W of them side by side as the site allows (shape_check.h
+// pack_layout: an allocation of W runs' tasks, walltime ceil(pack / W) x the shape's), the rest
+// one after another. Pure (writes nothing): golden tests compare it with tests/golden/.
 std::string render_job_script(const Campaign& campaign, const std::string& scheduler, const JobShape& shape,
                               const std::string& job_name, const std::string& index_file, int64_t count, int throttle,
-                              int pack = 1, int width = 1);
+                              int pack = 1);
 
 // Writes scripts and index files into CAMPAIGN/jobs/ (names start with `tag`: "" or
 // "resubmit1-"), `pack` runs per array task, splitting shapes over the site's max_array_size

@@ -718,7 +718,7 @@ TEST_F(Submit, PackedRunsGoSideBySideAsANodeHoldsThem) {
   EXPECT_TRUE(contains(text, "#PBS -l select=1:ncpus=2:mpiprocs=2\n")) << text;
   EXPECT_TRUE(contains(text, "#PBS -l walltime=00:20:00\n")) << text;
   EXPECT_TRUE(contains(text, "IFS='|' read -r -a LANES <<< \"$INDICES\"")) << text;
-  EXPECT_TRUE(contains(text, "    run_lane \"$lane\" &\n")) << text;
+  EXPECT_TRUE(contains(text, "    run_lane \"${LANES[$j]}\" \"${HOSTS[$((j / 2))]:-}\" &\n")) << text;
   // What a node cannot hold twice, or what the rule leaves out, runs one after another.
   JobShape shape = groups[0].shape;
   shape.cpus_per_task = 2;
@@ -744,6 +744,34 @@ TEST_F(Submit, PackedRunsGoSideBySideAsANodeHoldsThem) {
   EXPECT_THROW(parse_site_file("scheduler: local\npack_side_by_side: true\nmpi: {openmpi: {}}\nstorage: {local: {}}\n",
                                "site.yaml"),
                ConfigError);
+  EXPECT_THROW(parse_site_file("scheduler: slurm\npack_nodes: 2\nmpi: {openmpi: {}}\nstorage: {local: {}}\n", "site.yaml"),
+               ConfigError);  // nodes for side by side without side by side
+}
+
+// pack_nodes: side-by-side runs spread over that many nodes, a node's worth on each; Slurm places
+// each run's srun step, under PBS (and mpirun in Slurm) each lane takes its node from the
+// scheduler's host list.
+TEST_F(Submit, PackedRunsSideBySideSpreadOverNodes) {
+  std::ofstream(dir / "site.yaml") << "scheduler: pbs\nnode: {cores: 2}\npack_side_by_side: true\npack_nodes: 3\n"
+                                      "mpi:\n  openmpi: {launcher: mpirun}\nstorage:\n  local: {}\n";
+  Campaign c = make_campaign("base: base.yaml\nmatrix: {lr: [0.01, 0.02, 0.03, 0.04, 0.05]}\n"
+                             "resources: {walltime: \"00:10:00\"}\n", (dir / "site.yaml").string());
+  const auto groups = group_by_shape(c, {});
+  const PackLayout four = pack_layout(c.site, groups[0].shape, 4);
+  EXPECT_EQ((std::vector<int>{four.width, four.per_node, four.nodes}), (std::vector<int>{4, 2, 2}));
+  const PackLayout all = pack_layout(c.site, groups[0].shape, 10);  // 3 nodes of 2
+  EXPECT_EQ((std::vector<int>{all.width, all.per_node, all.nodes}), (std::vector<int>{6, 2, 3}));
+  const auto scripts = write_job_scripts(c, "pbs", groups, 0, "", 4);
+  EXPECT_EQ(read(scripts[0].index_file), "0 | 1 | 2 | 3\n4\n");
+  std::string text = read(scripts[0].script);
+  for (const char* line : {"#PBS -l select=2:ncpus=2:mpiprocs=2\n", "#PBS -l walltime=00:10:00\n",
+                           "mpirun --host \"${LANE_HOST}:1\" -np 1 ", "lane j runs on node j / 2.\n",
+                           "run_lane \"${LANES[$j]}\" \"${HOSTS[$((j / 2))]:-}\" &\n"})
+    EXPECT_TRUE(contains(text, line)) << line << "\n" << text;
+  text = read(write_job_scripts(c, "slurm", groups, 0, "", 4)[0].script);
+  for (const char* line : {"#SBATCH --nodes=2\n", "#SBATCH --ntasks=4\n", "#SBATCH --ntasks-per-node=2\n",
+                           "scontrol show hostnames", "mpirun --host \"${LANE_HOST}:1\" -np 1 "})
+    EXPECT_TRUE(contains(text, line)) << line << "\n" << text;
 }
 
 // Status of a packed task whose runs go side by side: each lane's current run is running, the

@@ -9,7 +9,9 @@ submitted is "not submitted"; the example site for a real cluster makes the scri
 import json
 import os
 import re
+import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -469,6 +471,32 @@ def test_packed_pbs_script_runs_lanes_side_by_side_isolates_failures_and_resumes
     st = status(camp)
     assert (st["done"], st["preempted"], [f["index"] for f in st["failed"]]) == (3, [], [3]), st
     assert "/nonexistent/fmnist" in st["failed"][0]["reason"], st
+
+
+def test_packed_pbs_lanes_across_nodes_each_take_their_node_from_the_node_file(tmp_path):
+    """pack_nodes: 2 with 1-core nodes: 2 one-core runs go side by side on 2 nodes; executed as
+    PBS would (PBS_NODEFILE naming two hosts of this machine), each lane's mpirun gets its node
+    (--host NODE:1, logged by a stand-in that runs the real mpirun) and both runs end DONE."""
+    log = tmp_path / "mpirun.log"
+    launcher = write_config(tmp_path / "mpirun", f"#!/bin/bash\necho \"$*\" >> {log}\nexec {shutil.which('mpirun')} \"$@\"\n")
+    launcher.chmod(0o755)
+    site = write_config(tmp_path / "pbs.yaml", SITE_PBS.replace("launcher: mpirun,", f"launcher: mpirun, launcher_command: {launcher},")
+                        + "node: {cores: 1}\npack_side_by_side: true\npack_nodes: 2\n")
+    camp, runs = expand(tmp_path, site, sweep="campaign: nodes\nbase: base.yaml\nmatrix: {lr: [0.01, 0.02]}\n")
+    res = run(["sweep", "submit", camp, "--scheduler", "pbs", "--dry-run", "--pack", "2"])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (camp / "jobs" / "s0.idx").read_text() == "0 | 1\n"
+    script = camp / "jobs" / "s0.pbs"
+    assert "#PBS -l select=2:ncpus=1:mpiprocs=1\n" in script.read_text()
+    host = socket.gethostname()
+    nodefile = write_config(tmp_path / "nodefile", f"localhost\n{host}\n")
+    e = {k: v for k, v in env().items() if k not in ("PBS_ARRAY_INDEX", "PBS_ARRAYID")}
+    e.update(PBS_ARRAY_INDEX="0", PBS_NODEFILE=str(nodefile))
+    res = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=e, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert status(camp)["done"] == 2
+    hosts = sorted(line.split("--host ")[1].split()[0] for line in log.read_text().splitlines())
+    assert hosts == sorted(["localhost:1", f"{host}:1"]), log.read_text()
 
 
 def test_a_signal_after_the_runs_does_not_end_the_slurm_script_early(tmp_path):
