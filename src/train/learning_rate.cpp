@@ -6,30 +6,20 @@
 namespace ts {
 namespace {
 
-double peak_lr(const RunConfig& r, int64_t global_batch) {
-  if (r.lr_schedule.scale != LrScale::linear) return r.lr;
-  const int64_t base = r.lr_schedule.base_batch > 0 ? r.lr_schedule.base_batch : global_batch;
-  return r.lr * static_cast<double>(global_batch) / static_cast<double>(base);
-}
-
-LrScheduleOptions schedule_options(const LrScheduleConfig& c) {
-  LrScheduleOptions o;
-  o.kind = lr_schedule_kind_name(c.kind);
-  o.warmup_epochs = c.warmup_epochs;
-  o.step_epochs = c.step_epochs;
-  o.gamma = c.gamma;
-  o.final_lr_fraction = c.final_lr_fraction;
-  return o;
+double peak_lr(const LrOptions& o, int64_t global_batch) {
+  if (!o.linear_scaling) return o.lr;
+  const int64_t base = o.base_batch > 0 ? o.base_batch : global_batch;
+  return o.lr * static_cast<double>(global_batch) / static_cast<double>(base);
 }
 
 }  // namespace
 
-LearningRate::LearningRate(const RunConfig& r, int64_t global_batch, int64_t steps_per_epoch, int64_t total_steps)
-    : scaled_(r.lr_schedule.scale == LrScale::linear),
-      lr_(r.lr),
-      peak_(peak_lr(r, global_batch)),
-      warmup_steps_(static_cast<int64_t>(std::llround(r.lr_schedule.warmup_epochs * static_cast<double>(steps_per_epoch)))),
-      schedule_(peak_, schedule_options(r.lr_schedule), steps_per_epoch, total_steps) {}
+LearningRate::LearningRate(const LrOptions& o, int64_t global_batch, int64_t steps_per_epoch, int64_t total_steps)
+    : scaled_(o.linear_scaling),
+      lr_(o.lr),
+      peak_(peak_lr(o, global_batch)),
+      warmup_steps_(static_cast<int64_t>(std::llround(o.schedule.warmup_epochs * static_cast<double>(steps_per_epoch)))),
+      schedule_(peak_, o.schedule, steps_per_epoch, total_steps) {}
 
 double LearningRate::at(int64_t step0) const {
   if (scaled_ && step0 < warmup_steps_)

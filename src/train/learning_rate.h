@@ -6,14 +6,21 @@
 
 #include <cstdint>
 
-#include "config/run_config.h"
 #include "nn/lr_schedule.h"
 
 namespace ts {
 
+// What the learning rate takes of lr and lr_schedule.* (train/phase_options.h lr_options_of).
+struct LrOptions {
+  double lr = 0.01;             // the LR of the base batch
+  bool linear_scaling = false;  // lr_schedule.scale linear
+  int64_t base_batch = 0;       // lr_schedule.base_batch (0: the global batch)
+  LrScheduleOptions schedule;   // its warm-up is the scaling's ramp when linear_scaling
+};
+
 class LearningRate {
  public:
-  LearningRate(const RunConfig& run, int64_t global_batch, int64_t steps_per_epoch, int64_t total_steps);
+  LearningRate(const LrOptions& options, int64_t global_batch, int64_t steps_per_epoch, int64_t total_steps);
   // LR of step `step0` (0-based).
   double at(int64_t step0) const;
 

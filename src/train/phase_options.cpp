@@ -7,6 +7,20 @@
 
 namespace ts {
 
+LrOptions lr_options_of(const RunConfig& r) {
+  const LrScheduleConfig& c = r.lr_schedule;
+  LrOptions o;
+  o.lr = r.lr;
+  o.linear_scaling = c.scale == LrScale::linear;
+  o.base_batch = c.base_batch;
+  o.schedule.kind = lr_schedule_kind_name(c.kind);
+  o.schedule.warmup_epochs = c.warmup_epochs;
+  o.schedule.step_epochs = c.step_epochs;
+  o.schedule.gamma = c.gamma;
+  o.schedule.final_lr_fraction = c.final_lr_fraction;
+  return o;
+}
+
 ExchangeOptions exchange_options_of(const DistConfig& dist) {
   ExchangeOptions options;
   options.strategy = dist.strategy;

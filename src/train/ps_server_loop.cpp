@@ -12,6 +12,7 @@
 #include "dist/async_ps_server.h"
 #include "train/push_sgd.h"
 #include "train/learning_rate.h"
+#include "train/phase_options.h"
 
 namespace ts {
 
@@ -26,7 +27,7 @@ void serve_async_ps(const ResolvedConfig& cfg, Communicator& world, std::ostream
   options.nesterov = r.nesterov;
   // One push is one worker's share of a global step; the momentum decays once per step.
   PushSgd sgd(server.shard_count(), options, r.workers);
-  const LearningRate lr(r, plan.global_batch, plan.steps_per_epoch, plan.total_steps);
+  const LearningRate lr(lr_options_of(r), plan.global_batch, plan.steps_per_epoch, plan.total_steps);
   const AsyncPsServerStats stats = server.serve(
       [&sgd, &lr](float* weights, const float* gradient, int64_t /*count*/, int64_t clock, bool first_of_step) {
         sgd.apply(weights, gradient, lr.at(clock), first_of_step);

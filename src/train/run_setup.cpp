@@ -216,7 +216,8 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->sgd = std::make_unique<Sgd>(*s->backend, s->net->param_count(), sgd);
   s->scaler = std::make_unique<LossScaler>(LossScaler::from_config(r));
   if (device_memory) s->staged = std::make_unique<StagedInput>(*s->net, *s->data->train_loader);
-  s->lr = std::make_unique<LearningRate>(r, s->plan.global_batch, s->plan.steps_per_epoch, s->plan.total_steps);
+  s->lr = std::make_unique<LearningRate>(lr_options_of(r), s->plan.global_batch, s->plan.steps_per_epoch,
+                                         s->plan.total_steps);
   // Collective: the last step, after every local check. The shm window is set before the
   // communicator's first shm call (allocate_shared_floats sets it up).
   set_shm_window_options({r.dist.shm_chunk_kb * 1024, static_cast<int>(r.dist.shm_buffers)});
