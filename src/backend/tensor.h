@@ -53,8 +53,6 @@ struct Tensor {
 
   Tensor() = default;
   Tensor(void* d, TensorDesc t) : data(d), desc(std::move(t)) {}
-  // A plain f32 view of host-accessible memory (tests, CPU backends).
-  static Tensor plain_f32(float* data, Shape dims) { return {data, TensorDesc::plain(std::move(dims))}; }
   float* f32() const { return static_cast<float*>(data); }
   explicit operator bool() const { return data != nullptr; }
 };

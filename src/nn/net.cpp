@@ -286,8 +286,6 @@ void Net::plan_backward_scratch() {
     for (size_t s = 0; s < slots; ++s) scratch_.push_back(backend_.allocate(bytes));
 }
 
-const TensorDesc& Net::node_desc(int id) const { return nodes_.at(static_cast<size_t>(id))->desc; }
-
 float Net::forward(const float* images, const int32_t* labels, const float* targets, Mode mode) {
   forward_queued(images, labels, targets, mode);
   return labels || targets ? loss() : 0.0f;

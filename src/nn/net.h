@@ -73,8 +73,6 @@ class Net {
   // Plans execution for minibatch `mb` and allocates its activations (no-op when unchanged).
   void set_batch(int64_t mb);
   int64_t batch() const { return batch_; }
-  // The planned desc of a node's output (and of its gradient) for the current batch.
-  const TensorDesc& node_desc(int node) const;
   // images: (mb, per-sample) in host memory, copied to the device; labels: (mb) class ids for
   // cross-entropy, or targets: (mb, outputs) for MSE (the other may be null). Returns the mean
   // loss of the minibatch (read back from the device); with both null (prediction only) the
