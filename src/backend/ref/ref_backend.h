@@ -25,23 +25,7 @@ class RefBackend : public Backend {  // not final: tests derive device-like back
   void synchronize() override {}
   void reorder(const Tensor& src, const Tensor& dst) override;  // plain f32 to plain f32: a copy
 
-  std::unique_ptr<ConvOp> plan_conv(const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
-  std::unique_ptr<PoolOp> plan_pool(const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
-  std::unique_ptr<FcOp> plan_fc(const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) override;
-  std::unique_ptr<BatchNormOp> plan_batchnorm(const BnDesc& d, const TensorDesc& src,
-                                              const TensorDesc& dst) override;
-  std::unique_ptr<EltwiseOp> plan_eltwise(const EltwiseDesc& d, const TensorDesc& src,
-                                          const TensorDesc& dst) override;
-  std::unique_ptr<AddOp> plan_add(const TensorDesc& a, const TensorDesc& b, bool relu) override;
-  std::unique_ptr<ConcatOp> plan_concat(const std::vector<TensorDesc>& srcs, const TensorDesc& dst) override;
-  std::unique_ptr<DropoutOp> plan_dropout(const TensorDesc& src) override;
-  std::unique_ptr<SoftmaxXentOp> plan_softmax_xent(const TensorDesc& logits) override;
-  std::unique_ptr<MseOp> plan_mse(const TensorDesc& pred) override;
-
-  void sgd_step(int64_t n, float lr, float momentum, float weight_decay, bool nesterov,
-                float* weights, const float* grads, float* velocity) override;
-  void axpby(int64_t n, float a, const float* x, float b, float* y) override;
-  bool scale_check_finite(int64_t n, float a, float* x) override;
+  TS_BACKEND_OP_OVERRIDES;
 
  protected:
   void release(void* data, size_t bytes, bool host) override;
