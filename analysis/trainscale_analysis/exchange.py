@@ -18,41 +18,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from . import load, metrics, plots
+from . import metrics, plots
 
 PS_PHASES = ("gather", "average", "broadcast")
-
-
-def _mean_after(a: np.ndarray, warm: int, rank: int | None) -> float:
-    a = a[warm:] if a.shape[0] > warm else a
-    return float(np.mean(a[:, rank] if rank is not None else a))
 
 
 def exchange_times(df: pd.DataFrame) -> pd.DataFrame:
     """Per finished multi-worker run: the exchange's mean seconds per step (module docstring)."""
     rows = []
-    for _, run in metrics.finished(df).iterrows():
-        if not run.get("path") or "dist.allreduce" not in run.index:
+    for run in metrics.finished(df).to_dict("records"):
+        if not run.get("path") or "dist.allreduce" not in run:
             continue
-        timing = load.load_timing(run)
-        if "comm" not in timing:
+        means = metrics.phase_means(run)
+        if "comm" not in means:
             continue
-        warm = run.get("warmup_steps")
-        warm = int(warm) if warm is not None and np.isfinite(warm) else 0
         simulated = run.get("env.simulated")
         row = {"run_id": run["run_id"], "workers": int(run["workers"]),
                "algorithm": str(run["dist.allreduce"]),
                "kind": "simulated" if pd.notna(simulated) and int(simulated) else "measured",
                "overlap": str(run.get("dist.overlap", ""))}
-        if all(p in timing for p in PS_PHASES):
+        if all(p in means for p in PS_PHASES):
+            rank0 = metrics.phase_means(run, rank=0)
             for p in PS_PHASES:
-                row[p] = _mean_after(timing[p], warm, 0)
+                row[p] = rank0[p]
             row["exchange"] = sum(row[p] for p in PS_PHASES)
         else:
-            row["exchange"] = _mean_after(timing["comm"], warm, None)
+            row["exchange"] = means["comm"]
         rows.append(row)
     return pd.DataFrame(rows)
 

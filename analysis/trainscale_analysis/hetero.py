@@ -24,6 +24,9 @@ def load_partition(run) -> dict[str, Any]:
     """/partition of one run: the [S, R] arrays `shares`, `compute`, `idle`, the changes
     (`change_step` [C], `change_shares` [C, R]) and the attributes; {} when the run has none
     (equal shares and no emulated slowdown)."""
+    d = load.digest(run)
+    if d is not None and "partition" not in d.groups:  # known without opening the file again
+        return {}
     with load._open(run) as f:
         if "partition" not in f:
             return {}

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Iterable
 
 import h5py
-import numpy as np
 import pandas as pd
 
-from . import load
+from . import load, run_digest
 
 SCHEMA = "trainscale-io/1"
 # What else must match for two passes to be compared on `dim` (besides the cache mode).
@@ -65,22 +64,23 @@ def run_read_rates(df: pd.DataFrame) -> pd.DataFrame:
     """Per finished run file with /io read metrics: format, storage, cache, the bytes its loaders
     read per rank and step (median) and its read rate in MB/s (all bytes / all read seconds)."""
     rows = []
-    for _, run in df[df["status"] == "ok"].iterrows() if "status" in df.columns else []:
+    for run in df[df["status"] == "ok"].to_dict("records") if "status" in df.columns else []:
         path = run.get("path")
         if not isinstance(path, str) or not path:
             continue
-        with h5py.File(path, "r") as f:
-            if "io" not in f or "read_bytes" not in f["io"]:
-                continue
-            b = f["io/read_bytes"][:].astype(float)
-            s = f["io/read_seconds"][:].astype(float)
-            keep = b >= 0
-            attrs = {k: load.scalar(v) for k, v in f["io"].attrs.items()}
-        seconds = s[keep].sum()
+        d = load.digest(run)  # what read_run kept of the file; else read it
+        if d is None:
+            with h5py.File(path, "r") as f:
+                io = run_digest.io_figures(f, load.scalar)
+        else:
+            io = d.io
+        if io is None:
+            continue
+        attrs = io["attrs"]
         rows.append({"run_id": run.get("run_id"), "format": run.get("dataset.format"),
                      "storage": attrs.get("storage"), "file_system": attrs.get("file_system", ""),
-                     "cache": attrs.get("cache"), "bytes_per_step": float(np.median(b[keep])) if keep.any() else np.nan,
-                     "read_mb_per_s": b[keep].sum() / 1e6 / seconds if seconds > 0 else np.nan})
+                     "cache": attrs.get("cache"), "bytes_per_step": io["bytes_per_step"],
+                     "read_mb_per_s": io["read_mb_per_s"]})
     return pd.DataFrame(rows, columns=["run_id", "format", "storage", "file_system", "cache", "bytes_per_step",
                                        "read_mb_per_s"])
 

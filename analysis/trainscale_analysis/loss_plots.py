@@ -14,6 +14,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.collections import LineCollection
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.patches import Rectangle
 
@@ -36,7 +37,8 @@ def best_runs_per_worker_count(df: pd.DataFrame, threshold: float | None = None,
 def _curves(runs: pd.DataFrame, x: str) -> list[tuple[pd.Series, np.ndarray, np.ndarray]]:
     out = []
     for _, run in runs.iterrows():
-        tr = load.load_series(run)
+        d = load.digest(run)  # the curve read_run kept; else read the file
+        tr = d.curve if d is not None else load.load_series(run)
         if x in tr and "loss" in tr:
             out.append((run, np.asarray(tr[x], np.float64), np.asarray(tr["loss"], np.float64)))
     return out
@@ -116,6 +118,14 @@ def _panel_title(w, curves, winners: set, keys: Sequence[str], off: int) -> str:
     return head + "\n" + "\n".join(textwrap.wrap("winner: " + text, 48))
 
 
+def _finite_pieces(xs: np.ndarray, loss: np.ndarray) -> list[np.ndarray]:
+    """A curve as the [n, 2] pieces between its non-finite points (where a plotted line breaks)."""
+    ok = np.isfinite(xs) & np.isfinite(loss)
+    points = np.column_stack([xs, loss])
+    edges = np.flatnonzero(np.diff(np.concatenate([[False], ok, [False]]).astype(np.int8)))
+    return [points[a:b] for a, b in zip(edges[::2], edges[1::2])]
+
+
 def _draw_panel(ax, curves, winners: set, threshold: float | None, keys: Sequence[str], w) -> None:
     shown = _candidates(curves, winners, threshold)
     every = np.concatenate(shown) if shown else np.array([])
@@ -127,13 +137,18 @@ def _draw_panel(ax, curves, winners: set, threshold: float | None, keys: Sequenc
         lo, hi = min(lo, threshold * (0.9 if log else 1)), max(hi, threshold)
         ax.axhline(threshold, color="k", ls=":", lw=1)
     off = 0
+    pieces: dict[bool, list[np.ndarray]] = {False: [], True: []}  # diverged? -> line pieces
     for run, xs, loss in curves:
         if run["run_id"] in winners:
             continue
-        is_div = run["status"] == "diverged"
-        ax.plot(xs, loss, ls="--" if is_div else "-", lw=0.8, alpha=0.7,
-                color=DIVERGED_COLOUR if is_div else OTHER_COLOUR)
+        pieces[run["status"] == "diverged"] += _finite_pieces(xs, loss)
         off += bool((loss[np.isfinite(loss)] > hi).any())
+    # One collection per style, not a line per run: a panel of 10^4 runs draws in a second.
+    for is_div, segments in pieces.items():
+        if segments:
+            ax.add_collection(LineCollection(segments, linestyles="--" if is_div else "-", linewidths=0.8,
+                                             alpha=0.7, colors=DIVERGED_COLOUR if is_div else OTHER_COLOUR))
+    ax.autoscale_view()
     for run, xs, loss in curves:
         if run["run_id"] in winners:
             ax.plot(xs, loss, lw=2.2, color=WINNER_COLOUR, zorder=5)

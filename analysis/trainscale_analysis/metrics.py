@@ -13,12 +13,12 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from . import load
+from . import load, run_digest
 
 
 def loss_area(x: np.ndarray, loss: np.ndarray) -> float:
@@ -383,27 +383,32 @@ def time_breakdown(df: pd.DataFrame, phases: Sequence[str] = load.PHASES) -> pd.
     steps after `warmup_steps`), plus `other` = step - sum(phases) where positive, and
     `step`. One row per run; phases a run does not record are 0."""
     rows = []
-    for _, run in finished(df).iterrows():
+    for run in finished(df).to_dict("records"):
         if not run.get("path"):
             continue
-        timing = load.load_timing(run)
-        if not timing:
+        means = phase_means(run)
+        if not means:
             continue
-        warm = run.get("warmup_steps")
-        warm = int(warm) if warm is not None and np.isfinite(warm) else 0
         row = {"run_id": run["run_id"], "config_id": run.get("config_id")}
-        total = 0.0
         for p in phases:
-            a = timing.get(p)
-            v = float(np.mean(a[warm:] if a.shape[0] > warm else a)) if a is not None else 0.0
-            row[p] = v
-            total += v
-        step = timing.get("step")
-        row["step"] = float(np.mean(step[warm:] if step.shape[0] > warm else step)) \
-            if step is not None else total
+            row[p] = means.get(p, 0.0)
+        total = sum(row[p] for p in phases)
+        row["step"] = means.get("step", total)
         row["other"] = max(row["step"] - total, 0.0)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def phase_means(run: Mapping[str, Any], rank: int | None = None) -> dict[str, float]:
+    """Mean seconds per step of each /timing phase of a run after its `warmup_steps` (over all
+    ranks, or of `rank` 0): from what read_run kept of the file (load.digest), else read."""
+    warm = run_digest.warmup_of(run.get("warmup_steps"))
+    d = load.digest(run)
+    if d is not None and d.warmup_steps == warm:
+        return dict(d.rank0_means if rank == 0 else d.timing_means)
+    timing = load.load_timing(run)
+    return {p: float(np.mean((a[warm:] if a.shape[0] > warm else a)[:, slice(None) if rank is None else rank]))
+            for p, a in timing.items()}
 
 
 def rank_statistics(timing: dict[str, np.ndarray], phase: str = "step",

@@ -46,10 +46,10 @@ def _cell(column: str, text: str, status_col: str | None) -> str:
 def formatted(df: pd.DataFrame, settings: Collection[str] | None = None) -> pd.DataFrame:
     """`df` as text, each column in its one format; `settings` names the configuration keys
     (printed as set), every other number column is measured (None: guessed per column)."""
-    def fmt_of(c):
-        return column_format(df[c], None if settings is None else c in settings)
-    return pd.DataFrame({c: [fmt_of(c)(v) for v in df[c]] for c in df.columns},
-                        index=df.index, columns=df.columns)
+    def column_text(c) -> list[str]:
+        one = column_format(df[c], None if settings is None else c in settings)  # once a column, not a cell
+        return [one(v) for v in df[c]]
+    return pd.DataFrame({c: column_text(c) for c in df.columns}, index=df.index, columns=df.columns)
 
 
 def table_html(df: pd.DataFrame, status_col: str | None = "status", name: str | None = None,

@@ -3,11 +3,13 @@ loss curve of a worker count drawn with the winner bold, labels that read on the
 axes fitted to the data, and no legend over an axis label or tick label."""
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.collections import LineCollection
 from matplotlib.text import Text
 
 import conftest as fx
@@ -37,8 +39,23 @@ def panels(fig):
     return [ax for ax in fig.axes if ax.get_visible() and ax.get_title().startswith("workers = ")]
 
 
+class Curve(NamedTuple):
+    x: np.ndarray
+    y: np.ndarray
+    width: float
+    dashed: bool
+
+
 def curves(ax):
-    return [l for l in ax.get_lines() if l.get_linestyle() != ":" and len(l.get_xdata()) > 2]
+    """A panel's loss curves: its lines (the winner) and the pieces of its line collections (the
+    other runs, one collection per style); the threshold (dotted) is not one."""
+    out = [Curve(np.asarray(l.get_xdata()), np.asarray(l.get_ydata()), l.get_linewidth(), l.get_linestyle() == "--")
+           for l in ax.get_lines() if l.get_linestyle() != ":" and len(l.get_xdata()) > 2]
+    for c in ax.collections:
+        if isinstance(c, LineCollection):
+            dashed = c.get_linestyle()[0][1] is not None
+            out += [Curve(seg[:, 0], seg[:, 1], c.get_linewidth()[0], dashed) for seg in c.get_segments() if len(seg) > 2]
+    return out
 
 
 def test_every_curve_of_a_worker_count_is_drawn_and_the_winner_is_bold(grid, tmp_path, figures):
@@ -50,19 +67,19 @@ def test_every_curve_of_a_worker_count_is_drawn_and_the_winner_is_bold(grid, tmp
     assert {w: len(curves(ax)) for w, ax in by_workers.items()} == {1: 4, 2: 4, 4: 3}
     for w, (bs, lr, _) in fx.WINNERS.items():
         ax = by_workers[w]
-        bold = [l for l in curves(ax) if l.get_linewidth() > 2]
+        bold = [c for c in curves(ax) if c.width > 2]
         assert len(bold) == 1, w
         T = fx.GRID[(w, bs, lr)][0]
-        assert bold[0].get_xdata().max() == pytest.approx(T)  # the winner's own curve
+        assert bold[0].x.max() == pytest.approx(T)  # the winner's own curve
         assert f"batch_per_worker={bs}, lr={lr:g}" in ax.get_title()
-    assert any(l.get_linestyle() == "--" for l in curves(by_workers[2])), "diverged run dashed"
+    assert any(c.dashed for c in curves(by_workers[2])), "diverged run dashed"
 
 
 def test_loss_axis_is_fitted_to_the_curves(grid, tmp_path, figures):
     plots.plot_loss_curves(grid, tmp_path / "loss", "time", fx.THRESHOLD)
     (fig,) = figures()
     for ax in panels(fig):
-        ys = np.concatenate([l.get_ydata() for l in curves(ax)]).astype(float)
+        ys = np.concatenate([c.y for c in curves(ax)]).astype(float)
         ys = ys[np.isfinite(ys)]
         lo, hi = ax.get_ylim()
         assert lo <= ys.min() and hi >= ys.max(), ax.get_title()
