@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/marker_reserve.h"
 #include "core/strings.h"
 
 namespace ts {
@@ -92,7 +93,17 @@ RunMarker parse_marker(const std::string& text) {
   return m;
 }
 
-void write_marker(const std::string& path, const RunMarker& marker) { write_file_atomically(path, marker_text(marker)); }
+// On a full disk a marker goes through the room reserved for it (core/marker_reserve.h), else
+// through the room that freeing the reserve gives.
+void write_marker(const std::string& path, const RunMarker& marker) {
+  const std::string text = marker_text(marker);
+  try {
+    write_file_atomically(path, text);
+  } catch (const RuntimeError&) {
+    if (write_through_reserve(path, text)) return;
+    write_file_atomically(path, text);  // throws the error again where the freed room did not suffice
+  }
+}
 
 RunMarker read_marker(const std::string& path) { return parse_marker(read_text_file(path)); }
 

@@ -44,6 +44,7 @@ std::string marker_text(const RunMarker& marker);
 // were before this format) becomes the reason as a whole.
 RunMarker parse_marker(const std::string& text);
 
+// Atomically; on a full disk through the marker's reserve when one is held (core/marker_reserve.h).
 void write_marker(const std::string& path, const RunMarker& marker);
 // RuntimeError naming the file when it cannot be read.
 RunMarker read_marker(const std::string& path);

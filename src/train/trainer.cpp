@@ -15,6 +15,7 @@
 #include "core/float_environment.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
+#include "core/marker_reserve.h"
 #include "core/memory_limits.h"
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
@@ -226,8 +227,10 @@ RunOutcome train(const ResolvedConfig& run_cfg, const RunIdentity& id, const std
   check_host_threads(cfg, comm);
   const std::vector<std::string> start_warnings = oversubscription_warnings(cfg, comm);
   set_denormals_flushed(cfg.run.flush_denormals);  // before any thread of the run starts: they inherit it
+  std::optional<MarkerReserve> failed_room;  // the FAILED marker's room if the disk fills up
   if (comm.rank() == 0) {
     prepare_out_dir(out_dir);
+    failed_room.emplace(marker_path(run_path, MarkerKind::failed));
     std::error_code ec;  // an earlier attempt's PREEMPTED marker: this attempt takes over
     std::filesystem::remove(marker_path(run_path, MarkerKind::preempted), ec);
   }

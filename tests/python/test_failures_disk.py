@@ -6,11 +6,13 @@ for the test (we run as root here and in CI; skipped with the reason where mount
 import os
 import pathlib
 import subprocess
+import threading
+import time
 
 import pytest
 import yaml
 
-from trainscale_cli import run, write_config
+from trainscale_cli import REPO, env, require_binary, run, write_config
 
 # 60 steps of an MLP: a run file of about 60 KB, far more than the room the tests leave.
 CONFIG = """\
@@ -97,3 +99,50 @@ def test_campaign_task_out_of_disk_is_failed_not_done(small_disk, tmp_path):
     status = run(["sweep", "status", camp])
     assert status.returncode in (0, 1), status.stderr
     assert "failed" in status.stdout, status.stdout
+
+
+def hold_the_disk_full(disk, stop):
+    """Takes every page of the disk as it comes free, as another job writing there would: a run
+    that fails for want of room then gets none back for its FAILED marker."""
+    fd = os.open(disk / "hog", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    page = b"\0" * 4096
+    try:
+        while not stop.is_set():
+            try:
+                os.write(fd, page)
+            except OSError:
+                time.sleep(0.0005)
+    finally:
+        os.close(fd)
+
+
+def test_the_failed_marker_is_written_on_a_disk_held_full(small_disk, tmp_path):
+    """The FAILED marker goes through the room reserved for it when the run starts
+    (core/marker_reserve.h): 8 runs in a row, each failing on a disk that another writer keeps
+    full from the moment the reserve exists, each leave the marker with the reason."""
+    disk = small_disk(free_bytes=10 ** 9)  # nothing filled: the writer below takes it all
+    cfg = write_config(tmp_path / "full.yaml", CONFIG.replace("steps: 60", "steps: 400"))
+    for attempt in range(8):
+        out = disk / f"out{attempt}"
+        proc = subprocess.Popen([str(require_binary()), "run", "--config", str(cfg), "--out", str(out)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=REPO)
+        stop = threading.Event()
+        hog = threading.Thread(target=hold_the_disk_full, args=(disk, stop), daemon=True)
+        try:
+            while not list(out.glob(".*.FAILED.reserve")):  # the run has taken its room
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.001)
+            hog.start()
+            stdout, stderr = proc.communicate(timeout=300)
+        finally:
+            stop.set()
+            if hog.is_alive():
+                hog.join()
+            if proc.poll() is None:
+                proc.kill()
+        (disk / "hog").unlink()
+        assert proc.returncode == 1, (attempt, stdout, stderr)
+        assert "No space left on device" in stderr, (attempt, stderr)
+        (failed,) = out.glob("*.FAILED")
+        assert "No space left on device" in failed.read_text(), (attempt, failed.read_text())
+        assert not list(out.glob(".*.reserve")) and leftovers(out) == [], list(out.iterdir())
