@@ -23,7 +23,6 @@
 #include "config/config_id.h"
 #include "config/run_config.h"
 #include "core/host_info.h"
-#include "core/marker_reserve.h"
 #include "core/names.h"
 #include "core/preemption_signal.h"
 #include "core/run_marker.h"
@@ -102,7 +101,6 @@ class Attempt {
     std::error_code ec;
     fs::create_directories(campaign_logs_dir(dir), ec);
     fs::create_directories(fs::path(dir) / "runs", ec);
-    failed_room_.emplace(files_.failed);  // before anything else takes the disk's room
     number_ = next_attempt(dir, run.run_id);
     const std::string log_path = attempt_log_path(dir, run.run_id, number_);
     log_.open(log_path);
@@ -190,7 +188,6 @@ class Attempt {
   std::string dir_;
   ManifestRun run_;
   RunFiles files_;
-  std::optional<MarkerReserve> failed_room_;  // the FAILED marker's room if the disk fills up
   int number_ = 0;
   std::ofstream log_;
 };

@@ -34,12 +34,12 @@ std::string marker_reserve_path(const std::string& marker_path) {
 }
 
 MarkerReserve::MarkerReserve(const std::string& marker_path) : path_(marker_reserve_path(marker_path)) {
+  std::remove(path_.c_str());  // a killed run's: made again, so that it is whole
   const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
-    if (errno != EEXIST)
-      std::cerr << "trainscale run: note: cannot reserve room for a FAILED marker (" << path_ << ": "
-                << std::strerror(errno) << "); on a full disk the failure may go unrecorded\n";
-    return;  // EEXIST: an outer holder's reserve
+    std::cerr << "trainscale run: note: cannot reserve room for a FAILED marker (" << path_ << ": "
+              << std::strerror(errno) << "); on a full disk the failure may go unrecorded\n";
+    return;
   }
   owner_ = true;
   const std::string block(static_cast<size_t>(kMarkerReserveBytes), '\n');  // written: the blocks are the file's

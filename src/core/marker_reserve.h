@@ -17,8 +17,8 @@ constexpr long kMarkerReserveBytes = 16 * 1024;  // a marker is a few hundred by
 std::string marker_reserve_path(const std::string& marker_path);
 
 // Holds the reserve of `marker_path` from construction to destruction (then removes it, unless a
-// marker was written into it). A reserve already there (an outer holder: the campaign attempt
-// around the trainer) is used, not owned. A disk too full for it leaves none (a note on stderr).
+// marker was written into it). One left by a process that was killed is made again (the run's
+// lock keeps a second live process out). A disk too full for it leaves none (a note on stderr).
 class MarkerReserve {
  public:
   explicit MarkerReserve(const std::string& marker_path);

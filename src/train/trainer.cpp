@@ -227,7 +227,7 @@ RunOutcome train(const ResolvedConfig& run_cfg, const RunIdentity& id, const std
   check_host_threads(cfg, comm);
   const std::vector<std::string> start_warnings = oversubscription_warnings(cfg, comm);
   set_denormals_flushed(cfg.run.flush_denormals);  // before any thread of the run starts: they inherit it
-  std::optional<MarkerReserve> failed_room;  // the FAILED marker's room if the disk fills up
+  std::optional<MarkerReserve> failed_room;  // the FAILED marker's room if the disk fills up (a campaign's too)
   if (comm.rank() == 0) {
     prepare_out_dir(out_dir);
     failed_room.emplace(marker_path(run_path, MarkerKind::failed));

@@ -146,3 +146,15 @@ def test_the_failed_marker_is_written_on_a_disk_held_full(small_disk, tmp_path):
         (failed,) = out.glob("*.FAILED")
         assert "No space left on device" in failed.read_text(), (attempt, failed.read_text())
         assert not list(out.glob(".*.reserve")) and leftovers(out) == [], list(out.iterdir())
+
+
+def test_a_reserve_left_by_a_killed_run_is_taken_over_and_removed(tmp_path):
+    cfg = write_config(tmp_path / "ok.yaml", CONFIG)
+    out = tmp_path / "out"
+    assert run(["run", "--config", cfg, "--out", out], timeout=300).returncode == 0
+    (run_file,) = out.glob("*.h5")
+    stale = out / f".{run_file.stem}.FAILED.reserve"  # what a kill -9 during the run leaves
+    stale.write_text("left by a killed run")
+    proc = run(["run", "--config", cfg, "--out", out, "--overwrite"], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert not stale.exists() and not list(out.glob(".*.reserve"))
