@@ -196,7 +196,8 @@ class Attempt {
 // others only compute the path) and points the typed config at the physical directory; returns
 // the staging time. The run file keeps the manifest's config (logical root and storage name).
 // When staging fails, rank 0 throws (and reports) and the other ranks get nullopt.
-std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Communicator& comm, std::ostream& log) {
+std::optional<double> stage_in(const Campaign& campaign, const std::string& run_id, ResolvedConfig& cfg,
+                               Communicator& comm, std::ostream& log) {
   double ok = 1.0;
   StagedData staged;
   std::string error;
@@ -205,6 +206,8 @@ std::optional<double> stage_in(const Campaign& campaign, ResolvedConfig& cfg, Co
       staged = stage_dataset(campaign.site, cfg.run.dataset.storage, cfg.run.dataset.root);
       log << "data: " << staged.note << "\nstage_in_s: " << staged.seconds << "\n";
       log.flush();
+    } catch (const StoppedDuringStartup& stop) {  // the other ranks wait below: the caller ends the job
+      end_stopped_startup(stop, (fs::path(campaign.dir) / "runs").string(), run_id, comm);
     } catch (const std::exception& e) {
       ok = 0.0;
       error = e.what();
@@ -307,7 +310,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
     record_timeouts_of(attempt.get(), run_files(dir, run.run_id).failed, *comm);
     // Line numbers in messages are the manifest's (campaign.h).
     ResolvedConfig cfg = parse_run_config(run.config_yaml, campaign.manifest_path, {});
-    const std::optional<double> stage_in_s = stage_in(campaign, cfg, *comm, root ? attempt->log() : discard);
+    const std::optional<double> stage_in_s = stage_in(campaign, run.run_id, cfg, *comm, root ? attempt->log() : discard);
     if (!stage_in_s) return mpi.set_exit_code(kExitFailed);  // rank 0 reports it
     RunIdentity id{run.run_id, run.config_id, campaign.name, root ? attempt->number() : 0};
     const std::string runs_dir = (fs::path(dir) / "runs").string();

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/names.h"
+#include "core/preemption_signal.h"
 #include "core/strings.h"
 #include "sweep/scheduler_values.h"
 
@@ -351,6 +352,35 @@ std::string shell_quote(const std::string& s) {
 
 namespace ts {
 
+namespace {
+
+// fs::copy(src, dst, recursive), entry by entry: a preemption signal during the run's start-up
+// stops it between two entries (core/preemption_signal.h) and the partial copy is removed.
+void copy_tree_stoppably(const std::filesystem::path& src, const std::filesystem::path& dst, std::error_code& ec) {
+  namespace fs = std::filesystem;
+  int64_t copied = 0;
+  try {
+    fs::create_directories(dst, ec);
+    for (fs::recursive_directory_iterator it(src, ec), end; !ec && it != end; it.increment(ec)) {
+      stop_if_signalled_during_startup([&] {
+        return "stage-in: copied " + std::to_string(copied) + " entries of " + src.string() + " to " + dst.string() +
+               ", removed again";
+      });
+      const fs::path to = dst / fs::relative(it->path(), src, ec);
+      if (ec) return;
+      if (it->is_directory(ec) && !it->is_symlink(ec)) fs::create_directories(to, ec);
+      else fs::copy(it->path(), to, fs::copy_options::recursive, ec);  // a link: its target, as fs::copy did
+      ++copied;
+    }
+  } catch (const StoppedDuringStartup&) {
+    std::error_code ignored;
+    fs::remove_all(dst, ignored);
+    throw;
+  }
+}
+
+}  // namespace
+
 StagedData stage_dataset(const Site& site, const std::string& storage, const std::string& dataset_root, bool copy) {
   namespace fs = std::filesystem;
   StagedData out;
@@ -385,7 +415,7 @@ StagedData stage_dataset(const Site& site, const std::string& storage, const std
   std::error_code ec;
   fs::create_directories(fs::path(out.root).parent_path(), ec);
   fs::remove_all(tmp, ec);
-  fs::copy(src, tmp, fs::copy_options::recursive, ec);
+  copy_tree_stoppably(src, tmp, ec);
   if (ec) throw RuntimeError("stage-in: copying " + src.string() + " to " + tmp.string() + " failed: " + ec.message());
   // The stamp goes in (flushed to disk) before the directory takes its final name.
   write_file_atomically((tmp / ".trainscale-staged").string(), "staged from " + src.string() + "\n");

@@ -139,3 +139,31 @@ def test_sigterm_to_both_ranks_during_staging_ends_the_job(tmp_path):
     assert "stopped by SIGTERM during start-up" in text, text
     stopped_inside_the_walk(text, root)
     assert list((tmp_path / "out").glob("*.FAILED"))
+
+
+def test_sigterm_during_a_campaign_stage_in_fails_the_task_saying_where(tmp_path):
+    """A site storage staged from another (`stage_from`) is copied by the task before the run."""
+    (tmp_path / "shared").mkdir()
+    data_root(tmp_path / "shared")  # shared/data: the data set and its many small files
+    site = write_config(tmp_path / "site.yaml", f"""scheduler: local
+mpi: {{openmpi: {{launcher: mpirun, launcher_args: [--oversubscribe]}}}}
+storage:
+  local: {{}}
+  shared: {{path: {tmp_path / "shared"}}}
+  node: {{path: {tmp_path / "node"}, stage_from: shared}}
+""")
+    base = CONFIG.format(root="/data/data", scratch=tmp_path / "scratch", steps=4, workers=1)
+    base = base.replace(", stage: node_local", ", storage: node, stage: none")
+    write_config(tmp_path / "base.yaml", base)
+    sweep = write_config(tmp_path / "sweep.yaml", "campaign: staged\nbase: base.yaml\nmatrix: {seed: [1]}\n")
+    camp = tmp_path / "campaign"
+    expand = subprocess.run([str(require_binary()), "sweep", "expand", str(sweep), "--site", str(site), "--out", str(camp)],
+                            capture_output=True, text=True, env=env(), cwd=REPO, timeout=120)
+    assert expand.returncode == 0, expand.stderr
+    code, text = stop_during_startup([str(require_binary()), "run", "--manifest", str(camp), "--index", "0"], tmp_path)
+    assert code == 1, text
+    found = re.search(r"stopped by SIGTERM during start-up, before the first step \(stage-in: copied (\d+) entries", text)
+    assert found and int(found.group(1)) < FILES, text
+    assert not list((tmp_path / "node").glob("*.tmp-*")), "the partial copy was left behind"
+    (failed,) = (camp / "runs").glob("*.FAILED")
+    assert "during start-up" in failed.read_text()
