@@ -167,3 +167,19 @@ storage:
     assert not list((tmp_path / "node").glob("*.tmp-*")), "the partial copy was left behind"
     (failed,) = (camp / "runs").glob("*.FAILED")
     assert "during start-up" in failed.read_text()
+
+
+def test_sigterm_to_both_ranks_during_staging_with_a_checkpoint_exits_4(tmp_path):
+    root = data_root(tmp_path)
+    cfg = config(tmp_path, root, workers=2, extra="checkpoint: {every_steps: 1, keep: true}\n")
+    launcher = launcher_argv(2, mpi_flavor())
+    first = subprocess.run(launcher + trainscale(cfg, tmp_path / "out"), capture_output=True, text=True, env=env(),
+                           timeout=HANG_GUARD_S, cwd=REPO)
+    assert list((tmp_path / "out").glob("*.checkpoint.3.hdf5")), first.stdout + first.stderr
+    for left in list((tmp_path / "out").glob("*.h5")) + list((tmp_path / "out").glob("*.FAILED")):
+        left.unlink()
+    code, text = stop_during_startup(launcher + trainscale(cfg, tmp_path / "out", "--resume"), tmp_path, np_=2)
+    assert code == 4, text
+    assert "preempted" in text and "during start-up" in text, text
+    stopped_inside_the_walk(text, root)
+    assert "checkpoint.3.hdf5" in next((tmp_path / "out").glob("*.PREEMPTED")).read_text()
