@@ -76,12 +76,12 @@ bool loss_passed_bound(LossWatch& watch, RunRecording& rec, int64_t step, double
 }
 
 // Averages the non-trainable state (BN running statistics are per worker during training),
-// evaluates, records.
-void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostream& log) {
+// evaluates, records; returns the device memory used at the evaluation batch (0: a host backend).
+int64_t evaluate_now(RunRecording& rec, ExchangeStrategy& exchange, Net& net, Loader& eval_loader, Communicator& comm,
+                     std::ostream& log) {
   const double wall = unix_seconds();
-  s.exchange->average_state();
-  const EvalResult e = evaluate(*s.net, *s.data->eval_loader, s.net->batch(), comm);  // back to this rank's share
-  s.note_device_memory(e.device_used);
+  exchange.average_state();
+  const EvalResult e = evaluate(net, eval_loader, net.batch(), comm);  // back to this rank's share
   rec.eval_step.push_back(rec.step.back());
   rec.eval_epoch.push_back(rec.epoch.back());
   rec.eval_time.push_back(rec.train_clock);
@@ -90,6 +90,7 @@ void evaluate_now(RunRecording& rec, RunSetup& s, Communicator& comm, std::ostre
   rec.eval_wall.push_back(wall);
   rec.eval_seconds.push_back(unix_seconds() - wall);
   if (comm.rank() == 0) log_eval(log, rec.step.back(), rec.epoch.back(), e.loss, e.accuracy, rec.train_clock);
+  return e.device_used;
 }
 
 // Between step `step` and the next: a checkpoint when one is due, and the stop of a preemption.
@@ -170,7 +171,7 @@ void run_loop(RunSetup& s, Communicator& comm, std::ostream& log, RunRecording& 
     const bool combined = ledger ? ledger->last_combined() : res.verdict.exchanged;
     if (root && log_now) log_progress(log, rec, plan, logged_loss, combined);
     if (log_now && loss_passed_bound(watch, rec, step, logged_loss, combined || comm.size() == 1, root, log)) break;
-    if (eval_now) evaluate_now(rec, s, comm, log);
+    if (eval_now) s.note_device_memory(evaluate_now(rec, *s.exchange, *s.net, *s.data->eval_loader, comm, log));
     // The ranks synchronise anyway where the strategy averages (every step but with weight_avg).
     if (!last && between_steps(step, average_now, boundary, rec, s, comm, log, checkpoints, ledger.get())) break;
   }

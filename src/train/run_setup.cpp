@@ -209,10 +209,7 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
       throw ConfigError(cfg.locate("cuda.graphs") + ": " + e.what());
     }
   }
-  SgdOptions sgd;
-  sgd.momentum = r.momentum;
-  sgd.weight_decay = r.weight_decay;
-  sgd.nesterov = r.nesterov;
+  const SgdOptions sgd{r.momentum, r.weight_decay, r.nesterov};
   s->sgd = std::make_unique<Sgd>(*s->backend, s->net->param_count(), sgd);
   s->scaler = std::make_unique<LossScaler>(LossScaler::from_config(r));
   if (device_memory) s->staged = std::make_unique<StagedInput>(*s->net, *s->data->train_loader);
