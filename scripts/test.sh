@@ -59,7 +59,8 @@ stage ctest-mpich ctest --test-dir build-mpich --output-on-failure -j 2
 TRAINSCALE_BINARY=build-mpich/bin/trainscale stage pytest-mpich .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py \
   tests/python/test_failures_ranks.py tests/python/test_dist_equivalence.py tests/python/test_checkpoint_mpi.py \
   tests/python/test_dist_hetero.py tests/python/test_data_storage.py::test_two_ranks_of_one_node_stage_once \
-  tests/python/test_compression_training.py tests/python/test_async_ps.py tests/python/test_multihost.py
+  tests/python/test_compression_training.py tests/python/test_async_ps.py tests/python/test_multihost.py \
+  tests/python/test_launcher_sigterm.py
 if [[ -x build-impi/bin/trainscale ]]; then  # Intel MPI from PyPI (scripts/setup.sh): its CTest and the launching tests
   stage ctest-impi ctest --test-dir build-impi --output-on-failure -j 2
   TRAINSCALE_BINARY=build-impi/bin/trainscale stage pytest-impi .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py \

@@ -11,6 +11,7 @@ import os
 import signal
 
 from test_checkpoint_mpi import launch, preempted_marker, wait_for_ranks_and_checkpoint
+from test_cli_mpi import mpi_flavor
 from trainscale_cli import write_config
 
 CONFIG = """model: lenet
@@ -41,8 +42,10 @@ def test_sigterm_to_the_launcher_leaves_a_marker_and_a_checkpoint_10_times_in_a_
     for attempt in range(10):
         out = tmp_path / f"out{attempt}"
         rc, text = sigterm_to_the_launcher(cfg, out)
-        # Open MPI's mpirun exits 1 itself after a SIGTERM; MPICH's mpiexec returns the ranks' 4.
-        assert rc in (1, 4), (attempt, rc, text)
+        # Open MPI's mpirun exits 1 itself after a SIGTERM. MPICH's mpiexec (hydra) mostly returns
+        # the ranks' 4, but when the signal reaches it as the ranks exit it can return 0 (1 in 10
+        # here): the PREEMPTED marker, not the launcher's status, is the record sweep status reads.
+        assert rc in ((1, 4) if mpi_flavor() == "openmpi" else (0, 4)), (attempt, rc, text)
         preempted_marker(out, "SIGTERM")  # present, naming a checkpoint on disk
         assert not list(out.glob("*.h5")) and not list(out.glob("*.FAILED")), (attempt, text)
 
@@ -53,6 +56,6 @@ def test_a_step_slower_than_the_kill_grace_still_leaves_the_marker_of_the_signal
     cfg = write_config(tmp_path / "slow.yaml", slow)
     out = tmp_path / "out"
     rc, text = sigterm_to_the_launcher(cfg, out)
-    assert rc != 0, text
+    assert rc in ((1, 4) if mpi_flavor() == "openmpi" else (0, 4)), (rc, text)  # as above
     assert preempted_marker(out, "SIGTERM") >= 1  # names a checkpoint on disk: --resume continues from it
     assert not list(out.glob("*.h5")), text
