@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The all-reduce figures of docs/distributed.md: `trainscale bench allreduce` on 2 ranks at
+# The all-reduce figures of docs/benchmarks.md: `trainscale bench allreduce` on 2 ranks at
 # 4, 16 and 64 MiB, `--repeats` times, under Open MPI once per vader single-copy mechanism
 # (and under MPICH when an MPICH build exists); prints every run's table and, per size, the
 # median busbw of each algorithm and the median of its ratio to mpi measured in the same run.
@@ -12,7 +12,7 @@
 # place, as the trainer's gradient arena does; private: each rank's heap, shm's copy pipeline).
 # --single-copy: Open MPI's btl_vader_single_copy_mechanism values to run, comma-separated
 # (default none,cma: none is what scripts/env.sh and the tests set; cma is Open MPI's own
-# choice where the kernel permits it, as it does here; docs/distributed.md has both).
+# choice where the kernel permits it, as it does here; docs/benchmarks.md has both).
 # Environment: TRAINSCALE_BINARY (default build/bin/trainscale), TRAINSCALE_MPICH_BINARY
 # (default build-mpich/bin/trainscale; skipped when missing). Ranks are bound to cores.
 set -euo pipefail

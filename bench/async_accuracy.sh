@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The asynchronous-SGD figures of docs/distributed.md ("Asynchronous SGD and Hogwild") and
+# The asynchronous-SGD figures of
 # docs/benchmarks.md: one model on Fashion-MNIST for a fixed sample budget (2 epochs, the
 # same global batch) with dist.strategy sync on 2 workers, async_ps on 2 workers + 1 server at
 # each staleness bound, and hogwild with 2 threads of one process; prints each run's final test

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gradient-compression accuracy figures of docs/distributed.md "Gradient compression": the
+# The gradient-compression accuracy figures of docs/benchmarks.md: the
 # same training run (default: configs/runs/lenet_fmnist.yaml, 2 epochs, 2 workers x 1 thread)
 # once per compressor, each evaluated after every epoch. Prints per run the final test
 # accuracy, the achieved compression ratio and the training time; the run files go to

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The weak-scaling figures of docs/distributed.md: images/s of N workers against 1 worker of the
+# The weak-scaling figures of docs/benchmarks.md: images/s of N workers against 1 worker of the
 # same config, each with --threads threads, measured round after round in turns (a busy spell
 # of a shared machine then shows as outlying rounds instead of skewing one side of every
 # ratio). Prints every run's img/s (the run's median step after warm-up), each round's ratio
@@ -23,7 +23,7 @@
 # Before each round bench/membw_probe.py measures the memory bandwidth each core gets while all
 # copy at once (printed as membw, GB/s per core): on a machine shared with other guests it
 # swings several-fold, and N memory-bound workers need it together. (It is context, not a
-# filter: on the machine of docs/distributed.md it changed within a round too often to
+# filter: on the machine of docs/benchmarks.md it changed within a round too often to
 # predict the round's ratio.)
 # Environment: TRAINSCALE_BINARY (default build/bin/trainscale).
 set -euo pipefail

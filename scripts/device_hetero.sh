@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a GPU machine with the packed build (docs/gpu.md): a CPU rank and a CUDA rank train one
-# model together (ranks.backend, docs/distributed.md "Ranks of different kinds"). For lenet and
+# model together (ranks.backend, docs/heterogeneous.md "Ranks of different kinds"). For lenet and
 # resnet20 on synthetic data, four runs of the same global batch and steps:
 #   cuda   1 rank on the GPU;            cpu    1 rank on CPU_THREADS cores;
 #   equal  cpu + cuda, equal shares;     static cpu + cuda, shares in proportion to the

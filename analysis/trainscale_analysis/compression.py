@@ -1,6 +1,6 @@
 """When does gradient compression pay off? Accuracy reached vs bytes on the wire vs time, per
 compressor, from run files (docs/analysis.md "Compression view"; the recorded names are in
-docs/hdf5-schema.md `/compression` and docs/distributed.md "Gradient compression").
+docs/hdf5-schema.md `/compression` and docs/compression.md).
 
 A run without `/compression` (dist.compression none) sent 4 bytes per parameter per step per
 rank on more than one rank; its ratio is 1.
@@ -121,7 +121,7 @@ def compression_report(paths: Sequence[str | Path], out: str | Path, title: str 
         _plot(df, staged.path(png.name))
         body = [f"# {title or 'Gradient compression: accuracy vs bytes vs time'}", "",
                 "Per rank: MiB handed to the collectives over the whole run, training time, and the time in "
-                "compress / decompress / comm (docs/distributed.md \"Gradient compression\").", "",
+                "compress / decompress / comm (docs/compression.md).", "",
                 _markdown(df), "", f"![accuracy vs bytes and time]({png.name})", ""]
         staged.path(out.name).write_text("\n".join(body))
         staged.commit()

@@ -1,6 +1,6 @@
 """Heterogeneous workers: the per-batch table (worker x batch times) and the idle fraction
 before each all-reduce, from a run file's /partition group (docs/hdf5-schema.md,
-docs/distributed.md "Heterogeneous workers").
+docs/heterogeneous.md).
 
 Per step s and rank r the run file holds the samples the rank took (`shares`), its compute
 seconds (forward + backward, with an emulated slowdown) and its idle seconds (the slowest

@@ -392,7 +392,7 @@ def io_sections(rep: Report, df: pd.DataFrame, io_paths: Sequence[str | Path], f
             rep.table(reads.groupby([dim, "cache"], dropna=False)["read_mb_per_s"].median().reset_index(), None)
 
 
-# The keys that tell asynchronous runs apart (docs/distributed.md "Asynchronous SGD and Hogwild").
+# The keys that tell asynchronous runs apart (docs/async.md).
 STRATEGY_KEYS = ("dist.strategy", "dist.staleness", "dist.servers", "dist.threads_per_worker")
 
 

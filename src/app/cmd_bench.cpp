@@ -105,7 +105,7 @@ struct BenchSettings {
 po::options_description bench_options() {
   po::options_description opts(
       std::string(kBenchAllreduceUsage) +
-      "\nTimes each all-reduce algorithm (docs/distributed.md) on float messages from --min-bytes to\n"
+      "\nTimes each all-reduce algorithm (docs/allreduce.md) on float messages from --min-bytes to\n"
       "--max-bytes, growing by --factor (every algorithm at one size before the next size). Prints on\n"
       "rank 0 one block per algorithm in the layout of nccl-tests' all_reduce_perf: size (B), count\n"
       "(floats), type (float), redop (sum), then the in-place columns time (us: mean over ranks of\n"

@@ -418,7 +418,7 @@ int command_run(const std::vector<std::string>& args) {
       "Heterogeneous workers: dist.partition static (dist.shares: [96, 32]), measured or adaptive gives\n"
       "the ranks unequal shares of global_batch, their gradients weighted by share; dist.emulate_slowdown\n"
       "(testing) slows one rank down; /partition records shares, compute and idle time per step and rank\n"
-      "(docs/distributed.md \"Heterogeneous workers\").\n"
+      "(docs/heterogeneous.md).\n"
       "Warnings (rank 0 prints each once, as 'warning: ...', and the run file keeps them in its `warnings`\n"
       "attribute): a node whose ranks run more compute threads than the CPUs they may use, an LR warm-up\n"
       "longer than the run, a logged loss above 10x the first step's (exploded) or unchanged over 6\n"

@@ -1,4 +1,4 @@
-// The heterogeneous-worker keys of a run config (docs/distributed.md "Heterogeneous workers"):
+// The heterogeneous-worker keys of a run config (docs/heterogeneous.md):
 // dist.partition and its settings, dist.emulate_slowdown, dist.hetero_allreduce, read into
 // DistConfig (see resolve_steps.h); config/rules.cpp checks them against the workers and the
 // global batch.

@@ -1,4 +1,4 @@
-// The per-rank keys of a run config, ranks.backend and ranks.threads (docs/distributed.md
+// The per-rank keys of a run config, ranks.backend and ranks.threads (docs/heterogeneous.md
 // "Ranks of different kinds"): their items checked and filled, and read into RunConfig (see
 // resolve_steps.h); config/rules.cpp checks them against the workers and the strategies.
 #include <algorithm>

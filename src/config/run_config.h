@@ -84,7 +84,7 @@ struct DistConfig {
   int64_t shm_chunk_kb = 32;  // shm: bytes per pipeline buffer, in KiB
   int64_t shm_buffers = 64;   // shm: pipeline buffers per rank
   double timeout_s = 600.0;   // a wait for the other ranks longer than this ends the job (0: unbounded)
-  // Heterogeneous workers (docs/distributed.md): shares of the global batch per rank.
+  // Heterogeneous workers (docs/heterogeneous.md): shares of the global batch per rank.
   PartitionKind partition = PartitionKind::equal;
   std::vector<int64_t> shares;    // static: samples per step of each rank (sum: the global batch)
   int64_t calibration_steps = 5;  // measured / adaptive: steps timed before the first balance

@@ -134,7 +134,7 @@ const std::vector<KeySpec>& run_config_schema() {
         {"backend", T::string, "cpu", accepted_backend_names, "compute backend"},
         {"threads", T::integer, "2", {}, "compute threads per worker", positive(1024)},
         {"workers", T::integer, "1", {}, "expected MPI world size", positive(1e6)},
-        // Per-rank settings (docs/distributed.md "Ranks of different kinds"): one entry per worker;
+        // Per-rank settings (docs/heterogeneous.md "Ranks of different kinds"): one entry per worker;
         // `ranks: [{backend: cpu, threads: 16}, {backend: cuda}]` is read into these two lists.
         {"ranks.backend", T::string, "", {}, "each rank's backend, one per worker, e.g. [cpu, cuda] (unset: backend)", {}, true},
         {"ranks.threads", T::string, "", {}, "each rank's compute threads, one per worker (unset: threads)", {}, true},
@@ -146,7 +146,7 @@ const std::vector<KeySpec>& run_config_schema() {
         {"dist.shm_chunk_kb", T::integer, "32", {}, "shm: KiB per pipeline buffer", positive(65536)},
         {"dist.shm_buffers", T::integer, "64", {}, "shm: pipeline buffers per rank", positive(1024)},
         {"dist.timeout_s", T::number, "600", {}, "seconds any exchange may wait for the other ranks (0: unbounded)", closed(0, 1e6)},
-        // Heterogeneous workers (docs/distributed.md): unset keys stay out of the resolved config.
+        // Heterogeneous workers (docs/heterogeneous.md): unset keys stay out of the resolved config.
         {"dist.partition", T::string, "", accepted_partition_names, "shares of the global batch (unset: equal)"},
         {"dist.shares", T::string, "", {}, "static: each rank's samples per step, e.g. [96, 32]", {}, true},
         {"dist.calibration_steps", T::integer, "", {}, "measured/adaptive: steps timed before the first balance (unset: 5)", positive(1e6)},

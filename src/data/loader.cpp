@@ -7,7 +7,7 @@
 // Rank split. Training (drop_last): global step k of an epoch takes the k-th block of
 // world * batch samples of the epoch's shuffled order, and rank r takes the r-th batch-sized
 // slice of that block. So N ranks x batch b see, step for step, exactly the samples that
-// 1 rank x batch N*b sees (the data-parallel equivalence, docs/distributed.md). Evaluation
+// 1 rank x batch N*b sees (the data-parallel equivalence, docs/strategies.md). Evaluation
 // (!drop_last): rank r takes the contiguous block [r*n/world, (r+1)*n/world) of the order, so
 // the ranks together cover every sample exactly once. With per-rank shares (global_batch set),
 // step k's block has global_batch samples and rank r takes [offset_r, offset_r + share_r) of

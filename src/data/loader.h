@@ -30,7 +30,7 @@ struct LoaderOptions {
   // order and this rank the `rank`-th batch of them (N ranks x b see what 1 rank x N*b sees).
   // Evaluation: this rank takes the contiguous block [rank*n/world, (rank+1)*n/world).
   int rank = 0, world = 1;
-  // Training with per-rank shares (docs/distributed.md "Heterogeneous workers"): global step k
+  // Training with per-rank shares (docs/heterogeneous.md): global step k
   // takes samples [k*global_batch, (k+1)*global_batch) and this rank `batch` of them from
   // `share_offset` on (offsets are the prefix sums of the ranks' shares). global_batch 0: the
   // equal split above (world x batch, offset rank x batch). `max_batch` (0: batch) sizes the

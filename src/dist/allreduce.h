@@ -1,4 +1,4 @@
-// All-reduce algorithms over a Communicator (docs/distributed.md has each one's alpha-beta
+// All-reduce algorithms over a Communicator (docs/allreduce.md has each one's alpha-beta
 // cost): the MPI library's own, four written with point-to-point / rooted MPI calls so they
 // can be compared with it, and one through shared memory. Every algorithm works for any world
 // size and element count.
@@ -63,7 +63,7 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
 // `count` floats (zeroed) in shared memory that the other ranks of this rank's node can read
 // (an MPI-3 shared-memory window). A `shm` all-reduce on data that every rank keeps in such
 // memory, on one node, runs in place: no copy into the pipeline's buffers, half the memory
-// traffic (docs/distributed.md). Every rank then must pass such memory. Other algorithms treat
+// traffic (docs/allreduce.md). Every rank then must pass such memory. Other algorithms treat
 // it as plain memory. Collective over `comm`; freed with the communicator.
 float* allocate_shared_floats(Communicator& comm, int64_t count);
 
@@ -71,7 +71,7 @@ float* allocate_shared_floats(Communicator& comm, int64_t count);
 // communicator: it sets up shm's window).
 int allreduce_node_count(Communicator& comm);
 
-// The window of the `shm` copy pipeline: each rank's buffers (docs/distributed.md measured the
+// The window of the `shm` copy pipeline: each rank's buffers (docs/allreduce.md gives the
 // defaults, 64 x 32 KiB, on 2 ranks). Run configs set them as dist.shm_chunk_kb and
 // dist.shm_buffers, `bench allreduce` as --shm-chunk-kb and --shm-buffers, and both record them.
 struct ShmWindowOptions {

@@ -1,5 +1,5 @@
-// The roles of an async_ps world and the shards of the parameter arena (docs/distributed.md
-// "Asynchronous SGD and Hogwild"): ranks 0 .. workers-1 train, ranks workers .. workers+servers-1
+// The roles of an async_ps world and the shards of the parameter arena (docs/async.md):
+// ranks 0 .. workers-1 train, ranks workers .. workers+servers-1
 // serve. Server s owns the contiguous shard s of the flat parameter arena (the first
 // param_count % servers shards hold one element more).
 #pragma once

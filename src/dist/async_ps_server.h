@@ -1,4 +1,4 @@
-// `async_ps` on a server rank (docs/distributed.md "Asynchronous SGD and Hogwild"): owns one
+// `async_ps` on a server rank (docs/async.md): owns one
 // contiguous shard of the weights (dist/async_ps_layout.h). It receives pushes from any worker
 // (MPI_ANY_SOURCE) one at a time, applies each gradient with the caller's optimizer step at
 // once, and sends a worker

@@ -1,4 +1,4 @@
-// `async_ps` on a worker (docs/distributed.md "Asynchronous SGD and Hogwild"): after backward,
+// `async_ps` on a worker (docs/async.md): after backward,
 // the worker pushes its gradient, one contiguous shard to each parameter server
 // (dist/async_ps_layout.h), and waits for nothing but the servers' replies: each server applies
 // the gradient to its shard at once and sends back its fresh weights as soon as the staleness

@@ -1,4 +1,4 @@
-// Per-worker shares of the global batch (docs/distributed.md "Heterogeneous workers"): how many
+// Per-worker shares of the global batch (docs/heterogeneous.md): how many
 // of a step's global_batch samples each rank takes, and where its part starts. The shares of
 // all ranks sum to the global batch; rank r takes the contiguous part [offset_r, offset_r +
 // share_r) of the step's samples (offsets are prefix sums), so the ranks together see what one

@@ -1,6 +1,6 @@
 // How the workers of async_ps, which never wait for each other between steps, still act at one
-// step on a preemption or a time-based checkpoint (train/step_boundary.h; docs/distributed.md
-// "Asynchronous SGD and Hogwild"). A worker's request rides on its next push; server 0 fixes the
+// step on a preemption or a time-based checkpoint (train/step_boundary.h; docs/async.md).
+// A worker's request rides on its next push; server 0 fixes the
 // step at which every worker acts: one past the newest step any worker has pushed, so no worker
 // has passed it yet, and every reply carries that agreement until every worker has pushed the
 // step after it (each has then had its reply for the agreed step). Pure bookkeeping, no MPI:

@@ -1,5 +1,5 @@
-// Gradient compression settings of the `sync` strategy (docs/distributed.md "Gradient
-// compression"): which compressor, its parameters, error feedback and the uncompressed warm-up.
+// Gradient compression settings of the `sync` strategy (docs/compression.md):
+// which compressor, its parameters, error feedback and the uncompressed warm-up.
 // The run config's dist.compression* keys fill them (train/run_setup.cpp).
 #pragma once
 

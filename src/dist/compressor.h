@@ -1,5 +1,5 @@
-// dist-internal: the gradient compressor interface of the `sync` strategy (docs/distributed.md
-// "Gradient compression"). A compressor exchanges one gradient bucket in compressed form: it
+// dist-internal: the gradient compressor interface of the `sync` strategy (docs/compression.md).
+// A compressor exchanges one gradient bucket in compressed form: it
 // encodes this rank's bucket into a wire buffer, moves the buffers (all-reduce for the linear
 // ones: fp16, bf16, PowerSGD's P and Q; all-gather for qsgd and topk), and decodes the mean over
 // the ranks back into the bucket. The codecs themselves are free functions in each

@@ -1,4 +1,4 @@
-// dist-internal: `sync` gradient averaging with dist.hetero_allreduce device (docs/distributed.md
+// dist-internal: `sync` gradient averaging with dist.hetero_allreduce device (docs/heterogeneous.md
 // "Where mixed ranks sum gradients"), the device-side aggregation of heterogeneous CPU + GPU
 // data parallelism: the gradients travel to a GPU and are summed there, instead of the GPU's
 // gradients travelling to the host (dist.hetero_allreduce host, SyncExchange).

@@ -1,5 +1,5 @@
-// Data-parallel exchange strategies over a Communicator (docs/distributed.md "Data-parallel
-// training in the trainer"): how the ranks combine their gradients or weights each step.
+// Data-parallel exchange strategies over a Communicator (docs/strategies.md):
+// how the ranks combine their gradients or weights each step.
 // The trainer drives every strategy through the same step protocol (below); a strategy is
 // created by make_exchange_strategy from the run's dist settings:
 //   sync        (dist/sync_strategy.h) w -= lr * mean_i(g_i): gradient buckets all-reduced as
@@ -73,7 +73,7 @@ struct ExchangeOptions {
   // Device arenas with a CUDA-aware MPI library (MpiLibrary::cuda_aware): algorithm mpi passes
   // device pointers to MPI. false: always stage through pinned host memory.
   bool cuda_aware_mpi = true;
-  // sync: gradient buckets exchanged compressed (docs/distributed.md "Gradient compression");
+  // sync: gradient buckets exchanged compressed (docs/compression.md);
   // none keeps today's fp32 path untouched.
   CompressionOptions compression;
   // sync (dist.hetero_allreduce device): the GPU ranks sum the host ranks' gradients

@@ -1,6 +1,6 @@
-// dist-internal, for dist.hetero_allreduce device (dist/device_sum_strategy.h, docs/distributed.md
-// "Where mixed ranks sum gradients"): which rank sums whose gradients, and the summing rank's
-// sums in the memory its arenas live in.
+// dist-internal, for dist.hetero_allreduce device (dist/device_sum_strategy.h,
+// docs/heterogeneous.md "Where mixed ranks sum gradients"): which rank sums whose gradients,
+// and the summing rank's sums in the memory its arenas live in.
 //
 // Groups: on every node, each host rank (CPU backend) is assigned to one of the node's device
 // ranks (CUDA backend) in turn; a device rank sums its own gradients and its host ranks', the

@@ -1,4 +1,4 @@
-// `hogwild` (docs/distributed.md "Asynchronous SGD and Hogwild"): several threads of one
+// `hogwild` (docs/async.md): several threads of one
 // process train replicas of the net that share ONE parameter arena, each on its own batches,
 // and each applies its own optimizer step to the shared weights at once, without any lock
 // (Niu, Recht, Re, Wright 2011). The concurrent read-modify-writes of the same floats are a data

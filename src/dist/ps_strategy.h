@@ -1,5 +1,5 @@
 // dist-internal: the parameter server of the SHM-Learn-Dist paper (`sync` with dist.allreduce
-// ps, docs/distributed.md): rank 0 gathers every rank's gradient buckets (during backward with
+// ps, docs/strategies.md): rank 0 gathers every rank's gradient buckets (during backward with
 // overlap), averages them, applies the optimizer (no other rank runs it) and broadcasts the
 // weights. Timed as gather, average (rank 0's summation; 0 elsewhere) and broadcast. Device
 // arenas are staged through pinned host memory (dist/arena_link.h): the gathered sums are on the

@@ -1,4 +1,4 @@
-// dist-internal: the `shm` all-reduce (docs/distributed.md), for allreduce.cpp and the tests.
+// dist-internal: the `shm` all-reduce (docs/allreduce.md), for allreduce.cpp and the tests.
 // Never include this outside src/dist and tests: MPI types stay in dist/.
 //
 // Ranks on one node sum through an MPI-3 shared-memory window (MPI_Comm_split_type
@@ -58,7 +58,7 @@ struct ShmAllreduceSettings {
   // Floats per pipeline buffer (rounded up to 16) and buffers per rank: the window holds
   // buffers * chunk_floats floats per rank. Defaults: 64 x 32 KiB = 2 MiB per rank: small
   // chunks are still in cache when the other rank reads them, many let a rank run far ahead
-  // while another is descheduled (docs/distributed.md has the measurements). With more than
+  // while another is descheduled (docs/allreduce.md "`shm`"). With more than
   // 16 ranks on a node the chunks shrink to keep the node's buffers within 32 MiB (down to
   // 16 KiB chunks).
   int64_t chunk_floats = int64_t{1} << 13;
@@ -72,11 +72,11 @@ struct ShmAllreduceSettings {
   // else 16384 (keep the core: yielding to another process costs a time slice). A caller whose
   // shm calls run in a communication thread beside compute threads on the same cores should
   // set 1, so the waiting thread gives its core to them. Tests set it; runs use the automatic
-  // rule (docs/distributed.md measured it).
+  // rule (docs/allreduce.md "`shm`").
   int polls_per_yield = 0;
   // Two ranks on a node: each copies its whole chunk into its buffer and sums both chunks
   // itself (one dependency on the other rank per chunk instead of two; a quarter more bytes
-  // read; measured faster on 2 ranks here, docs/distributed.md). Tests turn it off to cover
+  // read; measured faster on 2 ranks here, docs/allreduce.md). Tests turn it off to cover
   // the reduce-scatter form on 2 ranks.
   bool pair_mode = true;
 };

@@ -1,5 +1,5 @@
-// The stale-synchronous-parallel bound of one parameter-server shard (docs/distributed.md
-// "Asynchronous SGD and Hogwild"): which worker may get its fresh weights now, and how stale
+// The stale-synchronous-parallel bound of one parameter-server shard (docs/async.md):
+// which worker may get its fresh weights now, and how stale
 // each applied gradient was. Pure bookkeeping, no MPI: dist/async_ps_server.h drives it.
 //
 // A worker's clock is the number of gradients it has pushed. The round is the smallest clock

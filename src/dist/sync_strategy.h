@@ -1,4 +1,4 @@
-// dist-internal: `sync` gradient averaging, w -= lr * mean_i(g_i) (docs/distributed.md). Each
+// dist-internal: `sync` gradient averaging, w -= lr * mean_i(g_i) (docs/strategies.md). Each
 // gradient bucket is summed with the configured MPI all-reduce as soon as backward has produced
 // it (overlap: on the communication thread while backward goes on), then scaled by 1/N; every
 // rank applies the same update to all weights, so weights and velocities stay identical.

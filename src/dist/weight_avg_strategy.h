@@ -1,4 +1,4 @@
-// dist-internal: `weight_avg`, weight averaging / local SGD (docs/distributed.md). Every rank
+// dist-internal: `weight_avg`, weight averaging / local SGD (docs/strategies.md). Every rank
 // applies its own optimizer step to its own gradients; when the caller says (every
 // `dist.period` steps, before evaluations and at the end) the weights, the non-trainable state
 // and the loss are averaged with the configured all-reduce. Velocities stay local. A non-finite

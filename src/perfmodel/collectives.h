@@ -9,7 +9,7 @@
 // "Theoretical scalability analysis of distributed deep convolutional neural networks",
 // CCGrid 2019). A star is the one-dimensional case dims = {p}: every step of the bucket
 // algorithm is a neighbour exchange on a ring through the switch. ring, tree, butterfly,
-// rabenseifner, ps and shm are the algorithms of docs/distributed.md and MPI libraries.
+// rabenseifner, ps and shm are the algorithms of docs/allreduce.md and MPI libraries.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +38,7 @@ CostTerms bkt_reduce_scatter(const std::vector<int64_t>& dims, double m);  // su
 CostTerms mst_allreduce(const std::vector<int64_t>& dims, double m);   // reduce + broadcast
 CostTerms bkt_allreduce(const std::vector<int64_t>& dims, double m);   // reduce-scatter + all-gather
 
-// docs/distributed.md's algorithms on p ranks (topology-blind: a 1-D ring, a binomial tree).
+// docs/allreduce.md's algorithms on p ranks (topology-blind: a 1-D ring, a binomial tree).
 // dist/allreduce.cpp's ring sends each chunk in slices of this many bytes (kRingSliceFloats).
 constexpr double kRingSliceBytes = 1 << 20;
 CostTerms ring_allreduce(int64_t p, double m);  // 2(p-1) a + 2(p-1)/p m b + (p-1)/p m g, or one slice's g once m/p > slice

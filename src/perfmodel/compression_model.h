@@ -3,7 +3,7 @@
 // a node (cluster file `calibration.compression`), the collective of the compressed bytes
 // (fp16/bf16: MPI_Allreduce; qsgd, topk: MPI_Allgather; PowerSGD: two all-reduces of P and Q
 // with dist.allreduce), and error feedback's passes over memory at the roofline. The byte
-// counts are the trainer's (docs/distributed.md "Gradient compression").
+// counts are the trainer's (docs/compression.md).
 #pragma once
 
 #include <cstdint>

@@ -225,7 +225,7 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
 
     JobShape s;
     s.workers = std::max(1, std::stoi(scalar_or(cfg, "workers", "1")));
-    // async_ps runs its parameter servers on ranks of their own (docs/distributed.md).
+    // async_ps runs its parameter servers on ranks of their own (docs/async.md).
     if (cfg["dist"] && scalar_or(cfg["dist"], "strategy", "sync") == "async_ps")
       s.workers += std::max(1, std::stoi(scalar_or(cfg["dist"], "servers", "1")));
     s.threads = std::max(1, std::stoi(scalar_or(cfg, "threads", "1")));

@@ -41,7 +41,7 @@ std::unique_ptr<RunData> open_run_data(const RunDataOptions& options, int64_t ba
                                        InputPreparation prepared);
 
 // This rank's part of each global training batch when the ranks' shares differ
-// (docs/distributed.md "Heterogeneous workers"); global_batch 0: the equal split.
+// (docs/heterogeneous.md); global_batch 0: the equal split.
 struct TrainShare {
   int64_t global_batch = 0, offset = 0, max_batch = 0;
   std::vector<LoaderOptions::ShareFrom> later;  // a resumed run's decided changes after first_batch

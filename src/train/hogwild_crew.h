@@ -1,5 +1,5 @@
 // train-internal: the replicas of `dist.strategy: hogwild` beyond the main thread's
-// (docs/distributed.md "Asynchronous SGD and Hogwild"). dist.threads_per_worker - 1 threads,
+// (docs/async.md). dist.threads_per_worker - 1 threads,
 // each with its own backend, net, optimizer velocity and loader (shard t of the training set);
 // their nets read and write the main net's parameter arena, shared without locks (the data race
 // the algorithm tolerates, dist/hogwild_strategy.h). Each runs the run's step count with the

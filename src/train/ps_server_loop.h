@@ -1,5 +1,5 @@
-// train-internal: a server rank of `dist.strategy: async_ps` (docs/distributed.md
-// "Asynchronous SGD and Hogwild"). The exchange-strategy step protocol is a worker's; a server
+// train-internal: a server rank of `dist.strategy: async_ps` (docs/async.md).
+// The exchange-strategy step protocol is a worker's; a server
 // trains nothing, so it runs this loop instead of the timed loop: the run's SGD (momentum,
 // weight decay, Nesterov) over its shard, one update per push with the run's learning rate at
 // the pushing worker's step, each push a worker's share of the step and the momentum decaying

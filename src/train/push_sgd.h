@@ -11,7 +11,7 @@
 // Nesterov (w -= lr (g' + mu v)): the decay moves the weights by lr mu^2 v, a push by
 // lr (1 + mu) g'_i / N. Decaying per push instead (mu applied N times a step, on gradients
 // computed before the round's earlier pushes) was far less stable: with 2 workers and mu 0.9 a
-// quadratic step diverged for lr * h > 0.43, sync's for lr * h > 3.8 (docs/distributed.md).
+// quadratic step diverged for lr * h > 0.43, sync's for lr * h > 3.8 (docs/async.md).
 #pragma once
 
 #include <cstdint>

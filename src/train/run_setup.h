@@ -91,7 +91,7 @@ ArenaDevice arena_device_of(Backend& backend);
 // The exchange strategy for `net` as a run sets it up (tests use it too): with shm on several
 // ranks and sync on host arenas, the gradient arena moves into node shared memory, where shm
 // sums the buckets in place (no copy into its pipeline: what meets the busbw bar,
-// docs/distributed.md); device arenas (backend cuda) go with the backend's device and stream;
+// docs/strategies.md); device arenas (backend cuda) go with the backend's device and stream;
 // every rank then takes rank 0's model; PowerSGD gets the net's weight matrices. Collective.
 std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& options, Net& net, Communicator& comm);
 

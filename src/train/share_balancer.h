@@ -1,5 +1,5 @@
-// train-internal: the shares of the global batch during a run (docs/distributed.md
-// "Heterogeneous workers"). It starts from dist.partition's shares (equal, static, or equal while
+// train-internal: the shares of the global batch during a run (docs/heterogeneous.md).
+// It starts from dist.partition's shares (equal, static, or equal while
 // measured/adaptive calibrate), and for measured/adaptive decides new shares from each rank's
 // measured samples/s: after dist.calibration_steps steps (measured: once; adaptive: then every
 // dist.rebalance_steps steps). A decision is one small all-reduce outside the timed step, taken

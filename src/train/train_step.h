@@ -27,7 +27,7 @@ struct TrainState {
   LossScaler* scaler = nullptr;  // mixed-precision loss scaling (null or disabled: none)
   StagedInput* staged = nullptr; // overlapped input copies (devices the host cannot address)
   int64_t step = 0;  // steps taken (train_step counts them)
-  // Unequal shares of the global batch (docs/distributed.md "Heterogeneous workers"): > 0 makes
+  // Unequal shares of the global batch (docs/heterogeneous.md): > 0 makes
   // the step weight this rank's gradients and loss by batch x world / global_batch, so the mean
   // over ranks is the global batch's mean; 0: equal shares, no weighting.
   int64_t global_batch = 0;

@@ -1,5 +1,5 @@
-// The gradient compressors' codecs on known vectors (docs/distributed.md "Gradient
-// compression"): fp16/bf16 round to nearest even; qsgd is unbiased over seeds with bounded
+// The gradient compressors' codecs on known vectors (docs/compression.md):
+// fp16/bf16 round to nearest even; qsgd is unbiased over seeds with bounded
 // variance; topk keeps the largest entries exactly; PowerSGD reproduces a matrix of rank <= r;
 // error feedback carries exactly what was not sent into the next step. Exchanges run on a
 // world of one rank (Communicator::self()); test_mpi_compression checks them across ranks.

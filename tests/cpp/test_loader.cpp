@@ -151,7 +151,7 @@ TEST(Loader, RanksSplitEachGlobalStep) {
   }
 }
 
-// Unequal shares (docs/distributed.md "Heterogeneous workers"): rank r takes [offset_r,
+// Unequal shares (docs/heterogeneous.md): rank r takes [offset_r,
 // offset_r + share_r) of each global batch, so ranks with shares 12 + 4 see what 1 rank x 16 sees.
 TEST(Loader, SharesSplitEachGlobalStepByPrefixSums) {
   IndexedSource d(100);

@@ -7,7 +7,7 @@
 //   - weight_avg with period 1 and plain SGD matches the same 1-rank run;
 //   - weight_avg with period k matches a naive local-SGD reference: N nets in one process,
 //     each on its rank's data with its own velocity, weights averaged every k steps;
-//   - unequal shares of the global batch (docs/distributed.md "Heterogeneous workers"): ranks
+//   - unequal shares of the global batch (docs/heterogeneous.md): ranks
 //     with shares 3b, b, b, ... (gradients weighted by share), changed to other shares during the
 //     run as `adaptive` does, follow 1 rank with the whole global batch;
 //   - the strategies themselves: bucket means, the folded loss, a divergence seen on one rank only.

@@ -1,6 +1,6 @@
 // The performance model's compressed exchanges (docs/model.md "Compressed exchanges") against
 // hand-computed values: the all-gather, each compressor's bytes (the trainer's formulas, docs/
-// distributed.md), its codec time from the cluster file's rates, error feedback, PowerSGD on the
+// compression.md), its codec time from the cluster file's rates, error feedback, PowerSGD on the
 // model's weight matrices; the rates' section of a cluster file read, written and refused.
 #include <gtest/gtest.h>
 

@@ -129,7 +129,7 @@ TEST(DistConfig, LinearScalingKeys) {
   EXPECT_NE(error_of("lr_schedule: {base_batch: -1}\n").find("must be >= 0"), std::string::npos);
 }
 
-// Heterogeneous workers (docs/distributed.md): dist.partition and its keys, unset by default
+// Heterogeneous workers (docs/heterogeneous.md): dist.partition and its keys, unset by default
 // (out of the resolved config and the config_id), shares as a YAML list or `--set a,b`.
 TEST(DistConfig, PartitionSharesAndEmulatedSlowdown) {
   auto d = parse_run_config("", "dist.yaml", {});
@@ -165,7 +165,7 @@ TEST(DistConfig, PartitionSharesAndEmulatedSlowdown) {
   EXPECT_NE(e.find("must be a list of numbers"), std::string::npos) << e;
   e = error_of(two + "dist: {partition: measured, rebalance_steps: 4}\n");
   EXPECT_NE(e.find("key 'dist.rebalance_steps': applies to dist.partition adaptive only"), std::string::npos) << e;
-  // A CUDA rank follows shares that change (its staged input re-plans; docs/distributed.md).
+  // A CUDA rank follows shares that change (its staged input re-plans; docs/heterogeneous.md).
   EXPECT_EQ(error_of(two + "dist: {partition: adaptive}\nbackend: cuda\n"), "");
   e = error_of(two + "dist: {partition: even}\n");
   EXPECT_NE(e.find("equal | static | measured | adaptive"), std::string::npos) << e;

@@ -1,5 +1,5 @@
-"""dist.strategy async_ps under the MPI launcher of the binary's flavor (docs/distributed.md
-"Asynchronous SGD and Hogwild"): workers + dist.servers ranks; with dist.staleness 0 the loss
+"""dist.strategy async_ps under the MPI launcher of the binary's flavor (docs/async.md):
+workers + dist.servers ranks; with dist.staleness 0 the loss
 trajectory is sync's with the same global batch (the tolerance of test_dist_equivalence.py);
 with a bound, the run trains and the run file records every worker's staleness histogram and
 its waits; what async_ps cannot do is refused with exit 2 naming the numbers."""

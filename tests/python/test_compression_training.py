@@ -1,4 +1,4 @@
-"""Gradient compression end to end (docs/distributed.md "Gradient compression"): `trainscale run`
+"""Gradient compression end to end (docs/compression.md): `trainscale run`
 on 2 ranks with mlp on a small real Fashion-MNIST subset (written by the test). topk at 1% with
 error feedback trains (the loss falls, accuracy within a loose bound of uncompressed), the run
 file holds the compression datasets, the report view is built from the runs' own files, and

@@ -1,4 +1,4 @@
-"""Heterogeneous workers (docs/distributed.md "Heterogeneous workers") end to end under the MPI
+"""Heterogeneous workers (docs/heterogeneous.md) end to end under the MPI
 launcher of the binary's flavor: unequal shares of the global batch (dist.partition static,
 measured, adaptive) follow the loss trajectory of 1 rank with the whole global batch (the
 gradients are weighted by share; the mlp has no batch norm), measured shares order as the
@@ -167,7 +167,7 @@ def test_hetero_allreduce_device_is_refused_without_a_gpu_path(tmp_path):
     assert list((tmp_path / "out").glob("*.h5")) == []
 
 
-# Ranks of different kinds (docs/distributed.md "Ranks of different kinds"): here ref and cpu,
+# Ranks of different kinds (docs/heterogeneous.md "Ranks of different kinds"): here ref and cpu,
 # the two host backends; cpu + cuda is checked on a GPU machine (scripts/device_hetero.sh).
 RANKS = "ranks: [{backend: ref}, {backend: cpu, threads: 1}]\n"
 

@@ -1,4 +1,4 @@
-"""dist.strategy hogwild (docs/distributed.md "Asynchronous SGD and Hogwild"): replicas as
+"""dist.strategy hogwild (docs/async.md): replicas as
 threads of one process, sharing one weight arena without locks. With one thread it is plain
 single-rank training, bit for bit; with several, the run trains (the racy updates are what the
 algorithm tolerates, so nothing else is compared exactly; keep this file out of TSan runs) and

@@ -1,5 +1,5 @@
 // dist-internal (CUDA builds): the NCCL communicator of a Communicator, bootstrapped over MPI
-// (docs/distributed.md "NCCL"):
+// (docs/strategies.md "GPUs: NCCL and device arenas"):
 //   device   local_rank() % visible devices (MPI_COMM_TYPE_SHARED), the rule of CudaBackend;
 //   id       rank 0 calls ncclGetUniqueId and broadcasts it with MPI_Bcast;
 //   init     every rank calls ncclCommInitRank on its device.

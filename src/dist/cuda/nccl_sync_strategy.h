@@ -1,6 +1,7 @@
 // dist-internal (CUDA builds): `sync` gradient averaging with dist.allreduce nccl, on device
-// arenas (docs/distributed.md "NCCL"). Each gradient bucket is queued on the NCCL
-// communicator's stream as soon as backward has produced it (overlap) or all after backward:
+// arenas (docs/strategies.md "GPUs: NCCL and device arenas"). Each gradient bucket is queued
+// on the NCCL communicator's stream as soon as backward has produced it (overlap) or all after
+// backward:
 //   compute stream  ... backward kernels --record ready[i]
 //   NCCL stream          wait ready[i] -- start[i] -- ncclAllReduce(ncclAvg) -- end[i]
 // The tail bucket [0, T) goes through a device staging buffer of T + 2 floats whose extras

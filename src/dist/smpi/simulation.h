@@ -24,7 +24,7 @@ namespace ts {
 
 // The memory bandwidth (bytes per second) a simulated node sums and scales at: add_into over n
 // floats costs 12 n bytes / bandwidth of simulated time, scale 8 n bytes / bandwidth (the
-// gamma of docs/distributed.md is 3 / bandwidth per byte). 0 (the default): free.
+// gamma of docs/allreduce.md is 3 / bandwidth per byte). 0 (the default): free.
 // Process-wide (every simulated node is of the one cluster); set before the simulation runs.
 void set_simulated_memory_bandwidth(double bytes_per_second);
 double simulated_memory_bandwidth();
