@@ -20,7 +20,7 @@ std::string marker_path(const std::string& run_file, MarkerKind kind);
 
 // Every field is optional: empty strings, 0 and nullopt are left out of the text.
 struct RunMarker {
-  std::string status;    // DONE: ok | diverged
+  std::string status;    // DONE: ok | diverged; PREEMPTED: kSignalledStatus or empty
   std::string reason;    // FAILED: what went wrong and what to do
   std::string run_file;  // DONE: the run file's name
   int attempt = 0;       // campaign runs: 1, 2, ...
@@ -38,6 +38,12 @@ struct RunMarker {
   long step = 0;
   std::string checkpoint;
 };
+
+// A PREEMPTED marker's status when rank 0 wrote it at the signal (train/preemption_notice.h) and
+// no stop at a step boundary replaced it. A launcher tearing a job down after a rank died sends
+// the survivors the same SIGTERM as a preemption does, so an executor that sent no signal itself
+// reads such a marker as the launcher's, not as a preemption (sweep/local_executor.cpp).
+inline constexpr const char* kSignalledStatus = "signalled";
 
 std::string marker_text(const RunMarker& marker);
 // Unknown keys are ignored. A text without any known key (a plain-text reason, as markers

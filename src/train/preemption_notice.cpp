@@ -17,6 +17,7 @@ void write_notice(int signal, const std::string& out_dir, const std::string& run
                   int attempt) {
   const auto checkpoints = list_checkpoints(out_dir, run_id);
   RunMarker marker;
+  marker.status = kSignalledStatus;  // not yet confirmed by a stop at a step boundary
   marker.signal = signal_name(signal);
   marker.attempt = attempt;
   marker.host = host_name();
