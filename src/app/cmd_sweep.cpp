@@ -461,6 +461,9 @@ int sweep_record_end(const std::vector<std::string>& args) {
       "running. --not-started: a run of a packed array task that was stopped (preempted) before\n"
       "the run's turn; unless it is done or already preempted, writes its PREEMPTED marker (\"not\n"
       "started: ...\"), so that it runs when the task is requeued or resubmitted with --preempted.\n"
+      "--signalled: the script passed a stop signal on to this run; without it, a PREEMPTED marker\n"
+      "that rank 0 wrote at a signal and no step boundary confirmed was the launcher ending the job\n"
+      "after a rank died, and the run is recorded FAILED.\n"
       "Prints the reason it wrote, or nothing. Exit codes: 0 ok, 2 usage error.\n\noptions");
   opts.add_options()("help,h", "show this help")
       ("campaign", po::value<std::string>(), "campaign directory (positional)")
@@ -468,7 +471,8 @@ int sweep_record_end(const std::vector<std::string>& args) {
       ("exit-code", po::value<int>(), "the launcher's exit status")
       ("since", po::value<int64_t>(), "when the task started, seconds since the epoch (date +%s)")
       ("log", po::value<std::string>()->default_value(""), "the launcher's output (the job's log)")
-      ("not-started", "the run never started: its packed task was stopped before its turn");
+      ("not-started", "the run never started: its packed task was stopped before its turn")
+      ("signalled", "the job script passed a stop signal on to this run");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts, "campaign");
   if (!parsed) return kExitOk;
   const po::variables_map& vm = *parsed;
@@ -494,6 +498,7 @@ int sweep_record_end(const std::vector<std::string>& args) {
   end.how = "exited with code " + std::to_string(vm["exit-code"].as<int>());
   end.log_path = vm["log"].as<std::string>();
   if (!end.log_path.empty()) end.log_reference = "see " + end.log_path;
+  end.signalled = vm.count("signalled") > 0;
   // file_time_type has no portable conversion from the epoch: go through "now" on both clocks.
   // Both ends are whole seconds (date +%s, time()), so the start is known to within a second:
   // one second more keeps the marker of a task that failed in its first second its own (an

@@ -25,6 +25,9 @@ struct LauncherEnd {
   std::string log_path;       // the launcher's output, read for its notice ("" = none)
   std::string log_reference;  // where the reason sends the reader: "see logs/x.launcher.log"
   std::filesystem::file_time_type since;  // the task started then: older markers are earlier attempts'
+  // false: nobody sent the task a stop signal, so a PREEMPTED marker still at kSignalledStatus
+  // (core/run_marker.h) came from the launcher ending the job after a rank died: not an outcome.
+  bool signalled = true;
 };
 
 // nullopt when the attempt recorded its outcome (a complete result, or a FAILED or PREEMPTED

@@ -572,3 +572,24 @@ def test_root_only_variables_only_in_the_sites_of_this_machine():
         if not here:
             assert not any("ALLOW_RUN_AS_ROOT" in n for n in names), path
         assert "OMP_NUM_THREADS" not in names, path
+
+
+def test_record_end_reads_a_notice_at_a_signal_the_script_did_not_send_as_a_failure(tmp_path):
+    """Rank 0 writes PREEMPTED with status signalled the moment a SIGTERM arrives; Open MPI's mpirun
+    sends one to the survivors when a rank dies. A job script that passed no signal on records the
+    run FAILED with what the launcher said; one that did (--signalled) keeps the marker."""
+    camp, runs = expand(tmp_path)
+    notice = "status: signalled\nreason: preempted by SIGTERM, stopping at the next step boundary\nsignal: SIGTERM\n"
+    since = str(int(time.time()) - 5)
+    for signalled, index in ((False, 0), (True, 1)):
+        marker = camp / "runs" / f"{runs[index]['run_id']}.PREEMPTED"
+        marker.write_text(notice)
+        res = run(["sweep", "record-end", camp, "--index", str(index), "--exit-code", "1", "--since", since]
+                  + (["--signalled"] if signalled else []))
+        assert res.returncode == 0, res.stderr
+        failed = camp / "runs" / f"{runs[index]['run_id']}.FAILED"
+        if signalled:
+            assert marker.exists() and not failed.exists() and res.stdout == "", res.stdout
+        else:
+            assert not marker.exists(), res.stdout
+            assert "the launcher exited with code 1 without a result" in failed.read_text(), res.stdout
