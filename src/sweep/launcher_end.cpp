@@ -46,14 +46,18 @@ std::string launcher_notice(const std::string& log_path) {
   return notice;
 }
 
+void drop_teardown_notice(const RunFiles& f, bool signalled) {
+  if (signalled) return;
+  const auto notice = read_marker_if_present(f.preempted);
+  if (!notice || notice->status != kSignalledStatus) return;
+  std::error_code ec;
+  fs::remove(f.preempted, ec);
+}
+
 std::optional<std::string> record_launcher_end(const std::string& campaign_dir, const ManifestRun& run,
                                                const LauncherEnd& end) {
   const RunFiles f = run_files(campaign_dir, run.run_id);
-  if (const auto notice = read_marker_if_present(f.preempted);
-      !end.signalled && notice && notice->status == kSignalledStatus) {
-    std::error_code ec;
-    fs::remove(f.preempted, ec);
-  }
+  drop_teardown_notice(f, end.signalled);
   if (check_done(f, run).valid() || fresh(f.failed, end.since) || fresh(f.preempted, end.since)) return std::nullopt;
   const std::string notice = end.log_path.empty() ? "" : launcher_notice(end.log_path);
   RunMarker marker;

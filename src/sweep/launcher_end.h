@@ -20,6 +20,11 @@ namespace ts {
 // words ("trainscale run: rank 0 ...": a watchdog or an error).
 std::string launcher_notice(const std::string& log_path);
 
+// Removes the run's PREEMPTED marker when it is still at kSignalledStatus (core/run_marker.h) and
+// nobody sent the task a stop signal (`signalled` false): the SIGTERM rank 0 saw was the launcher
+// ending the job after a rank died, so the marker describes no preemption.
+void drop_teardown_notice(const RunFiles& f, bool signalled);
+
 struct LauncherEnd {
   std::string how;            // "exited with code 1", "was killed by SIGKILL"
   std::string log_path;       // the launcher's output, read for its notice ("" = none)

@@ -242,15 +242,9 @@ TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, f
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
     return {Outcome::skipped, "skipped: another process holds its lock (runs/" + run.run_id + ".lock): it runs elsewhere"};
   remove_dead_running(f);
-  const auto preempted = fresh_marker(f.preempted, started);
-  if (preempted && preempted->status == kSignalledStatus && interrupted_by == 0) {
-    // This executor sent no signal: the SIGTERM came from the launcher ending the job after a
-    // rank died or stopped, so the notice is not a preemption; what the launcher said is.
-    std::error_code ec;
-    fs::remove(f.preempted, ec);
-  } else if (preempted) {
+  drop_teardown_notice(f, interrupted_by != 0);  // this executor's own signal is a preemption
+  if (const auto preempted = fresh_marker(f.preempted, started))
     return {Outcome::preempted, "preempted: " + (preempted->reason.empty() ? std::string("checkpoint written") : preempted->reason)};
-  }
   if (const auto failed = fresh_marker(f.failed, started)) return {Outcome::failed, "failed: " + failed->reason};
   const std::string log = "see logs/" + run.run_id + ".launcher.log";
   if (interrupted_by != 0) {
