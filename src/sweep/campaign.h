@@ -130,7 +130,7 @@ struct SchedulerTask {
   std::string reason;
   std::vector<int64_t> pack;
   int lanes = 1;
-  std::vector<int64_t> lane;
+  std::vector<int64_t> lane = {};
 };
 using SchedulerStates = std::map<int64_t, SchedulerTask>;
 
