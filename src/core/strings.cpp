@@ -63,14 +63,21 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   };
   for (const auto& c : candidates)
     if (lower(c) == lower(word)) return c;
+  // Only suggest when the typo is plausibly one (about a third of the word at most).
+  const size_t most = std::max<size_t>(2, word.size() / 3);
+  auto apart = [](std::string_view a, std::string_view b) { return a.size() > b.size() ? a.size() - b.size() : b.size() - a.size(); };
   std::string best;
   size_t best_distance = std::string::npos;
   for (const auto& c : candidates) {
+    // The length difference bounds the distance from below: a candidate that cannot come within
+    // `most`, or beat the best so far, is not measured (a long garbage key against every key
+    // cost quadratic time: the run-config fuzz target spent half its time here).
+    const size_t at_least = std::min(apart(word, c), apart(last_part(word), last_part(c)) + 1);
+    if (at_least > most || at_least >= best_distance) continue;
     const size_t d = std::min(edit_distance(word, c), edit_distance(last_part(word), last_part(c)) + 1);
     if (d < best_distance) best_distance = d, best = c;
   }
-  // Only suggest when the typo is plausibly one (about a third of the word at most).
-  if (best_distance == std::string::npos || best_distance > std::max<size_t>(2, word.size() / 3)) return "";
+  if (best_distance > most) return "";
   return best;
 }
 
