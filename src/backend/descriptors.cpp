@@ -38,32 +38,12 @@ class Scanner {
     return true;
   }
   // A decimal integer (optionally negative, so that a negative size gets a clear message).
-  int64_t integer(const char* field) {
-    int64_t value = 0;
-    const char* first = text_.data() + pos_;
-    const char* last = text_.data() + text_.size();
-    auto [ptr, ec] = std::from_chars(first, last, value);
-    if (ec != std::errc() || ptr == first)
-      fail(std::string("expected an integer for '") + field + "' at position " +
-           std::to_string(pos_));
-    pos_ += static_cast<size_t>(ptr - first);
-    return value;
-  }
+  int64_t integer(const char* field) { return number<int64_t>(field, "an integer"); }
   int64_t field(std::string_view key) {
     expect(key);
     return integer(std::string(key).c_str());
   }
-  float real(const char* field) {
-    float value = 0;
-    const char* first = text_.data() + pos_;
-    const char* last = text_.data() + text_.size();
-    auto [ptr, ec] = std::from_chars(first, last, value);
-    if (ec != std::errc() || ptr == first)
-      fail(std::string("expected a number for '") + field + "' at position " +
-           std::to_string(pos_));
-    pos_ += static_cast<size_t>(ptr - first);
-    return value;
-  }
+  float real(const char* field) { return number<float>(field, "a number"); }
   void finish() {
     if (pos_ != text_.size())
       fail("unexpected trailing text '" + std::string(text_.substr(pos_)) + "'");
@@ -77,12 +57,42 @@ class Scanner {
   }
 
  private:
+  template <typename T>
+  T number(const char* field, const char* what) {
+    T value = 0;
+    const char* first = text_.data() + pos_;
+    auto [ptr, ec] = std::from_chars(first, text_.data() + text_.size(), value);
+    if (ec != std::errc() || ptr == first)
+      fail(std::string("expected ") + what + " for '" + field + "' at position " + std::to_string(pos_));
+    pos_ += static_cast<size_t>(ptr - first);
+    return value;
+  }
+
   std::string_view text_;
   const char* form_;
   size_t pos_ = 0;
 };
 
 std::string num(int64_t v) { return std::to_string(v); }
+
+// The input and window fields conv and pool share, "_ih14iw14_kh5kw5_sh1sw1_ph2pw2".
+template <typename Desc>
+std::string window_text(const Desc& d) {
+  return "_ih" + num(d.ih) + "iw" + num(d.iw) + "_kh" + num(d.kh) + "kw" + num(d.kw) + "_sh" + num(d.sh) + "sw" +
+         num(d.sw) + "_ph" + num(d.ph) + "pw" + num(d.pw);
+}
+
+template <typename Desc>
+void scan_window(Scanner& sc, Desc& d) {
+  d.ih = sc.field("_ih");
+  d.iw = sc.field("iw");
+  d.kh = sc.field("_kh");
+  d.kw = sc.field("kw");
+  d.sh = sc.field("_sh");
+  d.sw = sc.field("sw");
+  d.ph = sc.field("_ph");
+  d.pw = sc.field("pw");
+}
 
 constexpr const char* kConvForm =
     "conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1[_nobias][_relu]";
@@ -95,9 +105,7 @@ constexpr const char* kEltwiseForm = "eltwise:relu|relu6|sigmoid_n100";
 
 // ---- conv -----------------------------------------------------------------------------------
 std::string ConvDesc::str() const {
-  std::string s = "conv:mb" + num(mb) + "_ic" + num(ic) + "oc" + num(oc) + "_ih" + num(ih) +
-                  "iw" + num(iw) + "_kh" + num(kh) + "kw" + num(kw) + "_sh" + num(sh) + "sw" +
-                  num(sw) + "_ph" + num(ph) + "pw" + num(pw) + "_g" + num(groups);
+  std::string s = "conv:mb" + num(mb) + "_ic" + num(ic) + "oc" + num(oc) + window_text(*this) + "_g" + num(groups);
   if (!bias) s += "_nobias";
   if (relu) s += "_relu";
   return s;
@@ -110,14 +118,7 @@ ConvDesc ConvDesc::parse(std::string_view text) {
   d.mb = sc.field("mb");
   d.ic = sc.field("_ic");
   d.oc = sc.field("oc");
-  d.ih = sc.field("_ih");
-  d.iw = sc.field("iw");
-  d.kh = sc.field("_kh");
-  d.kw = sc.field("kw");
-  d.sh = sc.field("_sh");
-  d.sw = sc.field("sw");
-  d.ph = sc.field("_ph");
-  d.pw = sc.field("pw");
+  scan_window(sc, d);
   d.groups = sc.accept("_g") ? sc.integer("g") : 1;
   d.bias = !sc.accept("_nobias");
   d.relu = sc.accept("_relu");
@@ -135,9 +136,8 @@ ConvDesc ConvDesc::parse(std::string_view text) {
 
 // ---- pool -----------------------------------------------------------------------------------
 std::string PoolDesc::str() const {
-  return std::string("pool:") + (kind == PoolKind::max ? "max" : "avg") + "_mb" + num(mb) + "c" +
-         num(c) + "_ih" + num(ih) + "iw" + num(iw) + "_kh" + num(kh) + "kw" + num(kw) + "_sh" +
-         num(sh) + "sw" + num(sw) + "_ph" + num(ph) + "pw" + num(pw);
+  return std::string("pool:") + (kind == PoolKind::max ? "max" : "avg") + "_mb" + num(mb) + "c" + num(c) +
+         window_text(*this);
 }
 
 PoolDesc PoolDesc::parse(std::string_view text) {
@@ -152,14 +152,7 @@ PoolDesc PoolDesc::parse(std::string_view text) {
     sc.fail("unknown pooling kind (accepted: max, avg)");
   d.mb = sc.field("_mb");
   d.c = sc.field("c");
-  d.ih = sc.field("_ih");
-  d.iw = sc.field("iw");
-  d.kh = sc.field("_kh");
-  d.kw = sc.field("kw");
-  d.sh = sc.field("_sh");
-  d.sw = sc.field("sw");
-  d.ph = sc.field("_ph");
-  d.pw = sc.field("pw");
+  scan_window(sc, d);
   sc.finish();
   sc.require(d.mb > 0 && d.c > 0 && d.ih > 0 && d.iw > 0 && d.kh > 0 && d.kw > 0 && d.sh > 0 &&
                  d.sw > 0,
@@ -225,8 +218,7 @@ std::string EltwiseDesc::str() const {
   const char* kind_name = kind == EltwiseKind::relu    ? "relu"
                           : kind == EltwiseKind::relu6 ? "relu6"
                                                        : "sigmoid";
-  return std::string("eltwise:") + kind_name + "_n" +
-         num(n);
+  return std::string("eltwise:") + kind_name + "_n" + num(n);
 }
 
 EltwiseDesc EltwiseDesc::parse(std::string_view text) {
