@@ -107,10 +107,8 @@ class CpuBatchNormOp final : public BatchNormOp {
 
 std::unique_ptr<BatchNormOp> plan_batchnorm(CpuContext& ctx, const BnDesc& d, const TensorDesc& src,
                                             const TensorDesc& dst) {
-  std::unique_ptr<BatchNormOp> op;
-  guarded(__FILE__, __LINE__, "planning batch norm " + d.str() + " on " + src.str(),
-          [&] { op = std::make_unique<CpuBatchNormOp>(ctx, d, src, dst); });
-  return op;
+  return guarded_plan<CpuBatchNormOp>(__FILE__, __LINE__, "planning batch norm " + d.str() + " on " + src.str(),
+                                      ctx, d, src, dst);
 }
 
 }  // namespace ts::cpu

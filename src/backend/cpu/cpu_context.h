@@ -12,6 +12,7 @@
 
 #include <any>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -43,6 +44,14 @@ void guarded(const char* file, int line, const char* what, const std::string& de
 template <typename F>
 void guarded(const char* file, int line, const std::string& what, F&& f) {
   guarded(file, line, what.c_str(), std::string(), std::forward<F>(f));
+}
+// Plans an op, Impl(args...), under guarded(): a oneDNN error names `what` ("planning conv
+// <descriptor> on <src>").
+template <typename Impl, typename... A>
+std::unique_ptr<Impl> guarded_plan(const char* file, int line, const std::string& what, A&&... args) {
+  std::unique_ptr<Impl> op;
+  guarded(file, line, what, [&] { op = std::make_unique<Impl>(std::forward<A>(args)...); });
+  return op;
 }
 
 // The plain (row-major) layout of dims in data type t.

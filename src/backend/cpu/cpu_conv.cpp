@@ -74,10 +74,7 @@ class CpuConvOp final : public WeightedOp<ConvOp, dnnl::convolution_forward, dnn
 }  // namespace
 
 std::unique_ptr<ConvOp> plan_conv(CpuContext& ctx, const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) {
-  std::unique_ptr<ConvOp> op;
-  guarded(__FILE__, __LINE__, "planning conv " + d.str() + " on " + src.str(),
-          [&] { op = std::make_unique<CpuConvOp>(ctx, d, src, dst); });
-  return op;
+  return guarded_plan<CpuConvOp>(__FILE__, __LINE__, "planning conv " + d.str() + " on " + src.str(), ctx, d, src, dst);
 }
 
 }  // namespace ts::cpu

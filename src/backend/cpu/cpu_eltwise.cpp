@@ -104,17 +104,12 @@ class CpuAddOp final : public AddOp {
 
 std::unique_ptr<EltwiseOp> plan_eltwise(CpuContext& ctx, const EltwiseDesc& d, const TensorDesc& src,
                                         const TensorDesc& dst) {
-  std::unique_ptr<EltwiseOp> op;
-  guarded(__FILE__, __LINE__, "planning eltwise " + d.str() + " on " + src.str(),
-          [&] { op = std::make_unique<CpuEltwiseOp>(ctx, d, src, dst); });
-  return op;
+  return guarded_plan<CpuEltwiseOp>(__FILE__, __LINE__, "planning eltwise " + d.str() + " on " + src.str(),
+                                    ctx, d, src, dst);
 }
 
 std::unique_ptr<AddOp> plan_add(CpuContext& ctx, const TensorDesc& a, const TensorDesc& b, bool relu) {
-  std::unique_ptr<AddOp> op;
-  guarded(__FILE__, __LINE__, "planning add on " + a.str() + " and " + b.str(),
-          [&] { op = std::make_unique<CpuAddOp>(ctx, a, b, relu); });
-  return op;
+  return guarded_plan<CpuAddOp>(__FILE__, __LINE__, "planning add on " + a.str() + " and " + b.str(), ctx, a, b, relu);
 }
 
 }  // namespace ts::cpu

@@ -116,10 +116,7 @@ class CpuFcOp final : public WeightedOp<FcOp, dnnl::inner_product_forward, dnnl:
 }  // namespace
 
 std::unique_ptr<FcOp> plan_fc(CpuContext& ctx, const FcDesc& d, const TensorDesc& src, const TensorDesc& dst) {
-  std::unique_ptr<FcOp> op;
-  guarded(__FILE__, __LINE__, "planning fc " + d.str() + " on " + src.str(),
-          [&] { op = std::make_unique<CpuFcOp>(ctx, d, src, dst); });
-  return op;
+  return guarded_plan<CpuFcOp>(__FILE__, __LINE__, "planning fc " + d.str() + " on " + src.str(), ctx, d, src, dst);
 }
 
 }  // namespace ts::cpu

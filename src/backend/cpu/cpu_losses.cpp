@@ -108,17 +108,12 @@ class CpuMseOp final : public MseOp {
 }  // namespace
 
 std::unique_ptr<SoftmaxXentOp> plan_softmax_xent(CpuContext& ctx, const TensorDesc& logits) {
-  std::unique_ptr<SoftmaxXentOp> op;
-  guarded(__FILE__, __LINE__, "planning softmax cross-entropy on " + logits.str(),
-          [&] { op = std::make_unique<CpuSoftmaxXentOp>(ctx, logits); });
-  return op;
+  return guarded_plan<CpuSoftmaxXentOp>(__FILE__, __LINE__, "planning softmax cross-entropy on " + logits.str(),
+                                        ctx, logits);
 }
 
 std::unique_ptr<MseOp> plan_mse(CpuContext& ctx, const TensorDesc& pred) {
-  std::unique_ptr<MseOp> op;
-  guarded(__FILE__, __LINE__, "planning mean-squared error on " + pred.str(),
-          [&] { op = std::make_unique<CpuMseOp>(ctx, pred); });
-  return op;
+  return guarded_plan<CpuMseOp>(__FILE__, __LINE__, "planning mean-squared error on " + pred.str(), ctx, pred);
 }
 
 }  // namespace ts::cpu

@@ -78,10 +78,7 @@ class CpuPoolOp final : public PoolOp {
 }  // namespace
 
 std::unique_ptr<PoolOp> plan_pool(CpuContext& ctx, const PoolDesc& d, const TensorDesc& src, const TensorDesc& dst) {
-  std::unique_ptr<PoolOp> op;
-  guarded(__FILE__, __LINE__, "planning pool " + d.str() + " on " + src.str(),
-          [&] { op = std::make_unique<CpuPoolOp>(ctx, d, src, dst); });
-  return op;
+  return guarded_plan<CpuPoolOp>(__FILE__, __LINE__, "planning pool " + d.str() + " on " + src.str(), ctx, d, src, dst);
 }
 
 }  // namespace ts::cpu

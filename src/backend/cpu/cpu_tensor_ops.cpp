@@ -111,16 +111,12 @@ class CpuDropoutOp final : public DropoutOp {
 }  // namespace
 
 std::unique_ptr<ConcatOp> plan_concat(CpuContext& ctx, const std::vector<TensorDesc>& srcs, const TensorDesc& dst) {
-  std::unique_ptr<ConcatOp> op;
-  guarded(__FILE__, __LINE__, "planning concat of " + std::to_string(srcs.size()) + " inputs",
-          [&] { op = std::make_unique<CpuConcatOp>(ctx, srcs, dst); });
-  return op;
+  return guarded_plan<CpuConcatOp>(__FILE__, __LINE__, "planning concat of " + std::to_string(srcs.size()) + " inputs",
+                                   ctx, srcs, dst);
 }
 
 std::unique_ptr<DropoutOp> plan_dropout(CpuContext& ctx, const TensorDesc& src) {
-  std::unique_ptr<DropoutOp> op;
-  guarded(__FILE__, __LINE__, "planning dropout on " + src.str(), [&] { op = std::make_unique<CpuDropoutOp>(ctx, src); });
-  return op;
+  return guarded_plan<CpuDropoutOp>(__FILE__, __LINE__, "planning dropout on " + src.str(), ctx, src);
 }
 
 }  // namespace ts::cpu
