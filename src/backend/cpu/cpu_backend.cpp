@@ -5,8 +5,6 @@
 #include <omp.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "backend/cpu/cpu_context.h"
 #include "backend/cpu/cpu_info.h"
@@ -63,35 +61,6 @@ void CpuBackend::set_threads(int threads) {
 
 CpuBackend::ReorderCounts CpuBackend::reorder_counts() const {
   return {ctx_->activation_reorders, ctx_->weight_reorders};
-}
-
-// ---- memory ---------------------------------------------------------------------------------
-namespace {
-void* zeroed_host_memory(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) return nullptr;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw RuntimeError("backend cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, rounded);
-  return p;
-}
-}  // namespace
-
-DeviceBuffer CpuBackend::allocate(size_t bytes) { return DeviceBuffer(this, zeroed_host_memory(bytes), bytes, false); }
-DeviceBuffer CpuBackend::allocate_host(size_t bytes) { return DeviceBuffer(this, zeroed_host_memory(bytes), bytes, true); }
-void CpuBackend::release(void* data, size_t, bool) { std::free(data); }
-
-void CpuBackend::copy_from_host(void* dst, const void* src, size_t bytes) {
-  if (bytes) std::memcpy(dst, src, bytes);
-}
-void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
-  if (bytes) std::memcpy(dst, src, bytes);
-}
-void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes && dst != src) std::memmove(dst, src, bytes);
-}
-void CpuBackend::fill_zero(void* dst, size_t bytes) {
-  if (bytes) std::memset(dst, 0, bytes);
 }
 
 void CpuBackend::reorder(const Tensor& src, const Tensor& dst) {

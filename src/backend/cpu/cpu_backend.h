@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "backend/backend.h"
+#include "backend/host_memory_backend.h"
 
 namespace ts {
 
@@ -16,7 +16,7 @@ namespace cpu {
 struct CpuContext;
 }
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public HostMemoryBackend {
  public:
   CpuBackend();
   ~CpuBackend() override;
@@ -31,14 +31,6 @@ class CpuBackend final : public Backend {
   void set_precision(Precision precision) override;
   Precision precision() const override { return precision_; }
 
-  // Host memory, 64-byte aligned and zeroed; copies are memcpy; the queue is synchronous.
-  DeviceBuffer allocate(size_t bytes) override;
-  DeviceBuffer allocate_host(size_t bytes) override;
-  void copy_from_host(void* device_dst, const void* host_src, size_t bytes) override;
-  void copy_to_host(void* host_dst, const void* device_src, size_t bytes) override;
-  void copy(void* device_dst, const void* device_src, size_t bytes) override;
-  void fill_zero(void* device_dst, size_t bytes) override;
-  void synchronize() override {}
   void reorder(const Tensor& src, const Tensor& dst) override;
 
   TS_BACKEND_OP_OVERRIDES;
@@ -51,9 +43,6 @@ class CpuBackend final : public Backend {
     int64_t weights = 0;
   };
   ReorderCounts reorder_counts() const;
-
- protected:
-  void release(void* data, size_t bytes, bool host) override;
 
  private:
   std::unique_ptr<cpu::CpuContext> ctx_;

@@ -3,9 +3,6 @@
 #include "backend/ref/ref_backend.h"
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
-#include <new>
 
 #include "backend/ref/ref_kernels.h"
 #include "core/error.h"
@@ -271,36 +268,6 @@ void RefBackend::set_precision(Precision precision) {
   if (precision != Precision::fp32)
     throw ConfigError(std::string("backend ref computes in fp32 only (it is the test oracle); precision '") +
                       precision_name(precision) + "' needs backend cpu (bf16) or cuda (fp16, tf32)");
-}
-
-// ---- memory: 64-byte aligned host memory, zeroed --------------------------------------------
-namespace {
-void* zeroed_host_memory(size_t bytes) {
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) return nullptr;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw RuntimeError("backend ref: out of memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, rounded);
-  return p;
-}
-}  // namespace
-
-DeviceBuffer RefBackend::allocate(size_t bytes) { return DeviceBuffer(this, zeroed_host_memory(bytes), bytes, false); }
-DeviceBuffer RefBackend::allocate_host(size_t bytes) { return DeviceBuffer(this, zeroed_host_memory(bytes), bytes, true); }
-
-void RefBackend::release(void* data, size_t, bool) { std::free(data); }
-
-void RefBackend::copy_from_host(void* dst, const void* src, size_t bytes) {
-  if (bytes) std::memcpy(dst, src, bytes);
-}
-void RefBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
-  if (bytes) std::memcpy(dst, src, bytes);
-}
-void RefBackend::copy(void* dst, const void* src, size_t bytes) {
-  if (bytes && dst != src) std::memmove(dst, src, bytes);
-}
-void RefBackend::fill_zero(void* dst, size_t bytes) {
-  if (bytes) std::memset(dst, 0, bytes);
 }
 
 void RefBackend::reorder(const Tensor& src, const Tensor& dst) {
