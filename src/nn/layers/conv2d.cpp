@@ -27,20 +27,8 @@ Shape Conv2d::setup(const std::vector<Shape>& src_shapes) {
          " are not divisible by groups " + std::to_string(o.groups));
   if (o.kh < 1 || o.kw < 1 || o.sh < 1 || o.sw < 1 || o.ph < 0 || o.pw < 0)
     fail("kernel and stride must be >= 1, padding >= 0");
-  desc_ = ConvDesc{};
-  desc_.mb = 1;
-  desc_.ic = s[0];
-  desc_.ih = s[1];
-  desc_.iw = s[2];
-  desc_.oc = o.out_channels;
-  desc_.kh = o.kh;
-  desc_.kw = o.kw;
-  desc_.sh = o.sh;
-  desc_.sw = o.sw;
-  desc_.ph = o.ph;
-  desc_.pw = o.pw;
-  desc_.groups = o.groups;
-  desc_.bias = o.bias;
+  desc_ = ConvDesc{.mb = 1, .ic = s[0], .oc = o.out_channels, .ih = s[1], .iw = s[2], .kh = o.kh, .kw = o.kw,
+                   .sh = o.sh, .sw = o.sw, .ph = o.ph, .pw = o.pw, .groups = o.groups, .bias = o.bias};
   if (s[1] + 2 * o.ph < o.kh || s[2] + 2 * o.pw < o.kw)
     fail("kernel " + std::to_string(o.kh) + "x" + std::to_string(o.kw) +
          " does not fit the padded input " + s.str());

@@ -25,18 +25,8 @@ Shape Pool2d::setup(const std::vector<Shape>& src_shapes) {
   if (s[1] + 2 * o.ph < o.kh || s[2] + 2 * o.pw < o.kw)
     fail("kernel " + std::to_string(o.kh) + "x" + std::to_string(o.kw) +
          " does not fit the input " + s.str());
-  desc_ = PoolDesc{};
-  desc_.kind = o.kind;
-  desc_.mb = 1;
-  desc_.c = s[0];
-  desc_.ih = s[1];
-  desc_.iw = s[2];
-  desc_.kh = o.kh;
-  desc_.kw = o.kw;
-  desc_.sh = o.sh;
-  desc_.sw = o.sw;
-  desc_.ph = o.ph;
-  desc_.pw = o.pw;
+  desc_ = PoolDesc{.kind = o.kind, .mb = 1, .c = s[0], .ih = s[1], .iw = s[2], .kh = o.kh, .kw = o.kw, .sh = o.sh,
+                   .sw = o.sw, .ph = o.ph, .pw = o.pw};
   return set_shapes(src_shapes, Shape{desc_.c, desc_.oh(), desc_.ow()});
 }
 
