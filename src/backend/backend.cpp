@@ -32,23 +32,6 @@ const char* conv_api_name(ConvApi api) { return api == ConvApi::graph ? "graph" 
 
 std::vector<ConvApi> all_conv_apis() { return {ConvApi::legacy, ConvApi::graph}; }
 
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::conv: return "conv";
-    case Op::pool: return "pool";
-    case Op::fc: return "fc";
-    case Op::batchnorm: return "batchnorm";
-    case Op::eltwise: return "eltwise";
-    case Op::softmax_xent: return "softmax_xent";
-    case Op::mse: return "mse";
-    case Op::add: return "add";
-    case Op::concat: return "concat";
-    case Op::dropout: return "dropout";
-    case Op::sgd: return "sgd";
-  }
-  return "unknown";
-}
-
 std::vector<std::string> known_backends() { return {"ref", "cpu", "cuda"}; }
 
 const char* dtype_name(DType dtype) {

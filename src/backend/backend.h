@@ -59,7 +59,6 @@ std::vector<ConvApi> all_conv_apis();
 enum class Op {
   conv, pool, fc, batchnorm, eltwise, softmax_xent, mse, add, concat, dropout, sgd
 };
-const char* op_name(Op op);
 
 // Facts about the device a backend computes on, from Backend::describe(): `trainscale info`
 // prints them and every run file records them (root attributes device, device_name, isa, ...).

@@ -148,8 +148,6 @@ std::vector<std::string> dataset_format_names() {
 
 std::vector<std::string> dataset_formats(const std::string& name) { return entry(name).formats; }
 
-std::string default_format(const std::string& name) { return entry(name).formats.front(); }
-
 std::vector<std::string> dataset_class_names(const std::string& name) {
   // Names safe as directory names (the jpeg_dir layout): '/' and ' ' become '_'.
   static const std::vector<std::pair<std::string, std::vector<std::string>>> names = {

@@ -15,7 +15,7 @@ namespace ts {
 
 struct DataOptions {
   std::string name = "fashion_mnist";  // a dataset_names() entry
-  std::string format;                  // a dataset_formats(name) entry; empty: default_format(name)
+  std::string format;                  // a dataset_formats(name) entry; empty: the first (default)
   std::string root = "/usr/share/datasets/fashion-mnist";  // directory of the files (file formats)
   std::string storage = "local";       // a storage_names() entry (storage.h)
   std::string endpoint;                // blob storage: the S3 endpoint (dataset.endpoint)
@@ -43,11 +43,10 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& options, Split split
 std::vector<std::string> dataset_names();
 // Every format some data set accepts (dataset.format): idx, records, hdf5, jpeg_dir, cifar_bin, synthetic.
 std::vector<std::string> dataset_format_names();
-// The formats data set `name` can be read from, its default first; ConfigError for an unknown name.
+// The formats data set `name` can be read from, its default first (fashion_mnist, mnist -> idx;
+// cifar10 -> cifar_bin; synthetic, neuron -> synthetic; imagefolder -> jpeg_dir); ConfigError
+// for an unknown name.
 std::vector<std::string> dataset_formats(const std::string& name);
-// fashion_mnist, mnist -> idx; cifar10 -> cifar_bin; synthetic, neuron -> synthetic;
-// imagefolder -> jpeg_dir (records of an imagefolder: records_source.h, open_records_image_source).
-std::string default_format(const std::string& name);
 // The class names of a labelled data set of stored images (label i is names[i]), as directory
 // names (jpeg_dir); empty for generated data sets. ConfigError for an unknown name.
 std::vector<std::string> dataset_class_names(const std::string& name);

@@ -239,13 +239,6 @@ void Communicator::gather_blobs_to_root(const std::string& local, const std::fun
   }
 }
 
-std::string Communicator::scatter_blobs_from_root(const std::vector<std::string>& all) {
-  if (rank_ == 0)
-    TS_CHECK(all.size() == static_cast<size_t>(size_), "scatter_blobs_from_root: " + std::to_string(all.size()) +
-                                                           " messages for " + std::to_string(size_) + " ranks");
-  return scatter_blobs_from_root([&all](int r) { return all[static_cast<size_t>(r)]; });
-}
-
 std::string Communicator::scatter_blobs_from_root(const std::function<std::string(int)>& make) {
   if (rank_ != 0) {
     ExchangeGuard guard(impl_->watchdog.get(), "MPI_Recv of a message from rank 0 (scatter)");

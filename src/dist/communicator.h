@@ -98,10 +98,8 @@ class Communicator {
   std::vector<std::string> gather_strings_to_root(const std::string& local);
   // Large messages of any size, rank by rank (point to point, in chunks below MPI's int
   // counts): a checkpoint's state of every rank, which can hold a whole model each.
-  // gather: every rank's `local`, on rank 0 only (in rank order). scatter: rank r gets all[r]
-  // of rank 0's `all` (size() strings there; ignored elsewhere).
+  // gather: every rank's `local`, on rank 0 only (in rank order).
   std::vector<std::string> gather_blobs_to_root(const std::string& local);
-  std::string scatter_blobs_from_root(const std::vector<std::string>& all);
   // The same one rank at a time, so that rank 0 never holds every rank's message: gather hands
   // each other rank's message to `take(rank, message)` on rank 0 as it arrives (rank 0's own is
   // not passed); scatter asks `make(rank)` for each other rank's message just before sending it

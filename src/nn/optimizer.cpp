@@ -35,6 +35,4 @@ void Sgd::step_range(float* params, const float* grads, double lr, int64_t offse
                       velocity_.f32() + offset);
 }
 
-void Sgd::reset() { backend_.fill_zero(velocity_.data(), velocity_.bytes()); }
-
 }  // namespace ts

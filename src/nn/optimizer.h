@@ -31,8 +31,6 @@ class Sgd {
   // the device skips when that step's loss-scaling check found a non-finite gradient.
   void step_range(float* params, const float* grads, double lr, int64_t offset, int64_t count,
                   const LossScaleState* unless_nonfinite = nullptr, DeviceLossScaling* scaling = nullptr);
-  // Zeroes the velocity.
-  void reset();
   float* velocity() { return velocity_.f32(); }  // device memory
   const SgdOptions& options() const { return options_; }
 

@@ -312,17 +312,6 @@ Site default_local_site() {
   return s;
 }
 
-const SiteMpi& site_mpi_for(const Site& site, const std::string& mpi_flavor, const std::string& where) {
-  if (mpi_flavor == "any" || mpi_flavor.empty()) {
-    if (!site.mpi_default.empty()) return site.mpi.at(site.mpi_default);
-    if (!site.mpi_order.empty()) return site.mpi.at(site.mpi_order.front());
-  } else if (site.mpi.count(mpi_flavor)) {
-    return site.mpi.at(mpi_flavor);
-  }
-  throw ConfigError(where + ": mpi_flavor '" + mpi_flavor + "' has no entry under `mpi` in site " + site.path +
-                    " (it has: " + keys_of(site.mpi) + ")");
-}
-
 std::string site_check_run(const Site& site, const std::string& gpu, const std::string& mpi_flavor,
                            const std::string& storage) {
   if (site.scheduler == "simulate") return "";

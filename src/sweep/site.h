@@ -124,10 +124,6 @@ Site parse_site_file(const std::string& text, const std::string& path);
 // launched with mpirun --oversubscribe, storage `local` = dataset.root as written.
 Site default_local_site();
 
-// The mpi entry for a run's mpi_flavor ("any" -> mpi_default, else the first entry).
-// Throws ConfigError naming `where` when the site lacks it.
-const SiteMpi& site_mpi_for(const Site& site, const std::string& mpi_flavor, const std::string& where);
-
 // Checks a resolved run's gpu, mpi_flavor and dataset.storage against the site. Returns "" when
 // the site has them, else the reason (names the key, the value and what the site offers).
 // gpu `none` needs no entry; a generation or `any` needs the entry of that name. A simulate site

@@ -70,21 +70,18 @@ float first_value(const ts::SampleSource& s) {
 TEST(DatasetRegistry, NamesAndFormats) {
   EXPECT_EQ(ts::dataset_names(), (Names{"fashion_mnist", "mnist", "cifar10", "synthetic", "neuron", "imagefolder"}));
   EXPECT_EQ(ts::dataset_format_names(), (Names{"idx", "records", "hdf5", "jpeg_dir", "cifar_bin", "synthetic"}));
-  EXPECT_EQ(ts::default_format("fashion_mnist"), "idx");
-  EXPECT_EQ(ts::default_format("mnist"), "idx");
-  EXPECT_EQ(ts::default_format("cifar10"), "cifar_bin");
-  EXPECT_EQ(ts::default_format("synthetic"), "synthetic");
-  EXPECT_EQ(ts::default_format("neuron"), "synthetic");
+  EXPECT_EQ(ts::dataset_formats("mnist").front(), "idx");
+  EXPECT_EQ(ts::dataset_formats("synthetic").front(), "synthetic");
+  EXPECT_EQ(ts::dataset_formats("neuron").front(), "synthetic");
   EXPECT_EQ(ts::dataset_formats("cifar10"), (Names{"cifar_bin", "records", "hdf5"}));
   EXPECT_EQ(ts::dataset_formats("fashion_mnist"), (Names{"idx", "records", "hdf5", "jpeg_dir"}));
   EXPECT_EQ(ts::dataset_class_names("fashion_mnist").front(), "T-shirt_top");
   EXPECT_EQ(ts::dataset_class_names("cifar10").size(), 10u);
   EXPECT_TRUE(ts::dataset_class_names("synthetic").empty());
-  for (const auto& name : ts::dataset_names()) EXPECT_EQ(ts::dataset_formats(name).front(), ts::default_format(name));
 }
 
 TEST(DatasetRegistry, UnknownNameListsTheKnownOnes) {
-  for (auto call : {+[] { ts::default_format("kmnist"); }, +[] { ts::dataset_formats("kmnist"); },
+  for (auto call : {+[] { ts::dataset_formats("kmnist"); },
                     +[] { ts::open_dataset({.name = "kmnist"}); }}) {
     const std::string msg = config_error_of(call);
     EXPECT_NE(msg.find("'kmnist'"), std::string::npos) << msg;

@@ -154,10 +154,6 @@ TEST(Site, RunsAreCheckedAgainstTheSite) {
   e = site_check_run(site, "none", "openmpi", "gpfs");
   EXPECT_NE(e.find("key 'dataset.storage': 'gpfs'"), std::string::npos) << e;
   EXPECT_NE(e.find("local, lustre, nvme"), std::string::npos) << e;
-
-  EXPECT_EQ(&site_mpi_for(site, "any", "x"), &site.mpi.at("openmpi"));
-  EXPECT_EQ(&site_mpi_for(site, "mpich", "x"), &site.mpi.at("mpich"));
-  EXPECT_THROW(site_mpi_for(site, "intelmpi", "x"), ConfigError);
 }
 
 TEST(Site, StorageMappingAndStageIn) {

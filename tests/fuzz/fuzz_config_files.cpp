@@ -89,8 +89,7 @@ void sweep_file(const uint8_t* data, size_t size) {
 
 void site_file(const uint8_t* data, size_t size) {
   try {
-    const Site site = parse_site_file(text_of(data, size), "fuzz-site.yaml");
-    site_mpi_for(site, "any", "fuzz");
+    parse_site_file(text_of(data, size), "fuzz-site.yaml");
   } catch (const ConfigError&) {
   } catch (const RuntimeError&) {
   }
