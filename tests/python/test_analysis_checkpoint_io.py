@@ -5,6 +5,7 @@ import sys
 import h5py
 import pytest
 
+from analysis_cli import cli
 from trainscale_analysis import checkpoint_io
 from trainscale_cli import REPO, env, require_binary
 
@@ -37,6 +38,5 @@ def test_a_file_of_another_schema_is_refused(tmp_path):
         f.attrs["schema"] = "trainscale-io/1"
     with pytest.raises(ValueError, match="expected trainscale-checkpoint-io/1"):
         checkpoint_io.load_checkpoint_io([str(tmp_path / "x.h5")])
-    res = subprocess.run([sys.executable, "-m", "trainscale_analysis", "checkpoint-io", str(tmp_path / "x.h5"), "-o",
-                          str(tmp_path / "o.md")], capture_output=True, text=True, cwd=REPO)
+    res = cli("checkpoint-io", tmp_path / "x.h5", "-o", tmp_path / "o.md")
     assert res.returncode == 2 and "schema" in res.stderr

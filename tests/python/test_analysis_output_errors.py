@@ -6,45 +6,24 @@ not permitted) are exit 1 with the system's reason and what to do, no traceback,
 behind: no `*.tmp` file, no staging folder, no half figures folder, and an earlier report in the
 same place stays as it was.
 
-The commands run in this process (`cli`: the CLI's main(argv), its stdout and stderr captured), not
-as ~40 subprocesses that each import matplotlib, pandas and h5py again (minutes of CPU, issue 37);
-an exception that escapes main fails the test as a traceback on stderr would. `cli_process` runs
-the true entry point (`python -m trainscale_analysis`) where the exit status itself is the point."""
+The commands run in this process (analysis_cli.cli), not as ~40 subprocesses; one runs as a process
+(cli_process) for the entry point's own exit status."""
 import contextlib
 import errno
-import io
 import json
 import os
 import shutil
 import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 import yaml
 
+from analysis_cli import cli, cli_process
 from conftest import base_config
 from test_analysis_network_study import make_campaigns
 from trainscale_analysis import predict
-from trainscale_analysis.__main__ import main as cli_main
-
-
-def cli_process(*args):
-    return subprocess.run([sys.executable, "-m", "trainscale_analysis", *map(str, args)], capture_output=True,
-                          text=True, timeout=300)
-
-
-def cli(*args):
-    """`python -m trainscale_analysis *args` in this process: what subprocess.run would return
-    (returncode, stdout, stderr), from main(argv)'s return value or a SystemExit (argparse)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli_main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 @contextlib.contextmanager

@@ -3,12 +3,11 @@ garbage bytes, one cut in half and one without /summary among good ones are each
 status `unreadable` (the file's name and the reason), never `ok`, and the loading, the metrics,
 the report and the CLI go on with the rest."""
 import shutil
-import subprocess
-import sys
 
 import h5py
 
 import conftest as fx
+from analysis_cli import cli
 from trainscale_analysis import load_campaigns
 from trainscale_analysis.report import build_report
 
@@ -56,8 +55,7 @@ def test_report_and_cli_go_on(grid_dir, tmp_path):
     assert "3 unreadable" in text
     for run_id in damaged:
         assert run_id in text
-    r = subprocess.run([sys.executable, "-m", "trainscale_analysis", "report", str(camp), "-o",
-                        str(tmp_path / "cli.html")], capture_output=True, text=True, timeout=120)
+    r = cli("report", camp, "-o", tmp_path / "cli.html")
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "cli.html").exists()
     for run_id in damaged:
