@@ -22,11 +22,12 @@ std::string describe_byte(unsigned char c) {
   return buf;
 }
 
-}  // namespace
-
+// The rule, for messages.
 const char* name_rule() {
   return "names are 1-128 letters, digits and . _ + -, start with a letter, digit or _, and hold no '..'";
 }
+
+}  // namespace
 
 std::string control_character_problem(const std::string& text) {
   for (size_t i = 0; i < text.size(); ++i) {

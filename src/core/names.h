@@ -17,9 +17,6 @@ std::string name_problem(const std::string& name);
 // when `name` is not valid (without "key '...': " when `key` is empty).
 void check_name(const std::string& name, const std::string& what, const std::string& where, const std::string& key);
 
-// The rule, for messages and --help: "names are 1-128 letters, digits and . _ + - ...".
-const char* name_rule();
-
 // "" when `text` holds no control character (newline, tab, escape, DEL ...), else which one and
 // where ("a newline at position 7"). Values of config, sweep and site files are one line each.
 std::string control_character_problem(const std::string& text);

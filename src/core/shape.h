@@ -29,10 +29,4 @@ struct Shape {
   bool operator!=(const Shape& o) const { return dims != o.dims; }
 };
 
-// A view of `shape.numel()` floats owned by someone else.
-struct TensorView {
-  float* data = nullptr;
-  Shape shape;
-};
-
 }  // namespace ts

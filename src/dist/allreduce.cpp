@@ -250,11 +250,6 @@ float* allocate_shared_floats(Communicator& comm, int64_t count) {
   return shm_allocate(mpi_comm(comm), count);
 }
 
-int allreduce_node_count(Communicator& comm) {
-  ExchangeGuard guard(watchdog_of(comm), "the set-up of shm's shared-memory window");
-  return shm_topology(mpi_comm(comm)).nodes;
-}
-
 void set_shm_window_options(const ShmWindowOptions& options) {
   ShmAllreduceSettings s = shm_allreduce_settings();
   s.chunk_floats = std::max<int64_t>(1, options.chunk_bytes / static_cast<int64_t>(sizeof(float)));

@@ -67,10 +67,6 @@ void allreduce_sum(Communicator& comm, AllreduceAlgorithm algorithm, float* data
 // it as plain memory. Collective over `comm`; freed with the communicator.
 float* allocate_shared_floats(Communicator& comm, int64_t count);
 
-// The number of nodes (shared-memory domains) `comm` spans (collective on first use per
-// communicator: it sets up shm's window).
-int allreduce_node_count(Communicator& comm);
-
 // The window of the `shm` copy pipeline: each rank's buffers (docs/allreduce.md gives the
 // defaults, 64 x 32 KiB, on 2 ranks). Run configs set them as dist.shm_chunk_kb and
 // dist.shm_buffers, `bench allreduce` as --shm-chunk-kb and --shm-buffers, and both record them.

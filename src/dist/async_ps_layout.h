@@ -15,7 +15,6 @@ struct AsyncPsLayout {
   int servers = 1;
   int64_t param_count = 0;
 
-  bool is_server(int world_rank) const { return world_rank >= workers; }
   int server_rank(int server) const { return workers + server; }  // world rank of server s
   int server_of(int world_rank) const { return world_rank - workers; }
   // (offset, count) of server s's shard.

@@ -41,7 +41,6 @@ class SspClock {
   int64_t round() const;
   int64_t newest() const;  // the most gradients any worker has pushed
   int64_t clock(int worker) const { return clock_[static_cast<size_t>(worker)]; }
-  bool awaiting_reply(int worker) const { return awaiting_[static_cast<size_t>(worker)] != 0; }
   bool all_left() const;
   int workers() const { return static_cast<int>(clock_.size()); }
   int64_t staleness() const { return staleness_; }

@@ -44,17 +44,6 @@ ReadFile::~ReadFile() {
   if (id_ >= 0) H5Fclose(id_);
 }
 
-ReadFile::ReadFile(ReadFile&& other) noexcept : id_(std::exchange(other.id_, -1)), path_(std::move(other.path_)) {}
-
-ReadFile& ReadFile::operator=(ReadFile&& other) noexcept {
-  if (this != &other) {
-    if (id_ >= 0) H5Fclose(id_);
-    id_ = std::exchange(other.id_, -1);
-    path_ = std::move(other.path_);
-  }
-  return *this;
-}
-
 bool ReadFile::exists(const std::string& object) const {
   if (object == "/") return true;
   QuietErrors quiet;

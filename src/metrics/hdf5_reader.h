@@ -24,8 +24,6 @@ class ReadFile {
   static ReadFile open(const std::string& path);
   ReadFile() = default;
   ~ReadFile();
-  ReadFile(ReadFile&& other) noexcept;
-  ReadFile& operator=(ReadFile&& other) noexcept;
   ReadFile(const ReadFile&) = delete;
   ReadFile& operator=(const ReadFile&) = delete;
 

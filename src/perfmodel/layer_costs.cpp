@@ -95,15 +95,6 @@ LayerWork layer_work(Net& net, int node, const std::vector<int>& consumers, cons
 
 }  // namespace
 
-const char* pass_name(Pass pass) {
-  switch (pass) {
-    case Pass::fp: return "fp";
-    case Pass::bp_gc: return "bp_gc";
-    case Pass::bp_wu: return "bp_wu";
-  }
-  return "?";
-}
-
 double precision_bytes(const std::string& precision) {
   if (precision == "fp32" || precision == "tf32") return 4;
   if (precision == "bf16" || precision == "fp16") return 2;

@@ -17,7 +17,6 @@ namespace ts::perf {
 
 enum class Pass { fp, bp_gc, bp_wu };
 constexpr int kPasses = 3;
-const char* pass_name(Pass pass);  // "fp", "bp_gc", "bp_wu"
 
 struct PassWork {
   GemmShape gemm;             // empty for layers that are not GEMMs (and for passes they skip)

@@ -171,11 +171,6 @@ void check_workers_fit(const ClusterSpec& cluster, const std::vector<int64_t>& w
                     why + ") = " + n + " workers; accepted: 1.." + n + " workers; " + fix);
 }
 
-WorkerPoint predict_point(const RunConfig& config, const ClusterSpec& cluster, int64_t workers, const PredictOptions& options) {
-  const std::vector<LayerWork> layers = model_work(work_request(config, cluster, nominal_batch(config, workers)));
-  return point_for(config, cluster, workers, layers, options);
-}
-
 Prediction predict(const RunConfig& config, const ClusterSpec& cluster, const std::vector<int64_t>& workers,
                    const PredictOptions& options) {
   if (workers.empty()) throw ConfigError("predict needs at least one worker count (--workers 1,2,4)");

@@ -64,7 +64,4 @@ void check_workers_fit(const ClusterSpec& cluster, const std::vector<int64_t>& w
 Prediction predict(const RunConfig& config, const ClusterSpec& cluster, const std::vector<int64_t>& workers,
                    const PredictOptions& options = {});
 
-// One worker count (what the simulator calls per rank count).
-WorkerPoint predict_point(const RunConfig& config, const ClusterSpec& cluster, int64_t workers, const PredictOptions& options = {});
-
 }  // namespace ts::perf

@@ -152,7 +152,6 @@ SweepDimension read_zip_group(const SweepParser& p, const YAML::Node& name, cons
                               std::set<std::string>& swept) {
   SweepDimension d;
   d.name = p.name(name, "zip");
-  d.is_zip = true;
   d.where = p.at(name);
   if (!body.IsMap() || body.size() == 0)
     p.fail(body, "zip group '" + d.name + "': expected a mapping of run-config keys to equally long lists");

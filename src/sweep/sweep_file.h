@@ -22,7 +22,6 @@ using SweepAssignments = std::vector<std::pair<std::string, std::string>>;
 // values[i] is the i-th step: one text per key, in `keys` order.
 struct SweepDimension {
   std::string name;                              // matrix key, or zip group name
-  bool is_zip = false;
   std::vector<std::string> keys;
   std::vector<std::vector<std::string>> values;  // [step][key]
   std::string where;                             // "sweep.yaml:12"
