@@ -68,11 +68,7 @@ std::vector<int64_t> parse_worker_list(const std::string& text) {
   return out;
 }
 
-std::string fmt(const char* format, double v) {
-  char t[48];
-  std::snprintf(t, sizeof t, format, v);
-  return t;
-}
+std::string fmt(const char* format, double v) { return format_number(format, v); }
 
 PredictResult to_record(const perf::Prediction& p, const ResolvedConfig& cfg, const perf::ClusterSpec& cluster, bool gemm_only) {
   PredictResult r;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,12 @@ size_t edit_distance(std::string_view a, std::string_view b);
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 // The shortest text that reads back to the same double ("0.05", "1e-05", "2", "nan", "inf").
 std::string shortest_number_text(double value);
+// `value` through a printf format of one double ("%.1f", "%.4g s"): numbers in messages.
+inline std::string format_number(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
 // `value` as a JSON number: its shortest text, or null for NaN and infinities (JSON has neither).
 std::string json_number(double value);
 // `text` as a JSON string literal, quotes included ("a\"b" -> "\"a\\\"b\"").

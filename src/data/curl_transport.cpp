@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "data/http_transport.h"
 
 namespace ts {
@@ -112,11 +113,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
 }
 
 // "30.5": a deadline in messages.
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", seconds);
-  return text;
-}
+std::string seconds_text(double seconds) { return format_number("%.1f", seconds); }
 
 class CurlTransport final : public HttpTransport {
  public:

@@ -8,21 +8,17 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "core/error.h"
 #include "core/preemption_signal.h"
+#include "core/strings.h"
 
 namespace ts {
 namespace {
 
-std::string size_text(int64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
-  return text;
-}
+std::string size_text(int64_t bytes) { return format_number("%.1f MB", static_cast<double>(bytes) / 1e6); }
 
 std::string files_text(const CacheResult& r) {
   return std::to_string(r.files) + " file" + (r.files == 1 ? "" : "s") + " (" + size_text(r.bytes) + ")";

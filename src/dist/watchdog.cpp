@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace ts {
 namespace {
@@ -48,11 +48,7 @@ std::string state_text(char state) {
   }
 }
 
-std::string seconds_text(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", s);
-  return text;
-}
+std::string seconds_text(double s) { return format_number("%.1f", s); }
 
 }  // namespace
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "core/error.h"
@@ -33,17 +32,8 @@ bool is_selector(const std::string& name) {
   return name == "ompi" || name == "mpich" || name == "intel" || name == "mvapich2";
 }
 
-std::string us(double seconds) {
-  char t[32];
-  std::snprintf(t, sizeof t, "%.3g us", seconds * 1e6);
-  return t;
-}
-
-std::string number(double v) {
-  char t[32];
-  std::snprintf(t, sizeof t, "%.4g", v);
-  return t;
-}
+std::string us(double seconds) { return format_number("%.3g us", seconds * 1e6); }
+std::string number(double v) { return format_number("%.4g", v); }
 
 }  // namespace
 

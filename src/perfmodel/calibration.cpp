@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <ctime>
 #include <set>
 
 #include "core/host_info.h"
+#include "core/strings.h"
 #include "core/timer.h"
 #include "dist/allreduce.h"
 #include "dist/allreduce_bench.h"
@@ -23,11 +23,7 @@ std::string today() {
   return text;
 }
 
-std::string fixed(double v, const char* format = "%.1f") {
-  char t[32];
-  std::snprintf(t, sizeof t, format, v);
-  return t;
-}
+std::string fixed(double v, const char* format = "%.1f") { return format_number(format, v); }
 
 // Message sizes from 4 KiB to max_bytes by factors of 4: latency and bandwidth both show.
 std::vector<int64_t> fit_sizes(int64_t max_bytes) {

@@ -2,9 +2,9 @@
 // the `calibration:` section, read and written.
 #include <yaml-cpp/yaml.h>
 
-#include <cstdio>
 
 #include "config/strict_yaml.h"
+#include "core/strings.h"
 #include "perfmodel/cluster.h"
 
 namespace ts::perf {
@@ -16,11 +16,7 @@ namespace {
 constexpr const char* kDoc = "docs/model.md \"Calibration\"";
 
 // Numbers with 6 significant digits (plain enough to read, exact enough to re-read).
-std::string num(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", v);
-  return text;
-}
+std::string num(double v) { return format_number("%.6g", v); }
 
 PhaseEfficiency read_efficiency(const YamlReader& p, const YAML::Node& n, const std::string& section) {
   p.check_keys(n, section, {"fp", "bp"});

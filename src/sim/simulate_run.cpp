@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <ostream>
 
 #include "core/error.h"
@@ -59,11 +58,7 @@ void check_ranks(const RankJob& job) {
                          " steps (a rank waits for a message no rank sends)");
 }
 
-std::string seconds_text(double s) {
-  char t[32];
-  std::snprintf(t, sizeof t, "%.4g s", s);
-  return t;
-}
+std::string seconds_text(double s) { return format_number("%.4g s", s); }
 
 }  // namespace
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -34,11 +33,7 @@ double cgroup_memory_limit() {
   }
 }
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
+std::string number_text(double v) { return format_number("%.4g", v); }
 
 // "runs 2, 3 (ids 1a2b-r0, 3c4d-r0)": up to 10 of a group's runs.
 std::string runs_text(const Campaign& c, const std::vector<int64_t>& indices) {
