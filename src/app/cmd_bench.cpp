@@ -26,6 +26,7 @@
 #include "app/commands.h"
 #include "core/build_info.h"
 #include "core/error.h"
+#include "core/memory_limits.h"
 #include "core/strings.h"
 #include "core/timer.h"
 #include "dist/allreduce.h"
@@ -44,24 +45,12 @@ const char* kBenchUsage =
     "       trainscale bench io --config FILE.yaml [--set ...] --out FILE.h5 [--repeats N] [--steps N]\n"
     "       trainscale bench checkpoint --model M --storage local|nfs|blob --root DIR|s3://B/P [--out FILE.h5]\n";
 
-// "4096", "64K", "16M", "1G" (binary multiples) -> bytes.
+// "4096", "64K", "16M", "1G" (binary multiples, core/memory_limits.h parse_byte_size) -> bytes.
 int64_t parse_bytes(const std::string& flag, const std::string& text) {
-  size_t end = 0;
-  long long v = -1;
-  try {
-    v = std::stoll(text, &end);
-  } catch (const std::exception&) {
-    end = 0;
-  }
-  int64_t mult = 1;
-  std::string suffix = text.substr(end);
-  if (suffix == "K" || suffix == "k") mult = int64_t{1} << 10;
-  else if (suffix == "M" || suffix == "m") mult = int64_t{1} << 20;
-  else if (suffix == "G" || suffix == "g") mult = int64_t{1} << 30;
-  else if (!suffix.empty()) end = 0;
-  if (end == 0 || v < 1 || v > (int64_t{1} << 40) || v * mult < 4)
+  const std::optional<int64_t> bytes = parse_byte_size(text);
+  if (!bytes || *bytes < 4)
     throw ConfigError(flag + " " + text + ": expected a byte count of at least 4 (one float), e.g. 4, 4096, 64K, 16M, 1G");
-  return static_cast<int64_t>(v) * mult;
+  return *bytes;
 }
 
 std::vector<AllreduceAlgorithm> parse_algorithms(const std::string& list) {

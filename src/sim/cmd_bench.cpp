@@ -12,6 +12,7 @@
 
 #include "app/command_options.h"
 #include "core/error.h"
+#include "core/memory_limits.h"
 #include "core/strings.h"
 #include "dist/allreduce.h"
 #include "dist/allreduce_bench.h"
@@ -85,19 +86,11 @@ po::options_description bench_options() {
   return opts;
 }
 
+// "4096", "64K", "16M" (binary multiples, core/memory_limits.h parse_byte_size) -> bytes.
 int64_t bytes_of(const std::string& flag, const std::string& text) {
-  size_t end = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &end);
-  } catch (const std::exception&) {
-    end = 0;
-  }
-  const std::string suffix = text.substr(end);
-  const double mult = suffix == "K" ? 1024.0 : suffix == "M" ? 1048576.0 : suffix == "G" ? 1073741824.0 : 1.0;
-  if (end == 0 || (!suffix.empty() && mult == 1.0) || !(v * mult >= 4))
-    throw ConfigError(flag + " " + text + ": expected a byte count of at least 4, e.g. 4096, 64K, 16M");
-  return static_cast<int64_t>(v * mult);
+  const std::optional<int64_t> bytes = parse_byte_size(text);
+  if (!bytes || *bytes < 4) throw ConfigError(flag + " " + text + ": expected a byte count of at least 4, e.g. 4096, 64K, 16M");
+  return *bytes;
 }
 
 void print_and_write(const std::vector<BenchPoint>& points, int workers, const std::string& cluster, const std::string& csv) {
