@@ -3,7 +3,6 @@ and the report rendered in headless Chromium (installed by scripts/setup.sh)."""
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 import pytest
 
 import conftest as fx
+from analysis_cli import cli, cli_process
 from trainscale_analysis import load_campaigns, plots
 from trainscale_analysis.compare import compare_campaigns
 from trainscale_analysis.report import build_report
@@ -116,20 +116,15 @@ def test_compare_ratios(campaigns, tmp_path):
     assert set(cmp.attrs["match_keys"]) >= {"workers", "dist.allreduce"}
 
 
-def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "trainscale_analysis", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
-
-
 def test_cli_report_compare_and_refusal(campaigns, tmp_path):
-    r = run_cli("report", campaigns["grid"], "-o", tmp_path / "r.html", "--loss-threshold", 0.5)
+    # The entry point as a process once; compare and the refusal in this process (analysis_cli).
+    r = cli_process("report", campaigns["grid"], "-o", tmp_path / "r.html", "--loss-threshold", 0.5)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "r.html").exists() and (tmp_path / "r.md").exists()
-    r = run_cli("compare", campaigns["scaling"], campaigns["scaling_fast"], "-o",
-                tmp_path / "c.html")
+    r = cli("compare", campaigns["scaling"], campaigns["scaling_fast"], "-o", tmp_path / "c.html")
     assert r.returncode == 0, r.stderr
     assert "images/s ratio B/A: median 2" in (tmp_path / "c.html").read_text()
-    r = run_cli("report", campaigns["future"], "-o", tmp_path / "f.html")
+    r = cli("report", campaigns["future"], "-o", tmp_path / "f.html")
     assert r.returncode == 2 and "trainscale-run/99" in r.stderr and "not supported" in r.stderr
     assert not (tmp_path / "f.html").exists()
 
@@ -196,12 +191,13 @@ def test_report_replaces_figures_of_an_earlier_report(campaigns, tmp_path):
     assert (fig_dir / "scaling.png").exists()
 
 
-def test_runs_table_shows_accelerator_utilisation_where_runs_record_it(campaigns, tmp_path):
+def test_runs_table_shows_accelerator_utilisation_where_runs_record_it(campaigns, grid_report, tmp_path):
     """au_min, data_wait_share and au_pass (/summary, docs/interoperability.md) are columns of the
-    runs table once a run file has them; files without them show no such column."""
+    runs table once a run file has them; files without them (the grid and scaling campaigns of
+    grid_report) show no such column."""
     import h5py
     src = campaigns["grid"]
-    plain_html, plain_md = build_report([src], tmp_path / "plain.html")
+    _, plain_md = grid_report
     assert "au_min" not in Path(plain_md).read_text()
     copy = tmp_path / "grid_au"
     shutil.copytree(src, copy)
