@@ -9,15 +9,19 @@
 # Settings: partition `tb` (default) of all hosts, no accounting (no sacct: use squeue -t all and
 # scontrol show job), proctrack/linuxproc, task/none, select/cons_tres (CR_Core), SlurmUser=root,
 # credentials that expire after 5 s (a requeued job runs again after ~6 s), SlurmdTimeout=10
-# (a lost node is DOWN "Not responding" and its jobs NODE_FAIL, reason NodeDown, ~15-20 s
-# after it died), ReturnToService=1 (a node that stopped responding comes back when its slurmd
-# registers again; one set DOWN with scontrol stays down until state=resume).
+# and MessageTimeout=5 (a lost node is DOWN "Not responding" and its jobs NODE_FAIL, reason
+# NodeDown, ~15-20 s after it died: slurmctld pings every SlurmdTimeout/3 s, a ping to a dead
+# slurmd retries its connection for MessageTimeout s, and the first ping round that starts
+# SlurmdTimeout s after the node's last answer downs it), ReturnToService=1 (a node that
+# stopped responding comes back when its slurmd registers again; one set DOWN with scontrol
+# stays down until state=resume).
 # Each node gets CPUs=--cpus (default: this machine's CPU count, what a slurmd sees inside its
 # host): the hosts share the machine's cores, so N hosts oversubscribe them N times.
 # Open MPI: srun --mpi=pmix, or mpirun inside the allocation (it starts its daemons with srun).
 # MPICH (Debian's has no PMIx): srun --mpi=pmi2. Needs root and Debian's slurm-wlm and munge.
 #
-#   scripts/testbed-slurm.sh up [--dir DIR] [--cpus N] [--wait S] [--slurmd-timeout S] [--return-to-service 0|1|2]
+#   scripts/testbed-slurm.sh up [--dir DIR] [--cpus N] [--wait S] [--slurmd-timeout S] [--message-timeout S]
+#                                         [--return-to-service 0|1|2]
 #                                         write DIR/slurm.conf (default $TRAINSCALE_TESTBED_DIR/slurm),
 #                                         start munged, slurmctld and one slurmd per host, wait (60 s at
 #                                         most) until every node is idle, print `export SLURM_CONF=...`
@@ -47,6 +51,7 @@ DIR=$STATE/slurm
 CPUS=$(nproc)
 WAIT=60
 SLURMD_TIMEOUT=10
+MESSAGE_TIMEOUT=5
 RTS=1
 
 die() { echo "testbed-slurm: $*" >&2; exit "${2:-1}"; }
@@ -59,13 +64,15 @@ parse() {
       --cpus) CPUS=${2:?--cpus needs a count}; shift 2 ;;
       --wait) WAIT=${2:?--wait needs seconds}; shift 2 ;;
       --slurmd-timeout) SLURMD_TIMEOUT=${2:?--slurmd-timeout needs seconds}; shift 2 ;;
+      --message-timeout) MESSAGE_TIMEOUT=${2:?--message-timeout needs seconds}; shift 2 ;;
       --return-to-service) RTS=${2:?--return-to-service needs 0, 1 or 2}; shift 2 ;;
       -h|--help) usage ;;
       *) die "unknown argument '$1'" 2 ;;
     esac
   done
   [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got '$CPUS'" 2
-  [[ $WAIT =~ ^[1-9][0-9]*$ && $SLURMD_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "--wait and --slurmd-timeout take seconds" 2
+  [[ $WAIT =~ ^[1-9][0-9]*$ && $SLURMD_TIMEOUT =~ ^[1-9][0-9]*$ && $MESSAGE_TIMEOUT =~ ^[1-9][0-9]*$ ]] ||
+    die "--wait, --slurmd-timeout and --message-timeout take seconds" 2
   [[ $RTS =~ ^[012]$ ]] || die "--return-to-service must be 0, 1 or 2, got '$RTS'" 2
   [[ $DIR == /* ]] || DIR=$(pwd)/$DIR
   CONF=$DIR/slurm.conf
@@ -120,7 +127,7 @@ AccountingStorageType=accounting_storage/none
 MpiDefault=none
 ReturnToService=$RTS
 SlurmdTimeout=$SLURMD_TIMEOUT
-MessageTimeout=5
+MessageTimeout=$MESSAGE_TIMEOUT
 InactiveLimit=0
 KillWait=5
 SchedulerParameters=sched_interval=1
@@ -213,7 +220,13 @@ cmd_down() {
   local f pid t h left=() pids=() steps=()
   # Jobs first, while slurmctld is there to cancel them.
   if [[ -s $CONF ]] && pid_alive "$(read_pid "$DIR/run/slurmctld.pid")"; then
-    SLURM_CONF=$CONF timeout 10 scancel --user=root >/dev/null 2>&1 && sleep 1 || true
+    # Up to 1 s for the jobs to leave the queue (their processes ended by their slurmd).
+    if SLURM_CONF=$CONF timeout 10 scancel --user=root >/dev/null 2>&1; then
+      for ((t = 0; t < 10; t++)); do
+        [[ -z $(SLURM_CONF=$CONF timeout 5 squeue -h -o %i 2>/dev/null) ]] && break
+        sleep 0.1
+      done
+    fi
   fi
   # The daemons by their pid files, and (should the pid files be gone: `scripts/testbed.sh down`
   # removed DIR) by this cluster's configuration file or munge socket on their command line.
@@ -221,11 +234,9 @@ cmd_down() {
     pid=$(read_pid "$f")
     pid_alive "$pid" && pids+=("$pid")
   done
-  for f in /proc/[0-9]*/cmdline; do
-    pid=${f#/proc/}; pid=${pid%/cmdline}
-    if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -qE "^[^ ]*(slurmctld|slurmd|munged) .*($CONF|$DIR/munge/munge.sock)( |$)"; then
-      pids+=("$pid")
-    fi
+  # (one pgrep: a grep per process of the machine took a second there on a busy machine)
+  for pid in $(pgrep -f -- "^[^ ]*(slurmctld|slurmd|munged) .*($CONF|$DIR/munge/munge.sock)( |$)"); do
+    pids+=("$pid")
   done
   # What is left of jobs on the hosts: each slurmstepd and the processes it started.
   for h in $(hosts); do
@@ -324,7 +335,7 @@ EOF
       cmd_down >/dev/null
       die "start-up failed; logs kept in $DIR/log"
     fi
-    sleep 0.5
+    sleep 0.1
   done
   echo "testbed-slurm: $n nodes idle after $((SECONDS - start)) s (partition tb, $CPUS CPUs each; $DIR)" >&2
   echo "export SLURM_CONF=$CONF"

@@ -36,6 +36,24 @@ eval: {every_epochs: 0}
 log_every: 500
 """
 SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol")
+# How often a wait looks at the campaign: short, so a test goes on soon after what it waits for
+# happens; each wait keeps its own deadline.
+POLL_S = 0.2
+# A lost node is DOWN (its jobs NODE_FAIL) at the first ping round that starts SlurmdTimeout s
+# after its last answer; slurmctld pings every SlurmdTimeout / 3 s, but a ping to a dead slurmd
+# retries its connection once a second for MessageTimeout s before the next round can start.
+# The script's 10 and 5 down a lost node 15-20 s after the crash; 5 and 3, about 10 s.
+# Safe for the tests: a live slurmd answers a ping or an RPC in milliseconds even on a loaded
+# machine, so it would have to be silent for 5 s, through several pings, to be taken for lost,
+# and 3 s is still many times the longest round trip of the tests' RPCs (a step launch).
+SLURMD_TIMEOUT_S = 5
+MESSAGE_TIMEOUT_S = 3
+# The requeued task: a checkpoint every CHECKPOINT_STEPS steps, and STEPS_AFTER_CHECKPOINT steps
+# more to go when the node is lost right after its first one (the test crashes the node within
+# a second of seeing it; at the fastest rate seen on the bed, 1,400 steps/s, 10,000 steps are 7 s).
+# The resumed attempt trains those steps again, so they are what the test's length is made of.
+CHECKPOINT_STEPS = 1000
+STEPS_AFTER_CHECKPOINT = 10000
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +62,9 @@ def slurm(testbed):
     if missing:
         pytest.fail(f"the multi-node Slurm test needs {', '.join(missing)}: scripts/setup.sh installs slurm-wlm and munge")
     script = [str(REPO / "scripts" / "testbed.sh"), "slurm"]
-    up = subprocess.run(script + ["up"], capture_output=True, text=True, env=testbed.script_env, timeout=120)
+    up = subprocess.run(script + ["up", "--slurmd-timeout", str(SLURMD_TIMEOUT_S), "--message-timeout",
+                                  str(MESSAGE_TIMEOUT_S)], capture_output=True, text=True, env=testbed.script_env,
+                        timeout=120)
     assert up.returncode == 0, up.stdout + up.stderr
     conf = up.stdout.strip().split("SLURM_CONF=", 1)[1]
     old = os.environ.get("SLURM_CONF")
@@ -97,7 +117,7 @@ def wait_for(what, check, timeout, camp):
         st = status(camp)
         if check(st):
             return st
-        time.sleep(1)
+        time.sleep(POLL_S)
     queue = subprocess.run(["squeue", "-t", "all", "-o", "%i %T %r %N"], capture_output=True, text=True).stdout
     pytest.fail(f"{what} not within {timeout} s: {status(camp)}\n{queue}")
 
@@ -130,7 +150,7 @@ def lose_second_host(slurm, testbed, camp, run_id, ready):
     deadline = time.time() + 120
     while not ready():
         assert time.time() < deadline, f"task {run_id} did not get going within 120 s: {status(camp)}"
-        time.sleep(0.2)
+        time.sleep(POLL_S)
     crash = subprocess.run(slurm + ["crash", testbed.hosts[1]], capture_output=True, text=True,
                            env=testbed.script_env, timeout=60)
     assert crash.returncode == 0, crash.stderr
@@ -143,7 +163,7 @@ def test_a_task_that_loses_a_node_is_failed_with_slurms_reason(slurm, testbed, t
     assert "#SBATCH --no-requeue" in (camp / "jobs" / "s0.slurm").read_text()
     log = camp / "logs" / f"{rid}.attempt1.log"
     try:
-        lose_second_host(slurm, testbed, camp, rid, lambda: log.exists() and "step 1000/" in log.read_text())
+        lose_second_host(slurm, testbed, camp, rid, lambda: log.exists() and "step 500/" in log.read_text())
         st = wait_for("the task failed", lambda s: s["failed"], 120, camp)
     finally:
         subprocess.run(slurm + ["restart", testbed.hosts[1]], capture_output=True, env=testbed.script_env, timeout=60)
@@ -160,8 +180,8 @@ def test_a_task_that_loses_a_node_is_failed_with_slurms_reason(slurm, testbed, t
 
 def test_a_requeued_task_that_lost_a_node_resumes_from_its_checkpoint(slurm, testbed, tmp_path):
     site = bed_site(testbed, tmp_path, requeue=True)
-    camp, runs = campaign(tmp_path, site, "requeued", "matrix: {seed: [2]}\n", 30000,
-                          extra="checkpoint: {every_steps: 2000}\n")
+    camp, runs = campaign(tmp_path, site, "requeued", "matrix: {seed: [2]}\n", CHECKPOINT_STEPS + STEPS_AFTER_CHECKPOINT,
+                          extra=f"checkpoint: {{every_steps: {CHECKPOINT_STEPS}}}\n")
     rid = runs[0]["run_id"]
     try:
         lose_second_host(slurm, testbed, camp, rid,
@@ -174,7 +194,7 @@ def test_a_requeued_task_that_lost_a_node_resumes_from_its_checkpoint(slurm, tes
     st = wait_for("the task done", lambda s: s["done"] == 1 or s["failed"], 240, camp)
     assert st["done"] == 1, st
     with h5py.File(camp / "runs" / f"{rid}.h5") as f:
-        assert f.attrs["resumed_from_step"] >= 2000 and f.attrs["attempt"] == 2
+        assert f.attrs["resumed_from_step"] >= CHECKPOINT_STEPS and f.attrs["attempt"] == 2
         assert f.attrs["rank_hosts"] == ",".join(testbed.hosts)
     log = (camp / "logs" / f"{rid}.attempt2.log").read_text()
     assert "scheduler_restarts: 1" in log and "resuming after step" in log, log
