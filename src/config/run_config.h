@@ -16,48 +16,10 @@
 #include "dist/allreduce.h"           // AllreduceAlgorithm
 #include "dist/batch_partition.h"     // PartitionKind
 #include "dist/exchange_strategy.h"   // DistStrategy
+#include "config/dataset_config.h"
+#include "config/run_enums.h"
 
 namespace ts {
-
-enum class BackendKind { ref, cpu, cuda };
-enum class LrScheduleKind { constant, step, cosine };
-enum class LrScale { none, linear };  // linear: Goyal et al., lr * global_batch / base_batch
-// Loss scaling of mixed-precision training (train/loss_scaler.h): auto = dynamic for fp16, off
-// otherwise; static keeps loss_scale.init; dynamic halves on an overflow (the step is skipped)
-// and doubles after growth_interval good steps.
-enum class LossScaleMode { auto_, off, static_, dynamic };
-// intel and mvapich2 are not linked here: trainscale run refuses them (its MPI library is another),
-// trainscale-sim simulates them with SMPI's collective selectors (docs/model.md "Simulation").
-enum class MpiFlavor { any, openmpi, mpich, intel, mvapich2 };
-// When the host reads a step's loss (loss_reads; train/loss_ledger.h): step reads it in every
-// step; log leaves it on the device's queue and reads the held losses every log_every steps
-// (and before evaluations, checkpoints and the end), so the step never waits for its own
-// forward. auto (the key unset) is log on a single rank of sync on a device the host cannot
-// address (cuda), step otherwise.
-enum class LossReads { auto_, step, log };
-// The GPU a run expects (checked against the device when it starts): none (a CPU backend), a
-// generation of backend/gpu_generation.h, or any GPU. Unset, it is `any` for backend cuda and
-// `none` otherwise.
-enum class GpuGeneration { none, k80, p40, p100, v100, a100, h100, h200, any };
-
-struct DatasetConfig {
-  std::string name = "fashion_mnist";  // a data set of the data registry (config/registries.h)
-  std::string format = "idx";          // resolved: the data set's own format unless given
-  std::string root = "/usr/share/datasets/fashion-mnist";
-  std::string storage = "local";
-  int64_t synthetic_samples = 8192;    // samples in a synthetic/neuron train split
-  int loader_threads = 1;              // loader worker threads per rank
-  int prefetch = 2;                    // batches prepared ahead
-  bool shuffle = true;
-  int64_t shuffle_buffer = 0;          // records: epoch order through a shuffle buffer (0: full shuffle)
-  double test_fraction = 0.1;          // jpeg_dir, ROOT/<class> layout: the share of files held out as test
-  std::string stage = "none";          // none | node_local (data/node_stage.h)
-  std::string stage_dir;               // node-local scratch ("": $TMPDIR or /tmp)
-  std::string cache = "warm";          // warm | cold (data/page_cache.h)
-  std::string endpoint = "";           // blob storage: the S3 API's URL; empty: AWS_ENDPOINT_URL
-  double blob_deadline_s = 30;         // blob storage: a request's time beyond its bytes at ...
-  double blob_min_kib_s = 16;          // ... this rate (data/blob_retry.h request_deadline_s)
-};
 
 struct LrScheduleConfig {
   LrScheduleKind kind = LrScheduleKind::constant;
@@ -203,16 +165,5 @@ ResolvedConfig load_run_config(const std::string& path, const std::vector<std::s
 // Same from YAML text; `origin` names the source in messages (a file name or "<manifest>").
 ResolvedConfig parse_run_config(const std::string& yaml_text, const std::string& origin,
                                 const std::vector<std::string>& overrides);
-
-// Names of the enum values, as written in configs and run files.
-const char* backend_kind_name(BackendKind kind);
-const char* lr_schedule_kind_name(LrScheduleKind kind);
-const char* lr_scale_name(LrScale scale);
-const char* loss_scale_mode_name(LossScaleMode mode);
-const char* mpi_flavor_name(MpiFlavor flavor);
-const char* loss_reads_name(LossReads reads);
-const char* gpu_generation_name(GpuGeneration generation);
-// True for backends that compute on a GPU (cuda); ref and cpu compute on the CPU.
-bool backend_has_gpu(BackendKind kind);
 
 }  // namespace ts

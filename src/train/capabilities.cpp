@@ -6,13 +6,13 @@
 #include <string>
 
 #include "backend/backend_factory.h"
-#include "backend/gpu_generation.h"
 #include "config/rules.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "data/storage.h"
 #include "dist/communicator.h"
 #include "dist/exchange_strategy.h"
+#include "train/device_check.h"
 
 namespace ts {
 namespace {
@@ -42,18 +42,6 @@ void check_world_size(const ResolvedConfig& cfg, int world_size) {
                       " trainscale ...` (a launcher that starts independent single-rank jobs gives 1)");
 }
 
-
-// A precision the run's GPU generation has no arithmetic for ("" when it has, or no generation).
-// `locate` names a key: where it was set (a run), or just the key (a point of a sweep).
-std::string generation_lacks_precision(const ResolvedConfig& cfg, const Locate& locate) {
-  const RunConfig& r = cfg.run;
-  if (r.gpu == GpuGeneration::none || r.gpu == GpuGeneration::any) return "";
-  const std::string generation = gpu_generation_name(r.gpu), precision = precision_name(r.precision);
-  const std::vector<std::string> has = gpu_generation_precisions(generation);
-  if (std::find(has.begin(), has.end(), precision) != has.end()) return "";
-  return locate("precision") + ": GPU generation " + generation + " has no " + precision + " arithmetic (" +
-         locate("gpu") + "; it computes in " + join(has) + ")";
-}
 
 // What one backend of this binary cannot do here for `cfg`'s precision ("" when it can).
 std::string backend_cannot(const ResolvedConfig& cfg, BackendKind kind, const Locate& locate) {
@@ -122,69 +110,12 @@ void check_run_capabilities(const ResolvedConfig& cfg, int world_size) {
                       "thread, and this MPI library does not provide MPI_THREAD_SERIALIZED; set dist.overlap: false");
 }
 
-void check_device(const ResolvedConfig& cfg, const Backend& backend) {
-  const RunConfig& r = cfg.run;
-  const std::string name = backend_kind_name(r.backend);
-  const Precision precision = r.precision;
-  const Precision all[] = {Precision::fp32, Precision::bf16, Precision::fp16, Precision::tf32};
-  for (Op op : {Op::conv, Op::fc}) {
-    if (backend.supports(op, precision)) continue;
-    std::vector<std::string> ok, elsewhere, not_built;
-    for (Precision p : all)
-      if (backend.supports(op, p)) ok.push_back(precision_name(p));
-    const auto built = available_backends();
-    for (const std::string& other : built) {
-      if (other == name) continue;
-      try {
-        if (make_backend(other)->supports(op, precision)) elsewhere.push_back(other);
-      } catch (const NoDeviceError& e) {  // built, but this machine has no device for it
-        elsewhere.push_back(other + " (no device here to ask: " + e.reason + ")");
-      }
-    }
-    for (const std::string& known : known_backends())
-      if (std::find(built.begin(), built.end(), known) == built.end()) not_built.push_back(known);
-    throw UnsupportedError(cfg.locate("precision") + ": '" + precision_name(precision) + "' is not supported by backend '" +
-                      name + "' on this machine (" + backend.describe().isa + "; it computes in: " + join(ok) + "); backends of this build that compute in " +
-                      precision_name(precision) + ": " + (elsewhere.empty() ? "none" : join(elsewhere)) +
-                      (not_built.empty() ? "" : " (not built here: " + join(not_built) + ")"));
-  }
-  check_gpu_generation(cfg, backend.describe());
-  const Locate where = [&cfg](const std::string& key) { return cfg.locate(key); };
-  if (std::string why = generation_lacks_precision(cfg, where); !why.empty()) throw UnsupportedError(why);
-}
-
-void check_gpu_generation(const ResolvedConfig& cfg, const DeviceDescription& device) {
-  const RunConfig& r = cfg.run;
-  const std::string expected = gpu_generation_name(r.gpu);
-  // A description without a generation: a GPU's comes from its name, a CPU has none.
-  const bool cpu = device.device.empty() || device.device == "cpu";
-  const std::string detected =
-      !device.generation.empty() ? device.generation : cpu ? std::string("none") : gpu_generation_of(device.name);
-  const bool on_gpu = detected != "none";
-  // "backend 'cuda' computes on cuda:0 (NVIDIA A100-SXM4-80GB, GPU generation a100)"
-  const std::string found = "backend '" + device.backend + "' computes on " +
-                            (on_gpu ? device.device : std::string("the CPU")) + " (" + device.name +
-                            ", GPU generation " + detected + ")";
-  const std::string matching = detected == "other" ? "gpu: any" : "gpu: " + detected + " or gpu: any";
-  if (r.gpu == GpuGeneration::none) {
-    if (on_gpu)
-      throw ConfigError(cfg.locate("gpu") + ": the run expects no GPU (gpu: none) but " + found + "; set " + matching);
-    return;
-  }
-  if (!on_gpu)
-    throw ConfigError(cfg.locate("gpu") + ": the run expects " +
-                      (r.gpu == GpuGeneration::any ? std::string("a GPU (gpu: any)") : "GPU generation '" + expected + "'") +
-                      " but " + found + "; set backend: cuda, or gpu: none for a CPU run");
-  if (r.gpu != GpuGeneration::any && detected != expected)
-    throw ConfigError(cfg.locate("gpu") + ": the run expects GPU generation '" + expected + "' but detected '" +
-                      detected + "': " + found + "; run it on a node with a " + expected +
-                      " GPU (a site's gpu." + expected + " mapping requests one), or set " + matching);
-}
-
 std::optional<std::string> unsupported_reason(const ResolvedConfig& cfg, bool this_machine) {
   // A sweep point: the key and its value say it (the point's config is no file with lines).
   const Locate key = [&cfg](const std::string& k) { return cfg.flat.count(k) ? k + " " + cfg.flat.at(k) : k; };
-  if (std::string why = generation_lacks_precision(cfg, key); !why.empty()) return why;
+  if (std::string why = generation_lacks_precision(cfg.run.gpu, cfg.run.precision, key("precision"), key("gpu"));
+      !why.empty())
+    return why;
   if (!this_machine) return std::nullopt;
   for (BackendKind kind : cfg.run.backends())
     if (std::string why = backend_cannot(cfg, kind, key); !why.empty()) return why;

@@ -15,16 +15,9 @@ namespace ts {
 
 // The run-scope rows of config/rules.h, then world size vs `workers`, the backend built in,
 // mpi_flavor vs the linked MPI library, dataset.storage, the all-reduce algorithm built in, and
-// overlap's MPI threading.
+// overlap's MPI threading. (The device's answers are checked when set-up has built the
+// backend: train/device_check.h.)
 void check_run_capabilities(const ResolvedConfig& config, int world_size);
-// The device's answers (Backend::supports, Backend::describe): the precision for conv and fc,
-// and the expected GPU generation.
-void check_device(const ResolvedConfig& config, const Backend& backend);
-// The `gpu` key against the device a backend describes (docs/config.md "gpu"): none wants a
-// CPU (generation "none"), any wants some GPU, a generation wants exactly that one. The
-// message names both the expected and the detected generation.
-void check_gpu_generation(const ResolvedConfig& config, const DeviceDescription& device);
-
 // "" when a checkpoint of `run` restores it (exactly, where the run itself is deterministic:
 // async_ps with dist.staleness > 0 is not); otherwise why not (checkpoint.* and
 // --resume are refused with it: backend cuda unless cuda.algorithms is deterministic, since

@@ -49,8 +49,8 @@ std::string DeviceMemoryEstimate::text() const {
   return out.str();
 }
 
-DeviceMemoryEstimate estimate_device_memory(const RunConfig& r, Backend& backend, const ModelInput& input,
-                                            int64_t batch, int64_t eval_batch) {
+DeviceMemoryEstimate estimate_device_memory(const ModelOptions& model, double momentum, Backend& backend,
+                                            const ModelInput& input, int64_t batch, int64_t eval_batch) {
   DeviceMemoryEstimate e;
   if (backend.describe().host_accessible || backend.device_memory().total <= 0) return e;
   e.applies = true;
@@ -58,10 +58,10 @@ DeviceMemoryEstimate estimate_device_memory(const RunConfig& r, Backend& backend
   PlanChoices* choices = capability<PlanChoices>(backend);
   const size_t notes_before = choices ? choices->plan_notes().size() : 0;
   try {
-    std::unique_ptr<Net> probe = build_model(r.model, backend, input, r.seed, r.dropout);
+    std::unique_ptr<Net> probe = build_model(model.name, backend, input, model.seed, model.dropout);
     const int64_t params = probe->param_count();
     e.parameters = std::max<int64_t>(used_now(backend) - e.used_at_check, (2 * params + probe->state_count()) * 4);
-    e.optimizer = r.momentum > 0 ? params * 4 : 0;
+    e.optimizer = momentum > 0 ? params * 4 : 0;
     // As on the host: the small batch is planned again after the large one, so both points
     // find the same cached plans (cuDNN's algorithm choices, converted weights).
     const int64_t base = e.used_at_check + e.parameters;

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "backend/backend.h"
-#include "config/run_config.h"
 #include "nn/models.h"
+#include "train/model_options.h"
 
 namespace ts {
 
@@ -44,11 +44,12 @@ struct DeviceMemoryBound {
   std::string source;  // in words: "cuda:0 (NVIDIA H200) has 139.2 GiB free of 139.8 GiB"
 };
 
-// Builds and plans a probe of the model on `backend` (then drops it); `batch` is the most samples
+// Builds and plans a probe of `model` on `backend` (then drops it); `batch` is the most samples
 // a step of this rank may take, `eval_batch` the evaluation's. A probe that does not fit itself
 // (RuntimeError from the device) is recorded in probe_error, not thrown: the refusal is collective.
-DeviceMemoryEstimate estimate_device_memory(const RunConfig& run, Backend& backend, const ModelInput& input,
-                                            int64_t batch, int64_t eval_batch);
+// `momentum` > 0: SGD keeps a momentum buffer.
+DeviceMemoryEstimate estimate_device_memory(const ModelOptions& model, double momentum, Backend& backend,
+                                            const ModelInput& input, int64_t batch, int64_t eval_batch);
 
 // The device memory this rank may use: what is free now, shared by the `local_ranks` ranks of
 // this node spread over the visible devices.

@@ -90,8 +90,7 @@ std::string stage_dir_of(const DatasetConfig& dataset) {
   return tmpdir && *tmpdir ? tmpdir : "/tmp";
 }
 
-InputPreparation prepare_input(const RunConfig& run, Communicator& comm) {
-  const DatasetConfig& d = run.dataset;
+InputPreparation prepare_input(const DatasetConfig& d, Communicator& comm) {
   InputPreparation p;
   p.root = d.root;
   p.storage = d.storage;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.h"
+#include "config/dataset_config.h"
 #include "dist/communicator.h"
 
 namespace ts {
@@ -23,7 +23,7 @@ struct InputPreparation {
 
 // Collective. RuntimeError when staging or warming failed on some rank (naming the file there);
 // a failed cache drop is recorded, not thrown.
-InputPreparation prepare_input(const RunConfig& run, Communicator& comm);
+InputPreparation prepare_input(const DatasetConfig& dataset, Communicator& comm);
 
 // dataset.stage_dir, or $TMPDIR, or /tmp.
 std::string stage_dir_of(const DatasetConfig& dataset);

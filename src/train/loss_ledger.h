@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "config/run_config.h"
+#include "config/run_enums.h"
 #include "dist/device_loss_combiner.h"
 #include "nn/net.h"
 #include "train/recording.h"

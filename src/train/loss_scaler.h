@@ -18,17 +18,21 @@
 #include "backend/backend.h"
 #include "backend/device_loss_scaling.h"
 #include "backend/loss_scale_state.h"
-#include "config/run_config.h"
+#include "config/run_enums.h"
 
 namespace ts {
+
+// What the scaler takes of loss_scale.*: `mode` as RunConfig::effective_loss_scale() resolves it.
+struct LossScaleOptions {
+  LossScaleMode mode = LossScaleMode::off;
+  double init = 65536.0;
+  int64_t growth_interval = 2000;
+};
 
 class LossScaler {
  public:
   // `mode` as RunConfig::effective_loss_scale() resolves it (never auto); the scale is a float.
   LossScaler(LossScaleMode mode, double init, int64_t growth_interval);
-  static LossScaler from_config(const RunConfig& r) {
-    return LossScaler(r.effective_loss_scale(), r.loss_scale.init, r.loss_scale.growth_interval);
-  }
   bool enabled() const { return mode_ != LossScaleMode::off; }
   LossScaleMode mode() const { return mode_; }
   const LossScaleRule& rule() const { return rule_; }

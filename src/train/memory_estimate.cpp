@@ -35,31 +35,31 @@ int64_t planned_bytes(Net& net, int64_t batch, int64_t heap_before) {
 }
 
 // The evaluation loader's batch and its batches per pass on this rank (train/data_setup.cpp).
-std::pair<int64_t, int64_t> eval_batches(const RunConfig& r, const RunData& data, int rank, int world) {
-  const int64_t batch = std::min<int64_t>(r.eval.batch, std::max<int64_t>(data.test_count / world, 1));
+std::pair<int64_t, int64_t> eval_batches(const MemoryOptions& o, const RunData& data, int rank, int world) {
+  const int64_t batch = std::min<int64_t>(o.eval_batch, std::max<int64_t>(data.test_count / world, 1));
   const int64_t shard = (rank + 1) * data.test_count / world - rank * data.test_count / world;
   return {batch, std::max<int64_t>(1, (shard + batch - 1) / batch)};
 }
 
-int64_t loader_bytes(const RunConfig& r, const RunData& data, int64_t batch, int rank, int world) {
+int64_t loader_bytes(const MemoryOptions& o, const RunData& data, int64_t batch, int rank, int world) {
   const int64_t per_sample = data.input.sample.numel() * 4 + (data.input.outputs > 0 ? data.input.outputs * 4 : 4);
-  const auto [eval_batch, eval_passes] = eval_batches(r, data, rank, world);
-  const int64_t eval_slots = std::min<int64_t>(r.dataset.prefetch, eval_passes) + 1;
-  return (static_cast<int64_t>(r.dataset.prefetch) + 1) * batch * per_sample + eval_slots * eval_batch * per_sample;
+  const auto [eval_batch, eval_passes] = eval_batches(o, data, rank, world);
+  const int64_t eval_slots = std::min<int64_t>(o.prefetch, eval_passes) + 1;
+  return (static_cast<int64_t>(o.prefetch) + 1) * batch * per_sample + eval_slots * eval_batch * per_sample;
 }
 
 // The exchange strategy's buffers (dist/*_strategy.cpp): a staging bucket (weight_avg: all the
 // weights and state), the algorithms' scratch, the parameter server's gathered buckets on rank
 // 0, and shm's window plus the other ranks' gradient arenas it reads in place.
-int64_t exchange_bytes(const RunConfig& r, int64_t params, int64_t state, Communicator& comm) {
-  const int64_t bucket = std::min<int64_t>(params, static_cast<int64_t>(r.dist.bucket_mb * (1 << 20) / 4)) * 4;
-  const bool weight_avg = r.dist.strategy == DistStrategy::weight_avg;
+int64_t exchange_bytes(const MemoryOptions& o, int64_t params, int64_t state, Communicator& comm) {
+  const int64_t bucket = std::min<int64_t>(params, static_cast<int64_t>(o.bucket_mb * (1 << 20) / 4)) * 4;
+  const bool weight_avg = o.strategy == DistStrategy::weight_avg;
   int64_t bytes = weight_avg ? (params + state) * 4 : bucket;
   if (comm.size() == 1) return bytes;
   bytes += bucket;
-  if (r.dist.allreduce == AllreduceAlgorithm::ps && comm.rank() == 0) bytes += bucket * comm.size();
-  if (r.dist.allreduce == AllreduceAlgorithm::shm) {
-    bytes += r.dist.shm_chunk_kb * 1024 * r.dist.shm_buffers * comm.local_size();
+  if (o.allreduce == AllreduceAlgorithm::ps && comm.rank() == 0) bytes += bucket * comm.size();
+  if (o.allreduce == AllreduceAlgorithm::shm) {
+    bytes += o.shm_chunk_kb * 1024 * o.shm_buffers * comm.local_size();
     if (!weight_avg) bytes += params * 4 * (comm.local_size() - 1);
   }
   return bytes;
@@ -105,9 +105,9 @@ std::string limit_text(const MemoryLimit& limit, const ProcessMemory& now, int l
 }
 
 // What to change, the largest tunable parts first.
-std::string advice(const ResolvedConfig& cfg, const MemoryEstimate& e) {
+std::string advice(const MemoryOptions& o, const MemoryEstimate& e) {
   std::vector<std::pair<int64_t, std::string>> parts = {
-      {e.activations_train, "lower " + std::string(cfg.run.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") +
+      {e.activations_train, "lower " + std::string(o.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") +
                                 " (each sample of batch adds " + bytes_text(e.activation_per_sample) +
                                 " of activations) or use more workers"},
       {e.activations_eval, "lower eval.batch"},
@@ -123,12 +123,12 @@ std::string advice(const ResolvedConfig& cfg, const MemoryEstimate& e) {
 
 // The most samples one rank may take in a step: the equal split's, or with dist.partition the
 // largest static share, or the largest share measured shares may come to (a quantum per other rank).
-int64_t largest_batch(const RunConfig& r, int world) {
-  const DistConfig& d = r.dist;
-  if (world < 2 || d.partition == PartitionKind::equal) return r.batch_for(world);
-  if (d.partition == PartitionKind::static_ && !d.shares.empty()) return *std::max_element(d.shares.begin(), d.shares.end());
-  const int64_t global = r.global_batch > 0 ? r.global_batch : r.batch_per_worker * world;
-  return std::max<int64_t>(r.batch_for(world), global - d.share_quantum * (world - 1));
+int64_t largest_batch(const MemoryOptions& o, int world) {
+  const int64_t equal = o.batch_per_worker > 0 ? o.batch_per_worker : o.global_batch / world;
+  if (world < 2 || o.partition == PartitionKind::equal) return equal;
+  if (o.partition == PartitionKind::static_ && !o.shares.empty()) return *std::max_element(o.shares.begin(), o.shares.end());
+  const int64_t global = o.global_batch > 0 ? o.global_batch : o.batch_per_worker * world;
+  return std::max<int64_t>(equal, global - o.share_quantum * (world - 1));
 }
 
 }  // namespace
@@ -160,20 +160,19 @@ std::string MemoryEstimate::text() const {
   return out.str();
 }
 
-MemoryEstimate estimate_memory(const ResolvedConfig& cfg, Backend& backend, const RunData& data, int64_t total_steps,
+MemoryEstimate estimate_memory(const MemoryOptions& o, Backend& backend, const RunData& data, int64_t total_steps,
                                Communicator& comm, int64_t heap_before_model) {
-  const RunConfig& r = cfg.run;
-  const int64_t batch = largest_batch(r, comm.size());
+  const int64_t batch = largest_batch(o, comm.size());
   MemoryEstimate e;
   e.activations_measured = backend.describe().host_accessible;
   if (e.activations_measured) {  // device memory is the device's (a GPU's allocations name their buffers)
     // A probe copy of the model, planned and dropped: everything it held (its layers' buffers
     // and temporaries too) is freed before the real model is built and planned once.
-    std::unique_ptr<Net> probe = build_model(r.model, backend, data.input, r.seed, r.dropout);
+    std::unique_ptr<Net> probe = build_model(o.model.name, backend, data.input, o.model.seed, o.model.dropout);
     const int64_t params = probe->param_count(), state = probe->state_count();
     e.parameters = (2 * params + state) * 4;
-    e.optimizer = r.momentum > 0 ? params * 4 : 0;
-    e.exchange = exchange_bytes(r, params, state, comm);
+    e.optimizer = o.momentum > 0 ? params * 4 : 0;
+    e.exchange = exchange_bytes(o, params, state, comm);
     // The small batch is planned twice: its second plan finds the backend's caches (primitives
     // of both batches) as the large one did, so the difference is the batch's alone.
     const int64_t heap = heap_bytes_in_use();
@@ -185,21 +184,21 @@ MemoryEstimate estimate_memory(const ResolvedConfig& cfg, Backend& backend, cons
     e.activation_per_sample = std::max<int64_t>(0, (large - small) / (kProbeBatchLarge - kProbeBatchSmall));
     const int64_t fixed = std::max<int64_t>(0, small - kProbeBatchSmall * e.activation_per_sample);
     e.activations_train = fixed + batch * e.activation_per_sample;
-    e.activations_eval = fixed + eval_batches(r, data, comm.rank(), comm.size()).first * e.activation_per_sample;
+    e.activations_eval = fixed + eval_batches(o, data, comm.rank(), comm.size()).first * e.activation_per_sample;
   }
-  e.device = estimate_device_memory(r, backend, data.input, batch, eval_batches(r, data, comm.rank(), comm.size()).first);
+  e.device = estimate_device_memory(o.model, o.momentum, backend, data.input, batch,
+                                    eval_batches(o, data, comm.rank(), comm.size()).first);
   // Resident now and not heap taken since heap_before_model (what the probe left in the
   // backend's caches is counted in the activations): code, libraries, MPI, data in memory.
   e.process = std::max<int64_t>(0, process_memory().rss - (heap_bytes_in_use() - heap_before_model));
-  e.loader = loader_bytes(r, data, batch, comm.rank(), comm.size());
+  e.loader = loader_bytes(o, data, batch, comm.rank(), comm.size());
   e.recording = recording_bytes(total_steps, comm);
   return e;
 }
 
-MemoryBound memory_bound(const ResolvedConfig& cfg, int local_ranks) {
-  const RunConfig& r = cfg.run;
+MemoryBound memory_bound(const MemoryOptions& o, int local_ranks) {
   const ProcessMemory now = process_memory();
-  const int64_t threads_to_start = r.threads + 2 * r.dataset.loader_threads + 2;  // + comm thread, watchdog
+  const int64_t threads_to_start = o.threads + 2 * o.loader_threads + 2;  // + comm thread, watchdog
   MemoryBound bound;
   std::vector<std::pair<int64_t, std::string>> found;
   for (const MemoryLimit& limit : memory_limits())
@@ -213,12 +212,12 @@ MemoryBound memory_bound(const ResolvedConfig& cfg, int local_ranks) {
   return bound;
 }
 
-void check_memory(const ResolvedConfig& cfg, const MemoryEstimate& e, const MemoryBound& bound, Communicator& comm) {
+void check_memory(const MemoryOptions& o, const MemoryEstimate& e, const MemoryBound& bound, Communicator& comm) {
   std::string refusal;
   if (bound.bytes > 0 && e.total() > bound.bytes)
     refusal = "memory: this run needs about " + e.text() + " on rank " + std::to_string(comm.rank()) + " (host " +
               host_name() + "), but a rank may use at most " + bytes_text(bound.bytes) + " here: " + bound.source +
-              (bound.others.empty() ? "" : " (other limits: " + bound.others + ")") + ". " + advice(cfg, e);
+              (bound.others.empty() ? "" : " (other limits: " + bound.others + ")") + ". " + advice(o, e);
   const DeviceMemoryEstimate& d = e.device;
   if (refusal.empty() && d.applies && !d.probe_error.empty())
     refusal = "device memory: a probe of the model (planned at batches " + std::to_string(kDeviceProbeBatchSmall) +
@@ -229,7 +228,7 @@ void check_memory(const ResolvedConfig& cfg, const MemoryEstimate& e, const Memo
   if (refusal.empty() && d.applies && bound.device.bytes > 0 && d.total() > bound.device.bytes)
     refusal = "device memory: this run needs about " + d.text() + " on rank " + std::to_string(comm.rank()) +
               " (host " + host_name() + "), but " + bound.device.source + ". Lower " +
-              (cfg.run.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") + " (each sample of batch adds " +
+              (o.batch_per_worker > 0 ? "batch_per_worker" : "global_batch") + " (each sample of batch adds " +
               bytes_text(d.activation_per_sample) + " on the device) or eval.batch, use more workers or a smaller " +
               "model, or run where the device has more memory free";
   refuse_collectively(comm, refusal);

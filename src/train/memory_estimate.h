@@ -9,12 +9,16 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
-#include "config/run_config.h"
-#include "dist/communicator.h"
 #include "backend/backend.h"
+#include "dist/allreduce.h"
+#include "dist/batch_partition.h"
+#include "dist/communicator.h"
+#include "dist/exchange_strategy.h"
 #include "train/data_setup.h"
 #include "train/device_memory_estimate.h"
+#include "train/model_options.h"
 
 namespace ts {
 
@@ -48,6 +52,26 @@ struct MemoryBound {
   DeviceMemoryBound device;  // a backend computing in device memory: what it may use there
 };
 
+// What the estimate counts of the run's settings.
+struct MemoryOptions {
+  ModelOptions model;  // the probe's
+  double momentum = 0;  // > 0: SGD keeps a momentum buffer
+  // The batch: exactly one of batch_per_worker / global_batch is set (> 0); unequal shares
+  // (dist.partition) may give a rank more than the equal split.
+  int64_t batch_per_worker = 0, global_batch = 0;
+  PartitionKind partition = PartitionKind::equal;
+  std::vector<int64_t> shares;  // static: samples per step of each rank
+  int64_t share_quantum = 1;    // measured / adaptive: shares are multiples of it
+  int64_t eval_batch = 0;
+  int prefetch = 2;             // dataset.prefetch
+  // The exchange's buffers (dist.*).
+  DistStrategy strategy = DistStrategy::sync;
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
+  double bucket_mb = 25.0;
+  int64_t shm_chunk_kb = 32, shm_buffers = 64;
+  int threads = 2, loader_threads = 1;  // threads still to start (their address space)
+};
+
 // The activations are measured on a probe copy of the model (built on `backend` from the
 // config, the real one is built after the check): it is planned at batches 2, 4 and 2 again,
 // and the heap it takes (core/memory_limits.h heap_bytes_in_use) at 4 and at the second 2 is
@@ -55,16 +79,16 @@ struct MemoryBound {
 // memory given back to the system (malloc_trim). The rest is counted from sizes. The process
 // part is what is resident then and not heap taken since `heap_before_model`: code, libraries,
 // MPI, data held in memory, the code the backend generated.
-MemoryEstimate estimate_memory(const ResolvedConfig& config, Backend& backend, const RunData& data, int64_t total_steps,
+MemoryEstimate estimate_memory(const MemoryOptions& options, Backend& backend, const RunData& data, int64_t total_steps,
                                Communicator& comm, int64_t heap_before_model);
 
 // The bound of this rank: `local_ranks` ranks share the node.
-MemoryBound memory_bound(const ResolvedConfig& config, int local_ranks);
+MemoryBound memory_bound(const MemoryOptions& options, int local_ranks);
 
 // Refuses (ConfigError on every rank, collectively) when a rank's estimate exceeds its bound,
 // in host or in device memory; the message names the estimate, the limit and where it comes
-// from, and what to change.
-void check_memory(const ResolvedConfig& config, const MemoryEstimate& estimate, const MemoryBound& bound,
+// from, and what to change (the batch key the run set among it).
+void check_memory(const MemoryOptions& options, const MemoryEstimate& estimate, const MemoryBound& bound,
                   Communicator& comm);
 
 }  // namespace ts

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/rng.h"
 #include "nn/models.h"
 
 namespace ts {
@@ -21,7 +22,8 @@ LrOptions lr_options_of(const RunConfig& r) {
   return o;
 }
 
-ExchangeOptions exchange_options_of(const DistConfig& dist) {
+ExchangeOptions exchange_options_of(const RunConfig& r) {
+  const DistConfig& dist = r.dist;
   ExchangeOptions options;
   options.strategy = dist.strategy;
   options.algorithm = dist.allreduce;
@@ -29,6 +31,9 @@ ExchangeOptions exchange_options_of(const DistConfig& dist) {
   options.overlap = dist.overlap;
   options.compression = dist.compression;
   options.device_sum = dist.hetero_allreduce_device;
+  options.compression.seed = r.seed;
+  options.async_ps.servers = dist.servers;
+  options.async_ps.staleness = dist.staleness;
   return options;
 }
 
@@ -50,6 +55,73 @@ DataOptions data_options_of(const RunConfig& r, const InputPreparation& prepared
   options.image_shape = model.sample;  // jpeg_dir transforms every image to the model's input
   options.test_fraction = c.test_fraction;
   return options;
+}
+
+RunDataOptions run_data_options_of(const ResolvedConfig& cfg) {
+  const RunConfig& r = cfg.run;
+  const DatasetConfig& d = r.dataset;
+  InputPreparation unstaged;
+  unstaged.root = d.root;
+  unstaged.storage = d.storage;
+  return RunDataOptions{data_options_of(r, unstaged),
+                        cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch"),
+                        d.shuffle,
+                        seed_mix(r.seed, 1),  // the training loader's shuffle stream
+                        d.loader_threads,
+                        d.prefetch,
+                        r.eval.batch};
+}
+
+DeviceOptions device_options_of(const ResolvedConfig& cfg) {
+  const RunConfig& r = cfg.run;
+  return DeviceOptions{r.backend,
+                       r.threads,
+                       r.precision,
+                       r.gpu,
+                       r.cuda_workspace_mb,
+                       r.cuda_algorithms,
+                       r.cuda_conv_api,
+                       r.cuda_reduced_precision_reduction,
+                       cfg.locate("backend"),
+                       cfg.locate("precision"),
+                       cfg.locate("gpu")};
+}
+
+PlanOptions plan_options_of(const ResolvedConfig& cfg) {
+  const RunConfig& r = cfg.run;
+  const char* length_key = r.steps > 0 ? "steps" : r.train_samples > 0 ? "train_samples" : "epochs";
+  return PlanOptions{r.batch_per_worker, r.global_batch,         r.epochs,           r.steps,       r.train_samples,
+                     cfg.locate(length_key), r.dist.partition, r.eval.every_epochs, r.dist.period};
+}
+
+ModelOptions model_options_of(const RunConfig& r) { return ModelOptions{r.model, r.seed, r.dropout}; }
+
+MemoryOptions memory_options_of(const RunConfig& r) {
+  const DistConfig& d = r.dist;
+  return MemoryOptions{model_options_of(r), r.momentum,   r.batch_per_worker, r.global_batch,   d.partition,
+                       d.shares,            d.share_quantum, r.eval.batch,    r.dataset.prefetch, d.strategy,
+                       d.allreduce,         d.bucket_mb,  d.shm_chunk_kb,     d.shm_buffers,    r.threads,
+                       r.dataset.loader_threads};
+}
+
+LoopOptions loop_options_of(const RunConfig& r, int rank) {
+  const bool slow_rank = r.dist.emulate_slowdown_rank == rank;
+  return LoopOptions{r.log_every, r.diverge_loss_above_factor, slow_rank ? r.dist.emulate_slowdown_factor : 1.0,
+                     r.dataset.prefetch, {r.checkpoint.every_steps, r.checkpoint.every_minutes}};
+}
+
+ShareOptions share_options_of(const DistConfig& d) {
+  return ShareOptions{d.heterogeneous(), d.partition, d.shares, d.calibration_steps, d.rebalance_steps, d.share_quantum};
+}
+
+SgdOptions sgd_options_of(const RunConfig& r) { return SgdOptions{r.momentum, r.weight_decay, r.nesterov}; }
+
+LossScaleOptions loss_scale_options_of(const RunConfig& r) {
+  return LossScaleOptions{r.effective_loss_scale(), r.loss_scale.init, r.loss_scale.growth_interval};
+}
+
+ShmWindowOptions shm_window_options_of(const DistConfig& d) {
+  return ShmWindowOptions{d.shm_chunk_kb * 1024, static_cast<int>(d.shm_buffers)};
 }
 
 }  // namespace ts

@@ -14,13 +14,10 @@
 #include "core/error.h"
 #include "core/memory_limits.h"
 #include "core/preemption_signal.h"
-#include "core/rng.h"
 #include "nn/layers/conv2d.h"
 #include "nn/layers/fully_connected.h"
 #include "nn/models.h"
-#include "train/capabilities.h"
 #include "train/loss_ledger.h"
-#include "train/phase_options.h"
 #include "train/resources.h"
 
 namespace ts {
@@ -40,15 +37,13 @@ std::string count_text(double v) {
 
 // The training length in steps, computed in double so that no product overflows before it is
 // bounded (ConfigError naming the key that set the length).
-int64_t total_steps_of(const ResolvedConfig& cfg, int64_t global_batch, int64_t steps_per_epoch) {
-  const RunConfig& r = cfg.run;
+int64_t total_steps_of(const PlanOptions& r, int64_t global_batch, int64_t steps_per_epoch) {
   const double steps = r.steps > 0           ? static_cast<double>(r.steps)
                        : r.train_samples > 0 ? std::ceil(static_cast<double>(r.train_samples) / static_cast<double>(global_batch))
                                              : std::ceil(r.epochs * static_cast<double>(steps_per_epoch));
-  const char* key = r.steps > 0 ? "steps" : r.train_samples > 0 ? "train_samples" : "epochs";
   const double most = find_key_spec("steps")->range.hi;
   if (!(steps <= most) || !(steps * static_cast<double>(global_batch) <= kMaxRunSamples))
-    throw ConfigError(cfg.locate(key) + ": the run would take " + count_text(steps) + " steps (" +
+    throw ConfigError(r.length_key + ": the run would take " + count_text(steps) + " steps (" +
                       std::to_string(steps_per_epoch) + " per epoch at a global batch of " + std::to_string(global_batch) +
                       "), more than the " + count_text(most) + " steps or 1e18 samples a run may take (the range of "
                       "`steps`, docs/config.md); train shorter or with a larger batch");
@@ -56,38 +51,36 @@ int64_t total_steps_of(const ResolvedConfig& cfg, int64_t global_batch, int64_t 
 }
 
 // The step counts; an epoch is the training loader's: every full global batch of the split.
-RunPlan plan_of(const ResolvedConfig& cfg, int64_t train_count, int world) {
-  const RunConfig& r = cfg.run;
+RunPlan plan_of(const PlanOptions& r, int64_t train_count, int world) {
   RunPlan p;
   p.batch = r.batch_for(world);
   p.global_batch = p.batch * world;
   // Unequal shares (dist.partition): the global batch as configured, whatever its split.
-  if (r.dist.partition != PartitionKind::equal && r.global_batch > 0) p.global_batch = r.global_batch;
+  if (r.partition != PartitionKind::equal && r.global_batch > 0) p.global_batch = r.global_batch;
   p.steps_per_epoch = train_count / p.global_batch;
-  p.total_steps = total_steps_of(cfg, p.global_batch, p.steps_per_epoch);
+  p.total_steps = total_steps_of(r, p.global_batch, p.steps_per_epoch);
   // An evaluation period beyond the run is the run's length (evaluations run at its end).
-  const double eval_steps = std::round(r.eval.every_epochs * static_cast<double>(p.steps_per_epoch));
-  p.eval_period = r.eval.every_epochs > 0
+  const double eval_steps = std::round(r.eval_every_epochs * static_cast<double>(p.steps_per_epoch));
+  p.eval_period = r.eval_every_epochs > 0
                       ? std::max<int64_t>(1, static_cast<int64_t>(std::min(eval_steps, static_cast<double>(p.total_steps))))
                       : 0;
-  p.average_period = r.dist.period;
+  p.average_period = r.average_period;
   return p;
 }
 
 // This rank's backend with the run's threads, precision and (cuda) library choices. Collective:
 // with ranks.backend only some ranks may lack their device or precision, and the others must
 // not wait for them in the next collective.
-std::unique_ptr<Backend> set_up_backend(const ResolvedConfig& cfg, Communicator& comm) {
-  const RunConfig& r = cfg.run;
+std::unique_ptr<Backend> set_up_backend(const DeviceOptions& r, Communicator& comm) {
   std::unique_ptr<Backend> backend;
   std::string refusal;
   bool unsupported = false;  // what this machine cannot run: a campaign marks the point, not failed
   try {
     backend = make_backend(backend_kind_name(r.backend), comm.local_rank());  // cuda: the device NCCL uses
     backend->set_threads(r.threads);
-    check_device(cfg, *backend);
+    check_device(r, *backend);
   } catch (const NoDeviceError& e) {  // built, but no device here: exit 2 naming the key
-    refusal = cfg.locate("backend") + ": " + e.what();
+    refusal = r.backend_key + ": " + e.what();
     unsupported = true;
   } catch (const UnsupportedError& e) {
     refusal = e.what();
@@ -158,40 +151,29 @@ std::unique_ptr<ExchangeStrategy> set_up_exchange(const ExchangeOptions& given, 
   return exchange;
 }
 
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& comm, int64_t first_step,
+std::unique_ptr<RunSetup> set_up_run(const SetupOptions& o, Communicator& comm, int64_t first_step,
                                      const ShareState* resumed_shares, Communicator* ps_world) {
-  const RunConfig& r = cfg.run;
   auto s = std::make_unique<RunSetup>();
-  s->backend = set_up_backend(cfg, comm);
+  s->backend = set_up_backend(o.device, comm);
   const bool device_memory = !s->backend->describe().host_accessible;
   // hogwild: the replicas are the workers of the batch split and the shards of the data.
-  const bool hogwild = r.dist.strategy == DistStrategy::hogwild;
-  const int replicas = hogwild ? static_cast<int>(r.dist.threads_per_worker) : comm.size();
-  InputPreparation prepared = prepare_input(r, comm);
-  // Each phase gets its own settings, packed here: the data's, the loop's, hogwild's replicas'.
-  const RunDataOptions data_options{data_options_of(r, prepared),
-                                    cfg.locate(r.batch_per_worker > 0 ? "batch_per_worker" : "global_batch"),
-                                    r.dataset.shuffle,
-                                    seed_mix(r.seed, 1),  // the training loader's shuffle stream
-                                    r.dataset.loader_threads,
-                                    r.dataset.prefetch,
-                                    r.eval.batch};
-  s->data = open_run_data(data_options, r.batch_for(replicas), replicas, std::move(prepared));
-  s->plan = plan_of(cfg, s->data->train_count, replicas);
-  const bool slow_rank = r.dist.emulate_slowdown_rank == comm.rank();
-  s->loop = LoopOptions{r.log_every, r.diverge_loss_above_factor, slow_rank ? r.dist.emulate_slowdown_factor : 1.0,
-                        r.dataset.prefetch, {r.checkpoint.every_steps, r.checkpoint.every_minutes}};
+  const bool hogwild = o.exchange.strategy == DistStrategy::hogwild;
+  const int replicas = hogwild ? o.hogwild_replicas : comm.size();
+  InputPreparation prepared = prepare_input(o.dataset, comm);
+  RunDataOptions data_options = o.data;  // read where input preparation says
+  data_options.source.root = prepared.root;
+  data_options.source.storage = prepared.storage;
+  s->data = open_run_data(data_options, o.plan.batch_for(replicas), replicas, std::move(prepared));
+  s->plan = plan_of(o.plan, s->data->train_count, replicas);
+  s->loop = o.loop;
   stop_if_signalled_during_startup([] { return "the data set was open; the memory estimate and planning were next"; });
   // The memory check (collective) before anything large is allocated.
-  s->memory = estimate_memory(cfg, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
-  s->memory_bound = memory_bound(cfg, comm.local_size());
+  s->memory = estimate_memory(o.memory, *s->backend, *s->data, s->plan.total_steps, comm, heap_bytes_in_use());
+  s->memory_bound = memory_bound(o.memory, comm.local_size());
   s->memory_bound.device = device_memory_bound(*s->backend, comm.local_size());
-  check_memory(cfg, s->memory, s->memory_bound, comm);
-  s->net = build_model(r.model, *s->backend, s->data->input, r.seed, r.dropout);
-  const DistConfig& d = r.dist;
-  s->shares = std::make_unique<ShareBalancer>(
-      ShareOptions{d.heterogeneous(), d.partition, d.shares, d.calibration_steps, d.rebalance_steps, d.share_quantum},
-      comm.rank(), comm.size(), s->plan.global_batch, resumed_shares);
+  check_memory(o.memory, s->memory, s->memory_bound, comm);
+  s->net = build_model(o.model.name, *s->backend, s->data->input, o.model.seed, o.model.dropout);
+  s->shares = std::make_unique<ShareBalancer>(o.shares, comm.rank(), comm.size(), s->plan.global_batch, resumed_shares);
   TrainShare share;
   if (s->shares->active()) {
     ShareBalancer::LoaderShares from = s->shares->loader_shares(first_step);
@@ -202,26 +184,25 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
                 first_step, share, hogwild);
   s->net->set_batch(s->plan.batch);
   stop_if_signalled_during_startup([] { return "planning the model"; });
-  if (r.cuda_graphs) {
+  if (o.cuda_graphs) {
     try {
       s->net->use_captured_forward(true);
     } catch (const ConfigError& e) {
-      throw ConfigError(cfg.locate("cuda.graphs") + ": " + e.what());
+      throw ConfigError(o.cuda_graphs_key + ": " + e.what());
     }
   }
-  const SgdOptions sgd{r.momentum, r.weight_decay, r.nesterov};
-  s->sgd = std::make_unique<Sgd>(*s->backend, s->net->param_count(), sgd);
-  s->scaler = std::make_unique<LossScaler>(LossScaler::from_config(r));
+  s->sgd = std::make_unique<Sgd>(*s->backend, s->net->param_count(), o.sgd);
+  s->scaler = std::make_unique<LossScaler>(o.loss_scale.mode, o.loss_scale.init, o.loss_scale.growth_interval);
   if (device_memory) s->staged = std::make_unique<StagedInput>(*s->net, *s->data->train_loader);
-  s->lr = std::make_unique<LearningRate>(lr_options_of(r), s->plan.global_batch, s->plan.steps_per_epoch,
-                                         s->plan.total_steps);
+  s->lr = std::make_unique<LearningRate>(o.lr, s->plan.global_batch, s->plan.steps_per_epoch, s->plan.total_steps);
   // Collective: the last step, after every local check. The shm window is set before the
   // communicator's first shm call (allocate_shared_floats sets it up).
-  set_shm_window_options({r.dist.shm_chunk_kb * 1024, static_cast<int>(r.dist.shm_buffers)});
-  ExchangeOptions options = exchange_options_of(r.dist);
-  options.compression.seed = r.seed;
-  options.async_ps = {ps_world, r.dist.servers, r.dist.staleness, s->plan.total_steps, s->plan.global_batch,
-                      s->plan.steps_per_epoch};
+  set_shm_window_options(o.shm);
+  ExchangeOptions options = o.exchange;
+  options.async_ps.world = ps_world;
+  options.async_ps.total_steps = s->plan.total_steps;
+  options.async_ps.global_batch = s->plan.global_batch;
+  options.async_ps.steps_per_epoch = s->plan.steps_per_epoch;
   RunSetup* setup = s.get();
   options.hogwild = {s->plan.total_steps, [setup] {
                        if (setup->hogwild) setup->hogwild->join();
@@ -231,19 +212,19 @@ std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& cfg, Communicator& co
   s->message_boundary = dynamic_cast<MessageBoundary*>(s->exchange.get());
   s->device_losses = dynamic_cast<DeviceLossCombiner*>(s->exchange.get());
   s->outside_peers = dynamic_cast<OutsidePeers*>(s->exchange.get());
-  s->replicas_identical = s->exchange->replicas_identical() && !r.mixed_backends();
+  s->replicas_identical = s->exchange->replicas_identical() && !o.mixed_backends;
   // A device rank's compute time is its device's where shares are decided from it, or asked for.
-  s->waits_for_device = s->staged != nullptr && (s->shares->active() || r.cuda_sync_phases);
+  s->waits_for_device = s->staged != nullptr && (s->shares->active() || o.cuda_sync_phases);
   try {
-    s->loss_reads = resolve_loss_reads(r.loss_reads, s->staged != nullptr, s->waits_for_device, *s->exchange,
+    s->loss_reads = resolve_loss_reads(o.loss_reads, s->staged != nullptr, s->waits_for_device, *s->exchange,
                                      s->device_losses);
   } catch (const ConfigError& e) {
-    throw ConfigError(cfg.locate("loss_reads") + ": " + e.what());
+    throw ConfigError(o.loss_reads_key + ": " + e.what());
   }
   if (hogwild)
     s->hogwild = std::make_unique<HogwildCrew>(
-        ReplicaOptions{replicas, backend_kind_name(r.backend), r.threads, r.model, r.seed, r.dropout, sgd, data_options,
-                       s->data->prepared},
+        ReplicaOptions{replicas, backend_kind_name(o.device.backend), o.device.threads, o.model.name, o.model.seed,
+                       o.model.dropout, o.sgd, data_options, s->data->prepared},
         s->net->params(), s->net->param_count(), s->plan.batch, s->plan.total_steps, *s->lr);
   return s;
 }

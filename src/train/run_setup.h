@@ -8,7 +8,10 @@
 #include <memory>
 
 #include "backend/backend.h"
-#include "config/run_config.h"
+#include "config/dataset_config.h"
+#include "config/run_enums.h"
+#include "dist/allreduce.h"
+#include "dist/batch_partition.h"
 #include "dist/communicator.h"
 #include "dist/device_loss_combiner.h"
 #include "dist/exchange_strategy.h"
@@ -18,11 +21,13 @@
 #include "nn/net.h"
 #include "nn/optimizer.h"
 #include "train/data_setup.h"
+#include "train/device_check.h"
 #include "train/hogwild_crew.h"
 #include "train/learning_rate.h"
 #include "train/loop.h"
 #include "train/loss_scaler.h"
 #include "train/memory_estimate.h"
+#include "train/model_options.h"
 #include "train/share_balancer.h"
 #include "train/staged_input.h"
 
@@ -36,6 +41,44 @@ struct RunPlan {
   int64_t total_steps = 0;
   int64_t eval_period = 0;      // steps between evaluations (0: never)
   int64_t average_period = 1;   // weight_avg: steps between weight averages
+};
+
+// What the step counts take of the run's settings.
+struct PlanOptions {
+  int64_t batch_per_worker = 0, global_batch = 0;  // exactly one is set (> 0)
+  double epochs = 0;                               // exactly one of epochs / steps / train_samples
+  int64_t steps = 0, train_samples = 0;            // is set (> 0)
+  std::string length_key;                          // ... located: the one set
+  PartitionKind partition = PartitionKind::equal;  // unequal: global_batch is the global batch
+  double eval_every_epochs = 1.0;
+  int64_t average_period = 1;                      // dist.period
+  int64_t batch_for(int world) const { return batch_per_worker > 0 ? batch_per_worker : global_batch / world; }
+};
+
+// What set_up_run takes of the run's settings: each phase's own options, packed once where the
+// config is (train/trainer.cpp, from train/phase_options.h); set-up and the phases it builds
+// never see the config. Keys a refusal names come located (ResolvedConfig::locate).
+struct SetupOptions {
+  DeviceOptions device;
+  DatasetConfig dataset;      // input preparation's: staging, the page cache
+  RunDataOptions data;        // data.source reads dataset.root until input preparation says where
+  PlanOptions plan;
+  ModelOptions model;
+  MemoryOptions memory;
+  LoopOptions loop;
+  ShareOptions shares;
+  SgdOptions sgd;
+  LossScaleOptions loss_scale;
+  LrOptions lr;
+  ShmWindowOptions shm;
+  ExchangeOptions exchange;   // async_ps's servers and staleness, compression's seed; the rest at set-up
+  int hogwild_replicas = 1;   // hogwild: dist.threads_per_worker
+  bool cuda_graphs = false;
+  std::string cuda_graphs_key;  // located
+  LossReads loss_reads = LossReads::auto_;
+  std::string loss_reads_key;   // located
+  bool cuda_sync_phases = false;
+  bool mixed_backends = false;  // ranks.backend puts the ranks on more than one backend
 };
 
 // Members in construction order (each refers only to earlier ones); destroyed in reverse.
@@ -79,7 +122,7 @@ struct RunSetup {
 // `first_step`: steps already taken (a resumed run): the training loader starts at that batch.
 // async_ps: `comm` holds the workers and `ps_world` the workers and servers.
 // `resumed_shares`: a resumed run's shares of the global batch (heterogeneous workers), else null.
-std::unique_ptr<RunSetup> set_up_run(const ResolvedConfig& config, Communicator& comm, int64_t first_step = 0,
+std::unique_ptr<RunSetup> set_up_run(const SetupOptions& options, Communicator& comm, int64_t first_step = 0,
                                      const ShareState* resumed_shares = nullptr,
                                      Communicator* ps_world = nullptr);
 

@@ -26,6 +26,7 @@
 #include "train/checkpoint.h"
 #include "train/checkpoint_state.h"
 #include "train/loop.h"
+#include "train/phase_options.h"
 #include "train/progress.h"
 #include "train/ps_server_loop.h"
 #include "train/resources.h"
@@ -135,8 +136,16 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   const ResumeState resumed = distribute_checkpoint(ckpt, comm);
   target.attempt = attempt_number(id, ckpt);
   const std::optional<ShareState> shares = share_state_of(resumed.mine, comm.size());
+  // Each phase's own options, packed here once (train/phase_options.h): set-up never sees the config.
+  const RunConfig& r = cfg.run;
+  const SetupOptions options{device_options_of(cfg), r.dataset, run_data_options_of(cfg), plan_options_of(cfg),
+                             model_options_of(r), memory_options_of(r), loop_options_of(r, comm.rank()),
+                             share_options_of(r.dist), sgd_options_of(r), loss_scale_options_of(r), lr_options_of(r),
+                             shm_window_options_of(r.dist), exchange_options_of(r),
+                             static_cast<int>(r.dist.threads_per_worker), r.cuda_graphs, cfg.locate("cuda.graphs"),
+                             r.loss_reads, cfg.locate("loss_reads"), r.cuda_sync_phases, r.mixed_backends()};
   std::unique_ptr<RunSetup> setup =
-      set_up_run(cfg, comm, resumed.mine.loader_position, shares ? &*shares : nullptr, ps_world);
+      set_up_run(options, comm, resumed.mine.loader_position, shares ? &*shares : nullptr, ps_world);
   RunRecording rec;
   rec.setup_start_wall = setup_start;
   apply_checkpoint(resumed, ckpt, *setup, rec, comm);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/ref/ref_backend.h"
+#include "config/run_config.h"
 #include "train/loss_scaler.h"
 
 namespace ts {

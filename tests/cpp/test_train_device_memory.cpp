@@ -21,6 +21,7 @@
 #include "nn/net.h"
 #include "train/device_memory_estimate.h"
 #include "train/memory_estimate.h"
+#include "train/phase_options.h"
 
 #include "mpi_test_environment.h"
 
@@ -88,7 +89,7 @@ void expect_estimate_matches(const std::string& model, int64_t batch) {
   CountingDeviceBackend backend;
   const RunConfig r = config_of("model: " + model + "\nmomentum: 0.9\n");
   const ModelInput input = model_expected_input(model);
-  const DeviceMemoryEstimate e = estimate_device_memory(r, backend, input, batch, batch);
+  const DeviceMemoryEstimate e = estimate_device_memory(model_options_of(r), r.momentum, backend, input, batch, batch);
   ASSERT_TRUE(e.applies);
   EXPECT_EQ(backend.held(), 0) << "the probe gave its memory back";
   EXPECT_EQ(e.used_at_check, kContextBytes);
@@ -120,7 +121,7 @@ TEST(DeviceMemoryEstimate, LeavesTheProbesPlansOutOfThePlanNotes) {
   before->set_batch(8);  // plans made before the check stay
   const std::vector<std::string> notes_before = backend.plan_notes();
   ASSERT_FALSE(notes_before.empty());
-  const DeviceMemoryEstimate e = estimate_device_memory(r, backend, input, 64, 64);
+  const DeviceMemoryEstimate e = estimate_device_memory(model_options_of(r), r.momentum, backend, input, 64, 64);
   ASSERT_TRUE(e.applies);
   EXPECT_EQ(backend.plan_notes(), notes_before);
   std::unique_ptr<Net> net = build_model("lenet", backend, input, r.seed, r.dropout);
@@ -133,8 +134,9 @@ TEST(DeviceMemoryEstimate, LeavesTheProbesPlansOutOfThePlanNotes) {
 
 TEST(DeviceMemoryEstimate, DoesNotApplyToHostBackends) {
   RefBackend backend;
-  const DeviceMemoryEstimate e = estimate_device_memory(config_of("model: lenet\n"), backend,
-                                                        model_expected_input("lenet"), 64, 64);
+  const RunConfig r = config_of("model: lenet\n");
+  const DeviceMemoryEstimate e =
+      estimate_device_memory(model_options_of(r), r.momentum, backend, model_expected_input("lenet"), 64, 64);
   EXPECT_FALSE(e.applies);
   EXPECT_EQ(e.total(), 0);
   EXPECT_TRUE(e.named().empty());
@@ -157,13 +159,14 @@ TEST(DeviceMemoryCheck, RefusesAnEstimateAboveTheFreeDeviceMemory) {
   const ResolvedConfig cfg = parse_run_config("model: lenet\nbatch_per_worker: 64\n", "cfg.yaml", {});
   auto comm = Communicator::self();
   MemoryEstimate e;
-  e.device = estimate_device_memory(cfg.run, backend, model_expected_input("lenet"), 64, 64);
+  e.device = estimate_device_memory(model_options_of(cfg.run), cfg.run.momentum, backend, model_expected_input("lenet"),
+                                    64, 64);
   MemoryBound bound;
   bound.device = device_memory_bound(backend, 1);
-  EXPECT_NO_THROW(check_memory(cfg, e, bound, *comm));
+  EXPECT_NO_THROW(check_memory(memory_options_of(cfg.run), e, bound, *comm));
   bound.device.bytes = e.device.total() - 1;
   try {
-    check_memory(cfg, e, bound, *comm);
+    check_memory(memory_options_of(cfg.run), e, bound, *comm);
     FAIL() << "an estimate above the device's free memory was accepted";
   } catch (const ConfigError& err) {
     const std::string m = err.what();
@@ -178,13 +181,14 @@ TEST(DeviceMemoryCheck, AProbeThatDoesNotFitIsRefusedNotThrown) {
   const ResolvedConfig cfg = parse_run_config("model: resnet20\n", "cfg.yaml", {});
   auto comm = Communicator::self();
   MemoryEstimate e;
-  e.device = estimate_device_memory(cfg.run, backend, model_expected_input("resnet20"), 64, 64);
+  e.device = estimate_device_memory(model_options_of(cfg.run), cfg.run.momentum, backend, model_expected_input("resnet20"),
+                                    64, 64);
   EXPECT_NE(e.device.probe_error.find("out of device memory (fake)"), std::string::npos) << e.device.probe_error;
   EXPECT_EQ(backend.held(), 0) << "the probe gave its memory back";
   MemoryBound bound;
   bound.device = device_memory_bound(backend, 1);
   try {
-    check_memory(cfg, e, bound, *comm);
+    check_memory(memory_options_of(cfg.run), e, bound, *comm);
     FAIL() << "a probe that did not fit was accepted";
   } catch (const ConfigError& err) {
     EXPECT_NE(std::string(err.what()).find("a probe of the model (planned at batches 4 and 16) does not fit"),

@@ -1,6 +1,6 @@
 // The GPU generation of a run: device names -> generations (backend/gpu_generation.h), and the
 // run-start check of the config's `gpu` against the device a backend describes
-// (train/capabilities.h), with descriptions of GPUs this machine does not have.
+// (train/device_check.h), with descriptions of GPUs this machine does not have.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,7 +10,7 @@
 #include "backend/backend_factory.h"
 #include "config/run_config.h"
 #include "core/error.h"
-#include "train/capabilities.h"
+#include "train/device_check.h"
 
 using namespace ts;
 
@@ -40,7 +40,7 @@ DeviceDescription cpu_device() {
 std::string check_error(const std::string& yaml, const DeviceDescription& device) {
   const ResolvedConfig cfg = parse_run_config(yaml, "run.yaml", {});
   try {
-    check_gpu_generation(cfg, device);
+    check_gpu_generation(cfg.run.gpu, cfg.locate("gpu"), device);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -109,7 +109,7 @@ TEST(GpuGeneration, AGpuExpectationOnTheCpuIsRefused) {
   ResolvedConfig cfg = parse_run_config("backend: cuda\ngpu: h100\n", "run.yaml", {});
   std::string e;
   try {
-    check_gpu_generation(cfg, cpu_device());
+    check_gpu_generation(cfg.run.gpu, cfg.locate("gpu"), cpu_device());
   } catch (const ConfigError& err) {
     e = err.what();
   }
@@ -118,11 +118,11 @@ TEST(GpuGeneration, AGpuExpectationOnTheCpuIsRefused) {
       << e;
   EXPECT_NE(e.find("set backend: cuda, or gpu: none"), std::string::npos) << e;
   cfg.run.gpu = GpuGeneration::any;
-  EXPECT_THROW(check_gpu_generation(cfg, cpu_device()), ConfigError);
+  EXPECT_THROW(check_gpu_generation(cfg.run.gpu, cfg.locate("gpu"), cpu_device()), ConfigError);
   // gpu: none on a device that is a GPU.
   cfg.run.gpu = GpuGeneration::none;
   try {
-    check_gpu_generation(cfg, gpu_device("NVIDIA H200"));
+    check_gpu_generation(cfg.run.gpu, cfg.locate("gpu"), gpu_device("NVIDIA H200"));
     FAIL() << "gpu: none passed on an H200";
   } catch (const ConfigError& err) {
     e = err.what();
