@@ -133,8 +133,6 @@ bool LtMatmul::plan(CudaContext& ctx, const LtMatmulSpec& s, size_t max_workspac
   return true;
 }
 
-bool LtMatmul::planned() const { return plan_ != nullptr; }
-
 const std::string& LtMatmul::why_not() const { return why_not_; }
 
 size_t LtMatmul::workspace_bytes() const {

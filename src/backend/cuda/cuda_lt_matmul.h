@@ -46,7 +46,6 @@ class LtMatmul {
   // ctx. Returns false, planning nothing, when cuBLASLt has no algorithm for the combination of
   // types and epilogue (the caller then takes another way). Other library failures throw.
   bool plan(CudaContext& ctx, const LtMatmulSpec& spec, size_t max_workspace);
-  bool planned() const;
   // Why the latest plan() found no algorithm (cuBLASLt's status), for error messages.
   const std::string& why_not() const;
   // D = op(A) op(B) [epilogue], enqueued on ctx.stream. Throws RuntimeError when a pointer is not

@@ -35,13 +35,6 @@ int visible_cuda_devices() {
   return n;
 }
 
-std::string nccl_version() {
-  int v = 0;
-  TS_NCCL(ncclGetVersion(&v));
-  // NCCL_VERSION(X, Y, Z) = X * 10000 + Y * 100 + Z since 2.9
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-}
-
 std::string nccl_device_missing_reason() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);

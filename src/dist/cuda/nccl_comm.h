@@ -45,7 +45,4 @@ NcclCommunicator& nccl_of(Communicator& comm, int device = -1);
 // CUDA devices this process sees (0 when there is no driver or no device).
 int visible_cuda_devices();
 
-// The NCCL library's version, "2.28.9".
-std::string nccl_version();
-
 }  // namespace ts

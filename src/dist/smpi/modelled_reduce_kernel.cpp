@@ -25,8 +25,6 @@ void spend_memory_time(double bytes) {
 
 void set_simulated_memory_bandwidth(double bytes_per_second) { memory_bandwidth = bytes_per_second; }
 
-double simulated_memory_bandwidth() { return memory_bandwidth; }
-
 void add_into(float* __restrict, const float* __restrict, int64_t count) {
   spend_memory_time(3.0 * sizeof(float) * static_cast<double>(count));  // read dst and src, write dst
 }

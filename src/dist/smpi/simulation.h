@@ -27,7 +27,6 @@ namespace ts {
 // gamma of docs/allreduce.md is 3 / bandwidth per byte). 0 (the default): free.
 // Process-wide (every simulated node is of the one cluster); set before the simulation runs.
 void set_simulated_memory_bandwidth(double bytes_per_second);
-double simulated_memory_bandwidth();
 
 // At least `bytes` of SMPI shared memory (64-byte aligned): one block that every caller of the
 // process gets (a larger request maps a larger block; earlier ones stay mapped until the process
