@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_element.cuh"
 #include "core/error.h"
 
 namespace ts::cuda {
@@ -17,13 +18,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 65536;  // grid-stride loops cover the rest
-
-__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void store(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 int blocks_for(int64_t n) { return static_cast<int>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks)); }
 
@@ -50,9 +44,9 @@ template <typename T>
 __global__ void bias_relu_kernel(T* dst, const float* bias, int64_t channels, int64_t hw, int64_t n, bool relu,
                                  bool nhwc) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    float v = load(dst, i);
+    float v = load_as_float(dst, i);
     if (bias) v += bias[nhwc ? i % channels : (i / hw) % channels];
-    store(dst, i, relu && v < 0.0f ? 0.0f : v);  // a NaN stays NaN (an fp16 overflow must show)
+    store_from_float(dst, i, relu && v < 0.0f ? 0.0f : v);  // a NaN stays NaN (an fp16 overflow must show)
   }
 }
 
@@ -66,7 +60,7 @@ __global__ void bias_backward_kernel(const T* diff_dst, int64_t mb, int64_t chan
   double acc = 0.0;
   for (int64_t i = threadIdx.x; i < mb * hw; i += blockDim.x) {  // i = (n, s)
     const int64_t n = i / hw, s = i % hw;
-    acc += load(diff_dst, nhwc ? (n * hw + s) * channels + c : (n * channels + c) * hw + s);
+    acc += load_as_float(diff_dst, nhwc ? (n * hw + s) * channels + c : (n * channels + c) * hw + s);
   }
   partial[threadIdx.x] = acc;
   __syncthreads();
@@ -80,16 +74,16 @@ __global__ void bias_backward_kernel(const T* diff_dst, int64_t mb, int64_t chan
 template <typename T>
 __global__ void relu6_forward_kernel(const T* src, T* dst, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float x = load(src, i);
-    store(dst, i, x > 0.0f ? (x < 6.0f ? x : 6.0f) : 0.0f);  // ref's expression
+    const float x = load_as_float(src, i);
+    store_from_float(dst, i, x > 0.0f ? (x < 6.0f ? x : 6.0f) : 0.0f);  // ref's expression
   }
 }
 
 template <typename T>
 __global__ void relu6_backward_kernel(const T* src, const T* diff_dst, T* diff_src, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float x = load(src, i);
-    store(diff_src, i, x > 0.0f && x < 6.0f ? load(diff_dst, i) : 0.0f);
+    const float x = load_as_float(src, i);
+    store_from_float(diff_src, i, x > 0.0f && x < 6.0f ? load_as_float(diff_dst, i) : 0.0f);
   }
 }
 

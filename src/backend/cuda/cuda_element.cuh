@@ -1,5 +1,5 @@
 // Device-side helpers of the CUDA backend's own kernels (cuda_tensor_ops.cu, cuda_losses.cu,
-// cuda_fc_kernels.cu): element access for any activation data type with the math in f32, the
+// cuda_fc_kernels.cu, cuda_kernels.cu, cuda_dnn_kernels.cu): element access for any activation data type with the math in f32, the
 // grid size of grid-stride loops, and a deterministic block reduction. CUDA sources only.
 #pragma once
 
@@ -33,6 +33,14 @@ __device__ __forceinline__ void store_from_float(void* data, DType type, int64_t
     default: static_cast<float*>(data)[i] = value; break;
   }
 }
+
+// The same for a typed array (the type known at compile time, one kernel per type).
+__device__ __forceinline__ float load_as_float(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float load_as_float(const __half* p, int64_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float load_as_float(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store_from_float(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void store_from_float(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+__device__ __forceinline__ void store_from_float(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
 constexpr int kThreadsPerBlock = 256;
 

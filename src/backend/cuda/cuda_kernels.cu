@@ -14,6 +14,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_element.cuh"
 #include "core/error.h"
 
 namespace ts::cuda {
@@ -25,19 +26,10 @@ constexpr int64_t kMaxBlocks = 4096;
 
 int blocks_for(int64_t n) { return static_cast<int>(std::min<int64_t>((n + kBlock - 1) / kBlock, kMaxBlocks)); }
 
-// Loads and stores of the three floating-point types, all through f32 (exact for f16 and bf16
-// values); stores round to nearest even.
-__device__ __forceinline__ float load_as_float(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load_as_float(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ float load_as_float(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void store_float(float* p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void store_float(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-__device__ __forceinline__ void store_float(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
-
 template <typename Src, typename Dst>
 __global__ void convert_kernel(const Src* src, Dst* dst, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    store_float(dst, i, load_as_float(src, i));
+    store_from_float(dst, i, load_as_float(src, i));  // exact for f16 and bf16; rounds to nearest even
 }
 
 template <typename Src>
