@@ -1,5 +1,4 @@
-// The owning cuDNN descriptors (cudnn_descriptors.h). Destructors ignore cuDNN's status: a
-// destroy that fails leaks a few bytes of host memory, and a destructor must not throw.
+// The owning cuDNN descriptors (cudnn_descriptors.h): how each is created and set.
 #include "backend/cuda/cudnn_descriptors.h"
 
 #include <climits>
@@ -32,16 +31,6 @@ TensorDescriptor TensorDescriptor::batchnorm_channels(const TensorDescriptor& x)
   TS_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(channels.desc_, x.get(), CUDNN_BATCHNORM_SPATIAL));
   return channels;
 }
-TensorDescriptor::~TensorDescriptor() {
-  if (desc_) cudnnDestroyTensorDescriptor(desc_);
-}
-TensorDescriptor& TensorDescriptor::operator=(TensorDescriptor&& o) noexcept {
-  if (this != &o) {
-    if (desc_) cudnnDestroyTensorDescriptor(desc_);
-    desc_ = take(o.desc_);
-  }
-  return *this;
-}
 
 // ---- filters --------------------------------------------------------------------------------
 FilterDescriptor::FilterDescriptor(DType dtype, int64_t k, int64_t c, int64_t h, int64_t w, bool nhwc) {
@@ -49,16 +38,6 @@ FilterDescriptor::FilterDescriptor(DType dtype, int64_t k, int64_t c, int64_t h,
   const cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   TS_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, cudnn_dtype(dtype), format, cudnn_dim(k, "oc"),
                                             cudnn_dim(c, "ic/groups"), cudnn_dim(h, "kh"), cudnn_dim(w, "kw")));
-}
-FilterDescriptor::~FilterDescriptor() {
-  if (desc_) cudnnDestroyFilterDescriptor(desc_);
-}
-FilterDescriptor& FilterDescriptor::operator=(FilterDescriptor&& o) noexcept {
-  if (this != &o) {
-    if (desc_) cudnnDestroyFilterDescriptor(desc_);
-    desc_ = take(o.desc_);
-  }
-  return *this;
 }
 
 // ---- convolutions ---------------------------------------------------------------------------
@@ -69,16 +48,6 @@ ConvolutionDescriptor::ConvolutionDescriptor(int64_t ph, int64_t pw, int64_t sh,
                                                  cudnn_dim(sw, "sw"), 1, 1, CUDNN_CROSS_CORRELATION, compute));
   TS_CUDNN_CHECK(cudnnSetConvolutionGroupCount(desc_, cudnn_dim(groups, "groups")));
   set_math(math);
-}
-ConvolutionDescriptor::~ConvolutionDescriptor() {
-  if (desc_) cudnnDestroyConvolutionDescriptor(desc_);
-}
-ConvolutionDescriptor& ConvolutionDescriptor::operator=(ConvolutionDescriptor&& o) noexcept {
-  if (this != &o) {
-    if (desc_) cudnnDestroyConvolutionDescriptor(desc_);
-    desc_ = take(o.desc_);
-  }
-  return *this;
 }
 void ConvolutionDescriptor::set_math(cudnnMathType_t math) {
   TS_CUDNN_CHECK(cudnnSetConvolutionMathType(desc_, math));
@@ -92,31 +61,11 @@ PoolingDescriptor::PoolingDescriptor(cudnnPoolingMode_t mode, int64_t kh, int64_
                                              cudnn_dim(ph, "ph"), cudnn_dim(pw, "pw"), cudnn_dim(sh, "sh"),
                                              cudnn_dim(sw, "sw")));
 }
-PoolingDescriptor::~PoolingDescriptor() {
-  if (desc_) cudnnDestroyPoolingDescriptor(desc_);
-}
-PoolingDescriptor& PoolingDescriptor::operator=(PoolingDescriptor&& o) noexcept {
-  if (this != &o) {
-    if (desc_) cudnnDestroyPoolingDescriptor(desc_);
-    desc_ = take(o.desc_);
-  }
-  return *this;
-}
 
 // ---- activations ----------------------------------------------------------------------------
 ActivationDescriptor::ActivationDescriptor(cudnnActivationMode_t mode, double coef) {
   TS_CUDNN_CHECK(cudnnCreateActivationDescriptor(&desc_));
   TS_CUDNN_CHECK(cudnnSetActivationDescriptor(desc_, mode, CUDNN_PROPAGATE_NAN, coef));
-}
-ActivationDescriptor::~ActivationDescriptor() {
-  if (desc_) cudnnDestroyActivationDescriptor(desc_);
-}
-ActivationDescriptor& ActivationDescriptor::operator=(ActivationDescriptor&& o) noexcept {
-  if (this != &o) {
-    if (desc_) cudnnDestroyActivationDescriptor(desc_);
-    desc_ = take(o.desc_);
-  }
-  return *this;
 }
 
 }  // namespace ts::cuda
