@@ -6,6 +6,7 @@ here), with exit 1 (a watchdog's MPI_Abort) or the launcher's nonzero code (it e
 rank dies), and the reason is recorded: in the FAILED marker of a single run or a campaign task,
 naming the rank, or, when the launcher ended everything first, in the FAILED marker the local
 executor writes with the launcher's notice."""
+import functools
 import os
 import pathlib
 import queue
@@ -17,8 +18,12 @@ import time
 import pytest
 import yaml
 
-from test_cli_mpi import mpi_flavor
+import test_cli_mpi
 from trainscale_cli import REPO, env, launcher_argv, require_binary, run, site_mpi_entry, write_config
+
+# The binary's MPI flavor, asked once: `trainscale info` takes 0.6 s here (a CUDA build probes for
+# devices), and every test asked it again for its launcher.
+mpi_flavor = functools.cache(test_cli_mpi.mpi_flavor)
 
 # Long enough never to finish while the test watches it; progress every 20 steps.
 CONFIG = """\
@@ -95,7 +100,8 @@ class Job:
                                      env=env(), cwd=REPO, start_new_session=True)
         self.lines = queue.Queue()
         self.output = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self):
         for line in self.proc.stdout:
@@ -120,7 +126,7 @@ class Job:
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError(f"the job did not end within {timeout} s of the fault:\n" + "".join(self.output))
-        time.sleep(0.2)  # the reader thread drains the pipe
+        self.reader.join(timeout=5)  # the reader thread drains the pipe (to its end: every rank has exited)
         return self.proc.returncode, "".join(self.output)
 
     def kill(self):

@@ -42,6 +42,10 @@ include:
 """
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
+# How often the tests look at Slurm and the campaign while they wait: short, so a test goes on
+# soon after what it waits for happens (slurmctld starts jobs on a 1 s tick); each wait keeps its
+# own deadline.
+POLL_S = 0.2
 
 
 def free_port():
@@ -129,7 +133,7 @@ def slurm(tmp_path_factory):
                 break
             if any(p.poll() is not None for p in procs):
                 pytest.fail("a Slurm daemon exited during start-up\n" + logs(d))
-            time.sleep(0.5)
+            time.sleep(0.1)
         else:
             pytest.fail(f"the Slurm node did not become idle within 40 s (sinfo: {state!r})\n" + logs(d))
         yield d
@@ -178,7 +182,7 @@ def wait_finished(camps, slurm_dir, timeout=150):
         if time.time() > deadline:
             queue = subprocess.run(["squeue"], capture_output=True, text=True).stdout
             pytest.fail(f"campaigns not finished after {timeout} s: {statuses}\n{queue}\n" + logs(slurm_dir))
-        time.sleep(1)
+        time.sleep(POLL_S)
 
 
 def test_campaign_as_slurm_job_arrays(slurm, tmp_path):
@@ -297,7 +301,7 @@ def test_signalled_task_ends_preempted_and_requeues_itself(slurm, tmp_path):
     deadline = time.time() + 60
     while not (camp / "runs" / f"{rid}.started").exists():
         assert time.time() < deadline, "the task did not start\n" + logs(slurm)
-        time.sleep(0.2)
+        time.sleep(POLL_S)
     res = subprocess.run(["scancel", "--batch", "--signal=USR1", f"{job}_0"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     deadline = time.time() + 120
@@ -307,7 +311,7 @@ def test_signalled_task_ends_preempted_and_requeues_itself(slurm, tmp_path):
             break
         assert time.time() < deadline, f"not done after the requeue: {st}\n" + \
             subprocess.run(["squeue"], capture_output=True, text=True).stdout + logs(slurm)
-        time.sleep(1)  # a requeued job waits cred_expire + 1 s (5 + 1 here, 120 + 1 by default) to restart
+        time.sleep(POLL_S)  # a requeued job waits cred_expire + 1 s (5 + 1 here, 120 + 1 by default) to restart
     # The first start's PREEMPTED marker was taken over by the restart that finished the task.
     assert not (camp / "runs" / f"{rid}.PREEMPTED").exists()
     log = (camp / "logs" / f"{rid}.attempt1.log").read_text()
@@ -422,7 +426,7 @@ def test_preempted_packed_task_requeues_and_finishes_its_unfinished_runs(slurm, 
     deadline = time.time() + 90
     while not (camp / "runs" / f"{rid}.started").exists():
         assert time.time() < deadline, "the second run did not start\n" + logs(slurm)
-        time.sleep(0.2)
+        time.sleep(POLL_S)
     st = json.loads(run(["sweep", "status", camp, "--format", "json"]).stdout)
     assert (st["done"], st["running"], st["pending"]) == (1, 1, 1), st
     assert st["pending_reasons"] == [{"index": 2, "run_id": runs[2]["run_id"],
@@ -438,7 +442,7 @@ def test_preempted_packed_task_requeues_and_finishes_its_unfinished_runs(slurm, 
             break
         assert time.time() < deadline, f"not done after the requeue: {st}\n" + \
             subprocess.run(["squeue"], capture_output=True, text=True).stdout + logs(slurm)
-        time.sleep(1)
+        time.sleep(POLL_S)
     assert not any((camp / "runs" / f"{r['run_id']}.PREEMPTED").exists() for r in runs)
     assert not (camp / "logs" / f"{runs[0]['run_id']}.attempt2.log").exists()  # done before: skipped on the restart
     for r in runs[1:]:  # the preempted run and the one not started ran after the requeue
