@@ -21,7 +21,7 @@ struct RunData {
   InputPreparation prepared;  // where the sources read, staging and cache (the run file's /io)
 };
 
-// What the data phase takes of the run's settings, decided once by set_up_run
+// What the data phase takes of the run's settings, packed once by the trainer
 // (train/phase_options.h).
 struct RunDataOptions {
   DataOptions source;       // the data set, read where input preparation says

@@ -17,7 +17,7 @@ namespace ts {
 struct CheckpointTarget;  // train/checkpoint.h
 struct RunSetup;          // train/run_setup.h (which holds the LoopOptions)
 
-// What the loop takes of the run's settings, decided once by set_up_run.
+// What the loop takes of the run's settings, packed once by the trainer (train/phase_options.h).
 struct LoopOptions {
   int64_t log_every = 20;                // progress lines (and loss_reads: log's reads) every so many steps
   double diverge_loss_above_factor = 0;  // diverge.loss_above_factor (train/loss_watch.h); 0: unset

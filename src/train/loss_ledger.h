@@ -1,4 +1,4 @@
-// train-internal: loss_reads (config/run_config.h LossReads). With `log` the step leaves its loss
+// train-internal: loss_reads (config/run_enums.h LossReads). With `log` the step leaves its loss
 // in the net's host slots (Net::loss_of) and the ledger holds the step's place in the recording;
 // the trainer settles the held losses at its boundaries (a progress line, an evaluation, a
 // checkpoint, a stop, the end, or a full ledger), so the host waits for the device there and

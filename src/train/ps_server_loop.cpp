@@ -11,23 +11,16 @@
 #include "core/preemption_signal.h"
 #include "dist/async_ps_server.h"
 #include "train/push_sgd.h"
-#include "train/learning_rate.h"
-#include "train/phase_options.h"
 
 namespace ts {
 
-void serve_async_ps(const ResolvedConfig& cfg, Communicator& world, std::ostream& log) {
-  const RunConfig& r = cfg.run;
+void serve_async_ps(const ServeOptions& r, Communicator& world, std::ostream& log) {
   omp_set_num_threads(r.threads);
-  AsyncPsServer server(world, r.workers, r.dist.staleness);
+  AsyncPsServer server(world, r.workers, r.staleness);
   const AsyncPsPlan& plan = server.plan();
-  SgdOptions options;
-  options.momentum = r.momentum;
-  options.weight_decay = r.weight_decay;
-  options.nesterov = r.nesterov;
   // One push is one worker's share of a global step; the momentum decays once per step.
-  PushSgd sgd(server.shard_count(), options, r.workers);
-  const LearningRate lr(lr_options_of(r), plan.global_batch, plan.steps_per_epoch, plan.total_steps);
+  PushSgd sgd(server.shard_count(), r.sgd, r.workers);
+  const LearningRate lr(r.lr, plan.global_batch, plan.steps_per_epoch, plan.total_steps);
   const AsyncPsServerStats stats = server.serve(
       [&sgd, &lr](float* weights, const float* gradient, int64_t /*count*/, int64_t clock, bool first_of_step) {
         sgd.apply(weights, gradient, lr.at(clock), first_of_step);

@@ -8,14 +8,25 @@
 // (the same exit code on every rank).
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 
-#include "config/run_config.h"
 #include "dist/communicator.h"
+#include "nn/optimizer.h"
+#include "train/learning_rate.h"
 
 namespace ts {
 
-// `world`: workers + servers; this rank is a server (rank >= cfg.run.workers).
-void serve_async_ps(const ResolvedConfig& cfg, Communicator& world, std::ostream& log);
+// What a server takes of the run's settings (packed by the trainer, train/phase_options.h).
+struct ServeOptions {
+  int threads = 2;         // the update's OpenMP threads
+  int workers = 1;         // the world's first `workers` ranks; the servers follow
+  int64_t staleness = 0;   // dist.staleness
+  SgdOptions sgd;          // the run's momentum, weight decay, Nesterov
+  LrOptions lr;            // the run's learning rate, at the pushing worker's step
+};
+
+// `world`: workers + servers; this rank is a server (rank >= options.workers).
+void serve_async_ps(const ServeOptions& options, Communicator& world, std::ostream& log);
 
 }  // namespace ts

@@ -16,7 +16,7 @@
 
 namespace ts {
 
-// What the balancer takes of dist.*, packed once by set_up_run.
+// What the balancer takes of dist.*, packed once by the trainer (train/phase_options.h).
 struct ShareOptions {
   bool heterogeneous = false;  // DistConfig::heterogeneous(): shares may differ between ranks
   PartitionKind partition = PartitionKind::equal;

@@ -200,7 +200,8 @@ RunOutcome train_async_ps(const ResolvedConfig& cfg, const RunIdentity& id, cons
   role->arm_watchdog(cfg.run.dist.timeout_s);
   if (server) {
     end_startup_phase();  // a server stops when server 0 names the step (dist/boundary_arbiter.h)
-    serve_async_ps(cfg, world, log);
+    const RunConfig& r = cfg.run;
+    serve_async_ps(ServeOptions{r.threads, r.workers, r.dist.staleness, sgd_options_of(r), lr_options_of(r)}, world, log);
     return {kExitOk, ""};
   }
   return train_checked(cfg, id, out_dir, run_path, resume, *role, log, start_warnings, &world);
