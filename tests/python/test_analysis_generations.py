@@ -112,12 +112,13 @@ def test_report_has_the_generations_view(generations, tmp_path):
     assert "| resnet50 | fp32 | v100 | 400 | 0.500 |" in md.read_text()
 
 
-def test_report_omits_the_view_for_one_device(campaigns, tmp_path):
-    html, _ = build_report([campaigns["scaling"]], tmp_path / "s.html")
+def test_report_omits_the_view_for_one_device(shared_report):
+    html, _ = shared_report("scaling")
     text = html.read_text()
     assert "Relative throughput across GPU generations" in text
     assert "Every finished run computed on one GPU generation or device (Test CPU @ 2.0GHz)" in text
-    assert not (tmp_path / "s_figures" / "generations.png").exists()
+    assert html.with_name("scaling_figures").is_dir()
+    assert not html.with_name("scaling_figures").joinpath("generations.png").exists()
 
 
 def make_cpu_and_gpu_study(root: Path) -> Path:

@@ -56,11 +56,8 @@ def test_every_plot_written(campaigns, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def grid_report(campaigns, tmp_path_factory):
-    out = tmp_path_factory.mktemp("reports") / "grid.html"
-    html, md = build_report([campaigns["grid"], campaigns["scaling"]], out,
-                            threshold=fx.THRESHOLD)
-    return html, md
+def grid_report(shared_report):
+    return shared_report("grid", "scaling", threshold=fx.THRESHOLD)
 
 
 def test_report_self_contained(grid_report):

@@ -84,12 +84,12 @@ def test_exchange_summary_reads_the_servers_phases_and_the_allreduce_comm(scalin
     assert set(summary["kind"]) == {"measured"} and (summary["runs"] == 3).all()
 
 
-def test_report_has_the_exchange_section_and_says_overlap_was_on(scaling_dir, tmp_path):
-    html, md = report.build_report([scaling_dir], tmp_path / "x.html")
+def test_report_has_the_exchange_section_and_says_overlap_was_on(shared_report):
+    html, md = shared_report("scaling")  # of the scaling campaign (scaling_dir)
     text = html.read_text()
     assert "Exchange time by algorithm" in text
     assert "dist.overlap was" in text  # the fixture's runs overlap: the caveat is printed
-    assert (tmp_path / "x_figures" / "exchange_times.png").is_file()
+    assert html.with_name("scaling_figures").joinpath("exchange_times.png").is_file()
 
 
 def _strategy_campaign(root):
@@ -131,11 +131,11 @@ def test_strategy_table_compares_each_strategy_with_sync(tmp_path):
     assert (tmp_path / "s_figures" / "strategy_losses.png").is_file()
 
 
-def test_no_strategy_section_when_the_strategy_did_not_vary(grid_dir, tmp_path):
-    html, _ = report.build_report([grid_dir], tmp_path / "g.html", threshold=0.5)
+def test_no_strategy_section_when_the_strategy_did_not_vary(shared_report):
+    html, _ = shared_report("grid", threshold=0.5)  # of the grid campaign (grid_dir)
     text = html.read_text()
     assert "Exchange strategies" not in text
-    assert (tmp_path / "g_figures" / "loss_area_histograms.png").is_file()
+    assert html.with_name("grid_figures").joinpath("loss_area_histograms.png").is_file()
     assert "final_accuracy" in text.split("Winners")[1]
 
 

@@ -121,9 +121,8 @@ def test_sections_with_nothing_to_show_are_left_out_and_listed(campaigns, tmp_pa
     assert not re.search(r"<p[^>]*>\s*No ", text), "no 'No ...' placeholder paragraphs"
 
 
-def test_the_full_report_has_no_empty_section_and_every_table_scrolls_in_its_box(campaigns, tmp_path):
-    html, _ = build_report([campaigns["grid"], campaigns["scaling"]], tmp_path / "g.html",
-                           threshold=fx.THRESHOLD)
+def test_the_full_report_has_no_empty_section_and_every_table_scrolls_in_its_box(shared_report):
+    html, _ = shared_report("grid", "scaling", threshold=fx.THRESHOLD)
     text = html.read_text()
     assert empty_sections(text) == []
     tables = re.findall(r"(.{30})<table", text)
@@ -135,8 +134,8 @@ def test_the_full_report_has_no_empty_section_and_every_table_scrolls_in_its_box
     assert "By status and reason" in text
 
 
-def test_reasons_are_one_line_per_status_and_reason(campaigns, tmp_path):
-    html, md = build_report([campaigns["grid"]], tmp_path / "g.html", threshold=fx.THRESHOLD)
+def test_reasons_are_one_line_per_status_and_reason(shared_report):
+    html, md = shared_report("grid", threshold=fx.THRESHOLD)
     mdtext = md.read_text()
     assert "| status | runs | message |" in mdtext
     assert "| diverged | 1 | loss became NaN at step 6 |" in mdtext
