@@ -198,15 +198,21 @@ log_every: 3
         assert f["io/read_bytes"].shape == (6, 4) and np.all(f["io/read_bytes"][:] == 16 * (28 * 28 + 1))
 
 
-def trainscale_pids():
+def trainscale_pids(testbed):
+    """The trainscale processes on the bed's hosts (in their network namespaces): not another
+    job's on this machine."""
+    on_bed = set()
+    for host in testbed.hosts:
+        listed = subprocess.run(["ip", "netns", "pids", host], capture_output=True, text=True).stdout.split()
+        on_bed.update(int(pid) for pid in listed)
     pids = []
-    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+    for pid in on_bed:
         try:
-            text = stat.read_text()
+            text = pathlib.Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue
         if text[text.index("(") + 1:text.rindex(")")] == "trainscale":
-            pids.append(int(stat.parent.name))
+            pids.append(pid)
     return pids
 
 
@@ -221,7 +227,7 @@ def rank_pid(pid):
 def test_a_rank_killed_on_the_other_host_ends_the_job_everywhere_within_30_s(testbed, tmp_path):
     cfg = config(tmp_path, "long", 8, 2, allreduce="ring").read_text().replace("steps: 10", "steps: 1000000") \
         .replace("log_every: 5", "log_every: 20").replace("bucket_mb: 0.05", "bucket_mb: 0.05, timeout_s: 20")
-    before = set(trainscale_pids())
+    before = set(trainscale_pids(testbed))
     job = testbed.popen([1, 1], ["run", "--config", write_config(tmp_path / "long.yaml", cfg), "--out", tmp_path / "o"])
     lines = []
     try:
@@ -229,7 +235,7 @@ def test_a_rank_killed_on_the_other_host_ends_the_job_everywhere_within_30_s(tes
             lines.append(line)
             if line.startswith("step 40/"):
                 break
-        ranks = {rank_pid(p): p for p in set(trainscale_pids()) - before}
+        ranks = {rank_pid(p): p for p in set(trainscale_pids(testbed)) - before}
         assert set(ranks) == {0, 1}, ("".join(lines), ranks)
         start = time.monotonic()
         os.kill(ranks[1], signal.SIGKILL)  # rank 1 runs on the second host
@@ -243,9 +249,9 @@ def test_a_rank_killed_on_the_other_host_ends_the_job_everywhere_within_30_s(tes
     assert job.returncode != 0, output
     assert took <= 30, f"the job took {took:.1f} s to end after rank 1 died on the other host:\n{output}"
     deadline = time.monotonic() + 10
-    while set(trainscale_pids()) - before and time.monotonic() < deadline:
+    while set(trainscale_pids(testbed)) - before and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not set(trainscale_pids()) - before, "a rank outlived the job"
+    assert not set(trainscale_pids(testbed)) - before, "a rank outlived the job"
     assert not list((tmp_path / "o").glob("*.h5")), "no run file for a failed run"
 
 
@@ -255,7 +261,7 @@ def test_a_checkpointed_two_host_run_killed_everywhere_resumes_bit_exactly(testb
     cfg = write_config(tmp_path / "ck.yaml", text)
     reference = read(on_bed(testbed, tmp_path, "whole", [2, 2], cfg)[0])["sha"]
     out = tmp_path / "killed"
-    before = set(trainscale_pids())
+    before = set(trainscale_pids(testbed))
     job = testbed.popen([2, 2], ["run", "--config", cfg, "--out", out])
     try:
         deadline = time.monotonic() + 120
@@ -263,7 +269,7 @@ def test_a_checkpointed_two_host_run_killed_everywhere_resumes_bit_exactly(testb
             assert job.poll() is None, f"the run ended before its first checkpoint:\n{job.stdout.read()}"
             assert time.monotonic() < deadline, "no checkpoint within 120 s"
             time.sleep(0.01)
-        for pid in set(trainscale_pids()) - before:  # every rank, on both hosts
+        for pid in set(trainscale_pids(testbed)) - before:  # every rank, on both hosts
             os.kill(pid, signal.SIGKILL)
         job.wait(timeout=60)
     finally:
