@@ -13,8 +13,7 @@
 # idle (downloads, MPI jobs waiting, servers starting, Slurm polling) and never slow a test down;
 # the stages that run them wait for it (stage sanitizer-builds). pytest runs the independent
 # files on two xdist workers, a file to a worker, and the files that share the machine or measure
-# time after them, alone (tests/python/conftest.py SERIAL_FILES); the MPICH and Intel MPI pytest
-# stages likewise.
+# time after them, alone (tests/python/conftest.py SERIAL_FILES).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
