@@ -55,23 +55,15 @@ if compgen -G "tests/python/test_*.py" >/dev/null; then
   stage pytest .venv/bin/python -m pytest -q --durations=15 -n 2 --dist loadfile -m "not serial" tests/python
   stage pytest-serial .venv/bin/python -m pytest -q --durations=15 -m serial tests/python
 fi
-# pytest_two_passes FILES...: the files' independent tests on two workers, then their serial ones alone
-# (as the pytest stages above; conftest.SERIAL_FILES). Exit 5 is "nothing selected", not a failure.
-pytest_two_passes() {
-  local rc=0 pass
-  .venv/bin/python -m pytest -q -n 2 --dist loadfile -m "not serial" "$@" || { pass=$?; ((pass == 5)) || rc=1; }
-  .venv/bin/python -m pytest -q -m serial "$@" || { pass=$?; ((pass == 5)) || rc=1; }
-  return $rc
-}
 stage ctest-mpich ctest --test-dir build-mpich --output-on-failure -j 2
-TRAINSCALE_BINARY=build-mpich/bin/trainscale stage pytest-mpich pytest_two_passes tests/python/test_cli_mpi.py \
+TRAINSCALE_BINARY=build-mpich/bin/trainscale stage pytest-mpich .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py \
   tests/python/test_failures_ranks.py tests/python/test_dist_equivalence.py tests/python/test_checkpoint_mpi.py \
   tests/python/test_dist_hetero.py tests/python/test_data_storage.py::test_two_ranks_of_one_node_stage_once \
   tests/python/test_compression_training.py tests/python/test_async_ps.py tests/python/test_multihost.py \
   tests/python/test_launcher_sigterm.py
 if [[ -x build-impi/bin/trainscale ]]; then  # Intel MPI from PyPI (scripts/setup.sh): its CTest and the launching tests
   stage ctest-impi ctest --test-dir build-impi --output-on-failure -j 2
-  TRAINSCALE_BINARY=build-impi/bin/trainscale stage pytest-impi pytest_two_passes tests/python/test_cli_mpi.py \
+  TRAINSCALE_BINARY=build-impi/bin/trainscale stage pytest-impi .venv/bin/python -m pytest -q tests/python/test_cli_mpi.py \
     tests/python/test_failures_ranks.py tests/python/test_checkpoint_mpi.py tests/python/test_multihost.py
 fi
 # The background builds' CPU is counted here, where they are waited for.
