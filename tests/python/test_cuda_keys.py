@@ -3,8 +3,10 @@ the key) by a backend that cannot record work, cuda.workspace_mb is range-checke
 cuda.reduced_precision_reduction needs cuda.conv_api: graph. Their
 effect on a GPU is checked by scripts/device_zoo.sh (docs/gpu.md)."""
 import h5py
+import pytest
 
 from trainscale_cli import run, write_config
+from test_cli_cuda import info
 from test_cli_run import SHORT_LENET
 
 
@@ -34,7 +36,11 @@ def test_algorithm_choice_is_one_of_three(tmp_path):
 
 def test_cuda_checkpoints_need_deterministic_algorithms(tmp_path):
     """Refused before any device is looked for (exit 2 naming what to set), with or without a GPU;
-    that deterministic algorithms lift the refusal is test_cli_cuda.py's (it needs no device)."""
+    that deterministic algorithms lift the refusal is test_cli_cuda.py's (it needs no device).
+    A binary built without CUDA refuses `backend: cuda` as not built, before this check."""
+    built = info().get("cuda", "OFF")
+    if built.upper() not in ("ON", "1", "TRUE", "YES"):
+        pytest.skip(f"trainscale is built without CUDA (info says cuda: {built})")
     for algorithms in ("", "cuda: {algorithms: heuristic}\n"):
         text = SHORT_LENET + "backend: cuda\ncheckpoint: {every_steps: 5}\n" + algorithms
         cfg = write_config(tmp_path / "c.yaml", text)
