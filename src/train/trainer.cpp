@@ -138,12 +138,26 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   const std::optional<ShareState> shares = share_state_of(resumed.mine, comm.size());
   // Each phase's own options, packed here once (train/phase_options.h): set-up never sees the config.
   const RunConfig& r = cfg.run;
-  const SetupOptions options{device_options_of(cfg), r.dataset, run_data_options_of(cfg), plan_options_of(cfg),
-                             model_options_of(r), memory_options_of(r), loop_options_of(r, comm.rank()),
-                             share_options_of(r.dist), sgd_options_of(r), loss_scale_options_of(r), lr_options_of(r),
-                             shm_window_options_of(r.dist), exchange_options_of(r),
-                             static_cast<int>(r.dist.threads_per_worker), r.cuda_graphs, cfg.locate("cuda.graphs"),
-                             r.loss_reads, cfg.locate("loss_reads"), r.cuda_sync_phases, r.mixed_backends()};
+  const SetupOptions options{.device = device_options_of(cfg),
+                             .dataset = r.dataset,
+                             .data = run_data_options_of(cfg),
+                             .plan = plan_options_of(cfg),
+                             .model = model_options_of(r),
+                             .memory = memory_options_of(r),
+                             .loop = loop_options_of(r, comm.rank()),
+                             .shares = share_options_of(r.dist),
+                             .sgd = sgd_options_of(r),
+                             .loss_scale = loss_scale_options_of(r),
+                             .lr = lr_options_of(r),
+                             .shm = shm_window_options_of(r.dist),
+                             .exchange = exchange_options_of(r),
+                             .hogwild_replicas = static_cast<int>(r.dist.threads_per_worker),
+                             .cuda_graphs = r.cuda_graphs,
+                             .cuda_graphs_key = cfg.locate("cuda.graphs"),
+                             .loss_reads = r.loss_reads,
+                             .loss_reads_key = cfg.locate("loss_reads"),
+                             .cuda_sync_phases = r.cuda_sync_phases,
+                             .mixed_backends = r.mixed_backends()};
   std::unique_ptr<RunSetup> setup =
       set_up_run(options, comm, resumed.mine.loader_position, shares ? &*shares : nullptr, ps_world);
   RunRecording rec;
