@@ -63,11 +63,14 @@ seed: 3
 
 @pytest.mark.parametrize("staleness", [0, 2])
 def test_a_slow_worker_meets_the_staleness_bound_and_never_passes_it(tmp_path, staleness):
-    """Worker 1 is 6x slower (dist.emulate_slowdown), so worker 0 runs ahead until the bound
+    """Worker 1 is 12x slower (dist.emulate_slowdown), so worker 0 runs ahead until the bound
     holds it: with a bound of 2 worker 0's gradients are computed 2 steps ahead of the weights'
-    round (/async_ps max_staleness, not clamped as the histogram's last column is), worker 1's
-    never (it is the round); with 0, none. Nothing else holds worker 0 back between steps: a
-    collective of the workers there would keep it within one step."""
+    round (/async_ps max_staleness, not clamped as the histogram's last column is); no worker's
+    ever more; with 0, none. Nothing else holds worker 0 back between steps: a collective of the
+    workers there would keep it within one step. Worker 1 computes on weights that hold worker
+    0's steps up to its own, except where the OS held worker 0 back longer than worker 1's sleep
+    (on a loaded 2-core CI machine 4 of 24 steps were 1 stale with a 6x slowdown): most of its
+    gradients are fresh, and always fresher than worker 0's on average."""
     text = f"""\
 model: mlp
 dataset: {{name: fashion_mnist, format: idx, root: {FMNIST}}}
@@ -77,7 +80,7 @@ momentum: 0.0
 steps: 24
 threads: 1
 workers: 2
-dist: {{strategy: async_ps, servers: 1, staleness: {staleness}, emulate_slowdown: {{rank: 1, factor: 6}}}}
+dist: {{strategy: async_ps, servers: 1, staleness: {staleness}, emulate_slowdown: {{rank: 1, factor: 12}}}}
 eval: {{every_epochs: 100}}
 log_every: 8
 seed: 3
@@ -89,8 +92,12 @@ seed: 3
         most = f["async_ps/max_staleness"][:]
         assert hist.shape == (2, staleness + 1)
         np.testing.assert_array_equal(hist.sum(axis=1), [24, 24])
-        np.testing.assert_array_equal(most, [staleness, 0], err_msg=str(hist))
+        assert most[0] == staleness and 0 <= most[1] <= staleness, (most, hist)
         np.testing.assert_array_equal(hist[:, 1:].sum(axis=1) > 0, most > 0)
+        if staleness > 0:
+            assert hist[1, 0] > hist[1].sum() / 2, hist
+            mean = hist @ np.arange(staleness + 1) / hist.sum(axis=1)
+            assert mean[1] < mean[0], hist
         assert f["partition"].attrs["emulate_slowdown_rank"] == 1
 
 
