@@ -39,15 +39,10 @@ void write_jpeg_dir_split(const std::string& final_dir, const SampleSource& sour
   std::filesystem::remove_all(dir);
   for (const std::string& name : class_names) std::filesystem::create_directories(dir + "/" + name);
   std::vector<uint8_t> pixels(static_cast<size_t>(chw.numel()));
-  Image8 hwc{static_cast<int>(chw[2]), static_cast<int>(chw[1]), static_cast<int>(chw[0]), {}};
-  hwc.pixels.resize(pixels.size());
-  const int64_t plane = chw[1] * chw[2];
   for (int64_t i = 0; i < count; ++i) {
     int32_t label = 0;
     source.read_pixels(i, pixels.data(), &label);
-    for (int64_t c = 0; c < chw[0]; ++c)
-      for (int64_t p = 0; p < plane; ++p) hwc.pixels[static_cast<size_t>(p * chw[0] + c)] = pixels[c * plane + p];
-    const std::vector<uint8_t> jpeg = encode_jpeg(hwc, quality);
+    const std::vector<uint8_t> jpeg = encode_jpeg(image_from_planes(pixels.data(), chw[0], chw[1], chw[2]), quality);
     if (label < 0 || label >= static_cast<int32_t>(class_names.size()))
       throw RuntimeError(source.describe() + ": label " + std::to_string(label) + " of sample " + std::to_string(i) +
                          " has no class name");

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "data/jpeg_codec.h"
 #include "data/records_source.h"
 #include "hdf5/hdf5_support.h"
 
@@ -220,13 +221,10 @@ class Hdf5Source final : public SampleSource {
     const std::shared_ptr<const std::vector<uint8_t>> rows = cached_chunk(chunk);
     const int64_t numel = spec_.sample.numel();
     const uint8_t* src = rows->data() + row * numel;
-    if (!layout_.nhwc) {
+    if (layout_.nhwc)  // src (H,W,C) -> pixels (C,H,W)
+      planes_from_pixels(src, spec_.sample[0], spec_.sample[1], spec_.sample[2], pixels);
+    else
       std::memcpy(pixels, src, static_cast<size_t>(numel));
-    } else {  // src (H,W,C) -> pixels (C,H,W)
-      const int64_t channels = spec_.sample[0], plane = spec_.sample[1] * spec_.sample[2];
-      for (int64_t p = 0; p < plane; ++p)
-        for (int64_t c = 0; c < channels; ++c) pixels[c * plane + p] = src[p * channels + c];
-    }
     *label = labels_[static_cast<size_t>(index)];
   }
 

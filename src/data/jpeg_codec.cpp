@@ -49,6 +49,21 @@ int pixel_format(int channels) {
 
 }  // namespace
 
+Image8 image_from_planes(const uint8_t* chw, int64_t channels, int64_t height, int64_t width) {
+  Image8 image{static_cast<int>(width), static_cast<int>(height), static_cast<int>(channels), {}};
+  image.pixels.resize(static_cast<size_t>(channels * height * width));
+  const int64_t plane = height * width;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t p = 0; p < plane; ++p) image.pixels[static_cast<size_t>(p * channels + c)] = chw[c * plane + p];
+  return image;
+}
+
+void planes_from_pixels(const uint8_t* hwc, int64_t channels, int64_t height, int64_t width, uint8_t* chw) {
+  const int64_t plane = height * width;
+  for (int64_t p = 0; p < plane; ++p)
+    for (int64_t c = 0; c < channels; ++c) chw[c * plane + p] = hwc[p * channels + c];
+}
+
 std::vector<uint8_t> encode_jpeg(const Image8& image, int quality) {
   const int format = pixel_format(image.channels);
   if (image.width < 1 || image.height < 1 ||

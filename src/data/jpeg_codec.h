@@ -17,6 +17,11 @@ struct Image8 {
   std::vector<uint8_t> pixels;
 };
 
+// Stored samples are (C,H,W) planes of uint8: the image of such planes, and an interleaved
+// (H,W,C) image's pixels written back as planes into `chw` (C*H*W bytes).
+Image8 image_from_planes(const uint8_t* chw, int64_t channels, int64_t height, int64_t width);
+void planes_from_pixels(const uint8_t* hwc, int64_t channels, int64_t height, int64_t width, uint8_t* chw);
+
 // The JPEG (baseline, 4:2:0 chroma subsampling for RGB, none for grey) of `image` at `quality`
 // in [1, 100]. Throws RuntimeError with libjpeg-turbo's message.
 std::vector<uint8_t> encode_jpeg(const Image8& image, int quality);

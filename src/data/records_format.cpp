@@ -96,12 +96,7 @@ std::vector<uint8_t> encode_sample_payload(const Shape& chw, const uint8_t* pixe
       chw[2] > kMaxSide)
     throw RuntimeError("records: cannot encode a sample of shape " + chw.str() + " (needs (C,H,W), each 1..65535)");
   if (encoding == PayloadEncoding::raw) return make_payload(encoding, label, chw, pixels, static_cast<size_t>(chw.numel()));
-  Image8 hwc{static_cast<int>(chw[2]), static_cast<int>(chw[1]), static_cast<int>(chw[0]), {}};
-  hwc.pixels.resize(static_cast<size_t>(chw.numel()));
-  const int64_t plane = chw[1] * chw[2];
-  for (int64_t c = 0; c < chw[0]; ++c)
-    for (int64_t p = 0; p < plane; ++p) hwc.pixels[static_cast<size_t>(p * chw[0] + c)] = pixels[c * plane + p];
-  const std::vector<uint8_t> jpeg = encode_jpeg(hwc, jpeg_quality);
+  const std::vector<uint8_t> jpeg = encode_jpeg(image_from_planes(pixels, chw[0], chw[1], chw[2]), jpeg_quality);
   return make_payload(encoding, label, chw, jpeg.data(), jpeg.size());
 }
 
@@ -143,26 +138,16 @@ void decode_sample_payload(const uint8_t* payload, int64_t bytes, const Shape& e
   const PayloadInfo info = peek_sample_payload(payload, bytes, where);
   if (info.chw != expected)
     throw bad_payload(where, "sample shape " + info.chw.str() + " differs from the data set's " + expected.str());
-  *label = info.label;
-  const uint8_t* image = payload + kPayloadHeader;
   if (info.encoding == PayloadEncoding::raw) {
-    std::memcpy(pixels, image, static_cast<size_t>(expected.numel()));
+    *label = info.label;
+    std::memcpy(pixels, payload + kPayloadHeader, static_cast<size_t>(expected.numel()));
     return;
   }
-  // The JPEG's own size first: a damaged header must not make the decoder allocate for it.
-  const size_t jpeg_bytes = static_cast<size_t>(bytes - kPayloadHeader);
-  const JpegSize size = jpeg_size(image, jpeg_bytes, where);
-  if (size.height != expected[1] || size.width != expected[2])
-    throw bad_payload(where, "JPEG of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
-                                 " pixels, the sample header says " + std::to_string(expected[2]) + "x" +
-                                 std::to_string(expected[1]));
-  const Image8 hwc = decode_jpeg(image, jpeg_bytes, static_cast<int>(expected[0]), where);
+  const Image8 hwc = decode_payload_image(payload, bytes, static_cast<int>(expected[0]), label, where);
   if (hwc.height != expected[1] || hwc.width != expected[2] ||
       hwc.pixels.size() != static_cast<size_t>(expected.numel()))
     throw bad_payload(where, "JPEG decoded to another size than its header says");
-  const int64_t channels = expected[0], plane = expected[1] * expected[2];
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t p = 0; p < plane; ++p) pixels[c * plane + p] = hwc.pixels[static_cast<size_t>(p * channels + c)];
+  planes_from_pixels(hwc.pixels.data(), expected[0], expected[1], expected[2], pixels);
 }
 
 Image8 decode_payload_image(const uint8_t* payload, int64_t bytes, int channels, int32_t* label,
@@ -171,6 +156,7 @@ Image8 decode_payload_image(const uint8_t* payload, int64_t bytes, int channels,
   *label = info.label;
   const uint8_t* image = payload + kPayloadHeader;
   if (info.encoding == PayloadEncoding::jpeg) {
+    // The JPEG's own size first: a damaged header must not make the decoder allocate for it.
     const size_t jpeg_bytes = static_cast<size_t>(bytes - kPayloadHeader);
     const JpegSize size = jpeg_size(image, jpeg_bytes, where);
     if (size.height != info.chw[1] || size.width != info.chw[2])
@@ -182,12 +168,7 @@ Image8 decode_payload_image(const uint8_t* payload, int64_t bytes, int channels,
   if (info.chw[0] != channels)
     throw bad_payload(where, "raw image of " + std::to_string(info.chw[0]) + " channels, the model takes " +
                                  std::to_string(channels));
-  Image8 hwc{static_cast<int>(info.chw[2]), static_cast<int>(info.chw[1]), channels, {}};
-  hwc.pixels.resize(static_cast<size_t>(info.chw.numel()));
-  const int64_t plane = info.chw[1] * info.chw[2];
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t p = 0; p < plane; ++p) hwc.pixels[static_cast<size_t>(p * channels + c)] = image[c * plane + p];
-  return hwc;
+  return image_from_planes(image, channels, info.chw[1], info.chw[2]);
 }
 
 std::vector<uint8_t> encode_record_index(const std::vector<int64_t>& offsets) {
