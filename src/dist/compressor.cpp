@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/timer.h"
 #include "dist/half_compressor.h"
 #include "dist/powersgd_compressor.h"
 #include "dist/qsgd_compressor.h"
@@ -57,6 +58,30 @@ MatrixRows powersgd_rows(const WeightMatrix& m, int64_t begin, int64_t end, int6
 void Compressor::restore_checkpoint_state(const std::vector<Bucket>& /*buckets*/, const std::vector<float>& state) {
   TS_CHECK(state.empty(), std::string("checkpoint: compressor ") + compression_kind_name(kind()) + " keeps no state, and the "
                               "checkpoint holds " + std::to_string(state.size()) + " values for it");
+}
+
+void GatheredCompressor::exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent,
+                                  CompressionCost& cost) {
+  const int64_t n = slot.count, bytes = wire_bytes(n);
+  const size_t world = static_cast<size_t>(comm.size());
+  wire_.resize(static_cast<size_t>(bytes));
+  all_.resize(static_cast<size_t>(bytes) * world);
+  const double t0 = now_seconds();
+  encode(data, slot, wire_.data());
+  if (sent) {
+    std::fill(sent, sent + n, 0.0f);
+    decode_add(wire_.data(), n, sent);
+  }
+  const double t1 = now_seconds();
+  comm.allgather_bytes(wire_.data(), bytes, all_.data());
+  const double t2 = now_seconds();
+  std::fill(data, data + n, 0.0f);
+  for (size_t r = 0; r < world; ++r) decode_add(all_.data() + r * static_cast<size_t>(bytes), n, data);
+  const float inv = 1.0f / static_cast<float>(world);
+  for (int64_t i = 0; i < n; ++i) data[i] *= inv;
+  cost.compress_s += t1 - t0;
+  cost.decompress_s += now_seconds() - t2;
+  cost.wire_bytes += bytes;
 }
 
 std::unique_ptr<Compressor> make_compressor(const CompressionOptions& options, AllreduceAlgorithm algorithm, int rank) {

@@ -48,6 +48,24 @@ class Compressor {
   virtual void restore_checkpoint_state(const std::vector<Bucket>& buckets, const std::vector<float>& state);
 };
 
+// The all-gathered compressors (qsgd, topk): each rank encodes its bucket into a buffer of the
+// same size on every rank, the buffers are all-gathered, and every rank decodes and sums them in
+// rank order, then scales by 1/N (the same bits everywhere).
+class GatheredCompressor : public Compressor {
+ public:
+  void exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent, CompressionCost& cost) final;
+
+ protected:
+  // Bytes of one rank's encoded bucket of `count` elements.
+  virtual int64_t wire_bytes(int64_t count) const = 0;
+  virtual void encode(const float* src, const BucketSlot& slot, uint8_t* wire) const = 0;
+  // dst[0, count) += what `wire` decodes to.
+  virtual void decode_add(const uint8_t* wire, int64_t count, float* dst) const = 0;
+
+ private:
+  std::vector<uint8_t> wire_, all_;  // reused: the timed loop does not allocate after the first step
+};
+
 // The compressor of `options` (kind != none). `algorithm` sums PowerSGD's P and Q and its
 // uncompressed parameters; `rank` seeds qsgd's stochastic rounding per rank.
 std::unique_ptr<Compressor> make_compressor(const CompressionOptions& options, AllreduceAlgorithm algorithm, int rank);

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "core/timer.h"
 
 namespace ts {
 namespace {
@@ -75,32 +74,6 @@ void qsgd_decode_add(const uint8_t* wire, int64_t count, int bits, int64_t group
       dst[i] += (code & sign_bit) ? -magnitude : magnitude;
     }
   }
-}
-
-void QsgdCompressor::exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent,
-                              CompressionCost& cost) {
-  const int64_t n = slot.count, bytes = qsgd_wire_bytes(n, bits_, group_);
-  const size_t world = static_cast<size_t>(comm.size());
-  wire_.resize(static_cast<size_t>(bytes));
-  all_.resize(static_cast<size_t>(bytes) * world);
-  const double t0 = now_seconds();
-  // One stream per (seed, rank, step, bucket): a run repeats exactly, and ranks draw independently.
-  Rng rng(seed_mix(seed_, static_cast<uint64_t>(rank_), seed_mix(static_cast<uint64_t>(slot.step), slot.index)));
-  qsgd_encode(data, n, bits_, group_, rng, wire_.data());
-  if (sent) {
-    std::fill(sent, sent + n, 0.0f);
-    qsgd_decode_add(wire_.data(), n, bits_, group_, sent);
-  }
-  const double t1 = now_seconds();
-  comm.allgather_bytes(wire_.data(), bytes, all_.data());
-  const double t2 = now_seconds();
-  std::fill(data, data + n, 0.0f);
-  for (size_t r = 0; r < world; ++r) qsgd_decode_add(all_.data() + r * static_cast<size_t>(bytes), n, bits_, group_, data);
-  const float inv = 1.0f / static_cast<float>(world);
-  for (int64_t i = 0; i < n; ++i) data[i] *= inv;
-  cost.compress_s += t1 - t0;
-  cost.decompress_s += now_seconds() - t2;
-  cost.wire_bytes += bytes;
 }
 
 }  // namespace ts

@@ -7,8 +7,6 @@
 // Every rank decodes every rank's buffer and sums them in rank order (same bits everywhere).
 #pragma once
 
-#include <vector>
-
 #include "core/rng.h"
 #include "dist/compressor.h"
 
@@ -21,18 +19,26 @@ void qsgd_encode(const float* src, int64_t count, int bits, int64_t group, Rng& 
 // dst[i] += the decoded value of element i.
 void qsgd_decode_add(const uint8_t* wire, int64_t count, int bits, int64_t group, float* dst);
 
-class QsgdCompressor : public Compressor {
+class QsgdCompressor : public GatheredCompressor {
  public:
   QsgdCompressor(int bits, int64_t group, uint64_t seed, int rank) : bits_(bits), group_(group), seed_(seed), rank_(rank) {}
   CompressionKind kind() const override { return CompressionKind::qsgd; }
-  void exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent, CompressionCost& cost) override;
 
  private:
+  int64_t wire_bytes(int64_t count) const override { return qsgd_wire_bytes(count, bits_, group_); }
+  // One stream per (seed, rank, step, bucket): a run repeats exactly, and ranks draw independently.
+  void encode(const float* src, const BucketSlot& slot, uint8_t* wire) const override {
+    Rng rng(seed_mix(seed_, static_cast<uint64_t>(rank_), seed_mix(static_cast<uint64_t>(slot.step), slot.index)));
+    qsgd_encode(src, slot.count, bits_, group_, rng, wire);
+  }
+  void decode_add(const uint8_t* wire, int64_t count, float* dst) const override {
+    qsgd_decode_add(wire, count, bits_, group_, dst);
+  }
+
   int bits_;
   int64_t group_;
   uint64_t seed_;
   int rank_;
-  std::vector<uint8_t> wire_, all_;
 };
 
 }  // namespace ts

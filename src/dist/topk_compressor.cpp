@@ -8,7 +8,6 @@
 #include <limits>
 
 #include "core/error.h"
-#include "core/timer.h"
 
 namespace ts {
 namespace {
@@ -60,30 +59,6 @@ void topk_decode_add(const uint8_t* wire, int64_t k, float* dst) {
     std::memcpy(&value, wire + j * kPairBytes + sizeof index, sizeof value);
     dst[index] += value;
   }
-}
-
-void TopkCompressor::exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent,
-                              CompressionCost& cost) {
-  const int64_t n = slot.count, k = topk_count(n, ratio_), bytes = k * kPairBytes;
-  const size_t world = static_cast<size_t>(comm.size());
-  wire_.resize(static_cast<size_t>(bytes));
-  all_.resize(static_cast<size_t>(bytes) * world);
-  const double t0 = now_seconds();
-  topk_encode(data, n, k, wire_.data());
-  if (sent) {
-    std::fill(sent, sent + n, 0.0f);
-    topk_decode_add(wire_.data(), k, sent);
-  }
-  const double t1 = now_seconds();
-  comm.allgather_bytes(wire_.data(), bytes, all_.data());
-  const double t2 = now_seconds();
-  std::fill(data, data + n, 0.0f);
-  for (size_t r = 0; r < world; ++r) topk_decode_add(all_.data() + r * static_cast<size_t>(bytes), k, data);
-  const float inv = 1.0f / static_cast<float>(world);
-  for (int64_t i = 0; i < n; ++i) data[i] *= inv;
-  cost.compress_s += t1 - t0;
-  cost.decompress_s += now_seconds() - t2;
-  cost.wire_bytes += bytes;
 }
 
 }  // namespace ts

@@ -7,8 +7,6 @@
 // step). Wire per rank: 8 k bytes.
 #pragma once
 
-#include <vector>
-
 #include "dist/compressor.h"
 
 namespace ts {
@@ -20,15 +18,21 @@ void topk_encode(const float* src, int64_t count, int64_t k, uint8_t* wire);
 // dst[index] += value for each of the k pairs.
 void topk_decode_add(const uint8_t* wire, int64_t k, float* dst);
 
-class TopkCompressor : public Compressor {
+class TopkCompressor : public GatheredCompressor {
  public:
   explicit TopkCompressor(double ratio) : ratio_(ratio) {}
   CompressionKind kind() const override { return CompressionKind::topk; }
-  void exchange(Communicator& comm, const BucketSlot& slot, float* data, float* sent, CompressionCost& cost) override;
 
  private:
+  int64_t wire_bytes(int64_t count) const override { return 8 * topk_count(count, ratio_); }
+  void encode(const float* src, const BucketSlot& slot, uint8_t* wire) const override {
+    topk_encode(src, slot.count, topk_count(slot.count, ratio_), wire);
+  }
+  void decode_add(const uint8_t* wire, int64_t count, float* dst) const override {
+    topk_decode_add(wire, topk_count(count, ratio_), dst);
+  }
+
   double ratio_;
-  std::vector<uint8_t> wire_, all_;
 };
 
 }  // namespace ts
