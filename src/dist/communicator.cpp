@@ -42,6 +42,13 @@ void check_mpi(int rc, const char* call, const char* file, int line) {
 
 namespace {
 constexpr int64_t kMaxChunk = kMpiMaxCount;
+
+// In-place MPI_Allreduce of `count` elements of `type` with `op`, in pieces below MPI's int counts.
+template <class T>
+void allreduce_in_chunks(T* data, int64_t count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  for (int64_t off = 0; off < count; off += kMaxChunk)
+    TS_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, static_cast<int>(std::min(kMaxChunk, count - off)), type, op, comm));
+}
 }  // namespace
 
 MpiSession::MpiSession(int* argc, char*** argv) {
@@ -108,18 +115,12 @@ std::string Communicator::host() const {
 
 void Communicator::allreduce_sum(float* data, int64_t count) {
   ExchangeGuard guard(impl_->watchdog.get(), "MPI_Allreduce (float sum)");
-  for (int64_t off = 0; off < count; off += kMaxChunk) {
-    int n = static_cast<int>(std::min(kMaxChunk, count - off));
-    TS_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, n, MPI_FLOAT, MPI_SUM, impl_->comm));
-  }
+  allreduce_in_chunks(data, count, MPI_FLOAT, MPI_SUM, impl_->comm);
 }
 
 void Communicator::allreduce_sum(double* data, int64_t count) {
   ExchangeGuard guard(impl_->watchdog.get(), "MPI_Allreduce (double sum)");
-  for (int64_t off = 0; off < count; off += kMaxChunk) {
-    int n = static_cast<int>(std::min(kMaxChunk, count - off));
-    TS_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, n, MPI_DOUBLE, MPI_SUM, impl_->comm));
-  }
+  allreduce_in_chunks(data, count, MPI_DOUBLE, MPI_SUM, impl_->comm);
 }
 
 namespace {
@@ -132,18 +133,16 @@ void sum_halves(void* in, void* inout, int* len, MPI_Datatype* /*uint16*/) {
   for (int i = 0; i < *len; ++i) b[i] = Encode(Decode(a[i]) + Decode(b[i]));
 }
 
+MPI_Op create_op(MPI_User_function* function) {
+  MPI_Op op = MPI_OP_NULL;
+  TS_MPI(MPI_Op_create(function, 1, &op));
+  return op;
+}
+
 // Created once per process (after MPI_Init, on first use); freed by MPI_Finalize.
 MPI_Op half_sum_op(HalfFormat format) {
-  static const MPI_Op fp16_op = [] {
-    MPI_Op op = MPI_OP_NULL;
-    TS_MPI(MPI_Op_create(&sum_halves<fp16_from_float, float_from_fp16>, 1, &op));
-    return op;
-  }();
-  static const MPI_Op bf16_op = [] {
-    MPI_Op op = MPI_OP_NULL;
-    TS_MPI(MPI_Op_create(&sum_halves<bf16_from_float, float_from_bf16>, 1, &op));
-    return op;
-  }();
+  static const MPI_Op fp16_op = create_op(&sum_halves<fp16_from_float, float_from_fp16>);
+  static const MPI_Op bf16_op = create_op(&sum_halves<bf16_from_float, float_from_bf16>);
   return format == HalfFormat::fp16 ? fp16_op : bf16_op;
 }
 
@@ -152,10 +151,7 @@ MPI_Op half_sum_op(HalfFormat format) {
 void Communicator::allreduce_sum_half(uint16_t* data, int64_t count, HalfFormat format) {
   const MPI_Op op = half_sum_op(format);
   ExchangeGuard guard(impl_->watchdog.get(), "MPI_Allreduce (16-bit float sum)");
-  for (int64_t off = 0; off < count; off += kMaxChunk) {
-    int n = static_cast<int>(std::min(kMaxChunk, count - off));
-    TS_MPI(MPI_Allreduce(MPI_IN_PLACE, data + off, n, MPI_UINT16_T, op, impl_->comm));
-  }
+  allreduce_in_chunks(data, count, MPI_UINT16_T, op, impl_->comm);
 }
 
 void Communicator::allgather_bytes(const void* local, int64_t bytes, void* all) {
