@@ -18,13 +18,11 @@ ExchangeOptions link_options(ExchangeOptions options) {
 
 DeviceSumExchange::DeviceSumExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options,
                                      SumGroups groups, const MakeGroupSum& make_sum)
-    : comm_(comm),
-      arenas_(arenas),
-      plan_(BucketPlan::tile(arenas.param_count, options.bucket_elements)),
+    : LinkedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements), link_options(options),
+                     true),
       groups_(std::move(groups)),
       members_(groups_.is_summer(comm.rank()) ? groups_.members_of(comm.rank()) : std::vector<int>{}),
       summers_(comm.split(groups_.is_summer(comm.rank()) ? 0 : 1)),
-      link_(make_arena_link(arenas, link_options(options), plan_.buckets.size())),
       verdict_(0),
       pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
                 [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
@@ -38,14 +36,8 @@ DeviceSumExchange::DeviceSumExchange(Communicator& comm, ModelArenas arenas, con
     sum_ = make_sum(*summers_, members_.size(), plan_.largest());
 }
 
-void DeviceSumExchange::broadcast_model() {
-  link_->broadcast_model(comm_, arenas_);
-}
-
 void DeviceSumExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
-  local_loss_ = std::move(local_loss);
-  update_ = std::move(update);
-  times_ = ExchangeTimes{};
+  start_step(std::move(local_loss), std::move(update));
   pipeline_.begin_step();
 }
 

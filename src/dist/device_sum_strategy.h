@@ -15,11 +15,9 @@
 #include <memory>
 #include <vector>
 
-#include "dist/arena_link.h"
 #include "dist/bucket_pipeline.h"
-#include "dist/bucket_plan.h"
-#include "dist/exchange_strategy.h"
 #include "dist/group_sum.h"
+#include "dist/linked_exchange.h"
 
 namespace ts {
 
@@ -27,7 +25,7 @@ namespace ts {
 // `capacity` floats (CUDA builds: dist/cuda/cuda_group_sum.cpp; tests: make_host_group_sum).
 using MakeGroupSum = std::function<std::unique_ptr<GroupSum>(Communicator& summers, size_t members, int64_t capacity)>;
 
-class DeviceSumExchange : public ExchangeStrategy {
+class DeviceSumExchange : public LinkedExchange {
  public:
   // Collective over `comm` (splits off the summers' communicator). `groups` as sum_groups_of
   // gives them; `make_sum` runs on the summers only.
@@ -37,31 +35,22 @@ class DeviceSumExchange : public ExchangeStrategy {
   const char* name() const override { return "sync"; }
   ArenaTransport transport() const override { return ArenaTransport::device_sum; }
   bool times_ps_phases() const override { return false; }
-  void broadcast_model() override;
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override { pipeline_.gradients_ready(offset, count); }
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
-  const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
 
  private:
   void reduce_bucket(size_t index);  // the communication thread's job (or inline)
   void sum_as_summer(int64_t offset, int64_t count);
   void exchange_verdict();
 
-  Communicator& comm_;
-  const ModelArenas arenas_;
-  const BucketPlan plan_;
   const SumGroups groups_;
   const std::vector<int> members_;       // a summer's host ranks (empty elsewhere)
   std::unique_ptr<Communicator> summers_;  // the summers' communicator (the others' on a host rank)
-  std::unique_ptr<ArenaLink> link_;
   std::unique_ptr<GroupSum> sum_;        // summers only
   VerdictStaging verdict_;               // [loss, non-finite] only
   BucketPipeline pipeline_;
-  LocalLoss local_loss_{0.0f};
-  RangeUpdate update_;
-  ExchangeTimes times_;
 };
 
 }  // namespace ts

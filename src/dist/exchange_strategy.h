@@ -15,9 +15,9 @@
 //   async_ps    (dist/async_ps_worker.h) workers push gradients to parameter servers on ranks of
 //               their own and pull fresh weights, within a staleness bound; the servers run
 //               train/ps_server_loop.h, outside this protocol.
-// The pieces they share are composed, not inherited: the bucket plan and the staged tail that
-// carries the loss (dist/bucket_plan.h), the bucket pipeline with its communication thread
-// (dist/bucket_pipeline.h). A new strategy (asynchronous, compressed, heterogeneous) is one more
+// The pieces they share are composed: the bucket plan and the staged tail that carries the loss
+// (dist/bucket_plan.h), the bucket pipeline with its communication thread (dist/bucket_pipeline.h);
+// those that reach the arenas through an ArenaLink derive from dist/linked_exchange.h. A new strategy (asynchronous, compressed, heterogeneous) is one more
 // implementation of ExchangeStrategy in a file of its own plus a line in the factory. What only
 // some strategies do is a capability interface of its own, which they inherit as well and the
 // trainer asks for once at set-up: dist/remote_model.h, dist/message_boundary.h (async_ps),

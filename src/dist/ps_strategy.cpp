@@ -20,24 +20,15 @@ BucketPlan ps_plan(int64_t param_count, int64_t bucket_elements, int world) {
 }  // namespace
 
 ParameterServerExchange::ParameterServerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
-    : comm_(comm),
-      arenas_(arenas),
-      plan_(ps_plan(arenas.param_count, options.bucket_elements, comm.size())),
-      link_(make_arena_link(arenas, options, plan_.buckets.size())),
+    : LinkedExchange(comm, arenas, ps_plan(arenas.param_count, options.bucket_elements, comm.size()), options, true),
       staging_(plan_.tail()),
       pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
                 [this](size_t i) { gather_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
   if (comm.rank() == 0) gathered_.resize(static_cast<size_t>((plan_.largest() + kExtras) * comm.size()));
 }
 
-void ParameterServerExchange::broadcast_model() {
-  link_->broadcast_model(comm_, arenas_);
-}
-
 void ParameterServerExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
-  local_loss_ = std::move(local_loss);
-  update_ = std::move(update);
-  times_ = ExchangeTimes{};
+  start_step(std::move(local_loss), std::move(update));
   pipeline_.begin_step();
 }
 

@@ -9,43 +9,31 @@
 #include <memory>
 #include <vector>
 
-#include "dist/arena_link.h"
 #include "dist/bucket_pipeline.h"
-#include "dist/bucket_plan.h"
-#include "dist/exchange_strategy.h"
+#include "dist/linked_exchange.h"
 #include "dist/scratch_memory.h"
 
 namespace ts {
 
-class ParameterServerExchange : public ExchangeStrategy {
+class ParameterServerExchange : public LinkedExchange {
  public:
   ParameterServerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "ps"; }
-  ArenaTransport transport() const override { return link_->transport(); }
   bool times_ps_phases() const override { return true; }
-  void broadcast_model() override;
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override;
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
-  const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
   bool replicas_identical() const override { return true; }
 
  private:
   void gather_bucket(size_t index);  // the communication thread's job (or inline)
   void broadcast_weights();
 
-  Communicator& comm_;
-  const ModelArenas arenas_;
-  const BucketPlan plan_;
-  std::unique_ptr<ArenaLink> link_;
   VerdictStaging staging_;       // the tail bucket + [loss, non-finite]
   ScratchFloats gathered_;       // rank 0: world x (largest bucket + extras)
   BucketPipeline pipeline_;
-  LocalLoss local_loss_{0.0f};
-  RangeUpdate update_;
-  ExchangeTimes times_;
 };
 
 }  // namespace ts

@@ -9,11 +9,8 @@
 namespace ts {
 
 SyncExchange::SyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
-    : comm_(comm),
-      arenas_(arenas),
+    : LinkedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements), options, true),
       algorithm_(options.algorithm),
-      plan_(BucketPlan::tile(arenas.param_count, options.bucket_elements)),
-      link_(make_arena_link(arenas, options, plan_.buckets.size())),
       staging_(plan_.tail()),
       pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
                 [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
@@ -26,14 +23,8 @@ SyncExchange::SyncExchange(Communicator& comm, ModelArenas arenas, const Exchang
   warmup_steps_ = compression.warmup_steps;
 }
 
-void SyncExchange::broadcast_model() {
-  link_->broadcast_model(comm_, arenas_);
-}
-
 void SyncExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
-  local_loss_ = std::move(local_loss);
-  update_ = std::move(update);
-  times_ = ExchangeTimes{};
+  start_step(std::move(local_loss), std::move(update));
   ++step_;
   pipeline_.begin_step();
 }

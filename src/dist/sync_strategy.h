@@ -10,30 +10,25 @@
 
 #include <memory>
 
-#include "dist/arena_link.h"
 #include "dist/bucket_pipeline.h"
-#include "dist/bucket_plan.h"
 #include "dist/compressor.h"
 #include "dist/error_feedback.h"
-#include "dist/exchange_strategy.h"
+#include "dist/linked_exchange.h"
 
 namespace ts {
 
-class SyncExchange : public ExchangeStrategy {
+class SyncExchange : public LinkedExchange {
  public:
   SyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "sync"; }
-  ArenaTransport transport() const override { return link_->transport(); }
   bool times_ps_phases() const override { return false; }
   bool records_compression() const override { return compressor_ != nullptr; }
-  void broadcast_model() override;
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   void gradients_ready(int64_t offset, int64_t count) override;
   StepVerdict finish_step(bool average_weights) override;
   bool combines_losses() const override { return comm_.size() > 1; }
   void average_state() override;
-  const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
   bool replicas_identical() const override { return true; }
   // With compression: this rank's error-feedback memory (param_count floats, when on), then the
   // compressor's state (PowerSGD's warm-start Q). The step count comes back with it, so the
@@ -45,17 +40,9 @@ class SyncExchange : public ExchangeStrategy {
   void reduce_bucket(size_t index);  // the communication thread's job (or inline)
   void compress_bucket(size_t index);
 
-  Communicator& comm_;
-  const ModelArenas arenas_;
   const AllreduceAlgorithm algorithm_;
-  const BucketPlan plan_;
-  std::unique_ptr<ArenaLink> link_;
   VerdictStaging staging_;  // the tail bucket + [loss, non-finite]
   BucketPipeline pipeline_;
-  // Per step (the communication thread touches them only while it owns a posted bucket).
-  LocalLoss local_loss_{0.0f};
-  RangeUpdate update_;
-  ExchangeTimes times_;
   // Compression (null / empty without it).
   std::unique_ptr<Compressor> compressor_;
   std::unique_ptr<ErrorFeedback> feedback_;

@@ -8,23 +8,11 @@
 
 namespace ts {
 
+// The weights are averaged in the buckets of sync's plan.
 WeightAveragingExchange::WeightAveragingExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
-    : comm_(comm),
-      arenas_(arenas),
+    : LinkedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements), options, false),
       algorithm_(options.algorithm),
-      plan_(BucketPlan::tile(arenas.param_count, options.bucket_elements)),
-      link_(make_arena_link(arenas, options, 0)),
       staging_(plan_.tail() + arenas.state_count) {}
-
-void WeightAveragingExchange::broadcast_model() {
-  link_->broadcast_model(comm_, arenas_);
-}
-
-void WeightAveragingExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
-  local_loss_ = std::move(local_loss);
-  update_ = std::move(update);
-  times_ = ExchangeTimes{};
-}
 
 // Parameters, state and the loss/flag averaged (summed) over ranks, blocking. Device arenas:
 // after this step's update on the compute stream, which waits for the averages in turn.
