@@ -3,7 +3,6 @@
 #include "dist/allreduce.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "core/error.h"
 #include "dist/mpi_comm.h"
@@ -167,27 +166,20 @@ void butterfly_segment(Communicator& comm, float* data, int count) {
 // Parameter server: rank 0 gathers every rank's segment (n * count floats of scratch on rank
 // 0), sums them in rank order and broadcasts the sum.
 void ps_segment(Communicator& comm, float* data, int count, PsTimings& t) {
-  const int n = comm.size(), r = comm.rank();
+  const bool root = comm.rank() == 0;
   const MPI_Comm mc = mpi_comm(comm);
-  double t0 = now_s();
-  if (r == 0) {
-    // MPI_IN_PLACE: rank 0's own block (slot 0 of the receive buffer) is not transferred.
-    float* all = scratch_of(comm, static_cast<int64_t>(count) * n);
-    TS_MPI(MPI_Gather(MPI_IN_PLACE, count, MPI_FLOAT, all, count, MPI_FLOAT, 0, mc));
-    double t1 = now_s();
-    for (int q = 1; q < n; ++q) add_into(data, all + static_cast<int64_t>(q) * count, count);
-    double t2 = now_s();
-    t.gather_s += t1 - t0;
-    t.average_s += t2 - t1;
-    t0 = t2;
-  } else {
-    TS_MPI(MPI_Gather(data, count, MPI_FLOAT, nullptr, count, MPI_FLOAT, 0, mc));
-    double t1 = now_s();
-    t.gather_s += t1 - t0;
-    t0 = t1;
-  }
+  const double t0 = now_s();
+  // MPI_IN_PLACE: rank 0's own block (slot 0 of the receive buffer) is not transferred.
+  float* all = root ? scratch_of(comm, static_cast<int64_t>(count) * comm.size()) : nullptr;
+  TS_MPI(MPI_Gather(root ? MPI_IN_PLACE : data, count, MPI_FLOAT, all, count, MPI_FLOAT, 0, mc));
+  const double t1 = now_s();
+  if (root)
+    for (int q = 1; q < comm.size(); ++q) add_into(data, all + static_cast<int64_t>(q) * count, count);
+  const double t2 = now_s();
+  t.gather_s += t1 - t0;
+  if (root) t.average_s += t2 - t1;
   TS_MPI(MPI_Bcast(data, count, MPI_FLOAT, 0, mc));
-  t.broadcast_s += now_s() - t0;
+  t.broadcast_s += now_s() - t2;
 }
 
 }  // namespace
