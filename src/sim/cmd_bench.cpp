@@ -124,9 +124,8 @@ int command_bench(const std::vector<std::string>& args) {
     throw ConfigError("--cluster CLUSTER.yaml and --workers N are required (see trainscale-sim bench allreduce --help)");
   const int workers = vm["workers"].as<int>();
   if (workers < 1) throw ConfigError("--workers " + std::to_string(workers) + ": at least 1");
-  const std::vector<std::string> sets = vm.count("cluster-set") ? vm["cluster-set"].as<std::vector<std::string>>()
-                                                                 : std::vector<std::string>{};
-  const perf::ClusterSpec cluster = perf::load_cluster_file(vm["cluster"].as<std::string>(), sets);
+  const perf::ClusterSpec cluster =
+      perf::load_cluster_file(vm["cluster"].as<std::string>(), option_strings(vm, "cluster-set"));
   std::vector<AllreduceAlgorithm> algorithms;
   for (const std::string& name : split(vm["algorithms"].as<std::string>(), ','))
     if (!name.empty()) algorithms.push_back(parse_allreduce_algorithm(name));
@@ -140,8 +139,7 @@ int command_bench(const std::vector<std::string>& args) {
   RunConfig run;  // only mpi_flavor: any matters here
   const MpiSelection mpi = select_mpi(run, cluster, vm.count("coll-selector") ? vm["coll-selector"].as<std::string>() : "");
   SimulationSettings settings{vm["network-model"].as<std::string>(), mpi.coll_selector, mpi.allreduce, mpi.extra};
-  if (vm.count("cfg"))
-    for (const std::string& line : vm["cfg"].as<std::vector<std::string>>()) settings.extra.push_back(line);
+  for (const std::string& line : option_strings(vm, "cfg")) settings.extra.push_back(line);
   set_simulated_memory_bandwidth(cluster.gamma_s_per_byte() > 0 ? 3.0 / cluster.gamma_s_per_byte() : 0.0);
   Simulation simulation(settings);
   const Platform platform = build_platform(cluster, placement);

@@ -69,11 +69,7 @@ void simulate_run(const SimRunRequest& q, std::ostream& log) {
   const int64_t workers = q.cfg.run.workers;
   const Workload w = model_workload(q.cfg, q.cluster, workers, q.workers_per_node);
   const MpiSelection mpi = select_mpi(q.cfg.run, q.cluster, q.coll_selector);
-  SimulationSettings settings;
-  settings.network_model = q.network_model;
-  settings.coll_selector = mpi.coll_selector;
-  settings.allreduce = mpi.allreduce;
-  settings.extra = mpi.extra;
+  const SimulationSettings settings{q.network_model, mpi.coll_selector, mpi.allreduce, mpi.extra};
   set_simulated_memory_bandwidth(q.cluster.gamma_s_per_byte() > 0 ? 3.0 / q.cluster.gamma_s_per_byte() : 0.0);
 
   Simulation simulation(settings);
