@@ -1,32 +1,25 @@
 // Names and small helpers of the backend API (backend.h, tensor.h, device_buffer.h).
 #include "backend/backend.h"
 
-#include "core/error.h"
+#include "core/enum_names.h"
 
 namespace ts {
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-    case Precision::tf32: return "tf32";
-  }
-  return "unknown";
-}
+namespace {
 
-const char* algorithm_choice_name(AlgorithmChoice c) {
-  switch (c) {
-    case AlgorithmChoice::find: return "find";
-    case AlgorithmChoice::heuristic: return "heuristic";
-    case AlgorithmChoice::deterministic: return "deterministic";
-  }
-  return "unknown";
-}
+constexpr EnumName<Precision> kPrecisions[] = {
+    {Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}, {Precision::tf32, "tf32"}};
+constexpr EnumName<AlgorithmChoice> kAlgorithmChoices[] = {{AlgorithmChoice::find, "find"},
+                                                           {AlgorithmChoice::heuristic, "heuristic"},
+                                                           {AlgorithmChoice::deterministic, "deterministic"}};
+constexpr EnumName<DType> kDTypes[] = {
+    {DType::f32, "f32"}, {DType::bf16, "bf16"}, {DType::f16, "f16"}, {DType::i32, "i32"}, {DType::u8, "u8"}};
 
-std::vector<AlgorithmChoice> all_algorithm_choices() {
-  return {AlgorithmChoice::find, AlgorithmChoice::heuristic, AlgorithmChoice::deterministic};
-}
+}  // namespace
+
+const char* precision_name(Precision p) { return name_in(kPrecisions, p, "unknown"); }
+const char* algorithm_choice_name(AlgorithmChoice c) { return name_in(kAlgorithmChoices, c, "unknown"); }
+std::vector<AlgorithmChoice> all_algorithm_choices() { return values_in(kAlgorithmChoices); }
 
 const char* conv_api_name(ConvApi api) { return api == ConvApi::graph ? "graph" : "legacy"; }
 
@@ -34,16 +27,7 @@ std::vector<ConvApi> all_conv_apis() { return {ConvApi::legacy, ConvApi::graph};
 
 std::vector<std::string> known_backends() { return {"ref", "cpu", "cuda"}; }
 
-const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "f16";
-    case DType::i32: return "i32";
-    case DType::u8: return "u8";
-  }
-  return "unknown";
-}
+const char* dtype_name(DType dtype) { return name_in(kDTypes, dtype, "unknown"); }
 
 size_t dtype_bytes(DType dtype) {
   switch (dtype) {
