@@ -117,6 +117,7 @@ RunConfig typed_config(const KeyTexts& t) {
   auto f64 = [&](const char* k) { double v = 0; parse_double(t.at(k), v); return v; };
   auto flag = [&](const char* k) { return t.at(k) == "true"; };
   auto str = [&](const char* k) { return t.at(k); };
+  auto pick = [&](const auto& values, auto name, const char* k) { return enum_from_name(values, name, t.at(k), k); };
   RunConfig r;
   r.model = str("model");
   // Field by field, not by position: DatasetConfig grows with every format and storage.
@@ -140,10 +141,9 @@ RunConfig typed_config(const KeyTexts& t) {
   if (has("batch_per_worker")) r.batch_per_worker = i64("batch_per_worker");
   if (has("global_batch")) r.global_batch = i64("global_batch");
   r.lr = f64("lr");
-  r.lr_schedule = {enum_from_name(all_lr_schedule_kinds(), lr_schedule_kind_name, str("lr_schedule.kind"), "lr_schedule.kind"),
+  r.lr_schedule = {pick(all_lr_schedule_kinds(), lr_schedule_kind_name, "lr_schedule.kind"),
                    f64("lr_schedule.warmup_epochs"), f64("lr_schedule.step_epochs"), f64("lr_schedule.gamma"),
-                   f64("lr_schedule.final_lr_fraction"),
-                   enum_from_name(all_lr_scales(), lr_scale_name, str("lr_schedule.scale"), "lr_schedule.scale"),
+                   f64("lr_schedule.final_lr_fraction"), pick(all_lr_scales(), lr_scale_name, "lr_schedule.scale"),
                    i64("lr_schedule.base_batch")};
   r.momentum = f64("momentum");
   r.nesterov = flag("nesterov");
@@ -152,8 +152,8 @@ RunConfig typed_config(const KeyTexts& t) {
   if (has("epochs")) r.epochs = f64("epochs");
   if (has("steps")) r.steps = i64("steps");
   if (has("train_samples")) r.train_samples = i64("train_samples");
-  r.precision = enum_from_name(all_precisions(), precision_name, str("precision"), "precision");
-  r.loss_scale = {enum_from_name(all_loss_scale_modes(), loss_scale_mode_name, str("loss_scale.mode"), "loss_scale.mode"),
+  r.precision = pick(all_precisions(), precision_name, "precision");
+  r.loss_scale = {pick(all_loss_scale_modes(), loss_scale_mode_name, "loss_scale.mode"),
                   f64("loss_scale.init"), i64("loss_scale.growth_interval")};
   r.cuda_graphs = flag("cuda.graphs");
   if (has("flush_denormals")) r.flush_denormals = flag("flush_denormals");
@@ -161,18 +161,15 @@ RunConfig typed_config(const KeyTexts& t) {
   if (has("cuda.sync_phases")) r.cuda_sync_phases = flag("cuda.sync_phases");
   if (has("cuda.reduced_precision_reduction"))
     r.cuda_reduced_precision_reduction = flag("cuda.reduced_precision_reduction");
-  if (has("cuda.conv_api"))
-    r.cuda_conv_api = enum_from_name(all_conv_apis(), conv_api_name, str("cuda.conv_api"), "cuda.conv_api");
+  if (has("cuda.conv_api")) r.cuda_conv_api = pick(all_conv_apis(), conv_api_name, "cuda.conv_api");
   if (has("cuda.algorithms"))
-    r.cuda_algorithms = enum_from_name(all_algorithm_choices(), algorithm_choice_name, str("cuda.algorithms"),
-                                       "cuda.algorithms");
-  r.backend = enum_from_name(all_backend_kinds(), backend_kind_name, str("backend"), "backend");
+    r.cuda_algorithms = pick(all_algorithm_choices(), algorithm_choice_name, "cuda.algorithms");
+  r.backend = pick(all_backend_kinds(), backend_kind_name, "backend");
   r.threads = static_cast<int>(i64("threads"));
   r.workers = static_cast<int>(i64("workers"));
   r.dist = DistConfig{};
-  r.dist.strategy = enum_from_name(all_dist_strategies(), dist_strategy_name, str("dist.strategy"), "dist.strategy");
-  r.dist.allreduce =
-      enum_from_name(known_allreduce_algorithms(), allreduce_algorithm_name, str("dist.allreduce"), "dist.allreduce");
+  r.dist.strategy = pick(all_dist_strategies(), dist_strategy_name, "dist.strategy");
+  r.dist.allreduce = pick(known_allreduce_algorithms(), allreduce_algorithm_name, "dist.allreduce");
   r.dist.bucket_mb = f64("dist.bucket_mb");
   r.dist.overlap = flag("dist.overlap");
   r.dist.period = i64("dist.period");
@@ -182,22 +179,20 @@ RunConfig typed_config(const KeyTexts& t) {
   read_partition_config(t, r.dist);
   read_rank_config(t, r);  // after r.dist: it sets dist.ranks_differ
   CompressionOptions& c = r.dist.compression;
-  if (has("dist.compression"))
-    c.kind = enum_from_name(all_compression_kinds(), compression_kind_name, str("dist.compression"), "dist.compression");
+  if (has("dist.compression")) c.kind = pick(all_compression_kinds(), compression_kind_name, "dist.compression");
   if (has("dist.qsgd_bits")) c.qsgd_bits = static_cast<int>(i64("dist.qsgd_bits"));
   if (has("dist.qsgd_bucket")) c.qsgd_bucket = i64("dist.qsgd_bucket");
   if (has("dist.topk_ratio")) c.topk_ratio = f64("dist.topk_ratio");
   if (has("dist.powersgd_rank")) c.powersgd_rank = static_cast<int>(i64("dist.powersgd_rank"));
   if (has("dist.powersgd_warm_start")) c.powersgd_warm_start = flag("dist.powersgd_warm_start");
   if (has("dist.error_feedback"))
-    c.error_feedback = enum_from_name(all_error_feedback_modes(), error_feedback_mode_name, str("dist.error_feedback"),
-                                      "dist.error_feedback");
+    c.error_feedback = pick(all_error_feedback_modes(), error_feedback_mode_name, "dist.error_feedback");
   if (has("dist.compression_warmup_steps")) c.warmup_steps = i64("dist.compression_warmup_steps");
   if (has("dist.servers")) r.dist.servers = static_cast<int>(i64("dist.servers"));
   if (has("dist.staleness")) r.dist.staleness = i64("dist.staleness");
   if (has("dist.threads_per_worker")) r.dist.threads_per_worker = i64("dist.threads_per_worker");
-  r.gpu = enum_from_name(all_gpu_generations(), gpu_generation_name, str("gpu"), "gpu");
-  r.mpi_flavor = enum_from_name(all_mpi_flavors(), mpi_flavor_name, str("mpi_flavor"), "mpi_flavor");
+  r.gpu = pick(all_gpu_generations(), gpu_generation_name, "gpu");
+  r.mpi_flavor = pick(all_mpi_flavors(), mpi_flavor_name, "mpi_flavor");
   r.eval = {f64("eval.every_epochs"), f64("eval.target_accuracy"), i64("eval.batch")};
   if (has("checkpoint.every_steps")) r.checkpoint.every_steps = i64("checkpoint.every_steps");
   if (has("checkpoint.every_minutes")) r.checkpoint.every_minutes = f64("checkpoint.every_minutes");
@@ -205,7 +200,7 @@ RunConfig typed_config(const KeyTexts& t) {
   r.seed = static_cast<uint64_t>(i64("seed"));
   r.log_every = i64("log_every");
   if (has("diverge.loss_above_factor")) r.diverge_loss_above_factor = f64("diverge.loss_above_factor");
-  if (has("loss_reads")) r.loss_reads = enum_from_name(all_loss_reads(), loss_reads_name, str("loss_reads"), "loss_reads");
+  if (has("loss_reads")) r.loss_reads = pick(all_loss_reads(), loss_reads_name, "loss_reads");
   if (has("logging.mllog")) r.mllog_path = str("logging.mllog");
   if (has("metrics.au_threshold")) r.au_threshold = f64("metrics.au_threshold");
   return r;
