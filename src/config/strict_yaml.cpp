@@ -52,24 +52,12 @@ class StrictChecker : public YAML::EventHandler {
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    check_tag(mark, tag);
-    check_depth(mark);
-    begin_node(mark, std::nullopt);
-    Frame frame;
-    frame.is_map = false;
-    frame.anchor = anchor;
-    stack_.push_back(std::move(frame));
+    begin_collection(mark, tag, anchor, false);
   }
   void OnSequenceEnd() override { end_collection(); }
   void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    check_tag(mark, tag);
-    check_depth(mark);
-    begin_node(mark, std::nullopt);
-    Frame frame;
-    frame.is_map = true;
-    frame.anchor = anchor;
-    stack_.push_back(std::move(frame));
+    begin_collection(mark, tag, anchor, true);
   }
   void OnMapEnd() override { end_collection(); }
 
@@ -145,6 +133,16 @@ class StrictChecker : public YAML::EventHandler {
       anchor_scalars_[anchor] = text;
     }
     end_node(1);
+  }
+
+  void begin_collection(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor, bool is_map) {
+    check_tag(mark, tag);
+    check_depth(mark);
+    begin_node(mark, std::nullopt);
+    Frame frame;
+    frame.is_map = is_map;
+    frame.anchor = anchor;
+    stack_.push_back(std::move(frame));
   }
 
   void end_collection() {
