@@ -117,20 +117,23 @@ void CpuContext::run_reorder(const dnnl::reorder& r, const memory& from, const m
 }
 
 // ---- ports ------------------------------------------------------------------------------------
+// The form in which a tensor (`tensor`) meets a primitive that reads or writes it as `prim`:
+// `prim` itself, or, where the primitive sees other dims ((mb,c,h,w) as (mb,c*h*w)) and so is
+// plain, the plain form of the tensor's own dims in the primitive's type, whose bytes `prim`
+// shares; it is reordered from or into the tensor where it differs from the tensor's form.
+static memory::desc staged_form(const memory::desc& prim, const memory::desc& tensor, bool reading) {
+  if (tensor.dims() == prim.dims()) return prim;
+  TS_CHECK(is_plain(prim), "cpu backend: cannot " + (reading ? "read " + md_key(tensor) + " as " + md_key(prim)
+                                                             : "write " + md_key(prim) + " as " + md_key(tensor)));
+  return plain_md(tensor.dims(), prim.data_type());
+}
+
 void InPort::plan(CpuContext& ctx, const memory::desc& given, const memory::desc& want, bool weights) {
   given_ = given;
   want_ = want;
   weights_ = weights;
   last_data_ = nullptr;
-  // A primitive that reads the tensor with other dims ((mb,c,h,w) as (mb,c*h*w)) wants a plain
-  // layout: the tensor goes to the plain form of its own dims (in the wanted type), whose bytes
-  // the wanted dims share; nothing to do when it is in that form already.
-  staged_ = want;
-  if (given.dims() != want.dims()) {
-    TS_CHECK(is_plain(want) && reshaped(plain_md(given.dims(), want.data_type()), want.dims()) == want,
-             "cpu backend: cannot read " + md_key(given) + " as " + md_key(want));
-    staged_ = plain_md(given.dims(), want.data_type());
-  }
+  staged_ = staged_form(want, given, true);
   convert_ = given != staged_;
   if (!convert_) return;
   reorder_ = ctx.reorder_primitive(given, staged_);
@@ -156,14 +159,7 @@ void OutPort::plan(CpuContext& ctx, const memory::desc& produced, const memory::
   produced_ = produced;
   given_ = given;
   weights_ = weights;
-  // An output produced with other dims than the caller's tensor is plain: seen with the
-  // tensor's dims it is the plain form of those, which is reordered into the tensor if needed.
-  staged_ = produced;
-  if (produced.dims() != given.dims()) {
-    TS_CHECK(is_plain(produced) && reshaped(plain_md(given.dims(), produced.data_type()), produced.dims()) == produced,
-             "cpu backend: cannot write " + md_key(produced) + " as " + md_key(given));
-    staged_ = plain_md(given.dims(), produced.data_type());
-  }
+  staged_ = staged_form(produced, given, false);
   convert_ = staged_ != given;
   if (!convert_) return;
   reorder_ = ctx.reorder_primitive(staged_, given);
