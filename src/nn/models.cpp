@@ -133,10 +133,7 @@ void build_resnet20(Net& net, const ModelInput&, double) {
   for (int stage = 0; stage < 3; ++stage)
     for (int block = 0; block < 3; ++block) {
       const int64_t stride = stage > 0 && block == 0 ? 2 : 1;
-      std::string name = "s";
-      name += std::to_string(stage + 1);
-      name += 'b';
-      name += std::to_string(block + 1);
+      const std::string name = "s" + std::to_string(stage + 1) + "b" + std::to_string(block + 1);
       x = basic_block(net, x, name, widths[stage], stride);
     }
   x = add_layer<GlobalAvgPool>(net, x, "gap");

@@ -8,14 +8,8 @@ Conv2d::Conv2d(std::string name, Conv2dOptions options)
 
 Conv2d::Conv2d(std::string name, int64_t out_channels, int64_t kernel, int64_t stride,
                int64_t padding, bool bias, Init init)
-    : Layer(std::move(name)) {
-  options_.out_channels = out_channels;
-  options_.kh = options_.kw = kernel;
-  options_.sh = options_.sw = stride;
-  options_.ph = options_.pw = padding;
-  options_.bias = bias;
-  options_.init = init;
-}
+    : Conv2d(std::move(name), Conv2dOptions{.out_channels = out_channels, .kh = kernel, .kw = kernel, .sh = stride,
+                                            .sw = stride, .ph = padding, .pw = padding, .bias = bias, .init = init}) {}
 
 Shape Conv2d::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);

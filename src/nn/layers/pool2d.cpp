@@ -7,12 +7,8 @@ Pool2d::Pool2d(std::string name, Pool2dOptions options)
     : Layer(std::move(name)), options_(options) {}
 
 Pool2d::Pool2d(std::string name, PoolKind kind, int64_t kernel, int64_t stride, int64_t padding)
-    : Layer(std::move(name)) {
-  options_.kind = kind;
-  options_.kh = options_.kw = kernel;
-  options_.sh = options_.sw = stride > 0 ? stride : kernel;
-  options_.ph = options_.pw = padding;
-}
+    : Pool2d(std::move(name), Pool2dOptions{.kind = kind, .kh = kernel, .kw = kernel, .sh = stride > 0 ? stride : kernel,
+                                            .sw = stride > 0 ? stride : kernel, .ph = padding, .pw = padding}) {}
 
 Shape Pool2d::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);

@@ -30,12 +30,7 @@ int basic_conv(Net& net, int x, const std::string& name, int64_t out_channels, i
 }
 
 int pool(Net& net, int x, const std::string& name, PoolKind kind, int64_t stride, int64_t pad) {
-  Pool2dOptions o;
-  o.kind = kind;
-  o.kh = o.kw = 3;
-  o.sh = o.sw = stride;
-  o.ph = o.pw = pad;
-  return add_layer<Pool2d>(net, x, name, o);
+  return add_layer<Pool2d>(net, x, name, kind, 3, stride, pad);  // 3x3 window
 }
 
 int concat(Net& net, const std::string& name, std::vector<int> branches) {

@@ -51,12 +51,7 @@ void build_resnet50(Net& net, const ModelInput& in, double) {
   x = add_layer<Conv2d>(net, x, "conv1", conv_options(64, 7, 7, 2, 3, 3));
   x = add_layer<BatchNorm>(net, x, "bn1");
   x = add_layer<Relu>(net, x, "relu");
-  Pool2dOptions pool;
-  pool.kind = PoolKind::max;
-  pool.kh = pool.kw = 3;
-  pool.sh = pool.sw = 2;
-  pool.ph = pool.pw = 1;
-  x = add_layer<Pool2d>(net, x, "maxpool", pool);
+  x = add_layer<Pool2d>(net, x, "maxpool", PoolKind::max, 3, 2, 1);
   const int blocks[4] = {3, 4, 6, 3};
   const int64_t widths[4] = {64, 128, 256, 512};
   for (int stage = 0; stage < 4; ++stage)

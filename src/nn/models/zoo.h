@@ -32,16 +32,8 @@ int add_layer(Net& net, int src, Args&&... args) {
 // Conv2d options for a kh x kw kernel, stride s, padding (ph, pw), no bias (followed by BN).
 inline Conv2dOptions conv_options(int64_t out_channels, int64_t kh, int64_t kw, int64_t stride,
                                   int64_t ph, int64_t pw, Init init = Init::he) {
-  Conv2dOptions o;
-  o.out_channels = out_channels;
-  o.kh = kh;
-  o.kw = kw;
-  o.sh = o.sw = stride;
-  o.ph = ph;
-  o.pw = pw;
-  o.bias = false;
-  o.init = init;
-  return o;
+  return {.out_channels = out_channels, .kh = kh, .kw = kw, .sh = stride, .sw = stride, .ph = ph, .pw = pw,
+          .bias = false, .init = init};
 }
 
 }  // namespace ts::zoo
