@@ -1,10 +1,11 @@
-// Softmax cross-entropy loss layer (see softmax_cross_entropy.h).
-#include "nn/layers/softmax_cross_entropy.h"
+// The loss layers (see losses.h).
+#include "nn/layers/losses.h"
 
 #include "core/error.h"
 
 namespace ts {
 
+// ---- softmax cross-entropy ------------------------------------------------------------------
 Shape SoftmaxCrossEntropy::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);
   classes_ = src_shapes[0].numel();
@@ -41,6 +42,40 @@ LayerInfo SoftmaxCrossEntropy::info() const {
   LayerInfo row = Layer::info();
   row.descriptor = "softmax_xent:classes" + std::to_string(classes_);
   row.flops = 4 * classes_;
+  return row;
+}
+
+// ---- mean-squared error --------------------------------------------------------------------
+Shape MeanSquaredError::setup(const std::vector<Shape>& src_shapes) {
+  expect_inputs(src_shapes, 1);
+  outputs_ = src_shapes[0].numel();
+  return set_shapes(src_shapes, Shape{1});
+}
+
+TensorDesc MeanSquaredError::plan(Backend& backend, int64_t mb, const std::vector<TensorDesc>& srcs) {
+  plan_batch(mb);
+  op_ = backend.plan_mse(srcs[0]);
+  targets_ = backend.allocate(static_cast<size_t>(mb * outputs_) * sizeof(float));
+  return TensorDesc::plain(Shape{1});
+}
+
+// src (mb, outputs), targets (mb, outputs, host) -> mean loss into loss[0]
+void MeanSquaredError::forward_loss(Backend& backend, const Tensor& src, const int32_t*,
+                                    const float* targets, float* loss) {
+  if (!targets) fail("needs regression targets");
+  backend.copy_from_host(targets_.data(), targets, targets_.bytes());
+  op_->forward(src, targets_.f32(), loss);
+}
+
+// diff_src (mb, outputs) = 2 (src - target) / (mb * outputs)
+void MeanSquaredError::backward_loss(Backend&, const Tensor& src, const Tensor& diff_src) {
+  op_->backward(src, targets_.f32(), loss_scale_, diff_src);
+}
+
+LayerInfo MeanSquaredError::info() const {
+  LayerInfo row = Layer::info();
+  row.descriptor = "mse:n" + std::to_string(outputs_);
+  row.flops = 3 * outputs_;
   return row;
 }
 
