@@ -19,21 +19,30 @@ constexpr h5::DatasetOptions kCheckpointOptions{false, true};
   throw RuntimeError("checkpoint " + path + ": " + what);
 }
 
-// Every rank's vector `field` of equal length K, stacked into [R, K] rows.
+// Every rank's vector `field` of equal length K, stacked into the [R, K] dataset `name` of `group`;
+// `what` names them in the message when their lengths differ.
 template <typename T>
-std::vector<T> stack(const std::vector<RankCheckpoint>& ranks, const std::function<const std::vector<T>&(const RankCheckpoint&)>& field,
-                     const std::string& path, const char* name, int64_t& width) {
-  width = ranks.empty() ? 0 : static_cast<int64_t>(field(ranks.front()).size());
+void write_stacked(h5::Group& group, const char* name, const std::vector<RankCheckpoint>& ranks,
+                   std::vector<T> RankCheckpoint::*field, const std::string& path, const char* what) {
+  const int64_t width = static_cast<int64_t>((ranks.front().*field).size());
   std::vector<T> out;
   out.reserve(ranks.size() * static_cast<size_t>(width));
   for (const RankCheckpoint& r : ranks) {
-    const std::vector<T>& v = field(r);
+    const std::vector<T>& v = r.*field;
     if (static_cast<int64_t>(v.size()) != width)
-      damaged(path, std::string("not written: the ranks' ") + name + " differ in length (" + std::to_string(v.size()) +
+      damaged(path, std::string("not written: the ranks' ") + what + " differ in length (" + std::to_string(v.size()) +
                         " vs " + std::to_string(width) + ")");
     out.insert(out.end(), v.begin(), v.end());
   }
-  return out;
+  group.write(name, {static_cast<int64_t>(ranks.size()), width}, out.data());
+}
+
+// Every rank's scalar `field` as the [R] dataset `name` of `group`.
+template <typename T>
+void write_column(h5::Group& group, const char* name, const std::vector<RankCheckpoint>& ranks, T RankCheckpoint::*field) {
+  std::vector<T> out;
+  for (const RankCheckpoint& r : ranks) out.push_back(r.*field);
+  group.write(name, out);
 }
 
 // A SHA-256 hex digest as four 64-bit words (16 hex digits each, in order) and back: the
@@ -56,13 +65,6 @@ std::string digest_hex(const uint64_t* words) {
     hex += part;
   }
   return hex;
-}
-
-template <typename T>
-std::vector<T> column(const std::vector<RankCheckpoint>& ranks, const std::function<T(const RankCheckpoint&)>& field) {
-  std::vector<T> out;
-  for (const RankCheckpoint& r : ranks) out.push_back(field(r));
-  return out;
 }
 
 void write_root(h5::File& file, const Checkpoint& c) {
@@ -99,8 +101,6 @@ void write_rank_part_index(h5::Group& ranks, const Checkpoint& c, const std::str
 }
 
 void write_model_and_ranks(h5::File& file, const Checkpoint& c, const std::string& path) {
-  const int64_t R = static_cast<int64_t>(c.ranks.size());
-  int64_t width = 0;
   if (c.params_per_rank && !c.rank_parts) damaged(path, "not written: per-rank models need rank parts");
   if (!c.params_per_rank) {
     h5::Group model = file.create_group("model");
@@ -108,70 +108,55 @@ void write_model_and_ranks(h5::File& file, const Checkpoint& c, const std::strin
     model.write("velocity", c.velocity);
   }
   h5::Group ranks = file.create_group("ranks");
-  if (c.rank_parts) {
-    write_rank_part_index(ranks, c, path);
-  } else {
-    const auto strategy = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.strategy; }, path,
-                                       "strategy states", width);
-    ranks.write("strategy", {R, width}, strategy.data());
-  }
-  ranks.write("loader_position", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.loader_position; }));
-  const auto rng = stack<uint64_t>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.rng; }, path, "RNG states", width);
-  ranks.write("rng", {R, width}, rng.data());
-  const auto state = stack<float>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.state; }, path, "states", width);
-  ranks.write("state", {R, width}, state.data());
-  ranks.write("loss_scale", column<double>(c.ranks, [](const RankCheckpoint& r) { return r.loss_scale; }));
-  ranks.write("loss_scale_good_steps", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.loss_scale_good_steps; }));
-  ranks.write("skipped_steps", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.skipped_steps; }));
-  ranks.write("train_clock", column<double>(c.ranks, [](const RankCheckpoint& r) { return r.train_clock; }));
+  if (c.rank_parts) write_rank_part_index(ranks, c, path);
+  else write_stacked(ranks, "strategy", c.ranks, &RankCheckpoint::strategy, path, "strategy states");
+  write_column(ranks, "loader_position", c.ranks, &RankCheckpoint::loader_position);
+  write_stacked(ranks, "rng", c.ranks, &RankCheckpoint::rng, path, "RNG states");
+  write_stacked(ranks, "state", c.ranks, &RankCheckpoint::state, path, "states");
+  write_column(ranks, "loss_scale", c.ranks, &RankCheckpoint::loss_scale);
+  write_column(ranks, "loss_scale_good_steps", c.ranks, &RankCheckpoint::loss_scale_good_steps);
+  write_column(ranks, "skipped_steps", c.ranks, &RankCheckpoint::skipped_steps);
+  write_column(ranks, "train_clock", c.ranks, &RankCheckpoint::train_clock);
   if (!c.ranks.front().share_changes.empty()) {  // heterogeneous workers
-    const auto changes = stack<int64_t>(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.share_changes; }, path,
-                                        "share changes", width);
-    ranks.write("share_changes", {R, width}, changes.data());
-    ranks.write("share_window_seconds", column<double>(c.ranks, [](const RankCheckpoint& r) { return r.share_window_seconds; }));
-    ranks.write("share_window_samples", column<int64_t>(c.ranks, [](const RankCheckpoint& r) { return r.share_window_samples; }));
+    write_stacked(ranks, "share_changes", c.ranks, &RankCheckpoint::share_changes, path, "share changes");
+    write_column(ranks, "share_window_seconds", c.ranks, &RankCheckpoint::share_window_seconds);
+    write_column(ranks, "share_window_samples", c.ranks, &RankCheckpoint::share_window_samples);
   }
 }
 
-// [R][S] per rank -> [S, R] (the run file's layout), checking every rank has S values.
-std::vector<float> step_major(const std::vector<RankCheckpoint>& ranks, const std::function<const std::vector<float>&(const RankCheckpoint&)>& field,
-                              size_t S, const std::string& path, const std::string& name) {
-  const size_t R = ranks.size();
+// Each rank's [S] series (`field` of a rank: its loss, or a named series of its map; null when
+// it lacks it) as the [S, R] dataset `name` of `group` (the run file's layout), checking every
+// rank has S values.
+void write_step_major(h5::Group& group, const std::string& name, const Checkpoint& c,
+                      const std::function<const std::vector<float>*(const RankCheckpoint&)>& field,
+                      const std::string& path) {
+  const size_t S = c.steps.size(), R = c.ranks.size();
   std::vector<float> out(S * R);
   for (size_t r = 0; r < R; ++r) {
-    const std::vector<float>& v = field(ranks[r]);
-    if (v.size() != S)
-      damaged(path, "not written: rank " + std::to_string(r) + " has " + std::to_string(v.size()) + " " + name +
+    const std::vector<float>* v = field(c.ranks[r]);
+    if (v == nullptr) damaged(path, "not written: a rank lacks the per-step series " + name);
+    if (v->size() != S)
+      damaged(path, "not written: rank " + std::to_string(r) + " has " + std::to_string(v->size()) + " " + name +
                         " values for " + std::to_string(S) + " steps");
-    for (size_t s = 0; s < S; ++s) out[s * R + r] = v[s];
+    for (size_t s = 0; s < S; ++s) out[s * R + r] = (*v)[s];
   }
-  return out;
+  group.write(name, {static_cast<int64_t>(S), static_cast<int64_t>(R)}, out.data());
 }
 
 // Every rank's named per-step series (`member`: timing phases, other records) as [S, R]
 // datasets of `group`.
 using RankSeries = std::map<std::string, std::vector<float>> RankCheckpoint::*;
 void write_rank_series(h5::Group group, const Checkpoint& c, RankSeries member, const std::string& path) {
-  const size_t S = c.steps.size();
-  const int64_t R = static_cast<int64_t>(c.ranks.size());
-  for (const auto& [name, unused] : c.ranks.front().*member) {
-    const auto values = step_major(
-        c.ranks,
-        [&name = name, &path, member](const RankCheckpoint& r) -> const std::vector<float>& {
-          auto it = (r.*member).find(name);
-          if (it == (r.*member).end()) damaged(path, "not written: a rank lacks the per-step series " + name);
-          return it->second;
-        },
-        S, path, name);
-    group.write(name, {static_cast<int64_t>(S), R}, values.data());
-  }
+  for (const auto& [name, unused] : c.ranks.front().*member)
+    write_step_major(group, name, c, [&name = name, member](const RankCheckpoint& r) -> const std::vector<float>* {
+      const auto it = (r.*member).find(name);
+      return it == (r.*member).end() ? nullptr : &it->second;
+    }, path);
 }
 
 void write_series(h5::File& file, const Checkpoint& c, const std::string& path) {
-  const size_t S = c.steps.size();
-  const int64_t R = static_cast<int64_t>(c.ranks.size());
   for (size_t n : {c.samples.size(), c.epoch.size(), c.time.size(), c.lr.size()})
-    if (n != S) damaged(path, "not written: the /train series differ in length");
+    if (n != c.steps.size()) damaged(path, "not written: the /train series differ in length");
   {
     h5::Group train = file.create_group("train");
     train.write("step", c.steps);
@@ -179,8 +164,7 @@ void write_series(h5::File& file, const Checkpoint& c, const std::string& path) 
     train.write("epoch", c.epoch);
     train.write("time", c.time);
     train.write("lr", c.lr);
-    const auto loss = step_major(c.ranks, [](const RankCheckpoint& r) -> const auto& { return r.loss; }, S, path, "loss");
-    train.write("loss", {static_cast<int64_t>(S), R}, loss.data());
+    write_step_major(train, "loss", c, [](const RankCheckpoint& r) { return &r.loss; }, path);
   }
   write_rank_series(file.create_group("timing"), c, &RankCheckpoint::seconds, path);
   if (!c.ranks.front().series.empty()) write_rank_series(file.create_group("series"), c, &RankCheckpoint::series, path);
@@ -207,28 +191,39 @@ void write_checkpoint_file(const std::string& path, const Checkpoint& ckpt) {
 
 namespace {
 
-// Rows of an [R, K] dataset (K may be 0) -> each rank's vector.
+// The [R, K] dataset `name` (K may be 0) -> each rank's vector `field`.
 template <typename T>
-void unstack(const h5::Array<T>& a, std::vector<RankCheckpoint>& ranks, const std::function<std::vector<T>&(RankCheckpoint&)>& field,
-             const std::string& path, const std::string& name) {
+void read_stacked(const h5::ReadFile& f, const std::string& name, std::vector<RankCheckpoint>& ranks,
+                  std::vector<T> RankCheckpoint::*field) {
+  const h5::Array<T> a = f.read<T>(name);
   const int64_t R = static_cast<int64_t>(ranks.size());
-  if (a.dims.size() != 2 || a.dims[0] != R) damaged(path, name + " is not a [ranks, n] array of " + std::to_string(R) + " rows");
+  if (a.dims.size() != 2 || a.dims[0] != R) damaged(f.path(), name + " is not a [ranks, n] array of " + std::to_string(R) + " rows");
   const size_t K = static_cast<size_t>(a.dims[1]);
-  for (size_t r = 0; r < ranks.size(); ++r) field(ranks[r]).assign(a.values.begin() + r * K, a.values.begin() + (r + 1) * K);
+  for (size_t r = 0; r < ranks.size(); ++r) (ranks[r].*field).assign(a.values.begin() + r * K, a.values.begin() + (r + 1) * K);
 }
 
+// The [R] dataset `name`: one value per rank.
 template <typename T>
-std::vector<T> per_rank(const h5::Array<T>& a, int64_t R, const std::string& path, const std::string& name) {
-  if (a.dims.size() != 1 || a.dims[0] != R) damaged(path, name + " does not hold one value per rank (" + std::to_string(R) + ")");
-  return a.values;
+std::vector<T> per_rank(const h5::ReadFile& f, const std::string& name, int64_t R) {
+  h5::Array<T> a = f.read<T>(name);
+  if (a.dims.size() != 1 || a.dims[0] != R) damaged(f.path(), name + " does not hold one value per rank (" + std::to_string(R) + ")");
+  return std::move(a.values);
 }
 
-// [S, R] -> rank r's [S].
-void unstack_steps(const h5::Array<float>& a, size_t S, std::vector<RankCheckpoint>& ranks,
-                   const std::function<std::vector<float>&(RankCheckpoint&)>& field, const std::string& path, const std::string& name) {
+// The [R] dataset `name` -> each rank's scalar `field`.
+template <typename T>
+void read_column(const h5::ReadFile& f, const std::string& name, std::vector<RankCheckpoint>& ranks, T RankCheckpoint::*field) {
+  const std::vector<T> values = per_rank<T>(f, name, static_cast<int64_t>(ranks.size()));
+  for (size_t r = 0; r < ranks.size(); ++r) ranks[r].*field = values[r];
+}
+
+// The [S, R] dataset `name` -> each rank's [S] series (`field` of a rank).
+void read_step_major(const h5::ReadFile& f, const std::string& name, size_t S, std::vector<RankCheckpoint>& ranks,
+                     const std::function<std::vector<float>&(RankCheckpoint&)>& field) {
+  const h5::Array<float> a = f.read<float>(name);
   const size_t R = ranks.size();
   if (a.dims.size() != 2 || a.dims[0] != static_cast<int64_t>(S) || a.dims[1] != static_cast<int64_t>(R))
-    damaged(path, name + " is not a [steps, ranks] array of " + std::to_string(S) + " x " + std::to_string(R));
+    damaged(f.path(), name + " is not a [steps, ranks] array of " + std::to_string(S) + " x " + std::to_string(R));
   for (size_t r = 0; r < R; ++r) {
     std::vector<float>& v = field(ranks[r]);
     v.resize(S);
@@ -239,7 +234,7 @@ void unstack_steps(const h5::Array<float>& a, size_t S, std::vector<RankCheckpoi
 void read_model(const h5::ReadFile& f, Checkpoint& c) {
   const std::string& path = f.path();
   if (c.params_per_rank) {  // each rank's rank part's digest; the parts are read on their own
-    const h5::Array<uint64_t> words = f.uint64s("/ranks/params_sha256");
+    const h5::Array<uint64_t> words = f.read<uint64_t>("/ranks/params_sha256");
     const auto R = static_cast<int64_t>(c.ranks.size());
     if (words.dims.size() != 2 || words.dims[0] != R || words.dims[1] != static_cast<int64_t>(kDigestWords))
       damaged(path, "/ranks/params_sha256 is not a [ranks, 4] array of " + std::to_string(R) + " rows");
@@ -250,8 +245,8 @@ void read_model(const h5::ReadFile& f, Checkpoint& c) {
                         c.params_sha256 + " (damaged)");
     return;
   }
-  c.params = f.floats("/model/params").values;
-  c.velocity = f.floats("/model/velocity").values;
+  c.params = f.read<float>("/model/params").values;
+  c.velocity = f.read<float>("/model/velocity").values;
   if (c.velocity.size() != c.params.size()) damaged(path, "/model/velocity and /model/params differ in length");
   const std::string sha = sha256_hex_of_floats(c.params.data(), static_cast<int64_t>(c.params.size()));
   if (sha != c.params_sha256)
@@ -259,63 +254,45 @@ void read_model(const h5::ReadFile& f, Checkpoint& c) {
 }
 
 void read_ranks(const h5::ReadFile& f, Checkpoint& c) {
-  const std::string& path = f.path();
-  const int64_t R = c.world_size;
-  const auto positions = per_rank(f.int64s("/ranks/loader_position"), R, path, "/ranks/loader_position");
-  const auto scales = per_rank(f.doubles("/ranks/loss_scale"), R, path, "/ranks/loss_scale");
-  const auto good = per_rank(f.int64s("/ranks/loss_scale_good_steps"), R, path, "/ranks/loss_scale_good_steps");
-  const auto skipped = per_rank(f.int64s("/ranks/skipped_steps"), R, path, "/ranks/skipped_steps");
-  const auto clocks = per_rank(f.doubles("/ranks/train_clock"), R, path, "/ranks/train_clock");
-  for (int64_t r = 0; r < R; ++r) {
-    RankCheckpoint& rank = c.ranks[static_cast<size_t>(r)];
-    rank.loader_position = positions[static_cast<size_t>(r)];
-    rank.loss_scale = scales[static_cast<size_t>(r)];
-    rank.loss_scale_good_steps = good[static_cast<size_t>(r)];
-    rank.skipped_steps = skipped[static_cast<size_t>(r)];
-    rank.train_clock = clocks[static_cast<size_t>(r)];
-  }
-  unstack<uint64_t>(f.uint64s("/ranks/rng"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.rng; }, path, "/ranks/rng");
-  unstack<float>(f.floats("/ranks/state"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.state; }, path, "/ranks/state");
+  read_column(f, "/ranks/loader_position", c.ranks, &RankCheckpoint::loader_position);
+  read_column(f, "/ranks/loss_scale", c.ranks, &RankCheckpoint::loss_scale);
+  read_column(f, "/ranks/loss_scale_good_steps", c.ranks, &RankCheckpoint::loss_scale_good_steps);
+  read_column(f, "/ranks/skipped_steps", c.ranks, &RankCheckpoint::skipped_steps);
+  read_column(f, "/ranks/train_clock", c.ranks, &RankCheckpoint::train_clock);
+  read_stacked(f, "/ranks/rng", c.ranks, &RankCheckpoint::rng);
+  read_stacked(f, "/ranks/state", c.ranks, &RankCheckpoint::state);
   if (c.rank_parts)  // the states are in the rank parts
-    c.rank_strategy_sizes = per_rank(f.int64s("/ranks/strategy_size"), R, path, "/ranks/strategy_size");
+    c.rank_strategy_sizes = per_rank<int64_t>(f, "/ranks/strategy_size", c.world_size);
   else
-    unstack<float>(f.floats("/ranks/strategy"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.strategy; }, path,
-                   "/ranks/strategy");
+    read_stacked(f, "/ranks/strategy", c.ranks, &RankCheckpoint::strategy);
   if (!f.exists("/ranks/share_changes")) return;  // equal shares
-  unstack<int64_t>(f.int64s("/ranks/share_changes"), c.ranks, [](RankCheckpoint& r) -> auto& { return r.share_changes; }, path,
-                   "/ranks/share_changes");
-  const auto seconds = per_rank(f.doubles("/ranks/share_window_seconds"), R, path, "/ranks/share_window_seconds");
-  const auto samples = per_rank(f.int64s("/ranks/share_window_samples"), R, path, "/ranks/share_window_samples");
-  for (int64_t r = 0; r < R; ++r) {
-    c.ranks[static_cast<size_t>(r)].share_window_seconds = seconds[static_cast<size_t>(r)];
-    c.ranks[static_cast<size_t>(r)].share_window_samples = samples[static_cast<size_t>(r)];
-  }
+  read_stacked(f, "/ranks/share_changes", c.ranks, &RankCheckpoint::share_changes);
+  read_column(f, "/ranks/share_window_seconds", c.ranks, &RankCheckpoint::share_window_seconds);
+  read_column(f, "/ranks/share_window_samples", c.ranks, &RankCheckpoint::share_window_samples);
 }
 
 void read_series(const h5::ReadFile& f, Checkpoint& c) {
   const std::string& path = f.path();
-  c.steps = f.int64s("/train/step").values;
-  c.samples = f.int64s("/train/samples").values;
-  c.epoch = f.doubles("/train/epoch").values;
-  c.time = f.doubles("/train/time").values;
-  c.lr = f.floats("/train/lr").values;
+  c.steps = f.read<int64_t>("/train/step").values;
+  c.samples = f.read<int64_t>("/train/samples").values;
+  c.epoch = f.read<double>("/train/epoch").values;
+  c.time = f.read<double>("/train/time").values;
+  c.lr = f.read<float>("/train/lr").values;
   const size_t S = c.steps.size();
   for (size_t n : {c.samples.size(), c.epoch.size(), c.time.size(), c.lr.size()})
     if (n != S) damaged(path, "the /train series differ in length");
   if (S != static_cast<size_t>(c.step)) damaged(path, "/train/step holds " + std::to_string(S) + " steps, the file says " + std::to_string(c.step));
-  unstack_steps(f.floats("/train/loss"), S, c.ranks, [](RankCheckpoint& r) -> auto& { return r.loss; }, path, "/train/loss");
+  read_step_major(f, "/train/loss", S, c.ranks, [](RankCheckpoint& r) -> auto& { return r.loss; });
   for (const std::string& phase : f.members("/timing"))
-    unstack_steps(f.floats("/timing/" + phase), S, c.ranks, [&phase](RankCheckpoint& r) -> auto& { return r.seconds[phase]; },
-                  path, "/timing/" + phase);
+    read_step_major(f, "/timing/" + phase, S, c.ranks, [&phase](RankCheckpoint& r) -> auto& { return r.seconds[phase]; });
   if (f.exists("/series"))
     for (const std::string& name : f.members("/series"))
-      unstack_steps(f.floats("/series/" + name), S, c.ranks, [&name](RankCheckpoint& r) -> auto& { return r.series[name]; },
-                    path, "/series/" + name);
-  c.eval_step = f.int64s("/eval/step").values;
-  c.eval_epoch = f.doubles("/eval/epoch").values;
-  c.eval_time = f.doubles("/eval/time").values;
-  c.eval_loss = f.doubles("/eval/loss").values;
-  c.eval_accuracy = f.doubles("/eval/accuracy").values;
+      read_step_major(f, "/series/" + name, S, c.ranks, [&name](RankCheckpoint& r) -> auto& { return r.series[name]; });
+  c.eval_step = f.read<int64_t>("/eval/step").values;
+  c.eval_epoch = f.read<double>("/eval/epoch").values;
+  c.eval_time = f.read<double>("/eval/time").values;
+  c.eval_loss = f.read<double>("/eval/loss").values;
+  c.eval_accuracy = f.read<double>("/eval/accuracy").values;
   for (size_t n : {c.eval_epoch.size(), c.eval_time.size(), c.eval_loss.size(), c.eval_accuracy.size()})
     if (n != c.eval_step.size()) damaged(path, "the /eval series differ in length");
 }
@@ -391,14 +368,14 @@ void read_rank_part(const Checkpoint& ckpt, int64_t rank, RankCheckpoint& into) 
     damaged(path, "it is the rank part of " + f.string_attr("/", "run_id") + " step " +
                       std::to_string(f.int_attr("/", "step")) + " rank " + std::to_string(f.int_attr("/", "rank")) +
                       ", not of " + ckpt.run_id + " step " + std::to_string(ckpt.step) + " rank " + std::to_string(rank));
-  into.strategy = f.floats("/strategy").values;
+  into.strategy = f.read<float>("/strategy").values;
   const int64_t expected = ckpt.rank_strategy_sizes[static_cast<size_t>(rank)];
   if (static_cast<int64_t>(into.strategy.size()) != expected)
     damaged(path, "its strategy state holds " + std::to_string(into.strategy.size()) + " values, the checkpoint says " +
                       std::to_string(expected));
   if (!ckpt.params_per_rank) return;
-  into.params = f.floats("/params").values;
-  into.velocity = f.floats("/velocity").values;
+  into.params = f.read<float>("/params").values;
+  into.velocity = f.read<float>("/velocity").values;
   if (into.velocity.size() != into.params.size()) damaged(path, "/velocity and /params differ in length");
   const std::string sha = sha256_hex_of_floats(into.params.data(), static_cast<int64_t>(into.params.size()));
   const std::string& recorded = ckpt.rank_params_sha256[static_cast<size_t>(rank)];

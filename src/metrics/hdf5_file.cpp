@@ -47,7 +47,6 @@ hid_t vlen_string_type(const std::string& file, const std::string& object) {
   return t;
 }
 
-constexpr hsize_t kChunkElements = 65536;
 // The in-memory file grows in steps of this many bytes.
 constexpr size_t kCoreIncrement = size_t{1} << 20;
 
@@ -145,21 +144,21 @@ Group Group::create_group(const std::string& name) {
   return group;
 }
 
-Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>& dims, int64_t mem_type,
-                             int64_t file_type, const void* data) {
+Dataset Group::write_chunked(const std::string& name, const std::vector<int64_t>& dims, int64_t mem_type,
+                             int64_t file_type, const void* data, uint64_t chunk_elements) {
   const std::string path = child_path(name);
   const int rank = static_cast<int>(dims.size());
   if (rank < 1 || rank > 3 || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; }))
     throw RuntimeError(source_location_string(__FILE__, __LINE__) + ": dataset '" + path +
                        "' in file " + file_path_ + ": rank 1 to 3 with non-negative dims expected");
   hsize_t cur[3], max[3], chunk[3];
-  // Chunks: the inner dim whole (bounded), then as many rows as fit in kChunkElements. Zero
+  // Chunks: the inner dim whole (bounded), then as many rows as fit in chunk_elements. Zero
   // dims are unlimited so that a chunk of 1 is legal and the dataset may still be empty.
   hsize_t inner = 1;
   for (int i = rank - 1; i >= 0; --i) {
     cur[i] = static_cast<hsize_t>(dims[static_cast<size_t>(i)]);
     max[i] = cur[i] == 0 ? H5S_UNLIMITED : cur[i];
-    hsize_t bound = std::max<hsize_t>(1, kChunkElements / inner);
+    hsize_t bound = std::max<hsize_t>(1, chunk_elements / inner);
     chunk[i] = std::clamp<hsize_t>(cur[i], 1, bound);
     inner *= chunk[i];
   }
@@ -176,18 +175,18 @@ Dataset Group::write_numeric(const std::string& name, const std::vector<int64_t>
   return out;
 }
 
-Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const int64_t* data) {
-  return write_numeric(name, dims, H5T_NATIVE_INT64, H5T_STD_I64LE, data);
+template <typename T>
+Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const T* data) {
+  if constexpr (std::is_same_v<T, int64_t>) return write_chunked(name, dims, H5T_NATIVE_INT64, H5T_STD_I64LE, data);
+  else if constexpr (std::is_same_v<T, uint64_t>) return write_chunked(name, dims, H5T_NATIVE_UINT64, H5T_STD_U64LE, data);
+  else if constexpr (std::is_same_v<T, float>) return write_chunked(name, dims, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data);
+  else return write_chunked(name, dims, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, data);
 }
-Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const float* data) {
-  return write_numeric(name, dims, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data);
-}
-Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const double* data) {
-  return write_numeric(name, dims, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, data);
-}
-Dataset Group::write(const std::string& name, const std::vector<int64_t>& dims, const uint64_t* data) {
-  return write_numeric(name, dims, H5T_NATIVE_UINT64, H5T_STD_U64LE, data);
-}
+
+template Dataset Group::write(const std::string&, const std::vector<int64_t>&, const int64_t*);
+template Dataset Group::write(const std::string&, const std::vector<int64_t>&, const uint64_t*);
+template Dataset Group::write(const std::string&, const std::vector<int64_t>&, const float*);
+template Dataset Group::write(const std::string&, const std::vector<int64_t>&, const double*);
 
 Dataset Group::write_table(const std::string& name, const std::vector<Column>& columns) {
   const std::string path = child_path(name);
@@ -221,17 +220,7 @@ Dataset Group::write_table(const std::string& name, const std::vector<Column>& c
         std::memcpy(slot, &c.reals[r], 8);
       }
     }
-  hsize_t cur[1] = {rows};
-  hsize_t max[1] = {rows == 0 ? H5S_UNLIMITED : rows};
-  hsize_t chunk[1] = {std::clamp<hsize_t>(rows, 1, 1024)};
-  Temp space(H5_CALL(H5Screate_simple(1, cur, max), path), H5Sclose);
-  Temp dcpl(H5_CALL(H5Pcreate(H5P_DATASET_CREATE), path), H5Pclose);
-  H5_CALL(H5Pset_chunk(dcpl, 1, chunk), path);
-  H5_CALL(H5Pset_deflate(dcpl, 4), path);
-  hid_t d = H5_CALL(H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), path);
-  Dataset out(d, Kind::dataset, file_path_, path);
-  if (rows > 0) H5_CALL(H5Dwrite(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), path);
-  return out;
+  return write_chunked(name, {static_cast<int64_t>(rows)}, type, type, buf.data(), 1024);
 }
 
 Dataset Group::write_strings(const std::string& name, const std::vector<std::string>& v) {

@@ -91,22 +91,20 @@ class Group : public Object {
   Group create_group(const std::string& name);
 
   // Datasets of shape `dims` (rank 1 to 3, row-major, any dim may be 0), chunked with chunks
-  // of at most ~64 Ki elements and deflate level 4. data holds product(dims) values.
-  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const int64_t* data);
-  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const float* data);
-  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const double* data);
-  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const uint64_t* data);
-  // 1-D conveniences: shape (v.size()).
-  Dataset write(const std::string& name, const std::vector<int64_t>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
-  Dataset write(const std::string& name, const std::vector<float>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
-  Dataset write(const std::string& name, const std::vector<double>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
-  Dataset write(const std::string& name, const std::vector<uint64_t>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
+  // of at most ~64 Ki elements and deflate level 4. data holds product(dims) values of T:
+  // int64_t, uint64_t, float or double.
+  template <typename T>
+  Dataset write(const std::string& name, const std::vector<int64_t>& dims, const T* data);
+  // 1-D: shape (v.size()).
+  template <typename T>
+  Dataset write(const std::string& name, const std::vector<T>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
 
   // A 1-D dataset of variable-length UTF-8 strings (h5py: .asstr()[:] or bytes to decode).
   Dataset write_strings(const std::string& name, const std::vector<std::string>& v);
 
   // A 1-D dataset of a compound type with one field per column, in column order (strings are
-  // variable-length UTF-8, integers int64, reals float64); all columns must have equal length.
+  // variable-length UTF-8, integers int64, reals float64), chunks of up to 1024 rows; all columns
+  // must have equal length.
   Dataset write_table(const std::string& name, const std::vector<Column>& columns);
 
  protected:
@@ -114,8 +112,10 @@ class Group : public Object {
   friend class File;
 
  private:
-  Dataset write_numeric(const std::string& name, const std::vector<int64_t>& dims, int64_t mem_type,
-                        int64_t file_type, const void* data);
+  // Creates dataset `name` of `file_type`, chunks of at most `chunk_elements` elements and the
+  // file's filters, and writes `data` (of `mem_type`) into it.
+  Dataset write_chunked(const std::string& name, const std::vector<int64_t>& dims, int64_t mem_type,
+                        int64_t file_type, const void* data, uint64_t chunk_elements = 65536);
 
   DatasetOptions options_;  // the file's, handed to every group created in it
 };

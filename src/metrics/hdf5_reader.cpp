@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <type_traits>
 #include <utility>
 
 #include "core/error.h"
@@ -77,6 +78,19 @@ void expect_class(hid_t attr, H5T_class_t expected, const std::string& path, con
   if (!type.ok() || H5Tget_class(type) != expected) fail(path, what + " has another type than expected");
 }
 
+// A scalar integer or real attribute, of class `cls`, read as `mem_type`.
+template <typename T>
+T scalar_attr(hid_t file, const std::string& path, const std::string& object, const std::string& name,
+              H5T_class_t cls, hid_t mem_type) {
+  QuietErrors quiet;
+  const std::string what = "attribute '" + name + "' of " + object;
+  Id attr(open_attr(file, path, object, name), H5Aclose);
+  expect_class(attr, cls, path, what);
+  T value = 0;
+  if (H5Aread(attr, mem_type, &value) < 0) fail(path, what + " cannot be read");
+  return value;
+}
+
 }  // namespace
 
 std::string ReadFile::string_attr(const std::string& object, const std::string& name) const {
@@ -107,23 +121,11 @@ std::string ReadFile::string_attr(const std::string& object, const std::string& 
 }
 
 int64_t ReadFile::int_attr(const std::string& object, const std::string& name) const {
-  QuietErrors quiet;
-  const std::string what = "attribute '" + name + "' of " + object;
-  Id attr(open_attr(id_, path_, object, name), H5Aclose);
-  expect_class(attr, H5T_INTEGER, path_, what);
-  int64_t value = 0;
-  if (H5Aread(attr, H5T_NATIVE_INT64, &value) < 0) fail(path_, what + " cannot be read");
-  return value;
+  return scalar_attr<int64_t>(id_, path_, object, name, H5T_INTEGER, H5T_NATIVE_INT64);
 }
 
 double ReadFile::real_attr(const std::string& object, const std::string& name) const {
-  QuietErrors quiet;
-  const std::string what = "attribute '" + name + "' of " + object;
-  Id attr(open_attr(id_, path_, object, name), H5Aclose);
-  expect_class(attr, H5T_FLOAT, path_, what);
-  double value = 0;
-  if (H5Aread(attr, H5T_NATIVE_DOUBLE, &value) < 0) fail(path_, what + " cannot be read");
-  return value;
+  return scalar_attr<double>(id_, path_, object, name, H5T_FLOAT, H5T_NATIVE_DOUBLE);
 }
 
 std::vector<std::string> ReadFile::members(const std::string& group) const {
@@ -175,8 +177,13 @@ ReadFile::AttributeKind ReadFile::attribute_kind(const std::string& object, cons
   }
 }
 
-void ReadFile::read_dataset(const std::string& dataset, int64_t mem_type, bool integer, size_t elem_size,
-                            std::vector<int64_t>& dims, std::vector<unsigned char>& bytes) const {
+template <typename T>
+Array<T> ReadFile::read(const std::string& dataset) const {
+  constexpr bool integer = std::is_integral_v<T>;
+  const hid_t mem_type = std::is_same_v<T, float>    ? H5T_NATIVE_FLOAT
+                         : std::is_same_v<T, double> ? H5T_NATIVE_DOUBLE
+                         : std::is_same_v<T, int64_t> ? H5T_NATIVE_INT64
+                                                      : H5T_NATIVE_UINT64;
   QuietErrors quiet;
   Id d(H5Dopen2(id_, dataset.c_str(), H5P_DEFAULT), H5Dclose);
   if (!d.ok()) fail(path_, "dataset " + dataset + " is missing");
@@ -191,42 +198,25 @@ void ReadFile::read_dataset(const std::string& dataset, int64_t mem_type, bool i
   hsize_t extent[3] = {0, 0, 0};
   H5Sget_simple_extent_dims(space, extent, nullptr);
   uint64_t count = 1;
-  dims.clear();
+  Array<T> out;
   for (int i = 0; i < rank; ++i) {
-    dims.push_back(static_cast<int64_t>(extent[i]));
+    out.dims.push_back(static_cast<int64_t>(extent[i]));
     count *= extent[i];
   }
   hsize_t file_bytes = 0;
   H5Fget_filesize(id_, &file_bytes);
-  if (count > (file_bytes * kMaxExpansion + (uint64_t{1} << 20)) / elem_size)
+  if (count > (file_bytes * kMaxExpansion + (uint64_t{1} << 20)) / sizeof(T))
     fail(path_, "dataset " + dataset + " claims " + std::to_string(count) + " elements, more than the file's " +
                     std::to_string(file_bytes) + " bytes can hold (damaged header)");
-  bytes.assign(static_cast<size_t>(count) * elem_size, 0);
-  if (count > 0 && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()) < 0)
+  out.values.resize(static_cast<size_t>(count));
+  if (count > 0 && H5Dread(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.values.data()) < 0)
     fail(path_, "dataset " + dataset + " cannot be read (damaged: a checksum or decompression failed)");
-}
-
-template <typename T>
-Array<T> ReadFile::read_array(const std::string& dataset, int64_t mem_type, bool integer) const {
-  Array<T> out;
-  std::vector<unsigned char> bytes;
-  read_dataset(dataset, mem_type, integer, sizeof(T), out.dims, bytes);
-  out.values.resize(bytes.size() / sizeof(T));
-  if (!bytes.empty()) std::memcpy(out.values.data(), bytes.data(), bytes.size());
   return out;
 }
 
-Array<float> ReadFile::floats(const std::string& dataset) const {
-  return read_array<float>(dataset, H5T_NATIVE_FLOAT, false);
-}
-Array<double> ReadFile::doubles(const std::string& dataset) const {
-  return read_array<double>(dataset, H5T_NATIVE_DOUBLE, false);
-}
-Array<int64_t> ReadFile::int64s(const std::string& dataset) const {
-  return read_array<int64_t>(dataset, H5T_NATIVE_INT64, true);
-}
-Array<uint64_t> ReadFile::uint64s(const std::string& dataset) const {
-  return read_array<uint64_t>(dataset, H5T_NATIVE_UINT64, true);
-}
+template Array<float> ReadFile::read(const std::string&) const;
+template Array<double> ReadFile::read(const std::string&) const;
+template Array<int64_t> ReadFile::read(const std::string&) const;
+template Array<uint64_t> ReadFile::read(const std::string&) const;
 
 }  // namespace ts::h5

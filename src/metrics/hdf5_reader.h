@@ -42,19 +42,13 @@ class ReadFile {
   // The kind of a scalar attribute's value: which of the three readers above takes it.
   enum class AttributeKind { string, integer, real, other };
   AttributeKind attribute_kind(const std::string& object, const std::string& name) const;
-  // The whole dataset converted to T (HDF5 converts between numeric types; a dataset of
-  // another class, or of more than 3 dims, is a RuntimeError).
-  Array<float> floats(const std::string& dataset) const;
-  Array<double> doubles(const std::string& dataset) const;
-  Array<int64_t> int64s(const std::string& dataset) const;
-  Array<uint64_t> uint64s(const std::string& dataset) const;
+  // The whole dataset converted to T: float, double, int64_t or uint64_t (HDF5 converts between
+  // numeric types; integers into floats or back, or a dataset of more than 3 dims, is a RuntimeError).
+  template <typename T>
+  Array<T> read(const std::string& dataset) const;
 
  private:
   ReadFile(int64_t id, std::string path) : id_(id), path_(std::move(path)) {}
-  void read_dataset(const std::string& dataset, int64_t mem_type, bool integer, size_t elem_size,
-                    std::vector<int64_t>& dims, std::vector<unsigned char>& bytes) const;
-  template <typename T>
-  Array<T> read_array(const std::string& dataset, int64_t mem_type, bool integer) const;
 
   int64_t id_ = -1;
   std::string path_;

@@ -35,7 +35,7 @@ void read_summary(const h5::ReadFile& f, RunFileView& v) {
 
 // A [S, R] phase of /timing, checked against the file's step count and world size.
 std::vector<float> read_phase(const h5::ReadFile& f, const std::string& phase, int64_t steps, int64_t ranks) {
-  h5::Array<float> a = f.floats("/timing/" + phase);
+  h5::Array<float> a = f.read<float>("/timing/" + phase);
   const bool shaped = a.dims.size() == 2 ? a.dims[0] == steps && a.dims[1] == ranks : steps == 0 && a.values.empty();
   if (!shaped)
     throw RuntimeError("run file " + f.path() + ": /timing/" + phase + " is not steps x ranks (" +
@@ -46,8 +46,8 @@ std::vector<float> read_phase(const h5::ReadFile& f, const std::string& phase, i
 // /bucket_timing: step [N], start and end [N, R, B], checked against the world size.
 void read_bucket_timing(const h5::ReadFile& f, RunFileView& v) {
   if (!f.exists("/bucket_timing")) return;
-  v.bucket_step = f.int64s("/bucket_timing/step").values;
-  h5::Array<float> start = f.floats("/bucket_timing/start"), end = f.floats("/bucket_timing/end");
+  v.bucket_step = f.read<int64_t>("/bucket_timing/step").values;
+  h5::Array<float> start = f.read<float>("/bucket_timing/start"), end = f.read<float>("/bucket_timing/end");
   const int64_t N = static_cast<int64_t>(v.bucket_step.size());
   if (start.dims.size() != 3 || start.dims[0] != N || start.dims[1] != v.ranks || end.dims != start.dims)
     throw RuntimeError("run file " + f.path() + ": /bucket_timing/start and end are not recorded steps x ranks x " +
@@ -58,37 +58,37 @@ void read_bucket_timing(const h5::ReadFile& f, RunFileView& v) {
 }
 
 void read_series(const h5::ReadFile& f, RunFileView& v) {
-  v.step = f.int64s("/train/step").values;
-  v.samples = f.int64s("/train/samples").values;
-  v.epoch = f.doubles("/train/epoch").values;
-  v.time = f.doubles("/train/time").values;
-  v.loss = f.floats("/train/loss").values;
-  v.lr = f.floats("/train/lr").values;
+  v.step = f.read<int64_t>("/train/step").values;
+  v.samples = f.read<int64_t>("/train/samples").values;
+  v.epoch = f.read<double>("/train/epoch").values;
+  v.time = f.read<double>("/train/time").values;
+  v.loss = f.read<float>("/train/loss").values;
+  v.lr = f.read<float>("/train/lr").values;
   v.steps = static_cast<int64_t>(v.step.size());
-  if (f.exists("/train/wall_time")) v.wall_time = f.doubles("/train/wall_time").values;
+  if (f.exists("/train/wall_time")) v.wall_time = f.read<double>("/train/wall_time").values;
   if (f.exists("/timing"))
     for (const std::string& phase : f.members("/timing")) v.timing[phase] = read_phase(f, phase, v.steps, v.ranks);
   read_bucket_timing(f, v);
   if (f.exists("/eval")) {
-    v.eval_step = f.int64s("/eval/step").values;
-    v.eval_epoch = f.doubles("/eval/epoch").values;
-    v.eval_time = f.doubles("/eval/time").values;
-    v.eval_loss = f.doubles("/eval/loss").values;
-    v.eval_accuracy = f.doubles("/eval/accuracy").values;
+    v.eval_step = f.read<int64_t>("/eval/step").values;
+    v.eval_epoch = f.read<double>("/eval/epoch").values;
+    v.eval_time = f.read<double>("/eval/time").values;
+    v.eval_loss = f.read<double>("/eval/loss").values;
+    v.eval_accuracy = f.read<double>("/eval/accuracy").values;
     if (f.exists("/eval/wall_time")) {
-      v.eval_wall_time = f.doubles("/eval/wall_time").values;
-      v.eval_seconds = f.doubles("/eval/seconds").values;
+      v.eval_wall_time = f.read<double>("/eval/wall_time").values;
+      v.eval_seconds = f.read<double>("/eval/seconds").values;
     }
   }
   if (f.exists("/checkpoints/step")) {
-    v.checkpoint_step = f.int64s("/checkpoints/step").values;
-    v.checkpoint_wall_time = f.doubles("/checkpoints/wall_time").values;
-    v.checkpoint_seconds = f.doubles("/checkpoints/seconds").values;
-    v.checkpoint_bytes = f.int64s("/checkpoints/bytes").values;
+    v.checkpoint_step = f.read<int64_t>("/checkpoints/step").values;
+    v.checkpoint_wall_time = f.read<double>("/checkpoints/wall_time").values;
+    v.checkpoint_seconds = f.read<double>("/checkpoints/seconds").values;
+    v.checkpoint_bytes = f.read<int64_t>("/checkpoints/bytes").values;
   }
   if (f.exists("/utilisation/au")) {
-    v.au = f.doubles("/utilisation/au").values;
-    v.data_wait_share = f.doubles("/utilisation/data_wait_share").values;
+    v.au = f.read<double>("/utilisation/au").values;
+    v.data_wait_share = f.read<double>("/utilisation/data_wait_share").values;
   }
 }
 

@@ -317,12 +317,12 @@ TEST_F(CheckpointFile, TheReaderChecksTypesAndShapes) {
   EXPECT_FALSE(f.exists("/g/none"));
   EXPECT_FALSE(f.exists("/h/none"));
   EXPECT_EQ(f.members("/g"), (std::vector<std::string>{"grid", "ints", "words"}));
-  const h5::Array<float> grid = f.floats("/g/grid");
+  const h5::Array<float> grid = f.read<float>("/g/grid");
   EXPECT_EQ(grid.dims, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(grid.values, (std::vector<float>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(f.uint64s("/g/words").values, (std::vector<uint64_t>{~0ULL, 1}));
-  EXPECT_NE(error_of([&] { f.floats("/g/ints"); }).find("holds integers"), std::string::npos);
+  EXPECT_EQ(f.read<uint64_t>("/g/words").values, (std::vector<uint64_t>{~0ULL, 1}));
+  EXPECT_NE(error_of([&] { f.read<float>("/g/ints"); }).find("holds integers"), std::string::npos);
   EXPECT_NE(error_of([&] { f.int_attr("/", "text"); }).find("another type"), std::string::npos);
   EXPECT_NE(error_of([&] { f.string_attr("/", "absent"); }).find("missing"), std::string::npos);
-  EXPECT_NE(error_of([&] { f.doubles("/g/absent"); }).find("missing"), std::string::npos);
+  EXPECT_NE(error_of([&] { f.read<double>("/g/absent"); }).find("missing"), std::string::npos);
 }
