@@ -66,25 +66,19 @@ void print_result(const CheckpointBenchResult& r) {
 
 int bench_checkpoint_command(const std::vector<std::string>& args) {
   po::options_description opts(std::string(kUsage) + "\noptions");
+  CheckpointBenchOptions o;
   opts.add_options()("help,h", "show this help")
-      ("model", po::value<std::string>()->default_value("resnet50"), "the model whose checkpoint size is written")
-      ("storage", po::value<std::string>()->default_value("local"), "local, nfs or blob")
-      ("root", po::value<std::string>(), "directory (local, nfs) or s3://BUCKET/PREFIX (blob) to write to")
-      ("endpoint", po::value<std::string>()->default_value(""), "blob: the S3 endpoint (default: AWS_ENDPOINT_URL)")
-      ("repeats", po::value<int>()->default_value(3), "write + read rounds, 1..1000")
-      ("seed", po::value<uint64_t>()->default_value(1), "seed of the checkpoint's bytes")
+      ("model", po::value<std::string>(&o.model)->default_value("resnet50"), "the model whose checkpoint size is written")
+      ("storage", po::value<std::string>(&o.storage)->default_value("local"), "local, nfs or blob")
+      ("root", po::value<std::string>(&o.root), "directory (local, nfs) or s3://BUCKET/PREFIX (blob) to write to")
+      ("endpoint", po::value<std::string>(&o.endpoint)->default_value(""), "blob: the S3 endpoint (default: AWS_ENDPOINT_URL)")
+      ("repeats", po::value<int>(&o.repeats)->default_value(3), "write + read rounds, 1..1000")
+      ("seed", po::value<uint64_t>(&o.seed)->default_value(1), "seed of the checkpoint's bytes")
       ("out", po::value<std::string>(), "HDF5 file to write the result to (trainscale-checkpoint-io/1)");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
   const po::variables_map& vm = *parsed;
   if (!vm.count("root")) throw ConfigError("--root is required: a directory, or s3://BUCKET/PREFIX for --storage blob");
-  CheckpointBenchOptions o;
-  o.model = vm["model"].as<std::string>();
-  o.storage = vm["storage"].as<std::string>();
-  o.root = vm["root"].as<std::string>();
-  o.endpoint = vm["endpoint"].as<std::string>();
-  o.repeats = vm["repeats"].as<int>();
-  o.seed = vm["seed"].as<uint64_t>();
   const std::string start = utc_timestamp();
   const CheckpointBenchResult result = run_checkpoint_bench(o);
   print_result(result);

@@ -32,20 +32,20 @@ int command_calibrate(const std::vector<std::string>& args) {
       "allreduce's core, least squares).\n"
       "--budget-s bounds the node measurements (GEMM 10%, triad 10%, layers 50%, compressors 10%); the\n"
       "all-reduce fits take a few seconds more. Exit codes: 0 ok, 1 runtime failure, 2 usage/config error.\n\noptions");
+  perf::CalibrateOptions o;
   opts.add_options()("help,h", "show this help")
       ("out", po::value<std::string>(), "cluster file to write (YAML)")
-      ("name", po::value<std::string>()->default_value("local"), "the cluster's name in the file")
+      ("name", po::value<std::string>(&o.name)->default_value("local"), "the cluster's name in the file")
       ("models", po::value<std::string>()->default_value("lenet,resnet20"), "models whose layers are timed (comma-separated)")
-      ("batch", po::value<int64_t>()->default_value(64), "minibatch of the layer timing")
-      ("threads", po::value<int>()->default_value(0), "compute threads (0: every hardware thread)")
-      ("budget-s", po::value<double>()->default_value(90.0), "seconds the node measurements may take")
-      ("max-bytes", po::value<int64_t>()->default_value(int64_t{8} << 20), "largest all-reduce message of the fit");
+      ("batch", po::value<int64_t>(&o.batch)->default_value(64), "minibatch of the layer timing")
+      ("threads", po::value<int>(&o.threads)->default_value(0), "compute threads (0: every hardware thread)")
+      ("budget-s", po::value<double>(&o.budget_s)->default_value(90.0), "seconds the node measurements may take")
+      ("max-bytes", po::value<int64_t>(&o.max_allreduce_bytes)->default_value(int64_t{8} << 20),
+       "largest all-reduce message of the fit");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
   const po::variables_map& vm = *parsed;
   if (!vm.count("out")) throw ConfigError("--out FILE.yaml is required (see trainscale calibrate --help)");
-  perf::CalibrateOptions o;
-  o.name = vm["name"].as<std::string>();
   o.models.clear();
   const std::vector<std::string> known = model_names();
   for (const std::string& m : split(vm["models"].as<std::string>(), ','))
@@ -55,10 +55,6 @@ int command_calibrate(const std::vector<std::string>& args) {
       o.models.push_back(m);
     }
   if (o.models.empty()) throw ConfigError("--models: give at least one model; known models: " + join(known));
-  o.batch = vm["batch"].as<int64_t>();
-  o.threads = vm["threads"].as<int>();
-  o.budget_s = vm["budget-s"].as<double>();
-  o.max_allreduce_bytes = vm["max-bytes"].as<int64_t>();
   if (o.batch < 1) throw ConfigError("--batch must be >= 1 (got " + std::to_string(o.batch) + ")");
   if (o.threads < 0) throw ConfigError("--threads must be >= 0 (got " + std::to_string(o.threads) + ")");
   if (!(o.budget_s > 0)) throw ConfigError("--budget-s must be > 0 seconds");

@@ -33,35 +33,24 @@ const char* kDataUsage =
 
 int data_convert(const std::vector<std::string>& args) {
   po::options_description opts(std::string(kDataUsage) + "\ntrainscale data convert options");
+  ConvertOptions o;
   opts.add_options()("help,h", "show this help")
-      ("dataset", po::value<std::string>()->default_value("fashion_mnist"), "data set (fashion_mnist, mnist, cifar10, imagefolder)")
-      ("from", po::value<std::string>(), "directory of the source files")
-      ("from-format", po::value<std::string>()->default_value(""), "format of the source (default: the data set's own)")
-      ("format", po::value<std::string>(), "output format: records, hdf5 or jpeg_dir")
-      ("out", po::value<std::string>(), "output directory (created)")
-      ("shards", po::value<int>()->default_value(1), "records: shards per split")
-      ("jpeg-quality", po::value<int>()->default_value(0),
+      ("dataset", po::value<std::string>(&o.dataset)->default_value("fashion_mnist"), "data set (fashion_mnist, mnist, cifar10, imagefolder)")
+      ("from", po::value<std::string>(&o.from), "directory of the source files")
+      ("from-format", po::value<std::string>(&o.from_format)->default_value(""), "format of the source (default: the data set's own)")
+      ("format", po::value<std::string>(&o.format), "output format: records, hdf5 or jpeg_dir")
+      ("out", po::value<std::string>(&o.out), "output directory (created)")
+      ("shards", po::value<int>(&o.shards)->default_value(1), "records: shards per split")
+      ("jpeg-quality", po::value<int>(&o.jpeg_quality)->default_value(0),
        "jpeg_dir: JPEG quality 1..100 (0: 90); records: JPEG payloads at this quality (0: raw pixels)")
-      ("compression", po::value<std::string>()->default_value("none"), "hdf5: none, gzip, or lz4 where the HDF5 build has it")
-      ("limit", po::value<int64_t>()->default_value(0), "convert only the first N samples of each split (0: all)")
-      ("test-fraction", po::value<double>()->default_value(0.1),
+      ("compression", po::value<std::string>(&o.compression)->default_value("none"), "hdf5: none, gzip, or lz4 where the HDF5 build has it")
+      ("limit", po::value<int64_t>(&o.limit)->default_value(0), "convert only the first N samples of each split (0: all)")
+      ("test-fraction", po::value<double>(&o.test_fraction)->default_value(0.1),
        "imagefolder in the ROOT/<class> layout: the share of files held out as the test split (dataset.test_fraction)");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
-  const po::variables_map& vm = *parsed;
-  if (!vm.count("from") || !vm.count("format") || !vm.count("out"))
+  if (!parsed->count("from") || !parsed->count("format") || !parsed->count("out"))
     throw ConfigError("--from DIR, --format FORMAT and --out DIR are required (see trainscale data --help)");
-  ConvertOptions o;
-  o.dataset = vm["dataset"].as<std::string>();
-  o.from = vm["from"].as<std::string>();
-  o.from_format = vm["from-format"].as<std::string>();
-  o.format = vm["format"].as<std::string>();
-  o.out = vm["out"].as<std::string>();
-  o.shards = vm["shards"].as<int>();
-  o.jpeg_quality = vm["jpeg-quality"].as<int>();
-  o.compression = vm["compression"].as<std::string>();
-  o.limit = vm["limit"].as<int64_t>();
-  o.test_fraction = vm["test-fraction"].as<double>();
   for (const ConvertedSplit& s : convert_dataset(o)) {
     std::cout << "split " << s.split << ": " << s.samples << " samples ->";
     for (const std::string& f : s.files) std::cout << " " << f;

@@ -24,24 +24,17 @@ int command_make_synthetic_jpeg(const std::vector<std::string>& args) {
       "with a learnable class signal (colour and an oriented grating per class, noise per image), each\n"
       "a function of the seed, split, class and index alone (docs/data.md). Prints the images, bytes\n"
       "and a SHA-256 over the tree. Exit codes: 0 ok, 1 runtime failure, 2 usage/config error.\n\noptions");
+  SyntheticJpegOptions o;
   opts.add_options()("help,h", "show this help")
-      ("out", po::value<std::string>(), "folder to write")
-      ("classes", po::value<int>()->default_value(100), "classes (subfolders)")
-      ("per-class", po::value<int>()->default_value(30), "training images per class")
-      ("val-per-class", po::value<int>()->default_value(5), "validation images per class")
-      ("seed", po::value<uint64_t>()->default_value(1), "seed of every image")
-      ("quality", po::value<int>()->default_value(90), "JPEG quality 1..100");
+      ("out", po::value<std::string>(&o.out), "folder to write")
+      ("classes", po::value<int>(&o.classes)->default_value(100), "classes (subfolders)")
+      ("per-class", po::value<int>(&o.per_class)->default_value(30), "training images per class")
+      ("val-per-class", po::value<int>(&o.val_per_class)->default_value(5), "validation images per class")
+      ("seed", po::value<uint64_t>(&o.seed)->default_value(1), "seed of every image")
+      ("quality", po::value<int>(&o.quality)->default_value(90), "JPEG quality 1..100");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
-  const po::variables_map& vm = *parsed;
-  if (!vm.count("out")) throw ConfigError("--out DIR is required (see trainscale data make-synthetic-jpeg --help)");
-  SyntheticJpegOptions o;
-  o.out = vm["out"].as<std::string>();
-  o.classes = vm["classes"].as<int>();
-  o.per_class = vm["per-class"].as<int>();
-  o.val_per_class = vm["val-per-class"].as<int>();
-  o.seed = vm["seed"].as<uint64_t>();
-  o.quality = vm["quality"].as<int>();
+  if (!parsed->count("out")) throw ConfigError("--out DIR is required (see trainscale data make-synthetic-jpeg --help)");
   const double start = now_seconds();
   const SyntheticJpegSummary s = make_synthetic_jpegs(o);
   std::printf("make-synthetic-jpeg: %lld images, %.1f MB in %s (%.1f s)\ntree_sha256: %s\n",
