@@ -46,33 +46,30 @@ void validate(const std::string& path, const RunResult& r) {
   if (!r.wall_time.empty()) same(r.wall_time.size(), "wall_time");
   const int64_t R = r.record.world_size;
   if (R < 1) bad_result(path, "world_size " + std::to_string(R) + " < 1");
+  const size_t SR = S * static_cast<size_t>(R);
+  const auto steps_x_ranks = [&](size_t n, const std::string& name) {
+    if (n != SR)
+      bad_result(path, name + " has " + std::to_string(n) + " entries, expected steps x ranks = " + std::to_string(S) +
+                           " x " + std::to_string(R));
+  };
   for (const auto& [phase, v] : r.timing) {
     if (phase.empty() || phase.find('/') != std::string::npos)
       bad_result(path, "timing phase name '" + phase + "' is empty or contains '/'");
-    if (v.size() != S * static_cast<size_t>(R))
-      bad_result(path, "/timing/" + phase + " has " + std::to_string(v.size()) +
-                           " entries, expected steps x ranks = " + std::to_string(S) + " x " +
-                           std::to_string(R));
+    steps_x_ranks(v.size(), "/timing/" + phase);
   }
   const PartitionRecord& p = r.partition;
   if (!p.kind.empty()) {
-    const size_t SR = S * static_cast<size_t>(R);
     if (p.shares.size() != SR || p.compute.size() != SR || p.idle.size() != SR ||
         p.change_shares.size() != p.change_step.size() * static_cast<size_t>(R))
       bad_result(path, "the /partition arrays are not steps x ranks (" + std::to_string(S) + " x " + std::to_string(R) +
                            ") and changes x ranks");
   }
   for (size_t n : {r.read_bytes.size(), r.read_seconds.size()})
-    if (n != 0 && n != S * static_cast<size_t>(R))
-      bad_result(path, "/io/read_bytes or /io/read_seconds has " + std::to_string(n) +
-                           " entries, expected steps x ranks = " + std::to_string(S) + " x " + std::to_string(R));
+    if (n != 0) steps_x_ranks(n, "/io/read_bytes or /io/read_seconds");
   if (!r.au.empty() && (r.au.size() != static_cast<size_t>(R) || r.data_wait_share.size() != r.au.size()))
     bad_result(path, "/utilisation/au and data_wait_share have " + std::to_string(r.au.size()) + " and " +
                          std::to_string(r.data_wait_share.size()) + " entries, expected ranks = " + std::to_string(R));
-  for (const auto& [name, v] : r.compression)
-    if (v.size() != S * static_cast<size_t>(R))
-      bad_result(path, "/compression/" + name + " has " + std::to_string(v.size()) +
-                           " entries, expected steps x ranks = " + std::to_string(S) + " x " + std::to_string(R));
+  for (const auto& [name, v] : r.compression) steps_x_ranks(v.size(), "/compression/" + name);
   const size_t NRB = r.bucket_step.size() * static_cast<size_t>(R) * static_cast<size_t>(std::max<int64_t>(0, r.bucket_count));
   if (r.bucket_count < 0 || r.bucket_stride < 1 || r.bucket_start.size() != NRB || r.bucket_end.size() != NRB)
     bad_result(path, "/bucket_timing start and end have " + std::to_string(r.bucket_start.size()) + " and " +
