@@ -185,23 +185,11 @@ std::string table_line(const std::vector<std::string>& cells) {
   return line;
 }
 
-// A header line: `label` centred over columns first..last of an otherwise blank line.
-void put_over_columns(std::string& line, const std::string& label, size_t first, size_t last) {
-  size_t begin = 0;
-  for (size_t k = 0; k < first; ++k) begin += static_cast<size_t>(kColumnWidths[k]) + 1;
-  size_t width = 0;
-  for (size_t k = first; k <= last; ++k) width += static_cast<size_t>(kColumnWidths[k]) + (k > first ? 1 : 0);
-  const size_t at = begin + (width > label.size() ? (width - label.size()) / 2 : 0);
-  if (line.size() < at + label.size()) line.resize(at + label.size(), ' ');
-  line.replace(at, label.size(), label);
-}
-
-// A header line: '#' in place of its first (blank) character, trailing blanks dropped.
-std::string commented(std::string line) {
-  line.erase(line.find_last_not_of(' ') + 1);
-  if (!line.empty()) line[0] = '#';
-  return line;
-}
+// The block's column headers, over the columns of kColumnWidths.
+const char* kBlockHeader =
+    "#                                                         in-place                  calls of the slowest rank\n"
+    "#       size         count    type   redop      time     algbw     busbw   #wrong       min       max     stdev   vs_mpi\n"
+    "#        (B)    (elements)                      (us)    (GB/s)    (GB/s)               (us)      (us)      (us)\n";
 
 std::string fixed(double v, int decimals) {
   char t[48];
@@ -231,17 +219,7 @@ void print_header(const BenchSettings& b, int n, const MpiLibrary& lib, const st
 // One algorithm's block: its rows over the sizes, its wrong elements and its average busbw.
 // `mpi` is mpi's series of the same run, or null.
 void print_algorithm_block(const AllreduceSeries& s, const AllreduceSeries* mpi, bool check) {
-  std::string groups = " ";
-  put_over_columns(groups, "in-place", 4, 7);
-  put_over_columns(groups, "calls of the slowest rank", 8, 10);
-  std::printf("#\n# algorithm %s: %s\n", s.algorithm.c_str(), algorithm_description(s.algorithm).c_str());
-  std::printf("%s\n", commented(groups).c_str());
-  std::printf("%s\n", commented(table_line({"size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "min",
-                                            "max", "stdev", "vs_mpi"}))
-                          .c_str());
-  std::printf("%s\n", commented(table_line({"(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)",
-                                            "(us)", ""}))
-                          .c_str());
+  std::printf("#\n# algorithm %s: %s\n%s", s.algorithm.c_str(), algorithm_description(s.algorithm).c_str(), kBlockHeader);
   double busbw_sum = 0;
   int64_t wrong = 0;
   for (size_t i = 0; i < s.bytes.size(); ++i) {
