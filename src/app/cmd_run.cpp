@@ -124,14 +124,7 @@ class Attempt {
   void preempted(const PreemptedError& e) { end("preempted", e.what()); }
 
   // What this build or machine cannot run (UnsupportedError): the UNSUPPORTED marker, not failed.
-  void unsupported(const std::string& reason) {
-    RunMarker marker = stamped();
-    marker.reason = reason;
-    marker.log = "logs/" + fs::path(attempt_log_path(dir_, run_.run_id, number_)).filename().string();
-    marker.end = utc_timestamp();
-    write_marker(files_.unsupported, marker);
-    end("unsupported", reason);
-  }
+  void unsupported(const std::string& reason) { end_with_marker(files_.unsupported, "unsupported", reason); }
 
   void finished(int exit_code, double stage_in_s) {
     RunMarker done = stamped();
@@ -151,24 +144,24 @@ class Attempt {
                                                                  : unexpected_error_text(e);
     failed(reason);
   }
-  void failed(const std::string& reason) noexcept {
+  void failed(std::string reason) noexcept {
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
     try {
-      write_failed(reason);
+      end_with_marker(files_.failed, "failed", reason);  // replaces the trainer's marker of the same failure
     } catch (const std::exception& marker_error) {
       std::cerr << "trainscale run: the FAILED marker could not be written either: " << marker_error.what() << "\n";
     }
   }
 
  private:
-  void write_failed(const std::string& reason) {
+  // The UNSUPPORTED or FAILED marker (the reason, this attempt's log, the time), then the log's end.
+  void end_with_marker(const std::string& marker_path, const std::string& result, const std::string& reason) {
     RunMarker marker = stamped();
     marker.reason = reason;
-    for (char& c : marker.reason)
-      if (c == '\n') c = ' ';
     marker.log = "logs/" + fs::path(attempt_log_path(dir_, run_.run_id, number_)).filename().string();
     marker.end = utc_timestamp();
-    write_marker(files_.failed, marker);  // replaces the trainer's marker of the same failure
-    end("failed", marker.reason);
+    write_marker(marker_path, marker);
+    end(result, reason);
   }
 
   RunMarker stamped() const {
