@@ -66,6 +66,13 @@ void check_compression(const ExchangeOptions& options) {
                       "; use dist.allreduce mpi, ring, tree or shm, or dist.compression: none");
 }
 
+// A communication thread (`threaded`) calls MPI beside the caller's thread.
+void check_overlap(bool threaded) {
+  if (threaded && !CommThread::can_call_mpi())
+    throw ConfigError("dist.overlap: the communication thread needs MPI_THREAD_SERIALIZED, which this MPI library "
+                      "did not provide; set dist.overlap: false");
+}
+
 }  // namespace
 
 std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, ModelArenas arenas,
@@ -78,9 +85,7 @@ std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, Mod
     if (options.strategy != DistStrategy::sync || options.algorithm != AllreduceAlgorithm::nccl)
       throw ConfigError("dist.hetero_allreduce: device sums the gradients of dist.strategy sync on the GPUs with "
                         "NCCL; set dist.strategy: sync and dist.allreduce: nccl, or dist.hetero_allreduce: host");
-    if (options.overlap && !CommThread::can_call_mpi())
-      throw ConfigError("dist.overlap: the communication thread needs MPI_THREAD_SERIALIZED, which this MPI library "
-                        "did not provide; set dist.overlap: false");
+    check_overlap(options.overlap);
 #ifdef TRAINSCALE_HAVE_NCCL
     return make_device_sum_exchange(comm, arenas, options);
 #endif
@@ -91,10 +96,7 @@ std::unique_ptr<ExchangeStrategy> make_exchange_strategy(Communicator& comm, Mod
     return make_nccl_sync_exchange(comm, arenas, options);  // queues on NCCL's stream: no thread
 #endif
   }
-  const bool threaded = options.strategy == DistStrategy::sync && options.overlap;
-  if (threaded && !CommThread::can_call_mpi())
-    throw ConfigError("dist.overlap: the communication thread needs MPI_THREAD_SERIALIZED, which this MPI library "
-                      "did not provide; set dist.overlap: false");
+  check_overlap(options.strategy == DistStrategy::sync && options.overlap);
   if (options.strategy == DistStrategy::hogwild)
     return std::make_unique<HogwildExchange>(arenas, options.hogwild.total_steps, options.hogwild.after_last_step);
   if (options.strategy == DistStrategy::async_ps) return std::make_unique<AsyncPsWorkerExchange>(comm, arenas, options);

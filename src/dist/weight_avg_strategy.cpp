@@ -22,11 +22,10 @@ void WeightAveragingExchange::average_weights() {
   link_->wait(updated);  // device arenas: the update (and backward) run until here
   const double t0 = now_seconds();
   times_.optimizer += t0 - t_update;
-  PsTimings ps_sum;
-  auto add = [&ps_sum](const PsTimings& ps) {
-    ps_sum.gather_s += ps.gather_s;
-    ps_sum.average_s += ps.average_s;
-    ps_sum.broadcast_s += ps.broadcast_s;
+  auto add = [this](const PsTimings& ps) {  // zeros unless the algorithm is ps
+    times_.gather += ps.gather_s;
+    times_.average += ps.average_s;
+    times_.broadcast += ps.broadcast_s;
   };
   for (size_t i = 0; i + 1 < plan_.buckets.size(); ++i) {
     PsTimings ps;
@@ -59,11 +58,6 @@ void WeightAveragingExchange::average_weights() {
   const double dt = now_seconds() - t0;
   times_.comm += dt;
   times_.comm_wait += dt;
-  if (algorithm_ == AllreduceAlgorithm::ps) {
-    times_.gather += ps_sum.gather_s;
-    times_.average += ps_sum.average_s;
-    times_.broadcast += ps_sum.broadcast_s;
-  }
 }
 
 StepVerdict WeightAveragingExchange::finish_step(bool average_weights_now) {
