@@ -138,8 +138,7 @@ double AllreduceModel::seconds(double bytes) const {
     // Calibrated: the formula's own latency and byte terms with the measured alpha and beta
     // (gamma folded into beta by the fit).
     const std::string f = is_selector(formula_) || formula_ == "nccl" ? "ring" : formula_;
-    const CostTerms t = formula_terms(f, p, bytes, {p});
-    return t.latency * fit_->alpha_s + t.bytes * fit_->beta_s_per_byte;
+    return formula_terms(f, p, bytes, {p}).seconds(fit_->alpha_s, fit_->beta_s_per_byte, 0.0);
   }
   if (placement_.nodes == 1) {
     const LinkLevel& intra = cluster_.interconnect.intra_node();
@@ -160,10 +159,7 @@ double AllreduceModel::allgather_seconds(double bytes_per_rank) const {
   const int64_t p = placement_.workers;
   if (p <= 1 || bytes_per_rank <= 0) return 0.0;
   const double gathered = bytes_per_rank * static_cast<double>(p);
-  if (fit_) {
-    const CostTerms t = bkt_allgather({p}, gathered);
-    return t.latency * fit_->alpha_s + t.bytes * fit_->beta_s_per_byte;
-  }
+  if (fit_) return bkt_allgather({p}, gathered).seconds(fit_->alpha_s, fit_->beta_s_per_byte, 0.0);
   if (placement_.nodes == 1) {
     const LinkLevel& intra = cluster_.interconnect.intra_node();
     return bkt_allgather({p}, gathered).seconds(intra.alpha_s(), intra.beta_s_per_byte(), 0.0);
