@@ -9,6 +9,5 @@
 #include "nn/layers/dropout.h"
 #include "nn/layers/flatten.h"
 #include "nn/layers/fully_connected.h"
-#include "nn/layers/global_avg_pool.h"
 #include "nn/layers/losses.h"
 #include "nn/layers/pool2d.h"

@@ -1,4 +1,4 @@
-// Max and average pooling layer (see pool2d.h).
+// Max, average and global average pooling layers (see pool2d.h).
 #include "nn/layers/pool2d.h"
 
 namespace ts {
@@ -43,6 +43,16 @@ void Pool2d::forward(Backend&, const std::vector<Tensor>& srcs, const Tensor& ds
 void Pool2d::backward(Backend&, const std::vector<Tensor>&, const Tensor&, const Tensor& diff_dst,
                       const std::vector<Tensor>& diff_srcs) {
   if (diff_srcs[0]) op_->backward(diff_dst, workspace_.data(), diff_srcs[0]);
+}
+
+// The window is the whole plane, known once the input shape is.
+Shape GlobalAvgPool::setup(const std::vector<Shape>& src_shapes) {
+  expect_inputs(src_shapes, 1);
+  const Shape& s = src_shapes[0];
+  if (s.rank() != 3) fail("expects a (C,H,W) input, got " + s.str());
+  options_.kh = options_.sh = s[1];
+  options_.kw = options_.sw = s[2];
+  return Pool2d::setup(src_shapes);
 }
 
 LayerInfo Pool2d::info() const {

@@ -1,4 +1,5 @@
-// Max and average pooling (average excludes padding); floor rounding of the output size.
+// Max and average pooling (average excludes padding), and global average pooling; floor
+// rounding of the output size.
 // src (mb,c,ih,iw) -> dst (mb,c,oh,ow). Max pooling keeps the argmax workspace for backward.
 #pragma once
 
@@ -29,7 +30,14 @@ class Pool2d : public Layer {
   PoolDesc desc_;
   std::unique_ptr<PoolOp> op_;  // planned per minibatch
   DeviceBuffer workspace_;      // argmax for max pooling, sized by the plan
+};
 
+// Global average pooling: average pooling with the kernel covering the whole H x W plane.
+// src (mb,c,h,w) -> dst (mb,c,1,1).
+class GlobalAvgPool : public Pool2d {
+ public:
+  explicit GlobalAvgPool(std::string name) : Pool2d(std::move(name), PoolKind::avg, 1) {}
+  Shape setup(const std::vector<Shape>& src_shapes) override;
 };
 
 }  // namespace ts
