@@ -94,13 +94,6 @@ void scan_window(Scanner& sc, Desc& d) {
   d.pw = sc.field("pw");
 }
 
-constexpr const char* kConvForm =
-    "conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1[_nobias][_relu]";
-constexpr const char* kPoolForm = "pool:max|avg_mb2c3_ih8iw8_kh2kw2_sh2sw2_ph0pw0";
-constexpr const char* kFcForm = "fc:mb64_ic3136oc512[_nobias]";
-constexpr const char* kBnForm = "bn:mb2c16_h8w8[_eps0.001][_relu]";
-constexpr const char* kEltwiseForm = "eltwise:relu|relu6|sigmoid_n100";
-
 }  // namespace
 
 // ---- conv -----------------------------------------------------------------------------------
@@ -112,7 +105,7 @@ std::string ConvDesc::str() const {
 }
 
 ConvDesc ConvDesc::parse(std::string_view text) {
-  Scanner sc(text, kConvForm);
+  Scanner sc(text, "conv:mb128_ic32oc64_ih14iw14_kh5kw5_sh1sw1_ph2pw2_g1[_nobias][_relu]");
   ConvDesc d;
   sc.expect("conv:");
   d.mb = sc.field("mb");
@@ -141,7 +134,7 @@ std::string PoolDesc::str() const {
 }
 
 PoolDesc PoolDesc::parse(std::string_view text) {
-  Scanner sc(text, kPoolForm);
+  Scanner sc(text, "pool:max|avg_mb2c3_ih8iw8_kh2kw2_sh2sw2_ph0pw0");
   PoolDesc d;
   sc.expect("pool:");
   if (sc.accept("max"))
@@ -173,7 +166,7 @@ std::string FcDesc::str() const {
 }
 
 FcDesc FcDesc::parse(std::string_view text) {
-  Scanner sc(text, kFcForm);
+  Scanner sc(text, "fc:mb64_ic3136oc512[_nobias]");
   FcDesc d;
   sc.expect("fc:");
   d.mb = sc.field("mb");
@@ -198,7 +191,7 @@ std::string BnDesc::str() const {
 }
 
 BnDesc BnDesc::parse(std::string_view text) {
-  Scanner sc(text, kBnForm);
+  Scanner sc(text, "bn:mb2c16_h8w8[_eps0.001][_relu]");
   BnDesc d;
   sc.expect("bn:");
   d.mb = sc.field("mb");
@@ -222,7 +215,7 @@ std::string EltwiseDesc::str() const {
 }
 
 EltwiseDesc EltwiseDesc::parse(std::string_view text) {
-  Scanner sc(text, kEltwiseForm);
+  Scanner sc(text, "eltwise:relu|relu6|sigmoid_n100");
   EltwiseDesc d;
   sc.expect("eltwise:");
   if (sc.accept("relu6"))
