@@ -18,9 +18,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/host_info.h"
-#include "core/run_marker.h"
 #include "core/strings.h"
-#include "core/timer.h"
 #include "config/run_config.h"
 #include "sweep/campaign.h"
 #include "sweep/expand.h"
@@ -51,7 +49,7 @@ std::map<int64_t, std::string> unsupported_points(const Expansion& expansion, co
   std::map<int64_t, std::string> out;
   for (const auto& r : expansion.runs) {
     auto it = decided.find(r.capability_key);
-    if (it == decided.end() || r.capability_key.empty()) {
+    if (it == decided.end()) {
       const ResolvedConfig cfg = parse_run_config(r.config_yaml, expansion.sweep_path, {});
       it = decided.insert_or_assign(r.capability_key, unsupported_reason(cfg, here)).first;
     }
@@ -122,12 +120,8 @@ int sweep_expand(const std::vector<std::string>& args) {
     std::cout << dry_run_table(expansion);
     print_unsupported(unsupported, std::cout);
     // The allocation shapes `sweep submit` would make on this site (one job array each).
-    Campaign c;
-    c.dir = vm.count("out") ? vm["out"].as<std::string>() : ".";
-    c.name = expansion.campaign;
-    c.manifest_path = sweep.path;
-    c.resources_yaml = expansion.resources_yaml;
-    c.site = site;
+    Campaign c{.dir = vm.count("out") ? vm["out"].as<std::string>() : ".", .name = expansion.campaign,
+               .manifest_path = sweep.path, .resources_yaml = expansion.resources_yaml, .site = site};
     for (const auto& r : expansion.runs) c.runs.push_back({r.index, r.run_id, r.config_id, r.repetition, r.config_yaml, 0});
     std::cout << "job arrays on site " << site.name << " (" << site.scheduler << "):\n";
     for (const auto& g : group_by_shape(c, {})) std::cout << "  " << g.shape.label() << ": " << g.indices.size() << " runs\n";
@@ -138,13 +132,8 @@ int sweep_expand(const std::vector<std::string>& args) {
   write_campaign(out, manifest, sweep.path, site_path);
   std::cout << "campaign " << expansion.campaign << ": " << expansion.runs.size() << " runs -> " << out << "/manifest.yaml ("
             << manifest_hash(manifest) << ")\n";
-  for (const auto& [index, reason] : unsupported) {  // neither failed nor dropped: a state of its own
-    RunMarker marker;
-    marker.reason = reason;
-    marker.host = host_name();
-    marker.end = utc_timestamp();
-    write_marker(run_files(out, expansion.runs[static_cast<size_t>(index)].run_id).unsupported, marker);
-  }
+  for (const auto& [index, reason] : unsupported)  // neither failed nor dropped: a state of its own
+    write_marker_here(run_files(out, expansion.runs[static_cast<size_t>(index)].run_id).unsupported, reason);
   if (!unsupported.empty()) {
     std::cout << "campaign " << expansion.campaign << ": " << unsupported.size() << " of " << expansion.runs.size()
               << " runs cannot run " << (site.scheduler == "local" ? "here" : "on their GPU generation")
@@ -234,21 +223,6 @@ void print_runs_of(const Campaign& campaign, const JobScript& js) {
   if (shown > kShown) std::cout << "  ... and " << shown - kShown << " more (" << js.index_file << ")\n";
 }
 
-// --pack K, else the site's `pack` for Slurm and PBS; 1 for the local executor, which refuses
-// an explicit K > 1 (it runs no allocations).
-int pack_option(const po::variables_map& vm, const Campaign& campaign, const std::string& scheduler) {
-  const bool allocations = scheduler == "slurm" || scheduler == "pbs";
-  if (!vm.count("pack")) return allocations ? campaign.site.pack : 1;
-  const int pack = vm["pack"].as<int>();
-  if (pack < 1 || pack > kMaxPack)
-    throw ConfigError("--pack: " + std::to_string(pack) + " is out of range; accepted: 1 ... " + std::to_string(kMaxPack) +
-                      " runs per array task");
-  if (pack > 1 && !allocations)
-    throw ConfigError("--pack " + std::to_string(pack) + ": packing runs into one allocation needs --scheduler slurm or pbs; the " +
-                      scheduler + " executor starts each run by itself (use --throttle for runs at a time)");
-  return pack;
-}
-
 // Slurm / PBS: writes the array scripts and submits them (or not, with --dry-run).
 int submit_to_scheduler(const Campaign& campaign, const std::vector<ShapeGroup>& groups, const SubmitOptions& o) {
   const int k = o.throttle > 0 ? o.throttle : campaign.site.throttle;
@@ -260,19 +234,27 @@ int submit_to_scheduler(const Campaign& campaign, const std::vector<ShapeGroup>&
       print_runs_of(campaign, js);
       continue;
     }
-    SubmissionRecord rec;
-    rec.scheduler = o.scheduler;
-    rec.job_id = submit_job_script(js);
-    rec.script = js.script;
-    rec.index_file = js.index_file;
-    rec.count = js.count;
-    record_submissions(campaign.dir, {rec});  // record each at once: a later refusal keeps the earlier ids
-    std::cout << "submitted " << js.script << " as job " << rec.job_id << " (" << runs_text(js) << ", " << js.shape << ")\n";
+    const std::string job_id = submit_job_script(js);
+    // Each recorded at once: a later refusal keeps the earlier ids.
+    record_submissions(campaign.dir,
+                       {{.scheduler = o.scheduler, .job_id = job_id, .script = js.script, .index_file = js.index_file, .count = js.count}});
+    std::cout << "submitted " << js.script << " as job " << job_id << " (" << runs_text(js) << ", " << js.shape << ")\n";
     print_runs_of(campaign, js);
   }
   if (o.dry_run)
     std::cout << "dry run: " << scripts.size() << " scripts written to " << campaign_jobs_dir(campaign.dir) << ", nothing submitted\n";
   return kExitOk;
+}
+
+// The campaign's state, the scheduler asked; what could not be asked in its notes, which go to
+// stderr too with `command` ("submit": "trainscale sweep submit: note: ..."; null: not printed).
+CampaignStatus current_status(const Campaign& campaign, const char* command) {
+  std::vector<std::string> notes;
+  CampaignStatus st = campaign_status(campaign, query_scheduler(campaign, &notes));
+  if (command)
+    for (const auto& n : notes) std::cerr << "trainscale sweep " << command << ": note: " << n << "\n";
+  st.notes = std::move(notes);
+  return st;
 }
 
 // Submits `indices` of `campaign`; shared by submit and resubmit. Every shape is checked against
@@ -291,21 +273,23 @@ int submit_indices(const Campaign& campaign, const std::vector<int64_t>& indices
   return submit_to_scheduler(campaign, groups, o);
 }
 
-std::string scheduler_option(const po::variables_map& vm, const std::string& fallback) {
-  std::string s = vm.count("scheduler") ? vm["scheduler"].as<std::string>() : fallback;
-  if (s != "local" && s != "slurm" && s != "pbs" && s != "simulate")
-    throw ConfigError("--scheduler: '" + s + "' is not accepted; accepted: local, slurm, pbs, simulate");
-  return s;
-}
-
-// --scheduler (else `fallback`), --throttle, --pack and --dry-run of submit and resubmit.
+// --scheduler (else `fallback`), --throttle, --pack and --dry-run of submit and resubmit. --pack K,
+// else the site's `pack` for Slurm and PBS; 1 for the local executor, which refuses an explicit
+// K > 1 (it runs no allocations).
 SubmitOptions submit_options(const po::variables_map& vm, const Campaign& campaign, const std::string& fallback,
                              const std::string& tag) {
   SubmitOptions o;
-  o.scheduler = scheduler_option(vm, fallback);
+  o.scheduler = vm.count("scheduler") ? vm["scheduler"].as<std::string>() : fallback;
+  if (o.scheduler != "local" && o.scheduler != "slurm" && o.scheduler != "pbs" && o.scheduler != "simulate")
+    throw ConfigError("--scheduler: '" + o.scheduler + "' is not accepted; accepted: local, slurm, pbs, simulate");
   o.throttle = vm.count("throttle") ? vm["throttle"].as<int>() : 0;
   if (o.throttle < 0) throw ConfigError("--throttle: expected an integer >= 1");
-  o.pack = pack_option(vm, campaign, o.scheduler);
+  const bool allocations = o.scheduler == "slurm" || o.scheduler == "pbs";
+  o.pack = vm.count("pack") ? vm["pack"].as<int>() : allocations ? campaign.site.pack : 1;
+  pack_indices({}, o.pack);  // the range check
+  if (o.pack > 1 && !allocations)
+    throw ConfigError("--pack " + std::to_string(o.pack) + ": packing runs into one allocation needs --scheduler slurm or pbs; the " +
+                      o.scheduler + " executor starts each run by itself (use --throttle for runs at a time)");
   o.dry_run = vm.count("dry-run") > 0;
   o.tag = tag;
   return o;
@@ -346,9 +330,7 @@ int sweep_submit(const std::vector<std::string>& args) {
   if (!vm.count("campaign")) throw ConfigError("a campaign directory is required: trainscale sweep submit CAMPAIGN_DIR");
   const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
   const SubmitOptions o = submit_options(vm, campaign, campaign.site.scheduler, "");
-  std::vector<std::string> notes;
-  const CampaignStatus st = campaign_status(campaign, query_scheduler(campaign, &notes));
-  for (const auto& n : notes) std::cerr << "trainscale sweep submit: note: " << n << "\n";
+  const CampaignStatus st = current_status(campaign, "submit");
   std::vector<int64_t> todo;
   int64_t already = 0, elsewhere = 0, unsupported = 0;
   for (const auto& r : st.runs) {
@@ -393,16 +375,10 @@ int sweep_status(const std::vector<std::string>& args) {
   const std::string format = vm["format"].as<std::string>();
   if (format != "text" && format != "json") throw ConfigError("--format: '" + format + "' is not accepted; accepted: text, json");
   const Campaign campaign = load_campaign(vm["campaign"].as<std::string>());
-  std::vector<std::string> notes;
-  const SchedulerStates sched = query_scheduler(campaign, &notes);
-  CampaignStatus st = campaign_status(campaign, sched);
-  st.notes = notes;
-  if (format == "json") {
-    std::cout << status_json(st);
-    for (const auto& n : notes) std::cerr << "trainscale sweep status: note: " << n << "\n";
-  } else {
-    std::cout << status_text(campaign, st);
-  }
+  const CampaignStatus st = current_status(campaign, nullptr);
+  std::cout << (format == "json" ? status_json(st) : status_text(campaign, st));
+  if (format == "json")  // text: the notes are in the report
+    for (const auto& n : st.notes) std::cerr << "trainscale sweep status: note: " << n << "\n";
   return kExitOk;
 }
 
@@ -435,9 +411,7 @@ int sweep_resubmit(const std::vector<std::string>& args) {
   const auto subs = read_submissions(campaign.dir);
   const SubmitOptions o = submit_options(vm, campaign, subs.empty() ? campaign.site.scheduler : subs.back().scheduler,
                                          next_resubmit_tag(campaign.dir));
-  std::vector<std::string> notes;
-  const CampaignStatus st = campaign_status(campaign, query_scheduler(campaign, &notes));
-  for (const auto& n : notes) std::cerr << "trainscale sweep resubmit: note: " << n << "\n";
+  const CampaignStatus st = current_status(campaign, "resubmit");
   std::vector<int64_t> indices;
   for (const auto& r : st.runs)
     if ((vm.count("failed") && r.state == RunState::failed) || (vm.count("preempted") && r.state == RunState::preempted) ||

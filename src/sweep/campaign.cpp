@@ -194,12 +194,8 @@ Campaign load_campaign(const std::string& dir) {
   }
   c.swept_keys = read_swept_keys((fs::path(dir) / "sweep.yaml").string());
   const fs::path site = fs::path(dir) / "site.yaml";
-  if (fs::is_regular_file(site)) {
-    c.site = load_site_file(site.string());
-    c.has_site = true;
-  } else {
-    c.site = default_local_site();
-  }
+  c.has_site = fs::is_regular_file(site);
+  c.site = c.has_site ? load_site_file(site.string()) : default_local_site();
   return c;
 }
 
@@ -214,31 +210,29 @@ RunFiles run_files(const std::string& campaign_dir, const std::string& run_id) {
           marker_path(run_file, MarkerKind::unsupported)};
 }
 
-bool process_alive(long pid) {
-  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+std::vector<std::string> process_stat_fields(long pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
-  if (!std::getline(in, stat)) return true;  // no /proc: trust kill()
-  const size_t close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+  const size_t close = std::getline(in, stat) ? stat.rfind(')') : std::string::npos;  // names may hold ' ' and ')'
+  std::vector<std::string> fields;
+  if (pid <= 0 || close == std::string::npos) return fields;
+  std::istringstream words(stat.substr(close + 1));
+  for (std::string word; words >> word;) fields.push_back(word);
+  return fields;
+}
+
+bool process_alive(long pid) {
+  if (pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM)) return false;
+  const std::vector<std::string> fields = process_stat_fields(pid);
+  return fields.empty() || fields[0] != "Z";  // no /proc: trust kill()
 }
 
 std::optional<long long> process_start_ticks(long pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (pid <= 0 || !std::getline(in, stat)) return std::nullopt;
-  const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream fields(stat.substr(close + 1));
-  std::string field;
-  for (int number = 3; fields >> field; ++number)  // field 3 (state) follows the name
-    if (number == 22) {
-      try {
-        return std::stoll(field);
-      } catch (const std::exception&) {
-        return std::nullopt;
-      }
-    }
+  const std::vector<std::string> fields = process_stat_fields(pid);
+  try {
+    if (fields.size() > 19) return std::stoll(fields[19]);  // field 22
+  } catch (const std::exception&) {
+  }
   return std::nullopt;
 }
 
@@ -288,21 +282,18 @@ int next_attempt(const std::string& campaign_dir, const std::string& run_id) {
   return n;
 }
 
-const char* run_state_name(RunState s) {
-  switch (s) {
-    case RunState::done: return "done";
-    case RunState::diverged: return "diverged";
-    case RunState::failed: return "failed";
-    case RunState::preempted: return "preempted";
-    case RunState::running: return "running";
-    case RunState::pending: return "pending";
-    case RunState::missing: return "missing";
-    case RunState::unsupported: return "unsupported";
-  }
-  return "?";
-}
-
 namespace {
+
+// Each RunState, in the enum's order: its name and where CampaignStatus counts it.
+struct RunStateRow {
+  const char* name;
+  int64_t CampaignStatus::*count;
+};
+constexpr RunStateRow kRunStates[] = {
+    {"done", &CampaignStatus::done},       {"diverged", &CampaignStatus::diverged},
+    {"failed", &CampaignStatus::failed},   {"preempted", &CampaignStatus::preempted},
+    {"running", &CampaignStatus::running}, {"pending", &CampaignStatus::pending},
+    {"missing", &CampaignStatus::missing}, {"unsupported", &CampaignStatus::unsupported}};
 
 // "preempted by SIGTERM at step 120 [attempt 2, log: logs/x.attempt2.log]": a PREEMPTED
 // marker's reason with its attempt and log, for status lines.
@@ -433,6 +424,8 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
 
 }  // namespace
 
+const char* run_state_name(RunState s) { return kRunStates[static_cast<size_t>(s)].name; }
+
 RunStatus run_status(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler) {
   return classify_run(campaign, run, scheduler, host_name());
 }
@@ -442,19 +435,8 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
   const std::string host = host_name();
   for (const auto& run : campaign.runs) {
     RunStatus rs = classify_run(campaign, run, scheduler, host);
-    switch (rs.state) {
-      case RunState::done: ++st.done; break;
-      case RunState::diverged: ++st.diverged; break;
-      case RunState::failed: ++st.failed; break;
-      case RunState::preempted: ++st.preempted; break;
-      case RunState::running: ++st.running; break;
-      case RunState::pending: ++st.pending; break;
-      case RunState::missing:
-        ++st.missing;
-        if (rs.reason == "not submitted") ++st.not_submitted;
-        break;
-      case RunState::unsupported: ++st.unsupported; break;
-    }
+    ++(st.*kRunStates[static_cast<size_t>(rs.state)].count);
+    if (rs.state == RunState::missing && rs.reason == "not submitted") ++st.not_submitted;
     st.runs.push_back(std::move(rs));
   }
   st.total = static_cast<int64_t>(campaign.runs.size());

@@ -84,6 +84,9 @@ struct DoneCheck {
 };
 DoneCheck check_done(const RunFiles& files, const ManifestRun& run);
 
+// The fields of /proc/<pid>/stat after the command name, fields[0] being field 3 (the state);
+// empty when there is no such process or /proc does not say.
+std::vector<std::string> process_stat_fields(long pid);
 // A process of this host that exists and is not a zombie (an init that does not reap, as in
 // some containers, keeps dead ranks as zombies).
 bool process_alive(long pid);

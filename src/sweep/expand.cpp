@@ -4,10 +4,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -19,6 +19,7 @@
 #include "core/file_io.h"
 #include "core/names.h"
 #include "core/strings.h"
+#include "core/timer.h"
 
 namespace ts {
 namespace {
@@ -51,14 +52,6 @@ struct Point {
   SweepAssignments values;
   std::string label;  // "matrix point 3" or "include[0] (sweep.yaml:20)"
 };
-
-}  // namespace
-
-uint64_t derive_seed(const std::string& config_id, int repetition) {
-  return fnv1a64(config_id + "-r" + std::to_string(repetition)) & 0x7fffffffULL;
-}
-
-namespace {
 
 // Cartesian product of the dimensions, first dimension slowest, last fastest; a sweep without
 // dimensions is one point (the base).
@@ -168,6 +161,10 @@ void expand_point(const SweepFile& sweep, const Point& p, std::set<std::string>&
 
 }  // namespace
 
+uint64_t derive_seed(const std::string& config_id, int repetition) {
+  return fnv1a64(config_id + "-r" + std::to_string(repetition)) & 0x7fffffffULL;
+}
+
 int64_t planned_run_count(const SweepFile& sweep) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   auto times = [&](int64_t a, int64_t b) { return b != 0 && a > kMax / b ? kMax : a * b; };
@@ -219,20 +216,25 @@ Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs, ExpansionProgre
 
 void check_expansion_against_site(const Expansion& ex, const Site& site) {
   for (const auto& run : ex.runs) {
-    std::string problem;
-    if (!run.capability_key.empty()) {
-      problem = site_check_run(site, run.gpu, run.mpi_flavor, run.storage);
-    } else {  // a run made elsewhere: its config read back
-      const YAML::Node c = YAML::Load(run.config_yaml);
-      const std::string storage = c["dataset"] && c["dataset"]["storage"] ? c["dataset"]["storage"].Scalar() : "local";
-      problem = site_check_run(site, c["gpu"] ? c["gpu"].Scalar() : "none",
-                               c["mpi_flavor"] ? c["mpi_flavor"].Scalar() : "any", storage);
-    }
+    const std::string problem = site_check_run(site, run.gpu, run.mpi_flavor, run.storage);
     if (problem.empty()) continue;
     std::string point = "{";
     for (const auto& key : ex.swept_keys) point += (point.size() > 1 ? ", " : "") + key + ": " + run.swept.at(key);
     throw ConfigError(ex.sweep_path + ": run " + std::to_string(run.index) + " (" + run.run_id + ") " + point + "}: " + problem);
   }
+}
+
+ExpansionProgress::ExpansionProgress(std::ostream* out, double every_seconds)
+    : out_(out), every_seconds_(every_seconds), start_(now_seconds()), last_(start_) {}
+
+void ExpansionProgress::report(const char* what, int64_t done, int64_t total, const char* items) {
+  if (out_ == nullptr) return;
+  const double now = now_seconds();
+  if (now - last_ < every_seconds_ && done != total) return;
+  if (done == total && last_ == start_ && now - start_ < every_seconds_) return;  // a short phase: no line
+  last_ = now;
+  *out_ << "sweep expand: " << what << " " << done << " of " << total << " " << items << " ("
+        << (total > 0 ? 100 * done / total : 100) << "%), " << std::lround(now - start_) << " s so far" << std::endl;
 }
 
 std::string manifest_yaml(const Expansion& ex, const std::string& created_by, ExpansionProgress* progress) {

@@ -6,14 +6,31 @@
 
 #include <cstdint>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
-#include "sweep/expand_progress.h"
 #include "sweep/site.h"
 #include "sweep/sweep_file.h"
 
 namespace ts {
+
+// Progress lines of a long `sweep expand`: a 10^6-point sweep resolves every run config (a few
+// milliseconds each) and said nothing for minutes. A line goes to the stream at most every
+// `every_seconds` (0: after every item), never for a phase that ends before the first is due.
+class ExpansionProgress {
+ public:
+  // `out` nullptr: silent.
+  ExpansionProgress(std::ostream* out, double every_seconds);
+  // `done` of `total` items of a phase: "sweep expand: expanded 120000 of 1000000 points (12%),
+  // 41 s so far" when a line is due.
+  void report(const char* what, int64_t done, int64_t total, const char* items);
+
+ private:
+  std::ostream* out_;
+  double every_seconds_;
+  double start_, last_;
+};
 
 struct ExpandedRun {
   int64_t index = 0;        // position in the manifest's runs list
@@ -25,7 +42,7 @@ struct ExpandedRun {
   std::map<std::string, std::string> swept;  // swept key -> canonical value of this run
   // Facts of the resolved config kept from expansion, so that no later pass parses every run
   // again: what the site is checked against, and "<backends>,<precision>,<gpu>", alike for runs
-  // that this build and machine can or cannot run alike ("" in runs made elsewhere: parse then).
+  // that this build and machine can or cannot run alike.
   std::string gpu, mpi_flavor, storage, capability_key;
 };
 

@@ -5,24 +5,28 @@
 
 #include "core/host_info.h"
 #include "core/run_marker.h"
+#include "core/strings.h"
 #include "core/timer.h"
 #include "sweep/campaign.h"
 
 namespace ts {
 namespace fs = std::filesystem;
 
-namespace {
-
-// A marker written since `since` (markers of earlier attempts do not describe this one).
-bool fresh(const std::string& path, fs::file_time_type since) {
+std::optional<RunMarker> fresh_marker(const std::string& path, fs::file_time_type since) {
   std::error_code ec;
   const auto written = fs::last_write_time(path, ec);
-  return !ec && written >= since && read_marker_if_present(path).has_value();
+  if (ec || written < since) return std::nullopt;
+  return read_marker_if_present(path);
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-}  // namespace
+std::string write_marker_here(const std::string& path, const std::string& reason) {
+  RunMarker marker;
+  marker.reason = reason;
+  marker.host = host_name();
+  marker.end = utc_timestamp();
+  write_marker(path, marker);
+  return reason;
+}
 
 std::string launcher_notice(const std::string& log_path) {
   std::ifstream in(log_path);
@@ -58,17 +62,15 @@ std::optional<std::string> record_launcher_end(const std::string& campaign_dir, 
                                                const LauncherEnd& end) {
   const RunFiles f = run_files(campaign_dir, run.run_id);
   drop_teardown_notice(f, end.signalled);
-  if (check_done(f, run).valid() || fresh(f.failed, end.since) || fresh(f.preempted, end.since)) return std::nullopt;
+  if (check_done(f, run).valid() || fresh_marker(f.failed, end.since) || fresh_marker(f.preempted, end.since))
+    return std::nullopt;
   const std::string notice = end.log_path.empty() ? "" : launcher_notice(end.log_path);
-  RunMarker marker;
-  marker.reason = "the launcher " + end.how + " without a result" + (notice.empty() ? "" : " (" + notice + ")") +
-                  (end.log_reference.empty() ? "" : "; " + end.log_reference);
-  marker.host = host_name();
-  marker.end = utc_timestamp();
-  write_marker(f.failed, marker);
+  const std::string reason = write_marker_here(f.failed, "the launcher " + end.how + " without a result" +
+                                                             (notice.empty() ? "" : " (" + notice + ")") +
+                                                             (end.log_reference.empty() ? "" : "; " + end.log_reference));
   std::error_code ec;
-  if (fresh(f.running, end.since)) fs::remove(f.running, ec);  // this attempt's: its ranks are gone
-  return marker.reason;
+  if (fresh_marker(f.running, end.since)) fs::remove(f.running, ec);  // this attempt's: its ranks are gone
+  return reason;
 }
 
 std::optional<std::string> record_not_started(const std::string& campaign_dir, const ManifestRun& run) {
@@ -76,13 +78,8 @@ std::optional<std::string> record_not_started(const std::string& campaign_dir, c
   if (check_done(f, run).valid() || read_marker_if_present(f.preempted)) return std::nullopt;
   if (const auto running = read_marker_if_present(f.running); running && running->host == host_name() && attempt_alive(*running))
     return std::nullopt;
-  RunMarker marker;
-  marker.reason = "not started: its packed array task was stopped (preempted) before this run's turn; it starts when the "
-                  "task is requeued or with trainscale sweep resubmit --preempted";
-  marker.host = host_name();
-  marker.end = utc_timestamp();
-  write_marker(f.preempted, marker);
-  return marker.reason;
+  return write_marker_here(f.preempted, "not started: its packed array task was stopped (preempted) before this run's "
+                                        "turn; it starts when the task is requeued or with trainscale sweep resubmit --preempted");
 }
 
 }  // namespace ts

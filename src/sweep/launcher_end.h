@@ -13,6 +13,13 @@
 
 namespace ts {
 
+// The marker at `path` when it was written since `since` (markers of earlier attempts do not
+// describe this one), else nullopt.
+std::optional<RunMarker> fresh_marker(const std::string& path, std::filesystem::file_time_type since);
+
+// Writes the marker at `path` that says `reason`, with this host and the time now; returns `reason`.
+std::string write_marker_here(const std::string& path, const std::string& reason);
+
 // Why the job ended, on one line, from the launcher's output ("" when it says nothing known):
 // Open MPI's "mpirun noticed that process rank 1 ...", MPICH's and Intel MPI's BAD TERMINATION
 // box ("RANK 1 PID 4321 RUNNING AT n1, KILLED BY SIGNAL: 9"), Slurm's "srun: error: Node failure

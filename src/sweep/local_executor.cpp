@@ -11,11 +11,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <ostream>
-#include <sstream>
 #include <thread>
 
 #include <fcntl.h>
@@ -23,11 +21,9 @@
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/file_io.h"
 #include "core/host_info.h"
 #include "core/run_marker.h"
 #include "core/strings.h"
-#include "core/timer.h"
 #include "sweep/launcher_end.h"
 #include "sweep/simulate.h"
 #include "sweep/submit.h"
@@ -95,23 +91,16 @@ std::string seconds_text(double s) {
   return buf;
 }
 
-// The live processes of session `sid` (from /proc/<pid>/stat: state, then the session 3 fields
-// on, after the command name in parentheses); zombies are dead and left out.
+// The live processes of session `sid` (/proc/<pid>/stat: the state, then ppid, pgrp and the
+// session); zombies are dead and left out.
 std::vector<pid_t> session_members(pid_t sid) {
   std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat)) continue;
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 1));
-    std::string state;
-    long ppid = 0, pgrp = 0, session = 0;
-    if (fields >> state >> ppid >> pgrp >> session && session == sid && state != "Z" && state != "X")
+    if (name.empty() || name.size() > 9 || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::vector<std::string> fields = process_stat_fields(std::stol(name));
+    if (fields.size() > 3 && fields[3] == std::to_string(sid) && fields[0] != "Z" && fields[0] != "X")
       out.push_back(static_cast<pid_t>(std::stol(name)));
   }
   return out;
@@ -169,10 +158,7 @@ std::map<int64_t, LocalLaunch> local_launch_commands(const Campaign& c, const st
         throw ConfigError("site " + c.site.path + ": mpi." + g.shape.mpi + ".launcher_prefix: '" +
                           mpi.launcher_prefix.front() + "' is not an executable here or on PATH" +
                           " (the test bed's agent: scripts/testbed.sh up)");
-      for (const char* a : {"run", "--manifest"}) cmd.push_back(a);
-      cmd.push_back(c.dir);
-      cmd.push_back("--index");
-      cmd.push_back(std::to_string(i));
+      cmd.insert(cmd.end(), {"run", "--manifest", c.dir, "--index", std::to_string(i)});
       argv_of[i] = {with_launcher_prefix(mpi.launcher_prefix, cmd), g.shape.threads};
     }
   return argv_of;
@@ -204,20 +190,10 @@ pid_t start_local_run(const Campaign& c, const ManifestRun& run, LocalLaunch lau
   ::_exit(127);
 }
 
-enum class Outcome { done, diverged, failed, preempted, skipped, unsupported };
-
 struct TaskResult {
-  Outcome outcome = Outcome::failed;
+  int64_t LocalRunSummary::*count;  // the summary's count of the outcome (nullptr: done or diverged)
   std::string text;  // "done", "failed: <reason>", ...
 };
-
-// A marker written since `since` (markers of earlier attempts do not describe this one).
-std::optional<RunMarker> fresh_marker(const std::string& path, fs::file_time_type since) {
-  std::error_code ec;
-  const auto written = fs::last_write_time(path, ec);
-  if (ec || written < since) return std::nullopt;
-  return read_marker_if_present(path);
-}
 
 // A RUNNING marker whose process on this host is gone describes nothing any more.
 void remove_dead_running(const RunFiles& f) {
@@ -236,25 +212,21 @@ TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, f
   const RunFiles f = run_files(c.dir, run.run_id);
   const DoneCheck done = check_done(f, run);
   if (done.valid())
-    return done.marker->status == "diverged" ? TaskResult{Outcome::diverged, "diverged"} : TaskResult{Outcome::done, "done"};
+    return done.marker->status == "diverged" ? TaskResult{nullptr, "diverged"} : TaskResult{nullptr, "done"};
   if (const auto unsupported = fresh_marker(f.unsupported, started))
-    return {Outcome::unsupported, "unsupported here: " + unsupported->reason};
+    return {&LocalRunSummary::unsupported, "unsupported here: " + unsupported->reason};
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
-    return {Outcome::skipped, "skipped: another process holds its lock (runs/" + run.run_id + ".lock): it runs elsewhere"};
+    return {&LocalRunSummary::skipped, "skipped: another process holds its lock (runs/" + run.run_id + ".lock): it runs elsewhere"};
   remove_dead_running(f);
   drop_teardown_notice(f, interrupted_by != 0);  // this executor's own signal is a preemption
   if (const auto preempted = fresh_marker(f.preempted, started))
-    return {Outcome::preempted, "preempted: " + (preempted->reason.empty() ? std::string("checkpoint written") : preempted->reason)};
-  if (const auto failed = fresh_marker(f.failed, started)) return {Outcome::failed, "failed: " + failed->reason};
+    return {&LocalRunSummary::preempted, "preempted: " + (preempted->reason.empty() ? std::string("checkpoint written") : preempted->reason)};
+  if (const auto failed = fresh_marker(f.failed, started)) return {&LocalRunSummary::failed, "failed: " + failed->reason};
   const std::string log = "see logs/" + run.run_id + ".launcher.log";
   if (interrupted_by != 0) {
-    RunMarker marker;
-    marker.reason = "interrupted by " + signal_name(interrupted_by) +
-                    ": the local executor stopped the task before it wrote a result or a checkpoint; " + log;
-    marker.host = host_name();
-    marker.end = utc_timestamp();
-    write_marker(f.failed, marker);
-    return {Outcome::failed, "failed: " + marker.reason};
+    const std::string reason = "interrupted by " + signal_name(interrupted_by) +
+                               ": the local executor stopped the task before it wrote a result or a checkpoint; " + log;
+    return {&LocalRunSummary::failed, "failed: " + write_marker_here(f.failed, reason)};
   }
   LauncherEnd end;
   end.how = WIFEXITED(wstatus) ? "exited with code " + std::to_string(WEXITSTATUS(wstatus))
@@ -263,7 +235,7 @@ TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, f
   end.log_reference = log;
   end.since = started;
   const std::optional<std::string> reason = record_launcher_end(c.dir, run, end);
-  return {Outcome::failed, "failed: " + reason.value_or("the launcher " + end.how)};
+  return {&LocalRunSummary::failed, "failed: " + reason.value_or("the launcher " + end.how)};
 }
 
 // Why a queued task must not start now ("" = start it): already done, or an attempt that is
@@ -280,10 +252,6 @@ struct LiveTask {
   int64_t index = 0;
   fs::file_time_type started;
 };
-
-}  // namespace
-
-namespace {
 
 // One run of the executor: starts tasks, reaps launchers, handles interrupts, reports.
 class Executor {
@@ -356,10 +324,7 @@ class Executor {
       live_.erase(it);
       kill_session(pid);  // nothing of a task outlives it (ranks whose mpirun died)
       const TaskResult r = task_result(c_, c_.runs[task.index], wstatus, task.started, sum_.interrupted_by);
-      if (r.outcome == Outcome::failed) ++sum_.failed;
-      if (r.outcome == Outcome::preempted) ++sum_.preempted;
-      if (r.outcome == Outcome::skipped) ++sum_.skipped;
-      if (r.outcome == Outcome::unsupported) ++sum_.unsupported;
+      if (r.count) ++(sum_.*r.count);
       report(task.index, r.text);
     }
   }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdint>
+#include <optional>
 #include <regex>
 
 #include "core/error.h"
@@ -30,13 +31,11 @@ struct MemorySize {
   char unit = 0;  // K, M, G or T
 };
 
-bool parse_memory(const std::string& text, MemorySize& out) {
+std::optional<MemorySize> parse_memory(const std::string& text) {
   static const std::regex form(R"(([1-9][0-9]{0,11})([KMGTkmgt])[Bb]?)");
   std::smatch m;
-  if (text.size() > 16 || !std::regex_match(text, m, form)) return false;
-  out.digits = m[1];
-  out.unit = static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0])));
-  return true;
+  if (text.size() > 16 || !std::regex_match(text, m, form)) return std::nullopt;
+  return MemorySize{m[1], static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0])))};
 }
 
 }  // namespace
@@ -87,21 +86,19 @@ std::string scaled_walltime(const std::string& walltime, int64_t factor) {
 }
 
 std::string memory_problem(const std::string& memory) {
-  MemorySize size;
-  if (parse_memory(memory, size)) return "";
+  if (parse_memory(memory)) return "";
   return "'" + one_line(memory) + "' is not a memory size; accepted: an integer with a unit K, M, G or T (optionally followed by "
          "B), e.g. 4G, 4000M, 64GB (a bare number is refused: Slurm reads it as MiB, PBS as bytes)";
 }
 
 std::string slurm_memory(const std::string& memory) {
-  MemorySize size;
-  return parse_memory(memory, size) ? size.digits + size.unit : memory;
+  const std::optional<MemorySize> size = parse_memory(memory);
+  return size ? size->digits + size->unit : memory;
 }
 
 std::string pbs_memory(const std::string& memory) {
-  MemorySize size;
-  if (!parse_memory(memory, size)) return memory;
-  return size.digits + static_cast<char>(std::tolower(static_cast<unsigned char>(size.unit))) + "b";
+  const std::optional<MemorySize> size = parse_memory(memory);
+  return size ? size->digits + static_cast<char>(std::tolower(static_cast<unsigned char>(size->unit))) + "b" : memory;
 }
 
 std::string scheduler_name_problem(const std::string& name) {

@@ -33,8 +33,6 @@ double cgroup_memory_limit() {
   }
 }
 
-std::string number_text(double v) { return format_number("%.4g", v); }
-
 // "runs 2, 3 (ids 1a2b-r0, 3c4d-r0)": up to 10 of a group's runs.
 std::string runs_text(const Campaign& c, const std::vector<int64_t>& indices) {
   std::string idx, ids;
@@ -74,7 +72,7 @@ std::string memory_problem(const JobShape& s, const SiteNode& node, const std::s
   if (!node.memory_gb || s.mem.empty()) return "";
   const std::optional<double> bytes = memory_bytes(s.mem);
   if (!bytes || *bytes <= *node.memory_gb * kGiB) return "";
-  return "ask for resources.mem " + s.mem + " per node, but a node of " + where + " has " + number_text(*node.memory_gb) +
+  return "ask for resources.mem " + s.mem + " per node, but a node of " + where + " has " + format_number("%.4g", *node.memory_gb) +
          " GiB; lower resources.mem in the sweep";
 }
 
@@ -130,8 +128,6 @@ PackLayout pack_layout(const Site& site, const JobShape& shape, int pack) {
   if (width <= 1) return one;
   return {width, per_node, (width + per_node - 1) / per_node};
 }
-
-int pack_width(const Site& site, const JobShape& shape, int pack) { return pack_layout(site, shape, pack).width; }
 
 std::vector<std::string> shape_problems(const Campaign& c, const std::vector<ShapeGroup>& groups, const std::string& scheduler,
                                         const SiteNode& node) {

@@ -42,7 +42,6 @@ struct PackLayout {
   int width = 1, per_node = 1, nodes = 1;
 };
 PackLayout pack_layout(const Site& site, const JobShape& shape, int pack);
-int pack_width(const Site& site, const JobShape& shape, int pack);  // pack_layout(...).width
 
 // ConfigError (exit 2) listing every shape_problems() of the effective node.
 void check_shapes(const Campaign& campaign, const std::vector<ShapeGroup>& groups, const std::string& scheduler);

@@ -11,7 +11,9 @@ namespace ts {
 
 namespace fs = std::filesystem;
 
-std::string simulator_binary(const Site& site) {
+// trainscale-sim: the site's simulate.binary (relative: from the current directory), else the one
+// beside the running trainscale.
+static std::string simulator_binary(const Site& site) {
   if (!site.simulate.binary.empty())
     return fs::absolute(fs::path(site.simulate.binary)).lexically_normal().string();
   std::error_code ec;

@@ -11,10 +11,6 @@
 
 namespace ts {
 
-// trainscale-sim: the site's simulate.binary (relative: from the current directory), else the one
-// beside the running trainscale.
-std::string simulator_binary(const Site& site);
-
 // The command that simulates run `index` of `campaign`:
 // trainscale-sim run --manifest DIR --index I --cluster ABS [--cluster-set ...] --steps S ...
 // ConfigError when the simulator or the cluster file is not there.

@@ -58,7 +58,6 @@ struct SiteParser : YamlReader {
     check_name(entry, section + " entry name", at(n), section);
     return entry;
   }
-  double positive_number(const YAML::Node& n, const std::string& key) const { return number(n, key, 0, true, 1e9); }
   std::vector<std::string> strings(const YAML::Node& n, const std::string& key) const {
     return YamlReader::strings(n, key, "[openmpi/4.1]");
   }
@@ -104,7 +103,7 @@ void read_node(const SiteParser& p, const YAML::Node& n, const std::string& sect
   p.check_keys(n, section, {"cores", "gpus", "memory_gb", "oversubscribe"});
   if (n["cores"]) node.cores = static_cast<int>(p.integer(n["cores"], section + ".cores", 1));
   if (n["gpus"]) node.gpus = static_cast<int>(p.integer(n["gpus"], section + ".gpus", 0));
-  if (n["memory_gb"]) node.memory_gb = p.positive_number(n["memory_gb"], section + ".memory_gb");
+  if (n["memory_gb"]) node.memory_gb = p.number(n["memory_gb"], section + ".memory_gb", 0, true, 1e9);
   if (n["oversubscribe"]) node.oversubscribe = p.boolean(n["oversubscribe"], section + ".oversubscribe");
 }
 
@@ -192,11 +191,6 @@ void read_simulate(const SiteParser& p, const YAML::Node& n, Site& s) {
 
 }  // namespace
 
-std::vector<std::string> site_file_keys() {
-  return {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "pack", "pack_side_by_side", "pack_nodes", "requeue", "signal_seconds",
-          "templates", "setup", "env", "mpi_default", "gpu", "mpi", "storage", "scratch", "simulate"};
-}
-
 Site load_site_file(const std::string& path) {
   return parse_site_file(read_config_text(path, "site file"), path);
 }
@@ -205,7 +199,10 @@ Site parse_site_file(const std::string& text, const std::string& path) {
   const SiteParser p(path);
   const YAML::Node root = p.load(text);  // duplicate keys, documents, aliases
   if (!root.IsMap()) throw ConfigError(path + ": a site file must be a YAML mapping with at least `scheduler` (see docs/sweeps.md)");
-  p.check_keys(root, "site", site_file_keys());
+  // The accepted top-level keys, in documentation order.
+  p.check_keys(root, "site", {"name", "scheduler", "account", "partition", "limits", "defaults", "node", "pack", "pack_side_by_side",
+                              "pack_nodes", "requeue", "signal_seconds", "templates", "setup", "env", "mpi_default", "gpu",
+                              "mpi", "storage", "scratch", "simulate"});
 
   Site s;
   s.path = path;
@@ -298,12 +295,10 @@ Site default_local_site() {
   Site s;
   s.path = "<built-in local site>";
   s.name = "local";
-  s.scheduler = "local";
   s.throttle = 1;
   s.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
            {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"}};
   SiteMpi m;
-  m.launcher = "mpirun";
   m.launcher_args = {"--oversubscribe"};
   s.mpi["default"] = m;
   s.mpi_order = {"default"};
@@ -337,16 +332,11 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-}  // namespace ts
-
-namespace ts {
-
 namespace {
 
 // fs::copy(src, dst, recursive), entry by entry: a preemption signal during the run's start-up
 // stops it between two entries (core/preemption_signal.h) and the partial copy is removed.
-void copy_tree_stoppably(const std::filesystem::path& src, const std::filesystem::path& dst, std::error_code& ec) {
-  namespace fs = std::filesystem;
+void copy_tree_stoppably(const fs::path& src, const fs::path& dst, std::error_code& ec) {
   int64_t copied = 0;
   try {
     fs::create_directories(dst, ec);
@@ -371,7 +361,6 @@ void copy_tree_stoppably(const std::filesystem::path& src, const std::filesystem
 }  // namespace
 
 StagedData stage_dataset(const Site& site, const std::string& storage, const std::string& dataset_root, bool copy) {
-  namespace fs = std::filesystem;
   StagedData out;
   auto it = site.storage.find(storage);
   if (it == site.storage.end())
@@ -382,9 +371,8 @@ StagedData stage_dataset(const Site& site, const std::string& storage, const std
     out.note = "storage '" + storage + "': dataset.root as written (" + dataset_root + ")";
     return out;
   }
-  const std::string leaf = fs::path(dataset_root).lexically_normal().filename().string().empty()
-                               ? fs::path(dataset_root).lexically_normal().parent_path().filename().string()
-                               : fs::path(dataset_root).lexically_normal().filename().string();
+  const fs::path normal = fs::path(dataset_root).lexically_normal();  // "data/" names "data" too
+  const std::string leaf = (normal.has_filename() ? normal : normal.parent_path()).filename().string();
   out.root = (fs::path(st.path) / leaf).string();
   if (st.stage_from.empty() || !copy) {
     out.note = "storage '" + storage + "': reading " + out.root;

@@ -87,7 +87,7 @@ struct Site {
   // `pack`: runs per array task (sweep submit --pack): Slurm and PBS only; 1 = one run per task.
   int pack = 1;
   // `pack_side_by_side`: a packed task runs as many of its runs at once as one node holds
-  // (shape_check.h pack_width); false: one after another (runs that share a node contend for it).
+  // (shape_check.h pack_layout); false: one after another (runs that share a node contend for it).
   bool pack_side_by_side = false;
   int pack_nodes = 1;  // `pack_nodes`: the most nodes a packed task's side-by-side runs spread over
   int workers_per_node = 0;  // CPU runs: MPI ranks per node (0 = all ranks on one node)
@@ -113,9 +113,6 @@ struct Site {
   SiteSimulate simulate;                       // scheduler: simulate
 };
 
-// The accepted top-level keys, in documentation order.
-std::vector<std::string> site_file_keys();
-
 // Parses a site file (ConfigError naming file:line:key on anything malformed).
 Site load_site_file(const std::string& path);
 Site parse_site_file(const std::string& text, const std::string& path);
@@ -133,10 +130,6 @@ std::string site_check_run(const Site& site, const std::string& gpu, const std::
 
 // Shell-quotes `s` for bash ('...' with embedded quotes escaped); plain words stay as they are.
 std::string shell_quote(const std::string& s);
-
-}  // namespace ts
-
-namespace ts {
 
 // Where a run reads its data set under a site's storage mapping: `<storage path>/<basename of
 // dataset.root>` (dataset.root as written when the storage has no path). With `stage_from`,

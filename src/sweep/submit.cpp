@@ -4,22 +4,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <ostream>
 #include <regex>
 #include <set>
 #include <sstream>
 
-#include <cerrno>
-#include <cstring>
-
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,11 +21,9 @@
 #include "core/file_io.h"
 #include "core/host_info.h"
 #include "core/names.h"
-#include "core/run_marker.h"
 #include "core/strings.h"
 #include "sweep/scheduler_values.h"
 #include "sweep/shape_check.h"
-#include "sweep/simulate.h"
 
 namespace ts {
 namespace {
@@ -270,7 +261,9 @@ SiteMpi shape_mpi(const Site& site, const JobShape& shape) {
   return mpi;
 }
 
-std::string resolve_binary(const SiteMpi& mpi) {
+// The binary a site MPI entry names, absolute ("" -> the running trainscale; relative -> from
+// the current directory).
+static std::string resolve_binary(const SiteMpi& mpi) {
   if (mpi.binary.empty()) {
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -330,10 +323,6 @@ void check_header_values(const Campaign& c, const JobShape& shape, const std::st
     check("campaign directory", log_dir,
           "a #SBATCH/#PBS line cannot quote it; use a path of letters, digits and _ - . / = : , + @ % only");
 }
-
-}  // namespace
-
-namespace {
 
 // The script's setup lines: the site's setup, module loads (MPI entry, then GPU entry) and
 // exports. OMP_NUM_THREADS is the run's (the template exports it): a site value is not exported.
@@ -487,7 +476,7 @@ std::vector<JobScript> write_job_scripts(const Campaign& c, const std::string& s
       js.shape = groups[g].shape.label();
       js.count = static_cast<int64_t>(part.size());
       js.pack = pack;
-      js.width = pack_width(c.site, groups[g].shape, pack);
+      js.width = pack_layout(c.site, groups[g].shape, pack).width;
       for (const auto& task : part) js.runs += static_cast<int64_t>(task.size());
       write_file_atomically(js.index_file, index_file_text(part, js.width));
       write_file_atomically(js.script,
@@ -560,16 +549,12 @@ std::vector<SubmissionRecord> read_submissions(const std::string& dir) {
 }
 
 std::string next_resubmit_tag(const std::string& dir) {
-  int n = 1;
-  while (true) {
+  std::vector<std::string> names;  // of jobs/ (none when it is missing)
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(campaign_jobs_dir(dir), ec)) names.push_back(e.path().filename().string());
+  for (int n = 1;; ++n) {
     const std::string tag = "resubmit" + std::to_string(n) + "-";
-    bool used = false;
-    std::error_code ec;
-    if (fs::is_directory(campaign_jobs_dir(dir)))
-      for (const auto& e : fs::directory_iterator(campaign_jobs_dir(dir), ec))
-        used = used || e.path().filename().string().rfind(tag, 0) == 0;
-    if (!used) return tag;
-    ++n;
+    if (std::none_of(names.begin(), names.end(), [&](const std::string& name) { return name.rfind(tag, 0) == 0; })) return tag;
   }
 }
 
@@ -688,14 +673,17 @@ void ask_pbs(const RecordedJobs& jobs, SchedulerStates& states, std::vector<std:
 SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* notes) {
   SchedulerStates states;
   RecordedJobs slurm_jobs, pbs_jobs;
+  std::set<int64_t> submitted;  // the indices some recorded submission holds
   for (const auto& s : read_submissions(c.dir)) {
     const std::string id = s.job_id.substr(0, s.job_id.find_first_not_of("0123456789"));
     if (s.scheduler == "slurm") slurm_jobs[id] = s.index_file;
     if (s.scheduler == "pbs") pbs_jobs[id] = s.index_file;
+    const auto tasks = read_index_file(s.index_file);
+    for (const auto& task : tasks) submitted.insert(task.begin(), task.end());
     const bool local_executor = s.scheduler == "local" || s.scheduler == "simulate";
     if (local_executor && s.host == host_name() && local_executor_alive(s.pid)) {
       // A live local executor: its queued runs without a marker are pending.
-      for (const auto& task : read_index_file(s.index_file))
+      for (const auto& task : tasks)
         for (int64_t i : task)
           states.emplace(i, SchedulerTask{"pending", "queued by the local executor (pid " + std::to_string(s.pid) + ")", {}});
     }
@@ -703,9 +691,6 @@ SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* not
   if (!slurm_jobs.empty()) ask_slurm(slurm_jobs, states, notes);
   if (!pbs_jobs.empty()) ask_pbs(pbs_jobs, states, notes);
   // Runs that no recorded submission holds: missing because nobody submitted them yet.
-  std::set<int64_t> submitted;
-  for (const auto& s : read_submissions(c.dir))
-    for (const auto& task : read_index_file(s.index_file)) submitted.insert(task.begin(), task.end());
   for (const auto& run : c.runs)
     if (!submitted.count(run.index)) states.emplace(run.index, SchedulerTask{"not submitted", "", {}});
   return states;

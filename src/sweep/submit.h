@@ -51,10 +51,6 @@ struct ShapeGroup {
 // ConfigError when a run's gpu / mpi_flavor is not in the site or resources are malformed.
 std::vector<ShapeGroup> group_by_shape(const Campaign& campaign, const std::vector<int64_t>& indices);
 
-// The binary a site MPI entry names, absolute ("" -> the running trainscale; relative -> from
-// the current directory).
-std::string resolve_binary(const SiteMpi& mpi);
-
 // The site MPI entry an array of `shape` launches with: shape.mpi's, with the binary of the
 // shape's gpu entry when it names one.
 SiteMpi shape_mpi(const Site& site, const JobShape& shape);
@@ -87,7 +83,7 @@ struct JobScript {
   int64_t count = 0;       // array tasks
   int64_t runs = 0;        // runs of all its tasks (count when not packed)
   int pack = 1;            // runs per task (the last may have fewer)
-  int width = 1;           // of them side by side (shape_check.h pack_width), in lanes
+  int width = 1;           // of them side by side (shape_check.h pack_layout), in lanes
 };
 
 // The text of one array script for `count` tasks whose indices are in `index_file`, each task

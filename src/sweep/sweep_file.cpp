@@ -79,10 +79,6 @@ void emit_yaml_node(YAML::Emitter& em, const YAML::Node& node) {
   }
 }
 
-std::vector<std::string> sweep_file_keys() {
-  return {"campaign", "base", "matrix", "zip", "exclude", "include", "repetitions", "resources"};
-}
-
 SweepFile load_sweep_file(const std::string& path) {
   return parse_sweep_file(read_config_text(path, "sweep file"), path);
 }
@@ -93,14 +89,6 @@ namespace {
 void claim(const SweepParser& p, std::set<std::string>& swept, const YAML::Node& key_node, const std::string& key,
            const std::string& by) {
   if (!swept.insert(key).second) p.fail(key_node, by + ": key '" + key + "' is already varied by another matrix key or zip group");
-}
-
-// The top-level keys present (unknown ones are errors with a suggestion).
-std::set<std::string> top_level_keys(const SweepParser& p, const YAML::Node& root) {
-  p.check_keys(root, "sweep", sweep_file_keys());
-  std::set<std::string> seen;
-  for (const auto& kv : root) seen.insert(kv.first.Scalar());
-  return seen;
 }
 
 // A path from the file's text may be anything (too long, a component too long): no throw.
@@ -199,30 +187,31 @@ SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
     throw ConfigError(path + ": the sweep file is empty (" + (text.empty() ? "0 bytes" : "comments only") +
                       "); a sweep file is a YAML mapping with at least `base` (see docs/sweeps.md)");
   if (!root.IsMap()) throw ConfigError(path + ": a sweep file must be a YAML mapping with at least `base` (see docs/sweeps.md)");
-  const std::set<std::string> seen = top_level_keys(p, root);
+  // The accepted top-level keys, in documentation order (unknown ones are errors with a suggestion).
+  p.check_keys(root, "sweep", {"campaign", "base", "matrix", "zip", "exclude", "include", "repetitions", "resources"});
 
   SweepFile sweep;
   sweep.path = path;
   sweep.campaign = fs::path(path).stem().string();
-  if (seen.count("campaign")) {
+  if (root["campaign"]) {
     sweep.campaign = p.scalar(root["campaign"], "campaign");
     check_name(sweep.campaign, "campaign name", p.at(root["campaign"]), "campaign");
   } else {
     check_name(sweep.campaign, "campaign name (the sweep file's stem; set `campaign:` to choose one)", path, "campaign");
   }
-  if (!seen.count("base")) throw ConfigError(path + ": missing `base` (the run config the sweep varies), e.g. base: ../runs/lenet_fmnist.yaml");
+  if (!root["base"]) throw ConfigError(path + ": missing `base` (the run config the sweep varies), e.g. base: ../runs/lenet_fmnist.yaml");
   read_base(p, root["base"], sweep);
   std::set<std::string> swept;
-  if (seen.count("matrix")) read_matrix(p, root["matrix"], swept, sweep);
-  if (seen.count("zip")) {
+  if (root["matrix"]) read_matrix(p, root["matrix"], swept, sweep);
+  if (root["zip"]) {
     const YAML::Node z = root["zip"];
     if (!z.IsMap()) p.fail(z, "zip: expected a mapping of group names to {key: [values], ...}");
     for (const auto& group : z) sweep.dimensions.push_back(read_zip_group(p, group.first, group.second, swept));
   }
-  if (seen.count("exclude")) sweep.exclude = p.entries(root["exclude"], "exclude");
-  if (seen.count("include")) sweep.include = p.entries(root["include"], "include");
-  if (seen.count("repetitions")) sweep.repetitions = static_cast<int>(p.integer(root["repetitions"], "repetitions", 1, 1000000));
-  sweep.resources_yaml = seen.count("resources") ? read_resources(p, root["resources"]) : "{}";
+  if (root["exclude"]) sweep.exclude = p.entries(root["exclude"], "exclude");
+  if (root["include"]) sweep.include = p.entries(root["include"], "include");
+  if (root["repetitions"]) sweep.repetitions = static_cast<int>(p.integer(root["repetitions"], "repetitions", 1, 1000000));
+  sweep.resources_yaml = root["resources"] ? read_resources(p, root["resources"]) : "{}";
   return sweep;
 }
 

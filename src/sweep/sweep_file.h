@@ -44,9 +44,6 @@ struct SweepFile {
   std::string resources_yaml;     // the `resources` mapping re-emitted as YAML ("{}" when absent)
 };
 
-// The accepted top-level keys, in documentation order.
-std::vector<std::string> sweep_file_keys();
-
 // Emits `node` keeping mapping order and the quoting of quoted scalars ("00:20:00" stays a string).
 void emit_yaml_node(YAML::Emitter& em, const YAML::Node& node);
 

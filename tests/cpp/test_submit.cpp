@@ -698,8 +698,8 @@ TEST_F(Submit, PackedRunsGoSideBySideAsANodeHoldsThem) {
                              "resources: {walltime: \"00:10:00\"}\n", (dir / "site.yaml").string());
   const auto groups = group_by_shape(c, {});
   ASSERT_EQ(groups.size(), 1u);
-  EXPECT_EQ(pack_width(c.site, groups[0].shape, 4), 2);  // 2 cores / (1 worker x 1 CPU)
-  EXPECT_EQ(pack_width(c.site, groups[0].shape, 1), 1);
+  EXPECT_EQ(pack_layout(c.site, groups[0].shape, 4).width, 2);  // 2 cores / (1 worker x 1 CPU)
+  EXPECT_EQ(pack_layout(c.site, groups[0].shape, 1).width, 1);
   auto scripts = write_job_scripts(c, "slurm", groups, 0, "", 4);
   ASSERT_EQ(scripts.size(), 1u);
   EXPECT_EQ(scripts[0].width, 2);
@@ -722,25 +722,25 @@ TEST_F(Submit, PackedRunsGoSideBySideAsANodeHoldsThem) {
   // What a node cannot hold twice, or what the rule leaves out, runs one after another.
   JobShape shape = groups[0].shape;
   shape.cpus_per_task = 2;
-  EXPECT_EQ(pack_width(c.site, shape, 4), 1);
+  EXPECT_EQ(pack_layout(c.site, shape, 4).width, 1);
   shape = groups[0].shape;
   shape.nodes = 2;
-  EXPECT_EQ(pack_width(c.site, shape, 4), 1);
+  EXPECT_EQ(pack_layout(c.site, shape, 4).width, 1);
   shape = groups[0].shape;
   shape.gpus_per_node = 1;
-  EXPECT_EQ(pack_width(c.site, shape, 4), 1);
+  EXPECT_EQ(pack_layout(c.site, shape, 4).width, 1);
   shape = groups[0].shape;
   shape.mem = "4G";
-  EXPECT_EQ(pack_width(c.site, shape, 4), 1);
+  EXPECT_EQ(pack_layout(c.site, shape, 4).width, 1);
   Site site = c.site;
   site.node.oversubscribe = true;
-  EXPECT_EQ(pack_width(site, groups[0].shape, 4), 1);
+  EXPECT_EQ(pack_layout(site, groups[0].shape, 4).width, 1);
   site = c.site;
   site.pack_side_by_side = false;  // the default
-  EXPECT_EQ(pack_width(site, groups[0].shape, 4), 1);
+  EXPECT_EQ(pack_layout(site, groups[0].shape, 4).width, 1);
   site = c.site;
   site.node.cores.reset();  // a node the site does not describe
-  EXPECT_EQ(pack_width(site, groups[0].shape, 4), 1);
+  EXPECT_EQ(pack_layout(site, groups[0].shape, 4).width, 1);
   EXPECT_THROW(parse_site_file("scheduler: local\npack_side_by_side: true\nmpi: {openmpi: {}}\nstorage: {local: {}}\n",
                                "site.yaml"),
                ConfigError);
