@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
-#include "core/strings.h"
 #include "core/timer.h"
 #include "train/checkpoint_state.h"
 
@@ -27,48 +26,29 @@ bool all_digits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
-// What lies between "<run_id>.checkpoint." and ".hdf5" in `name`, or "" for any other name.
-std::string middle_of_name(const std::string& name, const std::string& run_id) {
-  const std::string prefix = run_id + kInfix;
-  const std::string suffix = kSuffix;
-  if (!starts_with(name, prefix) || name.size() <= prefix.size() + suffix.size() ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return "";
-  return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-}
-
-// The step of "<run_id>.checkpoint.<digits>.hdf5", or -1 for any other name.
-int64_t step_of_name(const std::string& name, const std::string& run_id) {
-  const std::string digits = middle_of_name(name, run_id);
-  return all_digits(digits) ? std::stoll(digits) : -1;
-}
-
-// The step of a rank part "<run_id>.checkpoint.<digits>.rank-<digits>.hdf5"
-// (metrics::rank_part_path), or -1 for any other name.
-int64_t part_step_of_name(const std::string& name, const std::string& run_id) {
-  const std::string middle = middle_of_name(name, run_id);
-  const std::string infix = ".rank-";
+// The step of "<run_id>.checkpoint.<digits>.hdf5", or with `part` of a rank part
+// "<run_id>.checkpoint.<digits>.rank-<digits>.hdf5" (metrics::rank_part_path); -1 for any other name.
+int64_t step_of_name(const std::string& name, const std::string& run_id, bool part) {
+  const std::string prefix = run_id + kInfix, suffix = kSuffix, infix = ".rank-";
+  if (!name.starts_with(prefix) || !name.ends_with(suffix) || name.size() <= prefix.size() + suffix.size()) return -1;
+  const std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
   const size_t at = middle.find(infix);
-  if (at == std::string::npos || !all_digits(middle.substr(0, at)) || !all_digits(middle.substr(at + infix.size())))
+  if (part != (at != std::string::npos) || !all_digits(middle.substr(0, at)) ||
+      (part && !all_digits(middle.substr(at + infix.size()))))
     return -1;
   return std::stoll(middle.substr(0, at));
 }
 
-// (step, path) of the files of `out_dir` to whose name `step_of(name, run_id)` gives a step.
+// (step, path) of this run's checkpoints in `out_dir`, or with `parts` of their rank parts.
 std::vector<std::pair<int64_t, std::string>> files_by_step(const std::string& out_dir, const std::string& run_id,
-                                                           int64_t (*step_of)(const std::string&, const std::string&)) {
+                                                           bool parts) {
   std::vector<std::pair<int64_t, std::string>> found;
   std::error_code ec;
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const int64_t step = step_of(it->path().filename().string(), run_id);
+    const int64_t step = step_of_name(it->path().filename().string(), run_id, parts);
     if (step >= 0) found.emplace_back(step, it->path().string());
   }
   return found;
-}
-
-// The rank parts of this run's checkpoints: (step, path).
-std::vector<std::pair<int64_t, std::string>> list_rank_parts(const std::string& out_dir, const std::string& run_id) {
-  return files_by_step(out_dir, run_id, part_step_of_name);
 }
 
 // Rank 0's checkpoint of everything but its own rank state, which the caller moves in.
@@ -80,16 +60,7 @@ Checkpoint header_of(const CheckpointTarget& target, int64_t step, const RunReco
   c.world_size = world;
   c.attempt = target.attempt;
   c.written = utc_timestamp();
-  c.steps = rec.step;
-  c.samples = rec.samples;
-  c.epoch = rec.epoch;
-  c.time = rec.time;
-  c.lr = rec.lr;
-  c.eval_step = rec.eval_step;
-  c.eval_epoch = rec.eval_epoch;
-  c.eval_time = rec.eval_time;
-  c.eval_loss = rec.eval_loss;
-  c.eval_accuracy = rec.eval_accuracy;
+  checkpoint_series(c) = recording_series(rec);
   return c;
 }
 
@@ -106,7 +77,7 @@ void prune(const CheckpointTarget& target, int64_t step) {
     }
     fs::remove(path, ec);  // best effort: a file that stays is only disk space
   }
-  for (const auto& [other, path] : list_rank_parts(target.out_dir, target.run_id))
+  for (const auto& [other, path] : files_by_step(target.out_dir, target.run_id, true))
     if (std::find(kept.begin(), kept.end(), other) == kept.end()) fs::remove(path, ec);
 }
 
@@ -128,7 +99,7 @@ std::string checkpoint_path(const std::string& out_dir, const std::string& run_i
 }
 
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir, const std::string& run_id) {
-  std::vector<std::pair<int64_t, std::string>> found = files_by_step(out_dir, run_id, step_of_name);
+  std::vector<std::pair<int64_t, std::string>> found = files_by_step(out_dir, run_id, false);
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   return found;
 }
@@ -200,13 +171,13 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
 void remove_checkpoints(const std::string& out_dir, const std::string& run_id) {
   std::error_code ec;
   for (const auto& [step, path] : list_checkpoints(out_dir, run_id)) fs::remove(path, ec);
-  for (const auto& [step, path] : list_rank_parts(out_dir, run_id)) fs::remove(path, ec);
+  for (const auto& [step, path] : files_by_step(out_dir, run_id, true)) fs::remove(path, ec);
   // "<checkpoint or part>.tmp-<pid>": a write that was killed before its rename (core/file_io.h).
   const std::string prefix = run_id + kInfix;
   std::vector<fs::path> leftovers;
   for (fs::directory_iterator it(out_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (starts_with(name, prefix) && name.find(std::string(kSuffix) + ".tmp-") != std::string::npos)
+    if (name.starts_with(prefix) && name.find(std::string(kSuffix) + ".tmp-") != std::string::npos)
       leftovers.push_back(it->path());
   }
   for (const auto& p : leftovers) fs::remove(p, ec);

@@ -20,6 +20,23 @@ void put_device_floats(Backend& backend, float* dst, const std::vector<float>& v
   if (count > 0) backend.copy_from_host(dst, values.data(), values.size() * sizeof(float));
 }
 
+// The fields of a rank's state before its named series, in their byte order.
+template <typename R>
+auto plain_fields(R& r) {
+  return std::tie(r.loader_position, r.rng, r.state, r.params, r.velocity, r.strategy, r.loss_scale,
+                  r.loss_scale_good_steps, r.skipped_steps, r.train_clock, r.share_changes, r.share_window_seconds,
+                  r.share_window_samples, r.loss);
+}
+
+template <typename T>
+void get_into(ByteReader& in, T& value) {
+  value = in.get<T>();
+}
+template <typename T>
+void get_into(ByteReader& in, std::vector<T>& values) {
+  values = in.get_vector<T>();
+}
+
 }  // namespace
 
 RankCheckpoint capture_rank_state(const RunRecording& rec, RunSetup& s, bool with_params) {
@@ -79,16 +96,7 @@ void restore_rank_state(const RankCheckpoint& r, RunSetup& s, int64_t steps_done
 }
 
 void restore_recording(const Checkpoint& series, const RankCheckpoint& r, RunRecording& rec) {
-  rec.step = series.steps;
-  rec.samples = series.samples;
-  rec.epoch = series.epoch;
-  rec.time = series.time;
-  rec.lr = series.lr;
-  rec.eval_step = series.eval_step;
-  rec.eval_epoch = series.eval_epoch;
-  rec.eval_time = series.eval_time;
-  rec.eval_loss = series.eval_loss;
-  rec.eval_accuracy = series.eval_accuracy;
+  recording_series(rec) = checkpoint_series(series);
   rec.local_loss = r.loss;
   rec.train_clock = r.train_clock;
   const size_t S = rec.step.size();
@@ -125,20 +133,7 @@ std::optional<ShareState> share_state_of(const RankCheckpoint& r, int world) {
 }
 
 void pack_rank_state(ByteWriter& out, const RankCheckpoint& r) {
-  out.put(r.loader_position);
-  out.put(r.rng);
-  out.put(r.state);
-  out.put(r.params);
-  out.put(r.velocity);
-  out.put(r.strategy);
-  out.put(r.loss_scale);
-  out.put(r.loss_scale_good_steps);
-  out.put(r.skipped_steps);
-  out.put(r.train_clock);
-  out.put(r.share_changes);
-  out.put(r.share_window_seconds);
-  out.put(r.share_window_samples);
-  out.put(r.loss);
+  std::apply([&out](const auto&... field) { (out.put(field), ...); }, plain_fields(r));
   for (const auto* named : {&r.seconds, &r.series}) {
     out.put(static_cast<uint64_t>(named->size()));
     for (const auto& [name, values] : *named) {
@@ -150,20 +145,7 @@ void pack_rank_state(ByteWriter& out, const RankCheckpoint& r) {
 
 RankCheckpoint unpack_rank_state(ByteReader& in) {
   RankCheckpoint r;
-  r.loader_position = in.get<int64_t>();
-  r.rng = in.get_vector<uint64_t>();
-  r.state = in.get_vector<float>();
-  r.params = in.get_vector<float>();
-  r.velocity = in.get_vector<float>();
-  r.strategy = in.get_vector<float>();
-  r.loss_scale = in.get<double>();
-  r.loss_scale_good_steps = in.get<int64_t>();
-  r.skipped_steps = in.get<int64_t>();
-  r.train_clock = in.get<double>();
-  r.share_changes = in.get_vector<int64_t>();
-  r.share_window_seconds = in.get<double>();
-  r.share_window_samples = in.get<int64_t>();
-  r.loss = in.get_vector<float>();
+  std::apply([&in](auto&... field) { (get_into(in, field), ...); }, plain_fields(r));
   for (auto* named : {&r.seconds, &r.series}) {
     const uint64_t count = in.get<uint64_t>();
     for (uint64_t i = 0; i < count; ++i) {
@@ -175,31 +157,11 @@ RankCheckpoint unpack_rank_state(ByteReader& in) {
 }
 
 void pack_series(ByteWriter& out, const Checkpoint& c) {
-  out.put(c.step);
-  out.put(c.steps);
-  out.put(c.samples);
-  out.put(c.epoch);
-  out.put(c.time);
-  out.put(c.lr);
-  out.put(c.eval_step);
-  out.put(c.eval_epoch);
-  out.put(c.eval_time);
-  out.put(c.eval_loss);
-  out.put(c.eval_accuracy);
+  std::apply([&out](const auto&... v) { (out.put(v), ...); }, std::tuple_cat(std::tie(c.step), checkpoint_series(c)));
 }
 
 void unpack_series(ByteReader& in, Checkpoint& c) {
-  c.step = in.get<int64_t>();
-  c.steps = in.get_vector<int64_t>();
-  c.samples = in.get_vector<int64_t>();
-  c.epoch = in.get_vector<double>();
-  c.time = in.get_vector<double>();
-  c.lr = in.get_vector<float>();
-  c.eval_step = in.get_vector<int64_t>();
-  c.eval_epoch = in.get_vector<double>();
-  c.eval_time = in.get_vector<double>();
-  c.eval_loss = in.get_vector<double>();
-  c.eval_accuracy = in.get_vector<double>();
+  std::apply([&in](auto&... v) { (get_into(in, v), ...); }, std::tuple_cat(std::tie(c.step), checkpoint_series(c)));
 }
 
 }  // namespace ts

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "core/byte_stream.h"
 #include "metrics/checkpoint_file.h"
@@ -24,6 +25,13 @@ void restore_rank_state(const RankCheckpoint& state, RunSetup& setup, int64_t st
 std::optional<ShareState> share_state_of(const RankCheckpoint& state, int world);
 // The recording so far: rank 0's series from `series`, this rank's losses and timings.
 void restore_recording(const Checkpoint& series, const RankCheckpoint& state, RunRecording& rec);
+
+// A checkpoint's series in recording_series's order (train/recording.h).
+template <typename C>
+auto checkpoint_series(C& c) {
+  return std::tie(c.steps, c.samples, c.epoch, c.time, c.lr, c.eval_step, c.eval_epoch, c.eval_time, c.eval_loss,
+                  c.eval_accuracy);
+}
 
 void pack_rank_state(ByteWriter& out, const RankCheckpoint& state);
 RankCheckpoint unpack_rank_state(ByteReader& in);

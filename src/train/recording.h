@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dist/exchange_strategy.h"
@@ -57,6 +58,15 @@ struct RunRecording {
   void reserve(int64_t steps);
   int64_t steps() const { return static_cast<int64_t>(step.size()); }
 };
+
+// The run's series, /train's [S] and /eval's [E], of a recording or a run result (the same
+// names; a checkpoint's: train/checkpoint_state.h checkpoint_series), in one order:
+// `recording_series(to) = recording_series(from)` copies them.
+template <typename Series>
+auto recording_series(Series& s) {
+  return std::tie(s.step, s.samples, s.epoch, s.time, s.lr, s.eval_step, s.eval_epoch, s.eval_time, s.eval_loss,
+                  s.eval_accuracy);
+}
 
 // The bound on /bucket_timing: at most this many spans in a run file, all ranks together.
 inline constexpr int64_t kMaxBucketSpans = int64_t{1} << 20;

@@ -22,8 +22,12 @@
 namespace ts {
 namespace {
 
-// Gathered rank-major [R][S] -> the file's layout [S][R].
-std::vector<float> step_major(const std::vector<float>& all, int world, int64_t steps) {
+// Every rank's [S] `mine` on rank 0, in the file's layout [S][R] (gathered rank-major [R][S]);
+// empty elsewhere.
+std::vector<float> gather_step_major(const std::vector<float>& mine, int64_t steps, Communicator& comm) {
+  const std::vector<float> all = comm.gather_to_root(mine);
+  if (comm.rank() != 0) return {};
+  const int world = comm.size();
   std::vector<float> sr(all.size());
   for (int rk = 0; rk < world; ++rk)
     for (int64_t s = 0; s < steps; ++s)
@@ -231,12 +235,11 @@ void gather_bucket_timing(const RunRecording& rec, RunResult& res, Communicator&
 void gather_partition(PartitionRecord& p, const RunRecording& rec, Communicator& comm) {
   const int world = comm.size();
   const int64_t S = rec.steps();
-  const std::vector<float> shares = comm.gather_to_root(rec.share);
-  const std::vector<float> compute = comm.gather_to_root(rec.compute);
+  const std::vector<float> shares = gather_step_major(rec.share, S, comm);
+  p.compute = gather_step_major(rec.compute, S, comm);
   if (comm.rank() != 0) return;
-  p.compute = step_major(compute, world, S);
   p.idle.resize(p.compute.size());
-  for (const float v : step_major(shares, world, S)) p.shares.push_back(static_cast<int64_t>(v));
+  for (const float v : shares) p.shares.push_back(static_cast<int64_t>(v));
   for (int64_t s = 0; s < S; ++s) {
     const auto row = p.compute.begin() + s * world;
     const float slowest = *std::max_element(row, row + world);
@@ -252,12 +255,12 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compres
   const int64_t S = rec.steps();
   RunResult res;
   for (Phase p : recorded_phases(ps_phases, compression)) {
-    const std::vector<float> all = comm.gather_to_root(rec.seconds[static_cast<size_t>(p)]);
-    if (comm.rank() == 0) res.timing[phase_name(p)] = step_major(all, world, S);
+    std::vector<float> timing = gather_step_major(rec.seconds[static_cast<size_t>(p)], S, comm);
+    if (comm.rank() == 0) res.timing[phase_name(p)] = std::move(timing);
   }
   if (compression) {
-    const std::vector<float> all = comm.gather_to_root(rec.wire_bytes);
-    if (comm.rank() == 0) res.compression["wire_bytes"] = step_major(all, world, S);
+    std::vector<float> wire_bytes = gather_step_major(rec.wire_bytes, S, comm);
+    if (comm.rank() == 0) res.compression["wire_bytes"] = std::move(wire_bytes);
   }
   gather_reads(rec, res, comm);
   gather_bucket_timing(rec, res, comm);
@@ -269,16 +272,13 @@ RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compres
   for (int64_t s = 0; s < S; ++s) {  // mean over ranks, summed in double in rank order
     double sum = 0, samples = 0;
     for (int rk = 0; rk < world; ++rk) {
-      const double loss = static_cast<double>(losses[static_cast<size_t>(rk * S + s)]);
-      if (!partition) {
-        sum += loss;
-        continue;
-      }
-      const double share = static_cast<double>(res.partition.shares[static_cast<size_t>(s * world + rk)]);
-      sum += loss * share;  // unequal shares: the mean over the global batch's samples
+      // Unequal shares: the mean over the global batch's samples (equal ones weigh 1, exactly).
+      const double share =
+          partition ? static_cast<double>(res.partition.shares[static_cast<size_t>(s * world + rk)]) : 1.0;
+      sum += static_cast<double>(losses[static_cast<size_t>(rk * S + s)]) * share;
       samples += share;
     }
-    res.loss.push_back(static_cast<float>(sum / (partition ? samples : world)));
+    res.loss.push_back(static_cast<float>(sum / samples));
   }
   const std::set<std::string> unique_hosts(hosts.begin(), hosts.end());
   res.record.hosts = join({unique_hosts.begin(), unique_hosts.end()}, ",");
@@ -340,16 +340,7 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.record.attempt = id.attempt;
   res.record.resumed_from_step = resumed_from_step;
   res.config = cfg.flat;
-  res.step = rec.step;
-  res.epoch = rec.epoch;
-  res.samples = rec.samples;
-  res.time = rec.time;
-  res.lr = rec.lr;
-  res.eval_step = rec.eval_step;
-  res.eval_epoch = rec.eval_epoch;
-  res.eval_time = rec.eval_time;
-  res.eval_loss = rec.eval_loss;
-  res.eval_accuracy = rec.eval_accuracy;
+  recording_series(res) = recording_series(rec);
   add_wall_times(res, rec);
   res.record.train_split_samples = setup.data->train_count;
   res.record.eval_split_samples = setup.data->test_count;
