@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -72,6 +73,13 @@ struct Column {
   }
   static Column of(std::string name, std::vector<double> v) {
     return {std::move(name), Type::float64, {}, {}, std::move(v)};
+  }
+  // The column of `field` (a member pointer, or a function of a row) over `rows`.
+  template <typename Rows, typename Field>
+  static Column of(std::string name, const Rows& rows, Field field) {
+    std::vector<std::decay_t<std::invoke_result_t<Field, const typename Rows::value_type&>>> values;
+    for (const auto& row : rows) values.push_back(std::invoke(field, row));
+    return of(std::move(name), std::move(values));
   }
   size_t rows() const;
 };

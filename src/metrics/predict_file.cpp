@@ -8,30 +8,17 @@ namespace ts {
 namespace {
 
 void write_layer_table(h5::Group& top, const PredictResult& r) {
-  std::vector<std::string> names, kinds, descriptors;
-  std::vector<int64_t> parameters;
+  using Row = PredictLayerRow;
+  std::vector<h5::Column> cols = {
+      h5::Column::of("name", r.layers, &Row::name), h5::Column::of("kind", r.layers, &Row::kind),
+      h5::Column::of("descriptor", r.layers, &Row::descriptor), h5::Column::of("parameters", r.layers, &Row::parameters)};
   static const char* kPass[3] = {"fp", "bp_gc", "bp_wu"};
-  std::vector<double> flops[3], bytes[3], intensity[3], blocked[3];
-  for (const PredictLayerRow& l : r.layers) {
-    names.push_back(l.name);
-    kinds.push_back(l.kind);
-    descriptors.push_back(l.descriptor);
-    parameters.push_back(l.parameters);
-    for (int p = 0; p < 3; ++p) {
-      flops[p].push_back(l.flops[p]);
-      bytes[p].push_back(l.bytes[p]);
-      intensity[p].push_back(l.intensity[p]);
-      blocked[p].push_back(l.intensity_blocked[p]);
-    }
-  }
-  std::vector<h5::Column> cols = {h5::Column::of("name", names), h5::Column::of("kind", kinds),
-                                  h5::Column::of("descriptor", descriptors), h5::Column::of("parameters", parameters)};
   for (int p = 0; p < 3; ++p) {
     const std::string pass = kPass[p];
-    cols.push_back(h5::Column::of(pass + "_flops", flops[p]));
-    cols.push_back(h5::Column::of(pass + "_bytes", bytes[p]));
-    cols.push_back(h5::Column::of(pass + "_intensity", intensity[p]));
-    cols.push_back(h5::Column::of(pass + "_intensity_blocked", blocked[p]));
+    cols.push_back(h5::Column::of(pass + "_flops", r.layers, [p](const Row& l) { return l.flops[p]; }));
+    cols.push_back(h5::Column::of(pass + "_bytes", r.layers, [p](const Row& l) { return l.bytes[p]; }));
+    cols.push_back(h5::Column::of(pass + "_intensity", r.layers, [p](const Row& l) { return l.intensity[p]; }));
+    cols.push_back(h5::Column::of(pass + "_intensity_blocked", r.layers, [p](const Row& l) { return l.intensity_blocked[p]; }));
   }
   h5::Dataset table = top.write_table("layers", cols);
   table.set_attr("units", "flops, bytes, flops per byte; for one worker's minibatch (batch_per_worker)");

@@ -277,20 +277,12 @@ void write_contents(h5::File& file, const RunResult& r) {
     model.set_attr("name", r.model_name);
     model.set_attr("parameters", r.model_parameters);
     model.set_attr("flops_per_sample", r.model_flops_per_sample);
-    std::vector<std::string> name, kind, descriptor;
-    std::vector<int64_t> parameters, flops;
-    for (const auto& l : r.layers) {
-      name.push_back(l.name);
-      kind.push_back(l.kind);
-      descriptor.push_back(l.descriptor);
-      parameters.push_back(l.parameters);
-      flops.push_back(l.flops);
-    }
-    model.write_table("layers", {h5::Column::of("name", std::move(name)),
-                                 h5::Column::of("kind", std::move(kind)),
-                                 h5::Column::of("descriptor", std::move(descriptor)),
-                                 h5::Column::of("parameters", std::move(parameters)),
-                                 h5::Column::of("flops", std::move(flops))});
+    using Layer = RunResult::LayerRow;
+    model.write_table("layers", {h5::Column::of("name", r.layers, &Layer::name),
+                                 h5::Column::of("kind", r.layers, &Layer::kind),
+                                 h5::Column::of("descriptor", r.layers, &Layer::descriptor),
+                                 h5::Column::of("parameters", r.layers, &Layer::parameters),
+                                 h5::Column::of("flops", r.layers, &Layer::flops)});
   }
 }
 
