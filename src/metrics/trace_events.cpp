@@ -29,19 +29,18 @@ struct EventSink {
   std::vector<std::string> events;
 
   // A complete event ("ph": "X"); times in seconds, written in microseconds as the format wants.
+  // Its args: the step, then `more_args` (JSON members after a comma, or "").
   void span(const std::string& name, const char* category, int64_t rank, int thread, double start, double seconds,
-            int64_t step) {
+            int64_t step, const std::string& more_args = "") {
     events.push_back("{\"name\": " + json_quote(name) + ", \"cat\": \"" + category + "\", \"ph\": \"X\", \"ts\": " +
                      micros(start) + ", \"dur\": " + micros(seconds) + ", \"pid\": " +
                      std::to_string(rank) + ", \"tid\": " + std::to_string(thread) +
-                     ", \"args\": {\"step\": " + std::to_string(step) + "}}");
+                     ", \"args\": {\"step\": " + std::to_string(step) + more_args + "}}");
   }
   // One bucket's exchange: a complete event named "bucket B" with the step and the bucket in args.
   void bucket(int64_t rank, int64_t bucket, double start, double seconds, int64_t step) {
-    events.push_back("{\"name\": \"bucket " + std::to_string(bucket) + "\", \"cat\": \"bucket\", \"ph\": \"X\", \"ts\": " +
-                     micros(start) + ", \"dur\": " + micros(seconds) + ", \"pid\": " + std::to_string(rank) +
-                     ", \"tid\": " + std::to_string(kBucketThread) + ", \"args\": {\"step\": " + std::to_string(step) +
-                     ", \"bucket\": " + std::to_string(bucket) + "}}");
+    const std::string b = std::to_string(bucket);
+    span("bucket " + b, "bucket", rank, kBucketThread, start, seconds, step, ", \"bucket\": " + b);
   }
   void name_process(int64_t rank, const std::string& name) {
     events.push_back("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + std::to_string(rank) +
