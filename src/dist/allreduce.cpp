@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "dist/mpi_comm.h"
 #include "dist/reduce_kernel.h"
@@ -17,6 +18,10 @@ namespace ts {
 namespace {
 
 constexpr int kTagRing = 101, kTagTree = 102, kTagButterfly = 103;
+
+using A = AllreduceAlgorithm;
+constexpr EnumName<A> kAlgorithms[] = {{A::mpi, "mpi"}, {A::ring, "ring"}, {A::tree, "tree"}, {A::ps, "ps"},
+                                       {A::shm, "shm"}, {A::butterfly, "butterfly"}, {A::nccl, "nccl"}};
 
 double now_s() { return MPI_Wtime(); }
 
@@ -193,29 +198,15 @@ AllreduceAlgorithm parse_allreduce_algorithm(const std::string& name) {
   throw ConfigError("unknown all-reduce algorithm '" + name + "'; accepted: " + names);
 }
 
-const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) {
-  switch (algorithm) {
-    case AllreduceAlgorithm::mpi: return "mpi";
-    case AllreduceAlgorithm::ring: return "ring";
-    case AllreduceAlgorithm::tree: return "tree";
-    case AllreduceAlgorithm::ps: return "ps";
-    case AllreduceAlgorithm::shm: return "shm";
-    case AllreduceAlgorithm::butterfly: return "butterfly";
-    case AllreduceAlgorithm::nccl: return "nccl";
-  }
-  return "?";
-}
+const char* allreduce_algorithm_name(AllreduceAlgorithm algorithm) { return name_in(kAlgorithms, algorithm); }
 
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
-  return {AllreduceAlgorithm::mpi, AllreduceAlgorithm::ring, AllreduceAlgorithm::tree, AllreduceAlgorithm::ps,
-          AllreduceAlgorithm::shm, AllreduceAlgorithm::butterfly};
+  std::vector<AllreduceAlgorithm> host = values_in(kAlgorithms);
+  host.pop_back();  // nccl reduces device memory
+  return host;
 }
 
-std::vector<AllreduceAlgorithm> known_allreduce_algorithms() {
-  std::vector<AllreduceAlgorithm> all = all_allreduce_algorithms();
-  all.push_back(AllreduceAlgorithm::nccl);
-  return all;
-}
+std::vector<AllreduceAlgorithm> known_allreduce_algorithms() { return values_in(kAlgorithms); }
 
 bool allreduce_algorithm_built(AllreduceAlgorithm algorithm) {
 #ifdef TRAINSCALE_HAVE_NCCL

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "dist/half_compressor.h"
@@ -11,40 +12,25 @@
 #include "dist/topk_compressor.h"
 
 namespace ts {
+namespace {
 
-const char* compression_kind_name(CompressionKind kind) {
-  switch (kind) {
-    case CompressionKind::none: return "none";
-    case CompressionKind::fp16: return "fp16";
-    case CompressionKind::bf16: return "bf16";
-    case CompressionKind::qsgd: return "qsgd";
-    case CompressionKind::topk: return "topk";
-    case CompressionKind::powersgd: return "powersgd";
-  }
-  return "?";
-}
+using K = CompressionKind;
+constexpr EnumName<K> kKinds[] = {{K::none, "none"}, {K::fp16, "fp16"}, {K::bf16, "bf16"},
+                                  {K::qsgd, "qsgd"}, {K::topk, "topk"}, {K::powersgd, "powersgd"}};
+constexpr EnumName<ErrorFeedbackMode> kFeedbackModes[] = {
+    {ErrorFeedbackMode::auto_, "auto"}, {ErrorFeedbackMode::on, "on"}, {ErrorFeedbackMode::off, "off"}};
 
-std::vector<CompressionKind> all_compression_kinds() {
-  return {CompressionKind::none, CompressionKind::fp16, CompressionKind::bf16,
-          CompressionKind::qsgd, CompressionKind::topk, CompressionKind::powersgd};
-}
+}  // namespace
+
+const char* compression_kind_name(CompressionKind kind) { return name_in(kKinds, kind); }
+std::vector<CompressionKind> all_compression_kinds() { return values_in(kKinds); }
 
 bool compression_is_biased(CompressionKind kind) {
   return kind == CompressionKind::topk || kind == CompressionKind::powersgd;
 }
 
-const char* error_feedback_mode_name(ErrorFeedbackMode mode) {
-  switch (mode) {
-    case ErrorFeedbackMode::auto_: return "auto";
-    case ErrorFeedbackMode::on: return "on";
-    case ErrorFeedbackMode::off: return "off";
-  }
-  return "?";
-}
-
-std::vector<ErrorFeedbackMode> all_error_feedback_modes() {
-  return {ErrorFeedbackMode::auto_, ErrorFeedbackMode::on, ErrorFeedbackMode::off};
-}
+const char* error_feedback_mode_name(ErrorFeedbackMode mode) { return name_in(kFeedbackModes, mode); }
+std::vector<ErrorFeedbackMode> all_error_feedback_modes() { return values_in(kFeedbackModes); }
 
 MatrixRows powersgd_rows(const WeightMatrix& m, int64_t begin, int64_t end, int64_t r) {
   if (m.cols <= 0 || m.rows <= 0) return {};

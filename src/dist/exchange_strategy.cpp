@@ -2,6 +2,7 @@
 // and one line to make_exchange_strategy.
 #include "dist/exchange_strategy.h"
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "dist/async_ps_worker.h"
 #include "dist/comm_thread.h"
@@ -14,31 +15,21 @@
 #endif
 
 namespace ts {
+namespace {
 
-const char* dist_strategy_name(DistStrategy strategy) {
-  switch (strategy) {
-    case DistStrategy::sync: return "sync";
-    case DistStrategy::weight_avg: return "weight_avg";
-    case DistStrategy::async_ps: return "async_ps";
-    case DistStrategy::hogwild: return "hogwild";
-  }
-  return "?";
-}
+using T = ArenaTransport;
+constexpr EnumName<DistStrategy> kStrategies[] = {{DistStrategy::sync, "sync"},
+                                                  {DistStrategy::weight_avg, "weight_avg"},
+                                                  {DistStrategy::async_ps, "async_ps"},
+                                                  {DistStrategy::hogwild, "hogwild"}};
+constexpr EnumName<T> kTransports[] = {{T::host, "host"}, {T::staged, "staged"}, {T::cuda_aware_mpi, "cuda_aware_mpi"},
+                                       {T::nccl, "nccl"}, {T::device_sum, "device_sum"}};
 
-std::vector<DistStrategy> all_dist_strategies() {
-  return {DistStrategy::sync, DistStrategy::weight_avg, DistStrategy::async_ps, DistStrategy::hogwild};
-}
+}  // namespace
 
-const char* arena_transport_name(ArenaTransport transport) {
-  switch (transport) {
-    case ArenaTransport::host: return "host";
-    case ArenaTransport::staged: return "staged";
-    case ArenaTransport::cuda_aware_mpi: return "cuda_aware_mpi";
-    case ArenaTransport::nccl: return "nccl";
-    case ArenaTransport::device_sum: return "device_sum";
-  }
-  return "?";
-}
+const char* dist_strategy_name(DistStrategy strategy) { return name_in(kStrategies, strategy); }
+std::vector<DistStrategy> all_dist_strategies() { return values_in(kStrategies); }
+const char* arena_transport_name(ArenaTransport transport) { return name_in(kTransports, transport); }
 
 namespace {
 
