@@ -3,9 +3,6 @@
 #include "config/run_config.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "config/raw_values.h"
 #include "config/resolve_steps.h"
@@ -15,8 +12,6 @@
 #include "core/file_io.h"
 
 namespace ts {
-
-namespace fs = std::filesystem;
 
 std::string ResolvedConfig::locate(const std::string& key) const {
   auto it = where.find(key);

@@ -2,8 +2,6 @@
 // shape and class count, adds its layers to a Net and finalizes it from the seed.
 #include "nn/models.h"
 
-#include <functional>
-
 #include "core/error.h"
 #include "nn/layers.h"
 #include "nn/models/zoo.h"
