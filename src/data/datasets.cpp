@@ -23,17 +23,21 @@ struct DatasetEntry {
   std::string name;
   std::vector<std::string> formats;  // the default first
   Normalisation stats;               // per-channel training-split statistics (pixel formats)
+  std::vector<std::string> classes;  // stored images: label i's name (dataset_class_names)
 };
 
-// The test split of a data set is normalised with its training statistics, as usual.
+// The test split of a data set is normalised with its training statistics, as usual. Class
+// names are safe as directory names (the jpeg_dir layout): '/' and ' ' became '_'.
 const std::vector<DatasetEntry>& registry() {
   static const std::vector<DatasetEntry> entries = {
-      {"fashion_mnist", {"idx", "records", "hdf5", "jpeg_dir"}, {{0.2860f}, {0.3530f}}},
-      {"mnist", {"idx", "records", "hdf5"}, {{0.1307f}, {0.3081f}}},
-      {"cifar10", {"cifar_bin", "records", "hdf5"}, {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}},
-      {"synthetic", {"synthetic"}, {}},
-      {"neuron", {"synthetic"}, {}},
-      {"imagefolder", {"jpeg_dir", "records"}, {}},  // statistics by channel count: image_folder_stats
+      {"fashion_mnist", {"idx", "records", "hdf5", "jpeg_dir"}, {{0.2860f}, {0.3530f}},
+       {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle_boot"}},
+      {"mnist", {"idx", "records", "hdf5"}, {{0.1307f}, {0.3081f}}, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
+      {"cifar10", {"cifar_bin", "records", "hdf5"}, {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}},
+       {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"}},
+      {"synthetic", {"synthetic"}, {}, {}},
+      {"neuron", {"synthetic"}, {}, {}},
+      {"imagefolder", {"jpeg_dir", "records"}, {}, {}},  // statistics by channel count: image_folder_stats
   };
   return entries;
 }
@@ -94,7 +98,7 @@ std::unique_ptr<SampleSource> open_jpeg_dir(const DataOptions& o, const DatasetE
     j.stats = image_folder_stats(j.sample);
   } else {
     j.stats = e.stats;
-    j.class_names = dataset_class_names(o.name);  // labels as idx has them, not sorted folder names
+    j.class_names = e.classes;  // labels as idx has them, not sorted folder names
     j.train_transform = j.test_transform = ImageTransformKind::resize;
   }
   return open_jpeg_dir_source(std::move(storage), j, split);
@@ -116,7 +120,7 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
   if (format == "idx") return open_idx_source(*storage, o.root, split, o.name, e.stats);
   if (format == "cifar_bin") return open_cifar10_source(*storage, o.root, split, e.stats);
   if (format == "jpeg_dir") return open_jpeg_dir(o, e, split, std::move(storage));
-  const int64_t classes = static_cast<int64_t>(dataset_class_names(o.name).size());
+  const int64_t classes = static_cast<int64_t>(e.classes.size());
   if (format == "records" && o.name == "imagefolder") return open_image_folder_records(o, split, *storage);
   if (format == "records")
     return open_records_source(*storage, o.root, split, o.name, classes, e.stats, o.shuffle_buffer);
@@ -148,18 +152,6 @@ std::vector<std::string> dataset_format_names() {
 
 std::vector<std::string> dataset_formats(const std::string& name) { return entry(name).formats; }
 
-std::vector<std::string> dataset_class_names(const std::string& name) {
-  // Names safe as directory names (the jpeg_dir layout): '/' and ' ' become '_'.
-  static const std::vector<std::pair<std::string, std::vector<std::string>>> names = {
-      {"fashion_mnist",
-       {"T-shirt_top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle_boot"}},
-      {"mnist", {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}},
-      {"cifar10", {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"}},
-  };
-  entry(name);  // ConfigError for an unknown name
-  for (const auto& [dataset, classes] : names)
-    if (dataset == name) return classes;
-  return {};
-}
+std::vector<std::string> dataset_class_names(const std::string& name) { return entry(name).classes; }
 
 }  // namespace ts

@@ -66,30 +66,29 @@ std::vector<int64_t> read_header(const RandomAccessFile& f, int n, uint32_t magi
   return words;
 }
 
-// The bytes the source reads: the raw file as it is, or a .gz file inflated into memory once
-// its header has said how many bytes to expect. A header claiming more than the compressed
-// size can hold fails before anything is inflated, and inflating stops past the expected size,
-// so a damaged count never allocates more than the data that is really there.
-std::unique_ptr<RandomAccessFile> file_contents(std::unique_ptr<RandomAccessFile> f, int64_t expected,
+// The bytes the source reads, which must be exactly header + payload: the raw file as it is, or
+// a .gz file inflated into memory once its header has said how many bytes to expect. A header
+// claiming more than the compressed size can hold fails before anything is inflated, and
+// inflating stops past the expected size, so a damaged count never allocates more than the
+// data that is really there.
+std::unique_ptr<RandomAccessFile> file_contents(std::unique_ptr<RandomAccessFile> f, int64_t header, int64_t payload,
                                                 const std::string& what) {
-  if (!is_gzip_path(f->path())) return f;
-  const int64_t most = gzip_max_inflated_bytes(f->size());
-  if (expected > most)
-    throw corrupt(f->path(), "truncated: the header describes " + what + " (" + std::to_string(expected) +
-                                 " bytes with the header), more than its " + std::to_string(f->size()) +
-                                 " compressed bytes can inflate to (at most " + std::to_string(most) + ")");
-  return inflate_gzip(*f, expected);
-}
-
-// The file holds exactly header + payload bytes.
-void check_size(const RandomAccessFile& f, int64_t header, int64_t payload, const std::string& what) {
   const int64_t expected = header + payload;
-  if (f.size() < expected)
-    throw corrupt(f.path(), "truncated: the header describes " + what + " (" + std::to_string(expected) +
-                                " bytes with the header), the file holds only " + std::to_string(f.size()));
-  if (f.size() > expected)
-    throw corrupt(f.path(), "unexpected bytes after the end of the data its header describes (" + what + ", " +
-                                std::to_string(expected) + " bytes; the file holds " + std::to_string(f.size()) + ")");
+  if (is_gzip_path(f->path())) {
+    const int64_t most = gzip_max_inflated_bytes(f->size());
+    if (expected > most)
+      throw corrupt(f->path(), "truncated: the header describes " + what + " (" + std::to_string(expected) +
+                                   " bytes with the header), more than its " + std::to_string(f->size()) +
+                                   " compressed bytes can inflate to (at most " + std::to_string(most) + ")");
+    f = inflate_gzip(*f, expected);
+  }
+  if (f->size() < expected)
+    throw corrupt(f->path(), "truncated: the header describes " + what + " (" + std::to_string(expected) +
+                                 " bytes with the header), the file holds only " + std::to_string(f->size()));
+  if (f->size() > expected)
+    throw corrupt(f->path(), "unexpected bytes after the end of the data its header describes (" + what + ", " +
+                                 std::to_string(expected) + " bytes; the file holds " + std::to_string(f->size()) + ")");
+  return f;
 }
 
 struct IdxLayout {
@@ -106,18 +105,14 @@ struct IdxFiles {
 IdxFiles check_idx_files(std::unique_ptr<RandomAccessFile> images, std::unique_ptr<RandomAccessFile> labels) {
   const auto dims = read_header(*images, 4, kImagesMagic, "image file, idx3-ubyte");
   const IdxLayout l{dims[1], dims[2], dims[3]};
-  if (l.count <= 0 || l.rows <= 0 || l.cols <= 0 || l.rows > 4096 || l.cols > 4096)
-    throw corrupt(images->path(), "implausible dimensions (" + std::to_string(l.count) + " images of " +
-                                      std::to_string(l.rows) + "x" + std::to_string(l.cols) + ")");
   const std::string images_what =
       std::to_string(l.count) + " images of " + std::to_string(l.rows) + "x" + std::to_string(l.cols);
-  images = file_contents(std::move(images), kImagesHeader + l.count * l.rows * l.cols, images_what);
-  check_size(*images, kImagesHeader, l.count * l.rows * l.cols, images_what);
+  if (l.count <= 0 || l.rows <= 0 || l.cols <= 0 || l.rows > 4096 || l.cols > 4096)
+    throw corrupt(images->path(), "implausible dimensions (" + images_what + ")");
+  images = file_contents(std::move(images), kImagesHeader, l.count * l.rows * l.cols, images_what);
   const int64_t label_count = read_header(*labels, 2, kLabelsMagic, "label file, idx1-ubyte")[1];
   if (label_count <= 0) throw corrupt(labels->path(), "header says it holds no labels");
-  const std::string labels_what = std::to_string(label_count) + " labels";
-  labels = file_contents(std::move(labels), kLabelsHeader + label_count, labels_what);
-  check_size(*labels, kLabelsHeader, label_count, labels_what);
+  labels = file_contents(std::move(labels), kLabelsHeader, label_count, std::to_string(label_count) + " labels");
   if (label_count != l.count)
     throw RuntimeError("data files " + images->path() + " and " + labels->path() + " disagree: " +
                        std::to_string(l.count) + " images but " + std::to_string(label_count) +
