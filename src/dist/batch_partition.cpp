@@ -5,23 +5,20 @@
 #include <cmath>
 #include <numeric>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 
 namespace ts {
+namespace {
 
-const char* partition_kind_name(PartitionKind kind) {
-  switch (kind) {
-    case PartitionKind::equal: return "equal";
-    case PartitionKind::static_: return "static";
-    case PartitionKind::measured: return "measured";
-    case PartitionKind::adaptive: return "adaptive";
-  }
-  return "?";
-}
+using P = PartitionKind;
+constexpr EnumName<P> kKinds[] = {
+    {P::equal, "equal"}, {P::static_, "static"}, {P::measured, "measured"}, {P::adaptive, "adaptive"}};
 
-std::vector<PartitionKind> all_partition_kinds() {
-  return {PartitionKind::equal, PartitionKind::static_, PartitionKind::measured, PartitionKind::adaptive};
-}
+}  // namespace
+
+const char* partition_kind_name(PartitionKind kind) { return name_in(kKinds, kind); }
+std::vector<PartitionKind> all_partition_kinds() { return values_in(kKinds); }
 
 std::vector<int64_t> shares_by_speed(const std::vector<double>& samples_per_s, int64_t global_batch, int64_t quantum) {
   const int64_t world = static_cast<int64_t>(samples_per_s.size());

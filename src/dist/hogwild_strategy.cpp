@@ -1,20 +1,13 @@
 // hogwild on the main thread (see hogwild_strategy.h).
 #include "dist/hogwild_strategy.h"
 
-#include <chrono>
 #include <cmath>
 #include <utility>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace ts {
-namespace {
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
 
 HogwildExchange::HogwildExchange(ModelArenas arenas, int64_t total_steps, std::function<void()> after_last_step)
     : arenas_(arenas), total_steps_(total_steps), after_last_step_(std::move(after_last_step)) {
@@ -36,12 +29,12 @@ StepVerdict HogwildExchange::finish_step(bool average_weights) {
   StepVerdict v;
   v.loss = local_loss_.value();
   v.diverged = !std::isfinite(local_loss_.value());
-  const double t0 = seconds_now();
+  const double t0 = now_seconds();
   if (!v.diverged) update_(0, arenas_.param_count);  // racing the other replicas' updates, by design
-  const double t1 = seconds_now();
+  const double t1 = now_seconds();
   v.times.optimizer = t1 - t0;
   if (++step_ == total_steps_ || v.diverged) leave();
-  v.times.comm_wait = seconds_now() - t1;  // the last step: waiting for the other replicas
+  v.times.comm_wait = now_seconds() - t1;  // the last step: waiting for the other replicas
   return v;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/enum_names.h"
+
 namespace ts::perf {
 
 double gemm_flops(const GemmShape& g) {
@@ -31,12 +33,9 @@ double blocked_intensity(const GemmShape& g, const GemmBlocking& b, double delta
 }
 
 const char* bound_name(Bound bound) {
-  switch (bound) {
-    case Bound::compute: return "compute";
-    case Bound::memory: return "memory";
-    case Bound::network: return "network";
-  }
-  return "?";
+  static constexpr EnumName<Bound> kNames[] = {
+      {Bound::compute, "compute"}, {Bound::memory, "memory"}, {Bound::network, "network"}};
+  return name_in(kNames, bound);
 }
 
 RooflineTime roofline_time(double flops, double bytes, double intensity, const WorkerRate& rate, double efficiency) {
