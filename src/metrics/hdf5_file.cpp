@@ -79,17 +79,6 @@ Object& Object::operator=(Object&& o) noexcept {
   return *this;
 }
 
-void Object::close() {
-  if (id_ < 0) return;
-  hid_t id = std::exchange(id_, -1);
-  switch (kind_) {
-    case Kind::file: H5_CALL(H5Fclose(id), object_path_); break;
-    case Kind::group: H5_CALL(H5Gclose(id), object_path_); break;
-    case Kind::dataset: H5_CALL(H5Dclose(id), object_path_); break;
-    case Kind::none: break;
-  }
-}
-
 std::string Object::child_path(const std::string& name) const {
   if (object_path_.empty() || object_path_ == "/") return "/" + name;
   return object_path_ + "/" + name;
@@ -263,7 +252,7 @@ void File::close() {
   const ssize_t size = H5_CALL(H5Fget_file_image(id_, nullptr, 0), "/");
   std::string image(static_cast<size_t>(size), '\0');
   H5_CALL(H5Fget_file_image(id_, image.data(), image.size()), "/");
-  Object::close();  // a file in memory: closing it touches no disk
+  H5_CALL(H5Fclose(std::exchange(id_, -1)), "/");  // a file in memory: closing it touches no disk
   quiet_.reset();
   write_whole_file(file_path_, image);
 }

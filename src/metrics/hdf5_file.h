@@ -36,9 +36,6 @@ class Object {
   void set_attr(const std::string& name, int64_t value);
   void set_attr(const std::string& name, double value);
 
-  // Closes now and checks the result (destructors close silently).
-  void close();
-
  protected:
   enum class Kind { none, file, group, dataset };
   Object(int64_t id, Kind kind, std::string file_path, std::string object_path)
