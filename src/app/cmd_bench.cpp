@@ -91,7 +91,8 @@ struct BenchSettings {
   std::string out;  // "" = no file
 };
 
-po::options_description bench_options() {
+// The options; --iters, --warmup, --buffers and --out land in `b` as given.
+po::options_description bench_options(BenchSettings& b) {
   po::options_description opts(
       std::string(kBenchAllreduceUsage) +
       "\nTimes each all-reduce algorithm (docs/allreduce.md) on float messages from --min-bytes to\n"
@@ -113,9 +114,9 @@ po::options_description bench_options() {
       ("min-bytes", po::value<std::string>()->default_value("4"), "smallest message in bytes")
       ("max-bytes", po::value<std::string>()->default_value("64M"), "largest message in bytes")
       ("factor", po::value<double>()->default_value(2.0), "size multiplier between steps (> 1)")
-      ("iters", po::value<int>()->default_value(20), "timed calls per size and algorithm (>= 1)")
-      ("warmup", po::value<int>()->default_value(5), "untimed calls before them (>= 0)")
-      ("buffers", po::value<std::string>()->default_value("shared"),
+      ("iters", po::value<int>(&b.iters)->default_value(20), "timed calls per size and algorithm (>= 1)")
+      ("warmup", po::value<int>(&b.warmup)->default_value(5), "untimed calls before them (>= 0)")
+      ("buffers", po::value<std::string>(&b.buffers)->default_value("shared"),
        "where the messages of the host algorithms live: shared (node shared memory, allocate_shared_floats: "
        "shm runs in place) or private (each rank's own heap: shm copies through its pipeline); nccl always "
        "reduces a device buffer")
@@ -123,12 +124,12 @@ po::options_description bench_options() {
       ("shm-buffers", po::value<int64_t>()->default_value(64), "shm: pipeline buffers per rank (1..1024; a run's dist.shm_buffers)")
       ("check", "check results (the default)")
       ("no-check", "skip the correctness check")
-      ("out", po::value<std::string>(), "write the results to this HDF5 file (trainscale-allreduce/1, docs/hdf5-schema.md)");
+      ("out", po::value<std::string>(&b.out), "write the results to this HDF5 file (trainscale-allreduce/1, docs/hdf5-schema.md)");
   return opts;
 }
 
-BenchSettings bench_settings(const po::variables_map& vm) {
-  BenchSettings b;
+// The rest of `b` from the options, every value checked.
+void complete_settings(const po::variables_map& vm, BenchSettings& b) {
   if (vm.count("check") && vm.count("no-check")) throw ConfigError("--check and --no-check exclude each other");
   b.check = !vm.count("no-check");
   b.algorithms = parse_algorithms(vm["algorithms"].as<std::string>());
@@ -140,11 +141,8 @@ BenchSettings bench_settings(const po::variables_map& vm) {
   if (!(factor > 1.0) || !std::isfinite(factor))
     throw ConfigError("--factor " + std::to_string(factor) + ": must be a number greater than 1, e.g. 2");
   b.sizes = message_sizes(min_bytes, max_bytes, factor);
-  b.iters = vm["iters"].as<int>();
-  b.warmup = vm["warmup"].as<int>();
   if (b.iters < 1) throw ConfigError("--iters " + std::to_string(b.iters) + ": must be at least 1");
   if (b.warmup < 0) throw ConfigError("--warmup " + std::to_string(b.warmup) + ": must be at least 0");
-  b.buffers = vm["buffers"].as<std::string>();
   if (b.buffers != "shared" && b.buffers != "private")
     throw ConfigError("--buffers " + b.buffers + ": accepted: shared, private");
   const int64_t chunk_kb = vm["shm-chunk-kb"].as<int64_t>(), shm_buffers = vm["shm-buffers"].as<int64_t>();
@@ -153,8 +151,6 @@ BenchSettings bench_settings(const po::variables_map& vm) {
   if (shm_buffers < 1 || shm_buffers > 1024)
     throw ConfigError("--shm-buffers " + std::to_string(shm_buffers) + ": must be in 1..1024");
   b.shm = {chunk_kb * 1024, static_cast<int>(shm_buffers)};
-  if (vm.count("out")) b.out = vm["out"].as<std::string>();
-  return b;
 }
 
 // What each algorithm is, for its block's title.
@@ -323,11 +319,11 @@ int run_bench(Communicator& comm, const BenchSettings& b) {
 }
 
 int bench_allreduce_command(const std::vector<std::string>& args) {
-  const po::options_description opts = bench_options();
+  BenchSettings settings;
+  const po::options_description opts = bench_options(settings);
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
-  const po::variables_map& vm = *parsed;
-  const BenchSettings settings = bench_settings(vm);
+  complete_settings(*parsed, settings);
   int argc = 0;
   char** argv = nullptr;
   MpiSession mpi(&argc, &argv);

@@ -279,12 +279,9 @@ int command_predict(const std::vector<std::string>& args) {
   const po::variables_map& vm = *parsed;
   if (!vm.count("config") || !vm.count("cluster"))
     throw ConfigError("--config RUN.yaml and --cluster CLUSTER.yaml are required (see trainscale predict --help)");
-  const std::vector<std::string> sets = option_strings(vm, "set");
-  const std::vector<std::string> cluster_sets =
-      vm.count("cluster-set") ? vm["cluster-set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  const ResolvedConfig cfg = load_run_config(vm["config"].as<std::string>(), sets);
+  const ResolvedConfig cfg = load_run_config(vm["config"].as<std::string>(), option_strings(vm, "set"));
   perf::check_modelled(cfg);
-  const perf::ClusterSpec cluster = perf::load_cluster_file(vm["cluster"].as<std::string>(), cluster_sets);
+  const perf::ClusterSpec cluster = perf::load_cluster_file(vm["cluster"].as<std::string>(), option_strings(vm, "cluster-set"));
   const std::vector<int64_t> workers =
       vm.count("workers") ? parse_worker_list(vm["workers"].as<std::string>()) : std::vector<int64_t>{cfg.run.workers};
   perf::PredictOptions options;

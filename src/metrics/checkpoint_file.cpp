@@ -327,8 +327,7 @@ Checkpoint read_checkpoint_file(const std::string& path) {
 
 std::string rank_part_path(const std::string& checkpoint_path, int64_t rank) {
   const std::string suffix = ".hdf5";
-  const bool has_suffix = checkpoint_path.size() > suffix.size() &&
-                          checkpoint_path.compare(checkpoint_path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const bool has_suffix = checkpoint_path.size() > suffix.size() && checkpoint_path.ends_with(suffix);
   const std::string stem = has_suffix ? checkpoint_path.substr(0, checkpoint_path.size() - suffix.size()) : checkpoint_path;
   return stem + ".rank-" + std::to_string(rank) + suffix;
 }
