@@ -89,7 +89,7 @@ std::vector<ConvertedSplit> convert_image_folder(const ConvertOptions& o) {
     if (classes.empty()) classes = files.classes;  // the training split's classes label both splits
     const int64_t count = static_cast<int64_t>(files.paths.size());
     ConvertedSplit c{split_file_stem(split), o.limit > 0 ? std::min(o.limit, count) : count, {}};
-    c.files = write_record_payloads(o.out, split, c.samples, o.shards, true, [&](int64_t i) {
+    c.files = write_record_payloads(o.out, split, c.samples, o.shards, [&](int64_t i) {
       const std::string& path = files.paths[static_cast<size_t>(i)];
       const std::string bytes = read_text_file(path);
       return encode_jpeg_file_payload(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),

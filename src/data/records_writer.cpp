@@ -47,7 +47,7 @@ class PendingFile {
 }  // namespace
 
 std::vector<std::string> write_record_payloads(const std::string& dir, Split split, int64_t count, int shards,
-                                               bool index, const PayloadOf& payload_of) {
+                                               const PayloadOf& payload_of) {
   if (shards < 1 || shards > count || shards > 99999)
     throw ConfigError("--shards " + std::to_string(shards) + " must be in [1, " +
                       std::to_string(std::min<int64_t>(count, 99999)) + "] (at least one sample per shard)");
@@ -64,13 +64,9 @@ std::vector<std::string> write_record_payloads(const std::string& dir, Split spl
       at += static_cast<int64_t>(frame.size());
     }
     shard.commit();
-    if (index) {
-      PendingFile index_file(record_index_path(path));
-      index_file.write(encode_record_index(offsets));
-      index_file.commit();
-    } else {
-      std::remove(record_index_path(path).c_str());  // a stale index would disagree with the new shard
-    }
+    PendingFile index_file(record_index_path(path));
+    index_file.write(encode_record_index(offsets));
+    index_file.commit();
     paths.push_back(path);
   }
   return paths;
@@ -82,7 +78,7 @@ std::vector<std::string> write_records_split(const std::string& dir, Split split
     throw ConfigError("--jpeg-quality " + std::to_string(options.jpeg_quality) + " must be in [1, 100]");
   const Shape chw = source.spec().sample;
   std::vector<uint8_t> pixels(static_cast<size_t>(chw.numel()));
-  return write_record_payloads(dir, split, count, options.shards, options.index, [&](int64_t i) {
+  return write_record_payloads(dir, split, count, options.shards, [&](int64_t i) {
     int32_t label = 0;
     source.read_pixels(i, pixels.data(), &label);
     return encode_sample_payload(chw, pixels.data(), label, options.encoding, options.jpeg_quality);

@@ -16,7 +16,6 @@ struct RecordsWriteOptions {
   int shards = 1;                                   // shard s holds samples [s*n/shards, (s+1)*n/shards)
   PayloadEncoding encoding = PayloadEncoding::raw;  // raw pixels or JPEG
   int jpeg_quality = 90;                            // JPEG payloads: encode_jpeg quality 1..100
-  bool index = true;                                // write <shard>.idx beside each shard
 };
 
 // Writes samples [0, count) of `source` (read_pixels) as `<dir>/<split>-NNNNN-of-MMMMM.rec` (+ .idx),
@@ -28,9 +27,9 @@ std::vector<std::string> write_records_split(const std::string& dir, Split split
 
 // The payload of sample i (records_format.h: encode_sample_payload, encode_jpeg_file_payload).
 using PayloadOf = std::function<std::vector<uint8_t>(int64_t)>;
-// Writes the payloads of samples [0, count), in order, as the split's shards (+ index files when
-// `index`), as write_records_split does; the writer of records of an ImageFolder's JPEG files.
+// Writes the payloads of samples [0, count), in order, as the split's shards and index files, as
+// write_records_split does; the writer of records of an ImageFolder's JPEG files.
 std::vector<std::string> write_record_payloads(const std::string& dir, Split split, int64_t count, int shards,
-                                               bool index, const PayloadOf& payload_of);
+                                               const PayloadOf& payload_of);
 
 }  // namespace ts
