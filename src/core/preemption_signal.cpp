@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -37,8 +36,7 @@ void chain(const struct sigaction& previous, int signal, siginfo_t* info, void* 
 // evaluation, a hang), and whoever sends it wants the process gone: it ends by SIGTERM now, as
 // it would have without our handling. Async-signal-safe calls only.
 [[noreturn]] void terminate_now() {
-  struct sigaction default_action;
-  std::memset(&default_action, 0, sizeof default_action);
+  struct sigaction default_action{};
   default_action.sa_handler = SIG_DFL;
   sigemptyset(&default_action.sa_mask);
   sigaction(SIGTERM, &default_action, nullptr);
@@ -66,8 +64,7 @@ sigset_t preemption_set() {
 // The handler, for threads that do not block the signals (the MPI library's progress threads,
 // started before us).
 void install_recording_handler() {
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
+  struct sigaction action{};
   action.sa_sigaction = record_preemption_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART | SA_SIGINFO;
@@ -84,8 +81,7 @@ void watch_preemption_signals() {
   const sigset_t set = preemption_set();
   const timespec tick{0, 100 * 1000 * 1000};
   for (;;) {
-    siginfo_t info;
-    std::memset(&info, 0, sizeof info);
+    siginfo_t info{};
     const int signal = sigtimedwait(&set, &info, &tick);
     if (signal > 0) record_preemption_signal(signal, &info, nullptr);
     if (g_signal.load(std::memory_order_relaxed) == 0) continue;
