@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/marker_reserve.h"
@@ -26,15 +27,12 @@ std::string one_line(std::string value) {
 std::string marker_path(const std::string& run_file, MarkerKind kind) {
   std::filesystem::path p(run_file);
   if (p.extension() == ".h5") p.replace_extension();
-  const char* suffix = ".RUNNING";
-  switch (kind) {
-    case MarkerKind::done: suffix = ".DONE"; break;
-    case MarkerKind::failed: suffix = ".FAILED"; break;
-    case MarkerKind::running: suffix = ".RUNNING"; break;
-    case MarkerKind::preempted: suffix = ".PREEMPTED"; break;
-    case MarkerKind::unsupported: suffix = ".UNSUPPORTED"; break;
-  }
-  return p.string() + suffix;
+  constexpr EnumName<MarkerKind> kSuffixes[] = {{MarkerKind::done, ".DONE"},
+                                                {MarkerKind::failed, ".FAILED"},
+                                                {MarkerKind::running, ".RUNNING"},
+                                                {MarkerKind::preempted, ".PREEMPTED"},
+                                                {MarkerKind::unsupported, ".UNSUPPORTED"}};
+  return p.string() + name_in(kSuffixes, kind, ".RUNNING");
 }
 
 std::string marker_text(const RunMarker& m) {
