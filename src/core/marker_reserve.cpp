@@ -34,11 +34,14 @@ std::string marker_reserve_path(const std::string& marker_path) {
 }
 
 MarkerReserve::MarkerReserve(const std::string& marker_path) : path_(marker_reserve_path(marker_path)) {
+  auto cannot_reserve = [&](int error) {
+    std::cerr << "trainscale run: note: cannot reserve room for a FAILED marker (" << path_ << ": "
+              << std::strerror(error) << "); on a full disk the failure may go unrecorded\n";
+  };
   std::remove(path_.c_str());  // a killed run's: made again, so that it is whole
   const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
-    std::cerr << "trainscale run: note: cannot reserve room for a FAILED marker (" << path_ << ": "
-              << std::strerror(errno) << "); on a full disk the failure may go unrecorded\n";
+    cannot_reserve(errno);
     return;
   }
   owner_ = true;
@@ -47,8 +50,7 @@ MarkerReserve::MarkerReserve(const std::string& marker_path) : path_(marker_rese
   const int saved = errno;
   ::close(fd);
   if (!ok) {
-    std::cerr << "trainscale run: note: cannot reserve room for a FAILED marker (" << path_ << ": "
-              << std::strerror(saved) << "); on a full disk the failure may go unrecorded\n";
+    cannot_reserve(saved);
     std::remove(path_.c_str());
     owner_ = false;
   }
