@@ -124,18 +124,17 @@ void run_loop(RunSetup& s, Communicator& comm, std::ostream& log, RunRecording& 
   const LoopOptions& o = s.loop;
   const bool root = comm.rank() == 0;
   StepBoundary boundary(o.checkpoints);
-  TrainState state{*s.net, *s.sgd, *s.exchange, *s.data->train_loader, s.scaler.get(), s.staged.get()};
-  state.step = rec.steps();
-  state.wait_for_device = s.waits_for_device;
-  if (s.shares->active()) {
-    state.global_batch = plan.global_batch;
-    state.world = comm.size();
-  }
-  state.slowdown = o.slowdown;
-  state.defer_loss = s.loss_reads == LossReads::log;
+  // What the steps do is decided here, once: the step tests these members only.
+  LossScaler* scaler = s.scaler->enabled() ? s.scaler.get() : nullptr;
+  const bool shares = s.shares->active();
+  TrainState state{.net = *s.net, .sgd = *s.sgd, .exchange = *s.exchange, .loader = *s.data->train_loader,
+                   .scaler = scaler, .staged = s.staged.get(), .step = rec.steps(),
+                   .global_batch = shares ? plan.global_batch : 0, .world = shares ? comm.size() : 1,
+                   .slowdown = o.slowdown, .wait_for_device = s.waits_for_device,
+                   .defer_loss = s.loss_reads == LossReads::log};
   std::unique_ptr<LossLedger> ledger = state.defer_loss ? std::make_unique<LossLedger>(*s.net, s.device_losses) : nullptr;
   // loss_reads: log: the overflow check of loss scaling is decided on the device too.
-  if (state.defer_loss && s.scaler->enabled() && !s.scaler->on_device()) s.scaler->keep_on_device(*s.backend);
+  if (state.defer_loss && scaler && !scaler->on_device()) scaler->keep_on_device(*s.backend);
   LossWatch watch(o.diverge_loss_above_factor);
   const int64_t first_step = rec.steps() + 1;
   rec.bucket_stride = bucket_stride_for(plan.total_steps, static_cast<int64_t>(s.exchange->buckets().size()), comm.size());

@@ -16,7 +16,7 @@ namespace {
 RangeUpdate make_update(TrainState& st, double lr, StepResult& out) {
   Net& net = st.net;
   Sgd& sgd = st.sgd;
-  LossScaler* scaler = st.scaler && st.scaler->enabled() ? st.scaler : nullptr;
+  LossScaler* scaler = st.scaler;
   if (!scaler)
     return [&net, &sgd, lr](int64_t offset, int64_t count) { sgd.step_range(net.params(), net.grads(), lr, offset, count); };
   if (scaler->on_device())  // loss_reads: log: the device decides, the host queues (out.skipped unknown)
@@ -49,11 +49,10 @@ float share_weight(const TrainState& st, int64_t batch) {
 // The scale of the loss gradient: the loss scaler's, times the share weight (the scaler's
 // unscaling leaves the weight in the gradients). A scaler on the device: backward reads it there.
 void set_gradient_scale(TrainState& st, float weight) {
-  const bool scaling = st.scaler && st.scaler->enabled();
-  if (scaling && st.scaler->on_device())
+  if (st.scaler && st.scaler->on_device())
     st.net.set_loss_scale(weight, &st.scaler->device_state()->scale);
-  else if (scaling || st.global_batch > 0)
-    st.net.set_loss_scale((scaling ? st.scaler->scale() : 1.0f) * weight);
+  else if (st.scaler || st.global_batch > 0)
+    st.net.set_loss_scale((st.scaler ? st.scaler->scale() : 1.0f) * weight);
 }
 
 // dist.emulate_slowdown: this rank takes `slowdown` x its compute time; the seconds slept.
@@ -64,34 +63,35 @@ double emulate_slowdown(double slowdown, double compute_seconds) {
   return now_seconds() - t0;
 }
 
+// Takes this step's batch: the staged one (prepare plans the net for it), or the loader's next
+// into `b`, the net re-planned for its size; the seconds waited for it.
+double take_batch(TrainState& st, Batch& b) {
+  if (st.staged) return st.staged->prepare();
+  st.loader.next(b);
+  if (b.size != st.net.batch()) st.net.set_batch(b.size);
+  return st.loader.last_wait_seconds();
+}
+
 // Takes this step's batch and queues forward on it; `t1` is when forward started. Host
 // backends (and a device rank that waits for its device: exact phases) know the loss on return;
 // a staged device rank reads it later, once backward is queued too (returns false).
 bool forward_on_batch(TrainState& st, StepResult& out, float& weight, double& t1) {
-  PhaseSeconds& s = out.seconds;
-  if (st.staged) {  // the staged batch (the net is planned for it by prepare)
-    const double first_wait = st.staged->prepare();
-    out.batch = st.net.batch();
-    weight = share_weight(st, out.batch);
-    set_gradient_scale(st, weight);
-    double data_wait = 0;
-    t1 = now_seconds();
-    st.staged->forward_queued(Mode::train, data_wait);
-    at(s, Phase::data_wait) = first_wait + data_wait;
-    t1 += data_wait;  // forward: the rest of this part
-    if (!st.wait_for_device) return false;
-    out.local_loss = st.net.loss();
-    return true;
-  }
   Batch b;
-  st.loader.next(b);
-  at(s, Phase::data_wait) = st.loader.last_wait_seconds();
-  out.batch = b.size;
-  if (b.size != st.net.batch()) st.net.set_batch(b.size);
+  at(out.seconds, Phase::data_wait) = take_batch(st, b);
+  out.batch = st.net.batch();
   weight = share_weight(st, out.batch);
   set_gradient_scale(st, weight);
   t1 = now_seconds();
-  out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
+  if (!st.staged) {
+    out.local_loss = st.net.forward(b.images, b.labels, b.targets, Mode::train);
+    return true;
+  }
+  double data_wait = 0;
+  st.staged->forward_queued(Mode::train, data_wait);
+  at(out.seconds, Phase::data_wait) += data_wait;
+  t1 += data_wait;  // forward: the rest of this part
+  if (!st.wait_for_device) return false;
+  out.local_loss = st.net.loss();
   return true;
 }
 
@@ -103,7 +103,7 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   const double t0 = now_seconds();
   double t1 = 0;
   float weight = 1.0f;
-  bool loss_known = forward_on_batch(st, out, weight, t1);
+  const bool loss_known = forward_on_batch(st, out, weight, t1);
   out.loss_id = st.net.last_loss_id();
   out.reads = st.loader.last_read_counts();
   const double t2 = now_seconds();
@@ -115,20 +115,20 @@ StepResult train_step(TrainState& st, double lr, bool average_weights) {
   // combines the losses on the device, it reads the loss there and the trainer its mean later).
   Net& net = st.net;
   const int64_t id = out.loss_id;
-  if (st.defer_loss) {  // (resolve_loss_reads refused an exchange that combines them on the host)
-    if (!loss_known) out.local_loss = std::numeric_limits<float>::quiet_NaN();
-    loss_known = true;
-  }
-  LocalLoss loss = st.defer_loss && st.exchange.combines_losses() ? LocalLoss::on_device(net.device_loss(), weight)
-                   : loss_known ? LocalLoss(st.defer_loss ? 0.0f : out.local_loss * weight)
-                                : LocalLoss([&net, id, weight] { return net.loss_of(id) * weight; });
+  // (resolve_loss_reads refused defer_loss for an exchange that combines losses on the host)
+  if (st.defer_loss && !loss_known) out.local_loss = std::numeric_limits<float>::quiet_NaN();
+  const bool read_after_backward = !loss_known && !st.defer_loss;
+  LocalLoss loss = !st.defer_loss ? (loss_known ? LocalLoss(out.local_loss * weight)
+                                                : LocalLoss([&net, id, weight] { return net.loss_of(id) * weight; }))
+                   : st.exchange.combines_losses() ? LocalLoss::on_device(net.device_loss(), weight)
+                                                   : LocalLoss(0.0f);
   st.exchange.begin_step(std::move(loss), make_update(st, lr, out));
   ExchangeStrategy& exchange = st.exchange;
   net.backward([&exchange](ParamRange range) { exchange.gradients_ready(range.offset, range.count); });
   // Backward is queued: the host waits for forward's end while the device runs backward. That
   // wait is forward's: /timing's forward ends when the loss is on the host.
   double loss_wait = 0;
-  if (!loss_known) {
+  if (read_after_backward) {
     const double w0 = now_seconds();
     out.local_loss = net.loss_of(id);
     loss_wait = now_seconds() - w0;

@@ -24,7 +24,7 @@ struct TrainState {
   Sgd& sgd;
   ExchangeStrategy& exchange;
   Loader& loader;  // the training batches of this rank
-  LossScaler* scaler = nullptr;  // mixed-precision loss scaling (null or disabled: none)
+  LossScaler* scaler = nullptr;  // mixed-precision loss scaling, enabled (null: none)
   StagedInput* staged = nullptr; // overlapped input copies (devices the host cannot address)
   int64_t step = 0;  // steps taken (train_step counts them)
   // Unequal shares of the global batch (docs/heterogeneous.md): > 0 makes
