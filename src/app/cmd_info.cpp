@@ -43,13 +43,11 @@ int command_info(const std::vector<std::string>& args) {
   char** argv = nullptr;
   MpiSession mpi(&argc, &argv);
   MpiLibrary lib = mpi_library();
-  std::string backends;
-  for (const auto& b : available_backends()) backends += (backends.empty() ? "" : ", ") + b;
   std::cout << "version: " << TRAINSCALE_VERSION << "\n"
             << "git_sha: " << TRAINSCALE_GIT_SHA << "\n"
             << "build_type: " << TRAINSCALE_BUILD_TYPE << "\n"
             << "cuda: " << TRAINSCALE_CUDA_ENABLED << "\n"
-            << "backends: " << backends << "\n"
+            << "backends: " << join(available_backends()) << "\n"
             ;
   // One block per backend of this build: the device it computes on (Backend::describe), or
   // why there is none on this machine (a built cuda backend without a GPU).

@@ -99,22 +99,20 @@ std::string ReadFile::string_attr(const std::string& object, const std::string& 
   Id attr(open_attr(id_, path_, object, name), H5Aclose);
   expect_class(attr, H5T_STRING, path_, what);
   Id type(H5Aget_type(attr), H5Tclose);
-  if (H5Tis_variable_str(type) > 0) {
-    Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(mem, H5T_VARIABLE);
-    H5Tset_cset(mem, H5Tget_cset(type));  // UTF-8 and ASCII do not convert into each other
+  const bool variable = H5Tis_variable_str(type) > 0;
+  const size_t size = variable ? 0 : H5Tget_size(type);
+  if (!variable && (size == 0 || size > (size_t{1} << 24))) fail(path_, what + " has an impossible string size");
+  Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(mem, variable ? H5T_VARIABLE : size);
+  H5Tset_cset(mem, H5Tget_cset(type));  // UTF-8 and ASCII do not convert into each other
+  if (variable) {
     char* text = nullptr;
     if (H5Aread(attr, mem, &text) < 0 || text == nullptr) fail(path_, what + " cannot be read");
     std::string value(text);
     H5free_memory(text);
     return value;
   }
-  const size_t size = H5Tget_size(type);
-  if (size == 0 || size > (size_t{1} << 24)) fail(path_, what + " has an impossible string size");
   std::string value(size, '\0');
-  Id mem(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(mem, size);
-  H5Tset_cset(mem, H5Tget_cset(type));
   if (H5Aread(attr, mem, value.data()) < 0) fail(path_, what + " cannot be read");
   value.resize(std::strlen(value.c_str()));
   return value;
