@@ -16,12 +16,13 @@ namespace ts::sim {
 namespace {
 
 void fill_record(RunRecord& a, const SimulatedRun& run) {
-  const RunConfig& r = run.cfg->run;
-  a.run_id = run.run_id;
-  a.config_id = run.config_id;
-  a.campaign = run.campaign;
+  const SimRunRequest& q = *run.request;
+  const RunConfig& r = q.cfg.run;
+  a.run_id = q.run_id;
+  a.config_id = q.config_id;
+  a.campaign = q.campaign;
   a.status = RunStatus::ok;
-  a.config_yaml = run.cfg->yaml;
+  a.config_yaml = q.cfg.yaml;
   a.version = TRAINSCALE_VERSION;
   a.git_sha = TRAINSCALE_GIT_SHA;
   a.start_time = run.start_time;
@@ -36,17 +37,17 @@ void fill_record(RunRecord& a, const SimulatedRun& run) {
   a.dist_transport = run.job->transport;
   a.backend = backend_kind_name(r.backend);
   a.device = "simulated";
-  a.device_name = run.cluster->name + (run.cluster->node.gpus > 0 ? " GPU" : " node") + " (simulated)";
+  a.device_name = q.cluster.name + (q.cluster.node.gpus > 0 ? " GPU" : " node") + " (simulated)";
   a.device_generation = "none";
   a.isa = "simulated";
   a.device_libraries = "";
-  a.device_memory_bytes = static_cast<int64_t>(run.cluster->node.memory_gb * 1e9);
+  a.device_memory_bytes = static_cast<int64_t>(q.cluster.node.memory_gb * 1e9);
   a.cpu_model = host_cpu_model();  // where the simulation ran
   a.threads = r.threads;
   a.precision = precision_name(r.precision);
   a.seed = static_cast<int64_t>(r.seed);
   a.simulated = 1;
-  a.sim_cluster = perf::cluster_yaml(*run.cluster);
+  a.sim_cluster = perf::cluster_yaml(q.cluster);
   a.sim_platform = run.platform;
 }
 
@@ -66,13 +67,13 @@ void fill_timing(RunResult& res, const RankJob& job, int64_t steps) {
 }  // namespace
 
 RunResult simulated_run_result(const SimulatedRun& run) {
-  const RunConfig& r = run.cfg->run;
+  const RunConfig& r = run.request->cfg.run;
   const RankJob& job = *run.job;
   const int64_t steps = job.steps, world = static_cast<int64_t>(job.records.size());
   const int64_t global_batch = run.workload->batch_per_worker * world;
   RunResult res;
   fill_record(res.record, run);
-  res.config = run.cfg->flat;
+  res.config = run.request->cfg.flat;
   // No data pass through a simulated net: epochs count synthetic samples where the data set
   // says how many there are, and the loss is not computed (NaN).
   const double per_epoch = r.dataset.name == "synthetic" ? static_cast<double>(r.dataset.synthetic_samples) : 0.0;

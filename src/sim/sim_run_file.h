@@ -6,20 +6,17 @@
 
 #include <string>
 
-#include "config/run_config.h"
 #include "metrics/run_result.h"
-#include "perfmodel/cluster.h"
 #include "sim/sim_rank.h"
+#include "sim/simulate_run.h"
 #include "sim/workload.h"
 
 namespace ts::sim {
 
 struct SimulatedRun {
-  const ResolvedConfig* cfg = nullptr;
-  const perf::ClusterSpec* cluster = nullptr;
+  const SimRunRequest* request = nullptr;  // the config, cluster, run id, config id and campaign
   const Workload* workload = nullptr;
   const RankJob* job = nullptr;
-  std::string run_id, config_id, campaign;
   std::string start_time;
   std::string platform;     // Platform::description and the simulator settings
   std::string mpi_flavor;   // the flavor simulated (its collective selector), or "smpi"

@@ -84,13 +84,9 @@ void simulate_run(const SimRunRequest& q, std::ostream& log) {
 
   const std::vector<std::string> config = simulation_config(settings);
   SimulatedRun run;
-  run.cfg = &q.cfg;
-  run.cluster = &q.cluster;
+  run.request = &q;
   run.workload = &w;
   run.job = &job;
-  run.run_id = q.run_id;
-  run.config_id = q.config_id;
-  run.campaign = q.campaign;
   run.start_time = start_time;
   run.platform = platform.description + "; simulator: SimGrid " + simgrid_version() + ", " + join(config, ", ");
   run.mpi_flavor = mpi.flavor;
