@@ -34,26 +34,22 @@ std::string marker_reserve_path(const std::string& marker_path) {
 }
 
 MarkerReserve::MarkerReserve(const std::string& marker_path) : path_(marker_reserve_path(marker_path)) {
-  auto cannot_reserve = [&](int error) {
-    std::cerr << "trainscale run: note: cannot reserve room for a FAILED marker (" << path_ << ": "
-              << std::strerror(error) << "); on a full disk the failure may go unrecorded\n";
-  };
   std::remove(path_.c_str());  // a killed run's: made again, so that it is whole
   const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    cannot_reserve(errno);
-    return;
-  }
-  owner_ = true;
-  const std::string block(static_cast<size_t>(kMarkerReserveBytes), '\n');  // written: the blocks are the file's
-  const bool ok = write_all(fd, block.data(), block.size(), 0) && ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!ok) {
-    cannot_reserve(saved);
+  int error = errno;
+  if (fd >= 0) {
+    const std::string block(static_cast<size_t>(kMarkerReserveBytes), '\n');  // written: the blocks are the file's
+    const bool ok = write_all(fd, block.data(), block.size(), 0) && ::fsync(fd) == 0;
+    error = errno;
+    ::close(fd);
+    if (ok) {
+      owner_ = true;
+      return;
+    }
     std::remove(path_.c_str());
-    owner_ = false;
   }
+  std::cerr << "trainscale run: note: cannot reserve room for a FAILED marker (" << path_ << ": "
+            << std::strerror(error) << "); on a full disk the failure may go unrecorded\n";
 }
 
 MarkerReserve::~MarkerReserve() {
