@@ -92,13 +92,6 @@ size_t on_upload(char* buffer, size_t size, size_t count, void* user) {
   return bytes;
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t first = 0;
-  while (first < s.size() && std::isspace(static_cast<unsigned char>(s[first]))) ++first;
-  return s.substr(first);
-}
-
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const std::string line(data, size * count);

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/strings.h"
 #include "data/cifar_source.h"
 #include "data/counting_storage.h"
 #include "data/hdf5_source.h"
@@ -42,17 +43,11 @@ const std::vector<DatasetEntry>& registry() {
   return entries;
 }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 const DatasetEntry& entry(const std::string& name) {
   for (const auto& e : registry())
     if (e.name == name) return e;
   throw ConfigError("dataset.name '" + name + "' is not a data set this build knows; accepted: " +
-                    joined(dataset_names()));
+                    join(dataset_names()));
 }
 
 // Generated data: the splits have their own seeds; the test split is at most 1024 samples.
@@ -111,7 +106,7 @@ std::unique_ptr<SampleSource> open_split(const DataOptions& o, Split split) {
   const std::string format = o.format.empty() ? e.formats.front() : o.format;
   if (std::find(e.formats.begin(), e.formats.end(), format) == e.formats.end())
     throw ConfigError("dataset.format '" + format + "' does not fit data set '" + o.name + "'; it accepts: " +
-                      joined(e.formats));
+                      join(e.formats));
   if (o.shuffle_buffer > 0 && format != "records")
     throw ConfigError("dataset.shuffle_buffer " + std::to_string(o.shuffle_buffer) + " is for dataset.format records; "
                       "format '" + format + "' is shuffled in full: leave dataset.shuffle_buffer out (0)");

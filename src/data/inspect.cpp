@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/sha256.h"
+#include "core/strings.h"
 #include "data/convert.h"
 #include "data/hdf5_source.h"
 #include "data/jpeg_codec.h"
@@ -51,11 +52,7 @@ std::string label_text(const std::set<int32_t>& labels) {
 // The distinct "(C,H,W) encoding" of a split: listed when a few, else counted with their ranges
 // (an ImageFolder's JPEGs keep their sizes).
 std::string shapes_text(const std::set<std::string>& shapes) {
-  std::string text;
-  if (shapes.size() <= 4) {
-    for (const auto& s : shapes) text += (text.empty() ? "" : ", ") + s;
-    return text;
-  }
+  if (shapes.size() <= 4) return join({shapes.begin(), shapes.end()});
   std::set<std::string> encodings;
   std::set<int64_t> sides[3];
   for (const std::string& s : shapes) {  // "(C,H,W) jpeg"
@@ -69,9 +66,8 @@ std::string shapes_text(const std::set<std::string>& shapes) {
     return v.empty() ? std::string("?")
                      : std::to_string(*v.begin()) + (v.size() > 1 ? ".." + std::to_string(*v.rbegin()) : "");
   };
-  for (const auto& e : encodings) text += (text.empty() ? "" : "+") + e;
   return std::to_string(shapes.size()) + " sizes (C " + range(sides[0]) + ", H " + range(sides[1]) + ", W " +
-         range(sides[2]) + ") " + text;
+         range(sides[2]) + ") " + join({encodings.begin(), encodings.end()}, "+");
 }
 
 // Walks one shard frame by frame (each frame and payload checked, JPEGs decoded) and compares
@@ -139,9 +135,8 @@ void inspect_records(InspectReport& r, const std::vector<std::string>& shards) {
   if (fs::exists(class_file)) {  // records of an ImageFolder
     const auto storage = make_storage({"local", ""});
     const std::vector<std::string> names = read_records_class_names(*storage, class_file.parent_path().string());
-    std::string text;
-    for (size_t i = 0; i < names.size() && i < 10; ++i) text += (i ? ", " : "") + names[i];
-    add(r, "classes", std::to_string(names.size()) + " (" + text + (names.size() > 10 ? ", ..." : "") + ")");
+    const std::vector<std::string> shown(names.begin(), names.size() > 10 ? names.begin() + 10 : names.end());
+    add(r, "classes", std::to_string(names.size()) + " (" + join(shown) + (names.size() > 10 ? ", ..." : "") + ")");
     add_file(r, class_file.string());
   }
 }
@@ -232,9 +227,7 @@ InspectReport inspect_path(const std::string& path) {
     throw ConfigError("inspect: " + path + " is not a records directory or shard (train-NNNNN-of-MMMMM.rec), an hdf5 "
                       "file or directory (train.h5, test.h5) nor a jpeg_dir tree (train/<class>/*.jpg)");
   if (!unchecked.empty()) {
-    std::string names;
-    for (const std::string& p : unchecked) names += (names.empty() ? "" : ", ") + p;
-    add(r, "status", "no checksums: every record read, but " + names + " " + (unchecked.size() > 1 ? "have" : "has") +
+    add(r, "status", "no checksums: every record read, but " + join(unchecked) + " " + (unchecked.size() > 1 ? "have" : "has") +
                          " none to check them against (written before trainscale added them, or elsewhere); convert "
                          "the data set again with `trainscale data convert --format hdf5` to add them");
   } else {

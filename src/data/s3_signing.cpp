@@ -5,16 +5,11 @@
 #include <ctime>
 
 #include "core/sha256.h"
+#include "core/strings.h"
 #include "data/blob_url.h"
 
 namespace ts {
 namespace {
-
-std::string trimmed(const std::string& value) {
-  const size_t first = value.find_first_not_of(" \t");
-  if (first == std::string::npos) return "";
-  return value.substr(first, value.find_last_not_of(" \t") - first + 1);
-}
 
 std::vector<std::pair<std::string, std::string>> sorted_headers(const SigV4Request& request) {
   auto headers = request.headers;
@@ -41,7 +36,7 @@ std::string sigv4_canonical_request(const SigV4Request& request) {
   std::string canonical_query;
   for (const auto& [name, value] : query) canonical_query += (canonical_query.empty() ? "" : "&") + name + "=" + value;
   std::string canonical_headers;
-  for (const auto& [name, value] : sorted_headers(request)) canonical_headers += name + ":" + trimmed(value) + "\n";
+  for (const auto& [name, value] : sorted_headers(request)) canonical_headers += name + ":" + trim(value) + "\n";
   return request.method + "\n" + (request.canonical_uri.empty() ? "/" : request.canonical_uri) + "\n" +
          canonical_query + "\n" + canonical_headers + "\n" + signed_header_names(request) + "\n" +
          request.payload_sha256;
