@@ -110,18 +110,6 @@ LoopOptions loop_options_of(const RunConfig& r, int rank) {
                      r.dataset.prefetch, {r.checkpoint.every_steps, r.checkpoint.every_minutes}};
 }
 
-ShareOptions share_options_of(const DistConfig& d) {
-  return ShareOptions{d.heterogeneous(), d.partition, d.shares, d.calibration_steps, d.rebalance_steps, d.share_quantum};
-}
-
 SgdOptions sgd_options_of(const RunConfig& r) { return SgdOptions{r.momentum, r.weight_decay, r.nesterov}; }
-
-LossScaleOptions loss_scale_options_of(const RunConfig& r) {
-  return LossScaleOptions{r.effective_loss_scale(), r.loss_scale.init, r.loss_scale.growth_interval};
-}
-
-ShmWindowOptions shm_window_options_of(const DistConfig& d) {
-  return ShmWindowOptions{d.shm_chunk_kb * 1024, static_cast<int>(d.shm_buffers)};
-}
 
 }  // namespace ts

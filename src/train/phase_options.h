@@ -31,9 +31,6 @@ ModelOptions model_options_of(const RunConfig& run);
 MemoryOptions memory_options_of(const RunConfig& run);
 // The loop's options on rank `rank` (dist.emulate_slowdown_rank slows one rank).
 LoopOptions loop_options_of(const RunConfig& run, int rank);
-ShareOptions share_options_of(const DistConfig& dist);
 SgdOptions sgd_options_of(const RunConfig& run);
-LossScaleOptions loss_scale_options_of(const RunConfig& run);
-ShmWindowOptions shm_window_options_of(const DistConfig& dist);
 
 }  // namespace ts

@@ -138,6 +138,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   const std::optional<ShareState> shares = share_state_of(resumed.mine, comm.size());
   // Each phase's own options, packed here once (train/phase_options.h): set-up never sees the config.
   const RunConfig& r = cfg.run;
+  const DistConfig& d = r.dist;
   const SetupOptions options{.device = device_options_of(cfg),
                              .dataset = r.dataset,
                              .data = run_data_options_of(cfg),
@@ -145,13 +146,14 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
                              .model = model_options_of(r),
                              .memory = memory_options_of(r),
                              .loop = loop_options_of(r, comm.rank()),
-                             .shares = share_options_of(r.dist),
+                             .shares = {d.heterogeneous(), d.partition, d.shares, d.calibration_steps,
+                                        d.rebalance_steps, d.share_quantum},
                              .sgd = sgd_options_of(r),
-                             .loss_scale = loss_scale_options_of(r),
+                             .loss_scale = {r.effective_loss_scale(), r.loss_scale.init, r.loss_scale.growth_interval},
                              .lr = lr_options_of(r),
-                             .shm = shm_window_options_of(r.dist),
+                             .shm = {d.shm_chunk_kb * 1024, static_cast<int>(d.shm_buffers)},
                              .exchange = exchange_options_of(r),
-                             .hogwild_replicas = static_cast<int>(r.dist.threads_per_worker),
+                             .hogwild_replicas = static_cast<int>(d.threads_per_worker),
                              .cuda_graphs = r.cuda_graphs,
                              .cuda_graphs_key = cfg.locate("cuda.graphs"),
                              .loss_reads = r.loss_reads,
