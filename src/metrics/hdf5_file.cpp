@@ -68,17 +68,6 @@ Object::Object(Object&& o) noexcept
     : id_(std::exchange(o.id_, -1)), kind_(o.kind_), file_path_(std::move(o.file_path_)),
       object_path_(std::move(o.object_path_)) {}
 
-Object& Object::operator=(Object&& o) noexcept {
-  if (this != &o) {
-    Object tmp(std::move(*this));  // closes our current id
-    id_ = std::exchange(o.id_, -1);
-    kind_ = o.kind_;
-    file_path_ = std::move(o.file_path_);
-    object_path_ = std::move(o.object_path_);
-  }
-  return *this;
-}
-
 std::string Object::child_path(const std::string& name) const {
   if (object_path_.empty() || object_path_ == "/") return "/" + name;
   return object_path_ + "/" + name;
@@ -262,8 +251,6 @@ File::~File() {
 }
 
 File::File(File&& o) noexcept = default;
-
-File& File::operator=(File&& o) noexcept = default;  // Object's closes the file it held
 
 void write_file(const std::string& path, const std::string& schema, const std::function<void(File&)>& fill,
                 DatasetOptions options) {

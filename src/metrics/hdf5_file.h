@@ -20,13 +20,11 @@ class QuietErrors;  // hdf5/hdf5_support.h
 
 namespace ts::h5 {
 
-// One open HDF5 object (file, group or dataset); closes itself, move-only.
+// One open HDF5 object (file, group or dataset); closes itself, movable but not assignable.
 class Object {
  public:
-  Object() = default;
   ~Object();
   Object(Object&& o) noexcept;
-  Object& operator=(Object&& o) noexcept;
   Object(const Object&) = delete;
   Object& operator=(const Object&) = delete;
 
@@ -91,8 +89,6 @@ struct DatasetOptions {
 // A group (the file's root group included) that can hold groups, datasets and tables.
 class Group : public Object {
  public:
-  Group() = default;
-
   Group create_group(const std::string& name);
 
   // Datasets of shape `dims` (rank 1 to 3, row-major, any dim may be 0), chunked with chunks
@@ -137,13 +133,11 @@ class Group : public Object {
 class File : public Group {
  public:
   static File create(const std::string& path, DatasetOptions options = {});
-  File() = default;
   // Closes every object of the file, takes its image and writes it to its path (RuntimeError
   // naming the path and the system's reason, e.g. "No space left on device").
   void close();
   ~File();
   File(File&&) noexcept;
-  File& operator=(File&&) noexcept;
 
  private:
   File(int64_t id, std::string path);
