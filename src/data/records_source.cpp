@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/strings.h"
 #include "data/image_transform.h"
 #include "data/records_format.h"
 
@@ -298,12 +299,8 @@ std::vector<std::string> read_records_class_names(const Storage& storage, const 
   const auto f = storage.open(path);
   std::string text(static_cast<size_t>(f->size()), '\0');
   f->read_at(0, f->size(), reinterpret_cast<uint8_t*>(text.data()));
-  std::vector<std::string> names;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find('\n', at), text.size());
-    if (end > at) names.push_back(text.substr(at, end - at));
-    at = end + 1;
-  }
+  std::vector<std::string> names = split(text, '\n');
+  std::erase(names, "");  // blank lines name no class
   if (names.empty()) throw RuntimeError("records " + path + " names no class; convert the ImageFolder again");
   return names;
 }
