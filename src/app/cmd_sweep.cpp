@@ -25,7 +25,6 @@
 #include "sweep/launcher_end.h"
 #include "sweep/local_executor.h"
 #include "sweep/shape_check.h"
-#include "sweep/simulate.h"
 #include "sweep/site.h"
 #include "sweep/submit.h"
 #include "sweep/sweep_file.h"
@@ -120,8 +119,12 @@ int sweep_expand(const std::vector<std::string>& args) {
     std::cout << dry_run_table(expansion);
     print_unsupported(unsupported, std::cout);
     // The allocation shapes `sweep submit` would make on this site (one job array each).
-    Campaign c{.dir = vm.count("out") ? vm["out"].as<std::string>() : ".", .name = expansion.campaign,
-               .manifest_path = sweep.path, .resources_yaml = expansion.resources_yaml, .site = site};
+    Campaign c;
+    c.dir = vm.count("out") ? vm["out"].as<std::string>() : ".";
+    c.name = expansion.campaign;
+    c.manifest_path = sweep.path;
+    c.resources_yaml = expansion.resources_yaml;
+    c.site = site;
     for (const auto& r : expansion.runs) c.runs.push_back({r.index, r.run_id, r.config_id, r.repetition, r.config_yaml, 0});
     std::cout << "job arrays on site " << site.name << " (" << site.scheduler << "):\n";
     for (const auto& g : group_by_shape(c, {})) std::cout << "  " << g.shape.label() << ": " << g.indices.size() << " runs\n";
@@ -180,12 +183,11 @@ int run_here(const Campaign& campaign, const std::vector<int64_t>& indices, cons
   if (o.dry_run) {
     for (const auto& g : groups) {
       std::cout << "shape " << g.shape.label() << ": " << g.indices.size() << " runs\n";
-      for (int64_t i : g.indices) {
-        std::string line;
-        for (const auto& a : launch_command(shape_mpi(campaign.site, g.shape), g.shape.workers)) line += shell_quote(a) + " ";
-        std::cout << "  " << line << "run --manifest " << shell_quote(campaign.dir) << " --index " << i << "    # "
+      std::string launch;
+      for (const auto& a : launch_command(shape_mpi(campaign.site, g.shape), g.shape.workers)) launch += shell_quote(a) + " ";
+      for (int64_t i : g.indices)
+        std::cout << "  " << launch << "run --manifest " << shell_quote(campaign.dir) << " --index " << i << "    # "
                   << run_label(campaign, campaign.runs[static_cast<size_t>(i)]) << "\n";
-      }
     }
     return kExitOk;
   }
@@ -231,14 +233,16 @@ int submit_to_scheduler(const Campaign& campaign, const std::vector<ShapeGroup>&
     if (o.dry_run) {
       std::cout << (o.scheduler == "slurm" ? "sbatch --parsable " : "qsub ") << js.script << "    # " << runs_text(js) << ", "
                 << js.shape << "\n";
-      print_runs_of(campaign, js);
-      continue;
+    } else {
+      SubmissionRecord rec;
+      rec.scheduler = o.scheduler;
+      rec.job_id = submit_job_script(js);
+      rec.script = js.script;
+      rec.index_file = js.index_file;
+      rec.count = js.count;
+      record_submissions(campaign.dir, {rec});  // record each at once: a later refusal keeps the earlier ids
+      std::cout << "submitted " << js.script << " as job " << rec.job_id << " (" << runs_text(js) << ", " << js.shape << ")\n";
     }
-    const std::string job_id = submit_job_script(js);
-    // Each recorded at once: a later refusal keeps the earlier ids.
-    record_submissions(campaign.dir,
-                       {{.scheduler = o.scheduler, .job_id = job_id, .script = js.script, .index_file = js.index_file, .count = js.count}});
-    std::cout << "submitted " << js.script << " as job " << job_id << " (" << runs_text(js) << ", " << js.shape << ")\n";
     print_runs_of(campaign, js);
   }
   if (o.dry_run)

@@ -94,6 +94,166 @@ std::string id_problem(const YAML::Node& config, const ManifestRun& r, const std
          "), nor is its seed the one derived from it (" + std::to_string(derive_seed(r.config_id, r.repetition)) + ")";
 }
 
+// Each RunState, in the enum's order: its name and where CampaignStatus counts it.
+struct RunStateRow {
+  const char* name;
+  int64_t CampaignStatus::*count;
+};
+constexpr RunStateRow kRunStates[] = {
+    {"done", &CampaignStatus::done},       {"diverged", &CampaignStatus::diverged},
+    {"failed", &CampaignStatus::failed},   {"preempted", &CampaignStatus::preempted},
+    {"running", &CampaignStatus::running}, {"pending", &CampaignStatus::pending},
+    {"missing", &CampaignStatus::missing}, {"unsupported", &CampaignStatus::unsupported}};
+
+// "preempted by SIGTERM at step 120 [attempt 2, log: logs/x.attempt2.log]": a PREEMPTED
+// marker's reason with its attempt and log, for status lines.
+std::string preempted_summary(const RunMarker& m) {
+  RunMarker with_reason = m;
+  if (with_reason.reason.empty()) with_reason.reason = "stopped by a signal after a checkpoint";
+  return failure_summary(with_reason);
+}
+
+// What a RUNNING marker says: a live attempt (or one on another host, which cannot be checked)
+// or the leftover of a process that died.
+struct RunningMarker {
+  std::optional<RunMarker> marker;
+  bool live = false;
+  std::string note;
+};
+
+RunningMarker read_running(const RunFiles& f, const std::string& run_id, const std::string& host) {
+  RunningMarker r;
+  r.marker = read_marker_if_present(f.running);
+  if (!r.marker) return r;
+  const std::string attempt = r.marker->attempt > 0 ? std::to_string(r.marker->attempt) : "?";
+  r.live = r.marker->host != host || attempt_alive(*r.marker);
+  r.note = "attempt " + attempt + " on " + r.marker->host;
+  if (!r.live)
+    r.note += " (pid " + std::to_string(r.marker->pid) + ") ended without a result (killed?" +
+              (process_alive(r.marker->pid) ? "; its pid is now another process's" : "") + "); see logs/" + run_id +
+              ".attempt" + attempt + ".log";
+  return r;
+}
+
+// Where `index` stands in a packed task's lane that the scheduler runs (its runs one after another):
+// the current run is the first with a RUNNING marker, else the first that is neither done,
+// unsupported nor failed; -1 (earlier), 0 (current) or 1 (later) than it. No current run: every
+// run has been tried (earlier).
+int pack_turn(const Campaign& campaign, const std::vector<int64_t>& pack, int64_t index) {
+  auto files_of = [&](int64_t i) { return run_files(campaign.dir, campaign.runs.at(static_cast<size_t>(i)).run_id); };
+  auto done = [&](int64_t i) { return check_done(files_of(i), campaign.runs.at(static_cast<size_t>(i))).valid(); };
+  auto first = [&](const auto& is_current) {  // of the pack's valid indices
+    return std::find_if(pack.begin(), pack.end(), [&](int64_t i) {
+      return i >= 0 && i < static_cast<int64_t>(campaign.runs.size()) && is_current(i);
+    });
+  };
+  auto current = first([&](int64_t i) { return read_marker_if_present(files_of(i).running) && !done(i); });
+  if (current == pack.end())
+    current = first([&](int64_t i) {
+      return !done(i) && !read_marker_if_present(files_of(i).unsupported) && !read_marker_if_present(files_of(i).failed);
+    });
+  const auto mine = std::find(pack.begin(), pack.end(), index);
+  return mine < current ? -1 : mine == current ? 0 : 1;
+}
+
+// What the scheduler says about `run`, with a packed task's state given to each of its runs by
+// its turn (pack_turn): the current one runs, later ones wait, earlier ones have no state.
+SchedulerTask scheduler_task(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler) {
+  const auto sched = scheduler.find(run.index);
+  if (sched == scheduler.end()) return {};
+  const SchedulerTask& task = sched->second;
+  if (task.state != "running" || task.pack.size() < 2) return task;
+  const auto position = std::find(task.pack.begin(), task.pack.end(), run.index) - task.pack.begin();
+  const std::string of = "run " + std::to_string(position + 1) + " of " + std::to_string(task.pack.size()) +
+                         " of its packed array task";
+  const bool lanes = task.lanes > 1 && !task.lane.empty();  // side by side: the run's lane is its sequence
+  const std::string how = lanes ? ", which runs them " + std::to_string(task.lanes) + " side by side"
+                                : ", which runs them one after another";
+  switch (pack_turn(campaign, lanes ? task.lane : task.pack, run.index)) {
+    case -1: return {};
+    case 0: return {"running", "scheduler: running, " + of, task.pack, task.lanes, task.lane};
+    default: return {"pending", "waiting: " + of + how, task.pack, task.lanes, task.lane};
+  }
+}
+
+// A run's state from its markers, its run file and the scheduler, first match wins (campaign.h).
+RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler,
+                       const std::string& host) {
+  RunStatus rs;
+  rs.index = run.index;
+  rs.run_id = run.run_id;
+  const RunFiles f = run_files(campaign.dir, run.run_id);
+  const SchedulerTask sched = scheduler_task(campaign, run, scheduler);
+  // "ended": the scheduler answered and lists the task's job no more. A RUNNING marker it left on
+  // another host is then from processes that are gone (its node lost, or the job killed before
+  // its script could record why).
+  const bool ended = sched.state == "ended";
+  const bool scheduled = sched.state == "running" || sched.state == "pending";
+  const DoneCheck done = check_done(f, run);
+  const RunningMarker running = read_running(f, run.run_id, host);
+  std::optional<RunMarker> marker;
+  if (done.valid()) {
+    rs.state = done.marker->status == "diverged" ? RunState::diverged : RunState::done;
+  } else if ((marker = read_marker_if_present(f.unsupported))) {
+    rs.state = RunState::unsupported;
+    rs.reason = marker->reason;
+  } else if (sched.state == "running") {
+    rs.state = RunState::running;
+    rs.reason = sched.reason.empty() ? "scheduler: running" : sched.reason;
+  } else if (running.marker && running.live && !ended && !(scheduled && running.marker->host != host)) {
+    // (A task the scheduler holds queued while its marker names another host was requeued: its
+    // processes there are gone, and the scheduler, not the marker, says what happens next.)
+    rs.state = RunState::running;
+    rs.reason = running.note;
+  } else if (scheduled) {
+    rs.state = RunState::pending;
+    rs.reason = sched.reason;
+  } else if ((marker = read_marker_if_present(f.preempted)) && !written_after(f.failed, f.preempted)) {
+    rs.state = RunState::preempted;
+    rs.reason = preempted_summary(*marker);
+  } else if (done.marker) {
+    rs.state = done.file_missing ? RunState::missing : RunState::failed;
+    rs.reason = done.problem;
+  } else if (running.marker && !(ended && written_after(f.failed, f.running))) {
+    rs.state = RunState::failed;
+    rs.reason = !ended || !running.live ? running.note
+                                        : "attempt " + std::to_string(running.marker->attempt) + " on " + running.marker->host +
+                                              " ended without a result: its job is no longer in the scheduler's queue (a "
+                                              "node lost, or the job killed before it could say why); see logs/" +
+                                              run.run_id + ".attempt" + std::to_string(running.marker->attempt) + ".log";
+  } else if ((marker = read_marker_if_present(f.failed))) {
+    rs.state = RunState::failed;
+    rs.reason = failure_summary(*marker);
+  } else if (sched.state == "not submitted") {
+    rs.reason = "not submitted";
+  }
+  return rs;
+}
+
+// The runs in `state` grouped by their reason, in order of first appearance.
+std::vector<std::pair<std::string, std::vector<const RunStatus*>>> by_reason(const CampaignStatus& st, RunState state) {
+  std::vector<std::pair<std::string, std::vector<const RunStatus*>>> groups;
+  for (const auto& r : st.runs) {
+    if (r.state != state) continue;
+    const std::string reason = r.reason.empty() ? "no reason given" : r.reason;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == reason; });
+    if (it == groups.end()) groups.push_back({reason, {&r}});
+    else it->second.push_back(&r);
+  }
+  return groups;
+}
+
+// A JSON list of {index, run_id, reason} for the runs in `state`.
+std::string json_runs(const CampaignStatus& st, RunState state) {
+  std::string out = "[";
+  for (const auto& r : st.runs) {
+    if (r.state != state) continue;
+    out += (out.size() > 1 ? ", " : "") + std::string("{\"index\": ") + std::to_string(r.index) +
+           ", \"run_id\": " + json_quote(r.run_id) + ", \"reason\": " + json_quote(r.reason) + "}";
+  }
+  return out + "]";
+}
+
 }  // namespace
 
 std::string run_label(const Campaign& campaign, const ManifestRun& run) {
@@ -282,148 +442,6 @@ int next_attempt(const std::string& campaign_dir, const std::string& run_id) {
   return n;
 }
 
-namespace {
-
-// Each RunState, in the enum's order: its name and where CampaignStatus counts it.
-struct RunStateRow {
-  const char* name;
-  int64_t CampaignStatus::*count;
-};
-constexpr RunStateRow kRunStates[] = {
-    {"done", &CampaignStatus::done},       {"diverged", &CampaignStatus::diverged},
-    {"failed", &CampaignStatus::failed},   {"preempted", &CampaignStatus::preempted},
-    {"running", &CampaignStatus::running}, {"pending", &CampaignStatus::pending},
-    {"missing", &CampaignStatus::missing}, {"unsupported", &CampaignStatus::unsupported}};
-
-// "preempted by SIGTERM at step 120 [attempt 2, log: logs/x.attempt2.log]": a PREEMPTED
-// marker's reason with its attempt and log, for status lines.
-std::string preempted_summary(const RunMarker& m) {
-  RunMarker with_reason = m;
-  if (with_reason.reason.empty()) with_reason.reason = "stopped by a signal after a checkpoint";
-  return failure_summary(with_reason);
-}
-
-// What a RUNNING marker says: a live attempt (or one on another host, which cannot be checked)
-// or the leftover of a process that died.
-struct RunningMarker {
-  std::optional<RunMarker> marker;
-  bool live = false;
-  std::string note;
-};
-
-RunningMarker read_running(const RunFiles& f, const std::string& run_id, const std::string& host) {
-  RunningMarker r;
-  r.marker = read_marker_if_present(f.running);
-  if (!r.marker) return r;
-  const std::string attempt = r.marker->attempt > 0 ? std::to_string(r.marker->attempt) : "?";
-  r.live = r.marker->host != host || attempt_alive(*r.marker);
-  r.note = "attempt " + attempt + " on " + r.marker->host;
-  if (!r.live)
-    r.note += " (pid " + std::to_string(r.marker->pid) + ") ended without a result (killed?" +
-              (process_alive(r.marker->pid) ? "; its pid is now another process's" : "") + "); see logs/" + run_id +
-              ".attempt" + attempt + ".log";
-  return r;
-}
-
-// Where `index` stands in a packed task's lane that the scheduler runs (its runs one after another):
-// the current run is the first with a RUNNING marker, else the first that is neither done,
-// unsupported nor failed; -1 (earlier), 0 (current) or 1 (later) than it. No current run: every
-// run has been tried (earlier).
-int pack_turn(const Campaign& campaign, const std::vector<int64_t>& pack, int64_t index) {
-  auto files_of = [&](int64_t i) { return run_files(campaign.dir, campaign.runs.at(static_cast<size_t>(i)).run_id); };
-  auto valid = [&](int64_t i) { return i >= 0 && i < static_cast<int64_t>(campaign.runs.size()); };
-  size_t current = pack.size();
-  for (size_t k = 0; k < pack.size() && current == pack.size(); ++k)
-    if (valid(pack[k]) && read_marker_if_present(files_of(pack[k]).running) &&
-        !check_done(files_of(pack[k]), campaign.runs.at(static_cast<size_t>(pack[k]))).valid())
-      current = k;
-  for (size_t k = 0; k < pack.size() && current == pack.size(); ++k) {
-    if (!valid(pack[k])) continue;
-    const RunFiles f = files_of(pack[k]);
-    if (!check_done(f, campaign.runs.at(static_cast<size_t>(pack[k]))).valid() && !read_marker_if_present(f.unsupported) &&
-        !read_marker_if_present(f.failed))
-      current = k;
-  }
-  const size_t mine = static_cast<size_t>(std::find(pack.begin(), pack.end(), index) - pack.begin());
-  return mine < current ? -1 : mine == current ? 0 : 1;
-}
-
-// What the scheduler says about `run`, with a packed task's state given to each of its runs by
-// its turn (pack_turn): the current one runs, later ones wait, earlier ones have no state.
-SchedulerTask scheduler_task(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler) {
-  const auto sched = scheduler.find(run.index);
-  if (sched == scheduler.end()) return {};
-  const SchedulerTask& task = sched->second;
-  if (task.state != "running" || task.pack.size() < 2) return task;
-  const auto position = std::find(task.pack.begin(), task.pack.end(), run.index) - task.pack.begin();
-  const std::string of = "run " + std::to_string(position + 1) + " of " + std::to_string(task.pack.size()) +
-                         " of its packed array task";
-  const bool lanes = task.lanes > 1 && !task.lane.empty();  // side by side: the run's lane is its sequence
-  const std::string how = lanes ? ", which runs them " + std::to_string(task.lanes) + " side by side"
-                                : ", which runs them one after another";
-  switch (pack_turn(campaign, lanes ? task.lane : task.pack, run.index)) {
-    case -1: return {};
-    case 0: return {"running", "scheduler: running, " + of, task.pack, task.lanes, task.lane};
-    default: return {"pending", "waiting: " + of + how, task.pack, task.lanes, task.lane};
-  }
-}
-
-// A run's state from its markers, its run file and the scheduler, first match wins (campaign.h).
-RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler,
-                       const std::string& host) {
-  RunStatus rs;
-  rs.index = run.index;
-  rs.run_id = run.run_id;
-  const RunFiles f = run_files(campaign.dir, run.run_id);
-  const SchedulerTask sched = scheduler_task(campaign, run, scheduler);
-  // "ended": the scheduler answered and lists the task's job no more. A RUNNING marker it left on
-  // another host is then from processes that are gone (its node lost, or the job killed before
-  // its script could record why).
-  const bool ended = sched.state == "ended";
-  const bool scheduled = sched.state == "running" || sched.state == "pending";
-  const DoneCheck done = check_done(f, run);
-  const RunningMarker running = read_running(f, run.run_id, host);
-  std::optional<RunMarker> marker;
-  if (done.valid()) {
-    rs.state = done.marker->status == "diverged" ? RunState::diverged : RunState::done;
-  } else if ((marker = read_marker_if_present(f.unsupported))) {
-    rs.state = RunState::unsupported;
-    rs.reason = marker->reason;
-  } else if (sched.state == "running") {
-    rs.state = RunState::running;
-    rs.reason = sched.reason.empty() ? "scheduler: running" : sched.reason;
-  } else if (running.marker && running.live && !ended && !(scheduled && running.marker->host != host)) {
-    // (A task the scheduler holds queued while its marker names another host was requeued: its
-    // processes there are gone, and the scheduler, not the marker, says what happens next.)
-    rs.state = RunState::running;
-    rs.reason = running.note;
-  } else if (scheduled) {
-    rs.state = RunState::pending;
-    rs.reason = sched.reason;
-  } else if ((marker = read_marker_if_present(f.preempted)) && !written_after(f.failed, f.preempted)) {
-    rs.state = RunState::preempted;
-    rs.reason = preempted_summary(*marker);
-  } else if (done.marker) {
-    rs.state = done.file_missing ? RunState::missing : RunState::failed;
-    rs.reason = done.problem;
-  } else if (running.marker && !(ended && written_after(f.failed, f.running))) {
-    rs.state = RunState::failed;
-    rs.reason = !ended || !running.live ? running.note
-                                        : "attempt " + std::to_string(running.marker->attempt) + " on " + running.marker->host +
-                                              " ended without a result: its job is no longer in the scheduler's queue (a "
-                                              "node lost, or the job killed before it could say why); see logs/" +
-                                              run.run_id + ".attempt" + std::to_string(running.marker->attempt) + ".log";
-  } else if ((marker = read_marker_if_present(f.failed))) {
-    rs.state = RunState::failed;
-    rs.reason = failure_summary(*marker);
-  } else if (sched.state == "not submitted") {
-    rs.reason = "not submitted";
-  }
-  return rs;
-}
-
-}  // namespace
-
 const char* run_state_name(RunState s) { return kRunStates[static_cast<size_t>(s)].name; }
 
 RunStatus run_status(const Campaign& campaign, const ManifestRun& run, const SchedulerStates& scheduler) {
@@ -442,34 +460,6 @@ CampaignStatus campaign_status(const Campaign& campaign, const SchedulerStates& 
   st.total = static_cast<int64_t>(campaign.runs.size());
   return st;
 }
-
-namespace {
-
-// The runs in `state` grouped by their reason, in order of first appearance.
-std::vector<std::pair<std::string, std::vector<const RunStatus*>>> by_reason(const CampaignStatus& st, RunState state) {
-  std::vector<std::pair<std::string, std::vector<const RunStatus*>>> groups;
-  for (const auto& r : st.runs) {
-    if (r.state != state) continue;
-    const std::string reason = r.reason.empty() ? "no reason given" : r.reason;
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == reason; });
-    if (it == groups.end()) groups.push_back({reason, {&r}});
-    else it->second.push_back(&r);
-  }
-  return groups;
-}
-
-// A JSON list of {index, run_id, reason} for the runs in `state`.
-std::string json_runs(const CampaignStatus& st, RunState state) {
-  std::string out = "[";
-  for (const auto& r : st.runs) {
-    if (r.state != state) continue;
-    out += (out.size() > 1 ? ", " : "") + std::string("{\"index\": ") + std::to_string(r.index) +
-           ", \"run_id\": " + json_quote(r.run_id) + ", \"reason\": " + json_quote(r.reason) + "}";
-  }
-  return out + "]";
-}
-
-}  // namespace
 
 std::string status_text(const Campaign& campaign, const CampaignStatus& st) {
   std::ostringstream out;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "sweep/campaign.h"
@@ -36,5 +37,13 @@ struct LocalRunSummary {
 // run_label). Each run's launcher gets OMP_NUM_THREADS = the run's threads.
 LocalRunSummary run_local(const Campaign& campaign, const std::vector<int64_t>& indices, int throttle,
                           std::ostream& progress);
+
+// Simulated campaigns (docs/sweeps.md "Simulated campaigns"): a site with `scheduler: simulate`
+// runs every run of a campaign through trainscale-sim on this machine, on the simulated cluster
+// its `simulate:` entry names; the local executor starts them. The command that simulates run
+// `index` of `campaign`:
+// trainscale-sim run --manifest DIR --index I --cluster ABS [--cluster-set ...] --steps S ...
+// ConfigError when the simulator or the cluster file is not there.
+std::vector<std::string> simulate_command(const Campaign& campaign, int64_t index);
 
 }  // namespace ts

@@ -189,6 +189,30 @@ void read_simulate(const SiteParser& p, const YAML::Node& n, Site& s) {
   if (n["coll_selector"]) m.coll_selector = p.scalar(n["coll_selector"], "simulate.coll_selector");
 }
 
+// fs::copy(src, dst, recursive), entry by entry: a preemption signal during the run's start-up
+// stops it between two entries (core/preemption_signal.h) and the partial copy is removed.
+void copy_tree_stoppably(const fs::path& src, const fs::path& dst, std::error_code& ec) {
+  int64_t copied = 0;
+  try {
+    fs::create_directories(dst, ec);
+    for (fs::recursive_directory_iterator it(src, ec), end; !ec && it != end; it.increment(ec)) {
+      stop_if_signalled_during_startup([&] {
+        return "stage-in: copied " + std::to_string(copied) + " entries of " + src.string() + " to " + dst.string() +
+               ", removed again";
+      });
+      const fs::path to = dst / fs::relative(it->path(), src, ec);
+      if (ec) return;
+      if (it->is_directory(ec) && !it->is_symlink(ec)) fs::create_directories(to, ec);
+      else fs::copy(it->path(), to, fs::copy_options::recursive, ec);  // a link: its target, as fs::copy did
+      ++copied;
+    }
+  } catch (const StoppedDuringStartup&) {
+    std::error_code ignored;
+    fs::remove_all(dst, ignored);
+    throw;
+  }
+}
+
 }  // namespace
 
 Site load_site_file(const std::string& path) {
@@ -331,34 +355,6 @@ std::string shell_quote(const std::string& s) {
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
-
-namespace {
-
-// fs::copy(src, dst, recursive), entry by entry: a preemption signal during the run's start-up
-// stops it between two entries (core/preemption_signal.h) and the partial copy is removed.
-void copy_tree_stoppably(const fs::path& src, const fs::path& dst, std::error_code& ec) {
-  int64_t copied = 0;
-  try {
-    fs::create_directories(dst, ec);
-    for (fs::recursive_directory_iterator it(src, ec), end; !ec && it != end; it.increment(ec)) {
-      stop_if_signalled_during_startup([&] {
-        return "stage-in: copied " + std::to_string(copied) + " entries of " + src.string() + " to " + dst.string() +
-               ", removed again";
-      });
-      const fs::path to = dst / fs::relative(it->path(), src, ec);
-      if (ec) return;
-      if (it->is_directory(ec) && !it->is_symlink(ec)) fs::create_directories(to, ec);
-      else fs::copy(it->path(), to, fs::copy_options::recursive, ec);  // a link: its target, as fs::copy did
-      ++copied;
-    }
-  } catch (const StoppedDuringStartup&) {
-    std::error_code ignored;
-    fs::remove_all(dst, ignored);
-    throw;
-  }
-}
-
-}  // namespace
 
 StagedData stage_dataset(const Site& site, const std::string& storage, const std::string& dataset_root, bool copy) {
   StagedData out;

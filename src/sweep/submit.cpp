@@ -62,11 +62,7 @@ std::string fill_template(const std::string& text, const std::map<std::string, s
                           const std::string& template_path) {
   std::string out;
   size_t pos = 0;
-  while (true) {
-    size_t a = text.find('@', pos);
-    if (a == std::string::npos) break;
-    size_t b = text.find('@', a + 1);
-    if (b == std::string::npos) break;
+  for (size_t a, b; (a = text.find('@', pos)) != std::string::npos && (b = text.find('@', a + 1)) != std::string::npos;) {
     const std::string name = text.substr(a + 1, b - a - 1);
     const bool is_name = !name.empty() && name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == std::string::npos;
     if (!is_name) {  // a lone '@' (e.g. in a comment): keep it
@@ -109,6 +105,228 @@ bool local_executor_alive(long pid) {
   for (char& c : cmdline)
     if (c == '\0') c = ' ';
   return cmdline.find("trainscale") != std::string::npos && cmdline.find(" sweep ") != std::string::npos;
+}
+
+// What a job script does with a preempted task (exit 4, a checkpoint written).
+std::string on_preempted(const std::string& scheduler, bool requeue) {
+  if (!requeue)
+    return "# A preempted task (exit 4) waits for `trainscale sweep resubmit CAMPAIGN --preempted` (site: requeue: false).";
+  if (scheduler == "pbs")
+    return "# requeue: true (#PBS -r y): PBS reruns the task after a node failure or preemption; it resumes from its checkpoint.";
+  return "# requeue: true: a preempted task (exit 4) goes back to the queue and resumes from its checkpoint.\n"
+         "if [ \"$rc\" -eq 4 ] && [ -n \"${SLURM_JOB_ID:-}\" ]; then scontrol requeue \"$SLURM_JOB_ID\" && rc=0; fi";
+}
+
+// Every value a script's header carries, checked once more where the script is made (the site,
+// sweep and manifest readers checked them first): nothing that fails here reaches a `#SBATCH` /
+// `#PBS` line, where bash quoting does not apply and a newline would end the header.
+void check_header_values(const Campaign& c, const JobShape& shape, const std::string& job_name, const std::string& log_dir) {
+  auto check = [&](const std::string& what, const std::string& value, const std::string& why) {
+    if (!why.empty())
+      throw ConfigError(c.manifest_path + ": " + what + " '" + one_line(value) + "' cannot go into a job script: " + why);
+  };
+  check("campaign name", c.name, name_problem(c.name));
+  check("job name", job_name, name_problem(job_name));
+  check("mpi entry", shape.mpi, name_problem(shape.mpi));
+  if (!shape.gpu.empty()) check("gpu", shape.gpu, name_problem(shape.gpu));
+  check("walltime", shape.walltime, walltime_problem(shape.walltime));
+  if (!shape.mem.empty()) check("mem", shape.mem, memory_problem(shape.mem));
+  if (!shape.partition.empty()) check("partition", shape.partition, scheduler_name_problem(shape.partition));
+  if (!c.site.account.empty()) check("account", c.site.account, scheduler_name_problem(c.site.account));
+  if (!shape.gres.empty()) check("gres", shape.gres, directive_value_problem(shape.gres, DirectiveKind::gres));
+  if (!shape.constraint.empty())
+    check("constraint", shape.constraint, directive_value_problem(shape.constraint, DirectiveKind::constraint));
+  if (!shape.select.empty()) check("select", shape.select, directive_value_problem(shape.select, DirectiveKind::select));
+  if (shell_quote(log_dir) != log_dir)
+    check("campaign directory", log_dir,
+          "a #SBATCH/#PBS line cannot quote it; use a path of letters, digits and _ - . / = : , + @ % only");
+}
+
+// The script's setup lines: the site's setup, module loads (MPI entry, then GPU entry) and
+// exports. OMP_NUM_THREADS is the run's (the template exports it): a site value is not exported.
+std::string setup_lines(const Site& site, const SiteMpi& mpi, const JobShape& shape) {
+  std::vector<std::string> setup;
+  for (const auto& line : site.setup) setup.push_back(line);
+  for (const auto& m : mpi.modules) setup.push_back("module load " + shell_quote(m));
+  if (!shape.gpu.empty())
+    for (const auto& m : site.gpu.at(shape.gpu).modules) setup.push_back("module load " + shell_quote(m));
+  for (const auto& [k, v] : site.env)
+    setup.push_back(k == "OMP_NUM_THREADS" ? "# (the site's OMP_NUM_THREADS=" + shell_quote(v) + " is replaced by the run's threads below)"
+                                           : "export " + k + "=" + shell_quote(v));
+  if (setup.empty()) setup.push_back("# (no modules or environment from the site file)");
+  return join(setup, "\n");
+}
+
+// Slurm's array range and optional #SBATCH lines.
+void slurm_values(const Site& site, const JobShape& shape, int64_t count, int throttle,
+                  std::map<std::string, std::string>& v, std::vector<std::string>& directives) {
+  v["ARRAY"] = "0-" + std::to_string(count - 1) + (throttle > 0 ? "%" + std::to_string(throttle) : "");
+  if (!shape.partition.empty()) directives.push_back("#SBATCH --partition=" + shape.partition);
+  if (!site.account.empty()) directives.push_back("#SBATCH --account=" + site.account);
+  if (!shape.gres.empty()) directives.push_back("#SBATCH --gres=" + shape.gres);
+  if (!shape.constraint.empty()) directives.push_back("#SBATCH --constraint=" + shape.constraint);
+  if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + slurm_memory(shape.mem));
+  // Slurm requeues a batch job whose node failed unless told not to: requeue: false means the
+  // task ends failed (its job script records why) and waits for `sweep resubmit --failed`.
+  directives.push_back(site.requeue ? "#SBATCH --requeue" : "#SBATCH --no-requeue");
+  if (site.signal_seconds > 0) directives.push_back("#SBATCH --signal=B:USR1@" + std::to_string(site.signal_seconds));
+}
+
+// PBS's array directive (a plain job for one task), select extras and optional #PBS lines.
+void pbs_values(const Site& site, const JobShape& shape, int64_t count, int throttle, std::map<std::string, std::string>& v,
+                std::vector<std::string>& directives) {
+  if (count > 1) {
+    v["ARRAY_DIRECTIVE"] = "#PBS -J 0-" + std::to_string(count - 1) +
+                           (throttle > 0 ? "\n#PBS -W max_run_subjobs=" + std::to_string(throttle) : "");
+    v["SINGLE_TASK"] = "";
+  } else {  // PBS Pro arrays need at least two subjobs: one task is a plain job, task 0
+    v["ARRAY_DIRECTIVE"] = "# one array task: a plain job (PBS Pro arrays need at least two subjobs), task 0";
+    v["SINGLE_TASK"] = "0";
+  }
+  v["GPU_SELECT"] = shape.gpus_per_node > 0 ? ":ngpus=" + std::to_string(shape.gpus_per_node) : "";
+  if (!shape.select.empty()) v["GPU_SELECT"] += ":" + shape.select;  // e.g. :gpu_model=a100
+  if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + pbs_memory(shape.mem);
+  if (!shape.partition.empty()) directives.push_back("#PBS -q " + shape.partition);
+  if (!site.account.empty()) directives.push_back("#PBS -A " + site.account);
+  if (!shape.constraint.empty())
+    directives.push_back("# constraint " + shape.constraint + " is a Slurm node feature; PBS resources go in the site's gpu." +
+                         shape.gpu + ".select");
+  if (site.requeue) directives.push_back("#PBS -r y");
+}
+
+// "6 runs, one per array task" / "2 array tasks of up to 3 runs each, one after another
+// (walltime 3 x 00:10:00)" / "... of up to 4 runs each, 2 side by side (walltime 2 x 00:10:00)".
+std::string tasks_summary(int64_t count, int pack, const std::string& walltime, int width) {
+  if (pack <= 1) return std::to_string(count) + " runs, one per array task";
+  const int rounds = (pack + width - 1) / width;
+  return std::to_string(count) + " array tasks of up to " + std::to_string(pack) + " runs each, " +
+         (width > 1 ? std::to_string(width) + " side by side" : std::string("one after another")) + " (walltime " +
+         std::to_string(rounds) + " x " + walltime + ")";
+}
+
+// The launch command (shell words) of one run of a task laid out as `layout`. Side by side, srun
+// gets a slice of its own (--exclusive: CPUs no other step of the job holds; one node; the run's
+// CPUs per task); across nodes, mpirun and mpiexec get the lane's node, $LANE_HOST, which the
+// script takes from the scheduler's host list (Open MPI: --host NODE:RANKS; MPICH, Intel MPI:
+// -hosts NODE); on one node they place the run as they do for one run.
+std::string lane_launch(const SiteMpi& mpi, const JobShape& shape, const PackLayout& layout) {
+  std::vector<std::string> cmd = launch_command(mpi, shape.workers);
+  if (layout.width > 1 && mpi.launcher == "srun")
+    cmd.insert(cmd.begin() + 1, {"--exclusive", "--nodes=1", "--cpus-per-task=" + std::to_string(shape.cpus_per_task)});
+  std::vector<std::string> words;
+  for (const auto& a : cmd) words.push_back(shell_quote(a));
+  if (layout.nodes > 1 && layout.width > 1 && mpi.launcher != "srun")  // expanded by the script, not quoted here
+    words.insert(words.begin() + 1, shape.mpi == "openmpi" ? "--host \"${LANE_HOST}:" + std::to_string(shape.workers) + "\""
+                                                           : std::string("-hosts \"$LANE_HOST\""));
+  return join(words, " ");
+}
+
+// Job id (numeric part) -> index file, of one scheduler's recorded submissions.
+using RecordedJobs = std::map<std::string, std::string>;
+
+// Records what the scheduler says about array task `task` of `job` under the manifest indices
+// it runs (several for a packed task, which all carry the task's indices in `pack`).
+void mark_task(SchedulerStates& states, const RecordedJobs& jobs, const std::string& job, const std::string& task,
+               SchedulerTask what) {
+  auto it = jobs.find(job);
+  if (it == jobs.end()) return;
+  const auto tasks = read_index_lanes(it->second);
+  int64_t t = 0;
+  try {
+    t = task.empty() || task == "N/A" ? 0 : std::stoll(task);
+  } catch (const std::exception&) {
+    return;
+  }
+  if (t < 0 || t >= static_cast<int64_t>(tasks.size())) return;
+  const std::vector<std::vector<int64_t>>& lanes = tasks[static_cast<size_t>(t)];
+  for (const auto& lane : lanes) what.pack.insert(what.pack.end(), lane.begin(), lane.end());
+  if (what.pack.size() < 2) what.pack.clear();
+  what.lanes = static_cast<int>(lanes.size());
+  for (const auto& lane : lanes) {
+    what.lane = lanes.size() > 1 ? lane : std::vector<int64_t>{};
+    for (int64_t index : lane) states[index] = what;
+  }
+}
+
+// squeue: one line per array task (-r), "<array job id> <task id> <state> <reason>".
+void ask_slurm(const RecordedJobs& jobs, SchedulerStates& states, std::vector<std::string>* notes) {
+  if (!program_on_path("squeue")) {
+    notes->push_back("squeue not found on PATH: running/pending not asked from Slurm");
+    return;
+  }
+  std::string ids;
+  for (const auto& [id, f] : jobs) ids += (ids.empty() ? "" : ",") + id;
+  auto [rc, out] = capture("squeue -h -r -o '%F %K %t %r' -j " + ids);
+  if (rc != 0 && out.find("Invalid job id") == std::string::npos) {
+    notes->push_back("squeue failed (exit " + std::to_string(rc) + "): " + out);
+    return;
+  }
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string job, task, st, reason;
+    if (!(fields >> job >> task >> st)) continue;
+    std::getline(fields >> std::ws, reason);
+    const bool pending = st == "PD";
+    mark_task(states, jobs, job, task, {pending ? "pending" : "running", pending && reason != "None" ? reason : "", {}});
+  }
+  // squeue lists pending and running jobs only: every other task of a recorded array has ended
+  // (campaign.h: a RUNNING marker such a task left on another host is stale).
+  for (const auto& [job, index_file] : jobs)
+    for (const auto& task : read_index_file(index_file))
+      for (int64_t index : task) states.emplace(index, SchedulerTask{"ended", "", {}});
+}
+
+// One subjob of `qstat -f -t`: its id, job_state and comment (continuation lines joined).
+struct PbsSubjob {
+  std::string job, task, state, comment;
+};
+
+std::vector<PbsSubjob> parse_qstat_full(const std::string& out) {
+  std::vector<PbsSubjob> jobs;
+  const std::regex id(R"(^Job Id:\s*(\d+)\[(\d+)\])");
+  std::string* last_value = nullptr;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (line.rfind("Job Id:", 0) == 0) {
+      last_value = nullptr;
+      if (std::regex_search(line, m, id)) jobs.push_back({m[1], m[2], "", ""});
+      else jobs.push_back({"", "", "", ""});  // a plain job or the array itself (123[]): not a subjob
+      continue;
+    }
+    if (jobs.empty()) continue;
+    if (!line.empty() && line[0] == '\t' && last_value) {  // qstat wraps long values anywhere, mid-word too
+      *last_value += line.substr(1);
+      continue;
+    }
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, eq));
+    last_value = key == "job_state" ? &jobs.back().state : key == "comment" ? &jobs.back().comment : nullptr;
+    if (last_value) *last_value = line.substr(eq + 3);
+  }
+  for (auto& j : jobs) {
+    j.state = trim(j.state);
+    j.comment = trim(j.comment);
+  }
+  return jobs;
+}
+
+// qstat -f -t: subjobs queued (Q, H, W) are pending with their comment; R, E, B are running.
+void ask_pbs(const RecordedJobs& jobs, SchedulerStates& states, std::vector<std::string>* notes) {
+  if (!program_on_path("qstat")) {
+    notes->push_back("qstat not found on PATH: running/pending not asked from PBS");
+    return;
+  }
+  std::string ids;
+  for (const auto& [id, f] : jobs) ids += " " + id + "[]";
+  auto [rc, out] = capture("qstat -f -t" + ids);
+  for (const auto& j : parse_qstat_full(out)) {
+    if (j.job.empty()) continue;
+    if (j.state == "Q" || j.state == "H" || j.state == "W") mark_task(states, jobs, j.job, j.task, {"pending", j.comment, {}});
+    else if (j.state == "R" || j.state == "E" || j.state == "B") mark_task(states, jobs, j.job, j.task, {"running", "", {}});
+  }
 }
 
 }  // namespace
@@ -287,124 +505,6 @@ std::vector<std::string> launch_command(const SiteMpi& mpi, int workers) {
   return cmd;
 }
 
-namespace {
-
-// What a job script does with a preempted task (exit 4, a checkpoint written).
-std::string on_preempted(const std::string& scheduler, bool requeue) {
-  if (!requeue)
-    return "# A preempted task (exit 4) waits for `trainscale sweep resubmit CAMPAIGN --preempted` (site: requeue: false).";
-  if (scheduler == "pbs")
-    return "# requeue: true (#PBS -r y): PBS reruns the task after a node failure or preemption; it resumes from its checkpoint.";
-  return "# requeue: true: a preempted task (exit 4) goes back to the queue and resumes from its checkpoint.\n"
-         "if [ \"$rc\" -eq 4 ] && [ -n \"${SLURM_JOB_ID:-}\" ]; then scontrol requeue \"$SLURM_JOB_ID\" && rc=0; fi";
-}
-
-// Every value a script's header carries, checked once more where the script is made (the site,
-// sweep and manifest readers checked them first): nothing that fails here reaches a `#SBATCH` /
-// `#PBS` line, where bash quoting does not apply and a newline would end the header.
-void check_header_values(const Campaign& c, const JobShape& shape, const std::string& job_name, const std::string& log_dir) {
-  auto check = [&](const std::string& what, const std::string& value, const std::string& why) {
-    if (!why.empty())
-      throw ConfigError(c.manifest_path + ": " + what + " '" + one_line(value) + "' cannot go into a job script: " + why);
-  };
-  check("campaign name", c.name, name_problem(c.name));
-  check("job name", job_name, name_problem(job_name));
-  check("mpi entry", shape.mpi, name_problem(shape.mpi));
-  if (!shape.gpu.empty()) check("gpu", shape.gpu, name_problem(shape.gpu));
-  check("walltime", shape.walltime, walltime_problem(shape.walltime));
-  if (!shape.mem.empty()) check("mem", shape.mem, memory_problem(shape.mem));
-  if (!shape.partition.empty()) check("partition", shape.partition, scheduler_name_problem(shape.partition));
-  if (!c.site.account.empty()) check("account", c.site.account, scheduler_name_problem(c.site.account));
-  if (!shape.gres.empty()) check("gres", shape.gres, directive_value_problem(shape.gres, DirectiveKind::gres));
-  if (!shape.constraint.empty())
-    check("constraint", shape.constraint, directive_value_problem(shape.constraint, DirectiveKind::constraint));
-  if (!shape.select.empty()) check("select", shape.select, directive_value_problem(shape.select, DirectiveKind::select));
-  if (shell_quote(log_dir) != log_dir)
-    check("campaign directory", log_dir,
-          "a #SBATCH/#PBS line cannot quote it; use a path of letters, digits and _ - . / = : , + @ % only");
-}
-
-// The script's setup lines: the site's setup, module loads (MPI entry, then GPU entry) and
-// exports. OMP_NUM_THREADS is the run's (the template exports it): a site value is not exported.
-std::string setup_lines(const Site& site, const SiteMpi& mpi, const JobShape& shape) {
-  std::vector<std::string> setup;
-  for (const auto& line : site.setup) setup.push_back(line);
-  for (const auto& m : mpi.modules) setup.push_back("module load " + shell_quote(m));
-  if (!shape.gpu.empty())
-    for (const auto& m : site.gpu.at(shape.gpu).modules) setup.push_back("module load " + shell_quote(m));
-  for (const auto& [k, v] : site.env)
-    setup.push_back(k == "OMP_NUM_THREADS" ? "# (the site's OMP_NUM_THREADS=" + shell_quote(v) + " is replaced by the run's threads below)"
-                                           : "export " + k + "=" + shell_quote(v));
-  if (setup.empty()) setup.push_back("# (no modules or environment from the site file)");
-  return join(setup, "\n");
-}
-
-// Slurm's array range and optional #SBATCH lines.
-void slurm_values(const Site& site, const JobShape& shape, int64_t count, int throttle,
-                  std::map<std::string, std::string>& v, std::vector<std::string>& directives) {
-  v["ARRAY"] = "0-" + std::to_string(count - 1) + (throttle > 0 ? "%" + std::to_string(throttle) : "");
-  if (!shape.partition.empty()) directives.push_back("#SBATCH --partition=" + shape.partition);
-  if (!site.account.empty()) directives.push_back("#SBATCH --account=" + site.account);
-  if (!shape.gres.empty()) directives.push_back("#SBATCH --gres=" + shape.gres);
-  if (!shape.constraint.empty()) directives.push_back("#SBATCH --constraint=" + shape.constraint);
-  if (!shape.mem.empty()) directives.push_back("#SBATCH --mem=" + slurm_memory(shape.mem));
-  // Slurm requeues a batch job whose node failed unless told not to: requeue: false means the
-  // task ends failed (its job script records why) and waits for `sweep resubmit --failed`.
-  directives.push_back(site.requeue ? "#SBATCH --requeue" : "#SBATCH --no-requeue");
-  if (site.signal_seconds > 0) directives.push_back("#SBATCH --signal=B:USR1@" + std::to_string(site.signal_seconds));
-}
-
-// PBS's array directive (a plain job for one task), select extras and optional #PBS lines.
-void pbs_values(const Site& site, const JobShape& shape, int64_t count, int throttle, std::map<std::string, std::string>& v,
-                std::vector<std::string>& directives) {
-  if (count > 1) {
-    v["ARRAY_DIRECTIVE"] = "#PBS -J 0-" + std::to_string(count - 1) +
-                           (throttle > 0 ? "\n#PBS -W max_run_subjobs=" + std::to_string(throttle) : "");
-    v["SINGLE_TASK"] = "";
-  } else {  // PBS Pro arrays need at least two subjobs: one task is a plain job, task 0
-    v["ARRAY_DIRECTIVE"] = "# one array task: a plain job (PBS Pro arrays need at least two subjobs), task 0";
-    v["SINGLE_TASK"] = "0";
-  }
-  v["GPU_SELECT"] = shape.gpus_per_node > 0 ? ":ngpus=" + std::to_string(shape.gpus_per_node) : "";
-  if (!shape.select.empty()) v["GPU_SELECT"] += ":" + shape.select;  // e.g. :gpu_model=a100
-  if (!shape.mem.empty()) v["GPU_SELECT"] += ":mem=" + pbs_memory(shape.mem);
-  if (!shape.partition.empty()) directives.push_back("#PBS -q " + shape.partition);
-  if (!site.account.empty()) directives.push_back("#PBS -A " + site.account);
-  if (!shape.constraint.empty())
-    directives.push_back("# constraint " + shape.constraint + " is a Slurm node feature; PBS resources go in the site's gpu." +
-                         shape.gpu + ".select");
-  if (site.requeue) directives.push_back("#PBS -r y");
-}
-
-// "6 runs, one per array task" / "2 array tasks of up to 3 runs each, one after another
-// (walltime 3 x 00:10:00)" / "... of up to 4 runs each, 2 side by side (walltime 2 x 00:10:00)".
-std::string tasks_summary(int64_t count, int pack, const std::string& walltime, int width) {
-  if (pack <= 1) return std::to_string(count) + " runs, one per array task";
-  const int rounds = (pack + width - 1) / width;
-  return std::to_string(count) + " array tasks of up to " + std::to_string(pack) + " runs each, " +
-         (width > 1 ? std::to_string(width) + " side by side" : std::string("one after another")) + " (walltime " +
-         std::to_string(rounds) + " x " + walltime + ")";
-}
-
-// The launch command (shell words) of one run of a task laid out as `layout`. Side by side, srun
-// gets a slice of its own (--exclusive: CPUs no other step of the job holds; one node; the run's
-// CPUs per task); across nodes, mpirun and mpiexec get the lane's node, $LANE_HOST, which the
-// script takes from the scheduler's host list (Open MPI: --host NODE:RANKS; MPICH, Intel MPI:
-// -hosts NODE); on one node they place the run as they do for one run.
-std::string lane_launch(const SiteMpi& mpi, const JobShape& shape, const PackLayout& layout) {
-  std::vector<std::string> cmd = launch_command(mpi, shape.workers);
-  if (layout.width > 1 && mpi.launcher == "srun")
-    cmd.insert(cmd.begin() + 1, {"--exclusive", "--nodes=1", "--cpus-per-task=" + std::to_string(shape.cpus_per_task)});
-  std::vector<std::string> words;
-  for (const auto& a : cmd) words.push_back(shell_quote(a));
-  if (layout.nodes > 1 && layout.width > 1 && mpi.launcher != "srun")  // expanded by the script, not quoted here
-    words.insert(words.begin() + 1, shape.mpi == "openmpi" ? "--host \"${LANE_HOST}:" + std::to_string(shape.workers) + "\""
-                                                           : std::string("-hosts \"$LANE_HOST\""));
-  return join(words, " ");
-}
-
-}  // namespace
-
 std::string render_job_script(const Campaign& c, const std::string& scheduler, const JobShape& shape,
                               const std::string& job_name, const std::string& index_file, int64_t count, int throttle,
                               int pack) {
@@ -557,118 +657,6 @@ std::string next_resubmit_tag(const std::string& dir) {
     if (std::none_of(names.begin(), names.end(), [&](const std::string& name) { return name.rfind(tag, 0) == 0; })) return tag;
   }
 }
-
-namespace {
-
-// Job id (numeric part) -> index file, of one scheduler's recorded submissions.
-using RecordedJobs = std::map<std::string, std::string>;
-
-// Records what the scheduler says about array task `task` of `job` under the manifest indices
-// it runs (several for a packed task, which all carry the task's indices in `pack`).
-void mark_task(SchedulerStates& states, const RecordedJobs& jobs, const std::string& job, const std::string& task,
-               SchedulerTask what) {
-  auto it = jobs.find(job);
-  if (it == jobs.end()) return;
-  const auto tasks = read_index_lanes(it->second);
-  int64_t t = 0;
-  try {
-    t = task.empty() || task == "N/A" ? 0 : std::stoll(task);
-  } catch (const std::exception&) {
-    return;
-  }
-  if (t < 0 || t >= static_cast<int64_t>(tasks.size())) return;
-  const std::vector<std::vector<int64_t>>& lanes = tasks[static_cast<size_t>(t)];
-  for (const auto& lane : lanes) what.pack.insert(what.pack.end(), lane.begin(), lane.end());
-  if (what.pack.size() < 2) what.pack.clear();
-  what.lanes = static_cast<int>(lanes.size());
-  for (const auto& lane : lanes) {
-    what.lane = lanes.size() > 1 ? lane : std::vector<int64_t>{};
-    for (int64_t index : lane) states[index] = what;
-  }
-}
-
-// squeue: one line per array task (-r), "<array job id> <task id> <state> <reason>".
-void ask_slurm(const RecordedJobs& jobs, SchedulerStates& states, std::vector<std::string>* notes) {
-  if (!program_on_path("squeue")) {
-    notes->push_back("squeue not found on PATH: running/pending not asked from Slurm");
-    return;
-  }
-  std::string ids;
-  for (const auto& [id, f] : jobs) ids += (ids.empty() ? "" : ",") + id;
-  auto [rc, out] = capture("squeue -h -r -o '%F %K %t %r' -j " + ids);
-  if (rc != 0 && out.find("Invalid job id") == std::string::npos) {
-    notes->push_back("squeue failed (exit " + std::to_string(rc) + "): " + out);
-    return;
-  }
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string job, task, st, reason;
-    if (!(fields >> job >> task >> st)) continue;
-    std::getline(fields >> std::ws, reason);
-    const bool pending = st == "PD";
-    mark_task(states, jobs, job, task, {pending ? "pending" : "running", pending && reason != "None" ? reason : "", {}});
-  }
-  // squeue lists pending and running jobs only: every other task of a recorded array has ended
-  // (campaign.h: a RUNNING marker such a task left on another host is stale).
-  for (const auto& [job, index_file] : jobs)
-    for (const auto& task : read_index_file(index_file))
-      for (int64_t index : task) states.emplace(index, SchedulerTask{"ended", "", {}});
-}
-
-// One subjob of `qstat -f -t`: its id, job_state and comment (continuation lines joined).
-struct PbsSubjob {
-  std::string job, task, state, comment;
-};
-
-std::vector<PbsSubjob> parse_qstat_full(const std::string& out) {
-  std::vector<PbsSubjob> jobs;
-  const std::regex id(R"(^Job Id:\s*(\d+)\[(\d+)\])");
-  std::string* last_value = nullptr;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (line.rfind("Job Id:", 0) == 0) {
-      last_value = nullptr;
-      if (std::regex_search(line, m, id)) jobs.push_back({m[1], m[2], "", ""});
-      else jobs.push_back({"", "", "", ""});  // a plain job or the array itself (123[]): not a subjob
-      continue;
-    }
-    if (jobs.empty()) continue;
-    if (!line.empty() && line[0] == '\t' && last_value) {  // qstat wraps long values anywhere, mid-word too
-      *last_value += line.substr(1);
-      continue;
-    }
-    const size_t eq = line.find(" = ");
-    if (eq == std::string::npos) continue;
-    const std::string key = trim(line.substr(0, eq));
-    last_value = key == "job_state" ? &jobs.back().state : key == "comment" ? &jobs.back().comment : nullptr;
-    if (last_value) *last_value = line.substr(eq + 3);
-  }
-  for (auto& j : jobs) {
-    j.state = trim(j.state);
-    j.comment = trim(j.comment);
-  }
-  return jobs;
-}
-
-// qstat -f -t: subjobs queued (Q, H, W) are pending with their comment; R, E, B are running.
-void ask_pbs(const RecordedJobs& jobs, SchedulerStates& states, std::vector<std::string>* notes) {
-  if (!program_on_path("qstat")) {
-    notes->push_back("qstat not found on PATH: running/pending not asked from PBS");
-    return;
-  }
-  std::string ids;
-  for (const auto& [id, f] : jobs) ids += " " + id + "[]";
-  auto [rc, out] = capture("qstat -f -t" + ids);
-  for (const auto& j : parse_qstat_full(out)) {
-    if (j.job.empty()) continue;
-    if (j.state == "Q" || j.state == "H" || j.state == "W") mark_task(states, jobs, j.job, j.task, {"pending", j.comment, {}});
-    else if (j.state == "R" || j.state == "E" || j.state == "B") mark_task(states, jobs, j.job, j.task, {"running", "", {}});
-  }
-}
-
-}  // namespace
 
 SchedulerStates query_scheduler(const Campaign& c, std::vector<std::string>* notes) {
   SchedulerStates states;

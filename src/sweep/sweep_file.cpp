@@ -55,36 +55,6 @@ struct SweepParser : YamlReader {
   }
 };
 
-}  // namespace
-
-void emit_yaml_node(YAML::Emitter& em, const YAML::Node& node) {
-  if (node.IsMap()) {
-    em << YAML::BeginMap;
-    for (const auto& kv : node) {
-      em << YAML::Key;
-      emit_yaml_node(em, kv.first);
-      em << YAML::Value;
-      emit_yaml_node(em, kv.second);
-    }
-    em << YAML::EndMap;
-  } else if (node.IsSequence()) {
-    em << YAML::BeginSeq;
-    for (const auto& v : node) emit_yaml_node(em, v);
-    em << YAML::EndSeq;
-  } else if (node.IsScalar()) {
-    if (node.Tag() == "!") em << YAML::DoubleQuoted << node.Scalar();  // was quoted in the source
-    else em << node.Scalar();
-  } else {
-    em << YAML::Null;
-  }
-}
-
-SweepFile load_sweep_file(const std::string& path) {
-  return parse_sweep_file(read_config_text(path, "sweep file"), path);
-}
-
-namespace {
-
 // A key may be stepped by one dimension only.
 void claim(const SweepParser& p, std::set<std::string>& swept, const YAML::Node& key_node, const std::string& key,
            const std::string& by) {
@@ -178,6 +148,32 @@ std::string read_resources(const SweepParser& p, const YAML::Node& r) {
 }
 
 }  // namespace
+
+void emit_yaml_node(YAML::Emitter& em, const YAML::Node& node) {
+  if (node.IsMap()) {
+    em << YAML::BeginMap;
+    for (const auto& kv : node) {
+      em << YAML::Key;
+      emit_yaml_node(em, kv.first);
+      em << YAML::Value;
+      emit_yaml_node(em, kv.second);
+    }
+    em << YAML::EndMap;
+  } else if (node.IsSequence()) {
+    em << YAML::BeginSeq;
+    for (const auto& v : node) emit_yaml_node(em, v);
+    em << YAML::EndSeq;
+  } else if (node.IsScalar()) {
+    if (node.Tag() == "!") em << YAML::DoubleQuoted << node.Scalar();  // was quoted in the source
+    else em << node.Scalar();
+  } else {
+    em << YAML::Null;
+  }
+}
+
+SweepFile load_sweep_file(const std::string& path) {
+  return parse_sweep_file(read_config_text(path, "sweep file"), path);
+}
 
 SweepFile parse_sweep_file(const std::string& text, const std::string& path) {
   SweepParser p;
