@@ -159,8 +159,6 @@ std::string save_checkpoint(const CheckpointTarget& target, int64_t step, RunRec
     prune(target, step);
     rec.last_checkpoint = path;
   }
-  ++rec.checkpoints;
-  rec.checkpoint_seconds += now_seconds() - t0;
   rec.checkpoint_step.push_back(step);
   rec.checkpoint_wall.push_back(wall);
   rec.checkpoint_duration.push_back(now_seconds() - t0);

@@ -103,12 +103,11 @@ bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRec
   if ((d.checkpoint || d.preempt_signal != 0) && !settle_losses(ledger, rec, step, comm.rank() == 0, log)) return true;
   if (d.checkpoint && checkpoints) {
     s.scaler->read_back();  // a scaler on the device: its state as of this step
-    const double before = rec.checkpoint_seconds;
     const std::string path = save_checkpoint(*checkpoints, step, rec, s, comm);
     boundary.checkpoint_written();
     if (comm.rank() == 0) {
       char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.3f", rec.checkpoint_seconds - before);
+      std::snprintf(seconds, sizeof seconds, "%.3f", rec.checkpoint_duration.back());
       log << "checkpoint: step " << step << " -> " << path << " (" << seconds << " s)\n";
     }
   }

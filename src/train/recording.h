@@ -46,8 +46,6 @@ struct RunRecording {
   std::vector<std::string> warnings;
   double train_clock = 0;  // training time so far, evaluation excluded
   // Checkpoints of this attempt (outside the training clock) and a preemption.
-  int64_t checkpoints = 0;
-  double checkpoint_seconds = 0;
   std::string last_checkpoint;  // rank 0: path of the newest checkpoint written ("" if none)
   // Each checkpoint of this attempt (rank 0's view): after which step, when it began (wall
   // clock), its seconds and the bytes of its files (the checkpoint and its rank parts).

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <set>
 
 #include "backend/plan_choices.h"
@@ -347,8 +348,9 @@ void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedCon
   res.summary = summary_of(res, rec, cfg, setup.plan);
   res.summary["skipped_steps"] = static_cast<double>(setup.scaler->skipped_steps());
   res.summary["loss_scale_final"] = static_cast<double>(setup.scaler->scale());
-  res.summary["checkpoints"] = static_cast<double>(rec.checkpoints);
-  res.summary["checkpoint_seconds"] = rec.checkpoint_seconds;
+  res.summary["checkpoints"] = static_cast<double>(rec.checkpoint_step.size());
+  res.summary["checkpoint_seconds"] =
+      std::accumulate(rec.checkpoint_duration.begin(), rec.checkpoint_duration.end(), 0.0);
   res.summary["checkpoint_gbps"] = checkpoint_gbps(rec);
   // Staging is outside the step times but inside the run's total (the MLPerf HPC rule).
   const InputPreparation& prepared = setup.data->prepared;
