@@ -18,14 +18,12 @@ ExchangeOptions link_options(ExchangeOptions options) {
 
 DeviceSumExchange::DeviceSumExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options,
                                      SumGroups groups, const MakeGroupSum& make_sum)
-    : LinkedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements), link_options(options),
-                     true),
+    : PipelinedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements),
+                        link_options(options)),
       groups_(std::move(groups)),
       members_(groups_.is_summer(comm.rank()) ? groups_.members_of(comm.rank()) : std::vector<int>{}),
       summers_(comm.split(groups_.is_summer(comm.rank()) ? 0 : 1)),
-      verdict_(0),
-      pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
-                [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
+      verdict_(0) {
   TS_CHECK(static_cast<int>(groups_.summer_of.size()) == comm.size(),
            "dist.hetero_allreduce device: groups of " + std::to_string(groups_.summer_of.size()) + " ranks for " +
                std::to_string(comm.size()));
@@ -34,11 +32,6 @@ DeviceSumExchange::DeviceSumExchange(Communicator& comm, ModelArenas arenas, con
     TS_CHECK(arenas.device.host_accessible, "dist.hetero_allreduce device: a rank with device arenas must sum");
   else
     sum_ = make_sum(*summers_, members_.size(), plan_.largest());
-}
-
-void DeviceSumExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
-  start_step(std::move(local_loss), std::move(update));
-  pipeline_.begin_step();
 }
 
 // One bucket: a host rank hands it to its summer and takes the mean back; a summer sums.
@@ -80,12 +73,9 @@ void DeviceSumExchange::exchange_verdict() {
 }
 
 StepVerdict DeviceSumExchange::finish_step(bool /*average_weights: every step exchanges*/) {
-  if (comm_.size() > 1) link_->wait(link_->now_mark());  // the rest of backward is compute
-  times_.comm_wait += pipeline_.complete();
-  times_.buckets = pipeline_.bucket_spans();
   // A summer's sums are done on its device (scale_to_outbox waited for them): the update
   // queued next reads the means.
-  link_->order_compute_after_pushes();
+  complete_buckets(comm_.size() > 1);
   StepVerdict v;
   verdict_.read_verdict(v, comm_.size());
   if (!v.diverged) timed_update(update_, 0, arenas_.param_count, times_);

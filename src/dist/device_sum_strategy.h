@@ -15,7 +15,6 @@
 #include <memory>
 #include <vector>
 
-#include "dist/bucket_pipeline.h"
 #include "dist/group_sum.h"
 #include "dist/linked_exchange.h"
 
@@ -25,7 +24,7 @@ namespace ts {
 // `capacity` floats (CUDA builds: dist/cuda/cuda_group_sum.cpp; tests: make_host_group_sum).
 using MakeGroupSum = std::function<std::unique_ptr<GroupSum>(Communicator& summers, size_t members, int64_t capacity)>;
 
-class DeviceSumExchange : public LinkedExchange {
+class DeviceSumExchange : public PipelinedExchange {
  public:
   // Collective over `comm` (splits off the summers' communicator). `groups` as sum_groups_of
   // gives them; `make_sum` runs on the summers only.
@@ -35,13 +34,11 @@ class DeviceSumExchange : public LinkedExchange {
   const char* name() const override { return "sync"; }
   ArenaTransport transport() const override { return ArenaTransport::device_sum; }
   bool times_ps_phases() const override { return false; }
-  void begin_step(LocalLoss local_loss, RangeUpdate update) override;
-  void gradients_ready(int64_t offset, int64_t count) override { pipeline_.gradients_ready(offset, count); }
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
 
  private:
-  void reduce_bucket(size_t index);  // the communication thread's job (or inline)
+  void reduce_bucket(size_t index) override;
   void sum_as_summer(int64_t offset, int64_t count);
   void exchange_verdict();
 
@@ -50,7 +47,6 @@ class DeviceSumExchange : public LinkedExchange {
   std::unique_ptr<Communicator> summers_;  // the summers' communicator (the others' on a host rank)
   std::unique_ptr<GroupSum> sum_;        // summers only
   VerdictStaging verdict_;               // [loss, non-finite] only
-  BucketPipeline pipeline_;
 };
 
 }  // namespace ts

@@ -1,12 +1,15 @@
 // dist-internal: what the strategies that reach the arenas through an ArenaLink (sync, ps,
 // weight_avg, device_sum) hold alike: the communicator, the arenas, the bucket plan, the link,
-// and the step's loss, update and times. Each adds its own exchange.
+// and the step's loss, update and times. Each adds its own exchange; those that exchange
+// gradient buckets as backward produces them (sync, ps, device_sum) through a BucketPipeline
+// (PipelinedExchange).
 #pragma once
 
 #include <memory>
 #include <utility>
 
 #include "dist/arena_link.h"
+#include "dist/bucket_pipeline.h"
 #include "dist/bucket_plan.h"
 #include "dist/exchange_strategy.h"
 
@@ -42,6 +45,35 @@ class LinkedExchange : public ExchangeStrategy {
   LocalLoss local_loss_{0.0f};
   RangeUpdate update_;
   ExchangeTimes times_;
+};
+
+// A LinkedExchange whose buckets go through a BucketPipeline: reduce_bucket runs on the
+// communication thread with dist.overlap, else in the caller's thread after backward.
+class PipelinedExchange : public LinkedExchange {
+ public:
+  void begin_step(LocalLoss local_loss, RangeUpdate update) override {
+    start_step(std::move(local_loss), std::move(update));
+    pipeline_.begin_step();
+  }
+  void gradients_ready(int64_t offset, int64_t count) override { pipeline_.gradients_ready(offset, count); }
+
+ protected:
+  PipelinedExchange(Communicator& comm, const ModelArenas& arenas, BucketPlan plan, const ExchangeOptions& options)
+      : LinkedExchange(comm, arenas, std::move(plan), options, true),
+        pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
+                  [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {}
+  // Exchanges bucket `index` of the plan (the communication thread's job, or inline).
+  virtual void reduce_bucket(size_t index) = 0;
+  // After backward: every bucket exchanged, the compute queued next ordered after their pushes.
+  // `wait_backward`: device arenas wait for the rest of backward first (compute, not comm_wait).
+  void complete_buckets(bool wait_backward) {
+    if (wait_backward) link_->wait(link_->now_mark());
+    times_.comm_wait += pipeline_.complete();
+    times_.buckets = pipeline_.bucket_spans();
+    link_->order_compute_after_pushes();
+  }
+
+  BucketPipeline pipeline_;
 };
 
 }  // namespace ts

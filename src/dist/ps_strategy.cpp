@@ -20,26 +20,15 @@ BucketPlan ps_plan(int64_t param_count, int64_t bucket_elements, int world) {
 }  // namespace
 
 ParameterServerExchange::ParameterServerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
-    : LinkedExchange(comm, arenas, ps_plan(arenas.param_count, options.bucket_elements, comm.size()), options, true),
-      staging_(plan_.tail()),
-      pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
-                [this](size_t i) { gather_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
+    : PipelinedExchange(comm, arenas, ps_plan(arenas.param_count, options.bucket_elements, comm.size()), options),
+      staging_(plan_.tail()) {
   if (comm.rank() == 0) gathered_.resize(static_cast<size_t>((plan_.largest() + kExtras) * comm.size()));
-}
-
-void ParameterServerExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
-  start_step(std::move(local_loss), std::move(update));
-  pipeline_.begin_step();
-}
-
-void ParameterServerExchange::gradients_ready(int64_t offset, int64_t count) {
-  pipeline_.gradients_ready(offset, count);
 }
 
 // Gathers one gradient bucket to rank 0, which sums it in rank order and scales it to the mean
 // (the loss stays a sum). Other ranks keep their own gradients. Device arenas: the bucket is
 // pulled to the host mirror and rank 0 pushes the mean back for its update.
-void ParameterServerExchange::gather_bucket(size_t i) {
+void ParameterServerExchange::reduce_bucket(size_t i) {
   const auto [offset, count] = plan_.buckets[i];
   const bool last = i + 1 == plan_.buckets.size();
   link_->wait(i);  // device arenas: backward up to this bucket is compute, not communication
@@ -97,10 +86,7 @@ void ParameterServerExchange::broadcast_weights() {
 }
 
 StepVerdict ParameterServerExchange::finish_step(bool /*average_weights: every step exchanges*/) {
-  link_->wait(link_->now_mark());  // device arenas: the rest of backward, also compute
-  times_.comm_wait += pipeline_.complete();
-  times_.buckets = pipeline_.bucket_spans();
-  link_->order_compute_after_pushes();
+  complete_buckets(true);
   StepVerdict v;
   staging_.read_verdict(v, comm_.size());  // meaningful on rank 0 only until the broadcast
   if (comm_.rank() == 0 && !v.diverged) timed_update(update_, 0, arenas_.param_count, times_);

@@ -9,31 +9,27 @@
 #include <memory>
 #include <vector>
 
-#include "dist/bucket_pipeline.h"
 #include "dist/linked_exchange.h"
 #include "dist/scratch_memory.h"
 
 namespace ts {
 
-class ParameterServerExchange : public LinkedExchange {
+class ParameterServerExchange : public PipelinedExchange {
  public:
   ParameterServerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "ps"; }
   bool times_ps_phases() const override { return true; }
-  void begin_step(LocalLoss local_loss, RangeUpdate update) override;
-  void gradients_ready(int64_t offset, int64_t count) override;
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override;
   bool replicas_identical() const override { return true; }
 
  private:
-  void gather_bucket(size_t index);  // the communication thread's job (or inline)
+  void reduce_bucket(size_t index) override;  // gathers the bucket to rank 0
   void broadcast_weights();
 
   VerdictStaging staging_;       // the tail bucket + [loss, non-finite]
   ScratchFloats gathered_;       // rank 0: world x (largest bucket + extras)
-  BucketPipeline pipeline_;
 };
 
 }  // namespace ts

@@ -9,11 +9,9 @@
 namespace ts {
 
 SyncExchange::SyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
-    : LinkedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements), options, true),
+    : PipelinedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements), options),
       algorithm_(options.algorithm),
-      staging_(plan_.tail()),
-      pipeline_(plan_, arenas.param_count, options.overlap ? PipelineMode::thread : PipelineMode::deferred,
-                [this](size_t i) { reduce_bucket(i); }, [this](size_t i) { link_->mark(i); }) {
+      staging_(plan_.tail()) {
   const CompressionOptions& compression = options.compression;
   if (!compression.enabled()) return;
   compressor_ = make_compressor(compression, algorithm_, comm.rank());
@@ -24,12 +22,9 @@ SyncExchange::SyncExchange(Communicator& comm, ModelArenas arenas, const Exchang
 }
 
 void SyncExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
-  start_step(std::move(local_loss), std::move(update));
+  PipelinedExchange::begin_step(std::move(local_loss), std::move(update));
   ++step_;
-  pipeline_.begin_step();
 }
-
-void SyncExchange::gradients_ready(int64_t offset, int64_t count) { pipeline_.gradients_ready(offset, count); }
 
 // Sums one gradient bucket over ranks and scales it to the mean. The last bucket goes through
 // the staging buffer with the loss and the non-finite flag.
@@ -87,10 +82,7 @@ void SyncExchange::compress_bucket(size_t i) {
 StepVerdict SyncExchange::finish_step(bool /*average_weights: every step exchanges*/) {
   // Device arenas: the rest of backward is compute, not comm_wait. One rank exchanges nothing,
   // so it does not wait (its update is queued behind backward; docs/gpu.md).
-  if (comm_.size() > 1) link_->wait(link_->now_mark());
-  times_.comm_wait += pipeline_.complete();
-  times_.buckets = pipeline_.bucket_spans();
-  link_->order_compute_after_pushes();
+  complete_buckets(comm_.size() > 1);
   StepVerdict v;
   staging_.read_verdict(v, comm_.size());
   if (!v.diverged) timed_update(update_, 0, arenas_.param_count, times_);

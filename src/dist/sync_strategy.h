@@ -10,14 +10,13 @@
 
 #include <memory>
 
-#include "dist/bucket_pipeline.h"
 #include "dist/compressor.h"
 #include "dist/error_feedback.h"
 #include "dist/linked_exchange.h"
 
 namespace ts {
 
-class SyncExchange : public LinkedExchange {
+class SyncExchange : public PipelinedExchange {
  public:
   SyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
@@ -25,7 +24,6 @@ class SyncExchange : public LinkedExchange {
   bool times_ps_phases() const override { return false; }
   bool records_compression() const override { return compressor_ != nullptr; }
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
-  void gradients_ready(int64_t offset, int64_t count) override;
   StepVerdict finish_step(bool average_weights) override;
   bool combines_losses() const override { return comm_.size() > 1; }
   void average_state() override;
@@ -37,12 +35,11 @@ class SyncExchange : public LinkedExchange {
   void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) override;
 
  private:
-  void reduce_bucket(size_t index);  // the communication thread's job (or inline)
+  void reduce_bucket(size_t index) override;
   void compress_bucket(size_t index);
 
   const AllreduceAlgorithm algorithm_;
   VerdictStaging staging_;  // the tail bucket + [loss, non-finite]
-  BucketPipeline pipeline_;
   // Compression (null / empty without it).
   std::unique_ptr<Compressor> compressor_;
   std::unique_ptr<ErrorFeedback> feedback_;
