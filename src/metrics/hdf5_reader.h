@@ -22,7 +22,6 @@ class ReadFile {
  public:
   // RuntimeError naming the file when it is missing, not HDF5, or truncated.
   static ReadFile open(const std::string& path);
-  ReadFile() = default;
   ~ReadFile();
   ReadFile(const ReadFile&) = delete;
   ReadFile& operator=(const ReadFile&) = delete;

@@ -22,8 +22,4 @@ namespace ts {
 // wall times are not in the checkpoint).
 std::string mllog_text(const RunFileView& run);
 
-// The benchmark name MLPerf's rules know for a model of the zoo ("resnet" for resnet50), else
-// the model's own name (which the rules' submission_benchmark check does not accept).
-std::string mlperf_benchmark_name(const std::string& model);
-
 }  // namespace ts

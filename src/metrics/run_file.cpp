@@ -101,6 +101,15 @@ void check_directory(const std::string& path) {
                        "); fix its permissions or pass another --out directory");
 }
 
+const char* run_status_name(RunStatus status) {
+  switch (status) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::diverged: return "diverged";
+    case RunStatus::failed: return "failed";
+  }
+  return "?";
+}
+
 // The root attributes (docs/hdf5-schema.md "/ (root group)").
 void write_record(h5::File& file, const RunRecord& r) {
   file.set_attr("run_id", r.run_id);
@@ -287,15 +296,6 @@ void write_contents(h5::File& file, const RunResult& r) {
 }
 
 }  // namespace
-
-const char* run_status_name(RunStatus status) {
-  switch (status) {
-    case RunStatus::ok: return "ok";
-    case RunStatus::diverged: return "diverged";
-    case RunStatus::failed: return "failed";
-  }
-  return "?";
-}
 
 const std::vector<std::string>& run_file_summary_keys() {
   static const std::vector<std::string> keys = [] {

@@ -13,8 +13,7 @@ namespace ts {
 // The run file's schema version: the root attribute `schema` of every run file.
 inline constexpr const char* kRunFileSchema = "trainscale-run/1";
 
-enum class RunStatus { ok, diverged, failed };
-const char* run_status_name(RunStatus status);  // "ok" | "diverged" | "failed"
+enum class RunStatus { ok, diverged, failed };  // the root attribute `status`: "ok" | "diverged" | "failed"
 
 // The run file's root attributes, by name (docs/hdf5-schema.md "/ (root group)"): what ran,
 // where, with what. Strings unless noted.
