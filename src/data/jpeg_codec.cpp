@@ -105,11 +105,8 @@ Image8 decode_jpeg(const uint8_t* bytes, size_t size, int channels, const std::s
                        std::to_string(dims.height) + " pixels, more than the " + std::to_string(kMaxJpegPixels) +
                        " a sample may have (a damaged or hostile file; shrink the image if it is real)");
   tjhandle handle = thread_decompressor();
-  Image8 image;
-  image.width = dims.width;
-  image.height = dims.height;
-  image.channels = channels;
-  image.pixels.resize(static_cast<size_t>(dims.width) * dims.height * channels);
+  Image8 image{dims.width, dims.height, channels,
+               std::vector<uint8_t>(static_cast<size_t>(dims.width) * dims.height * channels)};
   // TJFLAG_STOPONWARNING: a truncated or damaged JPEG is an error, not a grey-filled image.
   if (tjDecompress2(handle, bytes, static_cast<unsigned long>(size), image.pixels.data(), dims.width, 0,
                     dims.height, format, TJFLAG_STOPONWARNING) != 0)
