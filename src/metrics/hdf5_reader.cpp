@@ -48,19 +48,13 @@ ReadFile::~ReadFile() {
 bool ReadFile::exists(const std::string& object) const {
   if (object == "/") return true;
   QuietErrors quiet;
-  std::string prefix;
-  size_t start = object[0] == '/' ? 1 : 0;
-  while (start <= object.size()) {  // every link on the path, from the top
-    const size_t slash = object.find('/', start);
-    prefix = object.substr(0, slash);
-    if (H5Lexists(id_, prefix.c_str(), H5P_DEFAULT) <= 0) {
+  for (size_t end = object.find('/', 1);; end = object.find('/', end + 1)) {  // every link on the path, from the top
+    if (H5Lexists(id_, object.substr(0, end).c_str(), H5P_DEFAULT) <= 0) {
       H5Eclear2(H5E_DEFAULT);
       return false;
     }
-    if (slash == std::string::npos) break;
-    start = slash + 1;
+    if (end == std::string::npos) return true;
   }
-  return true;
 }
 
 namespace {
