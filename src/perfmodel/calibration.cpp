@@ -199,10 +199,8 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
     spec.interconnect.levels[0].bandwidth_gbps = spec.node.memory_bandwidth_gbs * 8.0 / 2.0;
     // At the run's thread count (alone: a run of one worker takes every core), and on one core
     // (a worker of a run with more ranks than cores / threads; measured above).
-    LayerEfficiency main;
-    calibrate_layers(o, threads, threads > 1 ? time_models(o, threads, layers_s / 2) : one_core, spec, main, log);
-    spec.calibration.kinds = main.kinds;
-    spec.calibration.layers = main.layers;
+    calibrate_layers(o, threads, threads > 1 ? time_models(o, threads, layers_s / 2) : one_core, spec, spec.calibration,
+                     log);
     if (threads > 1) calibrate_layers(o, 1, one_core, spec, spec.calibration.at_threads[1], log);
     spec.calibration.compression = measure_codec_rates(o.models.front(), o.batch, 0.1 * o.budget_s);
     for (const auto& [kind, r] : spec.calibration.compression)

@@ -141,7 +141,7 @@ LayerEfficiency Calibration::for_cores(double cores) const {
     auto it = at_threads.find(rounded);
     if (it != at_threads.end()) return it->second;
   }
-  return {kinds, layers};
+  return *this;
 }
 
 double ClusterSpec::peak_gflops(const std::string& precision) const {

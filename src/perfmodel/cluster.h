@@ -97,7 +97,8 @@ struct CodecRate {
   double parameter = 0;
 };
 
-struct Calibration {
+// The LayerEfficiency it derives from: the efficiencies measured at `threads`.
+struct Calibration : LayerEfficiency {
   std::string machine;     // CPU model of the machine measured
   std::string date;        // ISO date of the measurement
   int64_t threads = 0;     // compute threads the measurement used
@@ -107,9 +108,6 @@ struct Calibration {
   // the slowest rank (StepPrediction::straggle). 0: not measured, no straggling priced.
   double compute_noise_cv = 0;
   std::map<std::string, AllreduceFit> allreduce;  // dist algorithm name -> fit
-  std::map<std::string, PhaseEfficiency> kinds;   // layer kind (conv, fc, bn, ...) -> median
-  // model -> layer name -> efficiency
-  std::map<std::string, std::map<std::string, PhaseEfficiency>> layers;
   // The same measured at other thread counts (a layer on one core is not half as fast as on
   // two): a worker computing on that many cores uses them.
   std::map<int64_t, LayerEfficiency> at_threads;

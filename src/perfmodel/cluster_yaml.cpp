@@ -86,14 +86,12 @@ void emit_interconnect(YAML::Emitter& out, const InterconnectSpec& net) {
 
 // kinds: {kind: {fp, bp}} and layers: {model: {layer: {fp, bp}}} of `n` (a calibration or one
 // of its at_threads entries).
-void read_efficiencies(const YamlReader& p, const YAML::Node& n, const std::string& section,
-                       std::map<std::string, PhaseEfficiency>& kinds,
-                       std::map<std::string, std::map<std::string, PhaseEfficiency>>& layers) {
+void read_efficiencies(const YamlReader& p, const YAML::Node& n, const std::string& section, LayerEfficiency& e) {
   if (const YAML::Node k = n["kinds"]) {
     if (!k.IsMap()) p.fail(k, section + ".kinds: expected a mapping of layer kinds to {fp, bp}");
     for (const auto& kv : k) {
       const std::string name = p.name(kv.first, section + ".kinds");
-      kinds[name] = read_efficiency(p, kv.second, section + ".kinds." + name);
+      e.kinds[name] = read_efficiency(p, kv.second, section + ".kinds." + name);
     }
   }
   if (const YAML::Node l = n["layers"]) {
@@ -103,22 +101,21 @@ void read_efficiencies(const YamlReader& p, const YAML::Node& n, const std::stri
       if (!model.second.IsMap()) p.fail(model.second, section + ".layers." + name + ": expected a mapping of layers to {fp, bp}");
       for (const auto& layer : model.second) {
         const std::string layer_name = p.name(layer.first, section + ".layers." + name);
-        layers[name][layer_name] = read_efficiency(p, layer.second, section + ".layers." + name + "." + layer_name);
+        e.layers[name][layer_name] = read_efficiency(p, layer.second, section + ".layers." + name + "." + layer_name);
       }
     }
   }
 }
 
-void emit_efficiencies(YAML::Emitter& out, const std::map<std::string, PhaseEfficiency>& kinds,
-                       const std::map<std::string, std::map<std::string, PhaseEfficiency>>& layers) {
+void emit_efficiencies(YAML::Emitter& out, const LayerEfficiency& set) {
   out << YAML::Key << "kinds" << YAML::Value << YAML::BeginMap;
-  for (const auto& [kind, e] : kinds) {
+  for (const auto& [kind, e] : set.kinds) {
     out << YAML::Key << kind << YAML::Value;
     emit_efficiency(out, e);
   }
   out << YAML::EndMap;
   out << YAML::Key << "layers" << YAML::Value << YAML::BeginMap;
-  for (const auto& [model, by_layer] : layers) {
+  for (const auto& [model, by_layer] : set.layers) {
     out << YAML::Key << model << YAML::Value << YAML::BeginMap;
     for (const auto& [layer, e] : by_layer) {
       out << YAML::Key << layer << YAML::Value;
@@ -183,15 +180,14 @@ Calibration read_calibration(const YamlReader& p, const YAML::Node& n) {
       c.allreduce[name] = read_fit(p, kv.second, "calibration.allreduce." + name);
     }
   }
-  read_efficiencies(p, n, "calibration", c.kinds, c.layers);
+  read_efficiencies(p, n, "calibration", c);
   if (const YAML::Node t = n["at_threads"]) {
     if (!t.IsMap()) p.fail(t, "calibration.at_threads: expected a mapping of thread counts to {kinds, layers}");
     for (const auto& kv : t) {
       const int64_t threads = p.integer(kv.first, "calibration.at_threads", 1);
       const std::string sec = "calibration.at_threads." + std::to_string(threads);
       p.check_keys(kv.second, sec, {"kinds", "layers"});
-      LayerEfficiency& e = c.at_threads[threads];
-      read_efficiencies(p, kv.second, sec, e.kinds, e.layers);
+      read_efficiencies(p, kv.second, sec, c.at_threads[threads]);
     }
   }
   if (const YAML::Node z = n["compression"]) read_codec_rates(p, z, c.compression);
@@ -218,12 +214,12 @@ void emit_calibration(YAML::Emitter& out, const Calibration& c) {
     out << YAML::EndMap;
   }
   out << YAML::EndMap;
-  emit_efficiencies(out, c.kinds, c.layers);
+  emit_efficiencies(out, c);
   if (!c.at_threads.empty()) {
     out << YAML::Key << "at_threads" << YAML::Value << YAML::BeginMap;
     for (const auto& [threads, e] : c.at_threads) {
       out << YAML::Key << threads << YAML::Value << YAML::BeginMap;
-      emit_efficiencies(out, e.kinds, e.layers);
+      emit_efficiencies(out, e);
       out << YAML::EndMap;
     }
     out << YAML::EndMap;
