@@ -105,14 +105,6 @@ constexpr RunStateRow kRunStates[] = {
     {"running", &CampaignStatus::running}, {"pending", &CampaignStatus::pending},
     {"missing", &CampaignStatus::missing}, {"unsupported", &CampaignStatus::unsupported}};
 
-// "preempted by SIGTERM at step 120 [attempt 2, log: logs/x.attempt2.log]": a PREEMPTED
-// marker's reason with its attempt and log, for status lines.
-std::string preempted_summary(const RunMarker& m) {
-  RunMarker with_reason = m;
-  if (with_reason.reason.empty()) with_reason.reason = "stopped by a signal after a checkpoint";
-  return failure_summary(with_reason);
-}
-
 // What a RUNNING marker says: a live attempt (or one on another host, which cannot be checked)
 // or the leftover of a process that died.
 struct RunningMarker {
@@ -209,8 +201,9 @@ RunStatus classify_run(const Campaign& campaign, const ManifestRun& run, const S
     rs.state = RunState::pending;
     rs.reason = sched.reason;
   } else if ((marker = read_marker_if_present(f.preempted)) && !written_after(f.failed, f.preempted)) {
-    rs.state = RunState::preempted;
-    rs.reason = preempted_summary(*marker);
+    rs.state = RunState::preempted;  // "preempted by SIGTERM at step 120 [attempt 2, log: logs/x.attempt2.log]"
+    if (marker->reason.empty()) marker->reason = "stopped by a signal after a checkpoint";
+    rs.reason = failure_summary(*marker);
   } else if (done.marker) {
     rs.state = done.file_missing ? RunState::missing : RunState::failed;
     rs.reason = done.problem;

@@ -7,7 +7,6 @@
 #include "core/run_marker.h"
 #include "core/strings.h"
 #include "core/timer.h"
-#include "sweep/campaign.h"
 
 namespace ts {
 namespace fs = std::filesystem;

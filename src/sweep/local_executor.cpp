@@ -194,15 +194,6 @@ struct TaskResult {
   std::string text;  // "done", "failed: <reason>", ...
 };
 
-// A RUNNING marker whose process on this host is gone describes nothing any more.
-void remove_dead_running(const RunFiles& f) {
-  const auto running = read_marker_if_present(f.running);
-  if (!running || running->host != host_name()) return;
-  if (attempt_alive(*running)) return;
-  std::error_code ec;
-  fs::remove(f.running, ec);
-}
-
 // What a finished launcher left: a complete result, a skip (exit 0 without a result: the task
 // runner found the task's lock held), a fresh PREEMPTED or FAILED marker, or nothing, in
 // which case this writes a FAILED marker saying what happened.
@@ -216,7 +207,11 @@ TaskResult task_result(const Campaign& c, const ManifestRun& run, int wstatus, f
     return {&LocalRunSummary::unsupported, "unsupported here: " + unsupported->reason};
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
     return {&LocalRunSummary::skipped, "skipped: another process holds its lock (runs/" + run.run_id + ".lock): it runs elsewhere"};
-  remove_dead_running(f);
+  // A RUNNING marker whose process on this host is gone describes nothing any more.
+  if (const auto running = read_marker_if_present(f.running); running && running->host == host_name() && !attempt_alive(*running)) {
+    std::error_code ec;
+    fs::remove(f.running, ec);
+  }
   drop_teardown_notice(f, interrupted_by != 0);  // this executor's own signal is a preemption
   if (const auto preempted = fresh_marker(f.preempted, started))
     return {&LocalRunSummary::preempted, "preempted: " + (preempted->reason.empty() ? std::string("checkpoint written") : preempted->reason)};

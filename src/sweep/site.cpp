@@ -72,14 +72,6 @@ std::string account_problem(const std::string& name) {
   return why.empty() ? "" : "'" + one_line(name) + "' is not an account name: " + why;
 }
 
-// The entry names `gpu:` accepts: every GPU generation and `any` (not `none`: runs without a
-// GPU ask for no GPU).
-std::vector<std::string> site_gpu_names() {
-  std::vector<std::string> names = accepted_gpu_generations();
-  names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
-  return names;
-}
-
 // PBS select resources "name=value[:name=value...]"; trainscale writes the chunk count, ncpus,
 // mpiprocs, ngpus and mem itself.
 void check_select(const SiteParser& p, const YAML::Node& n, const std::string& key, const std::string& select) {
@@ -112,7 +104,10 @@ void read_gpus(const SiteParser& p, const YAML::Node& n, Site& s) {
   if (!n.IsMap())
     p.fail(n, "gpu: expected a mapping of GPU generations to {partition, gres, constraint, select, gpus_per_node, modules, "
               "binary}");
-  const std::vector<std::string> names = site_gpu_names();
+  // The entry names `gpu:` accepts: every GPU generation and `any` (not `none`: runs without a
+  // GPU ask for no GPU).
+  std::vector<std::string> names = accepted_gpu_generations();
+  names.erase(std::remove(names.begin(), names.end(), "none"), names.end());
   for (const auto& kv : n) {
     const std::string name = p.name(kv.first, "gpu");
     if (std::find(names.begin(), names.end(), name) == names.end()) {

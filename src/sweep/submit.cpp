@@ -30,13 +30,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
-
 // `text` with every "{gpus_per_node}" replaced by `gpus`.
 std::string substitute_gpus_per_node(std::string text, int gpus) {
   const std::string placeholder = "{gpus_per_node}";
   for (size_t p; (p = text.find(placeholder)) != std::string::npos;) text.replace(p, placeholder.size(), std::to_string(gpus));
   return text;
+}
+
+std::string templates_dir(const Site& site) {
+  if (!site.templates.empty()) return site.templates;
+  if (const char* env = std::getenv("TRAINSCALE_JOBS_DIR")) return env;
+  return std::string(TRAINSCALE_SOURCE_DIR) + "/jobs";
 }
 
 // Runs a shell command, returns (exit status, stdout+stderr).
@@ -49,12 +53,6 @@ std::pair<int, std::string> capture(const std::string& cmd) {
   while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   int rc = ::pclose(p);
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
-}
-
-std::string templates_dir(const Site& site) {
-  if (!site.templates.empty()) return site.templates;
-  if (const char* env = std::getenv("TRAINSCALE_JOBS_DIR")) return env;
-  return std::string(TRAINSCALE_SOURCE_DIR) + "/jobs";
 }
 
 // Replaces every @NAME@ of `text` from `values`; an unknown placeholder is an error.
@@ -459,7 +457,7 @@ std::vector<ShapeGroup> group_by_shape(const Campaign& c, const std::vector<int6
       s.constraint = g.constraint;
       s.select = substitute_gpus_per_node(g.select, s.gpus_per_node);
     }
-    s.nodes = ceil_div(s.workers, per_node);
+    s.nodes = (s.workers + per_node - 1) / per_node;
     s.tasks_per_node = std::min(s.workers, per_node);
     // The entry name: the flavor itself, or the default entry for `any`.
     if (flavor != "any") s.mpi = flavor;
