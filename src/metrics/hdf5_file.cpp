@@ -105,15 +105,6 @@ void Object::set_attr(const std::string& name, double value) {
 
 // ---- Group ---------------------------------------------------------------------------------
 
-size_t Column::rows() const {
-  switch (type) {
-    case Type::string: return strings.size();
-    case Type::int64: return ints.size();
-    case Type::float64: return reals.size();
-  }
-  return 0;
-}
-
 Group Group::create_group(const std::string& name) {
   const std::string path = child_path(name);
   hid_t g = H5_CALL(H5Gcreate2(id_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path);

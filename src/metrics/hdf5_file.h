@@ -76,7 +76,7 @@ struct Column {
     for (const auto& row : rows) values.push_back(std::invoke(field, row));
     return of(std::move(name), std::move(values));
   }
-  size_t rows() const;
+  size_t rows() const { return type == Type::string ? strings.size() : type == Type::int64 ? ints.size() : reals.size(); }
 };
 
 // How the datasets of a file are stored: run files are compressed; checkpoints are written
