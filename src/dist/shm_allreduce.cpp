@@ -135,7 +135,6 @@ int state_keyval() {
 // A window of `bytes` per rank over `node`, locked for shared access, this rank's part zeroed
 // before any rank reads it (collective). Returns every node rank's part as mapped here.
 std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win* win, const char* advice) {
-  const int64_t mine_bytes = bytes;
   int node_size = 1;
   TS_MPI(MPI_Comm_size(node, &node_size));
   MPI_Info info;
@@ -143,7 +142,7 @@ std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win*
   // Each rank's part on its own pages (first touch by its owner: NUMA-local).
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   char* mine = nullptr;
-  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(mine_bytes), 1, info, node, &mine, win);
+  const int rc = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node, &mine, win);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) {
     try {
@@ -155,7 +154,7 @@ std::vector<char*> allocate_shared_window(MPI_Comm node, int64_t bytes, MPI_Win*
     }
   }
   TS_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, *win));
-  if (mine_bytes > 0) std::memset(mine, 0, static_cast<size_t>(mine_bytes));
+  if (bytes > 0) std::memset(mine, 0, static_cast<size_t>(bytes));
   std::vector<char*> parts(static_cast<size_t>(node_size));
   for (int q = 0; q < node_size; ++q) {
     MPI_Aint qbytes = 0;

@@ -65,18 +65,17 @@ CompressedBucketCost CompressionModel::bucket(int64_t offset, int64_t count, boo
   if (workers_ <= 1 || count <= 0) return c;  // one rank: its gradients are the mean, nothing moves
   const double n = static_cast<double>(count), p = static_cast<double>(workers_);
   const double scale = parameter_scale(options_, rate_);
+  c.encode = rate_.encode_s_per_element * n;  // PowerSGD's follows its matrices (price_powersgd)
   switch (options_.kind) {
     case CompressionKind::fp16:
     case CompressionKind::bf16:
       c.wire_bytes = 2.0 * n;
-      c.encode = rate_.encode_s_per_element * n;
       c.wire = mpi_.seconds(c.wire_bytes);
       c.decode = rate_.decode_s_per_element * n;
       break;
     case CompressionKind::qsgd: {
       const double group = static_cast<double>(std::max<int64_t>(1, options_.qsgd_bucket));
       c.wire_bytes = 4.0 * std::ceil(n / group) + std::ceil(n * options_.qsgd_bits / 8.0);
-      c.encode = rate_.encode_s_per_element * n;
       c.wire = mpi_.allgather_seconds(c.wire_bytes);
       c.decode = p * rate_.decode_s_per_element * n;  // every rank's buffer decoded and summed
       break;
@@ -84,7 +83,6 @@ CompressedBucketCost CompressionModel::bucket(int64_t offset, int64_t count, boo
     case CompressionKind::topk: {
       const double k = std::max(1.0, std::ceil(options_.topk_ratio * n));
       c.wire_bytes = 8.0 * k;  // (uint32 index, fp32 value) pairs
-      c.encode = rate_.encode_s_per_element * n;
       c.wire = mpi_.allgather_seconds(c.wire_bytes);
       c.decode = p * rate_.decode_s_per_element * n * scale;
       break;
