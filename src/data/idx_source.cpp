@@ -91,52 +91,47 @@ std::unique_ptr<RandomAccessFile> file_contents(std::unique_ptr<RandomAccessFile
   return f;
 }
 
-struct IdxLayout {
-  int64_t count = 0, rows = 0, cols = 0;
-};
-
 struct IdxFiles {
   std::unique_ptr<RandomAccessFile> images, labels;
-  IdxLayout layout;
+  int64_t count = 0, rows = 0, cols = 0;  // images of rows x cols
 };
 
 // Checks both files' headers, sizes and labels (every label once, 1 byte per sample, so a bad
 // file fails before training starts); returns the files' contents and the images' layout.
 IdxFiles check_idx_files(std::unique_ptr<RandomAccessFile> images, std::unique_ptr<RandomAccessFile> labels) {
   const auto dims = read_header(*images, 4, kImagesMagic, "image file, idx3-ubyte");
-  const IdxLayout l{dims[1], dims[2], dims[3]};
+  const int64_t count = dims[1], rows = dims[2], cols = dims[3];
   const std::string images_what =
-      std::to_string(l.count) + " images of " + std::to_string(l.rows) + "x" + std::to_string(l.cols);
-  if (l.count <= 0 || l.rows <= 0 || l.cols <= 0 || l.rows > 4096 || l.cols > 4096)
+      std::to_string(count) + " images of " + std::to_string(rows) + "x" + std::to_string(cols);
+  if (count <= 0 || rows <= 0 || cols <= 0 || rows > 4096 || cols > 4096)
     throw corrupt(images->path(), "implausible dimensions (" + images_what + ")");
-  images = file_contents(std::move(images), kImagesHeader, l.count * l.rows * l.cols, images_what);
+  images = file_contents(std::move(images), kImagesHeader, count * rows * cols, images_what);
   const int64_t label_count = read_header(*labels, 2, kLabelsMagic, "label file, idx1-ubyte")[1];
   if (label_count <= 0) throw corrupt(labels->path(), "header says it holds no labels");
   labels = file_contents(std::move(labels), kLabelsHeader, label_count, std::to_string(label_count) + " labels");
-  if (label_count != l.count)
+  if (label_count != count)
     throw RuntimeError("data files " + images->path() + " and " + labels->path() + " disagree: " +
-                       std::to_string(l.count) + " images but " + std::to_string(label_count) +
+                       std::to_string(count) + " images but " + std::to_string(label_count) +
                        " labels; both files must come from the same split of the same data set "
                        "(reinstall it with scripts/setup.sh or fix dataset.root)");
-  std::vector<uint8_t> all(static_cast<size_t>(l.count));
-  labels->read_at(kLabelsHeader, l.count, all.data());
+  std::vector<uint8_t> all(static_cast<size_t>(count));
+  labels->read_at(kLabelsHeader, count, all.data());
   for (size_t i = 0; i < all.size(); ++i)
     if (all[i] >= kClasses)
       throw corrupt(labels->path(), "label " + std::to_string(all[i]) + " at index " + std::to_string(i) +
                                         " is out of range 0.." + std::to_string(kClasses - 1));
-  return {std::move(images), std::move(labels), l};
+  return {std::move(images), std::move(labels), count, rows, cols};
 }
 
 class IdxSource final : public SampleSource {
  public:
-  IdxSource(std::unique_ptr<RandomAccessFile> images, std::unique_ptr<RandomAccessFile> labels,
-            const IdxLayout& layout, const std::string& name, const Normalisation& stats)
-      : images_(std::move(images)),
-        labels_(std::move(labels)),
+  IdxSource(IdxFiles files, const std::string& name, const Normalisation& stats)
+      : images_(std::move(files.images)),
+        labels_(std::move(files.labels)),
         name_(name),
-        spec_{Shape{1, layout.rows, layout.cols}, kClasses, 0},
-        count_(layout.count),
-        plane_(layout.rows * layout.cols),
+        spec_{Shape{1, files.rows, files.cols}, kClasses, 0},
+        count_(files.count),
+        plane_(files.rows * files.cols),
         normaliser_(stats, 1, plane_) {}
 
   const SampleSpec& spec() const override { return spec_; }
@@ -177,8 +172,8 @@ std::unique_ptr<SampleSource> open_idx_source(const Storage& storage, const std:
   const std::string prefix = split == Split::train ? "train" : "t10k";
   const std::string images_path = locate(storage, root, prefix + "-images-idx3-ubyte");
   const std::string labels_path = locate(storage, root, prefix + "-labels-idx1-ubyte");
-  IdxFiles files = check_idx_files(storage.open(images_path), storage.open(labels_path));
-  return std::make_unique<IdxSource>(std::move(files.images), std::move(files.labels), files.layout, name, stats);
+  return std::make_unique<IdxSource>(check_idx_files(storage.open(images_path), storage.open(labels_path)), name,
+                                     stats);
 }
 
 }  // namespace ts
