@@ -248,47 +248,8 @@ void gather_partition(PartitionRecord& p, const RunRecording& rec, Communicator&
   }
 }
 
-}  // namespace
-
-RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compression, Communicator& comm,
-                           bool partition) {
-  const int world = comm.size();
-  const int64_t S = rec.steps();
-  RunResult res;
-  for (Phase p : recorded_phases(ps_phases, compression)) {
-    std::vector<float> timing = gather_step_major(rec.seconds[static_cast<size_t>(p)], S, comm);
-    if (comm.rank() == 0) res.timing[phase_name(p)] = std::move(timing);
-  }
-  if (compression) {
-    std::vector<float> wire_bytes = gather_step_major(rec.wire_bytes, S, comm);
-    if (comm.rank() == 0) res.compression["wire_bytes"] = std::move(wire_bytes);
-  }
-  gather_reads(rec, res, comm);
-  gather_bucket_timing(rec, res, comm);
-  const std::vector<float> losses = comm.gather_to_root(rec.local_loss);
-  const std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
-  const std::vector<std::string> local_ranks = comm.gather_strings_to_root(std::to_string(comm.local_rank()));
-  if (partition) gather_partition(res.partition, rec, comm);
-  if (comm.rank() != 0) return res;
-  for (int64_t s = 0; s < S; ++s) {  // mean over ranks, summed in double in rank order
-    double sum = 0, samples = 0;
-    for (int rk = 0; rk < world; ++rk) {
-      // Unequal shares: the mean over the global batch's samples (equal ones weigh 1, exactly).
-      const double share =
-          partition ? static_cast<double>(res.partition.shares[static_cast<size_t>(s * world + rk)]) : 1.0;
-      sum += static_cast<double>(losses[static_cast<size_t>(rk * S + s)]) * share;
-      samples += share;
-    }
-    res.loss.push_back(static_cast<float>(sum / samples));
-  }
-  const std::set<std::string> unique_hosts(hosts.begin(), hosts.end());
-  res.record.hosts = join({unique_hosts.begin(), unique_hosts.end()}, ",");
-  res.record.rank_hosts = join(hosts, ",");
-  res.record.local_ranks = join(local_ranks, ",");
-  res.record.world_size = world;
-  return res;
-}
-
+// Runs with a /partition group (heterogeneous workers, no-op otherwise): each rank's backend,
+// threads and device name into result.partition on rank 0.
 void gather_rank_kinds(const RunSetup& setup, const RunConfig& run, Communicator& comm, RunResult& result) {
   if (!setup.shares->active()) return;  // no /partition
   const std::string mine = std::string(backend_kind_name(run.backend)) + "\t" + std::to_string(run.threads) + "\t" +
@@ -308,6 +269,8 @@ void gather_rank_kinds(const RunSetup& setup, const RunConfig& run, Communicator
   p.rank_devices = join(devices, "; ");
 }
 
+// dist.strategy async_ps (no-op otherwise): every worker's AsyncPsRecord (dist/async_ps_worker.h)
+// into result.async_ps on rank 0.
 void gather_async_ps_record(const ExchangeStrategy& exchange, const DistConfig& dist, Communicator& comm,
                             RunResult& result) {
   const auto* worker = dynamic_cast<const AsyncPsWorkerExchange*>(&exchange);
@@ -332,6 +295,49 @@ void gather_async_ps_record(const ExchangeStrategy& exchange, const DistConfig& 
     a.pull_wait_s.push_back(r[bins + 1]);
     a.max_staleness.push_back(static_cast<int64_t>(r[bins + 2]));
   }
+}
+
+}  // namespace
+
+RunResult gather_recording(const RunRecording& rec, const RunSetup& setup, const RunConfig& run, Communicator& comm) {
+  const bool compression = setup.exchange->records_compression(), partition = setup.shares->active();
+  const int world = comm.size();
+  const int64_t S = rec.steps();
+  RunResult res;
+  for (Phase p : recorded_phases(setup.exchange->times_ps_phases(), compression)) {
+    std::vector<float> timing = gather_step_major(rec.seconds[static_cast<size_t>(p)], S, comm);
+    if (comm.rank() == 0) res.timing[phase_name(p)] = std::move(timing);
+  }
+  if (compression) {
+    std::vector<float> wire_bytes = gather_step_major(rec.wire_bytes, S, comm);
+    if (comm.rank() == 0) res.compression["wire_bytes"] = std::move(wire_bytes);
+  }
+  gather_reads(rec, res, comm);
+  gather_bucket_timing(rec, res, comm);
+  const std::vector<float> losses = comm.gather_to_root(rec.local_loss);
+  const std::vector<std::string> hosts = comm.gather_strings_to_root(comm.host());
+  const std::vector<std::string> local_ranks = comm.gather_strings_to_root(std::to_string(comm.local_rank()));
+  if (partition) gather_partition(res.partition, rec, comm);
+  gather_async_ps_record(*setup.exchange, run.dist, comm, res);
+  gather_rank_kinds(setup, run, comm, res);
+  if (comm.rank() != 0) return res;
+  for (int64_t s = 0; s < S; ++s) {  // mean over ranks, summed in double in rank order
+    double sum = 0, samples = 0;
+    for (int rk = 0; rk < world; ++rk) {
+      // Unequal shares: the mean over the global batch's samples (equal ones weigh 1, exactly).
+      const double share =
+          partition ? static_cast<double>(res.partition.shares[static_cast<size_t>(s * world + rk)]) : 1.0;
+      sum += static_cast<double>(losses[static_cast<size_t>(rk * S + s)]) * share;
+      samples += share;
+    }
+    res.loss.push_back(static_cast<float>(sum / samples));
+  }
+  const std::set<std::string> unique_hosts(hosts.begin(), hosts.end());
+  res.record.hosts = join({unique_hosts.begin(), unique_hosts.end()}, ",");
+  res.record.rank_hosts = join(hosts, ",");
+  res.record.local_ranks = join(local_ranks, ",");
+  res.record.world_size = world;
+  return res;
 }
 
 void write_run_output(RunResult& res, const RunRecording& rec, const ResolvedConfig& cfg, const RunIdentity& id,

@@ -15,18 +15,11 @@
 namespace ts {
 
 // Collective. On rank 0: the per-step series and timings of every rank, and the hosts in
-// result.record.hosts; elsewhere an empty result. `compression`: also /compression/wire_bytes.
-// `partition` (unequal shares, train/share_balancer.h): also every rank's shares and compute
-// seconds, the idle seconds derived from them, and /train/loss as the share-weighted mean over ranks.
-RunResult gather_recording(const RunRecording& rec, bool ps_phases, bool compression, Communicator& comm,
-                           bool partition = false);
-// Collective in runs with a /partition group (heterogeneous workers, no-op otherwise): each
-// rank's backend, threads and device name into result.partition on rank 0.
-void gather_rank_kinds(const RunSetup& setup, const RunConfig& run, Communicator& comm, RunResult& result);
-// Collective over the workers with dist.strategy async_ps (no-op otherwise): every worker's
-// AsyncPsRecord (dist/async_ps_worker.h) into result.async_ps on rank 0.
-void gather_async_ps_record(const ExchangeStrategy& exchange, const DistConfig& dist, Communicator& comm,
-                            RunResult& result);
+// result.record.hosts; elsewhere an empty result. A compressed exchange: also
+// /compression/wire_bytes. Unequal shares (train/share_balancer.h): also every rank's shares,
+// compute seconds, backend, threads and device, the idle seconds derived from them, and
+// /train/loss as the share-weighted mean over ranks. async_ps: every worker's record too.
+RunResult gather_recording(const RunRecording& rec, const RunSetup& setup, const RunConfig& run, Communicator& comm);
 
 // Rank 0: summary (with the final parameters' SHA-256), root attributes (id.attempt, and
 // `resumed_from_step`: the checkpoint's step a resumed run continued from, else 0), /config,

@@ -183,10 +183,7 @@ RunOutcome train_checked(const ResolvedConfig& cfg, const RunIdentity& id, const
   notice.close();
   if (setup->outside_peers) setup->outside_peers->leave();
   if (rec.preempted_by != 0) stop_preempted(rec, target.attempt, run_path, comm, log);
-  RunResult result = gather_recording(rec, setup->exchange->times_ps_phases(),
-                                      setup->exchange->records_compression(), comm, setup->shares->active());
-  gather_async_ps_record(*setup->exchange, cfg.run.dist, comm, result);
-  gather_rank_kinds(*setup, cfg.run, comm, result);
+  RunResult result = gather_recording(rec, *setup, cfg.run, comm);
   const int exit_code = rec.diverged ? kExitDiverged : kExitOk;
   if (!root) return {exit_code, ""};
   RunIdentity attempt_id = id;
