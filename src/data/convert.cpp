@@ -112,25 +112,21 @@ std::vector<ConvertedSplit> convert_splits(const ConvertOptions& o) {
   data.root = o.from;
   std::filesystem::create_directories(o.out);
   const std::vector<std::string> class_names = dataset_class_names(o.dataset);
+  const int quality = o.jpeg_quality > 0 ? o.jpeg_quality : kDefaultJpegQuality;
   std::vector<ConvertedSplit> done;
   for (Split split : {Split::train, Split::test}) {
     const auto source = open_split(data, split);
     ConvertedSplit c{split_file_stem(split), o.limit > 0 ? std::min(o.limit, source->count()) : source->count(), {}};
     if (o.format == "records") {
-      RecordsWriteOptions w;
-      w.shards = o.shards;
-      w.encoding = o.jpeg_quality > 0 ? PayloadEncoding::jpeg : PayloadEncoding::raw;
-      w.jpeg_quality = o.jpeg_quality > 0 ? o.jpeg_quality : kDefaultJpegQuality;
-      c.files = write_records_split(o.out, split, *source, c.samples, w);
+      const PayloadEncoding encoding = o.jpeg_quality > 0 ? PayloadEncoding::jpeg : PayloadEncoding::raw;
+      c.files = write_records_split(o.out, split, *source, c.samples,
+                                    {.shards = o.shards, .encoding = encoding, .jpeg_quality = quality});
     } else if (o.format == "hdf5") {
-      Hdf5WriteOptions w;
-      w.compression = o.compression;
       c.files.push_back(join_storage_path(o.out, c.split + ".h5"));
-      write_hdf5_split(c.files.back(), *source, c.samples, w);
+      write_hdf5_split(c.files.back(), *source, c.samples, {.compression = o.compression});
     } else {
       c.files.push_back(join_storage_path(o.out, c.split));
-      write_jpeg_dir_split(c.files.back(), *source, c.samples, class_names,
-                           o.jpeg_quality > 0 ? o.jpeg_quality : kDefaultJpegQuality);
+      write_jpeg_dir_split(c.files.back(), *source, c.samples, class_names, quality);
     }
     done.push_back(c);
   }
