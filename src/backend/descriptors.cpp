@@ -207,12 +207,11 @@ BnDesc BnDesc::parse(std::string_view text) {
 }
 
 // ---- eltwise --------------------------------------------------------------------------------
-std::string EltwiseDesc::str() const {
-  const char* kind_name = kind == EltwiseKind::relu    ? "relu"
-                          : kind == EltwiseKind::relu6 ? "relu6"
-                                                       : "sigmoid";
-  return std::string("eltwise:") + kind_name + "_n" + num(n);
+const char* eltwise_kind_name(EltwiseKind kind) {
+  return kind == EltwiseKind::relu ? "relu" : kind == EltwiseKind::relu6 ? "relu6" : "sigmoid";
 }
+
+std::string EltwiseDesc::str() const { return std::string("eltwise:") + eltwise_kind_name(kind) + "_n" + num(n); }
 
 EltwiseDesc EltwiseDesc::parse(std::string_view text) {
   Scanner sc(text, "eltwise:relu|relu6|sigmoid_n100");

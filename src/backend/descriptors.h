@@ -66,6 +66,7 @@ struct BnDesc {
 
 // relu6 = min(max(src, 0), 6) (MobileNetV2).
 enum class EltwiseKind { relu, relu6, sigmoid };
+const char* eltwise_kind_name(EltwiseKind kind);  // "relu", "relu6", "sigmoid"
 
 // Element-wise activation over n floats.
 struct EltwiseDesc {

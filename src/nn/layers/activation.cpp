@@ -7,15 +7,6 @@ Activation::Activation(std::string name, EltwiseKind kind) : Layer(std::move(nam
   desc_.kind = kind;
 }
 
-std::string Activation::kind() const {
-  switch (desc_.kind) {
-    case EltwiseKind::relu: return "relu";
-    case EltwiseKind::relu6: return "relu6";
-    case EltwiseKind::sigmoid: break;
-  }
-  return "sigmoid";
-}
-
 Shape Activation::setup(const std::vector<Shape>& src_shapes) {
   expect_inputs(src_shapes, 1);
   desc_.n = src_shapes[0].numel();

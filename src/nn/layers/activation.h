@@ -11,7 +11,7 @@ namespace ts {
 class Activation : public Layer {
  public:
   Activation(std::string name, EltwiseKind kind);
-  std::string kind() const override;
+  std::string kind() const override { return eltwise_kind_name(desc_.kind); }
   TS_LAYER_OVERRIDES;
 
  private:
