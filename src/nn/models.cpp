@@ -3,6 +3,7 @@
 #include "nn/models.h"
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "nn/layers.h"
 #include "nn/models/zoo.h"
 
@@ -180,9 +181,7 @@ void no_dropout(const std::string& model, double dropout) {
 const ModelEntry& find_model(const std::string& name) {
   for (const ModelEntry& entry : registry())
     if (entry.name == name) return entry;
-  std::string known;
-  for (const ModelEntry& entry : registry()) known += (known.empty() ? "" : ", ") + std::string(entry.name);
-  throw ConfigError("unknown model '" + name + "'; known models: " + known);
+  throw ConfigError("unknown model '" + name + "'; known models: " + join(model_names()));
 }
 
 }  // namespace
