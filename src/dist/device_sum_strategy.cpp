@@ -83,8 +83,4 @@ StepVerdict DeviceSumExchange::finish_step(bool /*average_weights: every step ex
   return v;
 }
 
-void DeviceSumExchange::average_state() {
-  link_->average_state(comm_, AllreduceAlgorithm::mpi, arenas_);
-}
-
 }  // namespace ts

@@ -35,7 +35,6 @@ class DeviceSumExchange : public PipelinedExchange {
   ArenaTransport transport() const override { return ArenaTransport::device_sum; }
   bool times_ps_phases() const override { return false; }
   StepVerdict finish_step(bool average_weights) override;
-  void average_state() override;
 
  private:
   void reduce_bucket(size_t index) override;

@@ -1,6 +1,6 @@
 // dist-internal: what the strategies that reach the arenas through an ArenaLink (sync, ps,
-// weight_avg, device_sum) hold alike: the communicator, the arenas, the bucket plan, the link,
-// and the step's loss, update and times. Each adds its own exchange; those that exchange
+// weight_avg, device_sum) hold alike: the communicator, the arenas, the all-reduce algorithm,
+// the bucket plan, the link, and the step's loss, update and times. Each adds its own exchange; those that exchange
 // gradient buckets as backward produces them (sync, ps, device_sum) through a BucketPipeline
 // (PipelinedExchange).
 #pragma once
@@ -19,6 +19,7 @@ class LinkedExchange : public ExchangeStrategy {
  public:
   ArenaTransport transport() const override { return link_->transport(); }
   void broadcast_model() override { link_->broadcast_model(comm_, arenas_); }
+  void average_state() override { link_->average_state(comm_, algorithm_, arenas_); }
   const std::vector<Bucket>& buckets() const override { return plan_.buckets; }
 
  protected:
@@ -28,6 +29,7 @@ class LinkedExchange : public ExchangeStrategy {
                  bool marks_buckets)
       : comm_(comm),
         arenas_(arenas),
+        algorithm_(options.algorithm),
         plan_(std::move(plan)),
         link_(make_arena_link(arenas, options, marks_buckets ? plan_.buckets.size() : 0)) {}
   // A new step: its loss and update; the times start from zero.
@@ -39,6 +41,7 @@ class LinkedExchange : public ExchangeStrategy {
 
   Communicator& comm_;
   const ModelArenas arenas_;
+  const AllreduceAlgorithm algorithm_;  // the buckets' and the state's (options.algorithm)
   const BucketPlan plan_;
   std::unique_ptr<ArenaLink> link_;
   // Per step (the communication thread touches them only while it owns a posted bucket).

@@ -96,8 +96,4 @@ StepVerdict ParameterServerExchange::finish_step(bool /*average_weights: every s
   return v;
 }
 
-void ParameterServerExchange::average_state() {
-  link_->average_state(comm_, AllreduceAlgorithm::ps, arenas_);
-}
-
 }  // namespace ts

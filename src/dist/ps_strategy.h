@@ -21,7 +21,6 @@ class ParameterServerExchange : public PipelinedExchange {
   const char* name() const override { return "ps"; }
   bool times_ps_phases() const override { return true; }
   StepVerdict finish_step(bool average_weights) override;
-  void average_state() override;
   bool replicas_identical() const override { return true; }
 
  private:

@@ -10,7 +10,6 @@ namespace ts {
 
 SyncExchange::SyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
     : PipelinedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements), options),
-      algorithm_(options.algorithm),
       staging_(plan_.tail()) {
   const CompressionOptions& compression = options.compression;
   if (!compression.enabled()) return;
@@ -111,10 +110,6 @@ void SyncExchange::restore_checkpoint_state(const std::vector<float>& state, int
                std::to_string(memory) + " of its error-feedback memory (a checkpoint of another configuration?)");
   if (feedback_) feedback_->restore(state.data(), memory);
   compressor_->restore_checkpoint_state(plan_.buckets, std::vector<float>(state.begin() + memory, state.end()));
-}
-
-void SyncExchange::average_state() {
-  link_->average_state(comm_, algorithm_, arenas_);
 }
 
 }  // namespace ts

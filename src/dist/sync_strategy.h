@@ -26,7 +26,6 @@ class SyncExchange : public PipelinedExchange {
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   StepVerdict finish_step(bool average_weights) override;
   bool combines_losses() const override { return comm_.size() > 1; }
-  void average_state() override;
   bool replicas_identical() const override { return true; }
   // With compression: this rank's error-feedback memory (param_count floats, when on), then the
   // compressor's state (PowerSGD's warm-start Q). The step count comes back with it, so the
@@ -38,7 +37,6 @@ class SyncExchange : public PipelinedExchange {
   void reduce_bucket(size_t index) override;
   void compress_bucket(size_t index);
 
-  const AllreduceAlgorithm algorithm_;
   VerdictStaging staging_;  // the tail bucket + [loss, non-finite]
   // Compression (null / empty without it).
   std::unique_ptr<Compressor> compressor_;

@@ -11,7 +11,6 @@ namespace ts {
 // The weights are averaged in the buckets of sync's plan.
 WeightAveragingExchange::WeightAveragingExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options)
     : LinkedExchange(comm, arenas, BucketPlan::tile(arenas.param_count, options.bucket_elements), options, false),
-      algorithm_(options.algorithm),
       staging_(plan_.tail() + arenas.state_count) {}
 
 // Parameters, state and the loss/flag averaged (summed) over ranks, blocking. Device arenas:
@@ -72,10 +71,6 @@ StepVerdict WeightAveragingExchange::finish_step(bool average_weights_now) {
   }
   v.times = times_;
   return v;
-}
-
-void WeightAveragingExchange::average_state() {
-  link_->average_state(comm_, algorithm_, arenas_);
 }
 
 void WeightAveragingExchange::restore_checkpoint_state(const std::vector<float>& state, int64_t /*steps_done*/) {

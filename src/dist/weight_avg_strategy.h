@@ -23,14 +23,12 @@ class WeightAveragingExchange : public LinkedExchange {
   }
   void gradients_ready(int64_t, int64_t) override {}  // weights are exchanged, not gradients
   StepVerdict finish_step(bool average_weights) override;
-  void average_state() override;
   std::vector<float> checkpoint_state() const override { return {nonfinite_since_average_}; }
   void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) override;
 
  private:
   void average_weights();
 
-  const AllreduceAlgorithm algorithm_;
   VerdictStaging staging_;  // the tail bucket, the state, then [loss, non-finite count]
   float nonfinite_since_average_ = 0;
 };
