@@ -33,7 +33,6 @@ class DeviceSumExchange : public PipelinedExchange {
 
   const char* name() const override { return "sync"; }
   ArenaTransport transport() const override { return ArenaTransport::device_sum; }
-  bool times_ps_phases() const override { return false; }
   StepVerdict finish_step(bool average_weights) override;
 
  private:

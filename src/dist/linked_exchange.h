@@ -18,6 +18,8 @@ namespace ts {
 class LinkedExchange : public ExchangeStrategy {
  public:
   ArenaTransport transport() const override { return link_->transport(); }
+  // The ps algorithm times its phases (the ps strategy; weight_avg with dist.allreduce ps).
+  bool times_ps_phases() const override { return algorithm_ == AllreduceAlgorithm::ps; }
   void broadcast_model() override { link_->broadcast_model(comm_, arenas_); }
   void average_state() override { link_->average_state(comm_, algorithm_, arenas_); }
   const std::vector<Bucket>& buckets() const override { return plan_.buckets; }

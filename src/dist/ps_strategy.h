@@ -19,7 +19,6 @@ class ParameterServerExchange : public PipelinedExchange {
   ParameterServerExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "ps"; }
-  bool times_ps_phases() const override { return true; }
   StepVerdict finish_step(bool average_weights) override;
   bool replicas_identical() const override { return true; }
 

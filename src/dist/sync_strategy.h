@@ -21,7 +21,6 @@ class SyncExchange : public PipelinedExchange {
   SyncExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "sync"; }
-  bool times_ps_phases() const override { return false; }
   bool records_compression() const override { return compressor_ != nullptr; }
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
   StepVerdict finish_step(bool average_weights) override;

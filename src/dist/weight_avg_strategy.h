@@ -17,7 +17,6 @@ class WeightAveragingExchange : public LinkedExchange {
   WeightAveragingExchange(Communicator& comm, ModelArenas arenas, const ExchangeOptions& options);
 
   const char* name() const override { return "weight_avg"; }
-  bool times_ps_phases() const override { return algorithm_ == AllreduceAlgorithm::ps; }
   void begin_step(LocalLoss local_loss, RangeUpdate update) override {
     start_step(std::move(local_loss), std::move(update));
   }
