@@ -24,7 +24,7 @@ struct RunFileCheck {
   RunFileState state = RunFileState::missing;
   std::string detail;  // why it is not complete (HDF5's message, the missing object); "" when complete
   // The root attributes `run_id` and `config_id` of a complete file ("" when absent or not strings).
-  std::string run_id, config_id;
+  std::string run_id{}, config_id{};  // {}: the {state, detail} returns leave them empty without a warning
 };
 
 // Never throws for a bad file: what is wrong with it is the answer.
