@@ -364,11 +364,12 @@ RunFiles run_files(const std::string& campaign_dir, const std::string& run_id) {
 }
 
 std::vector<std::string> process_stat_fields(long pid) {
+  std::vector<std::string> fields;
+  if (pid <= 0) return fields;
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
   const size_t close = std::getline(in, stat) ? stat.rfind(')') : std::string::npos;  // names may hold ' ' and ')'
-  std::vector<std::string> fields;
-  if (pid <= 0 || close == std::string::npos) return fields;
+  if (close == std::string::npos) return fields;
   std::istringstream words(stat.substr(close + 1));
   for (std::string word; words >> word;) fields.push_back(word);
   return fields;
