@@ -62,15 +62,14 @@ seed: 3
 
 
 @pytest.mark.parametrize("staleness", [0, 2])
-def test_a_slow_worker_meets_the_staleness_bound_and_never_passes_it(tmp_path, staleness):
-    """Worker 1 is 12x slower (dist.emulate_slowdown), so worker 0 runs ahead until the bound
-    holds it: with a bound of 2 worker 0's gradients are computed 2 steps ahead of the weights'
-    round (/async_ps max_staleness, not clamped as the histogram's last column is); no worker's
-    ever more; with 0, none. Nothing else holds worker 0 back between steps: a collective of the
-    workers there would keep it within one step. Worker 1 computes on weights that hold worker
-    0's steps up to its own, except where the OS held worker 0 back longer than worker 1's sleep
-    (on a loaded 2-core CI machine 4 of 24 steps were 1 stale with a 6x slowdown): most of its
-    gradients are fresh, and always fresher than worker 0's on average."""
+def test_workers_a_slowdown_drives_apart_meet_the_staleness_bound_and_never_pass_it(tmp_path, staleness):
+    """Worker 1 is 12x slower (dist.emulate_slowdown), so the workers drift apart until the bound
+    holds the one ahead: with a bound of 2 some worker's gradients are computed 2 steps ahead of
+    the weights' round (/async_ps max_staleness, not clamped as the histogram's last column is);
+    no worker's ever more; with 0, none. Which worker runs ahead is the OS's choice on a loaded
+    machine: CI saw worker 0 held back so long that worker 1, sleeping 11x its compute, ran
+    ahead in 15 of 24 steps; so only the bound's invariants are asserted, never who was fresher
+    (tests/cpp/test_ssp_clock.cpp checks the bookkeeping for given push orders)."""
     text = f"""\
 model: mlp
 dataset: {{name: fashion_mnist, format: idx, root: {FMNIST}}}
@@ -92,12 +91,8 @@ seed: 3
         most = f["async_ps/max_staleness"][:]
         assert hist.shape == (2, staleness + 1)
         np.testing.assert_array_equal(hist.sum(axis=1), [24, 24])
-        assert most[0] == staleness and 0 <= most[1] <= staleness, (most, hist)
+        assert most.max() == staleness and np.all((0 <= most) & (most <= staleness)), (most, hist)
         np.testing.assert_array_equal(hist[:, 1:].sum(axis=1) > 0, most > 0)
-        if staleness > 0:
-            assert hist[1, 0] > hist[1].sum() / 2, hist
-            mean = hist @ np.arange(staleness + 1) / hist.sum(axis=1)
-            assert mean[1] < mean[0], hist
         assert f["partition"].attrs["emulate_slowdown_rank"] == 1
 
 
