@@ -335,8 +335,8 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
   } catch (const std::exception& e) {
     if (comm->size() > 1) {
       // Other ranks may wait in a collective: report and take the whole job down.
-      std::cerr << "trainscale bench allreduce: rank " << comm->rank() << " on " << comm->host() << ": " << e.what()
-                << "\n";
+      std::cerr << ("trainscale bench allreduce: rank " + std::to_string(comm->rank()) + " on " + comm->host() + ": " +
+                    e.what() + "\n");  // one write: ranks share mpirun's stderr
       std::cerr.flush();
       comm->abort_all(kExitFailed);
     }

@@ -36,25 +36,27 @@ int launcher_rank() {
   return -1;
 }
 
+// Each message is built first and written in one write: under mpirun every rank shares its
+// stderr, and a line written piece by piece can be torn apart by another rank's.
 int run_command_reporting_errors(const std::string& program, const std::string& command,
                                  const std::function<int()>& body) {
   const std::string who = program + " " + command;
   try {
     return body();
   } catch (const ConfigError& e) {
-    if (launcher_rank() <= 0) std::cerr << who << ": configuration error: " << terminal_safe(e.what()) << "\n";
+    if (launcher_rank() <= 0) std::cerr << (who + ": configuration error: " + terminal_safe(e.what()) + "\n");
     return kExitUsage;
   } catch (const boost::program_options::error& e) {
-    if (launcher_rank() <= 0) std::cerr << who << ": usage error: " << terminal_safe(e.what()) << " (see " << who << " --help)\n";
+    if (launcher_rank() <= 0) std::cerr << (who + ": usage error: " + terminal_safe(e.what()) + " (see " + who + " --help)\n");
     return kExitUsage;
   } catch (const PreemptedError& e) {
-    std::cerr << who << ": preempted: " << terminal_safe(e.what()) << "\n";
+    std::cerr << (who + ": preempted: " + terminal_safe(e.what()) + "\n");
     return kExitPreempted;
   } catch (const RuntimeError& e) {
-    std::cerr << who << ": error: " << terminal_safe(e.what()) << "\n";
+    std::cerr << (who + ": error: " + terminal_safe(e.what()) + "\n");
     return kExitFailed;
   } catch (const std::exception& e) {
-    std::cerr << who << ": " << terminal_safe(unexpected_error_text(e)) << "\n";
+    std::cerr << (who + ": " + terminal_safe(unexpected_error_text(e)) + "\n");
     return kExitFailed;
   }
 }

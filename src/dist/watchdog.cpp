@@ -212,7 +212,7 @@ void exit_on_teardown_crash() {
 
 void ExchangeWatchdog::fire(const char* what, double waited) {
   const ExchangeTimeout timeout = describe(what, waited);
-  std::cerr << "trainscale run: " << timeout.reason << std::endl;
+  std::cerr << ("trainscale run: " + timeout.reason + "\n") << std::flush;  // one write: ranks share mpirun's stderr
   TimeoutReport report;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -222,7 +222,8 @@ void ExchangeWatchdog::fire(const char* what, double waited) {
     try {
       report(timeout);
     } catch (const std::exception& e) {
-      std::cerr << "trainscale run: rank " << rank_ << ": the failure could not be recorded: " << e.what() << std::endl;
+      std::cerr << ("trainscale run: rank " + std::to_string(rank_) + ": the failure could not be recorded: " + e.what() + "\n")
+                << std::flush;
     }
   }
   exit_on_teardown_crash();
