@@ -72,15 +72,4 @@ void DeviceSumExchange::exchange_verdict() {
   comm_.allreduce_sum(verdict_.data(), verdict_.size());
 }
 
-StepVerdict DeviceSumExchange::finish_step(bool /*average_weights: every step exchanges*/) {
-  // A summer's sums are done on its device (scale_to_outbox waited for them): the update
-  // queued next reads the means.
-  complete_buckets(comm_.size() > 1);
-  StepVerdict v;
-  verdict_.read_verdict(v, comm_.size());
-  if (!v.diverged) timed_update(update_, 0, arenas_.param_count, times_);
-  v.times = times_;
-  return v;
-}
-
 }  // namespace ts

@@ -33,7 +33,9 @@ class DeviceSumExchange : public PipelinedExchange {
 
   const char* name() const override { return "sync"; }
   ArenaTransport transport() const override { return ArenaTransport::device_sum; }
-  StepVerdict finish_step(bool average_weights) override;
+  // A summer's sums are done on its device (scale_to_outbox waited for them): the update
+  // queued next reads the means.
+  StepVerdict finish_step(bool /*every step exchanges*/) override { return finish_averaged_step(verdict_); }
 
  private:
   void reduce_bucket(size_t index) override;

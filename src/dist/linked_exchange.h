@@ -77,6 +77,18 @@ class PipelinedExchange : public LinkedExchange {
     times_.buckets = pipeline_.bucket_spans();
     link_->order_compute_after_pushes();
   }
+  // The step of a strategy that averages every bucket on every rank (sync, device_sum): the
+  // buckets complete, then every rank applies the update unless `verdict` says it diverged.
+  // Device arenas: the rest of backward is compute, not comm_wait. One rank exchanges nothing,
+  // so it does not wait (its update is queued behind backward; docs/gpu.md).
+  StepVerdict finish_averaged_step(const VerdictStaging& verdict) {
+    complete_buckets(comm_.size() > 1);
+    StepVerdict v;
+    verdict.read_verdict(v, comm_.size());
+    if (!v.diverged) timed_update(update_, 0, arenas_.param_count, times_);
+    v.times = times_;
+    return v;
+  }
 
   BucketPipeline pipeline_;
 };

@@ -78,17 +78,6 @@ void SyncExchange::compress_bucket(size_t i) {
   times_.wire_bytes += static_cast<double>(cost.wire_bytes);
 }
 
-StepVerdict SyncExchange::finish_step(bool /*average_weights: every step exchanges*/) {
-  // Device arenas: the rest of backward is compute, not comm_wait. One rank exchanges nothing,
-  // so it does not wait (its update is queued behind backward; docs/gpu.md).
-  complete_buckets(comm_.size() > 1);
-  StepVerdict v;
-  staging_.read_verdict(v, comm_.size());
-  if (!v.diverged) timed_update(update_, 0, arenas_.param_count, times_);
-  v.times = times_;
-  return v;
-}
-
 std::vector<float> SyncExchange::checkpoint_state() const {
   if (!compressor_) return {};
   std::vector<float> state = feedback_ ? feedback_->memory() : std::vector<float>{};

@@ -23,7 +23,7 @@ class SyncExchange : public PipelinedExchange {
   const char* name() const override { return "sync"; }
   bool records_compression() const override { return compressor_ != nullptr; }
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
-  StepVerdict finish_step(bool average_weights) override;
+  StepVerdict finish_step(bool /*every step exchanges*/) override { return finish_averaged_step(staging_); }
   bool combines_losses() const override { return comm_.size() > 1; }
   bool replicas_identical() const override { return true; }
   // With compression: this rank's error-feedback memory (param_count floats, when on), then the
