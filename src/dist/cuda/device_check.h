@@ -12,16 +12,14 @@ namespace ts {
 
 }  // namespace ts
 
-#define TS_DIST_CUDA(call)                                                                 \
-  do {                                                                                     \
-    const cudaError_t ts_e_ = (call);                                                      \
-    if (ts_e_ != cudaSuccess)                                                              \
-      ::ts::throw_device_error("CUDA", cudaGetErrorString(ts_e_), #call, __FILE__, __LINE__); \
+// `call` (its text `text`, as written) returns a `type` that is `ok` on success; `describe`
+// turns another into its message.
+#define TS_DIST_DEVICE_CALL(call, text, type, ok, library, describe)                    \
+  do {                                                                                  \
+    const type ts_status_ = (call);                                                     \
+    if (ts_status_ != ok)                                                               \
+      ::ts::throw_device_error(library, describe(ts_status_), text, __FILE__, __LINE__); \
   } while (0)
 
-#define TS_NCCL(call)                                                                       \
-  do {                                                                                      \
-    const ncclResult_t ts_r_ = (call);                                                      \
-    if (ts_r_ != ncclSuccess)                                                               \
-      ::ts::throw_device_error("NCCL", ncclGetErrorString(ts_r_), #call, __FILE__, __LINE__); \
-  } while (0)
+#define TS_DIST_CUDA(call) TS_DIST_DEVICE_CALL(call, #call, cudaError_t, cudaSuccess, "CUDA", cudaGetErrorString)
+#define TS_NCCL(call) TS_DIST_DEVICE_CALL(call, #call, ncclResult_t, ncclSuccess, "NCCL", ncclGetErrorString)
