@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "config/enums.h"
 #include "config/resolve_steps.h"
 #include "core/strings.h"
 
@@ -53,8 +54,7 @@ std::string shares_advice(const ResolvedConfig& cfg, int64_t global_batch) {
 
 void read_partition_config(const KeyTexts& t, DistConfig& d) {
   if (auto it = t.find("dist.partition"); it != t.end())
-    for (PartitionKind k : all_partition_kinds())
-      if (it->second == partition_kind_name(k)) d.partition = k;
+    d.partition = enum_from_name(all_partition_kinds(), partition_kind_name, it->second, "dist.partition");
   if (auto it = t.find("dist.shares"); it != t.end()) parse_shares(it->second, d.shares);
   d.calibration_steps = int_of(t, "dist.calibration_steps", d.calibration_steps);
   d.rebalance_steps = int_of(t, "dist.rebalance_steps", d.rebalance_steps);

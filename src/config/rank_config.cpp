@@ -70,8 +70,7 @@ void resolve_rank_texts(KeyTexts& texts, const std::map<std::string, std::string
 void read_rank_config(const KeyTexts& t, RunConfig& r) {
   if (auto it = t.find("ranks.backend"); it != t.end())
     for (const std::string& name : split(it->second, ','))
-      for (BackendKind k : all_backend_kinds())
-        if (name == backend_kind_name(k)) r.rank_backends.push_back(k);
+      r.rank_backends.push_back(enum_from_name(all_backend_kinds(), backend_kind_name, name, "ranks.backend"));
   if (auto it = t.find("ranks.threads"); it != t.end())
     for (const std::string& text : split(it->second, ',')) {
       int threads = 0;

@@ -47,9 +47,9 @@ std::string compressor_only(C c, CompressionKind owner) {
   return "applies to dist.compression " + name + ", and this run compresses with " +
          compression_kind_name(compression(c).kind) + "; remove it or set dist.compression: " + name;
 }
-// The keys of an exclusive group the config gives; a row names the last, conflicting with the first.
-const std::vector<std::string> kBatch = {"batch_per_worker", "global_batch"};
-const std::vector<std::string> kLength = {"epochs", "steps", "train_samples"};
+// The exclusive groups (config/schema.h); a row names the last key given, conflicting with the first.
+const std::vector<std::string>& kBatch = exclusive_key_groups()[0];
+const std::vector<std::string>& kLength = exclusive_key_groups()[1];
 std::vector<std::string> given_of(C c, const std::vector<std::string>& group) {
   std::vector<std::string> given;
   std::copy_if(group.begin(), group.end(), std::back_inserter(given), [&](const std::string& k) { return c.given(k); });

@@ -6,19 +6,16 @@
 #include <cstdlib>
 
 #include "config/registries.h"
+#include "core/enum_names.h"
 #include "core/strings.h"
 
 namespace ts {
 
-const char* value_type_name(ValueType type) {
-  switch (type) {
-    case ValueType::integer: return "an integer";
-    case ValueType::number: return "a number";
-    case ValueType::boolean: return "true or false";
-    case ValueType::string: return "a string";
-  }
-  return "?";
-}
+constexpr EnumName<ValueType> kValueTypes[] = {{ValueType::integer, "an integer"},
+                                                {ValueType::number, "a number"},
+                                                {ValueType::boolean, "true or false"},
+                                                {ValueType::string, "a string"}};
+const char* value_type_name(ValueType type) { return name_in(kValueTypes, type); }
 
 namespace {
 
