@@ -7,6 +7,7 @@
 #include "backend/backend_factory.h"
 #include "backend/descriptors.h"
 #include "core/error.h"
+#include "nn/layers/activation.h"
 #include "nn/models.h"
 #include "nn/net.h"
 
@@ -55,7 +56,7 @@ void memory_layer(LayerWork& w, Layer& layer, const ModelWorkRequest& r, double 
   if (w.kind == "bn") {
     fp = 3 * out;   // statistics pass, normalising pass (read), write
     gc = 5 * out;   // reduction pass (src, diff_dst), then src, diff_dst read and diff_src written
-  } else if (w.kind == "relu" || w.kind == "relu6" || w.kind == "sigmoid") {
+  } else if (dynamic_cast<const Activation*>(&layer) != nullptr) {
     fp = w.fused ? 0 : 2 * out;
     gc = 3 * out;   // dst, diff_dst read, diff_src written
   } else if (w.kind == "add") {
@@ -94,12 +95,6 @@ LayerWork layer_work(Net& net, int node, const std::vector<int>& consumers, cons
 }
 
 }  // namespace
-
-double precision_bytes(const std::string& precision) {
-  if (precision == "fp32" || precision == "tf32") return 4;
-  if (precision == "bf16" || precision == "fp16") return 2;
-  throw ConfigError("precision '" + precision + "' has no element size in the performance model; accepted: fp32, tf32, bf16, fp16");
-}
 
 std::array<GemmShape, kPasses> conv_gemms(const std::string& conv_descriptor, int64_t mb) {
   const ConvDesc d = ConvDesc::parse(conv_descriptor);

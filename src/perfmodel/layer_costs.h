@@ -55,7 +55,4 @@ std::vector<LayerWork> model_work(const ModelWorkRequest& request);
 std::array<GemmShape, kPasses> conv_gemms(const std::string& conv_descriptor, int64_t mb);
 std::array<GemmShape, kPasses> fc_gemms(const std::string& fc_descriptor, int64_t mb);
 
-// Bytes per element of a precision name (fp32, tf32: 4; bf16, fp16: 2).
-double precision_bytes(const std::string& precision);
-
 }  // namespace ts::perf

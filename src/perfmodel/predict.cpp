@@ -26,7 +26,7 @@ ModelWorkRequest work_request(const RunConfig& c, const ClusterSpec& cluster, in
   ModelWorkRequest r;
   r.model = c.model;
   r.batch = batch;
-  r.delta = precision_bytes(precision_name(c.precision));
+  r.delta = c.precision == Precision::bf16 || c.precision == Precision::fp16 ? 2 : 4;  // fp32, tf32: 4 bytes
   r.blocking = cluster.node.gemm_blocking;
   r.dropout = c.dropout;
   return r;
