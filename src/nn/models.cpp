@@ -57,12 +57,8 @@ void build_lenet(Net& net, const ModelInput&, double dropout) {
 void build_mlp(Net& net, const ModelInput& in, double dropout) {
   int x = net.input(in.sample);
   x = add_layer<Flatten>(net, x, "flatten");
-  x = add_layer<FullyConnected>(net, x, "fc1", 256);
-  x = add_layer<Relu>(net, x, "relu1");
-  if (dropout > 0) x = add_layer<Dropout>(net, x, "drop1", dropout);
-  x = add_layer<FullyConnected>(net, x, "fc2", 128);
-  x = add_layer<Relu>(net, x, "relu2");
-  if (dropout > 0) x = add_layer<Dropout>(net, x, "drop2", dropout);
+  x = zoo::fc_relu_dropout(net, x, "1", 256, dropout);
+  x = zoo::fc_relu_dropout(net, x, "2", 128, dropout);
   x = add_layer<FullyConnected>(net, x, "fc3", in.outputs, true, Init::xavier);
   add_layer<SoftmaxCrossEntropy>(net, x, "loss");
 }

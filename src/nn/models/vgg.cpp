@@ -25,12 +25,8 @@ void build_vgg16(Net& net, const ModelInput& in, double dropout) {
     x = add_layer<Pool2d>(net, x, "pool" + std::to_string(s + 1), PoolKind::max, 2, 2);
   }
   // (512,7,7) -> fc6 -> fc7 -> fc8 (the fully connected layers flatten implicitly)
-  x = add_layer<FullyConnected>(net, x, "fc6", 4096);
-  x = add_layer<Relu>(net, x, "relu6");
-  if (dropout > 0) x = add_layer<Dropout>(net, x, "drop6", dropout);
-  x = add_layer<FullyConnected>(net, x, "fc7", 4096);
-  x = add_layer<Relu>(net, x, "relu7");
-  if (dropout > 0) x = add_layer<Dropout>(net, x, "drop7", dropout);
+  x = fc_relu_dropout(net, x, "6", 4096, dropout);
+  x = fc_relu_dropout(net, x, "7", 4096, dropout);
   x = add_layer<FullyConnected>(net, x, "fc8", in.outputs, true, Init::xavier);
   add_layer<SoftmaxCrossEntropy>(net, x, "loss");
 }

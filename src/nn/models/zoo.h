@@ -29,6 +29,13 @@ int add_layer(Net& net, int src, Args&&... args) {
   return net.add(std::make_unique<L>(std::forward<Args>(args)...), {src});
 }
 
+// fc<id> (`width` outputs) -> relu<id> [-> drop<id>]: a hidden layer of a classifier (mlp, vgg16).
+inline int fc_relu_dropout(Net& net, int src, const std::string& id, int64_t width, double dropout) {
+  int x = add_layer<FullyConnected>(net, src, "fc" + id, width);
+  x = add_layer<Relu>(net, x, "relu" + id);
+  return dropout > 0 ? add_layer<Dropout>(net, x, "drop" + id, dropout) : x;
+}
+
 // Conv2d options for a kh x kw kernel, stride s, padding (ph, pw), no bias (followed by BN).
 inline Conv2dOptions conv_options(int64_t out_channels, int64_t kh, int64_t kw, int64_t stride,
                                   int64_t ph, int64_t pw, Init init = Init::he) {
