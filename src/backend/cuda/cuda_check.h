@@ -14,23 +14,16 @@ namespace ts::cuda {
 
 }  // namespace ts::cuda
 
-#define TS_CUDA_CHECK(call)                                                                        \
-  do {                                                                                             \
-    const cudaError_t ts_e_ = (call);                                                              \
-    if (ts_e_ != cudaSuccess)                                                                      \
-      ::ts::cuda::throw_library_error("CUDA", cudaGetErrorString(ts_e_), #call, __FILE__, __LINE__); \
+// The three checks below share this one: anything but `ok` throws with describe(status). `text`
+// is the call as written (stringized by each check, before its macros expand).
+#define TS_LIBRARY_CHECK_(Status, ok, library, describe, call, text)                                      \
+  do {                                                                                                    \
+    const Status ts_s_ = (call);                                                                          \
+    if (ts_s_ != ok) ::ts::cuda::throw_library_error(library, describe(ts_s_), text, __FILE__, __LINE__); \
   } while (0)
 
-#define TS_CUDNN_CHECK(call)                                                                        \
-  do {                                                                                              \
-    const cudnnStatus_t ts_s_ = (call);                                                             \
-    if (ts_s_ != CUDNN_STATUS_SUCCESS)                                                              \
-      ::ts::cuda::throw_library_error("cuDNN", cudnnGetErrorString(ts_s_), #call, __FILE__, __LINE__); \
-  } while (0)
-
-#define TS_CUBLAS_CHECK(call)                                                                          \
-  do {                                                                                                 \
-    const cublasStatus_t ts_s_ = (call);                                                               \
-    if (ts_s_ != CUBLAS_STATUS_SUCCESS)                                                                \
-      ::ts::cuda::throw_library_error("cuBLAS", cublasGetStatusString(ts_s_), #call, __FILE__, __LINE__); \
-  } while (0)
+#define TS_CUDA_CHECK(call) TS_LIBRARY_CHECK_(cudaError_t, cudaSuccess, "CUDA", cudaGetErrorString, call, #call)
+#define TS_CUDNN_CHECK(call) \
+  TS_LIBRARY_CHECK_(cudnnStatus_t, CUDNN_STATUS_SUCCESS, "cuDNN", cudnnGetErrorString, call, #call)
+#define TS_CUBLAS_CHECK(call) \
+  TS_LIBRARY_CHECK_(cublasStatus_t, CUBLAS_STATUS_SUCCESS, "cuBLAS", cublasGetStatusString, call, #call)

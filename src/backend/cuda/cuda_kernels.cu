@@ -66,8 +66,10 @@ __global__ void axpby_kernel(int64_t n, double a, const float* x, double b, floa
     y[i] = static_cast<float>(__dadd_rn(__dmul_rn(a, double(x[i])), __dmul_rn(b, double(y[i]))));
 }
 
-// x *= a (in f32, as the CPU backends do); *nonfinite = 1 when some x was inf/NaN before scaling.
-__global__ void scale_check_finite_kernel(int64_t n, float a, float* x, int* nonfinite) {
+// x *= a (in f32, as the CPU backends do), or with a = 1 / *scale when scale is given (divided as
+// the host divides: IEEE, round to nearest); *nonfinite = 1 when some x was inf/NaN before scaling.
+__global__ void scale_check_kernel(int64_t n, float a, const float* scale, float* x, int* nonfinite) {
+  if (scale) a = __fdiv_rn(1.0f, *scale);
   bool finite = true;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float v = x[i];
@@ -75,18 +77,6 @@ __global__ void scale_check_finite_kernel(int64_t n, float a, float* x, int* non
     x[i] = __fmul_rn(v, a);
   }
   if (!finite) *nonfinite = 1;  // every writer writes the same value: no atomic needed
-}
-
-// The same with a = 1 / state->scale, divided as the host divides (IEEE, round to nearest).
-__global__ void unscale_check_kernel(int64_t n, const float* scale, float* x, int32_t* nonfinite) {
-  const float a = __fdiv_rn(1.0f, *scale);
-  bool finite = true;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const float v = x[i];
-    finite &= isfinite(v);
-    x[i] = __fmul_rn(v, a);
-  }
-  if (!finite) *nonfinite = 1;
 }
 
 __global__ void update_loss_scale_kernel(LossScaleState* state, LossScaleRule rule) {
@@ -129,14 +119,14 @@ void axpby(int64_t n, float a, const float* x, float b, float* y, cudaStream_t s
 
 void scale_check_finite(int64_t n, float a, float* x, int* nonfinite, cudaStream_t stream) {
   if (n <= 0) return;
-  scale_check_finite_kernel<<<blocks_for(n), kBlock, 0, stream>>>(n, a, x, nonfinite);
+  scale_check_kernel<<<blocks_for(n), kBlock, 0, stream>>>(n, a, nullptr, x, nonfinite);
   TS_CUDA_CHECK(cudaGetLastError());
 }
 
 void unscale_check(int64_t n, LossScaleState* state, float* x, cudaStream_t stream) {
   TS_CUDA_CHECK(cudaMemsetAsync(&state->nonfinite, 0, sizeof(state->nonfinite), stream));
   if (n <= 0) return;
-  unscale_check_kernel<<<blocks_for(n), kBlock, 0, stream>>>(n, &state->scale, x, &state->nonfinite);
+  scale_check_kernel<<<blocks_for(n), kBlock, 0, stream>>>(n, 1.0f, &state->scale, x, &state->nonfinite);
   TS_CUDA_CHECK(cudaGetLastError());
 }
 
