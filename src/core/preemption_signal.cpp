@@ -138,6 +138,7 @@ std::string signal_name(int signal) {
     case SIGTERM: return "SIGTERM";
     case SIGUSR1: return "SIGUSR1";
     case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
     case SIGKILL: return "SIGKILL";
   }
   return "signal " + std::to_string(signal);

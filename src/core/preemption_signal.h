@@ -32,7 +32,7 @@ int preemption_signal();
 // process before the next step boundary (train/preemption_notice.h). An empty function clears
 // it, waiting for a call in progress.
 void on_preemption_signal(std::function<void(int)> notice);
-// "SIGTERM", "SIGUSR1", or "signal N".
+// "SIGTERM", "SIGUSR1", "SIGINT", "SIGHUP", "SIGKILL", or "signal N".
 std::string signal_name(int signal);
 
 // Start-up (everything before the first step: listing the data root, the page-cache pass,

@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/host_info.h"
+#include "core/preemption_signal.h"
 #include "core/run_marker.h"
 #include "core/strings.h"
 #include "sweep/launcher_end.h"
@@ -68,17 +69,6 @@ class InterruptWatch {
   static constexpr std::array<int, 4> kSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
   std::array<struct sigaction, 4> saved_{};
 };
-
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGKILL: return "SIGKILL";
-  }
-  return "signal " + std::to_string(sig);
-}
 
 std::string seconds_text(double s) {
   if (!std::isfinite(s)) return "?";
