@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <set>
 
 #include "core/host_info.h"
@@ -15,13 +14,6 @@
 
 namespace ts::perf {
 namespace {
-
-std::string today() {
-  std::time_t t = std::time(nullptr);
-  char text[16];
-  std::strftime(text, sizeof text, "%Y-%m-%d", std::gmtime(&t));
-  return text;
-}
 
 std::string fixed(double v, const char* format = "%.1f") { return format_number(format, v); }
 
@@ -169,7 +161,7 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
   const std::string flavor = mpi_library().flavor;
   spec.mpi.allreduce = flavor == "mpich" || flavor == "intel" ? flavor : "ompi";
   spec.calibration.machine = host_cpu_model();
-  spec.calibration.date = today();
+  spec.calibration.date = utc_timestamp().substr(0, 10);  // YYYY-MM-DD
   spec.calibration.threads = threads;
   spec.calibration.layer_batch = o.batch;
   // The network and the all-reduce fits first, on every rank. Then the layers on one core, on

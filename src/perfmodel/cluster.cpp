@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/registries.h"
 #include "config/strict_yaml.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -22,7 +23,6 @@ namespace {
 constexpr const char* kDoc = "docs/model.md \"Cluster files\"";
 
 const std::vector<std::string> kTopologies = {"star", "mesh", "torus", "fat_tree"};
-const std::vector<std::string> kPrecisions = {"fp32", "bf16", "fp16", "tf32"};
 
 Topology topology_of(const std::string& name) {
   return static_cast<Topology>(std::find(kTopologies.begin(), kTopologies.end(), name) - kTopologies.begin());
@@ -43,7 +43,7 @@ NodeSpec read_node(const YamlReader& p, const YAML::Node& n) {
   node.cores = p.integer(n["cores"], "node.cores", 1);
   if (n["gpus"]) node.gpus = p.integer(n["gpus"], "node.gpus", 0);
   if (n["memory_gb"]) node.memory_gb = p.number(n["memory_gb"], "node.memory_gb", 0);
-  p.check_keys(n["peak_gflops"], "node.peak_gflops", kPrecisions);
+  p.check_keys(n["peak_gflops"], "node.peak_gflops", accepted_precision_names());
   for (const auto& kv : n["peak_gflops"]) {
     const std::string precision = p.name(kv.first, "node.peak_gflops");
     node.peak_gflops[precision] = p.number(kv.second, "node.peak_gflops." + precision, 0, true);
