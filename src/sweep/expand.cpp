@@ -72,14 +72,18 @@ std::vector<Point> matrix_points(const SweepFile& sweep) {
   }
 }
 
+std::string flat_value(const ResolvedConfig& cfg, const std::string& key, const std::string& fallback) {
+  const auto it = cfg.flat.find(key);
+  return it != cfg.flat.end() ? it->second : fallback;
+}
+
 // Exclusion: an entry removes a point when every one of its keys matches the point's value
 // (the point's own assignment, else the base config's resolved value); then the includes.
 std::vector<Point> kept_points(const SweepFile& sweep, const ResolvedConfig& base, std::vector<Point> points) {
   auto value_of = [&](const Point& p, const std::string& key) {
     for (const auto& kv : p.values)
       if (kv.first == key) return kv.second;
-    auto it = base.flat.find(key);
-    return it != base.flat.end() ? it->second : std::string();
+    return flat_value(base, key, "");
   };
   std::vector<Point> kept;
   std::vector<bool> matched(sweep.exclude.size(), false);
@@ -105,11 +109,6 @@ std::vector<Point> kept_points(const SweepFile& sweep, const ResolvedConfig& bas
   for (size_t i = 0; i < sweep.include.size(); ++i)
     kept.push_back({sweep.include[i].values, "include[" + std::to_string(i) + "] (" + sweep.include[i].where + ")"});
   return kept;
-}
-
-std::string flat_value(const ResolvedConfig& cfg, const std::string& key, const std::string& fallback) {
-  const auto it = cfg.flat.find(key);
-  return it != cfg.flat.end() ? it->second : fallback;
 }
 
 // What later passes need of the resolved config (ExpandedRun's facts).
@@ -153,7 +152,7 @@ void expand_point(const SweepFile& sweep, const Point& p, std::set<std::string>&
       run.seed = cfg.run.seed;
     }
     run.config_yaml = seeded.yaml;
-    for (const auto& key : ex.swept_keys) run.swept[key] = seeded.flat.count(key) ? seeded.flat.at(key) : "";
+    for (const auto& key : ex.swept_keys) run.swept[key] = flat_value(seeded, key, "");
     keep_facts(seeded, run);
     ex.runs.push_back(std::move(run));
   }
@@ -197,7 +196,7 @@ Expansion expand_sweep(const SweepFile& sweep, int64_t max_runs, ExpansionProgre
   } catch (const ConfigError& e) {
     throw ConfigError(sweep.path + ": base run config is invalid: " + e.what());
   }
-  ex.base_seed = base.flat.count("seed") ? base.flat.at("seed") : find_key_spec("seed")->def;
+  ex.base_seed = flat_value(base, "seed", find_key_spec("seed")->def);
   const std::vector<Point> kept = kept_points(sweep, base, matrix_points(sweep));
   // Swept keys: dimensions' keys, then keys only includes name.
   for (const auto& dim : sweep.dimensions)
