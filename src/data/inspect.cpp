@@ -174,7 +174,6 @@ void inspect_jpeg_dir(InspectReport& r, const std::string& root) {
     if (e.is_directory()) splits.push_back(e.path());
   std::sort(splits.begin(), splits.end());
   for (const fs::path& split : splits) {
-    int64_t images = 0, classes = 0;
     Sha256 digest;  // over (relative name, bytes) of every image in name order
     std::vector<fs::path> files;
     for (const auto& e : fs::recursive_directory_iterator(split))
@@ -188,10 +187,8 @@ void inspect_jpeg_dir(InspectReport& r, const std::string& root) {
       digest.update(fs::relative(f, root).string());
       digest.update(bytes.data(), bytes.size());
       class_dirs.insert(f.parent_path().string());
-      ++images;
     }
-    classes = static_cast<int64_t>(class_dirs.size());
-    add(r, "split " + split.filename().string(), std::to_string(images) + " images in " + std::to_string(classes) +
+    add(r, "split " + split.filename().string(), std::to_string(files.size()) + " images in " + std::to_string(class_dirs.size()) +
                                                      " class folders, sha256 of (name, bytes) in name order " +
                                                      digest.finish_hex());
   }
