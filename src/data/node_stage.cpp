@@ -31,10 +31,11 @@ constexpr int64_t kCopyChunk = int64_t{8} << 20;  // bytes per read of the sourc
 // files twice, unrelated files, or recurse without end: it is refused, naming the link.
 struct WalkGuard {
   bool posix = false;
-  std::string root;  // canonical
+  std::string root;        // canonical
+  std::string shown_root;  // as given, for messages
   std::vector<std::pair<dev_t, ino_t>> seen;
 
-  void enter(const std::string& dir, const std::string& shown_root) {
+  void enter(const std::string& dir) {
     if (!posix) return;
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) return;  // listing it will say what is wrong
@@ -52,14 +53,14 @@ struct WalkGuard {
 };
 
 void list_into(const Storage& storage, const std::string& dir, const std::string& relative, std::vector<TreeFile>& out,
-               WalkGuard& guard, const std::string& shown_root) {
-  guard.enter(dir, shown_root);
+               WalkGuard& guard) {
+  guard.enter(dir);
   for (const StorageEntry& e : storage.list(dir)) {
     if (relative.empty() && e.name == kStampName) continue;  // the stamp of a staged copy is no data
     const std::string path = join_storage_path(dir, e.name);
     const std::string rel = relative.empty() ? e.name : relative + "/" + e.name;
     if (e.directory)
-      list_into(storage, path, rel, out, guard, shown_root);
+      list_into(storage, path, rel, out, guard);
     else
       out.push_back({path, rel, e.size, e.mtime_ns});
   }
@@ -140,13 +141,10 @@ void copy_files(const Storage& source, const std::vector<TreeFile>& files, const
 
 std::vector<TreeFile> list_tree(const Storage& storage, const std::string& root) {
   std::vector<TreeFile> files;
-  WalkGuard guard;
-  guard.posix = storage.name() == "local" || storage.name() == "nfs";
-  if (guard.posix) {
-    std::error_code ec;
-    guard.root = std::filesystem::canonical(root, ec).string();
-  }
-  list_into(storage, root, "", files, guard, root);
+  const bool posix = storage.name() == "local" || storage.name() == "nfs";
+  std::error_code ec;  // an unresolvable root: listing it says what is wrong
+  WalkGuard guard{posix, posix ? std::filesystem::canonical(root, ec).string() : "", root, {}};
+  list_into(storage, root, "", files, guard);
   return files;
 }
 
