@@ -27,7 +27,12 @@ std::string write_marker_here(const std::string& path, const std::string& reason
   return reason;
 }
 
-std::string launcher_notice(const std::string& log_path) {
+// Why the job ended, on one line, from the launcher's output ("" when it says nothing known):
+// Open MPI's "mpirun noticed that process rank 1 ...", MPICH's and Intel MPI's BAD TERMINATION
+// box ("RANK 1 PID 4321 RUNNING AT n1, KILLED BY SIGNAL: 9"), Slurm's "srun: error: Node failure
+// on n2" and "*** JOB 8 ON n1 CANCELLED AT ... DUE TO NODE FAILURE ***", and a rank's own last
+// words ("trainscale run: rank 0 ...": a watchdog or an error).
+static std::string launcher_notice(const std::string& log_path) {
   std::ifstream in(log_path);
   std::string openmpi, hydra, scheduler, ours;
   for (std::string line; std::getline(in, line);) {

@@ -20,13 +20,6 @@ std::optional<RunMarker> fresh_marker(const std::string& path, std::filesystem::
 // Writes the marker at `path` that says `reason`, with this host and the time now; returns `reason`.
 std::string write_marker_here(const std::string& path, const std::string& reason);
 
-// Why the job ended, on one line, from the launcher's output ("" when it says nothing known):
-// Open MPI's "mpirun noticed that process rank 1 ...", MPICH's and Intel MPI's BAD TERMINATION
-// box ("RANK 1 PID 4321 RUNNING AT n1, KILLED BY SIGNAL: 9"), Slurm's "srun: error: Node failure
-// on n2" and "*** JOB 8 ON n1 CANCELLED AT ... DUE TO NODE FAILURE ***", and a rank's own last
-// words ("trainscale run: rank 0 ...": a watchdog or an error).
-std::string launcher_notice(const std::string& log_path);
-
 // Removes the run's PREEMPTED marker when it is still at kSignalledStatus (core/run_marker.h) and
 // nobody sent the task a stop signal (`signalled` false): the SIGTERM rank 0 saw was the launcher
 // ending the job after a rank died, so the marker describes no preemption.
