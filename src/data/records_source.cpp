@@ -26,35 +26,6 @@ std::string record_where(const std::string& path, int64_t record) {
   return "records shard " + path + ", record " + std::to_string(record);
 }
 
-// The shard paths of `split` in `root`, in shard order; throws unless they are shards 0..M-1 of M.
-std::vector<std::string> find_shards(const Storage& storage, const std::string& root, const std::string& split) {
-  if (!storage.exists(root))
-    throw RuntimeError("records: directory " + root + " does not exist; set dataset.root to the output of "
-                       "`trainscale data convert --format records`");
-  std::vector<std::string> names;
-  int expected = -1;
-  for (const StorageEntry& e : storage.list(root)) {
-    int shard = 0, shards = 0;
-    if (e.directory || !parse_record_shard_name(e.name, split, &shard, &shards)) continue;
-    if (expected >= 0 && shards != expected)
-      throw RuntimeError("records: directory " + root + " mixes shard sets (" + e.name + " is one of " +
-                         std::to_string(shards) + ", another shard one of " + std::to_string(expected) +
-                         "); remove the stale shards or convert into an empty directory");
-    expected = shards;
-    if (shard != static_cast<int>(names.size()))
-      throw RuntimeError("records: directory " + root + ": shard " + record_shard_name(split, static_cast<int>(names.size()), shards) +
-                         " is missing (found " + e.name + "); convert the data set again");
-    names.push_back(join_storage_path(root, e.name));
-  }
-  if (names.empty())
-    throw RuntimeError("records: directory " + root + " holds no shard of the " + split + " split (" +
-                       record_shard_name(split, 0, 1) + " ...); make them with `trainscale data convert --format records`");
-  if (static_cast<int>(names.size()) != expected)
-    throw RuntimeError("records: directory " + root + " holds " + std::to_string(names.size()) + " of the " +
-                       std::to_string(expected) + " shards of the " + split + " split; convert the data set again");
-  return names;
-}
-
 // The frame-header walk of an unindexed shard: one 12-byte read per record.
 std::vector<int64_t> scan_offsets(const RandomAccessFile& f) {
   std::vector<int64_t> offsets;
@@ -120,6 +91,37 @@ Shard open_shard(const Storage& storage, const std::string& path) {
   s.indexed = true;
   check_index_against_shard(s);
   return s;
+}
+
+// The shards of `split` in `root`, opened in shard order; throws unless they are shards 0..M-1 of M.
+std::vector<Shard> open_shards(const Storage& storage, const std::string& root, const std::string& split) {
+  if (!storage.exists(root))
+    throw RuntimeError("records: directory " + root + " does not exist; set dataset.root to the output of "
+                       "`trainscale data convert --format records`");
+  std::vector<std::string> names;
+  int expected = -1;
+  for (const StorageEntry& e : storage.list(root)) {
+    int shard = 0, shards = 0;
+    if (e.directory || !parse_record_shard_name(e.name, split, &shard, &shards)) continue;
+    if (expected >= 0 && shards != expected)
+      throw RuntimeError("records: directory " + root + " mixes shard sets (" + e.name + " is one of " +
+                         std::to_string(shards) + ", another shard one of " + std::to_string(expected) +
+                         "); remove the stale shards or convert into an empty directory");
+    expected = shards;
+    if (shard != static_cast<int>(names.size()))
+      throw RuntimeError("records: directory " + root + ": shard " + record_shard_name(split, static_cast<int>(names.size()), shards) +
+                         " is missing (found " + e.name + "); convert the data set again");
+    names.push_back(join_storage_path(root, e.name));
+  }
+  if (names.empty())
+    throw RuntimeError("records: directory " + root + " holds no shard of the " + split + " split (" +
+                       record_shard_name(split, 0, 1) + " ...); make them with `trainscale data convert --format records`");
+  if (static_cast<int>(names.size()) != expected)
+    throw RuntimeError("records: directory " + root + " holds " + std::to_string(names.size()) + " of the " +
+                       std::to_string(expected) + " shards of the " + split + " split; convert the data set again");
+  std::vector<Shard> shards;
+  for (const std::string& path : names) shards.push_back(open_shard(storage, path));
+  return shards;
 }
 
 // Records of one stored shape (the default), or of images of any size transformed to the
@@ -273,21 +275,16 @@ std::string split_file_stem(Split split) { return split == Split::train ? "train
 std::unique_ptr<SampleSource> open_records_source(const Storage& storage, const std::string& root, Split split,
                                                   const std::string& name, int64_t classes,
                                                   const Normalisation& stats, int64_t shuffle_buffer) {
-  std::vector<Shard> shards;
-  for (const std::string& path : find_shards(storage, root, split_file_stem(split)))
-    shards.push_back(open_shard(storage, path));
-  return std::make_unique<RecordsSource>(std::move(shards), name, classes, stats, shuffle_buffer);
+  return std::make_unique<RecordsSource>(open_shards(storage, root, split_file_stem(split)), name, classes, stats,
+                                         shuffle_buffer);
 }
 
 std::unique_ptr<SampleSource> open_records_image_source(const Storage& storage, const std::string& root, Split split,
                                                         const std::string& name, const RecordsImageOptions& options) {
-  std::vector<Shard> shards;
-  for (const std::string& path : find_shards(storage, root, split_file_stem(split)))
-    shards.push_back(open_shard(storage, path));
   auto transform = std::make_unique<ImageTransform>(options.transform, static_cast<int>(options.sample[1]),
                                                     static_cast<int>(options.sample[2]), options.stats);
-  return std::make_unique<RecordsSource>(std::move(shards), name, options.classes, Normalisation{},
-                                         options.shuffle_buffer, std::move(transform), options.sample);
+  return std::make_unique<RecordsSource>(open_shards(storage, root, split_file_stem(split)), name, options.classes,
+                                         Normalisation{}, options.shuffle_buffer, std::move(transform), options.sample);
 }
 
 std::vector<std::string> read_records_class_names(const Storage& storage, const std::string& root) {
