@@ -2,9 +2,9 @@
 #include "train/loop.h"
 
 #include <cmath>
-#include <cstdio>
 #include <ostream>
 
+#include "core/strings.h"
 #include "core/timer.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
@@ -105,11 +105,9 @@ bool between_steps(int64_t step, bool sync_point, StepBoundary& boundary, RunRec
     s.scaler->read_back();  // a scaler on the device: its state as of this step
     const std::string path = save_checkpoint(*checkpoints, step, rec, s, comm);
     boundary.checkpoint_written();
-    if (comm.rank() == 0) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.3f", rec.checkpoint_duration.back());
-      log << "checkpoint: step " << step << " -> " << path << " (" << seconds << " s)\n";
-    }
+    if (comm.rank() == 0)
+      log << "checkpoint: step " << step << " -> " << path << " ("
+          << format_number("%.3f", rec.checkpoint_duration.back()) << " s)\n";
   }
   rec.preempted_by = d.preempt_signal;
   return d.preempt_signal != 0;

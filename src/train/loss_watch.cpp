@@ -3,24 +3,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <utility>
+
+#include "core/strings.h"
 
 namespace ts {
 namespace {
 
 // "2.303", "1.234e+29": the loss as people compare it.
-std::string loss_text(double loss) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", loss);
-  return buf;
-}
+std::string loss_text(double loss) { return format_number("%.4g", loss); }
 
-std::string factor_text(double factor) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", factor);
-  return buf;
-}
+std::string factor_text(double factor) { return format_number("%g", factor); }
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/build_info.h"
+#include "core/strings.h"
 #include "train/summary.h"
 
 namespace ts {
@@ -67,9 +68,9 @@ std::string warmup_warning(const ResolvedConfig& cfg, const RunPlan& plan, doubl
   const double epochs = cfg.run.lr_schedule.warmup_epochs;
   const auto warmup_steps = static_cast<int64_t>(std::llround(epochs * static_cast<double>(plan.steps_per_epoch)));
   if (warmup_steps <= plan.total_steps) return "";
-  char fits[32], lr[32];
-  std::snprintf(fits, sizeof fits, "%.4g", static_cast<double>(plan.total_steps) / static_cast<double>(plan.steps_per_epoch));
-  std::snprintf(lr, sizeof lr, "%.4g", last_lr);
+  const std::string fits =
+      format_number("%.4g", static_cast<double>(plan.total_steps) / static_cast<double>(plan.steps_per_epoch));
+  const std::string lr = format_number("%.4g", last_lr);
   return cfg.locate("lr_schedule.warmup_epochs") + ": " + cfg.flat.at("lr_schedule.warmup_epochs") + " epochs are " +
          std::to_string(warmup_steps) + " warm-up steps (" + std::to_string(plan.steps_per_epoch) +
          " steps per epoch), longer than this run's " + std::to_string(plan.total_steps) +

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -14,6 +13,7 @@
 #include "core/error.h"
 #include "core/memory_limits.h"
 #include "core/preemption_signal.h"
+#include "core/strings.h"
 #include "nn/layers/conv2d.h"
 #include "nn/layers/fully_connected.h"
 #include "nn/models.h"
@@ -30,9 +30,7 @@ constexpr double kMaxRunSamples = 1e18;
 
 std::string count_text(double v) {
   if (v < 9e18) return std::to_string(static_cast<int64_t>(v));
-  char text[32];
-  std::snprintf(text, sizeof text, "%.4g", v);
-  return text;
+  return format_number("%.4g", v);
 }
 
 // The training length in steps, computed in double so that no product overflows before it is
