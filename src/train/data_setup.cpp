@@ -27,7 +27,6 @@ std::unique_ptr<RunData> open_run_data(const RunDataOptions& options, int64_t ba
 
 void start_loaders(const RunDataOptions& o, RunData& data, int64_t batch, int rank, int world, SlotAllocator slots,
                    int64_t first_batch, TrainShare share, bool whole_test_split) {
-  RunData* d = &data;
   LoaderOptions train;
   train.batch = batch;
   train.shuffle = o.shuffle;
@@ -43,21 +42,20 @@ void start_loaders(const RunDataOptions& o, RunData& data, int64_t batch, int ra
   train.share_offset = share.offset;
   train.max_batch = share.max_batch;
   train.later_shares = std::move(share.later);
-  d->train_loader = std::make_unique<Loader>(*d->splits.train, train);
+  data.train_loader = std::make_unique<Loader>(*data.splits.train, train);
   // Evaluation batches are bounded by eval.batch (the training batch unless set), so evaluation
   // needs no more activation memory than training.
   LoaderOptions eval = train;
   eval.global_batch = eval.share_offset = eval.max_batch = 0;
-  eval.batch = std::min<int64_t>(o.eval_batch, std::max<int64_t>(d->test_count / world, 1));
   eval.shuffle = false;
   eval.drop_last = false;
   eval.first_batch = 0;  // every evaluation pass starts at the beginning of the test split
   if (whole_test_split) {
     eval.rank = 0;
     eval.world = 1;
-    eval.batch = std::min<int64_t>(o.eval_batch, std::max<int64_t>(d->test_count, 1));
   }
-  d->eval_loader = std::make_unique<Loader>(*d->splits.test, eval);
+  eval.batch = std::min<int64_t>(o.eval_batch, std::max<int64_t>(data.test_count / eval.world, 1));
+  data.eval_loader = std::make_unique<Loader>(*data.splits.test, eval);
 }
 
 }  // namespace ts
