@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -12,21 +13,15 @@ namespace {
 
 // The XML entities S3 escapes in keys and tokens.
 std::string xml_unescape(const std::string& text) {
-  static const std::pair<const char*, char> kEntities[] = {
+  static const std::pair<std::string_view, char> kEntities[] = {
       {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
   std::string out;
   for (size_t i = 0; i < text.size();) {
-    bool replaced = false;
-    for (const auto& [entity, ch] : kEntities) {
-      const std::string e = entity;
-      if (text.compare(i, e.size(), e) == 0) {
-        out += ch;
-        i += e.size();
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) out += text[i++];
+    const auto* e = std::find_if(std::begin(kEntities), std::end(kEntities),
+                                 [&](const auto& entity) { return std::string_view(text).substr(i).starts_with(entity.first); });
+    const bool escaped = e != std::end(kEntities);
+    out += escaped ? e->second : text[i];
+    i += escaped ? e->first.size() : 1;
   }
   return out;
 }
