@@ -23,21 +23,25 @@
 
 namespace ts {
 
+void throw_call_error(const char* call, const char* file, int line, const std::string& what) {
+  int initialized = 0, rank = -1;
+  MPI_Initialized(&initialized);
+  char host[MPI_MAX_PROCESSOR_NAME] = "?";
+  int host_len = 1;
+  if (initialized) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Get_processor_name(host, &host_len);
+  }
+  throw RuntimeError(source_location_string(file, line) + ": " + call + " failed on rank " + std::to_string(rank) +
+                     " (" + std::string(host, static_cast<size_t>(host_len)) + "): " + what);
+}
+
 void check_mpi(int rc, const char* call, const char* file, int line) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, text, &len);
-  int rank = -1;
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  char host[MPI_MAX_PROCESSOR_NAME] = "?";
-  int host_len = 1;
-  if (initialized) MPI_Get_processor_name(host, &host_len);
-  throw RuntimeError(source_location_string(file, line) + ": " + call + " failed on rank " +
-                     std::to_string(rank) + " (" + std::string(host, static_cast<size_t>(host_len)) +
-                     "): " + std::string(text, static_cast<size_t>(len)));
+  throw_call_error(call, file, line, std::string(text, static_cast<size_t>(len)));
 }
 
 namespace {

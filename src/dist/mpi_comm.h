@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dist/communicator.h"
@@ -14,6 +15,9 @@
 
 namespace ts {
 
+// Throws RuntimeError "file:line: call failed on rank R (host): what" (rank -1, host "?" before
+// MPI_Init): a failed MPI, CUDA or NCCL call (dist/cuda/device_check.h).
+[[noreturn]] void throw_call_error(const char* call, const char* file, int line, const std::string& what);
 // Throws RuntimeError naming the MPI call, file:line, rank and the library's error text.
 void check_mpi(int rc, const char* call, const char* file, int line);
 
