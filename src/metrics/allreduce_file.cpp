@@ -26,13 +26,11 @@ void write_allreduce_file(const std::string& path, const AllreduceBenchResult& r
     h5::Group top = file.create_group("allreduce");
     for (const AllreduceSeries& s : result.series) {
       h5::Group g = top.create_group(s.algorithm);
-      g.write("bytes", s.bytes).set_attr("units", "bytes");
-      for (const auto& [name, values] : {std::pair{"time_avg", &s.time_avg}, {"time_min", &s.time_min}, {"time_max", &s.time_max},
-                                         {"call_min", &s.call_min}, {"call_max", &s.call_max}, {"call_stdev", &s.call_stdev}})
-        g.write(name, *values).set_attr("units", "seconds");
-      g.write("algbw", s.algbw).set_attr("units", "GB/s");
-      g.write("busbw", s.busbw).set_attr("units", "GB/s");
-      g.write("wrong", s.wrong).set_attr("units", "elements");
+      g.write_series({{"bytes", s.bytes, "bytes"}, {"time_avg", s.time_avg, "seconds"},
+                      {"time_min", s.time_min, "seconds"}, {"time_max", s.time_max, "seconds"},
+                      {"call_min", s.call_min, "seconds"}, {"call_max", s.call_max, "seconds"},
+                      {"call_stdev", s.call_stdev, "seconds"}, {"algbw", s.algbw, "GB/s"}, {"busbw", s.busbw, "GB/s"},
+                      {"wrong", s.wrong, "elements"}});
     }
   });
 }

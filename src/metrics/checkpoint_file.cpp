@@ -104,8 +104,7 @@ void write_model_and_ranks(h5::File& file, const Checkpoint& c, const std::strin
   if (c.params_per_rank && !c.rank_parts) damaged(path, "not written: per-rank models need rank parts");
   if (!c.params_per_rank) {
     h5::Group model = file.create_group("model");
-    model.write("params", c.params);
-    model.write("velocity", c.velocity);
+    model.write_series({{"params", c.params}, {"velocity", c.velocity}});
   }
   h5::Group ranks = file.create_group("ranks");
   if (c.rank_parts) write_rank_part_index(ranks, c, path);
@@ -159,21 +158,14 @@ void write_series(h5::File& file, const Checkpoint& c, const std::string& path) 
     if (n != c.steps.size()) damaged(path, "not written: the /train series differ in length");
   {
     h5::Group train = file.create_group("train");
-    train.write("step", c.steps);
-    train.write("samples", c.samples);
-    train.write("epoch", c.epoch);
-    train.write("time", c.time);
-    train.write("lr", c.lr);
+    train.write_series({{"step", c.steps}, {"samples", c.samples}, {"epoch", c.epoch}, {"time", c.time}, {"lr", c.lr}});
     write_step_major(train, "loss", c, [](const RankCheckpoint& r) { return &r.loss; }, path);
   }
   write_rank_series(file.create_group("timing"), c, &RankCheckpoint::seconds, path);
   if (!c.ranks.front().series.empty()) write_rank_series(file.create_group("series"), c, &RankCheckpoint::series, path);
   h5::Group eval = file.create_group("eval");
-  eval.write("step", c.eval_step);
-  eval.write("epoch", c.eval_epoch);
-  eval.write("time", c.eval_time);
-  eval.write("loss", c.eval_loss);
-  eval.write("accuracy", c.eval_accuracy);
+  eval.write_series({{"step", c.eval_step}, {"epoch", c.eval_epoch}, {"time", c.eval_time}, {"loss", c.eval_loss},
+                     {"accuracy", c.eval_accuracy}});
 }
 
 }  // namespace
@@ -347,9 +339,7 @@ std::string write_rank_part(const std::string& checkpoint_path, const Checkpoint
     file.set_attr("step", header.step);
     file.set_attr("rank", rank);
     file.set_attr("params_sha256", sha);
-    file.write("params", params);
-    file.write("velocity", model ? state.velocity : none);
-    file.write("strategy", state.strategy);
+    file.write_series({{"params", params}, {"velocity", model ? state.velocity : none}, {"strategy", state.strategy}});
   }, kCheckpointOptions);
   return sha;
 }

@@ -14,8 +14,8 @@ void write_checkpoint_io_file(const std::string& path, const CheckpointIoRecord&
     for (const auto& [key, count] : r.counts) file.set_attr(key, count);
     for (const auto& [key, value] : r.reals) file.set_attr(key, value);
     h5::Group checkpoint = file.create_group("checkpoint");
-    checkpoint.write("write_seconds", r.write_seconds).set_attr("units", "seconds");
-    checkpoint.write("read_seconds", r.read_seconds).set_attr("units", "seconds");
+    checkpoint.write_series(
+        {{"write_seconds", r.write_seconds, "seconds"}, {"read_seconds", r.read_seconds, "seconds"}});
   });
 }
 

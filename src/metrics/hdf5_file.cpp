@@ -157,6 +157,15 @@ template Dataset Group::write(const std::string&, const std::vector<int64_t>&, c
 template Dataset Group::write(const std::string&, const std::vector<int64_t>&, const float*);
 template Dataset Group::write(const std::string&, const std::vector<int64_t>&, const double*);
 
+void Group::write_series(std::initializer_list<Series> series) {
+  for (const Series& s : series) {
+    Dataset d = std::visit([&](const auto* v) {
+      return s.dims.empty() ? write(s.name, *v) : write(s.name, s.dims, v->data());
+    }, s.values);
+    if (s.units != nullptr) d.set_attr("units", s.units);
+  }
+}
+
 Dataset Group::write_table(const std::string& name, const std::vector<Column>& columns) {
   const std::string path = child_path(name);
   const size_t rows = columns.empty() ? 0 : columns.front().rows();

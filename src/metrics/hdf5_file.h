@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace ts::hdf5 {
@@ -79,6 +81,20 @@ struct Column {
   size_t rows() const { return type == Type::string ? strings.size() : type == Type::int64 ? ints.size() : reals.size(); }
 };
 
+// One dataset for Group::write_series: its name, its values (row-major), its "units" attribute
+// (none when null) and its dims (empty: 1-D, the values' length).
+struct Series {
+  template <typename T>
+  Series(std::string name, const std::vector<T>& values, const char* units = nullptr, std::vector<int64_t> dims = {})
+      : name(std::move(name)), values(&values), units(units), dims(std::move(dims)) {}
+  std::string name;
+  std::variant<const std::vector<int64_t>*, const std::vector<uint64_t>*, const std::vector<float>*,
+               const std::vector<double>*>
+      values;
+  const char* units;
+  std::vector<int64_t> dims;
+};
+
 // How the datasets of a file are stored: run files are compressed; checkpoints are written
 // fast (no deflate) and checksummed (Fletcher-32 per chunk: HDF5 refuses to read a damaged one).
 struct DatasetOptions {
@@ -99,6 +115,9 @@ class Group : public Object {
   // 1-D: shape (v.size()).
   template <typename T>
   Dataset write(const std::string& name, const std::vector<T>& v) { return write(name, {static_cast<int64_t>(v.size())}, v.data()); }
+
+  // Each series as a dataset (then its "units" attribute), in order.
+  void write_series(std::initializer_list<Series> series);
 
   // A 1-D dataset of variable-length UTF-8 strings (h5py: .asstr()[:] or bytes to decode).
   Dataset write_strings(const std::string& name, const std::vector<std::string>& v);

@@ -20,12 +20,11 @@ void write_io_bench_file(const std::string& path, const IoBenchResult& r) {
     for (const auto& [key, value] : r.config) config.set_attr(key, value);
     h5::Group io = file.create_group("io");
     io.write_strings("cache", r.cache);
-    io.write("samples_per_s", r.samples_per_s).set_attr("units", "samples/s");
-    io.write("mb_per_s", r.mb_per_s).set_attr("units", "MB/s (1e6 bytes/s read from storage)");
-    io.write("seconds", r.seconds).set_attr("units", "seconds");
-    io.write("read_bytes", r.read_bytes).set_attr("units", "bytes");
-    io.write("read_seconds", r.read_seconds).set_attr("units", "seconds (summed over loader threads)");
-    io.write("open_seconds", r.open_seconds).set_attr("units", "seconds");
+    io.write_series({{"samples_per_s", r.samples_per_s, "samples/s"},
+                     {"mb_per_s", r.mb_per_s, "MB/s (1e6 bytes/s read from storage)"},
+                     {"seconds", r.seconds, "seconds"}, {"read_bytes", r.read_bytes, "bytes"},
+                     {"read_seconds", r.read_seconds, "seconds (summed over loader threads)"},
+                     {"open_seconds", r.open_seconds, "seconds"}});
   });
 }
 

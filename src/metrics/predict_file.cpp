@@ -27,10 +27,8 @@ void write_layer_table(h5::Group& top, const PredictResult& r) {
 
 void write_per_layer(h5::Group& top, const PredictResult& r) {
   const std::vector<int64_t> dims = {static_cast<int64_t>(r.workers.size()), static_cast<int64_t>(r.layers.size())};
-  top.write("layer_fp", dims, r.layer_fp.data()).set_attr("units", "seconds");
-  top.write("layer_bp_gc", dims, r.layer_bp_gc.data()).set_attr("units", "seconds");
-  top.write("layer_bp_wu", dims, r.layer_bp_wu.data()).set_attr("units", "seconds");
-  top.write("layer_comm", dims, r.layer_comm.data()).set_attr("units", "seconds");
+  top.write_series({{"layer_fp", r.layer_fp, "seconds", dims}, {"layer_bp_gc", r.layer_bp_gc, "seconds", dims},
+                    {"layer_bp_wu", r.layer_bp_wu, "seconds", dims}, {"layer_comm", r.layer_comm, "seconds", dims}});
   h5::Dataset bound = top.write("layer_bound", dims, r.layer_bound.data());
   bound.set_attr("units", "code");
   bound.set_attr("codes", "0 compute, 1 memory, 2 network");
@@ -55,18 +53,16 @@ void write_predict_file(const std::string& path, const PredictResult& r) {
     top.set_attr("allreduce", join(r.allreduce, "\n"));
     top.set_attr("compression", r.compression);
     top.set_attr("shares", join(r.shares, "\n"));
-    top.write("workers", r.workers).set_attr("units", "workers");
-    top.write("nodes", r.nodes).set_attr("units", "nodes");
-    top.write("ranks_per_node", r.ranks_per_node).set_attr("units", "ranks");
-    top.write("batch_per_worker", r.batch).set_attr("units", "samples");
-    const std::pair<const char*, const std::vector<double>*> seconds[] = {
-        {"step_time", &r.step_time}, {"compute", &r.compute}, {"comm", &r.comm}, {"exposed_comm", &r.exposed_comm},
-        {"contention", &r.contention}, {"straggle", &r.straggle}, {"data", &r.data},           {"forward", &r.forward}, {"backward", &r.backward}, {"update", &r.update},
-        {"compress", &r.compress},   {"decompress", &r.decompress}};
-    for (const auto& [name, values] : seconds) top.write(name, *values).set_attr("units", "seconds");
-    top.write("wire_bytes", r.wire_bytes).set_attr("units", "bytes");
-    top.write("throughput", r.throughput).set_attr("units", "samples/s");
-    top.write("scaling_efficiency", r.scaling_efficiency).set_attr("units", "fraction");
+    top.write_series({{"workers", r.workers, "workers"}, {"nodes", r.nodes, "nodes"},
+                      {"ranks_per_node", r.ranks_per_node, "ranks"}, {"batch_per_worker", r.batch, "samples"},
+                      {"step_time", r.step_time, "seconds"}, {"compute", r.compute, "seconds"},
+                      {"comm", r.comm, "seconds"}, {"exposed_comm", r.exposed_comm, "seconds"},
+                      {"contention", r.contention, "seconds"}, {"straggle", r.straggle, "seconds"},
+                      {"data", r.data, "seconds"}, {"forward", r.forward, "seconds"},
+                      {"backward", r.backward, "seconds"}, {"update", r.update, "seconds"},
+                      {"compress", r.compress, "seconds"}, {"decompress", r.decompress, "seconds"},
+                      {"wire_bytes", r.wire_bytes, "bytes"}, {"throughput", r.throughput, "samples/s"},
+                      {"scaling_efficiency", r.scaling_efficiency, "fraction"}});
     write_layer_table(top, r);
     write_per_layer(top, r);
   });

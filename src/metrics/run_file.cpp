@@ -168,12 +168,12 @@ void write_partition(h5::File& file, const PartitionRecord& p, int64_t steps, in
   group.set_attr("rank_backends", p.rank_backends);
   group.set_attr("rank_threads", p.rank_threads);
   group.set_attr("rank_devices", p.rank_devices);
-  group.write("shares", {steps, ranks}, p.shares.data()).set_attr("units", "samples");
-  group.write("compute", {steps, ranks}, p.compute.data()).set_attr("units", "seconds");
-  group.write("idle", {steps, ranks}, p.idle.data()).set_attr("units", "seconds");
   const int64_t changes = static_cast<int64_t>(p.change_step.size());
-  group.write("change_step", p.change_step).set_attr("units", "steps");
-  group.write("change_shares", {changes, ranks}, p.change_shares.data()).set_attr("units", "samples");
+  group.write_series({{"shares", p.shares, "samples", {steps, ranks}},
+                      {"compute", p.compute, "seconds", {steps, ranks}},
+                      {"idle", p.idle, "seconds", {steps, ranks}},
+                      {"change_step", p.change_step, "steps"},
+                      {"change_shares", p.change_shares, "samples", {changes, ranks}}});
 }
 
 // /train, /timing (and /partition), /compression and /eval: the run's series.
@@ -181,12 +181,8 @@ void write_series(h5::File& file, const RunResult& r) {
   const int64_t S = static_cast<int64_t>(r.step.size());
   {
     h5::Group train = file.create_group("train");
-    train.write("step", r.step).set_attr("units", "steps");
-    train.write("epoch", r.epoch).set_attr("units", "epochs");
-    train.write("samples", r.samples).set_attr("units", "samples");
-    train.write("time", r.time).set_attr("units", "seconds");
-    train.write("loss", r.loss).set_attr("units", "loss");
-    train.write("lr", r.lr).set_attr("units", "learning rate");
+    train.write_series({{"step", r.step, "steps"}, {"epoch", r.epoch, "epochs"}, {"samples", r.samples, "samples"},
+                        {"time", r.time, "seconds"}, {"loss", r.loss, "loss"}, {"lr", r.lr, "learning rate"}});
     if (!r.wall_time.empty()) train.write("wall_time", r.wall_time).set_attr("units", "seconds since 1970-01-01 UTC");
   }
   {
@@ -199,11 +195,10 @@ void write_series(h5::File& file, const RunResult& r) {
     const int64_t N = static_cast<int64_t>(r.bucket_step.size());
     h5::Group buckets = file.create_group("bucket_timing");
     buckets.set_attr("stride", r.bucket_stride);
-    buckets.write("step", r.bucket_step).set_attr("units", "steps");
-    buckets.write("start", {N, r.record.world_size, r.bucket_count}, r.bucket_start.data())
-        .set_attr("units", "seconds from the step's start");
-    buckets.write("end", {N, r.record.world_size, r.bucket_count}, r.bucket_end.data())
-        .set_attr("units", "seconds from the step's start");
+    const std::vector<int64_t> dims = {N, r.record.world_size, r.bucket_count};
+    buckets.write_series({{"step", r.bucket_step, "steps"},
+                          {"start", r.bucket_start, "seconds from the step's start", dims},
+                          {"end", r.bucket_end, "seconds from the step's start", dims}});
   }
   if (!r.compression.empty()) {
     h5::Group compression = file.create_group("compression");
@@ -212,15 +207,12 @@ void write_series(h5::File& file, const RunResult& r) {
   }
   {
     h5::Group eval = file.create_group("eval");
-    eval.write("step", r.eval_step).set_attr("units", "steps");
-    eval.write("epoch", r.eval_epoch).set_attr("units", "epochs");
-    eval.write("time", r.eval_time).set_attr("units", "seconds");
-    eval.write("loss", r.eval_loss).set_attr("units", "loss");
-    eval.write("accuracy", r.eval_accuracy).set_attr("units", "fraction");
-    if (!r.eval_wall_time.empty()) {
-      eval.write("wall_time", r.eval_wall_time).set_attr("units", "seconds since 1970-01-01 UTC");
-      eval.write("seconds", r.eval_seconds).set_attr("units", "seconds");
-    }
+    eval.write_series({{"step", r.eval_step, "steps"}, {"epoch", r.eval_epoch, "epochs"},
+                       {"time", r.eval_time, "seconds"}, {"loss", r.eval_loss, "loss"},
+                       {"accuracy", r.eval_accuracy, "fraction"}});
+    if (!r.eval_wall_time.empty())
+      eval.write_series({{"wall_time", r.eval_wall_time, "seconds since 1970-01-01 UTC"},
+                         {"seconds", r.eval_seconds, "seconds"}});
   }
 }
 
@@ -246,15 +238,13 @@ void write_contents(h5::File& file, const RunResult& r) {
   }
   if (!r.checkpoint_step.empty()) {
     h5::Group checkpoints = file.create_group("checkpoints");
-    checkpoints.write("step", r.checkpoint_step).set_attr("units", "steps");
-    checkpoints.write("wall_time", r.checkpoint_wall_time).set_attr("units", "seconds since 1970-01-01 UTC");
-    checkpoints.write("seconds", r.checkpoint_seconds).set_attr("units", "seconds");
-    checkpoints.write("bytes", r.checkpoint_bytes).set_attr("units", "bytes");
+    checkpoints.write_series({{"step", r.checkpoint_step, "steps"},
+                              {"wall_time", r.checkpoint_wall_time, "seconds since 1970-01-01 UTC"},
+                              {"seconds", r.checkpoint_seconds, "seconds"}, {"bytes", r.checkpoint_bytes, "bytes"}});
   }
   if (!r.au.empty()) {
     h5::Group utilisation = file.create_group("utilisation");
-    utilisation.write("au", r.au).set_attr("units", "fraction");
-    utilisation.write("data_wait_share", r.data_wait_share).set_attr("units", "fraction");
+    utilisation.write_series({{"au", r.au, "fraction"}, {"data_wait_share", r.data_wait_share, "fraction"}});
     utilisation.set_attr("threshold", r.au_threshold);
   }
   if (!r.read_bytes.empty() || !r.io_text.empty() || !r.io_numbers.empty()) {
@@ -270,11 +260,9 @@ void write_contents(h5::File& file, const RunResult& r) {
     h5::Group async = file.create_group("async_ps");
     async.set_attr("servers", a.servers);
     async.set_attr("staleness", a.staleness);
-    async.write("staleness_histogram", {a.workers, a.staleness + 1}, a.staleness_histogram.data())
-        .set_attr("units", "gradients");
-    async.write("max_staleness", a.max_staleness).set_attr("units", "rounds");
-    async.write("bound_wait", a.bound_wait_s).set_attr("units", "seconds");
-    async.write("pull_wait", a.pull_wait_s).set_attr("units", "seconds");
+    async.write_series({{"staleness_histogram", a.staleness_histogram, "gradients", {a.workers, a.staleness + 1}},
+                        {"max_staleness", a.max_staleness, "rounds"}, {"bound_wait", a.bound_wait_s, "seconds"},
+                        {"pull_wait", a.pull_wait_s, "seconds"}});
   }
   if (!r.memory.empty()) {
     h5::Group memory = file.create_group("memory");
