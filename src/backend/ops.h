@@ -24,12 +24,21 @@
 
 namespace ts {
 
+// What every op with an output shares: the desc its output takes (the request, or the backend's
+// choice for "any"), which the op sets when it is planned.
+class PlannedOutput {
+ public:
+  virtual ~PlannedOutput() = default;
+  const TensorDesc& dst_desc() const { return dst_; }
+
+ protected:
+  TensorDesc dst_;
+};
+
 // Convolution: src (mb,ic,ih,iw), wei (oc,ic/g,kh,kw), bia (oc) -> dst (mb,oc,oh,ow)
 // (relu'd when the ConvDesc says relu; backward is the convolution's alone).
-class ConvOp {
+class ConvOp : public PlannedOutput {
  public:
-  virtual ~ConvOp() = default;
-  virtual const TensorDesc& dst_desc() const = 0;
   virtual void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) = 0;
   // From diff_dst and the latest forward's src and weights (unchanged since): diff_wei
   // (oc,ic/g,kh,kw), diff_bia (oc; null without bias) and, unless diff_src has no data, diff_src.
@@ -39,10 +48,8 @@ class ConvOp {
 
 // Pooling: src (mb,c,ih,iw) -> dst (mb,c,oh,ow). Max pooling records the argmax in a workspace of
 // workspace_bytes() that the caller owns (device memory; 0 bytes for average pooling).
-class PoolOp {
+class PoolOp : public PlannedOutput {
  public:
-  virtual ~PoolOp() = default;
-  virtual const TensorDesc& dst_desc() const = 0;
   virtual size_t workspace_bytes() const = 0;
   virtual void forward(const Tensor& src, const Tensor& dst, void* workspace) = 0;
   virtual void backward(const Tensor& diff_dst, const void* workspace, const Tensor& diff_src) = 0;
@@ -50,10 +57,8 @@ class PoolOp {
 
 // Fully connected: src (mb,ic) (or (mb,c,h,w), ic = c*h*w), wei (oc,ic), bia (oc) or null ->
 // dst (mb,oc).
-class FcOp {
+class FcOp : public PlannedOutput {
  public:
-  virtual ~FcOp() = default;
-  virtual const TensorDesc& dst_desc() const = 0;
   virtual void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) = 0;
   // As ConvOp::backward: diff_wei (oc,ic), diff_bia (oc) and, if it has data, diff_src.
   virtual void backward(const Tensor& src, const Tensor& diff_dst, const float* wei, const Tensor& diff_src,
@@ -62,10 +67,8 @@ class FcOp {
 
 // Batch normalisation per channel over (mb,h,w): src/dst (mb,c,h,w); scale, shift, mean,
 // variance (c). Variance is the biased batch variance (divide by mb*h*w).
-class BatchNormOp {
+class BatchNormOp : public PlannedOutput {
  public:
-  virtual ~BatchNormOp() = default;
-  virtual const TensorDesc& dst_desc() const = 0;
   // Batch statistics into mean/variance (outputs), then normalise [and ReLU if planned so].
   virtual void forward_training(const Tensor& src, const float* scale, const float* shift,
                                 const Tensor& dst, float* mean, float* variance) = 0;
@@ -79,10 +82,8 @@ class BatchNormOp {
 };
 
 // Element-wise activation, src -> dst of the same shape; backward gets both src and dst.
-class EltwiseOp {
+class EltwiseOp : public PlannedOutput {
  public:
-  virtual ~EltwiseOp() = default;
-  virtual const TensorDesc& dst_desc() const = 0;
   virtual void forward(const Tensor& src, const Tensor& dst) = 0;
   virtual void backward(const Tensor& src, const Tensor& dst, const Tensor& diff_dst,
                         const Tensor& diff_src) = 0;
@@ -90,19 +91,15 @@ class EltwiseOp {
 
 // dst = a + b, or max(a + b, 0) when planned with relu (a residual add with its ReLU fused;
 // backward is the ReLU's own). dst takes a's desc.
-class AddOp {
+class AddOp : public PlannedOutput {
  public:
-  virtual ~AddOp() = default;
-  virtual const TensorDesc& dst_desc() const = 0;
   virtual void forward(const Tensor& a, const Tensor& b, const Tensor& dst) = 0;
 };
 
 // Channel concatenation: srcs[i] (mb,c_i,h,w) -> dst (mb, sum c_i, h, w); backward splits
 // diff_dst into diff_srcs[i] (each with srcs[i]'s desc; a null data pointer skips that input).
-class ConcatOp {
+class ConcatOp : public PlannedOutput {
  public:
-  virtual ~ConcatOp() = default;
-  virtual const TensorDesc& dst_desc() const = 0;
   virtual void forward(const std::vector<Tensor>& srcs, const Tensor& dst) = 0;
   virtual void backward(const Tensor& diff_dst, const std::vector<Tensor>& diff_srcs) = 0;
 };
@@ -110,10 +107,8 @@ class ConcatOp {
 // Dropout with an explicit mask: dst = src * mask * scale; mask (numel bytes of 0/1, device
 // memory, in the logical (row-major) order of the tensor) is drawn by the layer; backward applies
 // the same to diff_dst. dst is plain.
-class DropoutOp {
+class DropoutOp : public PlannedOutput {
  public:
-  virtual ~DropoutOp() = default;
-  virtual const TensorDesc& dst_desc() const = 0;
   virtual void forward(const uint8_t* mask, float scale, const Tensor& src, const Tensor& dst) = 0;
   virtual void backward(const uint8_t* mask, float scale, const Tensor& diff_dst,
                         const Tensor& diff_src) = 0;

@@ -36,8 +36,6 @@ class CpuBatchNormOp final : public BatchNormOp {
     dst_ = src;
   }
 
-  const TensorDesc& dst_desc() const override { return dst_; }
-
   void forward_training(const Tensor& src, const float* scale, const float* shift, const Tensor& dst,
                         float* mean, float* variance) override {
     guarded(__FILE__, __LINE__, "batch norm forward_training", name_, [&] {
@@ -96,7 +94,6 @@ class CpuBatchNormOp final : public BatchNormOp {
   BnDesc d_;
   std::string name_;  // the descriptor, for error messages
   memory::desc md_;  // the data layout, (mb, c, h, w)
-  TensorDesc dst_;
   Cached<dnnl::batch_normalization_forward> train_, infer_;
   Cached<dnnl::batch_normalization_backward> bwd_;
   Buffer<char> workspace_;  // fuse_norm_relu's mask

@@ -25,7 +25,9 @@ TensorDesc same_as_input(const TensorDesc& src, const TensorDesc& dst, const std
 class CpuEltwiseOp final : public EltwiseOp {
  public:
   CpuEltwiseOp(CpuContext& ctx, const EltwiseDesc& d, const TensorDesc& src, const TensorDesc& dst)
-      : ctx_(ctx), d_(d), name_(d.str()), dst_(same_as_input(src, dst, "eltwise " + d.str())), md_(ctx.md(src)) {
+      : ctx_(ctx), d_(d), name_(d.str()) {
+    dst_ = same_as_input(src, dst, "eltwise " + d.str());
+    md_ = ctx.md(src);
     const std::string key = ctx.prefix() + d.str() + "/" + md_key(md_);
     fwd_ = ctx.primitive<dnnl::eltwise_forward>(key, [&] {
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_training, eltwise_algorithm(d), md_, 0.0f,
@@ -37,8 +39,6 @@ class CpuEltwiseOp final : public EltwiseOp {
       return dnnl::eltwise_backward::primitive_desc(desc, ctx.attr(), ctx.engine, fwd_.pd);
     });
   }
-
-  const TensorDesc& dst_desc() const override { return dst_; }
 
   void forward(const Tensor& src, const Tensor& dst) override {
     guarded(__FILE__, __LINE__, "eltwise forward", name_, [&] {
@@ -61,7 +61,6 @@ class CpuEltwiseOp final : public EltwiseOp {
   CpuContext& ctx_;
   EltwiseDesc d_;
   std::string name_;  // the descriptor, for error messages
-  TensorDesc dst_;
   memory::desc md_;
   Cached<dnnl::eltwise_forward> fwd_;
   Cached<dnnl::eltwise_backward> bwd_;
@@ -71,7 +70,8 @@ class CpuEltwiseOp final : public EltwiseOp {
 class CpuAddOp final : public AddOp {
  public:
   CpuAddOp(CpuContext& ctx, const TensorDesc& a, const TensorDesc& b, bool relu)
-      : ctx_(ctx), dst_(a), md_(ctx.md(a)), relu_(relu) {
+      : ctx_(ctx), md_(ctx.md(a)), relu_(relu) {
+    dst_ = a;
     TS_CHECK(a.dims == b.dims, "add: inputs " + a.str() + " and " + b.str() + " differ in shape");
     const std::string key = ctx.prefix() + (relu ? "add_relu/" : "add/") + md_key(md_);
     prim_ = ctx.primitive<dnnl::binary>(key, [&] {
@@ -80,8 +80,6 @@ class CpuAddOp final : public AddOp {
     });
     b_in_.plan(ctx, ctx.md(b), md_);
   }
-
-  const TensorDesc& dst_desc() const override { return dst_; }
 
   void forward(const Tensor& a, const Tensor& b, const Tensor& dst) override {
     guarded(__FILE__, __LINE__, relu_ ? "add_relu" : "add", [&] {
@@ -93,7 +91,6 @@ class CpuAddOp final : public AddOp {
 
  private:
   CpuContext& ctx_;
-  TensorDesc dst_;
   memory::desc md_;
   bool relu_;
   Cached<dnnl::binary> prim_;

@@ -35,7 +35,6 @@ class CpuPoolOp final : public PoolOp {
     src_md_ = src_md;
   }
 
-  const TensorDesc& dst_desc() const override { return dst_; }
   size_t workspace_bytes() const override {
     return d_.kind == PoolKind::max ? fwd_.pd.workspace_desc().get_size() : 0;
   }
@@ -68,7 +67,6 @@ class CpuPoolOp final : public PoolOp {
   PoolDesc d_;
   std::string name_;  // the descriptor, for error messages
   memory::desc src_md_;
-  TensorDesc dst_;
   Cached<dnnl::pooling_forward> fwd_;
   Cached<dnnl::pooling_backward> bwd_;
   InPort diff_dst_in_;

@@ -22,8 +22,6 @@ class CpuConcatOp final : public ConcatOp {
     dst_ = output_desc(ctx, dst, prim_.pd.dst_desc());
   }
 
-  const TensorDesc& dst_desc() const override { return dst_; }
-
   void forward(const std::vector<Tensor>& srcs, const Tensor& dst) override {
     guarded(__FILE__, __LINE__, "concat forward", [&] {
       Args args{{DNNL_ARG_DST, ctx_.wrap(prim_.pd.dst_desc(), dst.data)}};
@@ -68,7 +66,6 @@ class CpuConcatOp final : public ConcatOp {
   std::vector<memory::desc> src_mds_, views_;
   std::vector<dnnl::reorder> split_;
   Cached<dnnl::concat> prim_;
-  TensorDesc dst_;
 };
 
 class CpuDropoutOp final : public DropoutOp {
@@ -79,8 +76,6 @@ class CpuDropoutOp final : public DropoutOp {
     src_in_.plan(ctx, src_md, plain);
     diff_src_out_.plan(ctx, plain, src_md);
   }
-
-  const TensorDesc& dst_desc() const override { return dst_; }
 
   void forward(const uint8_t* mask, float scale, const Tensor& src, const Tensor& dst) override {
     const float* in = static_cast<const float*>(src_in_.get(ctx_, src.data).get_data_handle());
@@ -103,7 +98,6 @@ class CpuDropoutOp final : public DropoutOp {
 
   CpuContext& ctx_;
   int64_t n_;
-  TensorDesc dst_;
   InPort src_in_;
   OutPort diff_src_out_;
 };

@@ -18,7 +18,6 @@ namespace ts::cpu {
 template <typename Op, typename Fwd, typename BwdData, typename BwdWeights>
 class WeightedOp : public Op {
  public:
-  const TensorDesc& dst_desc() const override { return dst_; }
 
   void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
     TS_CHECK(!bias_ || bia, kind_ + " forward: " + name_ + " has a bias but bia is null");
@@ -66,8 +65,8 @@ class WeightedOp : public Op {
   // every port, between `src_md`, `wei_md` (the caller's plain fp32 weights and gradients) and
   // the output's md on one side and the primitives' descs on the other.
   void plan_ports(const TensorDesc& dst, const memory::desc& src_md, const memory::desc& wei_md) {
-    dst_ = output_desc(ctx_, dst, fwd_.pd.dst_desc());
-    const memory::desc dst_md = ctx_.md(dst_);
+    this->dst_ = output_desc(ctx_, dst, fwd_.pd.dst_desc());
+    const memory::desc dst_md = ctx_.md(this->dst_);
     src_in_.plan(ctx_, src_md, fwd_.pd.src_desc());
     wei_in_.plan(ctx_, wei_md, fwd_.pd.weights_desc(), true);
     dst_out_.plan(ctx_, fwd_.pd.dst_desc(), dst_md);
@@ -89,7 +88,6 @@ class WeightedOp : public Op {
   std::string what_forward_, what_backward_weights_, what_backward_data_;
   int64_t oc_;
   bool bias_;
-  TensorDesc dst_;
   InPort src_in_, wei_in_, diff_dst_data_in_, wei_data_in_, src_weights_in_, diff_dst_weights_in_;
   OutPort dst_out_, diff_src_out_, diff_wei_out_;
   uint64_t generation_ = 0;  // forwards so far: tags conversions that backward may reuse

@@ -73,7 +73,6 @@ class CudaBatchNormOp final : public BatchNormOp {
                                    std::to_string(reserve_.bytes()) + " B";
     ctx.plan_notes.push_back(name_ + " " + dtype_name(t_) + (layout == kNhwcLayout ? " nhwc" : " nchw") + path);
   }
-  const TensorDesc& dst_desc() const override { return dst_; }
 
   // src (mb,c,h,w) -> dst, batch mean and biased variance (c) into mean/variance.
   void forward_training(const Tensor& src, const float* scale, const float* shift, const Tensor& dst,
@@ -189,7 +188,6 @@ class CudaBatchNormOp final : public BatchNormOp {
   BnDesc d_;
   std::string name_;  // the descriptor, for messages
   DType t_;           // the data type cuDNN normalises in (act_dtype() at plan time)
-  TensorDesc dst_;
   TensorDescriptor x_desc_;        // src, dst and their gradients (mb,c,h,w), NCHW or NHWC
   TensorDescriptor channel_desc_;  // scale, shift, statistics (1,c,1,1) f32
   ActivationDescriptor relu_;

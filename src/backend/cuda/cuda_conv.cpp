@@ -114,8 +114,6 @@ class CudaConvOp final : public ConvOp {
         conv_plan_note(d, t_, nhwc_, directions, workspace, ctx.workspace_limit, ms, graph_refused_));
   }
 
-  const TensorDesc& dst_desc() const override { return dst_; }
-
   // src (mb,ic,ih,iw), wei (oc,ic/g,kh,kw), bia (oc) -> dst (mb,oc,oh,ow) [relu'd when d.relu]
   void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
     TS_CHECK(!d_.bias || bia, "conv forward: " + name_ + " has a bias but bia is null");
@@ -252,7 +250,6 @@ class CudaConvOp final : public ConvOp {
   std::string name_;  // the descriptor, for messages
   DType t_;           // the type cuDNN computes in (act_dtype() at plan time)
   bool nhwc_ = false;  // cuDNN computes in NHWC (filter KRSC), else NCHW (filter KCRS)
-  TensorDesc dst_;
   ConvProblem problem_;
   ConvAlgos algos_;                    // the legacy calls' choice, unless graphs_
   std::optional<ConvGraphs> graphs_;   // cuda.conv_api: graph, where every direction has an engine

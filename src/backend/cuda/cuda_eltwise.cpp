@@ -47,8 +47,6 @@ class CudaEltwiseOp final : public EltwiseOp {
     diff_src_out_ = OutPort(x, src, what + " diff_src");
   }
 
-  const TensorDesc& dst_desc() const override { return dst_; }
-
   void forward(const Tensor& src, const Tensor& dst) override {
     const void* x = src_in_.get(src.data, ctx_.stream);
     void* y = dst_out_.target(dst.data);
@@ -84,7 +82,6 @@ class CudaEltwiseOp final : public EltwiseOp {
   EltwiseDesc d_;
   std::string name_;  // the descriptor, for messages
   DType t_;           // the type the activation runs in (act_dtype() at plan time)
-  TensorDesc dst_;
   TensorDescriptor desc_;  // src, dst and their gradients, for cuDNN
   ActivationDescriptor activation_;
   InPort src_in_, dst_in_, diff_dst_in_;

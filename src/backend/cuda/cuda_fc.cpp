@@ -77,8 +77,6 @@ class CudaFcOp final : public FcOp {
     ctx_.plan_notes.push_back(note());
   }
 
-  const TensorDesc& dst_desc() const override { return dst_; }
-
   // src (mb, ic), wei (oc, ic), bia (oc) or null -> dst (mb, oc)
   void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
     TS_CHECK(!d_.bias || bia, "fc forward: " + d_.str() + " has a bias but bia is null");
@@ -221,7 +219,7 @@ class CudaFcOp final : public FcOp {
 
   CudaContext& ctx_;
   FcDesc d_;
-  TensorDesc src_, dst_;
+  TensorDesc src_;
   DType compute_;  // A/B type of every matmul: the run's activation type
   LtMatmul fwd_lt_, bwd_weights_lt_, bwd_data_lt_;
   GemmChoice fwd_, bwd_weights_, bwd_data_;

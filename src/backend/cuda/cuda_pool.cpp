@@ -61,7 +61,6 @@ class CudaPoolOp final : public PoolOp {
     diff_src_out_ = OutPort(x, src, what + " diff_src");
   }
 
-  const TensorDesc& dst_desc() const override { return dst_; }
   size_t workspace_bytes() const override { return 0; }
 
   // src (mb,c,ih,iw) -> dst (mb,c,oh,ow); `workspace` is not used (0 bytes).
@@ -90,7 +89,6 @@ class CudaPoolOp final : public PoolOp {
   PoolDesc d_;
   std::string name_;  // the descriptor, for messages
   DType t_;           // the type cuDNN pools in (act_dtype() at plan time)
-  TensorDesc dst_;
   PoolingDescriptor pool_;
   TensorDescriptor x_desc_, y_desc_;
   InPort src_in_, diff_dst_in_;

@@ -38,7 +38,8 @@ __global__ void add_kernel(const void* a, DType a_type, const void* b, DType b_t
 class CudaAddOp final : public AddOp {
  public:
   CudaAddOp(CudaContext& ctx, const TensorDesc& a, const TensorDesc& b, bool relu)
-      : ctx_(ctx), a_(a), b_(b), relu_(relu) {
+      : ctx_(ctx), b_(b), relu_(relu) {
+    dst_ = a;
     const std::string where = std::string(relu ? "add_relu" : "add") + " of " + a.str() + " and " + b.str();
     require_activation(a, where);
     require_activation(b, where);
@@ -47,20 +48,18 @@ class CudaAddOp final : public AddOp {
     b_in_ = InPort(b, layout_desc(b.dims, b.dtype, a.layout), where + " b in a's layout");
   }
 
-  const TensorDesc& dst_desc() const override { return a_; }
-
   // a, b (n values) -> dst (a's desc)
   void forward(const Tensor& a, const Tensor& b, const Tensor& dst) override {
-    const int64_t n = a_.numel();
+    const int64_t n = dst_.numel();
     const void* b_data = b_in_.get(b.data, ctx_.stream);
-    add_kernel<<<grid_blocks(n), kThreadsPerBlock, 0, ctx_.stream>>>(a.data, a_.dtype, b_data, b_.dtype, dst.data,
-                                                                    a_.dtype, n, relu_);
+    add_kernel<<<grid_blocks(n), kThreadsPerBlock, 0, ctx_.stream>>>(a.data, dst_.dtype, b_data, b_.dtype, dst.data,
+                                                                    dst_.dtype, n, relu_);
     TS_CUDA_CHECK(cudaGetLastError());
   }
 
  private:
   CudaContext& ctx_;
-  TensorDesc a_, b_;
+  TensorDesc b_;
   bool relu_;
   InPort b_in_;  // b in a's layout (b's type), when b's layout differs
 };
@@ -109,8 +108,6 @@ class CudaConcatOp final : public ConcatOp {
       diff_src_out_.emplace_back(in_layout, s, where + " diff of input " + s.str());
     }
   }
-
-  const TensorDesc& dst_desc() const override { return dst_; }
 
   // srcs[i] (mb, c_i, ...) -> dst (mb, sum c_i, ...)
   void forward(const std::vector<Tensor>& srcs, const Tensor& dst) override {
@@ -172,7 +169,6 @@ class CudaConcatOp final : public ConcatOp {
 
   CudaContext& ctx_;
   std::vector<TensorDesc> srcs_;
-  TensorDesc dst_;
   // plain: mb_ = mb, inner_ = the product of the dims after the channels; NHWC: mb_ = mb*h*w rows
   // of channels, inner_ = 1
   int64_t mb_ = 0, inner_ = 1;
@@ -191,7 +187,8 @@ __global__ void dropout_kernel(const uint8_t* mask, float scale, const void* src
 class CudaDropoutOp final : public DropoutOp {
  public:
   CudaDropoutOp(CudaContext& ctx, const TensorDesc& src)
-      : ctx_(ctx), src_(src), dst_(TensorDesc::plain(src.dims, ctx.act_dtype())) {
+      : ctx_(ctx), src_(src) {
+    dst_ = TensorDesc::plain(src.dims, ctx.act_dtype());
     const std::string where = "dropout on " + src.str();
     require_activation(src, where);
     // The mask is in logical order: an NHWC src is read (and its gradient written) through plain.
@@ -199,8 +196,6 @@ class CudaDropoutOp final : public DropoutOp {
     src_in_ = InPort(src, plain_src, where + " src in plain order");
     diff_src_out_ = OutPort(plain_src, src, where + " diff_src in plain order");
   }
-
-  const TensorDesc& dst_desc() const override { return dst_; }
 
   // src (n) -> dst (n, plain in the activation type)
   void forward(const uint8_t* mask, float scale, const Tensor& src, const Tensor& dst) override {
@@ -222,7 +217,7 @@ class CudaDropoutOp final : public DropoutOp {
   }
 
   CudaContext& ctx_;
-  TensorDesc src_, dst_;
+  TensorDesc src_;
   InPort src_in_;         // an NHWC src in plain order
   OutPort diff_src_out_;  // the gradient back into src's layout
 };

@@ -35,7 +35,6 @@ class RefConvOp final : public ConvOp {
     expect_plain(src, d.mb * d.ic * d.ih * d.iw, d.str() + " src");
     dst_ = plain_output(dst, conv_dst_dims(d), d.str() + " dst");
   }
-  const TensorDesc& dst_desc() const override { return dst_; }
   void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
     TS_CHECK(!d_.bias || bia, "conv forward: " + d_.str() + " has a bias but bia is null");
     ref::conv_forward(d_, src.f32(), wei, bia, dst.f32());
@@ -48,7 +47,6 @@ class RefConvOp final : public ConvOp {
 
  private:
   ConvDesc d_;
-  TensorDesc dst_;
 };
 
 class RefPoolOp final : public PoolOp {
@@ -57,7 +55,6 @@ class RefPoolOp final : public PoolOp {
     expect_plain(src, d.mb * d.c * d.ih * d.iw, d.str() + " src");
     dst_ = plain_output(dst, Shape{d.mb, d.c, d.oh(), d.ow()}, d.str() + " dst");
   }
-  const TensorDesc& dst_desc() const override { return dst_; }
   size_t workspace_bytes() const override { return ref::pool_workspace_bytes(d_); }
   void forward(const Tensor& src, const Tensor& dst, void* workspace) override {
     ref::pool_forward(d_, src.f32(), dst.f32(), workspace);
@@ -68,7 +65,6 @@ class RefPoolOp final : public PoolOp {
 
  private:
   PoolDesc d_;
-  TensorDesc dst_;
 };
 
 class RefFcOp final : public FcOp {
@@ -77,7 +73,6 @@ class RefFcOp final : public FcOp {
     expect_plain(src, d.mb * d.ic, d.str() + " src");
     dst_ = plain_output(dst, Shape{d.mb, d.oc}, d.str() + " dst");
   }
-  const TensorDesc& dst_desc() const override { return dst_; }
   void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
     ref::fc_forward(d_, src.f32(), wei, bia, dst.f32());
   }
@@ -89,7 +84,6 @@ class RefFcOp final : public FcOp {
 
  private:
   FcDesc d_;
-  TensorDesc dst_;
 };
 
 class RefBatchNormOp final : public BatchNormOp {
@@ -98,7 +92,6 @@ class RefBatchNormOp final : public BatchNormOp {
     expect_plain(src, d.mb * d.c * d.h * d.w, d.str() + " src");
     dst_ = plain_output(dst, src.dims, d.str() + " dst");
   }
-  const TensorDesc& dst_desc() const override { return dst_; }
   void forward_training(const Tensor& src, const float* scale, const float* shift, const Tensor& dst,
                         float* mean, float* variance) override {
     ref::batchnorm_forward_training(d_, src.f32(), scale, shift, dst.f32(), mean, variance);
@@ -116,7 +109,6 @@ class RefBatchNormOp final : public BatchNormOp {
 
  private:
   BnDesc d_;
-  TensorDesc dst_;
 };
 
 class RefEltwiseOp final : public EltwiseOp {
@@ -125,7 +117,6 @@ class RefEltwiseOp final : public EltwiseOp {
     expect_plain(src, d.n, d.str() + " src");
     dst_ = plain_output(dst, src.dims, d.str() + " dst");
   }
-  const TensorDesc& dst_desc() const override { return dst_; }
   void forward(const Tensor& src, const Tensor& dst) override {
     ref::eltwise_forward(d_, src.f32(), dst.f32());
   }
@@ -136,23 +127,21 @@ class RefEltwiseOp final : public EltwiseOp {
 
  private:
   EltwiseDesc d_;
-  TensorDesc dst_;
 };
 
 class RefAddOp final : public AddOp {
  public:
-  RefAddOp(const TensorDesc& a, const TensorDesc& b, bool relu) : dst_(a), relu_(relu) {
+  RefAddOp(const TensorDesc& a, const TensorDesc& b, bool relu) : relu_(relu) {
+    dst_ = a;
     expect_plain(a, a.numel(), "add input a");
     expect_plain(b, a.numel(), "add input b");
   }
-  const TensorDesc& dst_desc() const override { return dst_; }
   void forward(const Tensor& a, const Tensor& b, const Tensor& dst) override {
     if (relu_) ref::add_relu(dst_.numel(), a.f32(), b.f32(), dst.f32());
     else ref::add(dst_.numel(), a.f32(), b.f32(), dst.f32());
   }
 
  private:
-  TensorDesc dst_;
   bool relu_;
 };
 
@@ -177,7 +166,6 @@ class RefConcatOp final : public ConcatOp {
     }
     dst_ = plain_output(dst, out, "concat dst");
   }
-  const TensorDesc& dst_desc() const override { return dst_; }
   void forward(const std::vector<Tensor>& srcs, const Tensor& dst) override {
     std::vector<const float*> p;
     for (const Tensor& t : srcs) p.push_back(t.f32());
@@ -191,22 +179,20 @@ class RefConcatOp final : public ConcatOp {
 
  private:
   ConcatShape s_;
-  TensorDesc dst_;
 };
 
 class RefDropoutOp final : public DropoutOp {
  public:
-  explicit RefDropoutOp(const TensorDesc& src) : dst_(src) { expect_plain(src, src.numel(), "dropout src"); }
-  const TensorDesc& dst_desc() const override { return dst_; }
+  explicit RefDropoutOp(const TensorDesc& src) {
+    dst_ = src;
+    expect_plain(src, src.numel(), "dropout src");
+  }
   void forward(const uint8_t* mask, float scale, const Tensor& src, const Tensor& dst) override {
     ref::dropout_apply(dst_.numel(), mask, scale, src.f32(), dst.f32());
   }
   void backward(const uint8_t* mask, float scale, const Tensor& diff_dst, const Tensor& diff_src) override {
     ref::dropout_apply(dst_.numel(), mask, scale, diff_dst.f32(), diff_src.f32());
   }
-
- private:
-  TensorDesc dst_;
 };
 
 class RefSoftmaxXentOp final : public SoftmaxXentOp {
