@@ -12,18 +12,8 @@
 #include "perfmodel/calibration.h"
 
 namespace ts::perf {
-namespace {
 
-Precision precision_of(const std::string& name) {
-  for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16, Precision::tf32})
-    if (name == precision_name(p)) return p;
-  throw ConfigError("precision '" + name + "' is not known; accepted: fp32, bf16, fp16, tf32");
-}
-
-}  // namespace
-
-double measure_gemm_gflops(const std::string& precision_text, int threads, int64_t size, double budget_s) {
-  const Precision precision = precision_of(precision_text);
+double measure_gemm_gflops(Precision precision, int threads, int64_t size, double budget_s) {
   std::unique_ptr<Backend> backend = make_backend("cpu");
   if (!backend->supports(Op::fc, precision)) return 0.0;
   backend->set_threads(threads);

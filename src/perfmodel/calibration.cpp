@@ -180,10 +180,10 @@ ClusterSpec calibrate_machine(Communicator& comm, const CalibrateOptions& o, std
     log << "compute noise (" << o.models.front() << ", one core, every rank computing): cv "
         << fixed(spec.calibration.compute_noise_cv, "%.3f") << "\n";
     const double gemm_s = 0.1 * o.budget_s, triad_s = 0.1 * o.budget_s;
-    for (const char* precision : {"fp32", "bf16"}) {
+    for (Precision precision : {Precision::fp32, Precision::bf16}) {
       const double gflops = measure_gemm_gflops(precision, threads, 1024, gemm_s / 2);
-      if (gflops > 0) spec.node.peak_gflops[precision] = gflops;
-      log << "gemm " << precision << ": " << (gflops > 0 ? fixed(gflops) + " GFLOP/s" : "not supported") << "\n";
+      if (gflops > 0) spec.node.peak_gflops[precision_name(precision)] = gflops;
+      log << "gemm " << precision_name(precision) << ": " << (gflops > 0 ? fixed(gflops) + " GFLOP/s" : "not supported") << "\n";
     }
     spec.node.memory_bandwidth_gbs = measure_triad_gbs(threads, int64_t{64} << 20, triad_s);
     log << "memory (triad): " << fixed(spec.node.memory_bandwidth_gbs) << " GB/s\n";

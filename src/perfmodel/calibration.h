@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "dist/communicator.h"
 #include "perfmodel/cluster.h"
 
@@ -26,7 +27,7 @@ struct CalibrateOptions {
 };
 
 // One precision's GEMM rate: a square fc (m = n = k = `size`) forward, best of the repetitions.
-double measure_gemm_gflops(const std::string& precision, int threads, int64_t size, double budget_s);
+double measure_gemm_gflops(Precision precision, int threads, int64_t size, double budget_s);
 // Triad a = b + s c over three arrays of `bytes_per_array`, on `threads` threads: the best
 // rate, counting 3 x 8 bytes per element as STREAM does.
 double measure_triad_gbs(int threads, int64_t bytes_per_array, double budget_s);
