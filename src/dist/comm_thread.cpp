@@ -7,6 +7,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "dist/communicator.h"
 
@@ -56,8 +57,7 @@ bool CommThread::can_call_mpi() { return mpi_threads_serialized(); }
 
 CommThread::CommThread(Job job) : state_(std::make_shared<State>()) {
   state_->job = std::move(job);
-  State* s = state_.get();
-  s->thread = std::thread([keep = state_] { keep->loop(); });
+  state_->thread = std::thread([keep = state_] { keep->loop(); });
 }
 
 CommThread::~CommThread() {
@@ -93,11 +93,7 @@ void CommThread::post_up_to(int64_t count) {
 void CommThread::wait_all(int64_t count) {
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->done_cv.wait(lock, [&] { return state_->failed || state_->done >= count; });
-  if (state_->error) {
-    std::exception_ptr e = state_->error;
-    state_->error = nullptr;
-    std::rethrow_exception(e);
-  }
+  if (state_->error) std::rethrow_exception(std::exchange(state_->error, nullptr));
 }
 
 }  // namespace ts

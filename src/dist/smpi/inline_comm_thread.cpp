@@ -6,6 +6,7 @@
 // start it: at once when posted, or when the job before it ends.
 #include <exception>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "dist/comm_thread.h"
@@ -52,11 +53,7 @@ void CommThread::post_up_to(int64_t count) {
 
 void CommThread::wait_all(int64_t count) {
   state_->run_posted();
-  if (state_->error) {
-    std::exception_ptr e = state_->error;
-    state_->error = nullptr;
-    std::rethrow_exception(e);
-  }
+  if (state_->error) std::rethrow_exception(std::exchange(state_->error, nullptr));
   if (state_->done < count)  // the real thread would wait forever
     throw RuntimeError("communication thread: waiting for " + std::to_string(count) + " jobs of which only " +
                        std::to_string(state_->posted) + " were posted");
