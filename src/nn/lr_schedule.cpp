@@ -9,16 +9,13 @@
 
 namespace ts {
 
-std::vector<std::string> LrSchedule::kinds() { return {"constant", "step", "cosine"}; }
-
 LrSchedule::LrSchedule(double base_lr, LrScheduleOptions options, int64_t steps_per_epoch,
                        int64_t total_steps)
     : base_lr_(base_lr),
       options_(std::move(options)),
       steps_per_epoch_(steps_per_epoch),
       total_steps_(total_steps) {
-  const auto known = kinds();
-  if (std::find(known.begin(), known.end(), options_.kind) == known.end())
+  if (options_.kind != "constant" && options_.kind != "step" && options_.kind != "cosine")
     throw ConfigError("lr_schedule.kind: unknown value '" + options_.kind +
                       "'; accepted: constant, step, cosine");
   if (!(base_lr > 0.0) || !std::isfinite(base_lr))

@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace ts {
 
@@ -27,7 +26,6 @@ class LrSchedule {
              int64_t total_steps);
   // Learning rate of step `step` (0-based).
   double at(int64_t step) const;
-  static std::vector<std::string> kinds();
 
  private:
   double base_lr_;
