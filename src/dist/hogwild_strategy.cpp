@@ -39,10 +39,7 @@ StepVerdict HogwildExchange::finish_step(bool average_weights) {
 }
 
 void HogwildExchange::leave() {
-  if (!after_last_step_) return;
-  std::function<void()> done = std::move(after_last_step_);
-  after_last_step_ = nullptr;
-  done();
+  if (std::function<void()> done = std::exchange(after_last_step_, nullptr)) done();  // once
 }
 
 }  // namespace ts
