@@ -324,9 +324,7 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
   complete_settings(*parsed, settings);
-  int argc = 0;
-  char** argv = nullptr;
-  MpiSession mpi(&argc, &argv);
+  MpiSession mpi(nullptr, nullptr);
   auto comm = Communicator::world();
   try {
     return mpi.set_exit_code(run_bench(*comm, settings));

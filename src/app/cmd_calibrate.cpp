@@ -60,9 +60,7 @@ int command_calibrate(const std::vector<std::string>& args) {
   if (!(o.budget_s > 0)) throw ConfigError("--budget-s must be > 0 seconds");
   if (o.max_allreduce_bytes < 4096) throw ConfigError("--max-bytes must be at least 4096");
 
-  int argc = 0;
-  char** argv = nullptr;
-  MpiSession mpi(&argc, &argv);
+  MpiSession mpi(nullptr, nullptr);
   auto comm = Communicator::world();
   std::ostringstream discard;
   std::ostream& log = comm->rank() == 0 ? std::cout : discard;

@@ -39,9 +39,7 @@ int command_info(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help");
   const std::optional<po::variables_map> parsed = parse_command_options(args, opts);
   if (!parsed) return kExitOk;
-  int argc = 0;
-  char** argv = nullptr;
-  MpiSession mpi(&argc, &argv);
+  MpiSession mpi(nullptr, nullptr);
   MpiLibrary lib = mpi_library();
   std::cout << "version: " << TRAINSCALE_VERSION << "\n"
             << "git_sha: " << TRAINSCALE_GIT_SHA << "\n"

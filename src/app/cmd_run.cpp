@@ -286,9 +286,7 @@ int run_manifest_entry(const std::string& dir, int64_t index, int restart_count)
               << "); skipped\n";
     return kExitOk;
   }
-  int argc = 0;
-  char** argv = nullptr;
-  MpiSession mpi(&argc, &argv);
+  MpiSession mpi(nullptr, nullptr);
   install_preemption_handlers();  // after MPI's own: SIGTERM / SIGUSR1 stop at a step boundary
   auto comm = Communicator::world();
   const bool root = comm->rank() == 0;
@@ -465,9 +463,7 @@ int command_run(const std::vector<std::string>& args) {
   id.run_id = stem + "-" + id.config_id;
   refuse_to_overwrite(vm["out"].as<std::string>(), id.run_id, vm.count("resume") > 0, vm.count("overwrite") > 0);
 
-  int argc = 0;
-  char** argv = nullptr;
-  MpiSession mpi(&argc, &argv);
+  MpiSession mpi(nullptr, nullptr);
   install_preemption_handlers();  // after MPI's own: SIGTERM / SIGUSR1 stop at a step boundary
   auto comm = Communicator::world();
   try {
