@@ -14,7 +14,7 @@ bool is_plain(const memory::desc& md) { return md == plain_md(md.dims(), md.data
 memory::dims dims_of(const Shape& s) { return memory::dims(s.dims.begin(), s.dims.end()); }
 Shape shape_of(const memory::dims& d) { return Shape(std::vector<int64_t>(d.begin(), d.end())); }
 
-dt dnnl_type(DType t) {
+static dt dnnl_type(DType t) {
   switch (t) {
     case DType::f32: return dt::f32;
     case DType::bf16: return dt::bf16;
@@ -25,7 +25,7 @@ dt dnnl_type(DType t) {
   return dt::undef;
 }
 
-DType dtype_of(dt t) {
+static DType dtype_of(dt t) {
   switch (t) {
     case dt::bf16: return DType::bf16;
     case dt::f16: return DType::f16;

@@ -61,8 +61,6 @@ inline memory::desc any_md(const memory::dims& dims, dt t) { return memory::desc
 bool is_plain(const memory::desc& md);
 memory::dims dims_of(const Shape& s);
 Shape shape_of(const memory::dims& d);
-dt dnnl_type(DType t);
-DType dtype_of(dt t);
 // A short text that identifies a layout (dims, data type, strides, blocks), for cache keys.
 std::string md_key(const memory::desc& md);
 // The same bytes seen with other dims: a plain tensor reshaped, or (for a blocked one) its
@@ -129,7 +127,6 @@ class InPort {
   // the backward of that forward, a diff_dst read by both backward primitives of one call. The
   // ops' contract (backend/ops.h) is that those tensors do not change in between.
   memory get_shared(CpuContext& ctx, const void* data, const InPort& other, uint64_t generation);
-  const memory::desc& want() const { return want_; }
 
  private:
   memory::desc given_, want_, staged_;  // staged_: what the reorder writes (want_, or its plain form in given_'s dims)

@@ -65,7 +65,7 @@ void OutPort::finish(void* data, cudaStream_t stream) {
 }
 
 // ---- descs ----------------------------------------------------------------------------------
-bool is_float_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+static bool is_float_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 void check_activation_desc(const TensorDesc& desc, const std::string& what) {
   if (!is_cuda_layout(desc))

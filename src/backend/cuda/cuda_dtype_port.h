@@ -58,7 +58,6 @@ class OutPort {
 
 // The data types the CUDA ops compute activations in, in plain or 4-D NHWC layout; others are a
 // planning error naming `what`.
-bool is_float_dtype(DType t);
 void check_activation_desc(const TensorDesc& desc, const std::string& what);
 
 // The desc of an op's output: a request "any" gets (dims, act_dtype) in `layout` (plain or NHWC);
