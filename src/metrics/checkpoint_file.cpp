@@ -237,8 +237,7 @@ void read_model(const h5::ReadFile& f, Checkpoint& c) {
                         c.params_sha256 + " (damaged)");
     return;
   }
-  c.params = f.read<float>("/model/params").values;
-  c.velocity = f.read<float>("/model/velocity").values;
+  f.read_series("/model", {{"params", c.params}, {"velocity", c.velocity}});
   if (c.velocity.size() != c.params.size()) damaged(path, "/model/velocity and /model/params differ in length");
   const std::string sha = sha256_hex_of_floats(c.params.data(), static_cast<int64_t>(c.params.size()));
   if (sha != c.params_sha256)
@@ -265,11 +264,8 @@ void read_ranks(const h5::ReadFile& f, Checkpoint& c) {
 
 void read_series(const h5::ReadFile& f, Checkpoint& c) {
   const std::string& path = f.path();
-  c.steps = f.read<int64_t>("/train/step").values;
-  c.samples = f.read<int64_t>("/train/samples").values;
-  c.epoch = f.read<double>("/train/epoch").values;
-  c.time = f.read<double>("/train/time").values;
-  c.lr = f.read<float>("/train/lr").values;
+  f.read_series("/train",
+                {{"step", c.steps}, {"samples", c.samples}, {"epoch", c.epoch}, {"time", c.time}, {"lr", c.lr}});
   const size_t S = c.steps.size();
   for (size_t n : {c.samples.size(), c.epoch.size(), c.time.size(), c.lr.size()})
     if (n != S) damaged(path, "the /train series differ in length");
@@ -280,11 +276,8 @@ void read_series(const h5::ReadFile& f, Checkpoint& c) {
   if (f.exists("/series"))
     for (const std::string& name : f.members("/series"))
       read_step_major(f, "/series/" + name, S, c.ranks, [&name](RankCheckpoint& r) -> auto& { return r.series[name]; });
-  c.eval_step = f.read<int64_t>("/eval/step").values;
-  c.eval_epoch = f.read<double>("/eval/epoch").values;
-  c.eval_time = f.read<double>("/eval/time").values;
-  c.eval_loss = f.read<double>("/eval/loss").values;
-  c.eval_accuracy = f.read<double>("/eval/accuracy").values;
+  f.read_series("/eval", {{"step", c.eval_step}, {"epoch", c.eval_epoch}, {"time", c.eval_time},
+                          {"loss", c.eval_loss}, {"accuracy", c.eval_accuracy}});
   for (size_t n : {c.eval_epoch.size(), c.eval_time.size(), c.eval_loss.size(), c.eval_accuracy.size()})
     if (n != c.eval_step.size()) damaged(path, "the /eval series differ in length");
 }

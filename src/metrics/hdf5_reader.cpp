@@ -211,4 +211,9 @@ template Array<double> ReadFile::read(const std::string&) const;
 template Array<int64_t> ReadFile::read(const std::string&) const;
 template Array<uint64_t> ReadFile::read(const std::string&) const;
 
+void ReadFile::read_series(const std::string& group, std::initializer_list<SeriesInto> series) const {
+  for (const SeriesInto& s : series)
+    std::visit([&]<typename T>(std::vector<T>* into) { *into = read<T>(group + "/" + s.name).values; }, s.into);
+}
+
 }  // namespace ts::h5

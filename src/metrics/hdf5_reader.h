@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace ts::h5 {
@@ -16,6 +18,14 @@ template <typename T>
 struct Array {
   std::vector<int64_t> dims;
   std::vector<T> values;
+};
+
+// One dataset for ReadFile::read_series: its name in the group and the vector its values go to.
+struct SeriesInto {
+  template <typename T>
+  SeriesInto(std::string name, std::vector<T>& into) : name(std::move(name)), into(&into) {}
+  std::string name;
+  std::variant<std::vector<int64_t>*, std::vector<uint64_t>*, std::vector<float>*, std::vector<double>*> into;
 };
 
 class ReadFile {
@@ -45,6 +55,8 @@ class ReadFile {
   // numeric types; integers into floats or back, or a dataset of more than 3 dims, is a RuntimeError).
   template <typename T>
   Array<T> read(const std::string& dataset) const;
+  // Each series' dataset `group`/name, whole (its dims are not checked), into its vector, in order.
+  void read_series(const std::string& group, std::initializer_list<SeriesInto> series) const;
 
  private:
   ReadFile(int64_t id, std::string path) : id_(id), path_(std::move(path)) {}

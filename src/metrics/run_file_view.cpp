@@ -58,38 +58,24 @@ void read_bucket_timing(const h5::ReadFile& f, RunFileView& v) {
 }
 
 void read_series(const h5::ReadFile& f, RunFileView& v) {
-  v.step = f.read<int64_t>("/train/step").values;
-  v.samples = f.read<int64_t>("/train/samples").values;
-  v.epoch = f.read<double>("/train/epoch").values;
-  v.time = f.read<double>("/train/time").values;
-  v.loss = f.read<float>("/train/loss").values;
-  v.lr = f.read<float>("/train/lr").values;
+  f.read_series("/train", {{"step", v.step}, {"samples", v.samples}, {"epoch", v.epoch}, {"time", v.time},
+                           {"loss", v.loss}, {"lr", v.lr}});
   v.steps = static_cast<int64_t>(v.step.size());
   if (f.exists("/train/wall_time")) v.wall_time = f.read<double>("/train/wall_time").values;
   if (f.exists("/timing"))
     for (const std::string& phase : f.members("/timing")) v.timing[phase] = read_phase(f, phase, v.steps, v.ranks);
   read_bucket_timing(f, v);
   if (f.exists("/eval")) {
-    v.eval_step = f.read<int64_t>("/eval/step").values;
-    v.eval_epoch = f.read<double>("/eval/epoch").values;
-    v.eval_time = f.read<double>("/eval/time").values;
-    v.eval_loss = f.read<double>("/eval/loss").values;
-    v.eval_accuracy = f.read<double>("/eval/accuracy").values;
-    if (f.exists("/eval/wall_time")) {
-      v.eval_wall_time = f.read<double>("/eval/wall_time").values;
-      v.eval_seconds = f.read<double>("/eval/seconds").values;
-    }
+    f.read_series("/eval", {{"step", v.eval_step}, {"epoch", v.eval_epoch}, {"time", v.eval_time},
+                            {"loss", v.eval_loss}, {"accuracy", v.eval_accuracy}});
+    if (f.exists("/eval/wall_time"))
+      f.read_series("/eval", {{"wall_time", v.eval_wall_time}, {"seconds", v.eval_seconds}});
   }
-  if (f.exists("/checkpoints/step")) {
-    v.checkpoint_step = f.read<int64_t>("/checkpoints/step").values;
-    v.checkpoint_wall_time = f.read<double>("/checkpoints/wall_time").values;
-    v.checkpoint_seconds = f.read<double>("/checkpoints/seconds").values;
-    v.checkpoint_bytes = f.read<int64_t>("/checkpoints/bytes").values;
-  }
-  if (f.exists("/utilisation/au")) {
-    v.au = f.read<double>("/utilisation/au").values;
-    v.data_wait_share = f.read<double>("/utilisation/data_wait_share").values;
-  }
+  if (f.exists("/checkpoints/step"))
+    f.read_series("/checkpoints", {{"step", v.checkpoint_step}, {"wall_time", v.checkpoint_wall_time},
+                                   {"seconds", v.checkpoint_seconds}, {"bytes", v.checkpoint_bytes}});
+  if (f.exists("/utilisation/au"))
+    f.read_series("/utilisation", {{"au", v.au}, {"data_wait_share", v.data_wait_share}});
 }
 
 }  // namespace
