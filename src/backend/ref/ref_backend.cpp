@@ -27,13 +27,11 @@ TensorDesc plain_output(const TensorDesc& request, const Shape& dims, const std:
   return TensorDesc::plain(dims);
 }
 
-Shape conv_dst_dims(const ConvDesc& d) { return Shape{d.mb, d.oc, d.oh(), d.ow()}; }
-
 class RefConvOp final : public ConvOp {
  public:
   RefConvOp(const ConvDesc& d, const TensorDesc& src, const TensorDesc& dst) : d_(d) {
     expect_plain(src, d.mb * d.ic * d.ih * d.iw, d.str() + " src");
-    dst_ = plain_output(dst, conv_dst_dims(d), d.str() + " dst");
+    dst_ = plain_output(dst, Shape{d.mb, d.oc, d.oh(), d.ow()}, d.str() + " dst");
   }
   void forward(const Tensor& src, const float* wei, const float* bia, const Tensor& dst) override {
     TS_CHECK(!d_.bias || bia, "conv forward: " + d_.str() + " has a bias but bia is null");
