@@ -19,10 +19,6 @@ std::string RuleContext::text(const std::string& key) const {
   return it != texts.end() ? it->second : "";
 }
 
-int64_t RuleContext::global_batch() const {
-  return cfg.run.global_batch > 0 ? cfg.run.global_batch : cfg.run.batch_per_worker * cfg.run.workers;
-}
-
 namespace {
 
 using C = const RuleContext&;

@@ -22,7 +22,7 @@ struct RuleContext {
   const RunConfig& run() const { return cfg.run; }
   bool given(const std::string& key) const { return cfg.where.count(key) > 0; }
   std::string text(const std::string& key) const;
-  int64_t global_batch() const;  // global_batch, or batch_per_worker x workers
+  int64_t global_batch() const { return run().global_batch_for(run().workers); }
 };
 
 // When a row is checked: `config` whenever a config is resolved (every command that reads one,

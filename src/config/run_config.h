@@ -142,6 +142,8 @@ struct RunConfig {
   RunConfig for_rank(int rank) const;
   // Per-worker batch on `world` ranks.
   int64_t batch_for(int world) const { return batch_per_worker > 0 ? batch_per_worker : global_batch / world; }
+  // Global batch of a step on `world` ranks.
+  int64_t global_batch_for(int64_t world) const { return global_batch > 0 ? global_batch : batch_per_worker * world; }
 };
 
 // A parsed, validated and resolved configuration: the typed struct plus the canonical

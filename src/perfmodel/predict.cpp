@@ -112,7 +112,7 @@ WorkerPoint point_for(const RunConfig& c, const ClusterSpec& cluster, int64_t wo
     }
   }
   pt.shares = loads.shares;
-  pt.throughput = pt.step.step > 0 ? static_cast<double>(global_batch_at(c, workers)) / pt.step.step : 0.0;
+  pt.throughput = pt.step.step > 0 ? static_cast<double>(c.global_batch_for(workers)) / pt.step.step : 0.0;
   return pt;
 }
 

@@ -21,13 +21,9 @@ std::vector<double> speeds(const RankLoads& loads, const std::function<double(in
 
 }  // namespace
 
-int64_t global_batch_at(const RunConfig& c, int64_t workers) {
-  return c.global_batch > 0 ? c.global_batch : c.batch_per_worker * workers;
-}
-
 RankLoads rank_loads(const RunConfig& c, int64_t workers, const std::function<double(int64_t)>& compute_seconds) {
   const DistConfig& d = c.dist;
-  const int64_t global = global_batch_at(c, workers);
+  const int64_t global = c.global_batch_for(workers);
   RankLoads loads;
   loads.slowdown.assign(static_cast<size_t>(workers), 1.0);
   if (d.emulate_slowdown_rank >= 0 && d.emulate_slowdown_rank < workers)

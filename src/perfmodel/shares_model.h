@@ -19,9 +19,6 @@ struct RankLoads {
   std::vector<double> slowdown;  // compute-time factor per rank (1: none)
 };
 
-// The global batch of a step at `workers` (global_batch, or batch_per_worker x workers).
-int64_t global_batch_at(const RunConfig& c, int64_t workers);
-
 // The ranks' loads at `workers`. `compute_seconds(batch)`: one rank's forward + backward at that
 // minibatch, before any slowdown. ConfigError when static shares do not fit `workers`.
 RankLoads rank_loads(const RunConfig& c, int64_t workers, const std::function<double(int64_t batch)>& compute_seconds);
