@@ -50,17 +50,11 @@ void AsyncPsWorkerExchange::broadcast_model() {
   }
 }
 
-void AsyncPsWorkerExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
-  (void)update;  // the servers step the optimizer
+void AsyncPsWorkerExchange::begin_step(LocalLoss local_loss, RangeUpdate /*update: the servers step the optimizer*/) {
   local_loss_ = std::move(local_loss);
 }
 
-void AsyncPsWorkerExchange::gradients_ready(int64_t offset, int64_t count) {
-  (void)offset, (void)count;  // pushed whole after backward
-}
-
-StepVerdict AsyncPsWorkerExchange::finish_step(bool average_weights) {
-  (void)average_weights;
+StepVerdict AsyncPsWorkerExchange::finish_step(bool /*average_weights*/) {
   StepVerdict v;
   v.loss = local_loss_.value();
   const double t0 = MPI_Wtime(), started = now_seconds();  // the latter on the trainer's clock

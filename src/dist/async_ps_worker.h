@@ -48,7 +48,7 @@ class AsyncPsWorkerExchange : public ExchangeStrategy,
   // Every worker takes rank 0's model; rank 0 sends each server its shard and the run's plan.
   void broadcast_model() override;
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
-  void gradients_ready(int64_t offset, int64_t count) override;
+  void gradients_ready(int64_t, int64_t) override {}  // pushed whole after backward
   // Push, then wait for the fresh weights. Diverged only on the last step (every worker's
   // last gradient has reached the servers then, so all workers agree): a non-finite loss on
   // any worker before it makes the whole run diverged.

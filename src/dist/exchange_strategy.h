@@ -205,9 +205,7 @@ class ExchangeStrategy {
   // PowerSGD's warm-start Q), and taking it back in a resumed run before its first step, which
   // follows `steps_done` finished steps.
   virtual std::vector<float> checkpoint_state() const { return {}; }
-  virtual void restore_checkpoint_state(const std::vector<float>& state, int64_t steps_done) {
-    (void)state, (void)steps_done;
-  }
+  virtual void restore_checkpoint_state(const std::vector<float>& /*state*/, int64_t /*steps_done*/) {}
 };
 
 // The strategy for `options` (sync + ps -> the parameter server; sync + nccl -> NCCL on device

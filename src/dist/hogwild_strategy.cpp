@@ -22,10 +22,7 @@ void HogwildExchange::begin_step(LocalLoss local_loss, RangeUpdate update) {
   update_ = std::move(update);
 }
 
-void HogwildExchange::gradients_ready(int64_t offset, int64_t count) { (void)offset, (void)count; }
-
-StepVerdict HogwildExchange::finish_step(bool average_weights) {
-  (void)average_weights;
+StepVerdict HogwildExchange::finish_step(bool /*average_weights*/) {
   StepVerdict v;
   v.loss = local_loss_.value();
   v.diverged = !std::isfinite(local_loss_.value());

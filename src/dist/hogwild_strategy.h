@@ -27,7 +27,7 @@ class HogwildExchange : public ExchangeStrategy, public OutsidePeers {
   bool times_ps_phases() const override { return false; }
   void broadcast_model() override {}
   void begin_step(LocalLoss local_loss, RangeUpdate update) override;
-  void gradients_ready(int64_t offset, int64_t count) override;
+  void gradients_ready(int64_t, int64_t) override {}  // the update comes after backward, whole
   StepVerdict finish_step(bool average_weights) override;
   void average_state() override {}
   const std::vector<Bucket>& buckets() const override { return buckets_; }
