@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <numeric>
 #include <set>
 #include <string>
 #include <vector>
@@ -59,11 +60,7 @@ struct NodeLoad {
       for (int64_t c = number_of(ends.front()); c <= number_of(ends.back()); ++c) cpus.insert(c);
     }
   }
-  int64_t total_threads() const {
-    int64_t sum = 0;
-    for (int64_t t : threads) sum += t;
-    return sum;
-  }
+  int64_t total_threads() const { return std::accumulate(threads.begin(), threads.end(), int64_t{0}); }
   // "runs 4 compute threads (2 rank(s) x 2 thread(s)) on the 2 CPU(s) its ranks may use".
   std::string text() const {
     const bool alike = std::set<int64_t>(threads.begin(), threads.end()).size() == 1;
@@ -123,10 +120,6 @@ void check_host_threads(const ResolvedConfig& cfg, Communicator& comm) {
               " per CPU: they mostly wait on storage, and more only cost memory)";
   refuse_collectively(comm, refusal);
 }
-
-}  // namespace ts
-
-namespace ts {
 
 std::vector<std::string> oversubscription_warnings(const ResolvedConfig& cfg, Communicator& comm) {
   const RunConfig& r = cfg.run;
