@@ -5,26 +5,15 @@
 
 namespace ts {
 
-void write_allreduce_file(const std::string& path, const AllreduceBenchResult& result) {
+void write_allreduce_file(const std::string& path, const AllreduceBenchResult& r) {
   h5::write_file(path, "trainscale-allreduce/1", [&](h5::File& file) {
-    file.set_attr("version", result.version);
-    file.set_attr("git_sha", result.git_sha);
-    file.set_attr("start_time", result.start_time);
-    file.set_attr("end_time", result.end_time);
-    file.set_attr("iters", result.iters);
-    file.set_attr("warmup", result.warmup);
-    file.set_attr("check", result.check);
-    file.set_attr("in_place", result.in_place);
-    file.set_attr("world_size", result.world_size);
-    file.set_attr("mpi_flavor", result.mpi_flavor);
-    file.set_attr("mpi_version", result.mpi_version);
-    file.set_attr("mpi_tuning", result.mpi_tuning);
-    file.set_attr("hosts", result.hosts);
-    file.set_attr("buffers", result.buffers);
-    file.set_attr("shm_chunk_bytes", result.shm_chunk_bytes);
-    file.set_attr("shm_buffers", result.shm_buffers);
+    file.set_attrs({{"version", r.version}, {"git_sha", r.git_sha}, {"start_time", r.start_time},
+                    {"end_time", r.end_time}, {"iters", r.iters}, {"warmup", r.warmup}, {"check", r.check},
+                    {"in_place", r.in_place}, {"world_size", r.world_size}, {"mpi_flavor", r.mpi_flavor},
+                    {"mpi_version", r.mpi_version}, {"mpi_tuning", r.mpi_tuning}, {"hosts", r.hosts},
+                    {"buffers", r.buffers}, {"shm_chunk_bytes", r.shm_chunk_bytes}, {"shm_buffers", r.shm_buffers}});
     h5::Group top = file.create_group("allreduce");
-    for (const AllreduceSeries& s : result.series) {
+    for (const AllreduceSeries& s : r.series) {
       h5::Group g = top.create_group(s.algorithm);
       g.write_series({{"bytes", s.bytes, "bytes"}, {"time_avg", s.time_avg, "seconds"},
                       {"time_min", s.time_min, "seconds"}, {"time_max", s.time_max, "seconds"},

@@ -68,15 +68,10 @@ std::string digest_hex(const uint64_t* words) {
 }
 
 void write_root(h5::File& file, const Checkpoint& c) {
-  file.set_attr("run_id", c.run_id);
-  file.set_attr("config_id", c.config_id);
-  file.set_attr("step", c.step);
-  file.set_attr("world_size", c.world_size);
-  file.set_attr("attempt", c.attempt);
-  file.set_attr("written", c.written);
-  file.set_attr("params_sha256", c.params_sha256);
-  file.set_attr("params_per_rank", static_cast<int64_t>(c.params_per_rank ? 1 : 0));
-  file.set_attr("rank_parts", static_cast<int64_t>(c.rank_parts ? 1 : 0));
+  file.set_attrs({{"run_id", c.run_id}, {"config_id", c.config_id}, {"step", c.step}, {"world_size", c.world_size},
+                  {"attempt", c.attempt}, {"written", c.written}, {"params_sha256", c.params_sha256},
+                  {"params_per_rank", static_cast<int64_t>(c.params_per_rank ? 1 : 0)},
+                  {"rank_parts", static_cast<int64_t>(c.rank_parts ? 1 : 0)}});
 }
 
 // What each rank part must hold (the parts were written first): the parameters' digests
@@ -328,10 +323,7 @@ std::string write_rank_part(const std::string& checkpoint_path, const Checkpoint
   const std::vector<float>& params = model ? state.params : none;
   const std::string sha = sha256_hex_of_floats(params.data(), static_cast<int64_t>(params.size()));
   h5::write_file(path, kRankPartSchema, [&](h5::File& file) {
-    file.set_attr("run_id", header.run_id);
-    file.set_attr("step", header.step);
-    file.set_attr("rank", rank);
-    file.set_attr("params_sha256", sha);
+    file.set_attrs({{"run_id", header.run_id}, {"step", header.step}, {"rank", rank}, {"params_sha256", sha}});
     file.write_series({{"params", params}, {"velocity", model ? state.velocity : none}, {"strategy", state.strategy}});
   }, kCheckpointOptions);
   return sha;

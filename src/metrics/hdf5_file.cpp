@@ -103,6 +103,10 @@ void Object::set_attr(const std::string& name, double value) {
   H5_CALL(H5Awrite(attr, H5T_NATIVE_DOUBLE, &value), where);
 }
 
+void Object::set_attrs(std::initializer_list<std::pair<std::string, AttrValue>> attrs) {
+  for (const auto& [name, value] : attrs) std::visit([&](const auto& v) { set_attr(name, v); }, value);
+}
+
 // ---- Group ---------------------------------------------------------------------------------
 
 Group Group::create_group(const std::string& name) {

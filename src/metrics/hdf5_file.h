@@ -35,6 +35,9 @@ class Object {
   void set_attr(const std::string& name, const char* value) { set_attr(name, std::string(value)); }
   void set_attr(const std::string& name, int64_t value);
   void set_attr(const std::string& name, double value);
+  // Scalar attributes from a table, in order: {{"name", value}, ...}.
+  using AttrValue = std::variant<std::string, int64_t, double>;
+  void set_attrs(std::initializer_list<std::pair<std::string, AttrValue>> attrs);
 
  protected:
   enum class Kind { none, file, group, dataset };

@@ -38,21 +38,13 @@ void write_per_layer(h5::Group& top, const PredictResult& r) {
 
 void write_predict_file(const std::string& path, const PredictResult& r) {
   h5::write_file(path, "trainscale-predict/1", [&](h5::File& file) {
-    file.set_attr("config", r.config_yaml);
-    file.set_attr("config_id", r.config_id);
-    file.set_attr("cluster", r.cluster_yaml);
-    file.set_attr("cluster_name", r.cluster_name);
-    file.set_attr("cluster_path", r.cluster_path);
-    file.set_attr("model", r.model);
-    file.set_attr("precision", r.precision);
-    file.set_attr("version", r.version);
-    file.set_attr("git_sha", r.git_sha);
-    file.set_attr("created", r.created);
-    file.set_attr("gemm_only", r.gemm_only);
+    file.set_attrs({{"config", r.config_yaml}, {"config_id", r.config_id}, {"cluster", r.cluster_yaml},
+                    {"cluster_name", r.cluster_name}, {"cluster_path", r.cluster_path}, {"model", r.model},
+                    {"precision", r.precision}, {"version", r.version}, {"git_sha", r.git_sha},
+                    {"created", r.created}, {"gemm_only", r.gemm_only}});
     h5::Group top = file.create_group("predict");
-    top.set_attr("allreduce", join(r.allreduce, "\n"));
-    top.set_attr("compression", r.compression);
-    top.set_attr("shares", join(r.shares, "\n"));
+    top.set_attrs({{"allreduce", join(r.allreduce, "\n")}, {"compression", r.compression},
+                   {"shares", join(r.shares, "\n")}});
     top.write_series({{"workers", r.workers, "workers"}, {"nodes", r.nodes, "nodes"},
                       {"ranks_per_node", r.ranks_per_node, "ranks"}, {"batch_per_worker", r.batch, "samples"},
                       {"step_time", r.step_time, "seconds"}, {"compute", r.compute, "seconds"},

@@ -112,62 +112,32 @@ const char* run_status_name(RunStatus status) {
 
 // The root attributes (docs/hdf5-schema.md "/ (root group)").
 void write_record(h5::File& file, const RunRecord& r) {
-  file.set_attr("run_id", r.run_id);
-  file.set_attr("config_id", r.config_id);
-  file.set_attr("campaign", r.campaign);
-  file.set_attr("status", run_status_name(r.status));
-  file.set_attr("message", r.message);
-  file.set_attr("warnings", r.warnings);
-  file.set_attr("config", r.config_yaml);
-  file.set_attr("version", r.version);
-  file.set_attr("git_sha", r.git_sha);
-  file.set_attr("start_time", r.start_time);
-  file.set_attr("end_time", r.end_time);
-  file.set_attr("hosts", r.hosts);
-  file.set_attr("rank_hosts", r.rank_hosts);
-  file.set_attr("local_ranks", r.local_ranks);
-  file.set_attr("world_size", r.world_size);
-  file.set_attr("mpi_flavor", r.mpi_flavor);
-  file.set_attr("mpi_version", r.mpi_version);
-  file.set_attr("mpi_tuning", r.mpi_tuning);
-  file.set_attr("dist_transport", r.dist_transport);
+  file.set_attrs({{"run_id", r.run_id}, {"config_id", r.config_id}, {"campaign", r.campaign},
+                  {"status", run_status_name(r.status)}, {"message", r.message}, {"warnings", r.warnings},
+                  {"config", r.config_yaml}, {"version", r.version}, {"git_sha", r.git_sha},
+                  {"start_time", r.start_time}, {"end_time", r.end_time}, {"hosts", r.hosts},
+                  {"rank_hosts", r.rank_hosts}, {"local_ranks", r.local_ranks}, {"world_size", r.world_size},
+                  {"mpi_flavor", r.mpi_flavor}, {"mpi_version", r.mpi_version}, {"mpi_tuning", r.mpi_tuning},
+                  {"dist_transport", r.dist_transport}});
   if (!r.loss_reads.empty()) file.set_attr("loss_reads", r.loss_reads);
-  file.set_attr("backend", r.backend);
-  file.set_attr("device", r.device);
-  file.set_attr("device_name", r.device_name);
-  file.set_attr("device_generation", r.device_generation);
-  file.set_attr("isa", r.isa);
-  file.set_attr("device_libraries", r.device_libraries);
-  file.set_attr("device_memory_bytes", r.device_memory_bytes);
-  file.set_attr("device_plans", r.device_plans);
-  file.set_attr("device_workspace_bytes", r.device_workspace_bytes);
-  file.set_attr("cpu_model", r.cpu_model);
-  file.set_attr("threads", r.threads);
-  file.set_attr("precision", r.precision);
-  file.set_attr("flush_denormals", r.flush_denormals);
-  file.set_attr("seed", r.seed);
-  file.set_attr("simulated", r.simulated);
-  if (r.simulated != 0) {
-    file.set_attr("sim_cluster", r.sim_cluster);
-    file.set_attr("sim_platform", r.sim_platform);
-  }
-  file.set_attr("attempt", r.attempt);
-  file.set_attr("resumed_from_step", r.resumed_from_step);
-  file.set_attr("setup_start_unix", r.setup_start_unix);
-  file.set_attr("train_start_unix", r.train_start_unix);
-  file.set_attr("train_split_samples", r.train_split_samples);
-  file.set_attr("eval_split_samples", r.eval_split_samples);
+  file.set_attrs({{"backend", r.backend}, {"device", r.device}, {"device_name", r.device_name},
+                  {"device_generation", r.device_generation}, {"isa", r.isa}, {"device_libraries", r.device_libraries},
+                  {"device_memory_bytes", r.device_memory_bytes}, {"device_plans", r.device_plans},
+                  {"device_workspace_bytes", r.device_workspace_bytes}, {"cpu_model", r.cpu_model},
+                  {"threads", r.threads}, {"precision", r.precision}, {"flush_denormals", r.flush_denormals},
+                  {"seed", r.seed}, {"simulated", r.simulated}});
+  if (r.simulated != 0) file.set_attrs({{"sim_cluster", r.sim_cluster}, {"sim_platform", r.sim_platform}});
+  file.set_attrs({{"attempt", r.attempt}, {"resumed_from_step", r.resumed_from_step},
+                  {"setup_start_unix", r.setup_start_unix}, {"train_start_unix", r.train_start_unix},
+                  {"train_split_samples", r.train_split_samples}, {"eval_split_samples", r.eval_split_samples}});
 }
 
 // /partition (heterogeneous workers): shares, compute and idle seconds per step and rank.
 void write_partition(h5::File& file, const PartitionRecord& p, int64_t steps, int64_t ranks) {
   h5::Group group = file.create_group("partition");
-  group.set_attr("kind", p.kind);
-  group.set_attr("emulate_slowdown_rank", p.emulate_slowdown_rank);
-  group.set_attr("emulate_slowdown_factor", p.emulate_slowdown_factor);
-  group.set_attr("rank_backends", p.rank_backends);
-  group.set_attr("rank_threads", p.rank_threads);
-  group.set_attr("rank_devices", p.rank_devices);
+  group.set_attrs({{"kind", p.kind}, {"emulate_slowdown_rank", p.emulate_slowdown_rank},
+                   {"emulate_slowdown_factor", p.emulate_slowdown_factor}, {"rank_backends", p.rank_backends},
+                   {"rank_threads", p.rank_threads}, {"rank_devices", p.rank_devices}});
   const int64_t changes = static_cast<int64_t>(p.change_step.size());
   group.write_series({{"shares", p.shares, "samples", {steps, ranks}},
                       {"compute", p.compute, "seconds", {steps, ranks}},
@@ -258,8 +228,7 @@ void write_contents(h5::File& file, const RunResult& r) {
   if (r.async_ps.workers > 0) {
     const RunResult::AsyncPsRecord& a = r.async_ps;
     h5::Group async = file.create_group("async_ps");
-    async.set_attr("servers", a.servers);
-    async.set_attr("staleness", a.staleness);
+    async.set_attrs({{"servers", a.servers}, {"staleness", a.staleness}});
     async.write_series({{"staleness_histogram", a.staleness_histogram, "gradients", {a.workers, a.staleness + 1}},
                         {"max_staleness", a.max_staleness, "rounds"}, {"bound_wait", a.bound_wait_s, "seconds"},
                         {"pull_wait", a.pull_wait_s, "seconds"}});
@@ -271,9 +240,8 @@ void write_contents(h5::File& file, const RunResult& r) {
   }
   {
     h5::Group model = file.create_group("model");
-    model.set_attr("name", r.model_name);
-    model.set_attr("parameters", r.model_parameters);
-    model.set_attr("flops_per_sample", r.model_flops_per_sample);
+    model.set_attrs({{"name", r.model_name}, {"parameters", r.model_parameters},
+                     {"flops_per_sample", r.model_flops_per_sample}});
     using Layer = RunResult::LayerRow;
     model.write_table("layers", {h5::Column::of("name", r.layers, &Layer::name),
                                  h5::Column::of("kind", r.layers, &Layer::kind),
