@@ -59,17 +59,17 @@ bool ReadFile::exists(const std::string& object) const {
 
 namespace {
 
-hid_t open_attr(hid_t file, const std::string& path, const std::string& object, const std::string& name) {
-  if (H5Aexists_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
-    fail(path, "attribute '" + name + "' of " + object + " is missing");
-  const hid_t attr = H5Aopen_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT);
-  if (attr < 0) fail(path, "attribute '" + name + "' of " + object + " cannot be opened");
-  return attr;
-}
-
-void expect_class(hid_t attr, H5T_class_t expected, const std::string& path, const std::string& what) {
+// The attribute `name` of `object`, of class `expected` (H5T_NO_CLASS: of any).
+Id open_attr(hid_t file, const std::string& path, const std::string& object, const std::string& name,
+             H5T_class_t expected = H5T_NO_CLASS) {
+  const std::string what = "attribute '" + name + "' of " + object;
+  if (H5Aexists_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT) <= 0) fail(path, what + " is missing");
+  Id attr(H5Aopen_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+  if (!attr.ok()) fail(path, what + " cannot be opened");
+  if (expected == H5T_NO_CLASS) return attr;
   Id type(H5Aget_type(attr), H5Tclose);
   if (!type.ok() || H5Tget_class(type) != expected) fail(path, what + " has another type than expected");
+  return attr;
 }
 
 // A scalar integer or real attribute, of class `cls`, read as `mem_type`.
@@ -77,11 +77,9 @@ template <typename T>
 T scalar_attr(hid_t file, const std::string& path, const std::string& object, const std::string& name,
               H5T_class_t cls, hid_t mem_type) {
   QuietErrors quiet;
-  const std::string what = "attribute '" + name + "' of " + object;
-  Id attr(open_attr(file, path, object, name), H5Aclose);
-  expect_class(attr, cls, path, what);
+  Id attr = open_attr(file, path, object, name, cls);
   T value = 0;
-  if (H5Aread(attr, mem_type, &value) < 0) fail(path, what + " cannot be read");
+  if (H5Aread(attr, mem_type, &value) < 0) fail(path, "attribute '" + name + "' of " + object + " cannot be read");
   return value;
 }
 
@@ -90,8 +88,7 @@ T scalar_attr(hid_t file, const std::string& path, const std::string& object, co
 std::string ReadFile::string_attr(const std::string& object, const std::string& name) const {
   QuietErrors quiet;
   const std::string what = "attribute '" + name + "' of " + object;
-  Id attr(open_attr(id_, path_, object, name), H5Aclose);
-  expect_class(attr, H5T_STRING, path_, what);
+  Id attr = open_attr(id_, path_, object, name, H5T_STRING);
   Id type(H5Aget_type(attr), H5Tclose);
   const bool variable = H5Tis_variable_str(type) > 0;
   const size_t size = variable ? 0 : H5Tget_size(type);
@@ -157,7 +154,7 @@ std::vector<std::string> ReadFile::attribute_names(const std::string& object) co
 
 ReadFile::AttributeKind ReadFile::attribute_kind(const std::string& object, const std::string& name) const {
   QuietErrors quiet;
-  Id attr(open_attr(id_, path_, object, name), H5Aclose);
+  Id attr = open_attr(id_, path_, object, name);
   Id type(H5Aget_type(attr), H5Tclose);
   Id space(H5Aget_space(attr), H5Sclose);
   if (!type.ok() || !space.ok() || H5Sget_simple_extent_type(space) != H5S_SCALAR) return AttributeKind::other;
