@@ -37,11 +37,6 @@ struct EventSink {
                      std::to_string(rank) + ", \"tid\": " + std::to_string(thread) +
                      ", \"args\": {\"step\": " + std::to_string(step) + more_args + "}}");
   }
-  // One bucket's exchange: a complete event named "bucket B" with the step and the bucket in args.
-  void bucket(int64_t rank, int64_t bucket, double start, double seconds, int64_t step) {
-    const std::string b = std::to_string(bucket);
-    span("bucket " + b, "bucket", rank, kBucketThread, start, seconds, step, ", \"bucket\": " + b);
-  }
   void name_process(int64_t rank, const std::string& name) {
     events.push_back("{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " + std::to_string(rank) +
                      ", \"args\": {\"name\": " + json_quote(name) + "}}");
@@ -83,13 +78,16 @@ void comm_events(EventSink& out, const RunFileView& run, int64_t s, int64_t r, d
 }
 
 // The buckets of step s on rank r (row n of /bucket_timing), each at its recorded start from the
-// rank's step start, for its recorded seconds; a bucket the step did not exchange (NaN) is left out.
+// rank's step start, for its recorded seconds, named "bucket B" with the bucket in its args; a
+// bucket the step did not exchange (NaN) is left out.
 void bucket_events(EventSink& out, const RunFileView& run, size_t n, int64_t s, int64_t r, double step_start) {
   const size_t B = static_cast<size_t>(run.bucket_count);
   for (size_t b = 0; b < B; ++b) {
     const size_t at = (n * static_cast<size_t>(run.ranks) + static_cast<size_t>(r)) * B + b;
     const double begin = run.bucket_start[at], end = run.bucket_end[at];
-    if (std::isfinite(begin) && std::isfinite(end)) out.bucket(r, static_cast<int64_t>(b), step_start + begin, end - begin, s);
+    if (std::isfinite(begin) && std::isfinite(end))
+      out.span("bucket " + std::to_string(b), "bucket", r, kBucketThread, step_start + begin, end - begin, s,
+               ", \"bucket\": " + std::to_string(b));
   }
 }
 
@@ -115,13 +113,10 @@ void step_events(EventSink& out, const RunFileView& run, int64_t s, int64_t r, d
 // True when every step and evaluation has its wall time (files since /train/wall_time, runs
 // that were not resumed): the trace is then on the wall clock, with evaluations and checkpoints.
 bool has_wall_clock(const RunFileView& run) {
-  if (static_cast<int64_t>(run.wall_time.size()) != run.steps || run.eval_wall_time.size() != run.eval_step.size())
-    return false;
-  for (double t : run.wall_time)
-    if (!std::isfinite(t)) return false;
-  for (double t : run.eval_wall_time)
-    if (!std::isfinite(t)) return false;
-  return run.steps > 0;
+  const auto finite = [](double t) { return std::isfinite(t); };
+  return run.steps > 0 && static_cast<int64_t>(run.wall_time.size()) == run.steps &&
+         run.eval_wall_time.size() == run.eval_step.size() && std::ranges::all_of(run.wall_time, finite) &&
+         std::ranges::all_of(run.eval_wall_time, finite);
 }
 
 // Evaluations and checkpoints of rank 0 (the run file has its times) as spans on its training thread.
