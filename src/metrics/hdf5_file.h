@@ -32,7 +32,6 @@ class Object {
 
   // Scalar attributes on this object. Strings are variable-length UTF-8 (h5py reads `str`).
   void set_attr(const std::string& name, const std::string& value);
-  void set_attr(const std::string& name, const char* value) { set_attr(name, std::string(value)); }
   void set_attr(const std::string& name, int64_t value);
   void set_attr(const std::string& name, double value);
   // Scalar attributes from a table, in order: {{"name", value}, ...}.
