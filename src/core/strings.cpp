@@ -81,6 +81,16 @@ std::string closest_match(const std::string& word, const std::vector<std::string
   return best;
 }
 
+std::string duration_text(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const long s = std::lround(seconds);
+  char text[32];
+  if (s >= 3600) std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else if (s >= 60) std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(text, sizeof text, "%lds", s);
+  return text;
+}
+
 std::string shortest_number_text(double value) {
   char buf[64];
   const auto res = std::to_chars(buf, buf + sizeof buf, value);

@@ -30,6 +30,9 @@ inline std::string format_number(const char* format, double value) {
   std::snprintf(text, sizeof text, format, value);
   return text;
 }
+// A duration in seconds as progress lines print it, rounded: "42s", "3m05s", "1h02m"; "?" when
+// negative or not finite (an estimate not yet known).
+std::string duration_text(double seconds);
 // `value` as a JSON number: its shortest text, or null for NaN and infinities (JSON has neither).
 std::string json_number(double value);
 // `text` as a JSON string literal, quotes included ("a\"b" -> "\"a\\\"b\"").

@@ -5,9 +5,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -69,16 +67,6 @@ class InterruptWatch {
   static constexpr std::array<int, 4> kSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
   std::array<struct sigaction, 4> saved_{};
 };
-
-std::string seconds_text(double s) {
-  if (!std::isfinite(s)) return "?";
-  long t = std::lround(s);
-  char buf[32];
-  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-  else if (t >= 60) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
-  else std::snprintf(buf, sizeof buf, "%lds", t);
-  return buf;
-}
 
 // The live processes of session `sid` (/proc/<pid>/stat: the state, then ppid, pgrp and the
 // session); zombies are dead and left out.
@@ -319,8 +307,8 @@ class Executor {
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
     const double eta = elapsed / static_cast<double>(sum_.finished) * static_cast<double>(n - sum_.finished);
     progress_ << "[" << sum_.finished << "/" << n << "] index " << index << " " << run_label(c_, c_.runs[index]) << ": " << outcome
-              << " | failures " << sum_.failed << " | elapsed " << seconds_text(elapsed) << " | ETA "
-              << (sum_.finished == n ? std::string("0s") : seconds_text(eta)) << std::endl;
+              << " | failures " << sum_.failed << " | elapsed " << duration_text(elapsed) << " | ETA "
+              << (sum_.finished == n ? std::string("0s") : duration_text(eta)) << std::endl;
   }
 
   const Campaign& c_;

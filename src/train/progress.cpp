@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iomanip>
 #include <ostream>
 #include <vector>
@@ -13,16 +12,6 @@
 #include "train/summary.h"
 
 namespace ts {
-
-std::string format_eta(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const int s = static_cast<int>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", s / 3600, s / 60 % 60);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%ds", s);
-  return buf;
-}
 
 void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig& r, const RunSetup& s, int world) {
   const bool weight_avg = r.dist.strategy == DistStrategy::weight_avg;
@@ -89,7 +78,7 @@ void log_progress(std::ostream& log, const RunRecording& rec, const RunPlan& pla
       << rec.epoch.back() << " loss " << std::setprecision(4) << loss << (exchanged ? "" : " (rank 0)") << " lr "
       << std::setprecision(5) << rec.lr.back() << " img/s " << std::setprecision(1)
       << static_cast<double>(plan.global_batch) / med << " eta "
-      << format_eta(med * static_cast<double>(plan.total_steps - step)) << "\n";
+      << duration_text(med * static_cast<double>(plan.total_steps - step)) << "\n";
   log.flush();
 }
 
@@ -106,7 +95,7 @@ void log_summary(std::ostream& log, const RunRecording& rec, const std::map<std:
       << rec.steps() << " steps in " << rec.train_clock << " s training time, " << s.at("images_per_s")
       << " img/s (median after " << static_cast<int64_t>(s.at("warmup_steps")) << " warm-up steps), best accuracy "
       << std::setprecision(4) << s.at("best_accuracy") << ", time to " << target_accuracy << ": "
-      << (std::isnan(s.at("time_to_target")) ? std::string("never") : format_eta(s.at("time_to_target")))
+      << (std::isnan(s.at("time_to_target")) ? std::string("never") : duration_text(s.at("time_to_target")))
       << "\nrun file: " << run_file << "\n";
   if (!params_sha256.empty()) log << "params_sha256: " << params_sha256 << "\n";
   log.flush();

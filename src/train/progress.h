@@ -13,9 +13,6 @@
 
 namespace ts {
 
-// "3m05s", "1h02m", "42s"; "?" when unknown.
-std::string format_eta(double seconds);
-
 // The first line: model, data, workers x batch, steps, backend, dist settings.
 void log_run_start(std::ostream& log, const std::string& run_id, const RunConfig& run, const RunSetup& setup, int world);
 // A warning (docs/reliability.md "Warnings"): rank 0 (`root`) prints "warning: <text>" and

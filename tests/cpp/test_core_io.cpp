@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -184,6 +186,16 @@ TEST(Strings, Fnv1a64MatchesThePublishedVectors) {
   EXPECT_EQ(ts::fnv1a64(""), 0xcbf29ce484222325ULL);
   EXPECT_EQ(ts::fnv1a64("a"), 0xaf63dc4c8601ec8cULL);
   EXPECT_EQ(ts::fnv1a64("foobar"), 0x85944171f73967e8ULL);
+}
+
+TEST(Strings, DurationTextRoundsToTheTwoLargestUnits) {
+  EXPECT_EQ(duration_text(0), "0s");
+  EXPECT_EQ(duration_text(41.6), "42s");
+  EXPECT_EQ(duration_text(59.4), "59s");
+  EXPECT_EQ(duration_text(185), "3m05s");
+  EXPECT_EQ(duration_text(3720), "1h02m");
+  EXPECT_EQ(duration_text(90061), "25h01m");
+  for (double unknown : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) EXPECT_EQ(duration_text(unknown), "?");
 }
 
 TEST(Strings, TerminalSafeEscapesWhatIsNotPrintableUtf8) {
