@@ -164,7 +164,7 @@ void check_workers_fit(const ClusterSpec& cluster, const std::vector<int64_t>& w
   std::string fix = "give worker counts up to " + n + " (e.g. --workers " + example +
                     "), or a larger cluster (--cluster-set nodes=N)";
   if (workers_per_node == 0 && cluster.node.gpus == 0) fix += ", or fewer threads per worker (--set threads=N)";
-  fix += ", or, to model oversubscribed nodes, more workers per node (--workers-per-node K; predict then warns)";
+  fix += ", or, to model oversubscribed nodes, more workers per node (--workers-per-node K)";
   throw ConfigError(asked + ": " + std::to_string(*too_many) + " workers do not fit on cluster " + cluster.name +
                     (cluster.path.empty() ? "" : " (" + cluster.path + ")") + ", which holds " +
                     std::to_string(cluster.nodes) + " nodes x " + std::to_string(per_node) + " worker(s) per node (" +

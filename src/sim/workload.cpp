@@ -59,6 +59,9 @@ Workload model_workload(const ResolvedConfig& cfg, const perf::ClusterSpec& clus
                         int64_t workers_per_node) {
   refuse_unsimulated(cfg.run.dist);
   perf::check_modelled(cfg);  // the simulated ranks compute what the model prices
+  // Ranks beyond the cluster's would share its nodes' cores unasked: refused as predict refuses them.
+  perf::check_workers_fit(cluster, {workers}, std::max<int64_t>(1, cfg.run.threads), workers_per_node,
+                          cfg.locate("workers"));
   perf::PredictOptions options;
   options.workers_per_node = workers_per_node;
   const perf::Prediction prediction = perf::predict(cfg.run, cluster, {workers}, options);

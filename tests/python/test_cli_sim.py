@@ -167,6 +167,7 @@ def test_two_level_gpu_cluster_puts_eight_ranks_on_a_node(tmp_path):
     (["--steps", "0"], "at least 1 step"),
     (["--set", "dist.emulate_slowdown.rank=1"], "trainscale-sim simulates equal workers; predict uneven shares"),
     (["--set", "dist.compression=topk"], "trainscale-sim does not simulate topk"),
+    (["--cluster-set", "nodes=2"], "4 workers do not fit on cluster skylake-8180m"),
 ])
 def test_refusals_name_what_is_wrong(tmp_path, extra, needle):
     cfg = write_config(tmp_path / "run.yaml", RESNET20)
