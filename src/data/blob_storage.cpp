@@ -138,7 +138,8 @@ std::string s3_error_code(const HttpResponse& r) {
     why = "a redirect (HTTP " + std::to_string(r.status) + ") to '" + r.header("location") +
           "'; blob storage does not follow redirects: set dataset.root to the final URL";
   } else if (is_retryable(r)) {
-    why = response_summary(r) + " after " + std::to_string(attempts) + " attempt(s) with backoff; check that the "
+    const int made = std::max(1, attempts);  // as perform_with_retries counts them: 0 still makes one
+    why = response_summary(r) + " after " + std::to_string(made) + " attempt(s) with backoff; check that the "
           "server is up and reachable";
   } else {
     why = "unexpected " + response_summary(r) + s3_error_code(r);
@@ -216,7 +217,7 @@ class BlobFile final : public RandomAccessFile {
       if (r.status == 200)
         throw RuntimeError("data file " + target_.shown + ": " + action + ": the server ignored the Range header "
                            "(HTTP 200 with the whole object); blob storage needs a server that serves byte ranges");
-      fail(target_, action, r, std::max(1, options_->retry.attempts));
+      fail(target_, action, r, options_->retry.attempts);
     }
     std::string problem;
     if (r.status == 206 && !content_range_matches(r.header("content-range"), offset, last, size_))
@@ -277,7 +278,7 @@ void BlobStorage::remove(const std::string& path) const {
 std::unique_ptr<RandomAccessFile> BlobStorage::open(const std::string& path) const {
   const Target t = target_of(*options_, path);
   const HttpResponse r = send(*options_, *retries_, t, "HEAD", {});
-  if (r.status != 200) fail(t, "HEAD (size and ETag)", r, std::max(1, options_->retry.attempts));
+  if (r.status != 200) fail(t, "HEAD (size and ETag)", r, options_->retry.attempts);
   const std::string length = r.header("content-length");
   char* end = nullptr;
   const long long size = std::strtoll(length.c_str(), &end, 10);
@@ -289,19 +290,18 @@ std::unique_ptr<RandomAccessFile> BlobStorage::open(const std::string& path) con
 
 bool BlobStorage::exists(const std::string& path) const {
   const Target t = target_of(*options_, path);
-  const int attempts = std::max(1, options_->retry.attempts);
   const std::string prefix = t.s3 ? s3_prefix_of(path) : "";
   if (!t.s3 || !prefix.empty()) {  // an object (the bucket itself has no key to HEAD)
     const HttpResponse r = send(*options_, *retries_, t, "HEAD", {});
     if (r.status == 200) return true;
     const bool redirect = r.status >= 300 && r.status < 400;  // nginx: "dir" redirects to "dir/"
-    if (r.status != 404 && !(redirect && !t.s3)) fail(t, "HEAD", r, attempts);
+    if (r.status != 404 && !(redirect && !t.s3)) fail(t, "HEAD", r, options_->retry.attempts);
   }
   if (t.s3) {  // a "directory": some key under the prefix
     Target listing = target_of(*options_, path, true);
     add_query(listing, {{"list-type", "2"}, {"prefix", prefix}, {"delimiter", "/"}, {"max-keys", "1"}});
     const HttpResponse page = send(*options_, *retries_, listing, "GET", {});
-    if (page.status != 200) fail(listing, "ListObjectsV2", page, attempts);
+    if (page.status != 200) fail(listing, "ListObjectsV2", page, options_->retry.attempts);
     return page.body.find("<Contents>") != std::string::npos || page.body.find("<CommonPrefixes>") != std::string::npos;
   }
   const Target dir = target_of(*options_, join_storage_path(path, ""));  // nginx answers a directory at "path/"
@@ -322,7 +322,7 @@ std::vector<StorageEntry> BlobStorage::list(const std::string& dir) const {
       if (!token.empty()) query.emplace_back("continuation-token", token);
       add_query(listing, query);
       const HttpResponse r = send(*options_, *retries_, listing, "GET", {});
-      if (r.status != 200) fail(listing, "ListObjectsV2", r, std::max(1, options_->retry.attempts));
+      if (r.status != 200) fail(listing, "ListObjectsV2", r, options_->retry.attempts);
       S3ListPage page = parse_s3_list_page(r.body, prefix, dir);
       entries.insert(entries.end(), page.entries.begin(), page.entries.end());
       token = page.truncated ? page.next_token : "";
@@ -330,7 +330,7 @@ std::vector<StorageEntry> BlobStorage::list(const std::string& dir) const {
   } else {
     const Target listing = target_of(*options_, join_storage_path(dir, ""));
     const HttpResponse r = send(*options_, *retries_, listing, "GET", {"Accept: application/json"});
-    if (r.status != 200) fail(listing, "listing", r, std::max(1, options_->retry.attempts));
+    if (r.status != 200) fail(listing, "listing", r, options_->retry.attempts);
     if (r.header("content-type").find("json") == std::string::npos)
       throw RuntimeError("data directory " + dir + ": plain HTTP cannot list a directory unless the server sends a "
                          "JSON listing (nginx: `autoindex on; autoindex_format json;`), and this one sent '" +
