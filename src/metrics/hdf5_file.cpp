@@ -104,7 +104,8 @@ void Object::set_attr(const std::string& name, double value) {
 }
 
 void Object::set_attrs(std::initializer_list<std::pair<std::string, AttrValue>> attrs) {
-  for (const auto& [name, value] : attrs) std::visit([&](const auto& v) { set_attr(name, v); }, value);
+  // not a structured binding: clang 14 (the fuzz and sanitizer builds) cannot capture one
+  for (const auto& attr : attrs) std::visit([&](const auto& v) { set_attr(attr.first, v); }, attr.second);
 }
 
 // ---- Group ---------------------------------------------------------------------------------
