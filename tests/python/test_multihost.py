@@ -14,6 +14,7 @@ MPI, MPICH and Intel MPI builds (MPICH: hosts of one rank only, testbed.layout_u
 - A rank killed on the other host ends the job on every host within 30 s; a checkpointed
   2-host run killed after its first checkpoint resumes bit-exactly.
 Without root or network namespaces every test skips with the reason."""
+import contextlib
 import os
 import pathlib
 import signal
@@ -255,9 +256,18 @@ def test_a_rank_killed_on_the_other_host_ends_the_job_everywhere_within_30_s(tes
     assert not list((tmp_path / "o").glob("*.h5")), "no run file for a failed run"
 
 
+def kill(pids):
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_checkpointed_two_host_run_killed_everywhere_resumes_bit_exactly(testbed, tmp_path):
-    text = config(tmp_path, "ck", 8, 4, allreduce="shm").read_text().replace("steps: 10", "steps: 24") + \
-        "checkpoint: {every_steps: 8}\n"
+    """Every rank is SIGKILLed right after the first checkpoint (step 4 of 64). The ranks are
+    found while the run starts, so the kill follows the checkpoint within a poll: CI saw a
+    24-step run finish in the time it took to list the hosts' processes after its checkpoint."""
+    text = config(tmp_path, "ck", 8, 4, allreduce="shm").read_text().replace("steps: 10", "steps: 64") + \
+        "checkpoint: {every_steps: 4}\n"
     cfg = write_config(tmp_path / "ck.yaml", text)
     reference = read(on_bed(testbed, tmp_path, "whole", [2, 2], cfg)[0])["sha"]
     out = tmp_path / "killed"
@@ -265,22 +275,25 @@ def test_a_checkpointed_two_host_run_killed_everywhere_resumes_bit_exactly(testb
     job = testbed.popen([2, 2], ["run", "--config", cfg, "--out", out])
     try:
         deadline = time.monotonic() + 120
+        ranks = set()
         while not [p for p in out.glob("*.checkpoint.*.hdf5") if ".rank-" not in p.name]:
             assert job.poll() is None, f"the run ended before its first checkpoint:\n{job.stdout.read()}"
             assert time.monotonic() < deadline, "no checkpoint within 120 s"
+            if len(ranks) < 4:
+                ranks = set(trainscale_pids(testbed)) - before
             time.sleep(0.01)
-        for pid in set(trainscale_pids(testbed)) - before:  # every rank, on both hosts
-            os.kill(pid, signal.SIGKILL)
+        kill(ranks)  # first, then any rank the listing missed: every rank, on both hosts
+        kill(set(trainscale_pids(testbed)) - before - ranks)
         job.wait(timeout=60)
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
-    assert not list(out.glob("*.h5"))
+    assert job.returncode != 0 and not list(out.glob("*.h5")), "the run ended before the kill"
     path, log = on_bed(testbed, tmp_path, "killed", [2, 2], cfg, extra=["--resume"])
     assert "resuming after step" in log
     with h5py.File(path) as f:
-        assert f.attrs["attempt"] == 2 and f.attrs["resumed_from_step"] >= 8
+        assert f.attrs["attempt"] == 2 and f.attrs["resumed_from_step"] >= 4
         assert f["summary"].attrs["params_sha256"] == reference
 
 
