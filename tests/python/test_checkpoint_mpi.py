@@ -73,10 +73,16 @@ def world_rank(pid):
 
 
 def wait_for_ranks_and_checkpoint(proc, out, timeout=300, np=2):
+    """The launcher's ranks once the first checkpoint is written. They are found while the run
+    starts, so the caller's signal follows the checkpoint within a poll: walking /proc after it
+    gives a short run on a loaded machine time to finish first (as test_multihost saw)."""
     deadline = time.monotonic() + timeout
+    ranks = []
     while time.monotonic() < deadline:
-        if [p for p in out.glob("*.checkpoint.*.hdf5") if ".rank-" not in p.name]:  # not a rank part
+        if len(ranks) < np:
             ranks = ranks_of(proc.pid)
+        if [p for p in out.glob("*.checkpoint.*.hdf5") if ".rank-" not in p.name]:  # not a rank part
+            ranks = ranks if len(ranks) == np else ranks_of(proc.pid)
             assert len(ranks) == np, f"expected {np} ranks below the launcher, found {ranks}"
             return ranks
         if proc.poll() is not None:
