@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "app/command_errors.h"
 #include "app/command_options.h"
 #include "app/commands.h"
 #include "core/build_info.h"
@@ -333,9 +334,7 @@ int bench_allreduce_command(const std::vector<std::string>& args) {
   } catch (const std::exception& e) {
     if (comm->size() > 1) {
       // Other ranks may wait in a collective: report and take the whole job down.
-      std::cerr << ("trainscale bench allreduce: rank " + std::to_string(comm->rank()) + " on " + comm->host() + ": " +
-                    e.what() + "\n");  // one write: ranks share mpirun's stderr
-      std::cerr.flush();
+      print_rank_error("trainscale bench allreduce", comm->rank(), comm->host(), e.what());
       comm->abort_all(kExitFailed);
     }
     throw;

@@ -65,20 +65,12 @@ class TeeBuf : public std::streambuf {
   std::streambuf* b_;
 };
 
-// One line to stderr in one write: mpirun forwards each rank's stderr as it reads it and prints
-// its own MPI_ABORT notice among them, so a line written piece by piece can be torn apart.
-void print_rank_line(Communicator& comm, const std::string& text) {
-  const std::string line = "trainscale run: rank " + std::to_string(comm.rank()) + " on " + comm.host() + ": " + text + "\n";
-  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
-  std::cerr.flush();
-}
-
 // A start-up stopped with something to resume (train/startup_stop.h): the other ranks may wait
 // in a collective for this one, so under MPI the job ends here with exit 4, once this rank's
 // records are written. A stop at a step boundary reaches every rank alike: they exit by themselves.
 void end_stopped_startup_collectively(Communicator& comm, const std::exception& e) {
   if (comm.size() == 1 || dynamic_cast<const StartupPreemptedError*>(&e) == nullptr) return;
-  print_rank_line(comm, std::string("preempted: ") + e.what());
+  print_rank_error("trainscale run", comm.rank(), comm.host(), std::string("preempted: ") + e.what());
   comm.abort_all(kExitPreempted);
 }
 
@@ -91,7 +83,8 @@ int fail_collectively(Communicator& comm, const std::exception& e) {
   }
   if (comm.size() > 1 && dynamic_cast<const ConfigError*>(&e) == nullptr) {
     const bool known = dynamic_cast<const RuntimeError*>(&e) != nullptr;
-    print_rank_line(comm, terminal_safe(known ? std::string(e.what()) : unexpected_error_text(e)));
+    const std::string text = known ? std::string(e.what()) : unexpected_error_text(e);
+    print_rank_error("trainscale run", comm.rank(), comm.host(), terminal_safe(text));
     comm.abort_all(kExitFailed);
   }
   return dynamic_cast<const ConfigError*>(&e) ? kExitUsage : kExitFailed;

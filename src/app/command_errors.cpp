@@ -36,6 +36,10 @@ int launcher_rank() {
   return -1;
 }
 
+void print_rank_error(const std::string& who, int rank, const std::string& host, const std::string& text) {
+  std::cerr << (who + ": rank " + std::to_string(rank) + " on " + host + ": " + text + "\n") << std::flush;
+}
+
 // Each message is built first and written in one write: under mpirun every rank shares its
 // stderr, and a line written piece by piece can be torn apart by another rank's.
 int run_command_reporting_errors(const std::string& program, const std::string& command,

@@ -33,6 +33,11 @@ int run_driver(const std::string& program, const std::string& usage, const std::
 // SLURM_PROCID (srun); -1 when none is set (not launched by one) or it is not a number.
 int launcher_rank();
 
+// "<who>: rank R on HOST: <text>" on stderr in one write: under mpirun the ranks share its
+// stderr, and mpirun prints its own MPI_ABORT notice among them; a line written piece by piece
+// can be torn apart.
+void print_rank_error(const std::string& who, int rank, const std::string& host, const std::string& text);
+
 // The message of an error that is neither a ConfigError nor a RuntimeError: an allocation that
 // failed (std::bad_alloc) or a resource the system refused (std::system_error) say so and what
 // to change, anything else is "internal error: ...".
