@@ -14,7 +14,7 @@ Results: OUT_DIR/<git sha>/allreduce.csv, steps.csv, the run files, and OUT_DIR/
 (the tables, the commands, the machine: CPU model and the load average before and after, since
 the machine is shared and the wall times depend on it). Not a pass/fail test.
 
-  bench/sim_validation.py [--cluster configs/clusters/skylake-8180m.yaml] [--workers 4,16,64,256,1024]
+  bench/sim_validation.py [--cluster configs/clusters/skylake-8180m.yaml] [--workers 4,16,64,256,1000]
                           [--sizes 64K,1M,16M] [--algorithms ring] [--steps-workers 1000]
                           [--step-algorithms tree,ring] [--out-dir reports/sim]
 
@@ -136,7 +136,7 @@ def markdown(args, sha, machine, allreduce_rows, step_rows):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cluster", default=str(REPO / "configs" / "clusters" / "skylake-8180m.yaml"))
-    p.add_argument("--workers", default="4,16,64,256,1024")
+    p.add_argument("--workers", default="4,16,64,256,1000")
     p.add_argument("--sizes", default="64K,1M,16M", help="smallest,...,largest (the factor between them is --factor)")
     p.add_argument("--factor", default="16")
     p.add_argument("--algorithms", default="ring")

@@ -146,7 +146,7 @@ int64_t cluster_worker_capacity(const ClusterSpec& cluster, int64_t threads, int
 }
 
 void check_workers_fit(const ClusterSpec& cluster, const std::vector<int64_t>& workers, int64_t threads,
-                       int64_t workers_per_node, const std::string& asked) {
+                       int64_t workers_per_node, const std::string& asked, const WorkerFitHints& hints) {
   const int64_t capacity = cluster_worker_capacity(cluster, threads, workers_per_node);
   const auto too_many = std::find_if(workers.begin(), workers.end(), [&](int64_t w) { return w > capacity; });
   if (too_many == workers.end()) return;
@@ -163,8 +163,9 @@ void check_workers_fit(const ClusterSpec& cluster, const std::vector<int64_t>& w
   const std::string example = "1.." + std::to_string(doubling) + (doubling == capacity ? "" : "," + n);
   std::string fix = "give worker counts up to " + n + " (e.g. --workers " + example +
                     "), or a larger cluster (--cluster-set nodes=N)";
-  if (workers_per_node == 0 && cluster.node.gpus == 0) fix += ", or fewer threads per worker (--set threads=N)";
-  fix += ", or, to model oversubscribed nodes, more workers per node (--workers-per-node K)";
+  if (workers_per_node == 0 && cluster.node.gpus == 0) fix += ", or fewer threads per worker (" + hints.threads + ")";
+  if (!hints.workers_per_node.empty())
+    fix += ", or, to model oversubscribed nodes, more workers per node (" + hints.workers_per_node + ")";
   throw ConfigError(asked + ": " + std::to_string(*too_many) + " workers do not fit on cluster " + cluster.name +
                     (cluster.path.empty() ? "" : " (" + cluster.path + ")") + ", which holds " +
                     std::to_string(cluster.nodes) + " nodes x " + std::to_string(per_node) + " worker(s) per node (" +

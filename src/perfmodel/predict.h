@@ -55,10 +55,14 @@ int64_t cluster_worker_capacity(const ClusterSpec& cluster, int64_t threads, int
 
 // ConfigError (exit 2) for the first count of `workers` above cluster_worker_capacity: what
 // `asked` for it (e.g. "--workers 1..1024"), what the cluster holds and why, the counts accepted
-// and what to change. predict and trainscale-sim refuse such counts instead of squeezing them
-// onto the nodes.
+// and what to change, spelled as the asking command's options (`hints`; an empty option is not
+// offered). predict and trainscale-sim refuse such counts instead of squeezing them onto the nodes.
+struct WorkerFitHints {
+  std::string threads = "--set threads=N";
+  std::string workers_per_node = "--workers-per-node K";
+};
 void check_workers_fit(const ClusterSpec& cluster, const std::vector<int64_t>& workers, int64_t threads,
-                       int64_t workers_per_node, const std::string& asked);
+                       int64_t workers_per_node, const std::string& asked, const WorkerFitHints& hints = {});
 
 // The steps of `config` on `cluster` at each worker count (its `workers` key is replaced; a
 // global_batch is split over each count and must divide by it).

@@ -19,6 +19,7 @@
 #include "dist/communicator.h"
 #include "dist/smpi/simulation.h"
 #include "perfmodel/allreduce_model.h"
+#include "perfmodel/predict.h"
 #include "sim/commands.h"
 #include "sim/manifest_run.h"
 #include "sim/mpi_selection.h"
@@ -134,6 +135,8 @@ int command_bench(const std::vector<std::string>& args) {
   const std::vector<int64_t> sizes = sizes_between(bytes_of("--min-bytes", vm["min-bytes"].as<std::string>()),
                                                    bytes_of("--max-bytes", vm["max-bytes"].as<std::string>()), factor);
   const int64_t threads = vm.count("threads") ? vm["threads"].as<int>() : cluster.node.cores;
+  // Ranks beyond the cluster's would share its nodes unasked: refused as predict and run refuse them.
+  perf::check_workers_fit(cluster, {workers}, threads, 0, "--workers " + std::to_string(workers), {"--threads N", ""});
   const perf::Placement placement = perf::place_workers(cluster, workers, threads);
 
   RunConfig run;  // only mpi_flavor: any matters here

@@ -247,6 +247,14 @@ TEST(AllreduceModel, CapacityAndOversubscription) {
     EXPECT_NE(m.find("= 12 workers"), std::string::npos) << m;
     EXPECT_NE(m.find("--workers 1..8,12"), std::string::npos) << m;  // the longest doubling range, then the capacity
   }
+  try {  // a command without --workers-per-node, whose thread option is spelled otherwise
+    check_workers_fit(c, {9}, 2, 0, "--workers 9", {"--threads N", ""});
+    FAIL() << "9 workers of 2 threads on 4 nodes of 4 cores were accepted";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("fewer threads per worker (--threads N)"), std::string::npos) << m;
+    EXPECT_EQ(m.find("--workers-per-node"), std::string::npos) << m;
+  }
   // Oversubscribed: more ranks than places (--workers-per-node beyond cores / threads), or one
   // worker with more threads than the node has cores.
   EXPECT_FALSE(place_workers(c, 8, 2).oversubscribed);

@@ -177,6 +177,17 @@ def test_refusals_name_what_is_wrong(tmp_path, extra, needle):
     assert not list(tmp_path.glob("*.h5"))
 
 
+def test_bench_refuses_ranks_beyond_the_cluster_with_its_own_options(tmp_path):
+    proc = sim(["bench", "allreduce", "--cluster", SKYLAKE, "--cluster-set", "nodes=2", "--workers", 3,
+                "--csv", tmp_path / "points.csv"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--workers 3: 3 workers do not fit on cluster skylake-8180m" in proc.stderr
+    assert "accepted: 1..2 workers" in proc.stderr
+    assert "(--threads N)" in proc.stderr  # this command's option, not run's --set threads=N
+    assert "--workers-per-node" not in proc.stderr and "--set threads" not in proc.stderr
+    assert not (tmp_path / "points.csv").exists()
+
+
 def test_a_damaged_cluster_file_is_refused_with_its_name(tmp_path):
     cfg = write_config(tmp_path / "run.yaml", RESNET20)
     damaged = tmp_path / "damaged.yaml"
