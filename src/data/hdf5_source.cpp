@@ -157,7 +157,7 @@ ImageLayout image_layout(hid_t images, const std::string& file) {
                                      filter_name, &config);
     check(id, "H5Pget_filter2", file, name);
     l.storage += std::string(", ") + (id == H5Z_FILTER_DEFLATE      ? "gzip"
-                                      : id == 32004                  ? "lz4"
+                                      : id == hdf5::kLz4Filter       ? "lz4"
                                       : id == H5Z_FILTER_FLETCHER32 ? "Fletcher-32 checksums"
                                                                      : filter_name);
   }

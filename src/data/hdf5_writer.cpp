@@ -16,8 +16,8 @@ namespace {
 
 using hdf5::check;
 using hdf5::Id;
+using hdf5::kLz4Filter;
 
-constexpr H5Z_filter_t kLz4Filter = 32004;  // the registered id of the HDF5 LZ4 plugin
 constexpr unsigned kGzipLevel = 4;
 constexpr int64_t kTargetChunkBytes = 65536;
 constexpr hsize_t kLabelChunk = 16384;  // labels per chunk of /labels (64 KiB)

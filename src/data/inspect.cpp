@@ -75,28 +75,20 @@ std::string shapes_text(const std::set<std::string>& shapes) {
 int64_t walk_shard(const std::string& path, std::set<int32_t>& labels, std::set<std::string>& shapes) {
   auto storage = make_storage({"local", ""});
   auto f = storage->open(path);
-  std::vector<int64_t> offsets;
-  std::vector<uint8_t> pixels;
-  for (int64_t at = 0; at < f->size();) {
-    const std::string where = "records shard " + path + ", record " + std::to_string(offsets.size());
-    uint8_t header[kFrameHeader];
-    if (f->size() - at < kFrameOverhead)
-      throw RuntimeError(where + ": truncated: " + std::to_string(f->size() - at) + " bytes left at offset " + std::to_string(at));
-    f->read_at(at, kFrameHeader, header);
-    const int64_t length = frame_payload_length(header, where);
-    if (length > f->size() - at - kFrameOverhead)
-      throw RuntimeError(where + ": truncated: the frame declares a " + std::to_string(length) + "-byte payload, the shard ends first");
-    std::vector<uint8_t> frame(static_cast<size_t>(length + kFrameOverhead));
-    f->read_at(at, static_cast<int64_t>(frame.size()), frame.data());
+  const std::vector<int64_t> offsets = scan_record_offsets(*f);  // the frame headers: truncation named
+  std::vector<uint8_t> frame, pixels;
+  for (size_t k = 0; k < offsets.size(); ++k) {
+    const std::string where = record_where(path, static_cast<int64_t>(k));
+    frame.resize(static_cast<size_t>((k + 1 < offsets.size() ? offsets[k + 1] : f->size()) - offsets[k]));
+    f->read_at(offsets[k], static_cast<int64_t>(frame.size()), frame.data());
     check_frame(frame.data(), static_cast<int64_t>(frame.size()), where);
+    const int64_t length = static_cast<int64_t>(frame.size()) - kFrameOverhead;
     const PayloadInfo info = peek_sample_payload(frame.data() + kFrameHeader, length, where);
     pixels.resize(static_cast<size_t>(info.chw.numel()));
     int32_t label = 0;
     decode_sample_payload(frame.data() + kFrameHeader, length, info.chw, pixels.data(), &label, where);
     labels.insert(label);
     shapes.insert(info.chw.str() + (info.encoding == PayloadEncoding::jpeg ? " jpeg" : " raw"));
-    offsets.push_back(at);
-    at += static_cast<int64_t>(frame.size());
   }
   const std::string index = record_index_path(path);
   if (fs::exists(index)) {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "data/crc32c.h"
 #include "data/jpeg_codec.h"
+#include "data/storage.h"
 
 namespace ts {
 namespace {
@@ -218,5 +219,30 @@ bool parse_record_shard_name(const std::string& name, const std::string& split, 
 }
 
 std::string record_index_path(const std::string& shard_path) { return shard_path + ".idx"; }
+
+std::string record_where(const std::string& path, int64_t record) {
+  return "records shard " + path + ", record " + std::to_string(record);
+}
+
+std::vector<int64_t> scan_record_offsets(const RandomAccessFile& f) {
+  std::vector<int64_t> offsets;
+  uint8_t header[kFrameHeader];
+  for (int64_t at = 0; at < f.size();) {
+    const std::string where = record_where(f.path(), static_cast<int64_t>(offsets.size()));
+    if (f.size() - at < kFrameOverhead)
+      throw RuntimeError(where + ": truncated: " + std::to_string(f.size() - at) + " bytes left at offset " +
+                         std::to_string(at) + ", less than a frame header and trailer; convert the data set again");
+    f.read_at(at, kFrameHeader, header);
+    const int64_t length = frame_payload_length(header, where);
+    if (length > f.size() - at - kFrameOverhead)
+      throw RuntimeError(where + ": truncated: the frame at offset " + std::to_string(at) + " declares a " +
+                         std::to_string(length) + "-byte payload, the shard ends " + std::to_string(f.size() - at - kFrameOverhead) +
+                         " bytes after its header; convert the data set again");
+    offsets.push_back(at);
+    at += length + kFrameOverhead;
+  }
+  if (offsets.empty()) throw RuntimeError("records shard " + f.path() + " is empty; convert the data set again");
+  return offsets;
+}
 
 }  // namespace ts

@@ -34,6 +34,15 @@ enum class PayloadEncoding : uint8_t { raw = 0, jpeg = 1 };
 // The frame of `payload` (kFrameOverhead + payload.size() bytes).
 std::vector<uint8_t> frame_record(const std::vector<uint8_t>& payload);
 
+class RandomAccessFile;
+
+// "records shard PATH, record N": where a record's error is.
+std::string record_where(const std::string& path, int64_t record);
+// The offset of each frame of a shard, by its frame headers (one 12-byte read per record);
+// RuntimeError naming the record for a header CRC that is wrong, a shard cut short or an empty
+// shard (fix: convert the data set again).
+std::vector<int64_t> scan_record_offsets(const RandomAccessFile& shard);
+
 // The payload length a frame header declares; throws RuntimeError naming `where` (file and
 // record) when the header's CRC is wrong.
 int64_t frame_payload_length(const uint8_t* header, const std::string& where);

@@ -22,32 +22,6 @@ struct Shard {
   bool indexed = false;
 };
 
-std::string record_where(const std::string& path, int64_t record) {
-  return "records shard " + path + ", record " + std::to_string(record);
-}
-
-// The frame-header walk of an unindexed shard: one 12-byte read per record.
-std::vector<int64_t> scan_offsets(const RandomAccessFile& f) {
-  std::vector<int64_t> offsets;
-  uint8_t header[kFrameHeader];
-  for (int64_t at = 0; at < f.size();) {
-    const std::string where = record_where(f.path(), static_cast<int64_t>(offsets.size()));
-    if (f.size() - at < kFrameOverhead)
-      throw RuntimeError(where + ": truncated: " + std::to_string(f.size() - at) + " bytes left at offset " +
-                         std::to_string(at) + ", less than a frame header and trailer; convert the data set again");
-    f.read_at(at, kFrameHeader, header);
-    const int64_t length = frame_payload_length(header, where);
-    if (length > f.size() - at - kFrameOverhead)
-      throw RuntimeError(where + ": truncated: the frame at offset " + std::to_string(at) + " declares a " +
-                         std::to_string(length) + "-byte payload, the shard ends " + std::to_string(f.size() - at - kFrameOverhead) +
-                         " bytes after its header; convert the data set again");
-    offsets.push_back(at);
-    at += length + kFrameOverhead;
-  }
-  if (offsets.empty()) throw RuntimeError("records shard " + f.path() + " is empty; convert the data set again");
-  return offsets;
-}
-
 // An index must end where the shard ends: the last frame's header read at its offset.
 void check_index_against_shard(const Shard& s) {
   const int64_t last = s.offsets.back(), record = static_cast<int64_t>(s.offsets.size()) - 1;
@@ -73,7 +47,7 @@ Shard open_shard(const Storage& storage, const std::string& path) {
   s.file = storage.open(path);
   const std::string index = record_index_path(path);
   if (!storage.exists(index)) {
-    s.offsets = scan_offsets(*s.file);
+    s.offsets = scan_record_offsets(*s.file);
     return s;
   }
   auto f = storage.open(index);

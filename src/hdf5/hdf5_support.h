@@ -9,6 +9,8 @@
 
 namespace ts::hdf5 {
 
+constexpr H5Z_filter_t kLz4Filter = 32004;  // the registered id of the HDF5 LZ4 plugin
+
 // The outermost few frames of HDF5's error stack, "H5Dread: can't read data; H5D__read: ...",
 // and the stack cleared; "" when it is empty.
 std::string take_error_stack();

@@ -138,13 +138,24 @@ def test_async_ps_with_its_servers_on_the_other_host_follows_sync(testbed, tmp_p
         assert np.all(f["async_ps/pull_wait"][:] > 0), "every pull crossed to the other host"
 
 
-@pytest.mark.parametrize("compression", ["fp16", "qsgd"])
-def test_compressed_exchange_across_hosts_sends_the_same_bytes(testbed, tmp_path, compression):
-    cfg = config(tmp_path, "c", 8, 4, allreduce="ring", extra=f", compression: {compression}")
+def test_qsgd_across_hosts_sends_the_same_bytes(testbed, tmp_path):
+    """qsgd gathers every rank's code and sums them in rank order: the same bytes on any hosts."""
+    cfg = config(tmp_path, "c", 8, 4, allreduce="ring", extra=", compression: qsgd")
     got = read(on_bed(testbed, tmp_path, "bed", [2, 2], cfg)[0])
     one_host = read(on_one_host(tmp_path, "one", 4, cfg))
     assert got["sha"] == one_host["sha"]
     np.testing.assert_array_equal(got["loss"], one_host["loss"])
+
+
+def test_fp16_across_hosts_follows_one_host(testbed, tmp_path):
+    """fp16 sums through MPI_Allreduce with a user op (docs/compression.md), in the order the MPI
+    library picks for the hosts: Intel MPI's tuning on Intel CPUs picks another one for 2 hosts x 2
+    ranks than for 4 ranks on one host, so each addition's fp16 rounding may differ, and only the
+    trajectory is the same."""
+    cfg = config(tmp_path, "c", 8, 4, allreduce="ring", extra=", compression: fp16")
+    got = read(on_bed(testbed, tmp_path, "bed", [2, 2], cfg)[0])
+    one_host = read(on_one_host(tmp_path, "one", 4, cfg))
+    np.testing.assert_allclose(got["loss"], one_host["loss"], rtol=RTOL, atol=ATOL)
 
 
 def test_unequal_shares_across_hosts_follow_one_rank_with_the_whole_batch(testbed, tmp_path):
